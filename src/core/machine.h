@@ -1,0 +1,70 @@
+/* A machine's two records: the desired one (config.json) and the observed
+ * one (status.json), with the generation rules of seed 000. Pure. */
+#pragma once
+#include "spec.h"
+#include "state.h"
+
+#define MV_CONFIG_FORMAT  2
+#define MV_STATUS_FORMAT  1
+
+typedef struct {
+  char      *id;
+  MvSpec    *spec;
+  MvDesired  desired;
+  guint64    desired_generation;
+  guint64    specification_generation;
+  guint64    restart_generation;
+  char      *fingerprint;       /* of the spec the machine was created with */
+  gint64     created_at;        /* µs since the epoch */
+  gint64     updated_at;
+  gboolean   stopped_by_user;
+} MvConfig;
+
+typedef struct {
+  MvState    state;
+  char      *state_error;       /* NULL when none */
+  char      *phase;             /* the host call under way, NULL when idle */
+  char      *operation_id;      /* NULL when idle */
+  guint64    observed_generation;
+  gint64     started_at;        /* µs since the epoch, 0 = never */
+  gint64     finished_at;
+  gboolean   has_exit_code;
+  gint32     exit_code;
+  guint32    restart_count;
+  gint64     next_restart_at;
+  JsonObject *vmm;              /* runtime's identity of its VMM; NULL = none */
+  char      *saved_state;       /* path of a saved guest, NULL = none */
+} MvStatus;
+
+MvConfig *mv_config_new (const char *id, MvSpec *spec /* owned */, gint64 now);
+void      mv_config_free (MvConfig *config);
+MvConfig *mv_config_copy (const MvConfig *config);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvConfig, mv_config_free)
+
+MvStatus *mv_status_new (void);    /* Stopped, generation 0 */
+void      mv_status_free (MvStatus *status);
+MvStatus *mv_status_copy (const MvStatus *status);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvStatus, mv_status_free)
+
+/* Generation rules. Each returns TRUE if the record changed. */
+/* Desired generation rises only for a real change of desired state. */
+gboolean mv_config_set_desired (MvConfig *config, MvDesired desired, gint64 now);
+/* Restart generation rises for each accepted restart; it is a change of
+ * what is desired, so the desired generation rises with it. */
+void     mv_config_request_restart (MvConfig *config, gint64 now);
+/* Replaces the spec (id and name are kept from @config unless @spec has
+ * them equal). The specification generation rises unless only the standby
+ * time changed; the desired generation rises for any change. */
+gboolean mv_config_update_spec (MvConfig *config, MvSpec *spec /* owned */, gint64 now);
+
+/* Serialization of the records, with their "format" number. Parsing
+ * checks types and values and fails with MV_ERROR_INVALID_ARGUMENT saying
+ * what is wrong; it expects the current format (store applies patches). */
+JsonNode *mv_config_to_node (const MvConfig *config);
+MvConfig *mv_config_from_node (JsonNode *node, GError **error);
+JsonNode *mv_status_to_node (const MvStatus *status);
+MvStatus *mv_status_from_node (JsonNode *node, GError **error);
+
+/* A fresh random ID: 32 lowercase hex characters. */
+char     *mv_id_new (void);
+gboolean  mv_id_validate (const char *id, GError **error);

@@ -1,0 +1,116 @@
+/* The spec document: what a machine is, as clients send it and as
+ * config.json keeps it. Parsing and validation are pure (no I/O). */
+#pragma once
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+/* Limits (seed 000, seed 004 and DESIGN §2a). */
+#define MV_NAME_MAX_BYTES                 63
+#define MV_ID_MAX_BYTES                   63
+#define MV_HOSTNAME_MAX_BYTES             253
+#define MV_CPU_MILLICORES_MIN             100
+#define MV_CPU_MILLICORES_MAX             32000
+#define MV_VCPUS_MAX                      32
+#define MV_MEMORY_STEP_BYTES              (G_GUINT64_CONSTANT (2) << 20)   /* 2 MiB */
+#define MV_MEMORY_MIN_BYTES               (G_GUINT64_CONSTANT (32) << 20)
+#define MV_MEMORY_MAX_BYTES               (G_GUINT64_CONSTANT (1) << 40)   /* 1 TiB */
+#define MV_DEFAULT_CPU_MILLICORES         1000
+#define MV_DEFAULT_MEMORY_BYTES           (G_GUINT64_CONSTANT (256) << 20)
+#define MV_DISKS_MAX                      16
+#define MV_PATH_MAX_BYTES                 4095
+#define MV_KERNEL_ARGS_MAX_BYTES          4096
+#define MV_METADATA_MAX_ENTRIES           16
+#define MV_METADATA_MAX_JSON_BYTES        (48 * 1024)
+#define MV_METADATA_KEY_MAX_BYTES         128
+#define MV_SSH_KEYS_MAX                   16
+#define MV_SSH_KEY_MAX_BYTES              (2 * 1024)
+#define MV_USER_DATA_MAX_BYTES            (16 * 1024)
+#define MV_METADATA_DOCUMENT_MAX_BYTES    (248 * 1024)
+#define MV_LABELS_MAX                     64
+#define MV_LABEL_KEY_MAX_BYTES            63
+#define MV_LABEL_VALUE_MAX_BYTES          255
+#define MV_FIREWALL_RULES_MAX             256
+#define MV_STANDBY_AFTER_MIN_SECONDS      60
+#define MV_RESTART_MAX_RETRIES_MAX        1000
+
+typedef enum {
+  MV_RESTART_NO,
+  MV_RESTART_ON_FAILURE,
+  MV_RESTART_UNLESS_STOPPED,
+  MV_RESTART_ALWAYS,
+} MvRestartMode;
+
+typedef enum {
+  MV_READINESS_VMM,       /* the vCPUs run */
+  MV_READINESS_AGENT,     /* the guest agent answers */
+  MV_READINESS_CONSOLE,   /* readiness_text appears on the console */
+} MvReadiness;
+
+typedef struct {
+  char     *path;
+  gboolean  read_only;
+} MvDisk;
+
+typedef struct {
+  char          *id;                 /* may be NULL before create */
+  char          *name;
+  char          *hypervisor_type;    /* NULL = default type */
+  char          *hypervisor_version; /* NULL = that type's default */
+  char          *kernel;
+  char          *initrd;
+  char          *kernel_args;        /* NULL = the hypervisor's default */
+  guint32        cpu_millicores;
+  guint32        max_vcpus;          /* 0 = no room for hot-add */
+  guint64        memory_bytes;
+  guint64        max_memory_bytes;   /* 0 = no room for hot-add */
+  GPtrArray     *disks;              /* MvDisk*, never NULL */
+  MvReadiness    readiness;
+  char          *readiness_text;     /* for MV_READINESS_CONSOLE */
+  char          *network_name;
+  char          *static_ip;
+  char          *hostname;
+  GPtrArray     *ssh_keys;           /* char*, never NULL; secret */
+  char          *user_data;          /* secret */
+  GHashTable    *metadata;           /* char* -> char*, never NULL; values secret */
+  JsonArray     *firewall;           /* rules as given (objects), never NULL */
+  MvRestartMode  restart_mode;
+  guint32        restart_max_retries;
+  guint32        standby_after_seconds;  /* 0 = never */
+  GHashTable    *labels;             /* char* -> char*, never NULL */
+  gboolean       remove_on_exit;
+} MvSpec;
+
+MvSpec  *mv_spec_new (void);        /* defaults filled in */
+void     mv_spec_free (MvSpec *spec);
+MvSpec  *mv_spec_copy (const MvSpec *spec);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvSpec, mv_spec_free)
+
+/* Parses a spec document. Unknown fields, wrong types and malformed JSON
+ * are MV_ERROR_INVALID_ARGUMENT naming the field. Does not validate limits. */
+MvSpec  *mv_spec_from_json (const char *json, GError **error);
+MvSpec  *mv_spec_from_node (JsonNode *node, GError **error);
+/* Serializes; without @with_secrets, ssh_keys, user_data and metadata
+ * values are left out (metadata keys stay, values become ""). */
+JsonNode *mv_spec_to_node (const MvSpec *spec, gboolean with_secrets);
+char     *mv_spec_to_json (const MvSpec *spec, gboolean with_secrets);
+
+/* Checks every limit; the message names the field and the limit:
+ * "memory_bytes: 1000 is below the minimum of 33554432". */
+gboolean mv_spec_validate (const MvSpec *spec, GError **error);
+gboolean mv_name_validate (const char *field, const char *name, GError **error);
+
+guint    mv_spec_vcpus (const MvSpec *spec);   /* ceil(cpu_millicores / 1000) */
+/* SHA-256 hex of the canonical document without id, labels excluded;
+ * query strings of URLs (signed image URLs) are ignored. */
+char    *mv_spec_fingerprint (const MvSpec *spec);
+gboolean mv_spec_equal (const MvSpec *a, const MvSpec *b);
+/* Whether a and b differ in more than the standby time: a change that
+ * raises the specification generation. */
+gboolean mv_spec_differs_beyond_standby (const MvSpec *a, const MvSpec *b);
+/* vCPUs, memory, disks or hypervisor differ: saved state becomes useless. */
+gboolean mv_spec_shape_differs (const MvSpec *a, const MvSpec *b);
+/* Size of the metadata document (hostname, ssh keys, user data, custom
+ * metadata) as the VMM's metadata service would hold it. */
+gsize    mv_spec_metadata_document_size (const MvSpec *spec);
+
+const char *mv_restart_mode_to_string (MvRestartMode mode);

@@ -1,0 +1,114 @@
+#include "state.h"
+
+static const char *const state_names[MV_STATE_COUNT] = {
+  [MV_STATE_STOPPED] = "Stopped",
+  [MV_STATE_STARTING] = "Starting",
+  [MV_STATE_RUNNING] = "Running",
+  [MV_STATE_PAUSED] = "Paused",
+  [MV_STATE_STANDBY] = "Standby",
+  [MV_STATE_STOPPING] = "Stopping",
+  [MV_STATE_RESTARTING] = "Restarting",
+  [MV_STATE_FAILED] = "Failed",
+};
+
+static const char *const desired_names[MV_DESIRED_COUNT] = {
+  [MV_DESIRED_RUNNING] = "running",
+  [MV_DESIRED_PAUSED] = "paused",
+  [MV_DESIRED_STOPPED] = "stopped",
+  [MV_DESIRED_DESTROYED] = "destroyed",
+};
+
+#define BIT(s) (1u << (s))
+
+/* Row: from; bits: the states it may move to. Failed is reachable from
+ * every state, since any host call can fail. */
+static const guint transitions[MV_STATE_COUNT] = {
+  [MV_STATE_STOPPED] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_FAILED),
+  [MV_STATE_STARTING] = BIT (MV_STATE_RUNNING) | BIT (MV_STATE_PAUSED) |
+                        BIT (MV_STATE_STOPPING) | BIT (MV_STATE_STOPPED) |
+                        BIT (MV_STATE_FAILED),
+  [MV_STATE_RUNNING] = BIT (MV_STATE_PAUSED) | BIT (MV_STATE_STANDBY) |
+                       BIT (MV_STATE_STOPPING) | BIT (MV_STATE_STOPPED) |
+                       BIT (MV_STATE_RESTARTING) | BIT (MV_STATE_FAILED),
+  [MV_STATE_PAUSED] = BIT (MV_STATE_RUNNING) | BIT (MV_STATE_STANDBY) |
+                      BIT (MV_STATE_STOPPING) | BIT (MV_STATE_STOPPED) |
+                      BIT (MV_STATE_RESTARTING) | BIT (MV_STATE_FAILED),
+  [MV_STATE_STANDBY] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPED) |
+                       BIT (MV_STATE_FAILED),
+  [MV_STATE_STOPPING] = BIT (MV_STATE_STOPPED) | BIT (MV_STATE_FAILED),
+  [MV_STATE_RESTARTING] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPED) |
+                          BIT (MV_STATE_FAILED),
+  [MV_STATE_FAILED] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPED) |
+                      BIT (MV_STATE_RESTARTING),
+};
+
+const char *
+mv_state_to_string (MvState state)
+{
+  g_return_val_if_fail (state < MV_STATE_COUNT, "Failed");
+  return state_names[state];
+}
+
+gboolean
+mv_state_from_string (const char *s, MvState *out)
+{
+  for (guint i = 0; i < MV_STATE_COUNT; i++)
+    if (g_strcmp0 (s, state_names[i]) == 0)
+      {
+        *out = i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+gboolean
+mv_state_can_transition (MvState from, MvState to)
+{
+  if (from >= MV_STATE_COUNT || to >= MV_STATE_COUNT)
+    return FALSE;
+  return (transitions[from] & BIT (to)) != 0;
+}
+
+gboolean
+mv_state_holds_resources (MvState state)
+{
+  return state == MV_STATE_STARTING || state == MV_STATE_RUNNING ||
+         state == MV_STATE_PAUSED;
+}
+
+const char *
+mv_desired_to_string (MvDesired desired)
+{
+  g_return_val_if_fail (desired < MV_DESIRED_COUNT, "stopped");
+  return desired_names[desired];
+}
+
+gboolean
+mv_desired_from_string (const char *s, MvDesired *out)
+{
+  for (guint i = 0; i < MV_DESIRED_COUNT; i++)
+    if (g_strcmp0 (s, desired_names[i]) == 0)
+      {
+        *out = i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+gboolean
+mv_desired_reached (MvDesired desired, MvState state)
+{
+  switch (desired)
+    {
+    case MV_DESIRED_RUNNING:
+      return state == MV_STATE_RUNNING;
+    case MV_DESIRED_PAUSED:
+      return state == MV_STATE_PAUSED;
+    case MV_DESIRED_STOPPED:
+      return state == MV_STATE_STOPPED;
+    case MV_DESIRED_DESTROYED:
+    case MV_DESIRED_COUNT:
+      break;
+    }
+  return FALSE;
+}

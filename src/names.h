@@ -1,0 +1,51 @@
+/* Every public name of microvmd: bus, objects, interfaces, errors,
+ * polkit actions, paths and log fields. Nothing else spells them out. */
+#pragma once
+
+#define MV_BUS_NAME              "org.microvmd1"
+#define MV_MANAGER_PATH          "/org/microvmd1"
+#define MV_MACHINE_PREFIX        "/org/microvmd1/machine"
+#define MV_SNAPSHOT_PREFIX       "/org/microvmd1/snapshot"
+
+#define MV_MANAGER_IFACE         "org.microvmd1.Manager"
+#define MV_MACHINE_IFACE         "org.microvmd1.Machine"
+#define MV_SNAPSHOT_IFACE        "org.microvmd1.Snapshot"
+
+#define MV_API_VERSION           1
+
+#define MV_ERROR_PREFIX              "org.microvmd1.Error."
+#define MV_BUS_ERROR_NOT_FOUND          MV_ERROR_PREFIX "NotFound"
+#define MV_BUS_ERROR_INVALID_ARGUMENT   MV_ERROR_PREFIX "InvalidArgument"
+#define MV_BUS_ERROR_INVALID_STATE      MV_ERROR_PREFIX "InvalidState"
+#define MV_BUS_ERROR_ALREADY_EXISTS     MV_ERROR_PREFIX "AlreadyExists"
+#define MV_BUS_ERROR_CONFLICT           MV_ERROR_PREFIX "Conflict"
+#define MV_BUS_ERROR_RESOURCE_EXHAUSTED MV_ERROR_PREFIX "ResourceExhausted"
+#define MV_BUS_ERROR_UNAVAILABLE        MV_ERROR_PREFIX "Unavailable"
+#define MV_BUS_ERROR_UNSUPPORTED        MV_ERROR_PREFIX "Unsupported"
+#define MV_BUS_ERROR_FAILED             MV_ERROR_PREFIX "Failed"
+
+#define MV_ACTION_PREFIX                "org.microvmd1."
+#define MV_ACTION_MACHINE_CREATE        MV_ACTION_PREFIX "machine.create"
+#define MV_ACTION_MACHINE_LIFECYCLE     MV_ACTION_PREFIX "machine.lifecycle"
+#define MV_ACTION_MACHINE_MODIFY        MV_ACTION_PREFIX "machine.modify"
+#define MV_ACTION_MACHINE_DELETE        MV_ACTION_PREFIX "machine.delete"
+#define MV_ACTION_MACHINE_CONSOLE       MV_ACTION_PREFIX "machine.console"
+#define MV_ACTION_MACHINE_READ_SECRETS  MV_ACTION_PREFIX "machine.read-secrets"
+#define MV_ACTION_SNAPSHOT_CREATE       MV_ACTION_PREFIX "snapshot.create"
+#define MV_ACTION_SNAPSHOT_RESTORE      MV_ACTION_PREFIX "snapshot.restore"
+#define MV_ACTION_SNAPSHOT_DELETE       MV_ACTION_PREFIX "snapshot.delete"
+
+#define MV_DEFAULT_STATE_DIR     "/var/lib/microvmd"
+#define MV_DEFAULT_RUNTIME_DIR   "/run/microvmd"
+#define MV_DEFAULT_CONFIG_FILE   "/etc/microvmd/microvmd.conf"
+
+/* Record layout under the state and runtime directories. */
+#define MV_MACHINES_DIR          "machines"
+#define MV_SNAPSHOTS_DIR         "snapshots"
+#define MV_CONFIG_RECORD         "config.json"
+#define MV_STATUS_RECORD         "status.json"
+#define MV_METRICS_DIR           "metrics"
+
+/* Structured log fields. */
+#define MV_LOG_FIELD_MACHINE_ID  "MICROVMD_MACHINE_ID"
+#define MV_LOG_FIELD_OPERATION   "MICROVMD_OPERATION_ID"
