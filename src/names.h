@@ -29,6 +29,7 @@
 #define MV_ACTION_MACHINE_LIFECYCLE     MV_ACTION_PREFIX "machine.lifecycle"
 #define MV_ACTION_MACHINE_MODIFY        MV_ACTION_PREFIX "machine.modify"
 #define MV_ACTION_MACHINE_DELETE        MV_ACTION_PREFIX "machine.delete"
+#define MV_ACTION_MACHINE_FORCE         MV_ACTION_PREFIX "machine.force"
 #define MV_ACTION_MACHINE_CONSOLE       MV_ACTION_PREFIX "machine.console"
 #define MV_ACTION_MACHINE_READ_SECRETS  MV_ACTION_PREFIX "machine.read-secrets"
 #define MV_ACTION_SNAPSHOT_CREATE       MV_ACTION_PREFIX "snapshot.create"

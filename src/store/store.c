@@ -1,1 +1,813 @@
 #include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+
+#include "core/errors.h"
+#include "names.h"
+#include "patches.h"
+
+/* Entries of machines/ that are the store's own work in progress, named
+ * so they can never be taken for a record (IDs do not start with '.'). */
+#define STAGING_PREFIX  ".staging-"
+#define REMOVING_PREFIX ".removing-"
+
+struct _MvStore {
+  char *state_dir;
+  char *runtime_dir;
+  char *machines_dir;          /* <state>/machines */
+  char *runtime_machines_dir;  /* <runtime>/machines */
+};
+
+typedef int MvFd;
+
+static void
+close_fd (MvFd fd)
+{
+  /* Only read-side and already-failed descriptors get here; writes are
+   * closed explicitly so their errors are seen. */
+  close (fd);
+}
+
+G_DEFINE_AUTO_CLEANUP_FREE_FUNC (MvFd, close_fd, -1)
+
+static gboolean G_GNUC_PRINTF (3, 4)
+set_errno_error (GError **error, int errsv, const char *format, ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errsv), "%s: %s",
+               message, g_strerror (errsv));
+  return FALSE;
+}
+
+static gboolean
+fsync_dir (const char *path, GError **error)
+{
+  g_auto(MvFd) fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+  if (fd < 0)
+    return set_errno_error (error, errno, "Cannot open directory %s", path);
+  if (fsync (fd) < 0)
+    return set_errno_error (error, errno, "Cannot sync directory %s", path);
+  return TRUE;
+}
+
+static gboolean
+write_all (int fd, const char *data, gsize len, const char *path, GError **error)
+{
+  while (len > 0)
+    {
+      ssize_t n = write (fd, data, MIN (len, (gsize) G_MAXSSIZE));
+
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return set_errno_error (error, errno, "Cannot write %s", path);
+        }
+      /* A regular file accepts at least one byte or says why not. */
+      if (n == 0)
+        return set_errno_error (error, ENOSPC, "Cannot write %s", path);
+      data += n;
+      len -= (gsize) n;
+    }
+  return TRUE;
+}
+
+/* Writes and syncs @data into the new file @fd; consumes @fd. */
+static gboolean
+fill_temp_file (int fd, const char *data, gsize len, const char *path, GError **error)
+{
+  g_auto(MvFd) owned = fd;
+  int raw;
+
+  /* mkstemp's mode is filtered by the umask; the contract is 0600. */
+  if (fchmod (owned, 0600) < 0)
+    return set_errno_error (error, errno, "Cannot set the mode of a temporary file for %s", path);
+  if (!write_all (owned, data, len, path, error))
+    return FALSE;
+  if (fsync (owned) < 0)
+    return set_errno_error (error, errno, "Cannot sync %s", path);
+
+  raw = g_steal_fd (&owned);
+  /* Linux releases the descriptor even when close() reports EINTR. */
+  if (close (raw) < 0 && errno != EINTR)
+    return set_errno_error (error, errno, "Cannot write %s", path);
+  return TRUE;
+}
+
+gboolean
+mv_write_file_atomic (const char *path, const char *data, gsize len, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *base = g_path_get_basename (path);
+  g_autofree char *temp = g_strdup_printf ("%s/.%s.XXXXXX", dir, base);
+  int fd;
+
+  fd = g_mkstemp_full (temp, O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return set_errno_error (error, errno, "Cannot create a temporary file for %s", path);
+
+  if (!fill_temp_file (fd, data, len, path, error))
+    {
+      g_unlink (temp);
+      return FALSE;
+    }
+
+  if (rename (temp, path) < 0)
+    {
+      int errsv = errno;
+
+      g_unlink (temp);
+      return set_errno_error (error, errsv, "Cannot replace %s", path);
+    }
+
+  /* Without this the rename itself may not survive a power cut. */
+  return fsync_dir (dir, error);
+}
+
+/* Removes @name under @dir_fd and everything below it, without following
+ * symbolic links. A missing entry is not an error. @path names it in
+ * messages. */
+static gboolean
+remove_tree_at (int dir_fd, const char *name, const char *path, GError **error)
+{
+  g_auto(MvFd) fd = -1;
+  DIR *dir;
+  struct dirent *entry;
+  gboolean ok = TRUE;
+
+  if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
+    return TRUE;
+  if (errno != EISDIR)
+    return set_errno_error (error, errno, "Cannot remove %s", path);
+
+  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return set_errno_error (error, errno, "Cannot open directory %s", path);
+
+  dir = fdopendir (fd);
+  if (dir == NULL)
+    return set_errno_error (error, errno, "Cannot read directory %s", path);
+  /* The DIR owns the descriptor now. */
+  fd = -1;
+
+  while (ok)
+    {
+      g_autofree char *child = NULL;
+
+      errno = 0;
+      entry = readdir (dir);
+      if (entry == NULL)
+        {
+          if (errno != 0)
+            ok = set_errno_error (error, errno, "Cannot read directory %s", path);
+          break;
+        }
+      if (g_str_equal (entry->d_name, ".") || g_str_equal (entry->d_name, ".."))
+        continue;
+
+      child = g_build_filename (path, entry->d_name, NULL);
+      ok = remove_tree_at (dirfd (dir), entry->d_name, child, error);
+    }
+  closedir (dir);
+
+  if (!ok)
+    return FALSE;
+  if (unlinkat (dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return set_errno_error (error, errno, "Cannot remove directory %s", path);
+  return TRUE;
+}
+
+static gboolean
+remove_tree (const char *path, GError **error)
+{
+  return remove_tree_at (AT_FDCWD, path, path, error);
+}
+
+/* Creates @path (and its parents) 0700 unless it is there. An existing
+ * directory keeps the mode the administrator gave it. */
+static gboolean
+ensure_dir (const char *path, GError **error)
+{
+  if (g_file_test (path, G_FILE_TEST_IS_DIR))
+    return TRUE;
+  if (g_mkdir_with_parents (path, 0700) < 0)
+    return set_errno_error (error, errno, "Cannot create directory %s", path);
+  /* mkdir's mode is filtered by the umask. */
+  if (chmod (path, 0700) < 0)
+    return set_errno_error (error, errno, "Cannot set the mode of %s", path);
+  return TRUE;
+}
+
+/* IDs become directory names: besides what makes an ID valid, the store
+ * needs it to be one path component and not one of its dot-entries. */
+static gboolean
+check_id (const char *id, GError **error)
+{
+  if (id == NULL || *id == '\0')
+    {
+      g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "id: missing");
+      return FALSE;
+    }
+  if (!mv_id_validate (id, error))
+    return FALSE;
+  if (id[0] == '.' || strchr (id, '/') != NULL)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "id: \"%s\" cannot name a directory of its own", id);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+MvStore *
+mv_store_new (const char *state_dir, const char *runtime_dir, GError **error)
+{
+  g_autoptr(MvStore) store = g_new0 (MvStore, 1);
+
+  g_return_val_if_fail (state_dir != NULL, NULL);
+  g_return_val_if_fail (runtime_dir != NULL, NULL);
+
+  store->state_dir = g_strdup (state_dir);
+  store->runtime_dir = g_strdup (runtime_dir);
+  store->machines_dir = g_build_filename (state_dir, MV_MACHINES_DIR, NULL);
+  store->runtime_machines_dir = g_build_filename (runtime_dir, MV_MACHINES_DIR, NULL);
+
+  if (!ensure_dir (store->state_dir, error) ||
+      !ensure_dir (store->machines_dir, error) ||
+      !ensure_dir (store->runtime_dir, error) ||
+      !ensure_dir (store->runtime_machines_dir, error))
+    return NULL;
+
+  return g_steal_pointer (&store);
+}
+
+void
+mv_store_free (MvStore *store)
+{
+  if (store == NULL)
+    return;
+  g_free (store->state_dir);
+  g_free (store->runtime_dir);
+  g_free (store->machines_dir);
+  g_free (store->runtime_machines_dir);
+  g_free (store);
+}
+
+const char *
+mv_store_state_dir (MvStore *store)
+{
+  return store->state_dir;
+}
+
+const char *
+mv_store_runtime_dir (MvStore *store)
+{
+  return store->runtime_dir;
+}
+
+char *
+mv_store_machine_dir (MvStore *store, const char *id)
+{
+  return g_build_filename (store->machines_dir, id, NULL);
+}
+
+char *
+mv_store_machine_runtime_dir (MvStore *store, const char *id)
+{
+  return g_build_filename (store->runtime_machines_dir, id, NULL);
+}
+
+void
+mv_record_free (MvRecord *record)
+{
+  if (record == NULL)
+    return;
+  mv_config_free (record->config);
+  mv_status_free (record->status);
+  g_free (record);
+}
+
+void
+mv_invalid_record_free (MvInvalidRecord *invalid)
+{
+  if (invalid == NULL)
+    return;
+  g_free (invalid->path);
+  g_free (invalid->reason);
+  g_free (invalid);
+}
+
+/* Records are kept pretty-printed: administrators read them. */
+static char *
+node_to_data (JsonNode *node, gsize *len)
+{
+  g_autoptr(JsonGenerator) generator = json_generator_new ();
+  g_autofree char *text = NULL;
+  char *data;
+
+  json_generator_set_pretty (generator, TRUE);
+  json_generator_set_indent (generator, 2);
+  json_generator_set_root (generator, node);
+  text = json_generator_to_data (generator, NULL);
+  data = g_strconcat (text, "\n", NULL);
+  *len = strlen (data);
+  return data;
+}
+
+static gboolean
+write_node (const char *path, JsonNode *node, GError **error)
+{
+  gsize len;
+  g_autofree char *data = node_to_data (node, &len);
+
+  return mv_write_file_atomic (path, data, len, error);
+}
+
+static gboolean
+write_config (const char *dir, const MvConfig *config, GError **error)
+{
+  g_autofree char *path = g_build_filename (dir, MV_CONFIG_RECORD, NULL);
+  g_autoptr(JsonNode) node = mv_config_to_node (config);
+
+  return write_node (path, node, error);
+}
+
+static gboolean
+write_status (const char *dir, const MvStatus *status, GError **error)
+{
+  g_autofree char *path = g_build_filename (dir, MV_STATUS_RECORD, NULL);
+  g_autoptr(JsonNode) node = mv_status_to_node (status);
+
+  return write_node (path, node, error);
+}
+
+static gboolean
+exists_no_follow (const char *path)
+{
+  GStatBuf buf;
+
+  return g_lstat (path, &buf) == 0;
+}
+
+static gboolean
+already_exists (const char *id, GError **error)
+{
+  g_set_error (error, MV_ERROR, MV_ERROR_ALREADY_EXISTS,
+               "A machine with id %s already exists", id);
+  return FALSE;
+}
+
+static gboolean
+stage_record (const char *staging, const MvConfig *config, const MvStatus *status,
+              GError **error)
+{
+  g_autoptr(MvStatus) fresh = NULL;
+
+  if (status == NULL)
+    status = fresh = mv_status_new ();
+
+  return write_config (staging, config, error) &&
+         write_status (staging, status, error);
+}
+
+/* Moves the staged record into place without ever replacing another. */
+static gboolean
+publish_record (const char *staging, const char *final, const char *id, GError **error)
+{
+  if (renameat2 (AT_FDCWD, staging, AT_FDCWD, final, RENAME_NOREPLACE) == 0)
+    return TRUE;
+
+  if (errno == EEXIST)
+    return already_exists (id, error);
+  if (errno != EINVAL && errno != ENOSYS)
+    return set_errno_error (error, errno, "Cannot move %s to %s", staging, final);
+
+  /* A file system without RENAME_NOREPLACE: rename() would still replace
+   * an empty directory, so look first. Only the main thread writes
+   * records, so nothing can appear in between. */
+  if (exists_no_follow (final))
+    return already_exists (id, error);
+  if (rename (staging, final) < 0)
+    return set_errno_error (error, errno, "Cannot move %s to %s", staging, final);
+  return TRUE;
+}
+
+gboolean
+mv_store_create_machine (MvStore *store, const MvConfig *config,
+                         const MvStatus *status, GError **error)
+{
+  g_autofree char *final = NULL;
+  g_autofree char *staging = NULL;
+
+  g_return_val_if_fail (store != NULL, FALSE);
+  g_return_val_if_fail (config != NULL, FALSE);
+
+  if (!check_id (config->id, error))
+    return FALSE;
+
+  /* Checked first so that a refused create writes nothing at all. */
+  final = mv_store_machine_dir (store, config->id);
+  if (exists_no_follow (final))
+    return already_exists (config->id, error);
+
+  staging = g_strdup_printf ("%s/" STAGING_PREFIX "%s-XXXXXX", store->machines_dir, config->id);
+  if (g_mkdtemp_full (staging, 0700) == NULL)
+    return set_errno_error (error, errno, "Cannot create a directory in %s", store->machines_dir);
+
+  if (!stage_record (staging, config, status, error) ||
+      !publish_record (staging, final, config->id, error))
+    {
+      /* The staging directory was never a record; it goes. */
+      remove_tree (staging, NULL);
+      return FALSE;
+    }
+
+  return fsync_dir (store->machines_dir, error);
+}
+
+static gboolean
+require_machine_dir (const char *dir, const char *id, GError **error)
+{
+  if (g_file_test (dir, G_FILE_TEST_IS_DIR))
+    return TRUE;
+  g_set_error (error, MV_ERROR, MV_ERROR_NOT_FOUND, "No machine with id %s", id);
+  return FALSE;
+}
+
+gboolean
+mv_store_save_config (MvStore *store, const MvConfig *config, GError **error)
+{
+  g_autofree char *dir = NULL;
+
+  g_return_val_if_fail (store != NULL, FALSE);
+  g_return_val_if_fail (config != NULL, FALSE);
+
+  if (!check_id (config->id, error))
+    return FALSE;
+  dir = mv_store_machine_dir (store, config->id);
+  if (!require_machine_dir (dir, config->id, error))
+    return FALSE;
+  return write_config (dir, config, error);
+}
+
+gboolean
+mv_store_save_status (MvStore *store, const char *id, const MvStatus *status,
+                      GError **error)
+{
+  g_autofree char *dir = NULL;
+
+  g_return_val_if_fail (store != NULL, FALSE);
+  g_return_val_if_fail (status != NULL, FALSE);
+
+  if (!check_id (id, error))
+    return FALSE;
+  dir = mv_store_machine_dir (store, id);
+  if (!require_machine_dir (dir, id, error))
+    return FALSE;
+  return write_status (dir, status, error);
+}
+
+/* Deletes a directory that has already left the records' namespace. */
+static gboolean
+finish_removal (MvStore *store, const char *removing, GError **error)
+{
+  return remove_tree (removing, error) && fsync_dir (store->machines_dir, error);
+}
+
+gboolean
+mv_store_remove_machine (MvStore *store, const char *id, GError **error)
+{
+  g_autofree char *final = NULL;
+  g_autofree char *removing = NULL;
+  g_autofree char *runtime = NULL;
+
+  g_return_val_if_fail (store != NULL, FALSE);
+
+  if (!check_id (id, error))
+    return FALSE;
+
+  final = mv_store_machine_dir (store, id);
+  removing = g_strdup_printf ("%s/" REMOVING_PREFIX "%s", store->machines_dir, id);
+  runtime = mv_store_machine_runtime_dir (store, id);
+
+  /* Runtime files go first: if anything below fails the record is still
+   * there, and the removal can be asked for again. */
+  if (!remove_tree (runtime, error))
+    return FALSE;
+
+  /* What an interrupted earlier removal left would block the rename. */
+  if (!remove_tree (removing, error))
+    return FALSE;
+
+  /* One rename takes the whole record out of sight, so a crash during
+   * the deletion below never leaves a half record to be found invalid;
+   * the next start finishes the job. A machine already gone is not an
+   * error: removal resumes where it stopped. */
+  if (rename (final, removing) < 0)
+    {
+      if (errno == ENOENT)
+        return TRUE;
+      return set_errno_error (error, errno, "Cannot move %s to %s", final, removing);
+    }
+  if (!fsync_dir (store->machines_dir, error))
+    return FALSE;
+
+  return finish_removal (store, removing, error);
+}
+
+static void
+add_invalid (GPtrArray *invalid, const char *id, const char *path, const char *reason)
+{
+  MvInvalidRecord *record;
+
+  if (id != NULL)
+    g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING,
+                      MV_LOG_FIELD_MACHINE_ID, id,
+                      "MESSAGE", "Invalid record %s, left as it is: %s", path, reason);
+  else
+    g_warning ("Invalid record %s, left as it is: %s", path, reason);
+
+  if (invalid == NULL)
+    return;
+  record = g_new0 (MvInvalidRecord, 1);
+  record->path = g_strdup (path);
+  record->reason = g_strdup (reason);
+  g_ptr_array_add (invalid, record);
+}
+
+/* Reads a record file into a JSON object node and brings it up to the
+ * current format. *@missing tells a file that is not there from one that
+ * cannot be read, for the optional status.json. */
+static JsonNode *
+read_record (const char *path, gboolean (*upgrade) (JsonObject *, gboolean *, GError **),
+             gboolean *changed, gboolean *missing, GError **error)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(JsonNode) root = NULL;
+  g_autofree char *data = NULL;
+  g_autoptr(GError) local_error = NULL;
+  GStatBuf buf;
+  gsize len;
+
+  *missing = FALSE;
+  /* Records are regular files the daemon wrote; anything else (a link,
+   * a FIFO that would block the read) was put there by hand. */
+  if (g_lstat (path, &buf) == 0 && !S_ISREG (buf.st_mode))
+    {
+      g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "not a regular file");
+      return NULL;
+    }
+  if (!g_file_get_contents (path, &data, &len, &local_error))
+    {
+      *missing = g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT);
+      g_propagate_error (error, g_steal_pointer (&local_error));
+      return NULL;
+    }
+
+  if (!json_parser_load_from_data (parser, data, (gssize) len, error))
+    return NULL;
+
+  root = json_parser_steal_root (parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    {
+      g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                           "expected a JSON object");
+      return NULL;
+    }
+
+  if (!upgrade (json_node_get_object (root), changed, error))
+    return NULL;
+
+  return g_steal_pointer (&root);
+}
+
+/* Temporary files of writes that a crash interrupted: the record they
+ * were to replace is still whole, so they are only litter. */
+static void
+remove_stale_temp_files (const char *dir_path)
+{
+  g_autoptr(GDir) dir = g_dir_open (dir_path, 0, NULL);
+  const char *name;
+
+  if (dir == NULL)
+    return;
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = NULL;
+
+      if (!g_str_has_prefix (name, "." MV_CONFIG_RECORD ".") &&
+          !g_str_has_prefix (name, "." MV_STATUS_RECORD "."))
+        continue;
+      path = g_build_filename (dir_path, name, NULL);
+      if (g_unlink (path) == 0)
+        g_debug ("Removed %s, left by an interrupted write", path);
+    }
+}
+
+/* Loads one machine directory. On failure *@bad_path is the file or
+ * directory at fault and @error says why; nothing on disk is touched. */
+static MvRecord *
+load_record (const char *dir, const char *name, char **bad_path, GError **error)
+{
+  g_autofree char *config_path = g_build_filename (dir, MV_CONFIG_RECORD, NULL);
+  g_autofree char *status_path = g_build_filename (dir, MV_STATUS_RECORD, NULL);
+  g_autoptr(JsonNode) config_node = NULL;
+  g_autoptr(JsonNode) status_node = NULL;
+  g_autoptr(MvConfig) config = NULL;
+  g_autoptr(MvStatus) status = NULL;
+  g_autoptr(GError) status_error = NULL;
+  gboolean config_changed = FALSE;
+  gboolean status_changed = FALSE;
+  gboolean missing;
+  MvRecord *record;
+
+  *bad_path = g_strdup (config_path);
+  config_node = read_record (config_path, mv_patches_upgrade_config, &config_changed,
+                             &missing, error);
+  if (config_node == NULL)
+    return NULL;
+  config = mv_config_from_node (config_node, error);
+  if (config == NULL)
+    return NULL;
+
+  if (g_strcmp0 (config->id, name) != 0)
+    {
+      g_free (*bad_path);
+      *bad_path = g_strdup (dir);
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "the directory is named %s but config.json has id %s",
+                   name, config->id != NULL ? config->id : "(none)");
+      return NULL;
+    }
+
+  g_free (*bad_path);
+  *bad_path = g_strdup (status_path);
+  status_node = read_record (status_path, mv_patches_upgrade_status, &status_changed,
+                             &missing, &status_error);
+  if (status_node != NULL)
+    status = mv_status_from_node (status_node, error);
+  else if (missing)
+    status = mv_status_new ();
+  else
+    g_propagate_error (error, g_steal_pointer (&status_error));
+  if (status == NULL)
+    return NULL;
+
+  g_clear_pointer (bad_path, g_free);
+
+  /* Only a record that is valid as a whole is written back upgraded. A
+   * failed write-back is not fatal: the record is still read correctly
+   * and the upgrade is tried again at the next start. */
+  if (config_changed)
+    {
+      g_autoptr(GError) write_error = NULL;
+
+      if (!write_config (dir, config, &write_error))
+        g_warning ("Cannot write back the upgraded %s: %s", config_path, write_error->message);
+    }
+  if (status_changed)
+    {
+      g_autoptr(GError) write_error = NULL;
+
+      if (!write_status (dir, status, &write_error))
+        g_warning ("Cannot write back the upgraded %s: %s", status_path, write_error->message);
+    }
+
+  remove_stale_temp_files (dir);
+
+  record = g_new0 (MvRecord, 1);
+  record->config = g_steal_pointer (&config);
+  record->status = g_steal_pointer (&status);
+  return record;
+}
+
+/* Finishes the store's own interrupted work: a staging directory is a
+ * create that never happened, a removing one a removal that did. */
+static void
+clean_leftover (MvStore *store, const char *name, const char *path)
+{
+  g_autoptr(GError) error = NULL;
+  GStatBuf buf;
+
+  if (g_lstat (path, &buf) < 0 || !S_ISDIR (buf.st_mode))
+    return;
+
+  /* The runtime dir is found by the ID in the name; a name that holds no
+   * valid ID (".removing-..") must not lead the removal anywhere else. */
+  if (g_str_has_prefix (name, REMOVING_PREFIX) &&
+      check_id (name + strlen (REMOVING_PREFIX), NULL))
+    {
+      g_autofree char *runtime =
+        mv_store_machine_runtime_dir (store, name + strlen (REMOVING_PREFIX));
+
+      if (!remove_tree (runtime, &error))
+        {
+          g_warning ("Cannot finish an interrupted removal: %s", error->message);
+          return;
+        }
+    }
+
+  if (!finish_removal (store, path, &error))
+    g_warning ("Cannot remove %s: %s", path, error->message);
+  else
+    g_debug ("Removed %s, left by an interrupted operation", path);
+}
+
+static gint
+compare_names (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+static gint
+compare_records (gconstpointer a, gconstpointer b)
+{
+  const MvRecord *ra = *(MvRecord *const *) a;
+  const MvRecord *rb = *(MvRecord *const *) b;
+  int cmp = g_strcmp0 (ra->config->spec->name, rb->config->spec->name);
+
+  /* Names are unique on a host; the ID only settles a damaged one. */
+  return cmp != 0 ? cmp : g_strcmp0 (ra->config->id, rb->config->id);
+}
+
+GPtrArray *
+mv_store_load_machines (MvStore *store, GPtrArray *invalid)
+{
+  g_autoptr(GPtrArray) records = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_record_free);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+
+  g_return_val_if_fail (store != NULL, NULL);
+
+  dir = g_dir_open (store->machines_dir, 0, &error);
+  if (dir == NULL)
+    {
+      add_invalid (invalid, NULL, store->machines_dir, error->message);
+      return g_steal_pointer (&records);
+    }
+  while ((name = g_dir_read_name (dir)) != NULL)
+    g_ptr_array_add (names, g_strdup (name));
+  /* Sorted so that warnings come out in the same order every time. */
+  g_ptr_array_sort (names, compare_names);
+
+  for (guint i = 0; i < names->len; i++)
+    {
+      const char *entry = g_ptr_array_index (names, i);
+      g_autofree char *path = g_build_filename (store->machines_dir, entry, NULL);
+      g_autofree char *bad_path = NULL;
+      g_autoptr(GError) load_error = NULL;
+      MvRecord *record;
+      GStatBuf buf;
+
+      if (entry[0] == '.')
+        {
+          if (g_str_has_prefix (entry, STAGING_PREFIX) ||
+              g_str_has_prefix (entry, REMOVING_PREFIX))
+            clean_leftover (store, entry, path);
+          continue;
+        }
+
+      if (g_lstat (path, &buf) < 0)
+        {
+          int errsv = errno;
+
+          add_invalid (invalid, entry, path, g_strerror (errsv));
+          continue;
+        }
+      if (!S_ISDIR (buf.st_mode))
+        {
+          add_invalid (invalid, entry, path,
+                       S_ISLNK (buf.st_mode) ? "a symbolic link, not a directory"
+                                             : "not a directory");
+          continue;
+        }
+
+      record = load_record (path, entry, &bad_path, &load_error);
+      if (record == NULL)
+        {
+          add_invalid (invalid, entry, bad_path, load_error->message);
+          continue;
+        }
+      g_ptr_array_add (records, record);
+    }
+
+  g_ptr_array_sort (records, compare_records);
+  return g_steal_pointer (&records);
+}

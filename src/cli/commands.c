@@ -1,0 +1,651 @@
+/* The commands of microvmctl. Each returns an exit status and has printed
+ * whatever went wrong. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-glib/json-glib.h>
+
+#include "microvmctl.h"
+#include "names.h"
+#include "properties.h"
+#include "table.h"
+
+/* Standard freedesktop interfaces, not microvmd names. */
+#define DBUS_PROPERTIES_IFACE     "org.freedesktop.DBus.Properties"
+#define DBUS_OBJECT_MANAGER_IFACE "org.freedesktop.DBus.ObjectManager"
+
+/* CreateMachine's flag that starts the new machine (org.microvmd1.Manager.xml). */
+#define CREATE_FLAG_START ((guint64) 1)
+
+/* How much of an ID the table shows; enough to tell machines apart. */
+#define SHORT_ID_LENGTH 12
+
+typedef struct {
+  char *path;
+  GPtrArray *props;   /* MvProperty */
+} MachineInfo;
+
+static void
+machine_info_free (gpointer data)
+{
+  MachineInfo *info = data;
+
+  g_free (info->path);
+  g_ptr_array_unref (info->props);
+  g_free (info);
+}
+
+static MachineInfo *
+machine_info_new (const char *path)
+{
+  MachineInfo *info = g_new0 (MachineInfo, 1);
+
+  info->path = g_strdup (path);
+  info->props = mv_properties_new ();
+  return info;
+}
+
+static int
+fail_parse (int r)
+{
+  return mv_fail ("Failed to parse the reply from microvmd: %s", g_strerror (-r));
+}
+
+static void
+print_json (JsonNode *root)
+{
+  g_autoptr(JsonGenerator) generator = json_generator_new ();
+  g_autofree char *text = NULL;
+
+  json_generator_set_pretty (generator, TRUE);
+  json_generator_set_indent (generator, 2);
+  json_generator_set_root (generator, root);
+  text = json_generator_to_data (generator, NULL);
+  printf ("%s\n", text);
+}
+
+/* Finds a machine's object path by its name or ID. */
+static int
+resolve_machine (MvCtl *ctl, const char *name_or_id, char **path)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autoptr(sd_bus_message) reply = NULL;
+  const char *p;
+  int r;
+
+  r = mv_call (ctl, MV_MANAGER_PATH, MV_MANAGER_IFACE, "GetMachine", 0,
+               &error, &reply, "s", name_or_id);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+
+  r = sd_bus_message_read (reply, "o", &p);
+  if (r < 0)
+    return fail_parse (r);
+
+  *path = g_strdup (p);
+  return MV_EXIT_OK;
+}
+
+static int
+get_machine_properties (MvCtl *ctl, const char *path, sd_bus_error *error, GPtrArray *props)
+{
+  g_autoptr(sd_bus_message) reply = NULL;
+  int r;
+
+  r = mv_call (ctl, path, DBUS_PROPERTIES_IFACE, "GetAll", 0,
+               error, &reply, "s", MV_MACHINE_IFACE);
+  if (r < 0)
+    return r;
+
+  r = mv_properties_read (reply, props);
+  if (r < 0)
+    return sd_bus_error_set_errnof (error, r, "Failed to parse the properties of %s: %s",
+                                    path, g_strerror (-r));
+  return 0;
+}
+
+/* Reads a spec document and checks that it is a JSON object, so a typo is
+ * reported with its line and column before the daemon is asked. */
+static int
+read_spec (const char *file, char **out)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autofree char *text = NULL;
+  const char *what = g_str_equal (file, "-") ? "standard input" : file;
+  gsize length = 0;
+
+  if (g_str_equal (file, "-"))
+    {
+      GString *buffer = g_string_new (NULL);
+      char chunk[4096];
+      size_t n;
+
+      while ((n = fread (chunk, 1, sizeof chunk, stdin)) > 0)
+        g_string_append_len (buffer, chunk, n);
+      if (ferror (stdin))
+        {
+          g_string_free (buffer, TRUE);
+          return mv_fail ("Failed to read the spec from standard input: %s", g_strerror (errno));
+        }
+      length = buffer->len;
+      text = g_string_free (buffer, FALSE);
+    }
+  else if (!g_file_get_contents (file, &text, &length, &error))
+    {
+      return mv_fail ("Failed to read the spec: %s", error->message);
+    }
+
+  if (!g_utf8_validate (text, length, NULL))
+    return mv_fail ("%s: the spec is not valid UTF-8 text", what);
+
+  if (!json_parser_load_from_data (parser, text, length, &error))
+    {
+      /* json-glib calls in-memory input "<data>"; say which file it was. */
+      const char *message = error->message;
+
+      if (g_str_has_prefix (message, "<data>:"))
+        return mv_fail ("%s:%s", what, message + strlen ("<data>:"));
+      return mv_fail ("%s: %s", what, message);
+    }
+
+  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    return mv_fail ("%s: the spec must be a JSON object", what);
+
+  *out = g_steal_pointer (&text);
+  return MV_EXIT_OK;
+}
+
+/* The properties of every machine in one round trip, through the manager's
+ * ObjectManager. */
+static int
+read_managed_objects (sd_bus_message *reply, GPtrArray *machines)
+{
+  int r;
+
+  r = sd_bus_message_enter_container (reply, SD_BUS_TYPE_ARRAY, "{oa{sa{sv}}}");
+  if (r < 0)
+    return r;
+
+  while ((r = sd_bus_message_enter_container (reply, SD_BUS_TYPE_DICT_ENTRY, "oa{sa{sv}}")) > 0)
+    {
+      const char *path;
+
+      r = sd_bus_message_read_basic (reply, SD_BUS_TYPE_OBJECT_PATH, &path);
+      if (r < 0)
+        return r;
+
+      r = sd_bus_message_enter_container (reply, SD_BUS_TYPE_ARRAY, "{sa{sv}}");
+      if (r < 0)
+        return r;
+
+      while ((r = sd_bus_message_enter_container (reply, SD_BUS_TYPE_DICT_ENTRY, "sa{sv}")) > 0)
+        {
+          const char *interface;
+
+          r = sd_bus_message_read_basic (reply, SD_BUS_TYPE_STRING, &interface);
+          if (r < 0)
+            return r;
+
+          if (g_str_equal (interface, MV_MACHINE_IFACE))
+            {
+              MachineInfo *info = machine_info_new (path);
+
+              g_ptr_array_add (machines, info);
+              r = mv_properties_read (reply, info->props);
+            }
+          else
+            {
+              r = sd_bus_message_skip (reply, "a{sv}");
+            }
+          if (r < 0)
+            return r;
+
+          r = sd_bus_message_exit_container (reply);
+          if (r < 0)
+            return r;
+        }
+      if (r < 0)
+        return r;
+
+      r = sd_bus_message_exit_container (reply);
+      if (r < 0)
+        return r;
+      r = sd_bus_message_exit_container (reply);
+      if (r < 0)
+        return r;
+    }
+  if (r < 0)
+    return r;
+
+  return sd_bus_message_exit_container (reply);
+}
+
+/* For a daemon without ObjectManager: ListMachines, then each machine's
+ * properties. */
+static int
+list_machines_one_by_one (MvCtl *ctl, GPtrArray *machines)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autoptr(sd_bus_message) reply = NULL;
+  const char *id, *name, *state, *path;
+  int r;
+
+  r = mv_call (ctl, MV_MANAGER_PATH, MV_MANAGER_IFACE, "ListMachines", 0,
+               &error, &reply, NULL);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+
+  r = sd_bus_message_enter_container (reply, SD_BUS_TYPE_ARRAY, "(ssso)");
+  if (r < 0)
+    return fail_parse (r);
+
+  while ((r = sd_bus_message_read (reply, "(ssso)", &id, &name, &state, &path)) > 0)
+    {
+      g_auto(sd_bus_error) get_error = SD_BUS_ERROR_NULL;
+      MachineInfo *info = machine_info_new (path);
+
+      r = get_machine_properties (ctl, path, &get_error, info->props);
+      if (r < 0)
+        {
+          machine_info_free (info);
+          /* Deleted since it was listed. */
+          if (sd_bus_error_has_names (&get_error, SD_BUS_ERROR_UNKNOWN_OBJECT,
+                                      MV_BUS_ERROR_NOT_FOUND))
+            continue;
+          return mv_fail_bus (&get_error, r);
+        }
+      g_ptr_array_add (machines, info);
+    }
+  if (r < 0)
+    return fail_parse (r);
+
+  return MV_EXIT_OK;
+}
+
+static int
+compare_by_name (gconstpointer a, gconstpointer b)
+{
+  const MachineInfo *x = *(const MachineInfo *const *) a;
+  const MachineInfo *y = *(const MachineInfo *const *) b;
+
+  return g_strcmp0 (mv_properties_get_string (x->props, "Name"),
+                    mv_properties_get_string (y->props, "Name"));
+}
+
+static void
+print_machines_json (GPtrArray *machines)
+{
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  g_autoptr(JsonNode) root = NULL;
+
+  json_builder_begin_array (builder);
+  for (guint i = 0; i < machines->len; i++)
+    {
+      MachineInfo *info = g_ptr_array_index (machines, i);
+
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "id");
+      json_builder_add_string_value (builder, mv_properties_get_string (info->props, "Id"));
+      json_builder_set_member_name (builder, "name");
+      json_builder_add_string_value (builder, mv_properties_get_string (info->props, "Name"));
+      json_builder_set_member_name (builder, "state");
+      json_builder_add_string_value (builder, mv_properties_get_string (info->props, "State"));
+      json_builder_set_member_name (builder, "vcpus");
+      json_builder_add_int_value (builder, mv_properties_get_int (info->props, "VCPUs"));
+      json_builder_set_member_name (builder, "memory_bytes");
+      json_builder_add_int_value (builder, mv_properties_get_int (info->props, "MemoryBytes"));
+      json_builder_set_member_name (builder, "hypervisor");
+      json_builder_add_string_value (builder, mv_properties_get_string (info->props, "Hypervisor"));
+      json_builder_set_member_name (builder, "path");
+      json_builder_add_string_value (builder, info->path);
+      json_builder_end_object (builder);
+    }
+  json_builder_end_array (builder);
+
+  root = json_builder_get_root (builder);
+  print_json (root);
+}
+
+static void
+print_machines_table (GPtrArray *machines)
+{
+  g_autoptr(MvTable) table = NULL;
+
+  if (machines->len == 0)
+    {
+      printf ("No machines.\n");
+      return;
+    }
+
+  table = mv_table_new ("ID", "NAME", "STATE", "VCPUS", "MEMORY", "HYPERVISOR", NULL);
+  mv_table_set_align_right (table, 3);
+  mv_table_set_align_right (table, 4);
+
+  for (guint i = 0; i < machines->len; i++)
+    {
+      MachineInfo *info = g_ptr_array_index (machines, i);
+      g_autofree char *id = g_strndup (mv_properties_get_string (info->props, "Id"), SHORT_ID_LENGTH);
+      g_autofree char *vcpus = g_strdup_printf ("%" G_GINT64_FORMAT,
+                                                mv_properties_get_int (info->props, "VCPUs"));
+      g_autofree char *memory = mv_format_bytes ((guint64) mv_properties_get_int (info->props, "MemoryBytes"));
+
+      mv_table_add_row (table,
+                        id,
+                        mv_properties_get_string (info->props, "Name"),
+                        mv_properties_get_string (info->props, "State"),
+                        vcpus,
+                        memory,
+                        mv_properties_get_string (info->props, "Hypervisor"));
+    }
+  mv_table_print (table, stdout);
+}
+
+int
+mv_cmd_list (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  g_autoptr(GPtrArray) machines = g_ptr_array_new_with_free_func (machine_info_free);
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autoptr(sd_bus_message) reply = NULL;
+  int r;
+
+  r = mv_call (ctl, MV_MANAGER_PATH, DBUS_OBJECT_MANAGER_IFACE, "GetManagedObjects", 0,
+               &error, &reply, NULL);
+  if (r >= 0)
+    {
+      r = read_managed_objects (reply, machines);
+      if (r < 0)
+        return fail_parse (r);
+    }
+  else if (sd_bus_error_has_names (&error, SD_BUS_ERROR_UNKNOWN_METHOD,
+                                   SD_BUS_ERROR_UNKNOWN_INTERFACE,
+                                   SD_BUS_ERROR_UNKNOWN_OBJECT))
+    {
+      int status = list_machines_one_by_one (ctl, machines);
+      if (status != MV_EXIT_OK)
+        return status;
+    }
+  else
+    {
+      return mv_fail_bus (&error, r);
+    }
+
+  g_ptr_array_sort (machines, compare_by_name);
+
+  if (ctl->json)
+    print_machines_json (machines);
+  else
+    print_machines_table (machines);
+  return MV_EXIT_OK;
+}
+
+/* Spec is JSON text on the bus; --json embeds it as the object it is. */
+static JsonNode *
+parse_spec_node (const char *text)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+
+  if (text[0] == '\0' || !json_parser_load_from_data (parser, text, -1, NULL) ||
+      json_parser_get_root (parser) == NULL)
+    return NULL;
+  return json_node_copy (json_parser_get_root (parser));
+}
+
+static void
+print_properties_json (const char *path, GPtrArray *props)
+{
+  g_autoptr(JsonObject) object = json_object_new ();
+  g_autoptr(JsonNode) root = json_node_alloc ();
+
+  for (guint i = 0; i < props->len; i++)
+    {
+      const MvProperty *prop = g_ptr_array_index (props, i);
+      g_autofree char *key = mv_json_key_from_property (prop->name);
+      JsonNode *value = NULL;
+
+      if (g_str_equal (prop->name, "Spec"))
+        value = parse_spec_node (mv_properties_get_string (props, "Spec"));
+      if (value == NULL)
+        value = json_node_copy (prop->value);
+      json_object_set_member (object, key, value);
+    }
+  json_object_set_string_member (object, "path", path);
+
+  json_node_init_object (root, object);
+  print_json (root);
+}
+
+static void
+print_properties_text (GPtrArray *props)
+{
+  const char *spec = NULL;
+  int width = 0;
+
+  for (guint i = 0; i < props->len; i++)
+    {
+      const MvProperty *prop = g_ptr_array_index (props, i);
+      width = MAX (width, (int) strlen (prop->name) + 1);
+    }
+
+  for (guint i = 0; i < props->len; i++)
+    {
+      const MvProperty *prop = g_ptr_array_index (props, i);
+      g_autofree char *key = NULL;
+      g_autofree char *value = NULL;
+
+      if (g_str_equal (prop->name, "Spec"))
+        {
+          spec = mv_properties_get_string (props, "Spec");
+          continue;
+        }
+      key = g_strconcat (prop->name, ":", NULL);
+      value = mv_property_format (prop);
+      printf ("%-*s %s\n", width, key, value);
+    }
+
+  /* The spec goes last: it is long and spans lines. */
+  if (spec != NULL)
+    {
+      g_autoptr(JsonNode) node = parse_spec_node (spec);
+      g_autoptr(JsonGenerator) generator = json_generator_new ();
+      g_autofree char *text = NULL;
+      g_auto(GStrv) lines = NULL;
+
+      if (node == NULL)
+        {
+          printf ("Spec: %s\n", spec[0] != '\0' ? spec : "-");
+          return;
+        }
+
+      json_generator_set_pretty (generator, TRUE);
+      json_generator_set_indent (generator, 2);
+      json_generator_set_root (generator, node);
+      text = json_generator_to_data (generator, NULL);
+      lines = g_strsplit (text, "\n", -1);
+
+      printf ("Spec:\n");
+      for (guint i = 0; lines[i] != NULL; i++)
+        printf ("  %s\n", lines[i]);
+    }
+}
+
+int
+mv_cmd_show (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  g_autoptr(GPtrArray) props = mv_properties_new ();
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autofree char *path = NULL;
+  int status, r;
+
+  status = resolve_machine (ctl, argv[0], &path);
+  if (status != MV_EXIT_OK)
+    return status;
+
+  r = get_machine_properties (ctl, path, &error, props);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+
+  if (ctl->json)
+    print_properties_json (path, props);
+  else
+    print_properties_text (props);
+  return MV_EXIT_OK;
+}
+
+int
+mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  g_autoptr(GPtrArray) props = mv_properties_new ();
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autoptr(sd_bus_message) reply = NULL;
+  g_autofree char *spec = NULL;
+  const char *path, *id = NULL, *name = NULL;
+  int status, r;
+
+  status = read_spec (ctl->file, &spec);
+  if (status != MV_EXIT_OK)
+    return status;
+
+  r = mv_call (ctl, MV_MANAGER_PATH, MV_MANAGER_IFACE, "CreateMachine", ctl->timeout_usec,
+               &error, &reply, "st", spec, ctl->start ? CREATE_FLAG_START : (guint64) 0);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+
+  r = sd_bus_message_read (reply, "o", &path);
+  if (r < 0)
+    return fail_parse (r);
+
+  /* The machine exists now; if its properties cannot be read, say where it
+   * is rather than fail a create that worked. */
+  r = get_machine_properties (ctl, path, &error, props);
+  if (r >= 0)
+    {
+      id = mv_properties_get_string (props, "Id");
+      name = mv_properties_get_string (props, "Name");
+    }
+
+  if (ctl->json)
+    {
+      g_autoptr(JsonObject) object = json_object_new ();
+      g_autoptr(JsonNode) root = json_node_alloc ();
+
+      if (id != NULL)
+        json_object_set_string_member (object, "id", id);
+      else
+        json_object_set_null_member (object, "id");
+      if (name != NULL)
+        json_object_set_string_member (object, "name", name);
+      else
+        json_object_set_null_member (object, "name");
+      json_object_set_string_member (object, "path", path);
+      json_node_init_object (root, object);
+      print_json (root);
+    }
+  else if (id != NULL)
+    printf ("Created machine %s (%s).\n", name, id);
+  else
+    printf ("Created machine at %s.\n", path);
+
+  return MV_EXIT_OK;
+}
+
+/* Start, Stop, Pause, Resume and Restart: no arguments, and a reply only
+ * once the machine got there, which may take a while. */
+int
+mv_cmd_lifecycle (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autofree char *path = NULL;
+  int status, r;
+
+  status = resolve_machine (ctl, argv[0], &path);
+  if (status != MV_EXIT_OK)
+    return status;
+
+  r = mv_call (ctl, path, MV_MACHINE_IFACE, method, ctl->timeout_usec, &error, NULL, NULL);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+  return MV_EXIT_OK;
+}
+
+int
+mv_cmd_delete (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autofree char *path = NULL;
+  int status, r;
+
+  status = resolve_machine (ctl, argv[0], &path);
+  if (status != MV_EXIT_OK)
+    return status;
+
+  r = mv_call (ctl, path, MV_MACHINE_IFACE, "Delete", ctl->timeout_usec,
+               &error, NULL, "b", (int) ctl->force);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+  return MV_EXIT_OK;
+}
+
+int
+mv_cmd_update (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autofree char *spec = NULL;
+  g_autofree char *path = NULL;
+  int status, r;
+
+  status = read_spec (ctl->file, &spec);
+  if (status != MV_EXIT_OK)
+    return status;
+
+  status = resolve_machine (ctl, argv[0], &path);
+  if (status != MV_EXIT_OK)
+    return status;
+
+  r = mv_call (ctl, path, MV_MACHINE_IFACE, "Update", ctl->timeout_usec,
+               &error, NULL, "s", spec);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+  return MV_EXIT_OK;
+}
+
+int
+mv_cmd_rename (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autofree char *path = NULL;
+  int status, r;
+
+  status = resolve_machine (ctl, argv[0], &path);
+  if (status != MV_EXIT_OK)
+    return status;
+
+  r = mv_call (ctl, path, MV_MACHINE_IFACE, "Rename", ctl->timeout_usec,
+               &error, NULL, "s", argv[1]);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+  return MV_EXIT_OK;
+}
+
+int
+mv_cmd_set_desired (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  static const char *const states[] = { "running", "paused", "stopped", NULL };
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autofree char *path = NULL;
+  int status, r;
+
+  if (!g_strv_contains (states, argv[1]))
+    return mv_usage_error ("unknown state '%s': expected running, paused or stopped", argv[1]);
+
+  status = resolve_machine (ctl, argv[0], &path);
+  if (status != MV_EXIT_OK)
+    return status;
+
+  r = mv_call (ctl, path, MV_MACHINE_IFACE, "SetDesiredState", ctl->timeout_usec,
+               &error, NULL, "s", argv[1]);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+  return MV_EXIT_OK;
+}

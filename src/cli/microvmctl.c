@@ -1,0 +1,385 @@
+/* microvmctl: the command-line client of microvmd. It talks to the daemon
+ * only over D-Bus; this file holds the options, the command table and the
+ * bus connection. The commands themselves are in commands.c. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "microvmctl.h"
+#include "names.h"
+
+#define MV_DEFAULT_CALL_TIMEOUT_SEC 600
+
+/* Options that belong to single commands; any other command refuses them. */
+typedef enum {
+  MV_OPT_FILE  = 1 << 0,   /* -f FILE, required where accepted */
+  MV_OPT_START = 1 << 1,
+  MV_OPT_FORCE = 1 << 2,
+} MvCommandOptions;
+
+typedef struct {
+  const char *name;
+  MvCommandFunc func;
+  int min_args;
+  int max_args;
+  MvCommandOptions options;
+  gboolean changes;         /* gated by polkit, so a password may be asked */
+  const char *method;       /* for commands that share one implementation */
+  const char *synopsis;
+  const char *help;
+} MvCommand;
+
+static const MvCommand commands[] = {
+  { "list",        mv_cmd_list,        0, 0, 0,            FALSE, NULL,
+    "",                                "List all machines" },
+  { "show",        mv_cmd_show,        1, 1, 0,            FALSE, NULL,
+    "NAME|ID",                         "Show every property of a machine" },
+  { "create",      mv_cmd_create,      0, 0, MV_OPT_FILE | MV_OPT_START, TRUE, NULL,
+    "-f FILE [--start]",               "Define a machine from a spec file" },
+  { "start",       mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Start",
+    "NAME|ID",                         "Boot a machine, or wake it from standby" },
+  { "stop",        mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Stop",
+    "NAME|ID",                         "Shut a machine down" },
+  { "pause",       mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Pause",
+    "NAME|ID",                         "Halt the vCPUs of a running machine" },
+  { "resume",      mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Resume",
+    "NAME|ID",                         "Let a paused machine run again" },
+  { "restart",     mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Restart",
+    "NAME|ID",                         "Stop a machine and boot it afresh" },
+  { "delete",      mv_cmd_delete,      1, 1, MV_OPT_FORCE, TRUE,  NULL,
+    "[--force] NAME|ID",               "Delete a machine and its records" },
+  { "update",      mv_cmd_update,      1, 1, MV_OPT_FILE,  TRUE,  NULL,
+    "NAME|ID -f FILE",                 "Replace the spec of a machine" },
+  { "rename",      mv_cmd_rename,      2, 2, 0,            TRUE,  NULL,
+    "NAME|ID NEWNAME",                 "Give a machine a new name" },
+  { "set-desired", mv_cmd_set_desired, 2, 2, 0,            TRUE,  NULL,
+    "NAME|ID running|paused|stopped",  "Record the wanted power state, return at once" },
+};
+
+static const struct {
+  MvCommandOptions flag;
+  const char *spelling;
+} command_option_names[] = {
+  { MV_OPT_FILE,  "-f/--file" },
+  { MV_OPT_START, "--start" },
+  { MV_OPT_FORCE, "--force" },
+};
+
+enum {
+  ARG_VERSION = 0x100,
+  ARG_JSON,
+  ARG_SESSION,
+  ARG_ADDRESS,
+  ARG_NO_ASK_PASSWORD,
+  ARG_TIMEOUT,
+  ARG_START,
+  ARG_FORCE,
+};
+
+static const struct option long_options[] = {
+  { "help",            no_argument,       NULL, 'h' },
+  { "version",         no_argument,       NULL, ARG_VERSION },
+  { "json",            no_argument,       NULL, ARG_JSON },
+  { "session",         no_argument,       NULL, ARG_SESSION },
+  { "address",         required_argument, NULL, ARG_ADDRESS },
+  { "no-ask-password", no_argument,       NULL, ARG_NO_ASK_PASSWORD },
+  { "timeout",         required_argument, NULL, ARG_TIMEOUT },
+  { "file",            required_argument, NULL, 'f' },
+  { "start",           no_argument,       NULL, ARG_START },
+  { "force",           no_argument,       NULL, ARG_FORCE },
+  { NULL, 0, NULL, 0 },
+};
+
+static void
+print_help (void)
+{
+  int width = 0;
+
+  printf ("Usage: %s [OPTIONS...] COMMAND [ARGS...]\n\n"
+          "Define, run and inspect the microVMs of microvmd.\n\n"
+          "Commands:\n", g_get_prgname ());
+
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    width = MAX (width, (int) (strlen (commands[i].name) + 1 + strlen (commands[i].synopsis)));
+
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    {
+      g_autofree char *usage = g_strdup_printf ("%s %s", commands[i].name, commands[i].synopsis);
+      printf ("  %-*s  %s\n", width, usage, commands[i].help);
+    }
+
+  printf ("\nOptions:\n"
+          "  -h --help              Show this help and exit\n"
+          "     --version           Show the version and exit\n"
+          "     --json              Print JSON instead of text\n"
+          "     --session           Talk to microvmd on the session bus\n"
+          "     --address=ADDRESS   Talk to microvmd on the bus at ADDRESS\n"
+          "     --no-ask-password   Do not ask for a password when authorizing\n"
+          "     --timeout=SECONDS   Wait that long for changes (default: %d; 0: forever)\n"
+          "  -f --file=FILE         Read the spec from FILE (- for standard input)\n"
+          "     --start             create: start the machine once it is defined\n"
+          "     --force             delete: hard-stop a machine that still runs\n"
+          "\nSee microvmctl(1) for more.\n",
+          MV_DEFAULT_CALL_TIMEOUT_SEC);
+}
+
+static int
+vusage_error (const char *format, va_list ap)
+{
+  fprintf (stderr, "%s: ", g_get_prgname ());
+  vfprintf (stderr, format, ap);
+  fprintf (stderr, "\nTry '%s --help' for more information.\n", g_get_prgname ());
+  return MV_EXIT_USAGE;
+}
+
+int
+mv_usage_error (const char *format, ...)
+{
+  va_list ap;
+  int status;
+
+  va_start (ap, format);
+  status = vusage_error (format, ap);
+  va_end (ap);
+  return status;
+}
+
+int
+mv_fail (const char *format, ...)
+{
+  va_list ap;
+
+  fprintf (stderr, "%s: ", g_get_prgname ());
+  va_start (ap, format);
+  vfprintf (stderr, format, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+  return MV_EXIT_FAILURE;
+}
+
+int
+mv_fail_bus (const sd_bus_error *error, int r)
+{
+  if (!sd_bus_error_is_set (error))
+    return mv_fail ("%s", g_strerror (r < 0 ? -r : r));
+
+  if (error->message != NULL && error->message[0] != '\0')
+    mv_fail ("%s (%s)", error->message, error->name);
+  else
+    mv_fail ("%s", error->name);
+
+  if (sd_bus_error_has_names (error, SD_BUS_ERROR_TIMEOUT,
+                              SD_BUS_ERROR_NO_REPLY))
+    fprintf (stderr, "The daemon may still be working on it; --timeout=SECONDS waits longer.\n");
+  else if (sd_bus_error_has_names (error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
+    fprintf (stderr, "Is microvmd running?\n");
+  return MV_EXIT_FAILURE;
+}
+
+/* Connects on first use, so that usage errors are reported before any bus
+ * or password agent is involved. */
+static int
+ensure_bus (MvCtl *ctl, sd_bus_error *error)
+{
+  g_autoptr(sd_bus) bus = NULL;
+  g_autofree char *what_address = NULL;
+  const char *what;
+  int r;
+
+  if (ctl->bus != NULL)
+    return 0;
+
+  if (ctl->address != NULL)
+    {
+      what = what_address = g_strdup_printf ("the bus at %s", ctl->address);
+      r = sd_bus_new (&bus);
+      if (r >= 0)
+        r = sd_bus_set_address (bus, ctl->address);
+      if (r >= 0)
+        r = sd_bus_set_bus_client (bus, 1);
+      if (r >= 0)
+        r = sd_bus_start (bus);
+    }
+  else if (ctl->session)
+    {
+      what = "the session bus";
+      r = sd_bus_open_user (&bus);
+    }
+  else
+    {
+      what = "the system bus";
+      r = sd_bus_open_system (&bus);
+    }
+  if (r < 0)
+    return sd_bus_error_setf (error, SD_BUS_ERROR_NO_SERVER,
+                              "Failed to connect to %s: %s", what, g_strerror (-r));
+
+  /* Applies to every method call created from now on. */
+  r = sd_bus_set_allow_interactive_authorization (bus, ctl->ask_password);
+  if (r < 0)
+    return sd_bus_error_set_errno (error, r);
+
+  ctl->bus = g_steal_pointer (&bus);
+
+  if (ctl->want_agent)
+    ctl->agent = mv_polkit_agent_open ();
+  return 0;
+}
+
+int
+mv_call (MvCtl *ctl,
+         const char *path,
+         const char *interface,
+         const char *method,
+         guint64 timeout_usec,
+         sd_bus_error *error,
+         sd_bus_message **reply,
+         const char *types,
+         ...)
+{
+  g_autoptr(sd_bus_message) m = NULL;
+  int r;
+
+  r = ensure_bus (ctl, error);
+  if (r < 0)
+    return r;
+
+  r = sd_bus_message_new_method_call (ctl->bus, &m, MV_BUS_NAME, path, interface, method);
+  if (r < 0)
+    return sd_bus_error_set_errno (error, r);
+
+  if (types != NULL)
+    {
+      va_list ap;
+
+      va_start (ap, types);
+      r = sd_bus_message_appendv (m, types, ap);
+      va_end (ap);
+      if (r < 0)
+        return sd_bus_error_set_errno (error, r);
+    }
+
+  return sd_bus_call (ctl->bus, m, timeout_usec, error, reply);
+}
+
+static const MvCommand *
+find_command (const char *name)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    if (g_str_equal (commands[i].name, name))
+      return &commands[i];
+  return NULL;
+}
+
+static gboolean
+parse_timeout (const char *text, guint64 *usec)
+{
+  guint64 seconds;
+
+  if (!g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT64 / G_USEC_PER_SEC, &seconds, NULL))
+    return FALSE;
+  /* sd_bus_call() takes 0 as "the default", so "forever" is spelled out. */
+  *usec = seconds == 0 ? G_MAXUINT64 : seconds * G_USEC_PER_SEC;
+  return TRUE;
+}
+
+int
+main (int argc, char **argv)
+{
+  MvCtl ctl = {
+    .ask_password = TRUE,
+    .timeout_usec = MV_DEFAULT_CALL_TIMEOUT_SEC * G_USEC_PER_SEC,
+  };
+  MvCommandOptions given = 0;
+  const MvCommand *command;
+  int n_args, status, c;
+
+  setlocale (LC_ALL, "");
+  g_set_prgname ("microvmctl");
+
+  while ((c = getopt_long (argc, argv, "hf:", long_options, NULL)) >= 0)
+    {
+      switch (c)
+        {
+        case 'h':
+          print_help ();
+          return MV_EXIT_OK;
+        case ARG_VERSION:
+          printf ("microvmctl %s\n", PACKAGE_VERSION);
+          return MV_EXIT_OK;
+        case ARG_JSON:
+          ctl.json = TRUE;
+          break;
+        case ARG_SESSION:
+          ctl.session = TRUE;
+          break;
+        case ARG_ADDRESS:
+          ctl.address = optarg;
+          break;
+        case ARG_NO_ASK_PASSWORD:
+          ctl.ask_password = FALSE;
+          break;
+        case ARG_TIMEOUT:
+          if (!parse_timeout (optarg, &ctl.timeout_usec))
+            return mv_usage_error ("invalid --timeout '%s': expected whole seconds", optarg);
+          break;
+        case 'f':
+          ctl.file = optarg;
+          given |= MV_OPT_FILE;
+          break;
+        case ARG_START:
+          ctl.start = TRUE;
+          given |= MV_OPT_START;
+          break;
+        case ARG_FORCE:
+          ctl.force = TRUE;
+          given |= MV_OPT_FORCE;
+          break;
+        default:
+          /* getopt_long() has said what was wrong. */
+          fprintf (stderr, "Try '%s --help' for more information.\n", g_get_prgname ());
+          return MV_EXIT_USAGE;
+        }
+    }
+
+  if (ctl.session && ctl.address != NULL)
+    return mv_usage_error ("--session and --address cannot be used together");
+
+  if (optind >= argc)
+    return mv_usage_error ("no command given");
+
+  command = find_command (argv[optind]);
+  if (command == NULL)
+    return mv_usage_error ("unknown command '%s'", argv[optind]);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (command_option_names); i++)
+    if ((given & command_option_names[i].flag) && !(command->options & command_option_names[i].flag))
+      return mv_usage_error ("%s does not apply to '%s'", command_option_names[i].spelling, command->name);
+
+  if ((command->options & MV_OPT_FILE) && ctl.file == NULL)
+    return mv_usage_error ("'%s' needs a spec: -f FILE (- for standard input)", command->name);
+
+  n_args = argc - optind - 1;
+  if (n_args < command->min_args || n_args > command->max_args)
+    return mv_usage_error ("%s; usage: %s %s%s%s",
+                           n_args < command->min_args ? "missing argument" : "too many arguments",
+                           g_get_prgname (), command->name,
+                           command->synopsis[0] != '\0' ? " " : "", command->synopsis);
+
+  /* Only the local system bus shares the caller's polkit session. */
+  ctl.want_agent = command->changes && ctl.ask_password && !ctl.session && ctl.address == NULL;
+
+  status = command->func (&ctl, command->method, n_args, argv + optind + 1);
+
+  g_clear_pointer (&ctl.bus, sd_bus_flush_close_unref);
+  g_clear_pointer (&ctl.agent, mv_polkit_agent_close);
+  if (fflush (stdout) != 0 && status == MV_EXIT_OK)
+    status = mv_fail ("Failed to write the output: %s", g_strerror (errno));
+  return status;
+}

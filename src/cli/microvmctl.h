@@ -1,0 +1,79 @@
+/* Shared state of microvmctl: the parsed options, the bus connection and the
+ * helpers every command uses to call microvmd. */
+#pragma once
+
+#include <glib.h>
+#include <systemd/sd-bus.h>
+
+#include "polkit-agent.h"
+
+#if __has_include ("sd-bus-autoptr.h")
+# include "sd-bus-autoptr.h"
+#else
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (sd_bus, sd_bus_flush_close_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (sd_bus_message, sd_bus_message_unref)
+#endif
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (sd_bus_error, sd_bus_error_free)
+
+/* Exit statuses, as documented in microvmctl(1). */
+enum {
+  MV_EXIT_OK = 0,
+  MV_EXIT_FAILURE = 1,
+  MV_EXIT_USAGE = 2,
+};
+
+typedef struct {
+  /* Global options. */
+  gboolean json;
+  gboolean session;
+  const char *address;
+  gboolean ask_password;
+  guint64 timeout_usec;   /* for calls that change things; UINT64_MAX waits forever */
+
+  /* Options of single commands. */
+  const char *file;
+  gboolean start;
+  gboolean force;
+
+  /* Set up on the first call, so usage errors come before any of it. */
+  sd_bus *bus;
+  gboolean want_agent;
+  MvPolkitAgent *agent;
+} MvCtl;
+
+/* Calls METHOD on microvmd and waits up to TIMEOUT_USEC (0: the bus default).
+ * TYPES and the arguments after it are appended as sd_bus_message_append()
+ * does; TYPES may be NULL for no arguments. REPLY may be NULL. */
+int mv_call (MvCtl *ctl,
+             const char *path,
+             const char *interface,
+             const char *method,
+             guint64 timeout_usec,
+             sd_bus_error *error,
+             sd_bus_message **reply,
+             const char *types,
+             ...);
+
+/* Prints a failed call the one way microvmctl prints them and returns the
+ * exit status for it. */
+int mv_fail_bus (const sd_bus_error *error, int r);
+
+/* Prints "microvmctl: MESSAGE" to stderr and returns MV_EXIT_FAILURE. */
+int mv_fail (const char *format, ...) G_GNUC_PRINTF (1, 2);
+
+/* Prints a usage error with a hint to stderr and returns MV_EXIT_USAGE. */
+int mv_usage_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
+
+/* The commands, in src/cli/commands.c. ARGV holds the command's own
+ * arguments, without the command name. METHOD is the table's method name for
+ * commands that share one implementation. */
+typedef int (*MvCommandFunc) (MvCtl *ctl, const char *method, int argc, char **argv);
+
+int mv_cmd_list (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_show (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_lifecycle (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_delete (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_update (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_rename (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_set_desired (MvCtl *ctl, const char *method, int argc, char **argv);
