@@ -1,0 +1,642 @@
+/* org.microvmd1.Machine: one object per machine at
+ * /org/microvmd1/machine/<encoded id>. Methods are authorized with polkit,
+ * turn into a change of the desired record, and reply once reconciliation
+ * has reached it. */
+#include "machine-object.h"
+#include "core/errors.h"
+#include "names.h"
+#include "polkit.h"
+#include "reconcile/reconciler.h"
+
+#include <errno.h>
+
+char *
+mv_machine_object_path (const char *id)
+{
+  char *path = NULL;
+
+  if (sd_bus_path_encode (MV_MACHINE_PREFIX, id, &path) < 0)
+    g_error ("Out of memory");
+  return path;
+}
+
+static int
+machine_find (sd_bus *bus, const char *path, const char *interface, void *userdata,
+              void **found, sd_bus_error *error)
+{
+  MvDaemon *daemon = userdata;
+  MvMachine *machine = mv_daemon_find_machine_by_path (daemon, path);
+
+  if (!machine)
+    return 0;
+  *found = machine;
+  return 1;
+}
+
+static int
+machine_enumerate (sd_bus *bus, const char *prefix, void *userdata, char ***nodes,
+                   sd_bus_error *error)
+{
+  MvDaemon *daemon = userdata;
+  GHashTableIter iter;
+  MvMachine *machine;
+  char **list = calloc (g_hash_table_size (daemon->machines) + 1, sizeof (char *));
+  guint n = 0;
+
+  if (!list)
+    return -ENOMEM;
+  g_hash_table_iter_init (&iter, daemon->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    if (!machine->gone)
+      list[n++] = strdup (machine->path);
+  *nodes = list;
+  return 1;
+}
+
+/* ---- properties ---- */
+
+#define STRING_PROPERTY(fn, expr)                                                 \
+  static int fn (sd_bus *bus, const char *path, const char *interface,           \
+                 const char *property, sd_bus_message *reply, void *userdata,     \
+                 sd_bus_error *error)                                             \
+  {                                                                               \
+    MvMachine *machine = userdata;                                                \
+    const char *value = (expr);                                                   \
+    return sd_bus_message_append (reply, "s", value ? value : "");               \
+  }
+
+#define NUMBER_PROPERTY(fn, sig, ctype, expr)                                     \
+  static int fn (sd_bus *bus, const char *path, const char *interface,           \
+                 const char *property, sd_bus_message *reply, void *userdata,     \
+                 sd_bus_error *error)                                             \
+  {                                                                               \
+    MvMachine *machine = userdata;                                                \
+    ctype value = (expr);                                                         \
+    return sd_bus_message_append (reply, sig, value);                            \
+  }
+
+STRING_PROPERTY (get_id, machine->id)
+STRING_PROPERTY (get_name, machine->config->spec->name)
+STRING_PROPERTY (get_state, mv_state_to_string (machine->status->state))
+STRING_PROPERTY (get_state_error, machine->status->state_error)
+STRING_PROPERTY (get_desired_state, mv_desired_to_string (machine->config->desired))
+STRING_PROPERTY (get_phase, machine->status->phase)
+STRING_PROPERTY (get_operation_id, machine->status->operation_id)
+NUMBER_PROPERTY (get_desired_generation, "t", uint64_t, machine->config->desired_generation)
+NUMBER_PROPERTY (get_observed_generation, "t", uint64_t, machine->status->observed_generation)
+NUMBER_PROPERTY (get_specification_generation, "t", uint64_t, machine->config->specification_generation)
+NUMBER_PROPERTY (get_restart_generation, "t", uint64_t, machine->config->restart_generation)
+NUMBER_PROPERTY (get_vcpus, "u", uint32_t, mv_spec_vcpus (machine->config->spec))
+NUMBER_PROPERTY (get_cpu_millicores, "u", uint32_t, machine->config->spec->cpu_millicores)
+NUMBER_PROPERTY (get_memory_bytes, "t", uint64_t, machine->config->spec->memory_bytes)
+NUMBER_PROPERTY (get_started_at, "t", uint64_t, (uint64_t) MAX (machine->status->started_at, 0))
+NUMBER_PROPERTY (get_created_at, "t", uint64_t, (uint64_t) MAX (machine->config->created_at, 0))
+NUMBER_PROPERTY (get_updated_at, "t", uint64_t, (uint64_t) MAX (machine->config->updated_at, 0))
+NUMBER_PROPERTY (get_exit_code, "i", int32_t,
+                 machine->status->has_exit_code ? machine->status->exit_code : -1)
+NUMBER_PROPERTY (get_restart_count, "u", uint32_t, machine->status->restart_count)
+
+static int
+get_hypervisor (sd_bus *bus, const char *path, const char *interface, const char *property,
+                sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  MvMachine *machine = userdata;
+  const char *type = machine->config->spec->hypervisor_type;
+  MvRuntime *runtime = type ? NULL : mv_daemon_find_runtime (machine->daemon, NULL);
+
+  /* An unnamed type is the host's default; say which one that is. */
+  return sd_bus_message_append (reply, "s", type ? type : runtime ? runtime->type : "");
+}
+
+static int
+get_labels (sd_bus *bus, const char *path, const char *interface, const char *property,
+            sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  MvMachine *machine = userdata;
+  g_autoptr (GList) keys = g_hash_table_get_keys (machine->config->spec->labels);
+  int r;
+
+  keys = g_list_sort (keys, (GCompareFunc) g_strcmp0);
+  r = sd_bus_message_open_container (reply, 'a', "{ss}");
+  for (GList *l = keys; r >= 0 && l; l = l->next)
+    r = sd_bus_message_append (reply, "{ss}", l->data,
+                               g_hash_table_lookup (machine->config->spec->labels, l->data));
+  if (r < 0)
+    return r;
+  return sd_bus_message_close_container (reply);
+}
+
+static int
+get_spec (sd_bus *bus, const char *path, const char *interface, const char *property,
+          sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  MvMachine *machine = userdata;
+  g_autofree char *json = mv_spec_to_json (machine->config->spec, FALSE);
+
+  return sd_bus_message_append (reply, "s", json);
+}
+
+/* ---- methods ---- */
+
+typedef void (*MachineAction) (MvMachine *machine, sd_bus_message *call);
+
+typedef struct {
+  MvDaemon     *daemon;
+  char         *id;
+  MachineAction action;
+} PendingCall;
+
+static void
+pending_call_free (PendingCall *pending)
+{
+  g_free (pending->id);
+  g_free (pending);
+}
+
+static void
+on_authorized (sd_bus_message *call, gpointer user_data)
+{
+  PendingCall *pending = user_data;
+  MvMachine *machine = g_hash_table_lookup (pending->daemon->machines, pending->id);
+
+  /* The machine may have gone while the caller was being authorized. */
+  if (!machine || machine->gone)
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_NOT_FOUND, "Machine %s was deleted",
+                                  pending->id);
+      return;
+    }
+  pending->action (machine, call);
+}
+
+static int
+authorize (MvMachine *machine, sd_bus_message *call, const char *action_id, const char *verb,
+           MachineAction action)
+{
+  PendingCall *pending = g_new0 (PendingCall, 1);
+  const char *details[] = {
+    "machine", machine->config->spec->name,
+    "machine_id", machine->id,
+    "verb", verb,
+    NULL,
+  };
+
+  pending->daemon = machine->daemon;
+  pending->id = g_strdup (machine->id);
+  pending->action = action;
+  mv_polkit_check (call, action_id, details, on_authorized, pending,
+                   (GDestroyNotify) pending_call_free);
+  return 1;
+}
+
+static void
+reply_gerror (sd_bus_message *call, const GError *error)
+{
+  mv_bus_reply_gerror (call, error);
+}
+
+static gboolean
+save_config_or_reply (MvMachine *machine, sd_bus_message *call, MvConfig *previous)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (mv_store_save_config (machine->daemon->store, machine->config, &error))
+    {
+      mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
+      return TRUE;
+    }
+  /* Nothing changes unless it is on disk. */
+  mv_config_free (machine->config);
+  machine->config = previous;
+  g_prefix_error (&error, "Could not record the change: ");
+  reply_gerror (call, error);
+  return FALSE;
+}
+
+/* Sets what is desired (or asks again after a failure) and waits for it. */
+static void
+request_and_wait (MvMachine *machine, sd_bus_message *call, MvDesired desired,
+                  gboolean restart, gboolean by_user_stop)
+{
+  MvConfig *previous = mv_config_copy (machine->config);
+  MvConfig *config = machine->config;
+  gint64 now = g_get_real_time ();
+
+  if (restart)
+    mv_config_request_restart (config, now);
+  if (!mv_config_set_desired (config, desired, now) && !restart &&
+      machine->status->failed_generation == config->desired_generation &&
+      !mv_desired_reached (desired, machine->status->state))
+    mv_config_retry (config, now);
+  config->stopped_by_user = by_user_stop;
+
+  if (!save_config_or_reply (machine, call, previous))
+    return;
+  mv_config_free (previous);
+  mv_reconciler_wait (machine, call, NULL);
+}
+
+static void
+do_start (MvMachine *machine, sd_bus_message *call)
+{
+  request_and_wait (machine, call, MV_DESIRED_RUNNING, FALSE, FALSE);
+}
+
+static void
+do_stop (MvMachine *machine, sd_bus_message *call)
+{
+  request_and_wait (machine, call, MV_DESIRED_STOPPED, FALSE, TRUE);
+}
+
+static gboolean
+check_state (MvMachine *machine, sd_bus_message *call, const char *verb, guint allowed)
+{
+  if (allowed & (1u << machine->status->state))
+    return TRUE;
+  sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_STATE, "Cannot %s machine %s: it is %s",
+                              verb, machine->config->spec->name,
+                              mv_state_to_string (machine->status->state));
+  return FALSE;
+}
+
+#define STATES(...) (mv_state_bits ((const MvState[]) { __VA_ARGS__, MV_STATE_COUNT }))
+
+static guint
+mv_state_bits (const MvState *states)
+{
+  guint bits = 0;
+  for (; *states != MV_STATE_COUNT; states++)
+    bits |= 1u << *states;
+  return bits;
+}
+
+static void
+do_pause (MvMachine *machine, sd_bus_message *call)
+{
+  if (check_state (machine, call, "pause",
+                   STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STARTING)))
+    request_and_wait (machine, call, MV_DESIRED_PAUSED, FALSE, FALSE);
+}
+
+static void
+do_resume (MvMachine *machine, sd_bus_message *call)
+{
+  if (check_state (machine, call, "resume",
+                   STATES (MV_STATE_PAUSED, MV_STATE_RUNNING, MV_STATE_STARTING)))
+    request_and_wait (machine, call, MV_DESIRED_RUNNING, FALSE, FALSE);
+}
+
+static void
+do_restart (MvMachine *machine, sd_bus_message *call)
+{
+  /* A machine that does not run is simply started. */
+  gboolean active = mv_state_holds_resources (machine->status->state);
+  request_and_wait (machine, call, MV_DESIRED_RUNNING, active, FALSE);
+}
+
+static void
+do_delete (MvMachine *machine, sd_bus_message *call)
+{
+  MvConfig *previous = mv_config_copy (machine->config);
+
+  mv_config_set_desired (machine->config, MV_DESIRED_DESTROYED, g_get_real_time ());
+  if (!save_config_or_reply (machine, call, previous))
+    return;
+  mv_config_free (previous);
+  mv_reconciler_wait (machine, call, NULL);
+}
+
+static gboolean
+machine_is_active (MvMachine *machine)
+{
+  MvState s = machine->status->state;
+  return mv_state_holds_resources (s) || s == MV_STATE_STANDBY || s == MV_STATE_STOPPING ||
+         machine->busy;
+}
+
+static int
+method_start (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "start", do_start);
+}
+
+static int
+method_stop (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "stop", do_stop);
+}
+
+static int
+method_pause (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "pause", do_pause);
+}
+
+static int
+method_resume (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "resume", do_resume);
+}
+
+static int
+method_restart (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "restart", do_restart);
+}
+
+static int
+method_delete (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  MvMachine *machine = userdata;
+  int force = 0;
+  int r = sd_bus_message_read (m, "b", &force);
+
+  if (r < 0)
+    return r;
+  if (machine_is_active (machine))
+    {
+      if (!force)
+        return sd_bus_error_setf (error, MV_BUS_ERROR_INVALID_STATE,
+                                  "Machine %s is %s: stop it first, or delete with force",
+                                  machine->config->spec->name,
+                                  mv_state_to_string (machine->status->state));
+      return authorize (machine, m, MV_ACTION_MACHINE_FORCE, "delete", do_delete);
+    }
+  return authorize (machine, m, MV_ACTION_MACHINE_DELETE, "delete", do_delete);
+}
+
+/* Update: the spec arrives as an argument, so it is parsed after the
+ * caller is authorized, from the message itself. */
+static gboolean
+only_live_fields_differ (const MvSpec *current, const MvSpec *wanted)
+{
+  g_autoptr (MvSpec) masked = mv_spec_copy (wanted);
+
+  /* What may change while the machine runs: restart policy, labels and
+   * standby time. Everything else needs a stopped machine. */
+  masked->restart_mode = current->restart_mode;
+  masked->restart_max_retries = current->restart_max_retries;
+  masked->standby_after_seconds = current->standby_after_seconds;
+  g_hash_table_remove_all (masked->labels);
+  GHashTableIter iter;
+  gpointer k, v;
+  g_hash_table_iter_init (&iter, current->labels);
+  while (g_hash_table_iter_next (&iter, &k, &v))
+    g_hash_table_insert (masked->labels, g_strdup (k), g_strdup (v));
+  masked->remove_on_exit = current->remove_on_exit;
+  return mv_spec_equal (current, masked);
+}
+
+static void
+do_update (MvMachine *machine, sd_bus_message *call)
+{
+  const char *json = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (MvSpec) spec = NULL;
+  MvConfig *previous;
+  MvSpec *current = machine->config->spec;
+
+  sd_bus_message_rewind (call, TRUE);
+  if (sd_bus_message_read (call, "s", &json) < 0)
+    {
+      sd_bus_reply_method_errorf (call, SD_BUS_ERROR_INVALID_ARGS, "Expected a spec document");
+      return;
+    }
+  spec = mv_spec_from_json (json, &error);
+  if (!spec || !mv_spec_validate (spec, &error))
+    {
+      reply_gerror (call, error);
+      return;
+    }
+  if (spec->id && g_strcmp0 (spec->id, machine->id) != 0)
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_ARGUMENT,
+                                  "id: %s is not this machine's ID (%s)", spec->id, machine->id);
+      return;
+    }
+  if (g_strcmp0 (spec->name, current->name) != 0)
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_ARGUMENT,
+                                  "name: %s differs from the machine's name %s; use Rename",
+                                  spec->name, current->name);
+      return;
+    }
+  if (!mv_daemon_find_runtime (machine->daemon, spec->hypervisor_type))
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_UNSUPPORTED,
+                                  "hypervisor_type: %s is not available on this host",
+                                  spec->hypervisor_type);
+      return;
+    }
+  g_free (spec->id);
+  spec->id = g_strdup (current->id);
+  if (!only_live_fields_differ (current, spec) &&
+      !check_state (machine, call, "update",
+                    STATES (MV_STATE_STOPPED, MV_STATE_FAILED)))
+    return;
+
+  previous = mv_config_copy (machine->config);
+  if (mv_config_update_spec (machine->config, g_steal_pointer (&spec), g_get_real_time ()) &&
+      !save_config_or_reply (machine, call, previous))
+    return;
+  mv_config_free (previous);
+  sd_bus_reply_method_return (call, NULL);
+}
+
+static int
+method_update (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_MODIFY, "update", do_update);
+}
+
+static void
+do_rename (MvMachine *machine, sd_bus_message *call)
+{
+  const char *name = NULL;
+  g_autoptr (GError) error = NULL;
+  MvMachine *other;
+  MvConfig *previous;
+
+  sd_bus_message_rewind (call, TRUE);
+  if (sd_bus_message_read (call, "s", &name) < 0)
+    {
+      sd_bus_reply_method_errorf (call, SD_BUS_ERROR_INVALID_ARGS, "Expected a name");
+      return;
+    }
+  if (!mv_name_validate ("name", name, &error))
+    {
+      reply_gerror (call, error);
+      return;
+    }
+  if (g_strcmp0 (name, machine->config->spec->name) == 0)
+    {
+      sd_bus_reply_method_return (call, NULL);
+      return;
+    }
+  other = mv_daemon_find_machine (machine->daemon, name);
+  if (other && other != machine)
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_ALREADY_EXISTS,
+                                  "name: a machine called %s exists already", name);
+      return;
+    }
+  if (!check_state (machine, call, "rename", STATES (MV_STATE_STOPPED, MV_STATE_FAILED)))
+    return;
+
+  previous = mv_config_copy (machine->config);
+  g_autoptr (MvSpec) spec = mv_spec_copy (machine->config->spec);
+  g_free (spec->name);
+  spec->name = g_strdup (name);
+  mv_config_update_spec (machine->config, g_steal_pointer (&spec), g_get_real_time ());
+  if (!save_config_or_reply (machine, call, previous))
+    return;
+  mv_config_free (previous);
+  sd_bus_reply_method_return (call, NULL);
+}
+
+static int
+method_rename (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_MODIFY, "rename", do_rename);
+}
+
+static void
+do_set_desired (MvMachine *machine, sd_bus_message *call)
+{
+  const char *value = NULL;
+  MvDesired desired;
+  MvConfig *previous;
+
+  sd_bus_message_rewind (call, TRUE);
+  if (sd_bus_message_read (call, "s", &value) < 0 ||
+      !mv_desired_from_string (value, &desired) || desired == MV_DESIRED_DESTROYED)
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_ARGUMENT,
+                                  "state: '%s' is not one of running, paused, stopped (use Delete to destroy)",
+                                  value ? value : "");
+      return;
+    }
+  previous = mv_config_copy (machine->config);
+  if (mv_config_set_desired (machine->config, desired, g_get_real_time ()))
+    {
+      machine->config->stopped_by_user = desired == MV_DESIRED_STOPPED;
+      if (!save_config_or_reply (machine, call, previous))
+        return;
+    }
+  mv_config_free (previous);
+  sd_bus_reply_method_return (call, NULL);
+  mv_reconciler_kick (machine);
+}
+
+static int
+method_set_desired_state (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "set-desired-state",
+                    do_set_desired);
+}
+
+#define PROP_CHANGE(name, fn) \
+  SD_BUS_PROPERTY (name, NULL, fn, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
+
+static const sd_bus_vtable machine_vtable[] = {
+  SD_BUS_VTABLE_START (0),
+  SD_BUS_PROPERTY ("Id", "s", get_id, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+  SD_BUS_PROPERTY ("Name", "s", get_name, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("State", "s", get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("StateError", "s", get_state_error, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("DesiredState", "s", get_desired_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("DesiredGeneration", "t", get_desired_generation, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("ObservedGeneration", "t", get_observed_generation, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("SpecificationGeneration", "t", get_specification_generation, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("RestartGeneration", "t", get_restart_generation, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Hypervisor", "s", get_hypervisor, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("VCPUs", "u", get_vcpus, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("CpuMillicores", "u", get_cpu_millicores, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("MemoryBytes", "t", get_memory_bytes, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Labels", "a{ss}", get_labels, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Phase", "s", get_phase, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("OperationId", "s", get_operation_id, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("StartedAt", "t", get_started_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("CreatedAt", "t", get_created_at, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+  SD_BUS_PROPERTY ("UpdatedAt", "t", get_updated_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("ExitCode", "i", get_exit_code, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("RestartCount", "u", get_restart_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Spec", "s", get_spec, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_SENSITIVE),
+  SD_BUS_METHOD ("Start", "", "", method_start, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD ("Stop", "", "", method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD ("Pause", "", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD ("Resume", "", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD ("Restart", "", "", method_restart, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Delete", SD_BUS_ARGS ("b", force), SD_BUS_NO_RESULT,
+                           method_delete, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Update", SD_BUS_ARGS ("s", spec_json), SD_BUS_NO_RESULT,
+                           method_update, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Rename", SD_BUS_ARGS ("s", name), SD_BUS_NO_RESULT,
+                           method_rename, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("SetDesiredState", SD_BUS_ARGS ("s", state), SD_BUS_NO_RESULT,
+                           method_set_desired_state, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_SIGNAL_WITH_ARGS ("StateChanged", SD_BUS_ARGS ("s", state, "s", previous, "s", error), 0),
+  SD_BUS_VTABLE_END
+};
+
+int
+mv_machine_object_register (MvDaemon *daemon)
+{
+  int r = sd_bus_add_fallback_vtable (daemon->bus, NULL, MV_MACHINE_PREFIX, MV_MACHINE_IFACE,
+                                      machine_vtable, machine_find, daemon);
+  if (r >= 0)
+    r = sd_bus_add_node_enumerator (daemon->bus, NULL, MV_MACHINE_PREFIX, machine_enumerate,
+                                    daemon);
+  return r;
+}
+
+static const struct {
+  guint bit;
+  const char *names[8];
+} prop_names[] = {
+  { MV_PROP_NAME, { "Name" } },
+  { MV_PROP_STATE, { "State" } },
+  { MV_PROP_STATE_ERROR, { "StateError" } },
+  { MV_PROP_DESIRED_STATE, { "DesiredState" } },
+  { MV_PROP_DESIRED_GENERATION, { "DesiredGeneration" } },
+  { MV_PROP_OBSERVED_GENERATION, { "ObservedGeneration" } },
+  { MV_PROP_SPECIFICATION_GENERATION, { "SpecificationGeneration" } },
+  { MV_PROP_RESTART_GENERATION, { "RestartGeneration" } },
+  { MV_PROP_SPEC, { "Spec", "Hypervisor", "VCPUs", "CpuMillicores", "MemoryBytes", "Labels" } },
+  { MV_PROP_PHASE, { "Phase", "OperationId" } },
+  { MV_PROP_STARTED_AT, { "StartedAt" } },
+  { MV_PROP_UPDATED_AT, { "UpdatedAt" } },
+  { MV_PROP_EXIT_CODE, { "ExitCode" } },
+  { MV_PROP_RESTART_COUNT, { "RestartCount" } },
+};
+
+void
+mv_machine_object_flush (MvMachine *machine)
+{
+  sd_bus *bus = machine->daemon->bus;
+  g_autoptr (GPtrArray) names = g_ptr_array_new ();
+  MvState state = machine->status->state;
+
+  if (machine->dirty == 0 || !machine->announced)
+    {
+      machine->dirty = 0;
+      return;
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (prop_names); i++)
+    if (machine->dirty & prop_names[i].bit)
+      for (guint j = 0; prop_names[i].names[j]; j++)
+        g_ptr_array_add (names, (gpointer) prop_names[i].names[j]);
+  g_ptr_array_add (names, NULL);
+  machine->dirty = 0;
+
+  sd_bus_emit_properties_changed_strv (bus, machine->path, MV_MACHINE_IFACE,
+                                       (char **) names->pdata);
+  if (state != machine->announced_state)
+    {
+      sd_bus_emit_signal (bus, machine->path, MV_MACHINE_IFACE, "StateChanged", "sss",
+                          mv_state_to_string (state),
+                          mv_state_to_string (machine->announced_state),
+                          machine->status->state_error ? machine->status->state_error : "");
+      machine->announced_state = state;
+    }
+}

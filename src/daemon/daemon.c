@@ -1,0 +1,418 @@
+/* The daemon: opens the bus, loads and recovers the records, serves the
+ * manager and machine objects, and runs the main loop until told to stop.
+ * VMMs are left running when it exits; the next daemon adopts them. */
+#include "daemon.h"
+#include "bus/machine-object.h"
+#include "bus/manager-object.h"
+#include "core/errors.h"
+#include "names.h"
+#include "reconcile/reconciler.h"
+
+#include "config.h"
+
+#include <glib-unix.h>
+#include <systemd/sd-daemon.h>
+
+#define DEFAULT_STOP_TIMEOUT_SECONDS 30
+
+static GPtrArray *registered_runtimes;
+
+void
+mv_daemon_add_runtime (MvDaemon *daemon, MvRuntime *runtime)
+{
+  g_ptr_array_add (daemon->runtimes, runtime);
+}
+
+MvRuntime *
+mv_daemon_find_runtime (MvDaemon *daemon, const char *type)
+{
+  if (daemon->runtimes->len == 0)
+    return NULL;
+  if (!type || !*type)
+    return daemon->runtimes->pdata[0];
+  for (guint i = 0; i < daemon->runtimes->len; i++)
+    {
+      MvRuntime *rt = daemon->runtimes->pdata[i];
+      if (g_strcmp0 (rt->type, type) == 0)
+        return rt;
+    }
+  return NULL;
+}
+
+MvMachine *
+mv_daemon_find_machine (MvDaemon *daemon, const char *name_or_id)
+{
+  MvMachine *machine = g_hash_table_lookup (daemon->machines, name_or_id);
+  GHashTableIter iter;
+
+  if (machine && !machine->gone)
+    return machine;
+  g_hash_table_iter_init (&iter, daemon->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    if (!machine->gone && g_strcmp0 (machine->config->spec->name, name_or_id) == 0)
+      return machine;
+  return NULL;
+}
+
+MvMachine *
+mv_daemon_find_machine_by_path (MvDaemon *daemon, const char *path)
+{
+  g_autofree char *id = NULL;
+  MvMachine *machine;
+
+  if (sd_bus_path_decode (path, MV_MACHINE_PREFIX, &id) <= 0 || !id)
+    return NULL;
+  machine = g_hash_table_lookup (daemon->machines, id);
+  return machine && !machine->gone ? machine : NULL;
+}
+
+static gboolean
+flush_machine (gpointer user_data)
+{
+  MvMachine *machine = user_data;
+
+  machine->flush_id = 0;
+  mv_machine_object_flush (machine);
+  return G_SOURCE_REMOVE;
+}
+
+void
+mv_machine_changed (MvMachine *machine, guint props)
+{
+  if (props == 0)
+    return;
+  machine->dirty |= props;
+  /* One announcement per object per main loop turn, however many changes. */
+  if (machine->flush_id == 0)
+    machine->flush_id = g_idle_add (flush_machine, machine);
+}
+
+MvMachine *
+mv_machine_new (MvDaemon *daemon, MvConfig *config, MvStatus *status)
+{
+  MvMachine *machine = g_new0 (MvMachine, 1);
+
+  machine->daemon = daemon;
+  machine->id = g_strdup (config->id);
+  machine->path = mv_machine_object_path (config->id);
+  machine->config = config;
+  machine->status = status;
+  machine->announced_state = status->state;
+  g_queue_init (&machine->waiters);
+  g_hash_table_insert (daemon->machines, machine->id, machine);
+  return machine;
+}
+
+void
+mv_machine_free (MvMachine *machine)
+{
+  g_autoptr (GError) error = g_error_new (MV_ERROR, MV_ERROR_UNAVAILABLE,
+                                           "The daemon is shutting down");
+
+  /* Calls still waiting get an answer rather than a timeout. */
+  mv_reconciler_fail_waiters (machine, error);
+  g_clear_handle_id (&machine->flush_id, g_source_remove);
+  mv_config_free (machine->config);
+  mv_status_free (machine->status);
+  g_free (machine->path);
+  g_free (machine->id);
+  g_free (machine);
+}
+
+void
+mv_daemon_drop_machine (MvDaemon *daemon, MvMachine *machine)
+{
+  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, MV_LOG_FIELD_MACHINE_ID, machine->id,
+                    "MESSAGE", "Machine %s (%s) deleted", machine->config->spec->name, machine->id);
+  /* Flush pending changes first so clients see them before the removal. */
+  g_clear_handle_id (&machine->flush_id, g_source_remove);
+  machine->gone = FALSE;
+  mv_machine_object_flush (machine);
+  mv_manager_announce_removed (daemon, machine);
+  machine->gone = TRUE;
+  g_hash_table_remove (daemon->machines, machine->id);
+}
+
+static sd_bus *
+open_bus (const char *address, GError **error)
+{
+  g_autoptr (sd_bus) bus = NULL;
+  int r;
+
+  if (!address || g_str_equal (address, "system"))
+    r = sd_bus_open_system (&bus);
+  else if (g_str_equal (address, "session"))
+    r = sd_bus_open_user (&bus);
+  else
+    {
+      r = sd_bus_new (&bus);
+      if (r >= 0)
+        r = sd_bus_set_address (bus, address);
+      if (r >= 0)
+        r = sd_bus_set_bus_client (bus, 1);
+      if (r >= 0)
+        r = sd_bus_start (bus);
+    }
+  if (r < 0)
+    {
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (-r),
+                   "Could not connect to the %s bus: %s", address ? address : "system",
+                   g_strerror (-r));
+      return NULL;
+    }
+  return g_steal_pointer (&bus);
+}
+
+static gboolean
+load_config (MvDaemon *daemon, const char *path, gboolean explicit, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+
+  daemon->config = g_key_file_new ();
+  daemon->stop_timeout_seconds = DEFAULT_STOP_TIMEOUT_SECONDS;
+  if (!g_key_file_load_from_file (daemon->config, path, G_KEY_FILE_NONE, &local))
+    {
+      if (!explicit && g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        return TRUE;
+      g_propagate_prefixed_error (error, g_steal_pointer (&local), "%s: ", path);
+      return FALSE;
+    }
+  if (g_key_file_has_key (daemon->config, "lifecycle", "stop-timeout-seconds", NULL))
+    {
+      guint64 v = g_key_file_get_uint64 (daemon->config, "lifecycle", "stop-timeout-seconds", &local);
+      if (local || v == 0 || v > 3600)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "%s: [lifecycle] stop-timeout-seconds must be 1–3600", path);
+          return FALSE;
+        }
+      daemon->stop_timeout_seconds = v;
+    }
+  return TRUE;
+}
+
+MvDaemon *
+mv_daemon_new (const MvDaemonOptions *options, GError **error)
+{
+  g_autoptr (MvStore) store = NULL;
+  MvDaemon *daemon;
+  const char *config_path = options->config_path ? options->config_path : MV_DEFAULT_CONFIG_FILE;
+
+  store = mv_store_new (options->state_dir ? options->state_dir : MV_DEFAULT_STATE_DIR,
+                        options->runtime_dir ? options->runtime_dir : MV_DEFAULT_RUNTIME_DIR,
+                        error);
+  if (!store)
+    return NULL;
+
+  daemon = g_new0 (MvDaemon, 1);
+  daemon->store = g_steal_pointer (&store);
+  daemon->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                            (GDestroyNotify) mv_machine_free);
+  daemon->invalid = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_invalid_record_free);
+  daemon->runtimes = g_ptr_array_new ();
+  daemon->runtime_versions = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  daemon->loop = g_main_loop_new (NULL, FALSE);
+  daemon->config_path = g_strdup (config_path);
+  if (registered_runtimes)
+    for (guint i = 0; i < registered_runtimes->len; i++)
+      mv_daemon_add_runtime (daemon, registered_runtimes->pdata[i]);
+
+  if (!load_config (daemon, config_path, options->config_path != NULL, error))
+    {
+      mv_daemon_free (daemon);
+      return NULL;
+    }
+
+  daemon->bus = open_bus (options->bus_address, error);
+  if (!daemon->bus)
+    {
+      mv_daemon_free (daemon);
+      return NULL;
+    }
+  return daemon;
+}
+
+void
+mv_daemon_free (MvDaemon *daemon)
+{
+  if (!daemon)
+    return;
+  g_clear_pointer (&daemon->machines, g_hash_table_unref);
+  if (daemon->bus_source)
+    {
+      g_source_destroy (daemon->bus_source);
+      g_source_unref (daemon->bus_source);
+    }
+  if (daemon->bus)
+    sd_bus_flush_close_unref (daemon->bus);
+  g_clear_pointer (&daemon->invalid, g_ptr_array_unref);
+  g_clear_pointer (&daemon->runtimes, g_ptr_array_unref);
+  g_clear_pointer (&daemon->runtime_versions, g_hash_table_unref);
+  g_clear_pointer (&daemon->loop, g_main_loop_unref);
+  g_clear_pointer (&daemon->config, g_key_file_unref);
+  g_free (daemon->config_path);
+  mv_store_free (daemon->store);
+  g_free (daemon);
+}
+
+static void
+read_runtime_versions (MvDaemon *daemon)
+{
+  for (guint i = 0; i < daemon->runtimes->len; i++)
+    {
+      MvRuntime *rt = daemon->runtimes->pdata[i];
+      g_autoptr (GError) error = NULL;
+      char *version = rt->version ? rt->version (rt, &error) : NULL;
+
+      if (!version && error)
+        g_warning ("Hypervisor %s: could not read its version: %s", rt->type, error->message);
+      g_hash_table_insert (daemon->runtime_versions, (gpointer) rt->type,
+                           version ? version : g_strdup (""));
+    }
+}
+
+static void
+load_machines (MvDaemon *daemon)
+{
+  g_autoptr (GPtrArray) records = mv_store_load_machines (daemon->store, daemon->invalid);
+
+  for (guint i = 0; i < records->len; i++)
+    {
+      MvRecord *record = records->pdata[i];
+      MvMachine *machine = mv_machine_new (daemon, g_steal_pointer (&record->config),
+                                           g_steal_pointer (&record->status));
+      mv_reconciler_recover (machine);
+      machine->dirty = 0;
+      machine->announced_state = machine->status->state;
+      mv_record_free (record);
+    }
+  g_message ("Loaded %u machines%s%u invalid records", g_hash_table_size (daemon->machines),
+             daemon->invalid->len ? ", " : ", ", daemon->invalid->len);
+}
+
+static gboolean
+on_quit_signal (gpointer user_data)
+{
+  MvDaemon *daemon = user_data;
+
+  g_message ("Exiting; virtual machines keep running");
+  sd_notify (0, "STOPPING=1");
+  g_main_loop_quit (daemon->loop);
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_bus_failed (gpointer user_data)
+{
+  MvDaemon *daemon = user_data;
+
+  g_warning ("Lost the bus connection; exiting");
+  g_main_loop_quit (daemon->loop);
+  return G_SOURCE_REMOVE;
+}
+
+int
+mv_daemon_run (MvDaemon *daemon, GError **error)
+{
+  GHashTableIter iter;
+  MvMachine *machine;
+  int r;
+
+  read_runtime_versions (daemon);
+  load_machines (daemon);
+
+  mv_bus_errors_register ();
+  r = mv_manager_object_register (daemon);
+  if (r >= 0)
+    r = mv_machine_object_register (daemon);
+  if (r >= 0)
+    r = sd_bus_request_name (daemon->bus, MV_BUS_NAME, 0);
+  if (r < 0)
+    {
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (-r),
+                   "Could not serve %s on the bus: %s", MV_BUS_NAME, g_strerror (-r));
+      return 1;
+    }
+
+  daemon->bus_source = mv_bus_source_attach (daemon->bus);
+  g_source_set_callback (daemon->bus_source, on_bus_failed, daemon, NULL);
+  g_unix_signal_add (SIGTERM, on_quit_signal, daemon);
+  g_unix_signal_add (SIGINT, on_quit_signal, daemon);
+
+  g_hash_table_iter_init (&iter, daemon->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    {
+      machine->announced = TRUE;
+      mv_reconciler_kick (machine);
+    }
+
+  sd_notify (0, "READY=1");
+  g_message ("microvmd %s serving %s", PACKAGE_VERSION, MV_BUS_NAME);
+  g_main_loop_run (daemon->loop);
+
+  /* Let operations under way finish writing their records. */
+  for (gboolean busy = TRUE; busy;)
+    {
+      busy = FALSE;
+      g_hash_table_iter_init (&iter, daemon->machines);
+      while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+        busy |= machine->busy;
+      if (busy)
+        g_main_context_iteration (NULL, TRUE);
+    }
+  sd_bus_release_name (daemon->bus, MV_BUS_NAME);
+  return 0;
+}
+
+int
+mv_daemon_main (int argc, char **argv, MvRuntime **runtimes)
+{
+  g_autofree char *bus = NULL, *state_dir = NULL, *runtime_dir = NULL, *config = NULL;
+  gboolean verbose = FALSE, version = FALSE;
+  g_autoptr (GError) error = NULL;
+  const GOptionEntry entries[] = {
+    { "bus", 0, 0, G_OPTION_ARG_STRING, &bus, "system, session or a bus address", "BUS" },
+    { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &state_dir, "Where records are kept (" MV_DEFAULT_STATE_DIR ")", "DIR" },
+    { "runtime-dir", 0, 0, G_OPTION_ARG_FILENAME, &runtime_dir, "Where sockets and logs live (" MV_DEFAULT_RUNTIME_DIR ")", "DIR" },
+    { "config", 0, 0, G_OPTION_ARG_FILENAME, &config, "Configuration file (" MV_DEFAULT_CONFIG_FILE ")", "FILE" },
+    { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
+    { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) context = g_option_context_new ("- run microVMs on this host");
+
+  g_option_context_add_main_entries (context, entries, NULL);
+  if (!g_option_context_parse (context, &argc, &argv, &error))
+    {
+      g_printerr ("microvmd: %s\n", error->message);
+      return 2;
+    }
+  if (version)
+    {
+      g_print ("microvmd %s\n", PACKAGE_VERSION);
+      return 0;
+    }
+  if (verbose)
+    g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
+
+  registered_runtimes = g_ptr_array_new ();
+  for (guint i = 0; runtimes && runtimes[i]; i++)
+    g_ptr_array_add (registered_runtimes, runtimes[i]);
+
+  MvDaemonOptions options = {
+    .bus_address = bus,
+    .state_dir = state_dir,
+    .runtime_dir = runtime_dir,
+    .config_path = config,
+  };
+  MvDaemon *daemon = mv_daemon_new (&options, &error);
+  int status = 1;
+
+  if (daemon && mv_daemon_run (daemon, &error) == 0)
+    status = 0;
+  if (error)
+    g_printerr ("microvmd: %s\n", error->message);
+  mv_daemon_free (daemon);
+  g_clear_pointer (&registered_runtimes, g_ptr_array_unref);
+  return status;
+}

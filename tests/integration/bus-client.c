@@ -1,0 +1,250 @@
+#include "bus-client.h"
+#include "names.h"
+
+#include <stdarg.h>
+
+static void
+recorded_signal_free (RecordedSignal *s)
+{
+  g_free (s->path);
+  g_free (s->member);
+  g_free (s->args);
+  g_free (s);
+}
+
+static int
+on_signal (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  Client *client = userdata;
+  RecordedSignal *s = g_new0 (RecordedSignal, 1);
+  const char *member = sd_bus_message_get_member (m);
+
+  s->path = g_strdup (sd_bus_message_get_path (m));
+  if (g_str_equal (member, "PropertiesChanged"))
+    {
+      const char *iface = NULL;
+      g_autoptr (GString) names = g_string_new ("PropertiesChanged:");
+      sd_bus_message_read (m, "s", &iface);
+      sd_bus_message_enter_container (m, 'a', "{sv}");
+      while (sd_bus_message_enter_container (m, 'e', "sv") > 0)
+        {
+          const char *name = NULL;
+          sd_bus_message_read (m, "s", &name);
+          g_string_append_printf (names, "%s,", name);
+          sd_bus_message_skip (m, "v");
+          sd_bus_message_exit_container (m);
+        }
+      sd_bus_message_exit_container (m);
+      /* Invalidated properties count as changed too. */
+      char **inval = NULL;
+      if (sd_bus_message_read_strv (m, &inval) >= 0)
+        for (char **p = inval; p && *p; p++)
+          g_string_append_printf (names, "%s,", *p);
+      g_strfreev (inval);
+      s->member = g_string_free (g_steal_pointer (&names), FALSE);
+    }
+  else if (g_str_equal (member, "StateChanged"))
+    {
+      const char *a = NULL, *b = NULL, *c = NULL;
+      sd_bus_message_read (m, "sss", &a, &b, &c);
+      s->member = g_strdup (member);
+      s->args = g_strdup_printf ("%s<-%s:%s", a, b, c);
+    }
+  else
+    {
+      s->member = g_strdup (member);
+      if (g_str_equal (member, "InterfacesAdded") || g_str_equal (member, "InterfacesRemoved") ||
+          g_str_equal (member, "MachineNew") || g_str_equal (member, "MachineRemoved"))
+        {
+          const char *obj = NULL, *id = NULL;
+          if (member[0] == 'I')
+            sd_bus_message_read (m, "o", &obj);
+          else
+            sd_bus_message_read (m, "so", &id, &obj);
+          s->args = g_strdup (obj);
+        }
+    }
+  g_ptr_array_add (client->signals, s);
+  return 0;
+}
+
+Client *
+client_new (MvTestEnv *env)
+{
+  Client *client = g_new0 (Client, 1);
+
+  client->bus = mv_test_env_open_bus (env);
+  client->signals = g_ptr_array_new_with_free_func ((GDestroyNotify) recorded_signal_free);
+  g_assert_cmpint (sd_bus_match_signal (client->bus, NULL, MV_BUS_NAME, NULL, NULL, NULL,
+                                        on_signal, client), >=, 0);
+  return client;
+}
+
+void
+client_free (Client *client)
+{
+  sd_bus_flush_close_unref (client->bus);
+  g_ptr_array_unref (client->signals);
+  g_free (client);
+}
+
+gboolean
+client_wait (Client *client, gboolean (*pred) (Client *, gpointer), gpointer data, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * G_TIME_SPAN_MILLISECOND;
+
+  for (;;)
+    {
+      if (pred && pred (client, data))
+        return TRUE;
+      gint64 now = g_get_monotonic_time ();
+      if (now >= deadline)
+        return pred == NULL;
+      int r = sd_bus_process (client->bus, NULL);
+      g_assert_cmpint (r, >=, 0);
+      if (r == 0)
+        sd_bus_wait (client->bus, (uint64_t) (deadline - now));
+    }
+}
+
+void
+client_settle (Client *client, guint ms)
+{
+  client_wait (client, NULL, NULL, ms);
+}
+
+sd_bus_message *
+client_call (Client *client, const char *path, const char *iface, const char *member,
+             char **error_name, char **error_message, const char *types, ...)
+{
+  g_autoptr (sd_bus_message) m = NULL;
+  sd_bus_message *reply = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  va_list ap;
+  int r;
+
+  r = sd_bus_message_new_method_call (client->bus, &m, MV_BUS_NAME, path, iface, member);
+  g_assert_cmpint (r, >=, 0);
+  if (types)
+    {
+      va_start (ap, types);
+      r = sd_bus_message_appendv (m, types, ap);
+      va_end (ap);
+      g_assert_cmpint (r, >=, 0);
+    }
+  r = sd_bus_call (client->bus, m, 30 * G_USEC_PER_SEC, &error, &reply);
+  if (r < 0)
+    {
+      if (error_name)
+        *error_name = g_strdup (error.name);
+      if (error_message)
+        *error_message = g_strdup (error.message);
+      sd_bus_error_free (&error);
+      return NULL;
+    }
+  return reply;
+}
+
+char *
+client_create (Client *client, const char *spec_json, guint64 flags, char **error_name,
+               char **error_message)
+{
+  g_autoptr (sd_bus_message) reply = client_call (client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                  "CreateMachine", error_name, error_message,
+                                                  "st", spec_json, flags);
+  const char *path = NULL;
+
+  if (!reply)
+    return NULL;
+  g_assert_cmpint (sd_bus_message_read (reply, "o", &path), >=, 0);
+  return g_strdup (path);
+}
+
+static sd_bus_message *
+get_property (Client *client, const char *path, const char *prop, const char *type)
+{
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  sd_bus_message *reply = NULL;
+  int r = sd_bus_get_property (client->bus, MV_BUS_NAME, path, MV_MACHINE_IFACE, prop, &error,
+                               &reply, type);
+  if (r < 0)
+    g_error ("Get %s on %s failed: %s", prop, path, error.message);
+  return reply;
+}
+
+char *
+client_get_string (Client *client, const char *path, const char *prop)
+{
+  g_autoptr (sd_bus_message) reply = get_property (client, path, prop, "s");
+  const char *s = NULL;
+  g_assert_cmpint (sd_bus_message_read (reply, "s", &s), >=, 0);
+  return g_strdup (s);
+}
+
+guint64
+client_get_u64 (Client *client, const char *path, const char *prop)
+{
+  g_autoptr (sd_bus_message) reply = get_property (client, path, prop, "t");
+  uint64_t v = 0;
+  g_assert_cmpint (sd_bus_message_read (reply, "t", &v), >=, 0);
+  return v;
+}
+
+guint32
+client_get_u32 (Client *client, const char *path, const char *prop)
+{
+  g_autoptr (sd_bus_message) reply = get_property (client, path, prop, "u");
+  uint32_t v = 0;
+  g_assert_cmpint (sd_bus_message_read (reply, "u", &v), >=, 0);
+  return v;
+}
+
+gint32
+client_get_i32 (Client *client, const char *path, const char *prop)
+{
+  g_autoptr (sd_bus_message) reply = get_property (client, path, prop, "i");
+  int32_t v = 0;
+  g_assert_cmpint (sd_bus_message_read (reply, "i", &v), >=, 0);
+  return v;
+}
+
+char *
+client_machine_call (Client *client, const char *path, const char *member, char **error_message)
+{
+  char *error_name = NULL;
+  g_autoptr (sd_bus_message) reply = client_call (client, path, MV_MACHINE_IFACE, member,
+                                                  &error_name, error_message, NULL);
+  return error_name;
+}
+
+guint
+client_count_signals (Client *client, const char *path, const char *member_prefix)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < client->signals->len; i++)
+    {
+      RecordedSignal *s = client->signals->pdata[i];
+      if ((!path || g_strcmp0 (s->path, path) == 0) && g_str_has_prefix (s->member, member_prefix))
+        n++;
+    }
+  return n;
+}
+
+void
+client_clear_signals (Client *client)
+{
+  g_ptr_array_set_size (client->signals, 0);
+}
+
+guint
+count_machine_dirs (const char *state_dir)
+{
+  g_autofree char *dir = g_build_filename (state_dir, MV_MACHINES_DIR, NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  guint n = 0;
+
+  while (d && g_dir_read_name (d))
+    n++;
+  return n;
+}

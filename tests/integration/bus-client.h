@@ -1,0 +1,45 @@
+/* Client-side helpers for the integration tests: calls, properties and
+ * signal recording against the daemon on the test's private bus. */
+#pragma once
+#include "bus/bus-util.h"
+#include "test-env.h"
+
+typedef struct {
+  char *path;
+  char *member;       /* signal name, or "PropertiesChanged:<prop>,<prop>" */
+  char *args;         /* a short text form of the interesting arguments */
+} RecordedSignal;
+
+typedef struct {
+  sd_bus    *bus;
+  GPtrArray *signals;   /* RecordedSignal* */
+} Client;
+
+Client *client_new (MvTestEnv *env);
+void    client_free (Client *client);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Client, client_free)
+
+/* Processes the bus until @pred returns TRUE or @timeout_ms passes. */
+gboolean client_wait (Client *client, gboolean (*pred) (Client *, gpointer), gpointer data,
+                      guint timeout_ms);
+/* Runs the bus for a moment so pending signals arrive. */
+void     client_settle (Client *client, guint ms);
+
+/* Calls a method; on error returns NULL and fills @error_name/@error_message. */
+sd_bus_message *client_call (Client *client, const char *path, const char *iface,
+                             const char *member, char **error_name, char **error_message,
+                             const char *types, ...);
+char    *client_create (Client *client, const char *spec_json, guint64 flags,
+                        char **error_name, char **error_message);
+char    *client_get_string (Client *client, const char *path, const char *prop);
+guint64  client_get_u64 (Client *client, const char *path, const char *prop);
+guint32  client_get_u32 (Client *client, const char *path, const char *prop);
+gint32   client_get_i32 (Client *client, const char *path, const char *prop);
+/* Calls a no-argument machine method; returns the D-Bus error name or NULL. */
+char    *client_machine_call (Client *client, const char *path, const char *member,
+                              char **error_message);
+
+guint    client_count_signals (Client *client, const char *path, const char *member_prefix);
+void     client_clear_signals (Client *client);
+/* Whether the machines dir of @state_dir holds no entries. */
+guint    count_machine_dirs (const char *state_dir);

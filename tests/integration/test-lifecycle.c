@@ -1,0 +1,575 @@
+/* The daemon on a private system bus with real polkitd, driven as a client:
+ * objects appear and vanish with their signals, lifecycle methods change
+ * State, bad input changes nothing, records survive a restart, and a
+ * corrupted record is reported and left alone. */
+#include "bus-client.h"
+#include "names.h"
+
+#include <glib/gstdio.h>
+
+#define SPEC(name) "{\"name\":\"" name "\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\"}"
+
+typedef struct {
+  MvTestEnv *env;
+  Client    *client;
+} Fixture;
+
+static void
+fixture_setup (Fixture *f, gconstpointer data)
+{
+  f->env = mv_test_env_new ();
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+}
+
+static void
+fixture_teardown (Fixture *f, gconstpointer data)
+{
+  client_free (f->client);
+  mv_test_env_free (f->env);
+}
+
+static gboolean
+state_is (Client *client, gpointer data)
+{
+  const char *const *want = data; /* { path, state } */
+  g_autofree char *state = client_get_string (client, want[0], "State");
+  return g_str_equal (state, want[1]);
+}
+
+static void
+assert_state_soon (Client *client, const char *path, const char *state)
+{
+  const char *want[] = { path, state };
+  if (!client_wait (client, state_is, want, 10000))
+    {
+      g_autofree char *now = client_get_string (client, path, "State");
+      g_error ("%s: expected State %s, it is %s", path, state, now);
+    }
+}
+
+static void
+test_create_announces_object (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create (f->client, SPEC ("alpha"), 0, NULL, NULL);
+  g_autofree char *name = NULL, *state = NULL, *desired = NULL, *id = NULL;
+  g_autofree char *encoded = NULL;
+
+  g_assert_nonnull (path);
+  client_settle (f->client, 200);
+  g_assert_cmpuint (client_count_signals (f->client, MV_MANAGER_PATH, "InterfacesAdded"), ==, 1);
+  g_assert_cmpuint (client_count_signals (f->client, MV_MANAGER_PATH, "MachineNew"), ==, 1);
+
+  name = client_get_string (f->client, path, "Name");
+  state = client_get_string (f->client, path, "State");
+  desired = client_get_string (f->client, path, "DesiredState");
+  id = client_get_string (f->client, path, "Id");
+  g_assert_cmpstr (name, ==, "alpha");
+  g_assert_cmpstr (state, ==, "Stopped");
+  g_assert_cmpstr (desired, ==, "stopped");
+  g_assert_cmpuint (client_get_u32 (f->client, path, "VCPUs"), ==, 1);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "MemoryBytes"), ==, 256u << 20);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "DesiredGeneration"), ==, 1);
+  g_assert_cmpint (client_get_i32 (f->client, path, "ExitCode"), ==, -1);
+
+  /* The path is the encoded ID, never the name. */
+  g_assert_cmpint (sd_bus_path_encode (MV_MACHINE_PREFIX, id, &encoded), >=, 0);
+  g_assert_cmpstr (path, ==, encoded);
+
+  /* Found by name and by ID, and listed. */
+  g_autoptr (sd_bus_message) r1 = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                               "GetMachine", NULL, NULL, "s", "alpha");
+  g_autoptr (sd_bus_message) r2 = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                               "GetMachine", NULL, NULL, "s", id);
+  const char *p1 = NULL, *p2 = NULL;
+  g_assert_cmpint (sd_bus_message_read (r1, "o", &p1), >=, 0);
+  g_assert_cmpint (sd_bus_message_read (r2, "o", &p2), >=, 0);
+  g_assert_cmpstr (p1, ==, path);
+  g_assert_cmpstr (p2, ==, path);
+
+  g_autoptr (sd_bus_message) list = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                 "ListMachines", NULL, NULL, NULL);
+  const char *lid, *lname, *lstate, *lpath;
+  g_assert_cmpint (sd_bus_message_enter_container (list, 'a', "(ssso)"), >=, 0);
+  g_assert_cmpint (sd_bus_message_read (list, "(ssso)", &lid, &lname, &lstate, &lpath), >, 0);
+  g_assert_cmpstr (lid, ==, id);
+  g_assert_cmpstr (lname, ==, "alpha");
+  g_assert_cmpstr (lstate, ==, "Stopped");
+  g_assert_cmpstr (lpath, ==, path);
+  g_assert_cmpint (sd_bus_message_read (list, "(ssso)", &lid, &lname, &lstate, &lpath), ==, 0);
+
+  /* The record is on disk. */
+  g_autofree char *config = g_build_filename (mv_test_env_state_dir (f->env), "machines", id,
+                                              "config.json", NULL);
+  g_assert_true (g_file_test (config, G_FILE_TEST_IS_REGULAR));
+
+  /* A name that is taken. */
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autofree char *again = client_create (f->client, SPEC ("alpha"), 0, &err, &msg);
+  g_assert_null (again);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_ALREADY_EXISTS);
+
+  /* An unknown machine. */
+  g_autofree char *err2 = NULL;
+  g_autoptr (sd_bus_message) none = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                 "GetMachine", &err2, NULL, "s", "nosuch");
+  g_assert_null (none);
+  g_assert_cmpstr (err2, ==, MV_BUS_ERROR_NOT_FOUND);
+}
+
+static void
+test_start_stop_signals (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create (f->client, SPEC ("beta"), 0, NULL, NULL);
+  g_autofree char *err = NULL;
+
+  client_settle (f->client, 100);
+  client_clear_signals (f->client);
+
+  err = client_machine_call (f->client, path, "Start", NULL);
+  g_assert_null (err);
+  /* The reply comes once the machine runs. */
+  g_autofree char *state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Running");
+  g_assert_cmpuint (client_get_u64 (f->client, path, "StartedAt"), >, 0);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "ObservedGeneration"), ==,
+                    client_get_u64 (f->client, path, "DesiredGeneration"));
+  client_settle (f->client, 200);
+  g_assert_cmpuint (client_count_signals (f->client, path, "StateChanged"), >=, 1);
+  g_assert_cmpuint (client_count_signals (f->client, path, "PropertiesChanged"), >=, 1);
+
+  gboolean saw_running = FALSE, saw_state_property = FALSE;
+  for (guint i = 0; i < f->client->signals->len; i++)
+    {
+      RecordedSignal *s = f->client->signals->pdata[i];
+      if (g_str_equal (s->member, "StateChanged") && g_str_has_prefix (s->args, "Running<-"))
+        saw_running = TRUE;
+      if (g_str_has_prefix (s->member, "PropertiesChanged") && (strstr (s->member, ":State,") || strstr (s->member, ",State,")))
+        saw_state_property = TRUE;
+    }
+  g_assert_true (saw_running);
+  g_assert_true (saw_state_property);
+
+  /* Pause and resume. */
+  g_clear_pointer (&err, g_free);
+  err = client_machine_call (f->client, path, "Pause", NULL);
+  g_assert_null (err);
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Paused");
+  err = client_machine_call (f->client, path, "Resume", NULL);
+  g_assert_null (err);
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Running");
+
+  client_clear_signals (f->client);
+  err = client_machine_call (f->client, path, "Stop", NULL);
+  g_assert_null (err);
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Stopped");
+  client_settle (f->client, 200);
+  g_assert_cmpuint (client_count_signals (f->client, path, "StateChanged"), >=, 1);
+
+  /* Stopping a stopped machine is not an error; pausing it is. */
+  err = client_machine_call (f->client, path, "Stop", NULL);
+  g_assert_null (err);
+  err = client_machine_call (f->client, path, "Pause", NULL);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+}
+
+static void
+test_changes_coalesced (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create (f->client, SPEC ("gamma"), 0, NULL, NULL);
+  client_settle (f->client, 100);
+  client_clear_signals (f->client);
+
+  /* One declarative change touches DesiredState and DesiredGeneration in
+   * the same turn: one PropertiesChanged carries both. */
+  g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE,
+                                              "SetDesiredState", NULL, NULL, "s", "running");
+  g_assert_nonnull (r);
+  assert_state_soon (f->client, path, "Running");
+  client_settle (f->client, 300);
+
+  gboolean both = FALSE;
+  for (guint i = 0; i < f->client->signals->len; i++)
+    {
+      RecordedSignal *s = f->client->signals->pdata[i];
+      if (strstr (s->member, "DesiredState,") && strstr (s->member, "DesiredGeneration,"))
+        both = TRUE;
+    }
+  g_assert_true (both);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "ObservedGeneration"), ==, 2);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "DesiredGeneration"), ==, 2);
+
+  /* Asking for what is already wanted is no change. */
+  g_autoptr (sd_bus_message) r2 = client_call (f->client, path, MV_MACHINE_IFACE,
+                                               "SetDesiredState", NULL, NULL, "s", "running");
+  g_assert_nonnull (r2);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "DesiredGeneration"), ==, 2);
+
+  g_autofree char *err = NULL;
+  g_autoptr (sd_bus_message) r3 = client_call (f->client, path, MV_MACHINE_IFACE,
+                                               "SetDesiredState", &err, NULL, "s", "flying");
+  g_assert_null (r3);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+}
+
+static void
+test_invalid_spec_leaves_nothing (Fixture *f, gconstpointer data)
+{
+  static const struct {
+    const char *json;
+    const char *field;
+  } cases[] = {
+    { "{\"name\":\"a\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\",\"cpu_millicores\":32001}", "cpu_millicores" },
+    { "{\"name\":\"a\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\",\"cpu_millicores\":99}", "cpu_millicores" },
+    { "{\"name\":\"a/b\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\"}", "name" },
+    { "{\"name\":\"..\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\"}", "name" },
+    { "{\"name\":\"a\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\",\"colour\":\"red\"}", "colour" },
+    { "{\"name\":\"a\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\",\"user_data\":\"" },
+    { "{\"name\":\"a\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\",\"ssh_keys\":[1]}", "ssh_keys" },
+    { "{\"name\":\"a\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\",\"memory_bytes\":1048576}", "memory_bytes" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *err = NULL, *msg = NULL;
+      g_autofree char *path = client_create (f->client, cases[i].json, 0, &err, &msg);
+      g_assert_null (path);
+      g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+      if (cases[i].field)
+        g_assert_nonnull (strstr (msg, cases[i].field));
+    }
+
+  /* Unknown flag bits are refused too. */
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autofree char *path = client_create (f->client, SPEC ("flags"), 0x80, &err, &msg);
+  g_assert_null (path);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (msg, "flags"));
+
+  client_settle (f->client, 200);
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+  g_assert_cmpuint (client_count_signals (f->client, NULL, "InterfacesAdded"), ==, 0);
+}
+
+static void
+test_idempotent_create (Fixture *f, gconstpointer data)
+{
+  const char *spec = "{\"id\":\"retry-1\",\"name\":\"idem\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\"}";
+  const char *other = "{\"id\":\"retry-1\",\"name\":\"idem\",\"hypervisor_type\":\"test\",\"kernel\":\"/k2\"}";
+  g_autofree char *p1 = client_create (f->client, spec, 0, NULL, NULL);
+  g_autofree char *p2 = client_create (f->client, spec, 0, NULL, NULL);
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autofree char *p3 = client_create (f->client, other, 0, &err, &msg);
+
+  g_assert_nonnull (p1);
+  g_assert_cmpstr (p1, ==, p2);
+  g_assert_null (p3);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_CONFLICT);
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 1);
+}
+
+static void
+test_failed_start (Fixture *f, gconstpointer data)
+{
+  const char *spec = "{\"name\":\"broken\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\",\"kernel_args\":\"test.fail-start\"}";
+  g_autofree char *path = client_create (f->client, spec, 0, NULL, NULL);
+  g_autofree char *msg = NULL;
+  g_autofree char *err = client_machine_call (f->client, path, "Start", &msg);
+  g_autofree char *state = NULL, *why = NULL;
+
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+  g_assert_nonnull (strstr (msg, "Kernel panic"));
+  state = client_get_string (f->client, path, "State");
+  why = client_get_string (f->client, path, "StateError");
+  g_assert_cmpstr (state, ==, "Failed");
+  g_assert_nonnull (strstr (why, "Kernel panic"));
+
+  /* A failed wish is not retried by itself. */
+  guint64 gen = client_get_u64 (f->client, path, "DesiredGeneration");
+  client_settle (f->client, 300);
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Failed");
+  g_assert_cmpuint (client_get_u64 (f->client, path, "DesiredGeneration"), ==, gen);
+
+  /* Stop clears it. */
+  g_free (err);
+  err = client_machine_call (f->client, path, "Stop", NULL);
+  g_assert_null (err);
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Stopped");
+}
+
+static gboolean
+reply_arrived (Client *client, gpointer data)
+{
+  return *(sd_bus_message **) data != NULL;
+}
+
+static int
+on_async_reply (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  *(sd_bus_message **) userdata = sd_bus_message_ref (m);
+  return 1;
+}
+
+static void
+test_bus_serves_while_starting (Fixture *f, gconstpointer data)
+{
+  const char *spec = "{\"name\":\"slow\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\",\"kernel_args\":\"test.start-delay-ms=1500\"}";
+  g_autofree char *path = client_create (f->client, spec, 0, NULL, NULL);
+  sd_bus_message *start_reply = NULL;
+
+  g_assert_cmpint (sd_bus_call_method_async (f->client->bus, NULL, MV_BUS_NAME, path,
+                                             MV_MACHINE_IFACE, "Start", on_async_reply,
+                                             &start_reply, NULL), >=, 0);
+  client_settle (f->client, 100);
+
+  /* While the start is under way, reads and other calls are answered. */
+  g_autoptr (sd_bus_message) list = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                 "ListMachines", NULL, NULL, NULL);
+  g_assert_nonnull (list);
+  g_autofree char *state = client_get_string (f->client, path, "State");
+  g_autofree char *phase = client_get_string (f->client, path, "Phase");
+  g_autofree char *op = client_get_string (f->client, path, "OperationId");
+  g_assert_null (start_reply);
+  g_assert_cmpstr (state, ==, "Starting");
+  g_assert_cmpstr (phase, ==, "start");
+  g_assert_cmpuint (strlen (op), >, 0);
+
+  g_assert_true (client_wait (f->client, reply_arrived, &start_reply, 20000));
+  g_assert_false (sd_bus_message_is_method_error (start_reply, NULL));
+  sd_bus_message_unref (start_reply);
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Running");
+  g_free (phase);
+  phase = client_get_string (f->client, path, "Phase");
+  g_assert_cmpstr (phase, ==, "");
+}
+
+static char *
+vmm_state_file (Fixture *f, const char *path)
+{
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  return g_build_filename (mv_test_env_runtime_dir (f->env), "machines", id, "test-vmm.state", NULL);
+}
+
+static void
+test_vmm_ends_by_itself (Fixture *f, gconstpointer data)
+{
+  g_autofree char *p1 = client_create (f->client, SPEC ("ends"), 1, NULL, NULL);
+  g_autofree char *p2 = client_create (f->client, SPEC ("crashes"), 1, NULL, NULL);
+  g_autofree char *s1 = vmm_state_file (f, p1);
+  g_autofree char *s2 = vmm_state_file (f, p2);
+  g_autofree char *state = client_get_string (f->client, p1, "State");
+
+  /* CREATE_START replies once the machine runs. */
+  g_assert_cmpstr (state, ==, "Running");
+
+  g_assert_true (g_file_set_contents (s1, "exited 0", -1, NULL));
+  g_assert_true (g_file_set_contents (s2, "crashed", -1, NULL));
+  assert_state_soon (f->client, p1, "Stopped");
+  assert_state_soon (f->client, p2, "Failed");
+  g_assert_cmpint (client_get_i32 (f->client, p1, "ExitCode"), ==, 0);
+  g_autofree char *desired = client_get_string (f->client, p1, "DesiredState");
+  g_assert_cmpstr (desired, ==, "stopped");
+  g_autofree char *why = client_get_string (f->client, p2, "StateError");
+  g_assert_nonnull (strstr (why, "crashed"));
+}
+
+static void
+test_delete (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create (f->client, SPEC ("doomed"), 1, NULL, NULL);
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *dir = g_build_filename (mv_test_env_state_dir (f->env), "machines", id, NULL);
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autoptr (sd_bus_message) r1 = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
+                                               &err, &msg, "b", 0);
+
+  /* A running machine is not deleted without force. */
+  g_assert_null (r1);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+  g_assert_true (g_file_test (dir, G_FILE_TEST_IS_DIR));
+
+  client_clear_signals (f->client);
+  g_autoptr (sd_bus_message) r2 = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
+                                               NULL, NULL, "b", 1);
+  g_assert_nonnull (r2);
+  g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
+  client_settle (f->client, 200);
+  g_assert_cmpuint (client_count_signals (f->client, MV_MANAGER_PATH, "InterfacesRemoved"), ==, 1);
+  g_assert_cmpuint (client_count_signals (f->client, MV_MANAGER_PATH, "MachineRemoved"), ==, 1);
+
+  g_autofree char *err2 = NULL;
+  g_autoptr (sd_bus_message) r3 = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                               "GetMachine", &err2, NULL, "s", "doomed");
+  g_assert_null (r3);
+  g_assert_cmpstr (err2, ==, MV_BUS_ERROR_NOT_FOUND);
+  g_autofree char *rundir = g_build_filename (mv_test_env_runtime_dir (f->env), "machines", id, NULL);
+  g_assert_false (g_file_test (rundir, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_update_and_rename (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create (f->client, SPEC ("upd"), 0, NULL, NULL);
+  guint64 spec_gen = client_get_u64 (f->client, path, "SpecificationGeneration");
+  g_autofree char *err = NULL;
+
+  /* A standby time alone does not raise the specification generation. */
+  g_autoptr (sd_bus_message) r1 = client_call (f->client, path, MV_MACHINE_IFACE, "Update", &err, NULL, "s",
+    "{\"name\":\"upd\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\",\"standby_after_seconds\":120}");
+  g_assert_nonnull (r1);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "SpecificationGeneration"), ==, spec_gen);
+
+  g_autoptr (sd_bus_message) r2 = client_call (f->client, path, MV_MACHINE_IFACE, "Update", &err, NULL, "s",
+    "{\"name\":\"upd\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\",\"standby_after_seconds\":120,\"cpu_millicores\":2500}");
+  g_assert_nonnull (r2);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "SpecificationGeneration"), ==, spec_gen + 1);
+  g_assert_cmpuint (client_get_u32 (f->client, path, "VCPUs"), ==, 3);
+
+  /* A bad update changes nothing. */
+  g_autoptr (sd_bus_message) r3 = client_call (f->client, path, MV_MACHINE_IFACE, "Update", &err, NULL, "s",
+    "{\"name\":\"upd\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\",\"cpu_millicores\":0}");
+  g_assert_null (r3);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpuint (client_get_u32 (f->client, path, "VCPUs"), ==, 3);
+
+  g_autoptr (sd_bus_message) r4 = client_call (f->client, path, MV_MACHINE_IFACE, "Rename", NULL, NULL, "s", "renamed");
+  g_assert_nonnull (r4);
+  g_autofree char *name = client_get_string (f->client, path, "Name");
+  g_assert_cmpstr (name, ==, "renamed");
+
+  g_clear_pointer (&err, g_free);
+  g_autoptr (sd_bus_message) r5 = client_call (f->client, path, MV_MACHINE_IFACE, "Rename", &err, NULL, "s", "no/slash");
+  g_assert_null (r5);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+
+  /* A running machine keeps its shape. */
+  g_free (client_machine_call (f->client, path, "Start", NULL));
+  g_clear_pointer (&err, g_free);
+  g_autoptr (sd_bus_message) r6 = client_call (f->client, path, MV_MACHINE_IFACE, "Update", &err, NULL, "s",
+    "{\"name\":\"renamed\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\",\"cpu_millicores\":1000}");
+  g_assert_null (r6);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+}
+
+static void
+test_restart_finds_machines (Fixture *f, gconstpointer data)
+{
+  g_autofree char *p1 = client_create (f->client, SPEC ("keep-running"), 1, NULL, NULL);
+  g_autofree char *p2 = client_create (f->client, SPEC ("keep-stopped"), 0, NULL, NULL);
+  g_autofree char *p3 = client_create (f->client, SPEC ("keep-paused"), 1, NULL, NULL);
+  g_free (client_machine_call (f->client, p3, "Pause", NULL));
+  g_autofree char *started = g_strdup_printf ("%" G_GUINT64_FORMAT,
+                                              client_get_u64 (f->client, p1, "StartedAt"));
+
+  client_free (f->client);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+
+  g_autofree char *s1 = client_get_string (f->client, p1, "State");
+  g_autofree char *s2 = client_get_string (f->client, p2, "State");
+  g_autofree char *s3 = client_get_string (f->client, p3, "State");
+  g_assert_cmpstr (s1, ==, "Running");
+  g_assert_cmpstr (s2, ==, "Stopped");
+  g_assert_cmpstr (s3, ==, "Paused");
+  /* Adopted, not booted again. */
+  g_autofree char *again = g_strdup_printf ("%" G_GUINT64_FORMAT,
+                                            client_get_u64 (f->client, p1, "StartedAt"));
+  g_assert_cmpstr (started, ==, again);
+
+  /* After a crash of the daemon too, and a VMM that ended meanwhile is Failed. */
+  g_autofree char *vmm = vmm_state_file (f, p3);
+  client_free (f->client);
+  mv_test_env_stop_daemon (f->env, SIGKILL);
+  g_assert_cmpint (g_unlink (vmm), ==, 0);
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+  g_free (s1);
+  s1 = client_get_string (f->client, p1, "State");
+  g_assert_cmpstr (s1, ==, "Running");
+  g_free (s3);
+  s3 = client_get_string (f->client, p3, "State");
+  g_assert_cmpstr (s3, ==, "Failed");
+  g_free (client_machine_call (f->client, p1, "Stop", NULL));
+  g_free (s1);
+  s1 = client_get_string (f->client, p1, "State");
+  g_assert_cmpstr (s1, ==, "Stopped");
+}
+
+static void
+test_invalid_record_reported (Fixture *f, gconstpointer data)
+{
+  g_autofree char *good = client_create (f->client, SPEC ("good"), 0, NULL, NULL);
+  g_autofree char *bad = client_create (f->client, SPEC ("bad"), 0, NULL, NULL);
+  g_autofree char *bad_id = client_get_string (f->client, bad, "Id");
+  g_autofree char *config = g_build_filename (mv_test_env_state_dir (f->env), "machines", bad_id,
+                                              "config.json", NULL);
+  const char *corrupt = "{\"format\": 2, \"id\": \"";
+  GStatBuf before, after;
+
+  client_free (f->client);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  g_assert_true (g_file_set_contents (config, corrupt, -1, NULL));
+  g_assert_cmpint (g_stat (config, &before), ==, 0);
+
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+
+  g_autoptr (sd_bus_message) reply = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  g_assert_cmpint (sd_bus_get_property (f->client->bus, MV_BUS_NAME, MV_MANAGER_PATH,
+                                        MV_MANAGER_IFACE, "InvalidRecords", &error, &reply,
+                                        "a(ss)"), >=, 0);
+  const char *rpath, *reason;
+  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "(ss)"), >=, 0);
+  g_assert_cmpint (sd_bus_message_read (reply, "(ss)", &rpath, &reason), >, 0);
+  g_assert_nonnull (strstr (rpath, bad_id));
+  g_assert_cmpuint (strlen (reason), >, 0);
+  g_assert_cmpint (sd_bus_message_read (reply, "(ss)", &rpath, &reason), ==, 0);
+
+  /* Untouched, and the rest of the host works. */
+  g_autofree char *contents = NULL;
+  g_assert_true (g_file_get_contents (config, &contents, NULL, NULL));
+  g_assert_cmpstr (contents, ==, corrupt);
+  g_assert_cmpint (g_stat (config, &after), ==, 0);
+  g_assert_cmpint (before.st_mtime, ==, after.st_mtime);
+  g_autofree char *err = client_machine_call (f->client, good, "Start", NULL);
+  g_assert_null (err);
+  g_autofree char *err2 = NULL;
+  g_autoptr (sd_bus_message) r = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                              "GetMachine", &err2, NULL, "s", "bad");
+  g_assert_cmpstr (err2, ==, MV_BUS_ERROR_NOT_FOUND);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD(name, fn) g_test_add ("/lifecycle/" name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+  ADD ("create-announces-object", test_create_announces_object);
+  ADD ("start-stop-signals", test_start_stop_signals);
+  ADD ("changes-coalesced", test_changes_coalesced);
+  ADD ("invalid-spec-leaves-nothing", test_invalid_spec_leaves_nothing);
+  ADD ("idempotent-create", test_idempotent_create);
+  ADD ("failed-start", test_failed_start);
+  ADD ("bus-serves-while-starting", test_bus_serves_while_starting);
+  ADD ("vmm-ends-by-itself", test_vmm_ends_by_itself);
+  ADD ("delete", test_delete);
+  ADD ("update-and-rename", test_update_and_rename);
+  ADD ("restart-finds-machines", test_restart_finds_machines);
+  ADD ("invalid-record-reported", test_invalid_record_reported);
+  return g_test_run ();
+}

@@ -1,0 +1,237 @@
+/* A runtime for tests: no guest, only a state file in the machine's
+ * runtime directory that says what the "VMM" is doing. It survives a
+ * daemon restart like a real VMM would, and a test can end the VMM by
+ * writing "exited CODE" or "crashed" into that file.
+ *
+ * The kernel command line steers it: "test.fail-start" makes a start fail,
+ * "test.start-delay-ms=N" makes a start take N ms. */
+#include "test-runtime.h"
+#include "core/errors.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STATE_FILE "test-vmm.state"
+
+typedef struct {
+  char             *machine_id;
+  char             *path;
+  MvRuntimeExitFunc func;
+  gpointer          user_data;
+  guint             source_id;
+} Watch;
+
+static GHashTable *watches;   /* watch id -> Watch* */
+static guint next_watch_id = 1;
+
+static char *
+state_path (const MvRuntimeRequest *req)
+{
+  return g_build_filename (req->runtime_dir, STATE_FILE, NULL);
+}
+
+static gboolean
+write_state (const char *path, const char *state, GError **error)
+{
+  return g_file_set_contents_full (path, state, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
+}
+
+static char *
+read_state (const char *path)
+{
+  char *contents = NULL;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL))
+    return NULL;
+  return g_strstrip (contents);
+}
+
+static guint
+arg_value (const MvSpec *spec, const char *key)
+{
+  const char *args = spec->kernel_args ? spec->kernel_args : "";
+  g_autofree char *needle = g_strconcat (key, "=", NULL);
+  const char *p = strstr (args, needle);
+
+  return p ? (guint) strtoul (p + strlen (needle), NULL, 10) : 0;
+}
+
+static char *
+test_version (MvRuntime *rt, GError **error)
+{
+  return g_strdup ("1.0.0");
+}
+
+static JsonObject *
+test_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
+{
+  g_autofree char *path = state_path (req);
+  guint delay = arg_value (req->spec, "test.start-delay-ms");
+  JsonObject *vmm;
+
+  if (delay)
+    g_usleep (delay * G_TIME_SPAN_MILLISECOND);
+  if (req->spec->kernel_args && strstr (req->spec->kernel_args, "test.fail-start"))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
+                   "The guest did not boot: console ends with \"Kernel panic - not syncing\"");
+      return NULL;
+    }
+  if (!write_state (path, "running", error))
+    return NULL;
+  vmm = json_object_new ();
+  json_object_set_string_member (vmm, "type", "test");
+  json_object_set_string_member (vmm, "state_file", path);
+  return vmm;
+}
+
+static gboolean
+test_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **error)
+{
+  g_autofree char *path = state_path (req);
+
+  if (g_unlink (path) < 0 && errno != ENOENT)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not stop: %s", g_strerror (errno));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+set_if_running (const MvRuntimeRequest *req, const char *state, GError **error)
+{
+  g_autofree char *path = state_path (req);
+  g_autofree char *current = read_state (path);
+
+  if (!current || (!g_str_equal (current, "running") && !g_str_equal (current, "paused")))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The VMM is not running");
+      return FALSE;
+    }
+  return write_state (path, state, error);
+}
+
+static gboolean
+test_pause (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
+{
+  return set_if_running (req, "paused", error);
+}
+
+static gboolean
+test_resume (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
+{
+  return set_if_running (req, "running", error);
+}
+
+static MvVmmState
+test_probe (MvRuntime *rt, const MvRuntimeRequest *req)
+{
+  g_autofree char *path = state_path (req);
+  g_autofree char *state = read_state (path);
+
+  if (g_strcmp0 (state, "running") == 0)
+    return MV_VMM_RUNNING;
+  if (g_strcmp0 (state, "paused") == 0)
+    return MV_VMM_PAUSED;
+  return MV_VMM_GONE;
+}
+
+static gboolean
+test_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
+{
+  g_autofree char *path = state_path (req);
+
+  g_unlink (path);
+  if (g_rmdir (req->runtime_dir) < 0 && errno != ENOENT)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not remove %s: %s",
+                   req->runtime_dir, g_strerror (errno));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+poll_watch (gpointer user_data)
+{
+  guint id = GPOINTER_TO_UINT (user_data);
+  Watch *w = g_hash_table_lookup (watches, user_data);
+  g_autofree char *state = NULL;
+  g_autofree char *machine_id = NULL;
+  MvRuntimeExitFunc func;
+  gpointer data;
+  int code = 0;
+  gboolean has_code;
+
+  if (!w)
+    return G_SOURCE_REMOVE;
+  state = read_state (w->path);
+  if (!state || g_str_equal (state, "running") || g_str_equal (state, "paused"))
+    return G_SOURCE_CONTINUE;
+
+  has_code = sscanf (state, "exited %d", &code) == 1;
+  func = w->func;
+  data = w->user_data;
+  machine_id = g_strdup (w->machine_id);
+  w->source_id = 0;
+  g_hash_table_remove (watches, GUINT_TO_POINTER (id));
+  func (machine_id, has_code, code, has_code ? "the guest powered off" : "the VMM crashed", data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+watch_free (Watch *w)
+{
+  if (w->source_id)
+    g_source_remove (w->source_id);
+  g_free (w->machine_id);
+  g_free (w->path);
+  g_free (w);
+}
+
+static guint
+test_watch (MvRuntime *rt, const char *machine_id, JsonObject *vmm, MvRuntimeExitFunc func,
+            gpointer user_data)
+{
+  Watch *w = g_new0 (Watch, 1);
+  guint id = next_watch_id++;
+
+  if (!watches)
+    watches = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) watch_free);
+  w->machine_id = g_strdup (machine_id);
+  w->path = g_strdup (json_object_get_string_member (vmm, "state_file"));
+  w->func = func;
+  w->user_data = user_data;
+  w->source_id = g_timeout_add (20, poll_watch, GUINT_TO_POINTER (id));
+  g_hash_table_insert (watches, GUINT_TO_POINTER (id), w);
+  return id;
+}
+
+static void
+test_unwatch (MvRuntime *rt, guint watch_id)
+{
+  if (watches)
+    g_hash_table_remove (watches, GUINT_TO_POINTER (watch_id));
+}
+
+MvRuntime *
+mv_test_runtime_new (void)
+{
+  MvRuntime *rt = g_new0 (MvRuntime, 1);
+
+  rt->type = "test";
+  rt->version = test_version;
+  rt->start = test_start;
+  rt->stop = test_stop;
+  rt->pause = test_pause;
+  rt->resume = test_resume;
+  rt->probe = test_probe;
+  rt->destroy = test_destroy;
+  rt->watch = test_watch;
+  rt->unwatch = test_unwatch;
+  return rt;
+}

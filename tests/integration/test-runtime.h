@@ -1,0 +1,4 @@
+#pragma once
+#include "core/runtime.h"
+
+MvRuntime *mv_test_runtime_new (void);
