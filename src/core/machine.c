@@ -1,1 +1,687 @@
 #include "machine.h"
+
+#include <string.h>
+
+#include "errors.h"
+
+/* ---- IDs ---- */
+
+char *
+mv_id_new (void)
+{
+  g_autofree char *uuid = g_uuid_string_random ();
+  GString *id = g_string_sized_new (32);
+
+  for (const char *p = uuid; *p != '\0'; p++)
+    if (*p != '-')
+      g_string_append_c (id, g_ascii_tolower (*p));
+  return g_string_free (id, FALSE);
+}
+
+gboolean
+mv_id_validate (const char *id, GError **error)
+{
+  gsize len;
+
+  if (id == NULL || *id == '\0')
+    {
+      g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "id: empty");
+      return FALSE;
+    }
+  len = strlen (id);
+  if (len > MV_ID_MAX_BYTES)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "id: longer than %d bytes", MV_ID_MAX_BYTES);
+      return FALSE;
+    }
+  /* IDs name directories, units and D-Bus paths: keep them to a set that
+   * is safe in all of those. */
+  if (!g_ascii_islower (id[0]) && !g_ascii_isdigit (id[0]))
+    {
+      g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                           "id: must start with a lowercase letter or a digit");
+      return FALSE;
+    }
+  for (const char *p = id; *p != '\0'; p++)
+    if (!g_ascii_islower (*p) && !g_ascii_isdigit (*p) && *p != '_' && *p != '-')
+      {
+        g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                             "id: may hold only a-z, 0-9, '_' and '-'");
+        return FALSE;
+      }
+  return TRUE;
+}
+
+/* ---- life cycle ---- */
+
+MvConfig *
+mv_config_new (const char *id, MvSpec *spec, gint64 now)
+{
+  MvConfig *config;
+
+  g_return_val_if_fail (id != NULL, NULL);
+  g_return_val_if_fail (spec != NULL, NULL);
+  g_warn_if_fail (spec->id == NULL || strcmp (spec->id, id) == 0);
+
+  /* The spec carries its machine's ID, so a spec read back from the bus
+   * or config.json is complete on its own. */
+  g_free (spec->id);
+  spec->id = g_strdup (id);
+
+  config = g_new0 (MvConfig, 1);
+  config->id = g_strdup (id);
+  config->spec = spec;
+  config->desired = MV_DESIRED_STOPPED;
+  config->desired_generation = 1;
+  config->specification_generation = 1;
+  config->restart_generation = 0;
+  config->fingerprint = mv_spec_fingerprint (spec);
+  config->created_at = now;
+  config->updated_at = now;
+  return config;
+}
+
+void
+mv_config_free (MvConfig *config)
+{
+  if (config == NULL)
+    return;
+  g_free (config->id);
+  mv_spec_free (config->spec);
+  g_free (config->fingerprint);
+  g_free (config);
+}
+
+MvConfig *
+mv_config_copy (const MvConfig *config)
+{
+  MvConfig *copy;
+
+  g_return_val_if_fail (config != NULL, NULL);
+
+  copy = g_memdup2 (config, sizeof *config);
+  copy->id = g_strdup (config->id);
+  copy->spec = mv_spec_copy (config->spec);
+  copy->fingerprint = g_strdup (config->fingerprint);
+  return copy;
+}
+
+MvStatus *
+mv_status_new (void)
+{
+  MvStatus *status = g_new0 (MvStatus, 1);
+
+  status->state = MV_STATE_STOPPED;
+  return status;
+}
+
+void
+mv_status_free (MvStatus *status)
+{
+  if (status == NULL)
+    return;
+  g_free (status->state_error);
+  g_free (status->phase);
+  g_free (status->operation_id);
+  g_clear_pointer (&status->vmm, json_object_unref);
+  g_free (status->saved_state);
+  g_free (status);
+}
+
+/* json_object_ref() would share the object with the copy, and statuses
+ * are handed between threads: copy it through its text, which keeps the
+ * member order. */
+static JsonObject *
+object_deep_copy (JsonObject *object)
+{
+  g_autoptr(JsonNode) node = json_node_init_object (json_node_alloc (), object);
+  g_autofree char *text = json_to_string (node, FALSE);
+  g_autoptr(JsonNode) copy = json_from_string (text, NULL);
+
+  if (copy == NULL || !JSON_NODE_HOLDS_OBJECT (copy))
+    return json_object_new ();
+  return json_node_dup_object (copy);
+}
+
+MvStatus *
+mv_status_copy (const MvStatus *status)
+{
+  MvStatus *copy;
+
+  g_return_val_if_fail (status != NULL, NULL);
+
+  copy = g_memdup2 (status, sizeof *status);
+  copy->state_error = g_strdup (status->state_error);
+  copy->phase = g_strdup (status->phase);
+  copy->operation_id = g_strdup (status->operation_id);
+  copy->vmm = status->vmm != NULL ? object_deep_copy (status->vmm) : NULL;
+  copy->saved_state = g_strdup (status->saved_state);
+  return copy;
+}
+
+/* ---- generations ---- */
+
+gboolean
+mv_config_set_desired (MvConfig *config, MvDesired desired, gint64 now)
+{
+  g_return_val_if_fail (config != NULL, FALSE);
+  g_return_val_if_fail (desired < MV_DESIRED_COUNT, FALSE);
+
+  if (config->desired == desired)
+    return FALSE;
+  config->desired = desired;
+  config->desired_generation++;
+  config->updated_at = now;
+  return TRUE;
+}
+
+void
+mv_config_request_restart (MvConfig *config, gint64 now)
+{
+  g_return_if_fail (config != NULL);
+
+  config->restart_generation++;
+  config->desired_generation++;
+  config->updated_at = now;
+}
+
+void
+mv_config_retry (MvConfig *config, gint64 now)
+{
+  g_return_if_fail (config != NULL);
+
+  config->desired_generation++;
+  config->updated_at = now;
+}
+
+gboolean
+mv_config_update_spec (MvConfig *config, MvSpec *spec, gint64 now)
+{
+  g_autoptr(MvSpec) owned = spec;
+
+  g_return_val_if_fail (config != NULL, FALSE);
+  g_return_val_if_fail (spec != NULL, FALSE);
+
+  /* The ID is fixed for the machine's life. The name may change (that
+   * is a rename, which callers check); a spec without one keeps it. */
+  g_free (owned->id);
+  owned->id = g_strdup (config->id);
+  if (owned->name == NULL)
+    owned->name = g_strdup (config->spec->name);
+
+  if (mv_spec_equal (config->spec, owned))
+    return FALSE;
+
+  if (mv_spec_differs_beyond_standby (config->spec, owned))
+    config->specification_generation++;
+  config->desired_generation++;
+  mv_spec_free (config->spec);
+  config->spec = g_steal_pointer (&owned);
+  config->updated_at = now;
+  return TRUE;
+}
+
+/* ---- JSON helpers ---- */
+
+static const char *
+node_kind (JsonNode *node)
+{
+  switch (JSON_NODE_TYPE (node))
+    {
+    case JSON_NODE_OBJECT:
+      return "an object";
+    case JSON_NODE_ARRAY:
+      return "an array";
+    case JSON_NODE_NULL:
+      return "null";
+    case JSON_NODE_VALUE:
+      break;
+    }
+  switch (json_node_get_value_type (node))
+    {
+    case G_TYPE_STRING:
+      return "a string";
+    case G_TYPE_BOOLEAN:
+      return "a boolean";
+    case G_TYPE_INT64:
+      return "an integer";
+    case G_TYPE_DOUBLE:
+      return "a number";
+    default:
+      return "a value";
+    }
+}
+
+static gboolean
+wrong_type (JsonNode *node, const char *field, const char *expected, GError **error)
+{
+  g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+               "%s: expected %s, got %s", field, expected, node_kind (node));
+  return FALSE;
+}
+
+/* The member, or NULL when absent or null. A required member that is
+ * missing is an error naming it. */
+static JsonNode *
+member (JsonObject *object, const char *name, gboolean required, GError **error)
+{
+  JsonNode *node = json_object_get_member (object, name);
+
+  if (node != NULL && !JSON_NODE_HOLDS_NULL (node))
+    return node;
+  if (required)
+    g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "%s: missing", name);
+  return NULL;
+}
+
+static gboolean
+reject_unknown_members (JsonObject *object, const char *const *known, GError **error)
+{
+  g_autoptr(GList) names = json_object_get_members (object);
+
+  for (GList *l = names; l != NULL; l = l->next)
+    if (!g_strv_contains (known, l->data))
+      {
+        g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                     "unknown field '%s'", (const char *) l->data);
+        return FALSE;
+      }
+  return TRUE;
+}
+
+static gboolean
+read_string (JsonNode *node, const char *field, char **out, GError **error)
+{
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
+    return wrong_type (node, field, "a string", error);
+  g_free (*out);
+  *out = g_strdup (json_node_get_string (node));
+  return TRUE;
+}
+
+static gboolean
+read_bool (JsonNode *node, const char *field, gboolean *out, GError **error)
+{
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
+    return wrong_type (node, field, "a boolean", error);
+  *out = json_node_get_boolean (node);
+  return TRUE;
+}
+
+/* Records are written by the daemon, so numbers are plain integers. */
+static gboolean
+read_int (JsonNode *node, const char *field, gint64 min, gint64 max,
+          gint64 *out, GError **error)
+{
+  gint64 value;
+
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
+    return wrong_type (node, field, "an integer", error);
+  value = json_node_get_int (node);
+  if (value < min || value > max)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "%s: %" G_GINT64_FORMAT " is outside %" G_GINT64_FORMAT "–%" G_GINT64_FORMAT,
+                   field, value, min, max);
+      return FALSE;
+    }
+  *out = value;
+  return TRUE;
+}
+
+static gboolean
+read_generation (JsonObject *object, const char *name, gint64 min, guint64 *out, GError **error)
+{
+  JsonNode *node = member (object, name, TRUE, error);
+  gint64 value;
+
+  if (node == NULL || !read_int (node, name, min, G_MAXINT64, &value, error))
+    return FALSE;
+  *out = (guint64) value;
+  return TRUE;
+}
+
+static gboolean
+check_format (JsonObject *object, gint64 current, GError **error)
+{
+  JsonNode *node = member (object, "format", TRUE, error);
+  gint64 format;
+
+  if (node == NULL || !read_int (node, "format", G_MININT64, G_MAXINT64, &format, error))
+    return FALSE;
+  if (format != current)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "format: %" G_GINT64_FORMAT " is not the current format %" G_GINT64_FORMAT,
+                   format, current);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Timestamps are ISO 8601 in UTC with microseconds:
+ * 2026-11-29T10:00:00.123456Z. GDateTime covers years 1 to 9999. */
+#define UNIX_SECONDS_MIN  G_GINT64_CONSTANT (-62135596800)
+#define UNIX_SECONDS_MAX  G_GINT64_CONSTANT (253402300799)
+
+static char *
+timestamp_to_string (gint64 usec)
+{
+  gint64 seconds = usec / G_USEC_PER_SEC;
+  gint64 micro = usec % G_USEC_PER_SEC;
+  g_autoptr(GDateTime) dt = NULL;
+  g_autofree char *base = NULL;
+
+  if (micro < 0)
+    {
+      micro += G_USEC_PER_SEC;
+      seconds--;
+    }
+  seconds = CLAMP (seconds, UNIX_SECONDS_MIN, UNIX_SECONDS_MAX);
+  dt = g_date_time_new_from_unix_utc (seconds);
+  base = g_date_time_format (dt, "%Y-%m-%dT%H:%M:%S");
+  return g_strdup_printf ("%s.%06dZ", base, (int) micro);
+}
+
+static gboolean
+read_timestamp (JsonNode *node, const char *field, gint64 *out, GError **error)
+{
+  g_autofree char *text = NULL;
+  g_autoptr(GDateTime) dt = NULL;
+
+  if (!read_string (node, field, &text, error))
+    return FALSE;
+  dt = g_date_time_new_from_iso8601 (text, NULL);
+  if (dt == NULL)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "%s: '%s' is not an ISO 8601 time with a time zone", field, text);
+      return FALSE;
+    }
+  *out = g_date_time_to_unix (dt) * G_USEC_PER_SEC + g_date_time_get_microsecond (dt);
+  return TRUE;
+}
+
+static void
+set_timestamp (JsonObject *object, const char *name, gint64 usec)
+{
+  g_autofree char *text = timestamp_to_string (usec);
+
+  json_object_set_string_member (object, name, text);
+}
+
+static gboolean
+valid_fingerprint (const char *text)
+{
+  gsize len = 0;
+
+  for (const char *p = text; *p != '\0'; p++, len++)
+    if (!g_ascii_isdigit (*p) && !(*p >= 'a' && *p <= 'f'))
+      return FALSE;
+  return len == 64;
+}
+
+/* ---- config.json ---- */
+
+JsonNode *
+mv_config_to_node (const MvConfig *config)
+{
+  g_autoptr(JsonObject) object = json_object_new ();
+
+  g_return_val_if_fail (config != NULL, NULL);
+
+  json_object_set_int_member (object, "format", MV_CONFIG_FORMAT);
+  json_object_set_string_member (object, "id", config->id);
+  json_object_set_string_member (object, "desired_state", mv_desired_to_string (config->desired));
+  json_object_set_int_member (object, "desired_generation", (gint64) config->desired_generation);
+  json_object_set_int_member (object, "specification_generation",
+                              (gint64) config->specification_generation);
+  json_object_set_int_member (object, "restart_generation", (gint64) config->restart_generation);
+  if (config->fingerprint != NULL)
+    json_object_set_string_member (object, "fingerprint", config->fingerprint);
+  set_timestamp (object, "created_at", config->created_at);
+  set_timestamp (object, "updated_at", config->updated_at);
+  json_object_set_boolean_member (object, "stopped_by_user", config->stopped_by_user);
+  json_object_set_member (object, "spec", mv_spec_to_node (config->spec, TRUE));
+  return json_node_init_object (json_node_alloc (), object);
+}
+
+MvConfig *
+mv_config_from_node (JsonNode *node, GError **error)
+{
+  static const char *const known[] = {
+    "format", "id", "desired_state", "desired_generation",
+    "specification_generation", "restart_generation", "fingerprint",
+    "created_at", "updated_at", "stopped_by_user", "spec", NULL
+  };
+  g_autoptr(MvConfig) config = g_new0 (MvConfig, 1);
+  g_autoptr(GError) local_error = NULL;
+  g_autofree char *desired = NULL;
+  JsonObject *object;
+  JsonNode *field;
+
+  g_return_val_if_fail (node != NULL, NULL);
+
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    {
+      wrong_type (node, "config", "an object", error);
+      return NULL;
+    }
+  object = json_node_get_object (node);
+  /* The format first: another format may have other fields. */
+  if (!check_format (object, MV_CONFIG_FORMAT, error) ||
+      !reject_unknown_members (object, known, error))
+    return NULL;
+
+  if ((field = member (object, "id", TRUE, error)) == NULL ||
+      !read_string (field, "id", &config->id, error) ||
+      !mv_id_validate (config->id, error))
+    return NULL;
+
+  if ((field = member (object, "desired_state", TRUE, error)) == NULL ||
+      !read_string (field, "desired_state", &desired, error))
+    return NULL;
+  if (!mv_desired_from_string (desired, &config->desired))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "desired_state: '%s' is not one of running, paused, stopped, destroyed",
+                   desired);
+      return NULL;
+    }
+
+  /* Creation sets the desired and specification generations to 1. */
+  if (!read_generation (object, "desired_generation", 1, &config->desired_generation, error) ||
+      !read_generation (object, "specification_generation", 1,
+                        &config->specification_generation, error) ||
+      !read_generation (object, "restart_generation", 0, &config->restart_generation, error))
+    return NULL;
+
+  if ((field = member (object, "fingerprint", FALSE, NULL)) != NULL)
+    {
+      if (!read_string (field, "fingerprint", &config->fingerprint, error))
+        return NULL;
+      if (!valid_fingerprint (config->fingerprint))
+        {
+          g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                               "fingerprint: not 64 lowercase hex digits (SHA-256)");
+          return NULL;
+        }
+    }
+
+  if ((field = member (object, "created_at", TRUE, error)) == NULL ||
+      !read_timestamp (field, "created_at", &config->created_at, error))
+    return NULL;
+  config->updated_at = config->created_at;
+  if ((field = member (object, "updated_at", FALSE, NULL)) != NULL &&
+      !read_timestamp (field, "updated_at", &config->updated_at, error))
+    return NULL;
+  if ((field = member (object, "stopped_by_user", FALSE, NULL)) != NULL &&
+      !read_bool (field, "stopped_by_user", &config->stopped_by_user, error))
+    return NULL;
+
+  if ((field = member (object, "spec", TRUE, error)) == NULL)
+    return NULL;
+  config->spec = mv_spec_from_node (field, &local_error);
+  if (config->spec == NULL || !mv_spec_validate (config->spec, &local_error))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "spec: %s", local_error->message);
+      return NULL;
+    }
+  /* As mv_config_new() does, the spec carries the record's ID. */
+  if (config->spec->id == NULL)
+    config->spec->id = g_strdup (config->id);
+  else if (strcmp (config->spec->id, config->id) != 0)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "spec: id '%s' differs from the record's id '%s'",
+                   config->spec->id, config->id);
+      return NULL;
+    }
+
+  return g_steal_pointer (&config);
+}
+
+/* ---- status.json ---- */
+
+JsonNode *
+mv_status_to_node (const MvStatus *status)
+{
+  g_autoptr(JsonObject) object = json_object_new ();
+
+  g_return_val_if_fail (status != NULL, NULL);
+
+  json_object_set_int_member (object, "format", MV_STATUS_FORMAT);
+  json_object_set_string_member (object, "state", mv_state_to_string (status->state));
+  if (status->state_error != NULL)
+    json_object_set_string_member (object, "state_error", status->state_error);
+  if (status->phase != NULL)
+    json_object_set_string_member (object, "phase", status->phase);
+  if (status->operation_id != NULL)
+    json_object_set_string_member (object, "operation_id", status->operation_id);
+  json_object_set_int_member (object, "observed_generation", (gint64) status->observed_generation);
+  json_object_set_int_member (object, "observed_restart_generation",
+                              (gint64) status->observed_restart_generation);
+  if (status->failed_generation != 0)
+    json_object_set_int_member (object, "failed_generation", (gint64) status->failed_generation);
+  if (status->started_at != 0)
+    set_timestamp (object, "started_at", status->started_at);
+  if (status->finished_at != 0)
+    set_timestamp (object, "finished_at", status->finished_at);
+  if (status->next_restart_at != 0)
+    set_timestamp (object, "next_restart_at", status->next_restart_at);
+  if (status->has_exit_code)
+    json_object_set_int_member (object, "exit_code", status->exit_code);
+  json_object_set_int_member (object, "restart_count", status->restart_count);
+  if (status->vmm != NULL)
+    json_object_set_object_member (object, "vmm", object_deep_copy (status->vmm));
+  if (status->saved_state != NULL)
+    json_object_set_string_member (object, "saved_state", status->saved_state);
+  return json_node_init_object (json_node_alloc (), object);
+}
+
+static gboolean
+read_optional_string (JsonObject *object, const char *name, char **out, GError **error)
+{
+  JsonNode *node = member (object, name, FALSE, NULL);
+
+  return node == NULL || read_string (node, name, out, error);
+}
+
+static gboolean
+read_optional_timestamp (JsonObject *object, const char *name, gint64 *out, GError **error)
+{
+  JsonNode *node = member (object, name, FALSE, NULL);
+
+  return node == NULL || read_timestamp (node, name, out, error);
+}
+
+static gboolean
+read_optional_generation (JsonObject *object, const char *name, guint64 *out, GError **error)
+{
+  JsonNode *node = member (object, name, FALSE, NULL);
+  gint64 value;
+
+  if (node == NULL)
+    return TRUE;
+  if (!read_int (node, name, 0, G_MAXINT64, &value, error))
+    return FALSE;
+  *out = (guint64) value;
+  return TRUE;
+}
+
+MvStatus *
+mv_status_from_node (JsonNode *node, GError **error)
+{
+  static const char *const known[] = {
+    "format", "state", "state_error", "phase", "operation_id",
+    "observed_generation", "observed_restart_generation", "failed_generation", "started_at", "finished_at", "next_restart_at",
+    "exit_code", "restart_count", "vmm", "saved_state", NULL
+  };
+  g_autoptr(MvStatus) status = mv_status_new ();
+  g_autofree char *state = NULL;
+  JsonObject *object;
+  JsonNode *field;
+  gint64 value;
+
+  g_return_val_if_fail (node != NULL, NULL);
+
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    {
+      wrong_type (node, "status", "an object", error);
+      return NULL;
+    }
+  object = json_node_get_object (node);
+  if (!check_format (object, MV_STATUS_FORMAT, error) ||
+      !reject_unknown_members (object, known, error))
+    return NULL;
+
+  if ((field = member (object, "state", TRUE, error)) == NULL ||
+      !read_string (field, "state", &state, error))
+    return NULL;
+  if (!mv_state_from_string (state, &status->state))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "state: '%s' is not a machine state", state);
+      return NULL;
+    }
+
+  if (!read_optional_string (object, "state_error", &status->state_error, error) ||
+      !read_optional_string (object, "phase", &status->phase, error) ||
+      !read_optional_string (object, "operation_id", &status->operation_id, error) ||
+      !read_generation (object, "observed_generation", 0, &status->observed_generation, error) ||
+      !read_optional_generation (object, "observed_restart_generation",
+                                 &status->observed_restart_generation, error) ||
+      !read_optional_generation (object, "failed_generation", &status->failed_generation, error) ||
+      !read_optional_timestamp (object, "started_at", &status->started_at, error) ||
+      !read_optional_timestamp (object, "finished_at", &status->finished_at, error) ||
+      !read_optional_timestamp (object, "next_restart_at", &status->next_restart_at, error))
+    return NULL;
+
+  if ((field = member (object, "exit_code", FALSE, NULL)) != NULL)
+    {
+      if (!read_int (field, "exit_code", G_MININT32, G_MAXINT32, &value, error))
+        return NULL;
+      status->has_exit_code = TRUE;
+      status->exit_code = (gint32) value;
+    }
+  if ((field = member (object, "restart_count", FALSE, NULL)) != NULL)
+    {
+      if (!read_int (field, "restart_count", 0, G_MAXUINT32, &value, error))
+        return NULL;
+      status->restart_count = (guint32) value;
+    }
+  if ((field = member (object, "vmm", FALSE, NULL)) != NULL)
+    {
+      if (!JSON_NODE_HOLDS_OBJECT (field))
+        {
+          wrong_type (field, "vmm", "an object", error);
+          return NULL;
+        }
+      status->vmm = object_deep_copy (json_node_get_object (field));
+    }
+  if (!read_optional_string (object, "saved_state", &status->saved_state, error))
+    return NULL;
+
+  return g_steal_pointer (&status);
+}

@@ -34,6 +34,11 @@ typedef struct {
   gint64     next_restart_at;
   JsonObject *vmm;              /* runtime's identity of its VMM; NULL = none */
   char      *saved_state;       /* path of a saved guest, NULL = none */
+  /* The desired generation whose reconciliation failed: the reconciler
+   * leaves the machine alone until something new is asked of it. 0 = none. */
+  guint64    failed_generation;
+  /* The restart generation the last start carried out. */
+  guint64    observed_restart_generation;
 } MvStatus;
 
 MvConfig *mv_config_new (const char *id, MvSpec *spec /* owned */, gint64 now);
@@ -52,6 +57,9 @@ gboolean mv_config_set_desired (MvConfig *config, MvDesired desired, gint64 now)
 /* Restart generation rises for each accepted restart; it is a change of
  * what is desired, so the desired generation rises with it. */
 void     mv_config_request_restart (MvConfig *config, gint64 now);
+/* Asks again for the current desired state after a failure: the desired
+ * generation rises so the reconciler tries once more. */
+void     mv_config_retry (MvConfig *config, gint64 now);
 /* Replaces the spec (id and name are kept from @config unless @spec has
  * them equal). The specification generation rises unless only the standby
  * time changed; the desired generation rises for any change. */

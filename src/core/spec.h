@@ -32,6 +32,7 @@
 #define MV_FIREWALL_RULES_MAX             256
 #define MV_STANDBY_AFTER_MIN_SECONDS      60
 #define MV_RESTART_MAX_RETRIES_MAX        1000
+#define MV_READINESS_TEXT_MAX_BYTES       256
 
 typedef enum {
   MV_RESTART_NO,
