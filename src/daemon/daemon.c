@@ -284,7 +284,6 @@ load_machines (MvDaemon *daemon)
       mv_reconciler_recover (machine);
       machine->dirty = 0;
       machine->announced_state = machine->status->state;
-      mv_record_free (record);
     }
   g_message ("Loaded %u machines%s%u invalid records", g_hash_table_size (daemon->machines),
              daemon->invalid->len ? ", " : ", ", daemon->invalid->len);

@@ -83,7 +83,7 @@ set_state (MvMachine *machine, MvState state, const char *error)
     {
       g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
                         MV_LOG_FIELD_MACHINE_ID, machine->id,
-                        "MESSAGE", "Machine %s (%s): %s → %s%s%s", machine->config->spec->name,
+                        "MESSAGE", "Machine %s (%s): %s -> %s%s%s", machine->config->spec->name,
                         machine->id, mv_state_to_string (status->state),
                         mv_state_to_string (state), error ? ": " : "", error ? error : "");
       status->state = state;
