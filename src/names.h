@@ -13,6 +13,10 @@
 
 #define MV_API_VERSION           1
 
+/* Flags of Manager.CreateMachine. */
+#define MV_CREATE_START          (UINT64_C (1) << 0)
+#define MV_CREATE_KNOWN_FLAGS    MV_CREATE_START
+
 #define MV_ERROR_PREFIX              "org.microvmd1.Error."
 #define MV_BUS_ERROR_NOT_FOUND          MV_ERROR_PREFIX "NotFound"
 #define MV_BUS_ERROR_INVALID_ARGUMENT   MV_ERROR_PREFIX "InvalidArgument"

@@ -528,6 +528,20 @@ do_set_desired (MvMachine *machine, sd_bus_message *call)
   mv_reconciler_kick (machine);
 }
 
+static void
+do_get_spec (MvMachine *machine, sd_bus_message *call)
+{
+  g_autofree char *json = mv_spec_to_json (machine->config->spec, TRUE);
+
+  sd_bus_reply_method_return (call, "s", json);
+}
+
+static int
+method_get_spec (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_READ_SECRETS, "read-secrets", do_get_spec);
+}
+
 static int
 method_set_desired_state (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
@@ -575,6 +589,8 @@ static const sd_bus_vtable machine_vtable[] = {
                            method_rename, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("SetDesiredState", SD_BUS_ARGS ("s", state), SD_BUS_NO_RESULT,
                            method_set_desired_state, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("GetSpec", SD_BUS_NO_ARGS, SD_BUS_RESULT ("s", spec_json),
+                           method_get_spec, SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_SENSITIVE),
   SD_BUS_SIGNAL_WITH_ARGS ("StateChanged", SD_BUS_ARGS ("s", state, "s", previous, "s", error), 0),
   SD_BUS_VTABLE_END
 };

@@ -9,8 +9,6 @@
 
 #include "config.h"
 
-#define MV_CREATE_START  (UINT64_C (1) << 0)
-#define MV_CREATE_KNOWN_FLAGS MV_CREATE_START
 
 static const char *const features[] = {
   "idempotent-create",
@@ -150,8 +148,20 @@ do_create (sd_bus_message *call, gpointer user_data)
 static int
 method_create_machine (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-  const char *details[] = { "verb", "create", NULL };
+  const char *json = NULL;
+  g_autoptr (MvSpec) spec = NULL;
 
+  /* The name is only for polkit's rules and prompt; the spec is parsed
+   * again, and checked, once the caller is authorized. */
+  if (sd_bus_message_read (m, "s", &json) >= 0)
+    spec = mv_spec_from_json (json, NULL);
+  sd_bus_message_rewind (m, TRUE);
+
+  const char *details[] = {
+    "machine", spec && spec->name ? spec->name : "",
+    "verb", "create",
+    NULL,
+  };
   mv_polkit_check (m, MV_ACTION_MACHINE_CREATE, details, do_create, userdata, NULL);
   return 1;
 }

@@ -16,7 +16,6 @@
 #define DBUS_OBJECT_MANAGER_IFACE "org.freedesktop.DBus.ObjectManager"
 
 /* CreateMachine's flag that starts the new machine (org.microvmd1.Manager.xml). */
-#define CREATE_FLAG_START ((guint64) 1)
 
 /* How much of an ID the table shows; enough to tell machines apart. */
 #define SHORT_ID_LENGTH 12
@@ -508,7 +507,7 @@ mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv)
     return status;
 
   r = mv_call (ctl, MV_MANAGER_PATH, MV_MANAGER_IFACE, "CreateMachine", ctl->timeout_usec,
-               &error, &reply, "st", spec, ctl->start ? CREATE_FLAG_START : (guint64) 0);
+               &error, &reply, "st", spec, ctl->start ? MV_CREATE_START : (guint64) 0);
   if (r < 0)
     return mv_fail_bus (&error, r);
 
