@@ -1,0 +1,88 @@
+#!/bin/bash
+# Sets up microvmd on this machine and boots a demo microVM:
+#   installs the dependencies, builds, brings the service up (on the real
+#   system bus if one runs and microvmd's bus policy is installed there;
+#   otherwise on a private system bus with its own polkitd), creates and
+#   starts a QEMU guest built from Debian's cloud kernel and busybox, shows
+#   `microvmctl list` and the guest's console, and leaves the service
+#   running. Runs as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+
+./tools/install-deps.sh
+[ -d build ] || meson setup build
+ninja -C build
+ninja -C build test-guest
+
+demo=${MICROVMD_DEMO_DIR:-/var/tmp/microvmd-demo}
+mkdir -p "$demo"
+microvmctl="$top/build/src/cli/microvmctl"
+
+bus_policy_installed() {
+  [ -f /usr/share/dbus-1/system.d/org.microvmd1.conf ] || [ -f /etc/dbus-1/system.d/org.microvmd1.conf ]
+}
+
+if [ -S /run/dbus/system_bus_socket ] && busctl --system status >/dev/null 2>&1 && bus_policy_installed; then
+  address=system
+  echo "Using the system bus."
+else
+  # A private system bus, configured like the real one, plus polkitd.
+  if [ -f "$demo/bus.pid" ] && kill -0 "$(cat "$demo/bus.pid")" 2>/dev/null; then
+    kill "$(cat "$demo/bus.pid")" "$(cat "$demo/polkit.pid" 2>/dev/null)" 2>/dev/null || true
+    sleep 0.5
+  fi
+  sed -e "s|<listen>.*</listen>|<listen>unix:path=$demo/system_bus_socket</listen>|" \
+      -e 's|<includedir>system.d</includedir>|<includedir>/usr/share/dbus-1/system.d</includedir>|' \
+      -e '/<user>/d' -e '/<pidfile>/d' -e '/<fork\/>/d' \
+      -e "s|</busconfig>|<include>$top/policy/org.microvmd1.conf</include></busconfig>|" \
+      /usr/share/dbus-1/system.conf > "$demo/system.conf"
+  dbus-daemon --config-file="$demo/system.conf" --fork --print-pid=3 3>"$demo/bus.pid" --nosyslog
+  address="unix:path=$demo/system_bus_socket"
+  export DBUS_SYSTEM_BUS_ADDRESS=$address
+  install -m 0644 build/policy/org.microvmd1.policy /usr/share/polkit-1/actions/org.microvmd1.policy
+  setsid /usr/lib/polkit-1/polkitd --no-debug >"$demo/polkitd.log" 2>&1 < /dev/null &
+  echo $! > "$demo/polkit.pid"
+  echo "Started a private system bus at $address, with polkitd."
+fi
+
+# The service itself, detached, logging to a file.
+if [ -f "$demo/microvmd.pid" ] && kill -0 "$(cat "$demo/microvmd.pid")" 2>/dev/null; then
+  kill "$(cat "$demo/microvmd.pid")"; sleep 1
+fi
+cat > "$demo/microvmd.conf" <<CONF
+[qemu]
+accel=tcg
+CONF
+setsid "$top/build/src/daemon/microvmd" --bus="$address" --state-dir="$demo/state" \
+  --runtime-dir="$demo/run" --config="$demo/microvmd.conf" >"$demo/microvmd.log" 2>&1 < /dev/null &
+echo $! > "$demo/microvmd.pid"
+for _ in $(seq 100); do
+  busctl --address="${address/system/unix:path=/run/dbus/system_bus_socket}" status org.microvmd1 >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+export DBUS_SYSTEM_BUS_ADDRESS=${address/system/unix:path=/run/dbus/system_bus_socket}
+"$microvmctl" delete --force demo >/dev/null 2>&1 || true
+cat > "$demo/demo.json" <<SPEC
+{
+  "name": "demo",
+  "hypervisor_type": "qemu",
+  "kernel": "$top/build/tests/guest/vmlinuz",
+  "initrd": "$top/build/tests/guest/initrd.img",
+  "cpu_millicores": 1000,
+  "memory_bytes": 268435456,
+  "readiness": "console:MICROVMD-GUEST-READY",
+  "labels": {"purpose": "demo"}
+}
+SPEC
+"$microvmctl" create -f "$demo/demo.json" --start
+"$microvmctl" list
+echo
+echo "--- the guest's console ---"
+tail -n 15 "$demo/run/machines/$("$microvmctl" show demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')/console.log"
+echo "---------------------------"
+echo
+echo "microvmd is running (log: $demo/microvmd.log). Reach it with:"
+echo "  export DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS"
+echo "  $microvmctl list"

@@ -1,0 +1,28 @@
+#!/bin/bash
+# Installs everything microvmd needs to build, run and be tested, from
+# Debian's archive. Idempotent; runs as root.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential meson ninja-build pkg-config python3
+  libsystemd-dev libglib2.0-dev libglib2.0-bin libjson-glib-dev
+  gettext libxml2-utils libdbus-1-dev
+  # run: the bus, polkit, the hypervisor
+  dbus dbus-daemon polkitd pkexec systemd util-linux procps
+  qemu-system-x86
+  # the test guest
+  busybox-static cpio kmod xz-utils zstd
+  # tests
+  valgrind
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,26 @@
+#!/bin/bash
+# Builds microvmd and runs the whole test suite twice: once as built for
+# use, once under AddressSanitizer and UndefinedBehaviorSanitizer, where a
+# leak or undefined behaviour fails the run. Runs as root (the tests start
+# a private system bus, polkitd and QEMU guests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./tools/install-deps.sh
+
+werror=false
+[ "${CI:-}" = true ] && werror=true
+
+run_suite() {
+  local dir=$1; shift
+  if [ ! -d "$dir" ]; then
+    meson setup "$dir" -Dwerror="$werror" "$@"
+  fi
+  ninja -C "$dir"
+  meson test -C "$dir" --print-errorlogs --num-processes 1
+}
+
+run_suite build
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_suite build-sanitize -Db_sanitize=address,undefined -Db_lundef=false
