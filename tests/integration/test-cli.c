@@ -1,0 +1,128 @@
+/* microvmctl against the daemon: human and JSON output, lifecycle
+ * commands, and errors with the D-Bus error's message and name. */
+#include "bus-client.h"
+#include "names.h"
+
+#include <json-glib/json-glib.h>
+
+typedef struct {
+  MvTestEnv *env;
+  char      *spec_file;
+} Fixture;
+
+static void
+fixture_setup (Fixture *f, gconstpointer data)
+{
+  f->env = mv_test_env_new ();
+  mv_test_env_start_daemon (f->env, NULL);
+  f->spec_file = g_build_filename (mv_test_env_dir (f->env), "spec.json", NULL);
+  g_assert_true (g_file_set_contents (f->spec_file,
+    "{\"name\":\"web\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\",\"cpu_millicores\":2000,"
+    "\"memory_bytes\":536870912,\"labels\":{\"tier\":\"front\"}}", -1, NULL));
+}
+
+static void
+fixture_teardown (Fixture *f, gconstpointer data)
+{
+  g_free (f->spec_file);
+  mv_test_env_free (f->env);
+}
+
+static int
+ctl (Fixture *f, char **out, char **err, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  va_list ap;
+  const char *arg;
+
+  g_ptr_array_add (argv, g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "src", "cli",
+                                           "microvmctl", NULL));
+  va_start (ap, err);
+  while ((arg = va_arg (ap, const char *)))
+    g_ptr_array_add (argv, g_strdup (arg));
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  return mv_test_env_run (f->env, (const char *const *) argv->pdata, out, err);
+}
+
+static void
+test_lifecycle_through_cli (Fixture *f, gconstpointer data)
+{
+  g_autofree char *out = NULL, *err = NULL;
+
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", f->spec_file, "--start", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "web"));
+
+  g_clear_pointer (&out, g_free);
+  g_assert_cmpint (ctl (f, &out, &err, "list", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "NAME"));
+  g_assert_nonnull (strstr (out, "web"));
+  g_assert_nonnull (strstr (out, "Running"));
+  g_assert_nonnull (strstr (out, "512M"));
+
+  g_clear_pointer (&out, g_free);
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "list", NULL), ==, 0);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  JsonArray *list = json_node_get_array (json_parser_get_root (parser));
+  g_assert_cmpuint (json_array_get_length (list), ==, 1);
+  JsonObject *m = json_array_get_object_element (list, 0);
+  g_assert_cmpstr (json_object_get_string_member (m, "name"), ==, "web");
+  g_assert_cmpstr (json_object_get_string_member (m, "state"), ==, "Running");
+  g_assert_cmpint (json_object_get_int_member (m, "vcpus"), ==, 2);
+
+  g_clear_pointer (&out, g_free);
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", "web", NULL), ==, 0);
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  JsonObject *shown = json_node_get_object (json_parser_get_root (parser));
+  g_assert_cmpstr (json_object_get_string_member (shown, "state"), ==, "Running");
+  JsonObject *spec = json_object_get_object_member (shown, "spec");
+  g_assert_nonnull (spec);
+  g_assert_cmpint (json_object_get_int_member (spec, "cpu_millicores"), ==, 2000);
+
+  g_assert_cmpint (ctl (f, NULL, NULL, "pause", "web", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, NULL, NULL, "resume", "web", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, NULL, NULL, "restart", "web", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, NULL, NULL, "stop", "web", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, NULL, NULL, "rename", "web", "www", NULL), ==, 0);
+
+  g_clear_pointer (&out, g_free);
+  g_assert_cmpint (ctl (f, &out, &err, "show", "www", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "Stopped"));
+  g_assert_nonnull (strstr (out, "RestartGeneration"));
+
+  g_assert_cmpint (ctl (f, NULL, NULL, "delete", "www", NULL), ==, 0);
+  g_clear_pointer (&out, g_free);
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "list", NULL), ==, 0);
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  g_assert_cmpuint (json_array_get_length (json_node_get_array (json_parser_get_root (parser))), ==, 0);
+}
+
+static void
+test_errors (Fixture *f, gconstpointer data)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  g_autofree char *bad = g_build_filename (mv_test_env_dir (f->env), "bad.json", NULL);
+
+  g_assert_cmpint (ctl (f, &out, &err, "start", "nosuch", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_NOT_FOUND));
+
+  g_assert_true (g_file_set_contents (bad,
+    "{\"name\":\"x\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\",\"cpu_millicores\":50}", -1, NULL));
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", bad, NULL), ==, 1);
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_INVALID_ARGUMENT));
+  g_assert_nonnull (strstr (err, "cpu_millicores"));
+
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (ctl (f, &out, &err, "frobnicate", NULL), ==, 2);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add ("/cli/lifecycle", Fixture, NULL, fixture_setup, test_lifecycle_through_cli, fixture_teardown);
+  g_test_add ("/cli/errors", Fixture, NULL, fixture_setup, test_errors, fixture_teardown);
+  return g_test_run ();
+}
