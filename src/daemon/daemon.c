@@ -110,7 +110,7 @@ mv_machine_free (MvMachine *machine)
                                            "The daemon is shutting down");
 
   /* Calls still waiting get an answer rather than a timeout. */
-  mv_reconciler_fail_waiters (machine, error);
+  mv_reconciler_settle_waiters (machine, error);
   g_clear_handle_id (&machine->flush_id, g_source_remove);
   mv_config_free (machine->config);
   mv_status_free (machine->status);
@@ -124,12 +124,13 @@ mv_daemon_drop_machine (MvDaemon *daemon, MvMachine *machine)
 {
   g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, MV_LOG_FIELD_MACHINE_ID, machine->id,
                     "MESSAGE", "Machine %s (%s) deleted", machine->config->spec->name, machine->id);
-  /* Flush pending changes first so clients see them before the removal. */
+  /* Pending changes go out first, then the removal, while the object can
+   * still be found; only then is it gone for everyone. */
   g_clear_handle_id (&machine->flush_id, g_source_remove);
-  machine->gone = FALSE;
   mv_machine_object_flush (machine);
   mv_manager_announce_removed (daemon, machine);
   machine->gone = TRUE;
+  mv_reconciler_settle_waiters (machine, NULL);
   g_hash_table_remove (daemon->machines, machine->id);
 }
 

@@ -156,7 +156,7 @@ settle_waiters (MvMachine *machine, const GError *failure)
 }
 
 void
-mv_reconciler_fail_waiters (MvMachine *machine, const GError *error)
+mv_reconciler_settle_waiters (MvMachine *machine, const GError *error)
 {
   settle_waiters (machine, error);
 }
@@ -319,8 +319,6 @@ finish_destroy (MvMachine *machine)
       settle_waiters (machine, error);
       return;
     }
-  machine->gone = TRUE;
-  settle_waiters (machine, NULL);
   mv_daemon_drop_machine (machine->daemon, machine);
 }
 

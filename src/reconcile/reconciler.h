@@ -12,5 +12,6 @@ void mv_reconciler_kick (MvMachine *machine);
 /* Recover at startup (seed 002): adopt or clean up what the records say
  * was running, before the bus is served. */
 void mv_reconciler_recover (MvMachine *machine);
-/* Fails every pending call of @machine with @error. */
-void mv_reconciler_fail_waiters (MvMachine *machine, const GError *error);
+/* Answers every pending call of @machine that is settled: with @error
+ * if set, or as its wish was reached, replaced or deleted. */
+void mv_reconciler_settle_waiters (MvMachine *machine, const GError *error);
