@@ -113,6 +113,7 @@ mv_status_new (void)
   MvStatus *status = g_new0 (MvStatus, 1);
 
   status->state = MV_STATE_STOPPED;
+  status->destroyed = g_ptr_array_new_with_free_func (g_free);
   return status;
 }
 
@@ -126,6 +127,7 @@ mv_status_free (MvStatus *status)
   g_free (status->operation_id);
   g_clear_pointer (&status->vmm, json_object_unref);
   g_free (status->saved_state);
+  g_ptr_array_unref (status->destroyed);
   g_free (status);
 }
 
@@ -157,10 +159,43 @@ mv_status_copy (const MvStatus *status)
   copy->operation_id = g_strdup (status->operation_id);
   copy->vmm = status->vmm != NULL ? object_deep_copy (status->vmm) : NULL;
   copy->saved_state = g_strdup (status->saved_state);
+  copy->destroyed = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < status->destroyed->len; i++)
+    g_ptr_array_add (copy->destroyed, g_strdup (status->destroyed->pdata[i]));
   return copy;
 }
 
 /* ---- generations ---- */
+
+gboolean
+mv_config_set_standby (MvConfig *config, gboolean standby, gint64 now)
+{
+  if (config->standby == !!standby)
+    return FALSE;
+  config->standby = !!standby;
+  config->desired_generation++;
+  config->updated_at = now;
+  return TRUE;
+}
+
+gboolean
+mv_machine_desired_reached (const MvConfig *config, const MvStatus *status)
+{
+  switch (config->desired)
+    {
+    case MV_DESIRED_RUNNING:
+    case MV_DESIRED_PAUSED:
+      if (config->standby)
+        return status->state == MV_STATE_STANDBY;
+      return mv_desired_reached (config->desired, status->state);
+    case MV_DESIRED_STOPPED:
+      return status->state == MV_STATE_STOPPED && status->saved_state == NULL;
+    case MV_DESIRED_DESTROYED:
+    case MV_DESIRED_COUNT:
+      break;
+    }
+  return FALSE;
+}
 
 gboolean
 mv_config_set_desired (MvConfig *config, MvDesired desired, gint64 now)
@@ -443,6 +478,8 @@ mv_config_to_node (const MvConfig *config)
   set_timestamp (object, "created_at", config->created_at);
   set_timestamp (object, "updated_at", config->updated_at);
   json_object_set_boolean_member (object, "stopped_by_user", config->stopped_by_user);
+  if (config->standby)
+    json_object_set_boolean_member (object, "standby", TRUE);
   json_object_set_member (object, "spec", mv_spec_to_node (config->spec, TRUE));
   return json_node_init_object (json_node_alloc (), object);
 }
@@ -453,7 +490,7 @@ mv_config_from_node (JsonNode *node, GError **error)
   static const char *const known[] = {
     "format", "id", "desired_state", "desired_generation",
     "specification_generation", "restart_generation", "fingerprint",
-    "created_at", "updated_at", "stopped_by_user", "spec", NULL
+    "created_at", "updated_at", "stopped_by_user", "standby", "spec", NULL
   };
   g_autoptr(MvConfig) config = g_new0 (MvConfig, 1);
   g_autoptr(GError) local_error = NULL;
@@ -516,6 +553,9 @@ mv_config_from_node (JsonNode *node, GError **error)
   if ((field = member (object, "updated_at", FALSE, NULL)) != NULL &&
       !read_timestamp (field, "updated_at", &config->updated_at, error))
     return NULL;
+  if ((field = member (object, "standby", FALSE, NULL)) != NULL &&
+      !read_bool (field, "standby", &config->standby, error))
+    return NULL;
   if ((field = member (object, "stopped_by_user", FALSE, NULL)) != NULL &&
       !read_bool (field, "stopped_by_user", &config->stopped_by_user, error))
     return NULL;
@@ -523,7 +563,10 @@ mv_config_from_node (JsonNode *node, GError **error)
   if ((field = member (object, "spec", TRUE, error)) == NULL)
     return NULL;
   config->spec = mv_spec_from_node (field, &local_error);
-  if (config->spec == NULL || !mv_spec_validate (config->spec, &local_error))
+  /* The shortest standby time is the daemon's policy when a change is
+   * made, not a property of a record. */
+  if (config->spec == NULL ||
+      !mv_spec_validate_with_standby_min (config->spec, 1, &local_error))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "spec: %s", local_error->message);
       return NULL;
@@ -577,6 +620,15 @@ mv_status_to_node (const MvStatus *status)
     json_object_set_object_member (object, "vmm", object_deep_copy (status->vmm));
   if (status->saved_state != NULL)
     json_object_set_string_member (object, "saved_state", status->saved_state);
+  if (status->traffic_sequence != 0)
+    json_object_set_int_member (object, "traffic_sequence", (gint64) status->traffic_sequence);
+  if (status->destroyed->len > 0)
+    {
+      JsonArray *done = json_array_new ();
+      for (guint i = 0; i < status->destroyed->len; i++)
+        json_array_add_string_element (done, status->destroyed->pdata[i]);
+      json_object_set_array_member (object, "destroyed", done);
+    }
   return json_node_init_object (json_node_alloc (), object);
 }
 
@@ -616,7 +668,7 @@ mv_status_from_node (JsonNode *node, GError **error)
   static const char *const known[] = {
     "format", "state", "state_error", "phase", "operation_id",
     "observed_generation", "observed_restart_generation", "failed_generation", "started_at", "finished_at", "next_restart_at",
-    "exit_code", "restart_count", "vmm", "saved_state", NULL
+    "exit_code", "restart_count", "vmm", "saved_state", "traffic_sequence", "destroyed", NULL
   };
   g_autoptr(MvStatus) status = mv_status_new ();
   g_autofree char *state = NULL;
@@ -655,8 +707,26 @@ mv_status_from_node (JsonNode *node, GError **error)
       !read_optional_generation (object, "failed_generation", &status->failed_generation, error) ||
       !read_optional_timestamp (object, "started_at", &status->started_at, error) ||
       !read_optional_timestamp (object, "finished_at", &status->finished_at, error) ||
-      !read_optional_timestamp (object, "next_restart_at", &status->next_restart_at, error))
+      !read_optional_timestamp (object, "next_restart_at", &status->next_restart_at, error) ||
+      !read_optional_generation (object, "traffic_sequence", &status->traffic_sequence, error))
     return NULL;
+
+  if ((field = member (object, "destroyed", FALSE, NULL)) != NULL)
+    {
+      if (!JSON_NODE_HOLDS_ARRAY (field))
+        {
+          wrong_type (field, "destroyed", "an array of strings", error);
+          return NULL;
+        }
+      JsonArray *done = json_node_get_array (field);
+      for (guint i = 0; i < json_array_get_length (done); i++)
+        {
+          char *name = NULL;
+          if (!read_string (json_array_get_element (done, i), "destroyed", &name, error))
+            return NULL;
+          g_ptr_array_add (status->destroyed, name);
+        }
+    }
 
   if ((field = member (object, "exit_code", FALSE, NULL)) != NULL)
     {

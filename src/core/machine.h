@@ -18,6 +18,9 @@ typedef struct {
   gint64     created_at;        /* µs since the epoch */
   gint64     updated_at;
   gboolean   stopped_by_user;
+  /* The guest is wanted frozen to disk (standby), by a user or because it
+   * was idle; the desired state says what it is when it wakes. */
+  gboolean   standby;
 } MvConfig;
 
 typedef struct {
@@ -39,6 +42,10 @@ typedef struct {
   guint64    failed_generation;
   /* The restart generation the last start carried out. */
   guint64    observed_restart_generation;
+  /* The sequence number of the last traffic event that woke the machine. */
+  guint64    traffic_sequence;
+  /* What an interrupted destroy already removed, by resource name. */
+  GPtrArray *destroyed;         /* char*, never NULL */
 } MvStatus;
 
 MvConfig *mv_config_new (const char *id, MvSpec *spec /* owned */, gint64 now);
@@ -60,6 +67,8 @@ void     mv_config_request_restart (MvConfig *config, gint64 now);
 /* Asks again for the current desired state after a failure: the desired
  * generation rises so the reconciler tries once more. */
 void     mv_config_retry (MvConfig *config, gint64 now);
+/* Asks for the guest to be frozen to disk (@standby) or woken. */
+gboolean mv_config_set_standby (MvConfig *config, gboolean standby, gint64 now);
 /* Replaces the spec (id and name are kept from @config unless @spec has
  * them equal). The specification generation rises unless only the standby
  * time changed; the desired generation rises for any change. */
@@ -72,6 +81,11 @@ JsonNode *mv_config_to_node (const MvConfig *config);
 MvConfig *mv_config_from_node (JsonNode *node, GError **error);
 JsonNode *mv_status_to_node (const MvStatus *status);
 MvStatus *mv_status_from_node (JsonNode *node, GError **error);
+
+/* Whether @status is what @config asks for: the state for the desired
+ * power state, on standby if standby is wanted, and no saved guest left
+ * behind by a stop. */
+gboolean  mv_machine_desired_reached (const MvConfig *config, const MvStatus *status);
 
 /* A fresh random ID: 32 lowercase hex characters. */
 char     *mv_id_new (void);

@@ -7,6 +7,7 @@ static const char *const step_names[] = {
   [MV_STEP_FORCE_STOP] = "force-stop",
   [MV_STEP_PAUSE] = "pause",
   [MV_STEP_RESUME] = "resume",
+  [MV_STEP_STANDBY] = "standby",
   [MV_STEP_DESTROY] = "destroy",
 };
 
@@ -18,56 +19,76 @@ mv_step_to_string (MvStep step)
 }
 
 static gboolean
-has_vmm_or_saved_guest (MvState state)
+has_vmm (MvState state)
 {
-  return mv_state_holds_resources (state) || state == MV_STATE_STANDBY ||
-         state == MV_STATE_STOPPING;
+  return mv_state_holds_resources (state) || state == MV_STATE_STOPPING;
+}
+
+/* Running or paused, as asked: the table's "running" and "paused" rows. */
+static MvStep
+plan_active (const MvConfig *config, const MvStatus *status, gint64 now)
+{
+  MvState state = status->state;
+  gboolean restart_pending = status->observed_restart_generation < config->restart_generation;
+
+  if (state == MV_STATE_STARTING || state == MV_STATE_STOPPING)
+    return MV_STEP_FORCE_STOP;   /* left over from an interrupted step */
+
+  /* A restart boots afresh: whatever was frozen goes with the VMM. */
+  if (restart_pending && (has_vmm (state) || state == MV_STATE_STANDBY))
+    return MV_STEP_STOP;
+
+  if (config->standby)
+    switch (state)
+      {
+      case MV_STATE_RUNNING:
+      case MV_STATE_PAUSED:
+        return MV_STEP_STANDBY;
+      case MV_STATE_STANDBY:
+        return MV_STEP_NONE;
+      default:
+        break;   /* nothing runs that could be frozen: start as asked */
+      }
+
+  switch (state)
+    {
+    case MV_STATE_RESTARTING:
+      return now >= status->next_restart_at ? MV_STEP_START : MV_STEP_NONE;
+    case MV_STATE_STOPPED:
+    case MV_STATE_FAILED:
+    case MV_STATE_STANDBY:
+      return MV_STEP_START;
+    case MV_STATE_RUNNING:
+      return config->desired == MV_DESIRED_PAUSED ? MV_STEP_PAUSE : MV_STEP_NONE;
+    case MV_STATE_PAUSED:
+      return config->desired == MV_DESIRED_RUNNING ? MV_STEP_RESUME : MV_STEP_NONE;
+    default:
+      return MV_STEP_NONE;
+    }
 }
 
 MvStep
-mv_plan_next_step (const MvConfig *config, const MvStatus *status)
+mv_plan_next_step (const MvConfig *config, const MvStatus *status, gint64 now)
 {
-  MvState state = status->state;
-
-  if (config->desired == MV_DESIRED_DESTROYED)
-    return has_vmm_or_saved_guest (state) ? MV_STEP_FORCE_STOP : MV_STEP_DESTROY;
-
   /* A wish that already failed is not retried until something new is
    * asked: otherwise a guest that cannot boot would be booted forever. */
   if (status->failed_generation != 0 &&
       status->failed_generation == config->desired_generation)
     return MV_STEP_NONE;
 
+  if (config->desired == MV_DESIRED_DESTROYED)
+    return has_vmm (status->state) ? MV_STEP_FORCE_STOP : MV_STEP_DESTROY;
+
   switch (config->desired)
     {
     case MV_DESIRED_RUNNING:
     case MV_DESIRED_PAUSED:
-      if (mv_state_holds_resources (state) &&
-          status->observed_restart_generation < config->restart_generation)
-        return MV_STEP_STOP;
-      switch (state)
-        {
-        case MV_STATE_STOPPED:
-        case MV_STATE_FAILED:
-        case MV_STATE_STANDBY:
-        case MV_STATE_RESTARTING:
-          return MV_STEP_START;
-        case MV_STATE_RUNNING:
-          return config->desired == MV_DESIRED_PAUSED ? MV_STEP_PAUSE : MV_STEP_NONE;
-        case MV_STATE_PAUSED:
-          return config->desired == MV_DESIRED_RUNNING ? MV_STEP_RESUME : MV_STEP_NONE;
-        case MV_STATE_STARTING:
-        case MV_STATE_STOPPING:
-          /* Left over from an operation that did not finish: clean up. */
-          return MV_STEP_FORCE_STOP;
-        case MV_STATE_COUNT:
-          break;
-        }
-      return MV_STEP_NONE;
-
+      return plan_active (config, status, now);
     case MV_DESIRED_STOPPED:
-      return state == MV_STATE_STOPPED ? MV_STEP_NONE : MV_STEP_STOP;
-
+      /* Stopped means no VMM and no saved guest either. */
+      if (status->state == MV_STATE_STOPPED && status->saved_state == NULL)
+        return MV_STEP_NONE;
+      return has_vmm (status->state) ? MV_STEP_STOP : MV_STEP_FORCE_STOP;
     case MV_DESIRED_DESTROYED:
     case MV_DESIRED_COUNT:
       break;

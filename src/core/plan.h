@@ -5,13 +5,15 @@
 
 typedef enum {
   MV_STEP_NONE,
-  MV_STEP_START,        /* boot, or resume from standby */
-  MV_STEP_STOP,         /* graceful, then hard; discards saved state */
-  MV_STEP_FORCE_STOP,   /* hard stop at once */
+  MV_STEP_START,        /* boot, or restore the saved guest */
+  MV_STEP_STOP,         /* graceful, then hard; discards a saved guest */
+  MV_STEP_FORCE_STOP,   /* hard stop at once; discards a saved guest */
   MV_STEP_PAUSE,
   MV_STEP_RESUME,
+  MV_STEP_STANDBY,      /* freeze the guest to disk and end its VMM */
   MV_STEP_DESTROY,      /* remove runtime, storage and records */
 } MvStep;
 
-MvStep      mv_plan_next_step (const MvConfig *config, const MvStatus *status);
+/* @now (µs since the epoch) decides whether a pending restart is due. */
+MvStep      mv_plan_next_step (const MvConfig *config, const MvStatus *status, gint64 now);
 const char *mv_step_to_string (MvStep step);

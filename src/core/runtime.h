@@ -44,4 +44,14 @@ struct _MvRuntime {
   guint       (*watch) (MvRuntime *rt, const char *machine_id, JsonObject *vmm,
                         MvRuntimeExitFunc func, gpointer user_data);
   void        (*unwatch) (MvRuntime *rt, guint watch_id);
+  /* Freezes the guest into files in @state_dir and ends its VMM. */
+  gboolean    (*save) (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
+                       GError **error);
+  /* Starts a fresh VMM from what save() wrote and lets the guest run on;
+   * the files are kept if it fails. Returns the new VMM's identity. */
+  JsonObject *(*restore) (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
+                          GError **error);
+  /* The CPU time, in ns, the VMM has used so far (main thread; cheap). */
+  gboolean    (*usage) (MvRuntime *rt, const MvRuntimeRequest *req, guint64 *cpu_ns,
+                        GError **error);
 };

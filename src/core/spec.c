@@ -1236,7 +1236,7 @@ validate_labels (const MvSpec *spec, GError **error)
 }
 
 static gboolean
-validate_policies (const MvSpec *spec, GError **error)
+validate_policies (const MvSpec *spec, guint32 standby_min, GError **error)
 {
   guint n_rules = json_array_get_length (spec->firewall);
 
@@ -1256,16 +1256,21 @@ validate_policies (const MvSpec *spec, GError **error)
     return invalid (error, "restart.max_retries: only applies to mode on-failure, not %s",
                     mv_restart_mode_to_string (spec->restart_mode));
 
-  if (spec->standby_after_seconds != 0 &&
-      spec->standby_after_seconds < MV_STANDBY_AFTER_MIN_SECONDS)
-    return invalid (error, "standby_after_seconds: %u is below the minimum of %d "
+  if (spec->standby_after_seconds != 0 && spec->standby_after_seconds < standby_min)
+    return invalid (error, "standby_after_seconds: %u is below the minimum of %u "
                     "(0 turns standby off)",
-                    spec->standby_after_seconds, MV_STANDBY_AFTER_MIN_SECONDS);
+                    spec->standby_after_seconds, standby_min);
   return TRUE;
 }
 
 gboolean
 mv_spec_validate (const MvSpec *spec, GError **error)
+{
+  return mv_spec_validate_with_standby_min (spec, MV_STANDBY_AFTER_MIN_SECONDS, error);
+}
+
+gboolean
+mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GError **error)
 {
   g_return_val_if_fail (spec != NULL, FALSE);
 
@@ -1282,7 +1287,7 @@ mv_spec_validate (const MvSpec *spec, GError **error)
          validate_hostname (spec, error) &&
          validate_guest_metadata (spec, error) &&
          validate_labels (spec, error) &&
-         validate_policies (spec, error);
+         validate_policies (spec, standby_min, error);
 }
 
 /* The document as the metadata service serves it:

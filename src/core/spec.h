@@ -98,6 +98,10 @@ char     *mv_spec_to_json (const MvSpec *spec, gboolean with_secrets);
 /* Checks every limit; the message names the field and the limit:
  * "memory_bytes: 1000 is below the minimum of 33554432". */
 gboolean mv_spec_validate (const MvSpec *spec, GError **error);
+/* The same, with the shortest standby time the daemon accepts set by its
+ * configuration rather than MV_STANDBY_AFTER_MIN_SECONDS. */
+gboolean mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min,
+                                            GError **error);
 gboolean mv_name_validate (const char *field, const char *name, GError **error);
 
 guint    mv_spec_vcpus (const MvSpec *spec);   /* ceil(cpu_millicores / 1000) */

@@ -49,6 +49,12 @@ struct _MvMachine {
   guint      watch_id;
   gboolean   gone;             /* records removed; the object is going */
 
+  /* Restart policy and idleness, kept in memory only. */
+  guint      restart_timer;
+  guint64    idle_cpu_ns;      /* the VMM's CPU time at the last sample */
+  gint64     idle_sampled_at;  /* µs, monotonic; 0 = not sampled yet */
+  gint64     idle_since;       /* µs, monotonic; 0 = busy */
+
   /* Bus: changes are collected and announced once per main loop turn. */
   gboolean   announced;
   guint      dirty;
@@ -67,7 +73,20 @@ struct _MvDaemon {
   GMainLoop   *loop;
   char        *config_path;
   GKeyFile    *config;
+
+  /* [lifecycle] settings */
   guint        stop_timeout_seconds;
+  guint        standby_min_seconds;    /* shortest standby_after_seconds accepted */
+  guint        idle_sample_seconds;    /* how often idleness is judged */
+  guint        idle_cpu_percent;       /* below this share of one CPU, a guest is idle */
+  guint        restart_backoff_ms;     /* first restart delay; doubles each time */
+  guint        resync_seconds;         /* how often every machine is looked at again */
+  guint        resync_timer;
+  guint        idle_timer;
+
+  /* Whether a machine is being migrated; such machines are left alone. */
+  gboolean   (*migration_guard) (const char *machine_id, gpointer user_data);
+  gpointer     migration_guard_data;
 };
 
 typedef struct {
@@ -76,6 +95,11 @@ typedef struct {
   const char *runtime_dir;
   const char *config_path;
 } MvDaemonOptions;
+
+/* Without a guard no machine is migrating. */
+void        mv_daemon_set_migration_guard (MvDaemon *daemon,
+                                           gboolean (*guard) (const char *machine_id, gpointer user_data),
+                                           gpointer user_data);
 
 /* Runtimes a daemon is built with; the test daemon adds its own. */
 void        mv_daemon_add_runtime (MvDaemon *daemon, MvRuntime *runtime);
@@ -102,3 +126,8 @@ void        mv_daemon_drop_machine (MvDaemon *daemon, MvMachine *machine);
  * @runtimes (NULL-terminated, may be NULL) are added before the built-in
  * ones. */
 int         mv_daemon_main (int argc, char **argv, MvRuntime **runtimes);
+
+/* Called by mv_daemon_main once the daemon exists, before it runs: lets a
+ * program (the test daemon) install a migration guard. */
+typedef void (*MvDaemonSetupFunc) (MvDaemon *daemon);
+void        mv_daemon_set_setup_func (MvDaemonSetupFunc func);

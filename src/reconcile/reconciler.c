@@ -462,7 +462,7 @@ reconcile (MvMachine *machine)
   if (machine->busy || machine->gone)
     return;
 
-  step = mv_plan_next_step (config, status);
+  step = mv_plan_next_step (config, status, g_get_real_time ());
   if (step != MV_STEP_NONE)
     {
       run_step (machine, step);

@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "names.h"
+#include "fault.h"
 #include "patches.h"
 
 /* Entries of machines/ that are the store's own work in progress, named
@@ -196,6 +197,12 @@ static gboolean
 remove_tree (const char *path, GError **error)
 {
   return remove_tree_at (AT_FDCWD, path, path, error);
+}
+
+gboolean
+mv_remove_tree (const char *path, GError **error)
+{
+  return remove_tree (path, error);
 }
 
 /* Creates @path (and its parents) 0700 unless it is there. An existing
@@ -430,6 +437,7 @@ mv_store_create_machine (MvStore *store, const MvConfig *config,
     return set_errno_error (error, errno, "Cannot create a directory in %s", store->machines_dir);
 
   if (!stage_record (staging, config, status, error) ||
+      (mv_fault_point ("create", "staged"), FALSE) ||
       !publish_record (staging, final, config->id, error))
     {
       /* The staging directory was never a record; it goes. */
