@@ -1,0 +1,432 @@
+/* The VM specification every backend takes, and the checks they share. */
+#include "hypervisor.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void
+disk_free (MvDiskConfig *disk)
+{
+  g_free (disk->path);
+  g_free (disk);
+}
+
+static void
+net_free (MvNetConfig *net)
+{
+  g_free (net->tap_device);
+  g_free (net->mac);
+  g_free (net);
+}
+
+MvVmSpec *
+mv_vm_spec_new (void)
+{
+  MvVmSpec *spec = g_new0 (MvVmSpec, 1);
+
+  spec->cpu.count = 1;
+  spec->cpu.max_count = 1;
+  spec->disks = g_ptr_array_new_with_free_func ((GDestroyNotify) disk_free);
+  spec->nets = g_ptr_array_new_with_free_func ((GDestroyNotify) net_free);
+  return spec;
+}
+
+void
+mv_vm_spec_free (MvVmSpec *spec)
+{
+  if (!spec)
+    return;
+  g_free (spec->boot.kernel_path);
+  g_free (spec->boot.kernel_args);
+  g_free (spec->boot.initrd_path);
+  g_ptr_array_unref (spec->disks);
+  g_ptr_array_unref (spec->nets);
+  g_free (spec->console.path);
+  g_free (spec->agent.socket_path);
+  g_free (spec);
+}
+
+void
+mv_vm_spec_add_disk (MvVmSpec *spec, const char *path, gboolean read_only)
+{
+  MvDiskConfig *disk = g_new0 (MvDiskConfig, 1);
+
+  disk->path = g_strdup (path);
+  disk->read_only = read_only;
+  g_ptr_array_add (spec->disks, disk);
+}
+
+void
+mv_vm_spec_add_net (MvVmSpec *spec, const char *tap_device, const char *mac)
+{
+  MvNetConfig *net = g_new0 (MvNetConfig, 1);
+
+  net->tap_device = g_strdup (tap_device);
+  net->mac = g_strdup (mac);
+  g_ptr_array_add (spec->nets, net);
+}
+
+MvVmSpec *
+mv_vm_spec_copy (const MvVmSpec *spec)
+{
+  MvVmSpec *copy = mv_vm_spec_new ();
+
+  copy->boot.kernel_path = g_strdup (spec->boot.kernel_path);
+  copy->boot.kernel_args = g_strdup (spec->boot.kernel_args);
+  copy->boot.initrd_path = g_strdup (spec->boot.initrd_path);
+  copy->cpu = spec->cpu;
+  copy->memory = spec->memory;
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      MvDiskConfig *disk = spec->disks->pdata[i];
+      mv_vm_spec_add_disk (copy, disk->path, disk->read_only);
+    }
+  for (guint i = 0; i < spec->nets->len; i++)
+    {
+      MvNetConfig *net = spec->nets->pdata[i];
+      mv_vm_spec_add_net (copy, net->tap_device, net->mac);
+    }
+  copy->console.path = g_strdup (spec->console.path);
+  copy->agent.kind = spec->agent.kind;
+  copy->agent.socket_path = g_strdup (spec->agent.socket_path);
+  copy->agent.cid = spec->agent.cid;
+  return copy;
+}
+
+void
+mv_restore_spec_clear (MvRestoreSpec *spec)
+{
+  g_clear_pointer (&spec->console.path, g_free);
+  g_clear_pointer (&spec->tap_device, g_free);
+  g_clear_pointer (&spec->agent_socket, g_free);
+}
+
+/* ---- JSON ---- */
+
+static const char *const agent_kinds[] = {
+  [MV_AGENT_CHANNEL_NONE] = "none",
+  [MV_AGENT_CHANNEL_SERIAL] = "serial",
+  [MV_AGENT_CHANNEL_VSOCK] = "vsock",
+};
+
+static void
+set_optional_string (JsonObject *object, const char *name, const char *value)
+{
+  if (value)
+    json_object_set_string_member (object, name, value);
+}
+
+JsonNode *
+mv_vm_spec_to_node (const MvVmSpec *spec)
+{
+  g_autoptr (JsonObject) root = json_object_new ();
+  JsonObject *boot = json_object_new ();
+  JsonObject *cpu = json_object_new ();
+  JsonObject *memory = json_object_new ();
+  JsonObject *console = json_object_new ();
+  JsonObject *agent = json_object_new ();
+  JsonArray *disks = json_array_new ();
+  JsonArray *nets = json_array_new ();
+  JsonNode *node = json_node_new (JSON_NODE_OBJECT);
+
+  set_optional_string (boot, "kernel", spec->boot.kernel_path);
+  set_optional_string (boot, "kernel_args", spec->boot.kernel_args);
+  set_optional_string (boot, "initrd", spec->boot.initrd_path);
+  json_object_set_int_member (cpu, "count", spec->cpu.count);
+  json_object_set_int_member (cpu, "max_count", spec->cpu.max_count);
+  json_object_set_int_member (memory, "size_bytes", (gint64) spec->memory.size_bytes);
+  json_object_set_int_member (memory, "hotplug_bytes", (gint64) spec->memory.hotplug_bytes);
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      MvDiskConfig *d = spec->disks->pdata[i];
+      JsonObject *o = json_object_new ();
+      json_object_set_string_member (o, "path", d->path);
+      json_object_set_boolean_member (o, "read_only", d->read_only);
+      json_array_add_object_element (disks, o);
+    }
+  for (guint i = 0; i < spec->nets->len; i++)
+    {
+      MvNetConfig *n = spec->nets->pdata[i];
+      JsonObject *o = json_object_new ();
+      json_object_set_string_member (o, "tap", n->tap_device);
+      set_optional_string (o, "mac", n->mac);
+      json_array_add_object_element (nets, o);
+    }
+  set_optional_string (console, "path", spec->console.path);
+  json_object_set_string_member (agent, "kind", agent_kinds[spec->agent.kind]);
+  set_optional_string (agent, "socket", spec->agent.socket_path);
+  json_object_set_int_member (agent, "cid", spec->agent.cid);
+
+  json_object_set_object_member (root, "boot", boot);
+  json_object_set_object_member (root, "cpu", cpu);
+  json_object_set_object_member (root, "memory", memory);
+  json_object_set_array_member (root, "disks", disks);
+  json_object_set_array_member (root, "nets", nets);
+  json_object_set_object_member (root, "console", console);
+  json_object_set_object_member (root, "agent", agent);
+  json_node_set_object (node, root);
+  return node;
+}
+
+static JsonObject *
+object_member (JsonObject *object, const char *name)
+{
+  JsonNode *node = json_object_get_member (object, name);
+
+  return node && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+}
+
+static char *
+string_member (JsonObject *object, const char *name)
+{
+  JsonNode *node = object ? json_object_get_member (object, name) : NULL;
+
+  return node && json_node_get_value_type (node) == G_TYPE_STRING
+    ? g_strdup (json_node_get_string (node)) : NULL;
+}
+
+static gint64
+int_member (JsonObject *object, const char *name)
+{
+  JsonNode *node = object ? json_object_get_member (object, name) : NULL;
+
+  return node && json_node_get_value_type (node) == G_TYPE_INT64 ? json_node_get_int (node) : 0;
+}
+
+MvVmSpec *
+mv_vm_spec_from_node (JsonNode *node, GError **error)
+{
+  g_autoptr (MvVmSpec) spec = mv_vm_spec_new ();
+  JsonObject *root, *boot, *cpu, *memory, *agent;
+  JsonArray *array;
+  g_autofree char *kind = NULL;
+
+  if (!node || !JSON_NODE_HOLDS_OBJECT (node))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "The VM specification is not an object");
+      return NULL;
+    }
+  root = json_node_get_object (node);
+  boot = object_member (root, "boot");
+  cpu = object_member (root, "cpu");
+  memory = object_member (root, "memory");
+  agent = object_member (root, "agent");
+  spec->boot.kernel_path = string_member (boot, "kernel");
+  spec->boot.kernel_args = string_member (boot, "kernel_args");
+  spec->boot.initrd_path = string_member (boot, "initrd");
+  spec->cpu.count = (guint) int_member (cpu, "count");
+  spec->cpu.max_count = (guint) int_member (cpu, "max_count");
+  spec->memory.size_bytes = (guint64) int_member (memory, "size_bytes");
+  spec->memory.hotplug_bytes = (guint64) int_member (memory, "hotplug_bytes");
+  if ((array = json_object_get_array_member_with_default (root, "disks", NULL)))
+    for (guint i = 0; i < json_array_get_length (array); i++)
+      {
+        JsonObject *o = json_array_get_object_element (array, i);
+        g_autofree char *path = string_member (o, "path");
+        if (path)
+          mv_vm_spec_add_disk (spec, path,
+                               json_object_get_boolean_member_with_default (o, "read_only", FALSE));
+      }
+  if ((array = json_object_get_array_member_with_default (root, "nets", NULL)))
+    for (guint i = 0; i < json_array_get_length (array); i++)
+      {
+        JsonObject *o = json_array_get_object_element (array, i);
+        g_autofree char *tap = string_member (o, "tap");
+        g_autofree char *mac = string_member (o, "mac");
+        if (tap)
+          mv_vm_spec_add_net (spec, tap, mac);
+      }
+  spec->console.path = string_member (object_member (root, "console"), "path");
+  kind = string_member (agent, "kind");
+  for (guint i = 0; i < G_N_ELEMENTS (agent_kinds); i++)
+    if (g_strcmp0 (kind, agent_kinds[i]) == 0)
+      spec->agent.kind = i;
+  spec->agent.socket_path = string_member (agent, "socket");
+  spec->agent.cid = (guint32) int_member (agent, "cid");
+
+  if (!spec->boot.kernel_path || spec->cpu.count == 0 || spec->memory.size_bytes == 0)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "The VM specification lacks a kernel, vCPUs or memory");
+      return NULL;
+    }
+  return g_steal_pointer (&spec);
+}
+
+/* ---- checks ---- */
+
+static gboolean
+invalid (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
+
+static gboolean
+invalid (GError **error, const char *format, ...)
+{
+  va_list args;
+
+  if (!error)
+    return FALSE;
+  g_return_val_if_fail (*error == NULL, FALSE);
+  va_start (args, format);
+  *error = g_error_new_valist (MV_ERROR, MV_ERROR_INVALID_ARGUMENT, format, args);
+  va_end (args);
+  return FALSE;
+}
+
+static gboolean
+check_file (const char *field, const char *path, const char *dir, gboolean writable,
+            gboolean block_ok, GError **error)
+{
+  g_autofree char *resolved = g_path_is_absolute (path) ? g_strdup (path)
+                                                        : g_build_filename (dir, path, NULL);
+  GStatBuf st;
+
+  if (g_stat (resolved, &st) < 0)
+    {
+      int saved = errno;
+      if (saved == ENOENT || saved == ENOTDIR)
+        return invalid (error, "%s: %s does not exist", field, path);
+      return invalid (error, "%s: %s cannot be read: %s", field, path, g_strerror (saved));
+    }
+  if (!S_ISREG (st.st_mode) && !(block_ok && S_ISBLK (st.st_mode)))
+    return invalid (error, "%s: %s is not a regular file", field, path);
+  if (g_access (resolved, R_OK) < 0)
+    return invalid (error, "%s: %s is not readable", field, path);
+  if (writable && g_access (resolved, W_OK) < 0)
+    return invalid (error, "%s: %s is not writable (set read_only for a read-only disk)",
+                    field, path);
+  return TRUE;
+}
+
+gboolean
+mv_check_socket_path (const char *field, const char *path, GError **error)
+{
+  gsize length = strlen (path);
+
+  if (length > MV_UNIX_PATH_MAX_BYTES)
+    return invalid (error, "%s: the socket path %s is %zu bytes, over the limit of %d "
+                    "(sun_path); use a shorter runtime directory", field, path, length,
+                    MV_UNIX_PATH_MAX_BYTES);
+  return TRUE;
+}
+
+static gboolean
+check_interface_name (const char *field, const char *name, GError **error)
+{
+  gsize length = strlen (name);
+
+  if (length == 0)
+    return invalid (error, "%s: the name is empty", field);
+  if (length > MV_IFNAME_MAX_BYTES)
+    return invalid (error, "%s: %s is %zu bytes, over the limit of %d", field, name, length,
+                    MV_IFNAME_MAX_BYTES);
+  for (const char *p = name; *p; p++)
+    if (*p == '/' || *p == ',' || *p == ':' || g_ascii_isspace (*p) || !g_ascii_isprint (*p))
+      return invalid (error, "%s: %s holds a character an interface name cannot have", field, name);
+  return TRUE;
+}
+
+static gboolean
+check_mac (const char *field, const char *mac, GError **error)
+{
+  guint octets[6];
+  char end;
+
+  if (strlen (mac) != 17 ||
+      sscanf (mac, "%2x:%2x:%2x:%2x:%2x:%2x%c", &octets[0], &octets[1], &octets[2], &octets[3],
+              &octets[4], &octets[5], &end) != 6)
+    return invalid (error, "%s: %s is not a MAC address like 52:54:00:12:34:56", field, mac);
+  if (octets[0] & 1)
+    return invalid (error, "%s: %s is a multicast address", field, mac);
+  return TRUE;
+}
+
+gboolean
+mv_vm_spec_check (const MvVmSpec *spec, const char *dir, GError **error)
+{
+  if (!spec->boot.kernel_path || !*spec->boot.kernel_path)
+    return invalid (error, "kernel: none was given");
+  if (!check_file ("kernel", spec->boot.kernel_path, dir, FALSE, FALSE, error))
+    return FALSE;
+  if (spec->boot.initrd_path && *spec->boot.initrd_path &&
+      !check_file ("initrd", spec->boot.initrd_path, dir, FALSE, FALSE, error))
+    return FALSE;
+  if (spec->cpu.count == 0 || spec->cpu.max_count < spec->cpu.count)
+    return invalid (error, "max_vcpus: %u is below the %u vCPUs the guest boots with",
+                    spec->cpu.max_count, spec->cpu.count);
+  if (spec->memory.size_bytes == 0 || spec->memory.size_bytes % (1 << 20) != 0)
+    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is not a whole number of MiB",
+                    spec->memory.size_bytes);
+  if (spec->memory.hotplug_bytes % MV_MEMORY_RESIZE_STEP_BYTES != 0)
+    return invalid (error, "max_memory_bytes: the room for hot-add, %" G_GUINT64_FORMAT
+                    ", is not a multiple of %" G_GUINT64_FORMAT " (2 MiB)",
+                    spec->memory.hotplug_bytes, MV_MEMORY_RESIZE_STEP_BYTES);
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      MvDiskConfig *disk = spec->disks->pdata[i];
+      g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
+
+      if (!check_file (field, disk->path, dir, !disk->read_only, TRUE, error))
+        return FALSE;
+    }
+  for (guint i = 0; i < spec->nets->len; i++)
+    {
+      MvNetConfig *net = spec->nets->pdata[i];
+      g_autofree char *field = g_strdup_printf ("network[%u].tap", i);
+      g_autofree char *mac_field = g_strdup_printf ("network[%u].mac", i);
+
+      if (!check_interface_name (field, net->tap_device ? net->tap_device : "", error))
+        return FALSE;
+      if (net->mac && !check_mac (mac_field, net->mac, error))
+        return FALSE;
+    }
+  if (spec->agent.kind != MV_AGENT_CHANNEL_NONE)
+    {
+      if (!spec->agent.socket_path)
+        return invalid (error, "agent: no socket path was given");
+      if (!mv_check_socket_path ("agent", spec->agent.socket_path, error))
+        return FALSE;
+      if (spec->agent.kind == MV_AGENT_CHANNEL_VSOCK && spec->agent.cid < 3)
+        return invalid (error, "agent: vsock CID %u is below 3", spec->agent.cid);
+    }
+  return TRUE;
+}
+
+gboolean
+mv_check_memory_resize (guint64 bytes, guint64 boot_bytes, guint64 hotplug_bytes, GError **error)
+{
+  if (hotplug_bytes == 0)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                   "memory_bytes: the guest booted with no memory set aside for resizing "
+                   "(max_memory_bytes)");
+      return FALSE;
+    }
+  if (bytes % MV_MEMORY_RESIZE_STEP_BYTES != 0)
+    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is not a multiple of %"
+                    G_GUINT64_FORMAT " (2 MiB)", bytes, MV_MEMORY_RESIZE_STEP_BYTES);
+  if (bytes < boot_bytes)
+    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is below the %" G_GUINT64_FORMAT
+                    " the guest booted with", bytes, boot_bytes);
+  if (bytes - boot_bytes > hotplug_bytes)
+    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is above the maximum of %"
+                    G_GUINT64_FORMAT, bytes, boot_bytes + hotplug_bytes);
+  return TRUE;
+}
+
+const char *
+mv_vm_state_to_string (MvVmState state)
+{
+  switch (state)
+    {
+    case MV_VM_STATE_STOPPED:
+      return "Stopped";
+    case MV_VM_STATE_RUNNING:
+      return "Running";
+    case MV_VM_STATE_PAUSED:
+      return "Paused";
+    }
+  return "Unknown";
+}

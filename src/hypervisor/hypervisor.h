@@ -1,0 +1,248 @@
+/* The hypervisor layer (seed 003): what a guest is given (MvVmSpec), how a
+ * VMM of one hypervisor is launched or reached again (MvStarter) and how a
+ * running guest is driven (MvHypervisor). Backends fill in the two structs
+ * of function pointers; runtime.c adapts any MvStarter to core's MvRuntime.
+ *
+ * Every operation blocks and is meant for a worker thread. A starter is
+ * shared by all machines and must be safe to call from several threads; a
+ * hypervisor handle serves one caller at a time. */
+#pragma once
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+#include "core/errors.h"
+#include "hypervisor/process.h"
+
+/* The guest's memory is resized in steps of this: the block virtio-mem
+ * plugs and unplugs. */
+#define MV_MEMORY_RESIZE_STEP_BYTES  (G_GUINT64_CONSTANT (2) << 20)
+
+/* The kernel argument that lets a guest give back hot-added memory: it
+ * onlines that memory where only movable pages go. */
+#define MV_MEMORY_RESIZE_KERNEL_ARGS "memory_hotplug.online_policy=auto-movable"
+
+/* The guest agent's channel: a virtio-serial port of this name, or this
+ * vsock port where the hypervisor offers vsock. */
+#define MV_AGENT_PORT_NAME           "org.microvmd1.agent"
+#define MV_AGENT_VSOCK_PORT          1024
+
+/* Linux's limits on the names the VMM is given. */
+#define MV_UNIX_PATH_MAX_BYTES       107   /* sizeof sun_path, less the NUL */
+#define MV_IFNAME_MAX_BYTES          15    /* IFNAMSIZ, less the NUL */
+
+typedef struct {
+  char *kernel_path;
+  char *kernel_args;
+  char *initrd_path;       /* NULL: none */
+} MvBootConfig;
+
+typedef struct {
+  guint count;
+  guint max_count;         /* >= count; more than count leaves room for hot-add */
+} MvCpuConfig;
+
+typedef struct {
+  guint64 size_bytes;
+  guint64 hotplug_bytes;   /* how much more a resize may give; 0 = none */
+} MvMemoryConfig;
+
+typedef struct {
+  char     *path;
+  gboolean  read_only;
+} MvDiskConfig;
+
+typedef struct {
+  char *tap_device;
+  char *mac;               /* NULL: the hypervisor picks one */
+} MvNetConfig;
+
+typedef struct {
+  char *path;              /* the guest's serial console is appended here */
+} MvConsoleConfig;
+
+typedef enum {
+  MV_AGENT_CHANNEL_NONE,
+  MV_AGENT_CHANNEL_SERIAL,   /* a virtio-serial port named MV_AGENT_PORT_NAME */
+  MV_AGENT_CHANNEL_VSOCK,    /* vsock proxied through a Unix socket */
+} MvAgentChannelKind;
+
+typedef struct {
+  MvAgentChannelKind kind;
+  char              *socket_path;  /* the host end */
+  guint32            cid;          /* vsock only, >= 3 */
+} MvAgentChannel;
+
+/* Everything a guest is booted with. Paths may be relative: the VMM runs
+ * in the directory holding its API socket. */
+typedef struct {
+  MvBootConfig    boot;
+  MvCpuConfig     cpu;
+  MvMemoryConfig  memory;
+  GPtrArray      *disks;    /* MvDiskConfig*, never NULL */
+  GPtrArray      *nets;     /* MvNetConfig*, never NULL */
+  MvConsoleConfig console;
+  MvAgentChannel  agent;
+} MvVmSpec;
+
+/* What a guest restored from a snapshot is given afresh rather than taken
+ * from the snapshot. */
+typedef struct {
+  MvConsoleConfig console;
+  char           *tap_device;     /* NULL: the one it was snapshotted with */
+  char           *agent_socket;   /* NULL: beside the API socket, as before */
+} MvRestoreSpec;
+
+typedef struct {
+  gboolean snapshot;
+  gboolean hotplug_memory;
+  gboolean hotplug_cpu;
+  gboolean cpu_affinity;
+  gboolean pause;
+  gboolean vsock;
+  gboolean gpu_passthrough;
+  gboolean disk_rate_limit;
+} MvCapabilities;
+
+typedef enum {
+  MV_VM_STATE_STOPPED,
+  MV_VM_STATE_RUNNING,
+  MV_VM_STATE_PAUSED,
+} MvVmState;
+
+typedef struct {
+  MvVmState state;
+  gboolean  has_memory_bytes;
+  guint64   memory_bytes;
+} MvVmInfo;
+
+/* How a VMM's end was observed. */
+typedef enum {
+  MV_VM_END_UNKNOWN,        /* the process went without saying why */
+  MV_VM_END_GUEST_POWEROFF, /* the guest powered off: a clean end */
+  MV_VM_END_GUEST_RESET,    /* the guest rebooted or panicked */
+  MV_VM_END_HOST_REQUEST,   /* something on the host told the VMM to quit */
+  MV_VM_END_HOST_SIGNAL,    /* the VMM was sent a terminating signal */
+} MvVmEnd;
+
+typedef struct _MvHypervisor MvHypervisor;
+typedef struct _MvStarter MvStarter;
+typedef struct _MvVmEvents MvVmEvents;
+
+/* One running guest. Each call is bounded by a timeout of the backend's,
+ * long enough for anything but snapshot_vm. */
+struct _MvHypervisor {
+  gpointer  data;
+
+  /* Ends the guest at once, without asking it. */
+  gboolean (*destroy_vm) (MvHypervisor *hv, GError **error);
+  /* Presses the ACPI power button; the VMM stays until the guest reacts. */
+  gboolean (*shutdown_vm) (MvHypervisor *hv, GError **error);
+  /* Ends the VMM process itself. */
+  gboolean (*shutdown) (MvHypervisor *hv, GError **error);
+  gboolean (*vm_info) (MvHypervisor *hv, MvVmInfo *info, GError **error);
+  gboolean (*pause_vm) (MvHypervisor *hv, GError **error);
+  gboolean (*resume_vm) (MvHypervisor *hv, GError **error);
+  /* Writes the guest's state, memory included, into the existing directory
+   * @dest_dir. The guest must be paused and stays so. */
+  gboolean (*snapshot_vm) (MvHypervisor *hv, const char *dest_dir, GError **error);
+  /* Within what the guest booted with and set aside; see
+   * mv_check_memory_resize(). */
+  gboolean (*resize_vm_memory) (MvHypervisor *hv, guint64 bytes, GError **error);
+  gboolean (*resize_vm_cpu) (MvHypervisor *hv, guint count, GError **error);
+  void     (*free) (MvHypervisor *hv);
+};
+
+/* A channel on which a VMM tells how it ends, read on the main thread
+ * without blocking while the VMM lives. */
+struct _MvVmEvents {
+  int       fd;         /* non-blocking; poll it for input */
+  gpointer  data;
+  /* Reads what is there; FALSE at end of stream. Sets *end once the VMM
+   * has said why it is ending. */
+  gboolean (*read) (MvVmEvents *events, MvVmEnd *end);
+  void     (*free) (MvVmEvents *events);
+};
+
+/* Launches and reaches VMMs of one hypervisor. The VMM runs in the
+ * directory holding its API socket and has the socket's path among its
+ * arguments, so that mv_process_attach() can tell it apart after a daemon
+ * restart. The caller clears stale sockets from that directory. */
+struct _MvStarter {
+  const char *type;          /* "qemu", "cloud-hypervisor", "firecracker" */
+  const char *socket_name;   /* the API socket's name in the VMM's directory */
+  gpointer    data;
+
+  /* The VMM's version, such as "7.2.22". */
+  const char   *(*version) (MvStarter *starter);
+  /* Used when a machine sets no kernel arguments of its own. */
+  const char   *(*default_kernel_args) (MvStarter *starter);
+  /* Whether a guest powering off ends the VMM (otherwise it resets, which
+   * the default kernel arguments make end it). */
+  gboolean      (*power_off_ends_vm) (MvStarter *starter);
+  /* Checks what only the backend knows (its binary, its own sockets)
+   * before anything is started. */
+  gboolean      (*check) (MvStarter *starter, const char *socket_path, const MvVmSpec *spec,
+                          GError **error);
+  /* Starts a VMM serving on @socket_path and boots @spec. On success *vmm
+   * is the process, which the caller owns from then on. */
+  MvHypervisor *(*start_vm) (MvStarter *starter, const char *socket_path, const MvVmSpec *spec,
+                             MvProcess **vmm, GError **error);
+  /* Starts a VMM that takes the guest from what snapshot_vm wrote into
+   * @snapshot_dir, leaving it paused. The snapshot's files are kept. */
+  MvHypervisor *(*restore_vm) (MvStarter *starter, const char *socket_path,
+                               const char *snapshot_dir, const MvRestoreSpec *spec,
+                               MvProcess **vmm, GError **error);
+  /* Reaches a VMM already serving on @socket_path. */
+  MvHypervisor *(*connect) (MvStarter *starter, const char *socket_path, GError **error);
+  MvCapabilities (*capabilities) (MvStarter *starter);
+  /* Optional: opens the VMM's event channel without blocking; NULL if the
+   * hypervisor has none or it cannot be reached. */
+  MvVmEvents   *(*open_events) (MvStarter *starter, const char *socket_path, GError **error);
+  /* Once the VMM is gone: removes what it left beside @socket_path (its
+   * sockets, the backend's own files), but not the console or its log. */
+  void          (*cleanup) (MvStarter *starter, const char *socket_path);
+  void          (*free) (MvStarter *starter);
+};
+
+MvVmSpec   *mv_vm_spec_new (void);
+void        mv_vm_spec_free (MvVmSpec *spec);
+MvVmSpec   *mv_vm_spec_copy (const MvVmSpec *spec);
+void        mv_vm_spec_add_disk (MvVmSpec *spec, const char *path, gboolean read_only);
+void        mv_vm_spec_add_net (MvVmSpec *spec, const char *tap_device, const char *mac);
+/* A form that a snapshot can keep, and back. */
+JsonNode   *mv_vm_spec_to_node (const MvVmSpec *spec);
+MvVmSpec   *mv_vm_spec_from_node (JsonNode *node, GError **error);
+/* The checks every backend needs before a VMM starts: the files exist and
+ * can be read (disks written, unless read-only), the names fit the
+ * kernel's limits. MV_ERROR_INVALID_ARGUMENT naming the field. Relative
+ * paths resolve in @dir. */
+gboolean    mv_vm_spec_check (const MvVmSpec *spec, const char *dir, GError **error);
+/* MV_ERROR_INVALID_ARGUMENT unless @path fits sun_path. */
+gboolean    mv_check_socket_path (const char *field, const char *path, GError **error);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvVmSpec, mv_vm_spec_free)
+
+void        mv_restore_spec_clear (MvRestoreSpec *spec);
+
+/* Whether a guest that booted with @boot_bytes and @hotplug_bytes set
+ * aside can be resized to @bytes: MV_ERROR_UNSUPPORTED if none was set
+ * aside, MV_ERROR_INVALID_ARGUMENT for a size it cannot have. */
+gboolean    mv_check_memory_resize (guint64 bytes, guint64 boot_bytes, guint64 hotplug_bytes,
+                                    GError **error);
+
+const char *mv_vm_state_to_string (MvVmState state);
+
+static inline void
+mv_hypervisor_free (MvHypervisor *hv)
+{
+  if (hv)
+    hv->free (hv);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvHypervisor, mv_hypervisor_free)
+
+static inline void
+mv_vm_events_free (MvVmEvents *events)
+{
+  if (events)
+    events->free (events);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvVmEvents, mv_vm_events_free)

@@ -1,0 +1,702 @@
+/* Detached VMM processes and their identity. */
+#include "process.h"
+#include "core/errors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define LOG_TAIL_LINES   10
+#define TAIL_MAX_BYTES   (64 * 1024)
+#define SOCKET_POLL_MS   20
+
+void
+mv_process_free (MvProcess *process)
+{
+  if (!process)
+    return;
+  g_free (process->socket_path);
+  g_free (process);
+}
+
+MvProcess *
+mv_process_copy (const MvProcess *process)
+{
+  MvProcess *copy = g_new0 (MvProcess, 1);
+
+  copy->pid = process->pid;
+  copy->start_time = process->start_time;
+  copy->socket_path = g_strdup (process->socket_path);
+  return copy;
+}
+
+char *
+mv_vmm_log_path (const char *socket_path)
+{
+  g_autofree char *dir = g_path_get_dirname (socket_path);
+
+  return g_build_filename (dir, "vmm.log", NULL);
+}
+
+static int
+pidfd_open (int pid)
+{
+  return (int) syscall (SYS_pidfd_open, pid, 0);
+}
+
+static int
+pidfd_send_signal (int pidfd, int signo)
+{
+  return (int) syscall (SYS_pidfd_send_signal, pidfd, signo, NULL, 0);
+}
+
+/* State letter and start time of @pid, from /proc/PID/stat. The command
+ * name in parentheses may hold anything, so fields count from the last ')'. */
+static gboolean
+read_stat (int pid, char *state, guint64 *start_time)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", pid);
+  g_autofree char *contents = NULL;
+  g_auto (GStrv) fields = NULL;
+  const char *p;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL))
+    return FALSE;
+  p = strrchr (contents, ')');
+  if (!p)
+    return FALSE;
+  fields = g_strsplit_set (p + 1, " \n", -1);
+  /* fields[0] is empty (the space after ')'); then field 3 is the state
+   * and field 22 the start time. */
+  if (g_strv_length (fields) < 21 || !fields[1][0])
+    return FALSE;
+  *state = fields[1][0];
+  return g_ascii_string_to_unsigned (fields[20], 10, 0, G_MAXUINT64, start_time, NULL);
+}
+
+static gboolean
+cmdline_has (int pid, const char *socket_path)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/cmdline", pid);
+  g_autofree char *contents = NULL;
+  g_autofree char *escaped = NULL;
+  g_auto (GStrv) commas = NULL;
+  gsize length;
+
+  if (!g_file_get_contents (path, &contents, &length, NULL) || length == 0)
+    return FALSE;
+  /* QEMU option values double their commas. */
+  commas = g_strsplit (socket_path, ",", -1);
+  escaped = g_strjoinv (",,", commas);
+  for (gsize i = 0; i < length; i += strlen (contents + i) + 1)
+    if (strstr (contents + i, socket_path) || strstr (contents + i, escaped))
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+is_recorded (int pid, guint64 start_time, const char *socket_path)
+{
+  guint64 actual = 0;
+  char state = 0;
+
+  if (pid <= 1 || !read_stat (pid, &state, &actual))
+    return FALSE;
+  if (state == 'Z' || state == 'X' || actual != start_time)
+    return FALSE;
+  return socket_path == NULL || cmdline_has (pid, socket_path);
+}
+
+MvProcess *
+mv_process_attach (int pid, guint64 start_time, const char *socket_path)
+{
+  MvProcess *process;
+
+  if (!is_recorded (pid, start_time, socket_path))
+    return NULL;
+  process = g_new0 (MvProcess, 1);
+  process->pid = pid;
+  process->start_time = start_time;
+  process->socket_path = g_strdup (socket_path);
+  return process;
+}
+
+GPtrArray *
+mv_process_find_by_socket (const char *socket_path)
+{
+  GPtrArray *found = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_process_free);
+  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
+  g_autofree char *parent = g_path_get_dirname (socket_path);
+  g_autofree char *dir = realpath (parent, NULL);
+  const char *name;
+
+  while (proc && dir && (name = g_dir_read_name (proc)))
+    {
+      g_autofree char *cwd_link = NULL;
+      g_autofree char *cwd = NULL;
+      guint64 pid, start_time;
+      char state;
+
+      if (!g_ascii_string_to_unsigned (name, 10, 2, G_MAXINT, &pid, NULL) ||
+          (int) pid == getpid () || !read_stat ((int) pid, &state, &start_time) ||
+          state == 'Z' || state == 'X')
+        continue;
+      /* A VMM runs in its socket's directory; a process that merely names
+       * the socket (a shell, a tail -f) does not. */
+      cwd_link = g_strdup_printf ("/proc/%s/cwd", name);
+      cwd = g_file_read_link (cwd_link, NULL);
+      if (g_strcmp0 (cwd, dir) == 0 && cmdline_has ((int) pid, socket_path))
+        {
+          MvProcess *process = g_new0 (MvProcess, 1);
+          process->pid = (int) pid;
+          process->start_time = start_time;
+          process->socket_path = g_strdup (socket_path);
+          g_ptr_array_add (found, process);
+        }
+    }
+  return found;
+}
+
+gboolean
+mv_process_alive (const MvProcess *process)
+{
+  return is_recorded (process->pid, process->start_time, process->socket_path);
+}
+
+int
+mv_process_open_pidfd (const MvProcess *process)
+{
+  int fd = pidfd_open (process->pid);
+
+  if (fd < 0)
+    return -1;
+  /* The pidfd pins whatever process has the PID now; only once it is known
+   * to be ours may it be used. */
+  if (!is_recorded (process->pid, process->start_time, process->socket_path))
+    {
+      close (fd);
+      errno = ESRCH;
+      return -1;
+    }
+  return fd;
+}
+
+gboolean
+mv_process_signal (const MvProcess *process, int signo, GError **error)
+{
+  int fd = mv_process_open_pidfd (process);
+  int saved;
+
+  if (fd < 0)
+    {
+      if (errno == ESRCH)
+        return TRUE;
+      saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not reach process %d: %s",
+                   process->pid, g_strerror (saved));
+      return FALSE;
+    }
+  if (pidfd_send_signal (fd, signo) < 0 && errno != ESRCH)
+    {
+      saved = errno;
+      close (fd);
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not signal process %d: %s",
+                   process->pid, g_strerror (saved));
+      return FALSE;
+    }
+  close (fd);
+  return TRUE;
+}
+
+static gboolean
+wait_pidfd (int fd, gint64 deadline_us)
+{
+  for (;;)
+    {
+      struct pollfd pfd = { .fd = fd, .events = POLLIN };
+      gint64 left = deadline_us - g_get_monotonic_time ();
+      int r;
+
+      if (left < 0)
+        left = 0;
+      r = poll (&pfd, 1, (int) ((left + 999) / 1000));
+      if (r > 0)
+        return TRUE;
+      if (r == 0)
+        return FALSE;
+      if (errno != EINTR)
+        return FALSE;
+    }
+}
+
+gboolean
+mv_process_wait (const MvProcess *process, guint timeout_ms)
+{
+  int fd = mv_process_open_pidfd (process);
+  gboolean gone;
+
+  if (fd < 0)
+    return TRUE;
+  gone = wait_pidfd (fd, g_get_monotonic_time () + (gint64) timeout_ms * 1000);
+  close (fd);
+  return gone;
+}
+
+gboolean
+mv_process_kill (const MvProcess *process, GError **error)
+{
+  if (!mv_process_signal (process, SIGKILL, error))
+    return FALSE;
+  /* SIGKILL cannot be ignored; a process in uninterruptible sleep still
+   * takes a moment to go. */
+  if (!mv_process_wait (process, 10000))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
+                   "Process %d did not end within 10 s of SIGKILL", process->pid);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+void
+mv_process_to_json (const MvProcess *process, JsonObject *object)
+{
+  json_object_set_int_member (object, "pid", process->pid);
+  json_object_set_int_member (object, "start_time", (gint64) process->start_time);
+  json_object_set_string_member (object, "socket", process->socket_path);
+}
+
+MvProcess *
+mv_process_from_json (JsonObject *object, GError **error)
+{
+  JsonNode *pid = object ? json_object_get_member (object, "pid") : NULL;
+  JsonNode *start = object ? json_object_get_member (object, "start_time") : NULL;
+  JsonNode *socket = object ? json_object_get_member (object, "socket") : NULL;
+  MvProcess *process;
+
+  if (!pid || json_node_get_value_type (pid) != G_TYPE_INT64 ||
+      !start || json_node_get_value_type (start) != G_TYPE_INT64 ||
+      !socket || json_node_get_value_type (socket) != G_TYPE_STRING)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "vmm: the recorded identity lacks pid, start_time or socket");
+      return NULL;
+    }
+  process = g_new0 (MvProcess, 1);
+  process->pid = (int) json_node_get_int (pid);
+  process->start_time = (guint64) json_node_get_int (start);
+  process->socket_path = g_strdup (json_node_get_string (socket));
+  return process;
+}
+
+char *
+mv_file_tail (const char *path, goffset offset, guint lines)
+{
+  g_autofree char *buf = NULL;
+  g_auto (GStrv) split = NULL;
+  g_autoptr (GPtrArray) kept = g_ptr_array_new ();
+  GStatBuf st;
+  goffset from;
+  gssize n;
+  int fd;
+  guint total;
+
+  fd = g_open (path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0)
+    return g_strdup ("");
+  if (fstat (fd, &st) < 0 || st.st_size <= offset)
+    {
+      close (fd);
+      return g_strdup ("");
+    }
+  from = MAX (offset, st.st_size - TAIL_MAX_BYTES);
+  buf = g_malloc0 (st.st_size - from + 1);
+  n = pread (fd, buf, st.st_size - from, from);
+  close (fd);
+  if (n <= 0)
+    return g_strdup ("");
+  buf[n] = '\0';
+
+  /* Consoles carry CRs and the odd control byte; keep printable text. */
+  for (gssize i = 0; i < n; i++)
+    if (buf[i] == '\r' || buf[i] == '\0' || ((guchar) buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\t'))
+      buf[i] = ' ';
+  split = g_strsplit (buf, "\n", -1);
+  total = g_strv_length (split);
+  for (guint i = 0; i < total; i++)
+    {
+      g_strchomp (split[i]);
+      if (split[i][0])
+        g_ptr_array_add (kept, split[i]);
+    }
+  if (kept->len > lines)
+    g_ptr_array_remove_range (kept, 0, kept->len - lines);
+  g_ptr_array_add (kept, NULL);
+  return g_strjoinv ("\n", (char **) kept->pdata);
+}
+
+/* ---- starting ---- */
+
+static int
+cloexec_above_stdio (int fd)
+{
+  int moved;
+
+  if (fd < 0 || fd > 2)
+    return fd;
+  moved = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+  close (fd);
+  return moved;
+}
+
+static gboolean
+write_all (int fd, const void *buf, gsize len)
+{
+  const char *p = buf;
+
+  while (len > 0)
+    {
+      ssize_t n = write (fd, p, len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return FALSE;
+      p += n;
+      len -= n;
+    }
+  return TRUE;
+}
+
+static gboolean
+read_all (int fd, void *buf, gsize len)
+{
+  char *p = buf;
+
+  while (len > 0)
+    {
+      ssize_t n = read (fd, p, len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return FALSE;
+      p += n;
+      len -= n;
+    }
+  return TRUE;
+}
+
+/* Runs in the forked grandchild, so only async-signal-safe calls. */
+G_GNUC_NORETURN static void
+exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, const char *dir,
+          char *const *argv, char *const *envp)
+{
+  struct sigaction dfl = { .sa_handler = SIG_DFL };
+  sigset_t none;
+  char go;
+  int err;
+
+  /* Park until the parent holds a pidfd for this process; EOF if it died. */
+  close (go_pipe[1]);
+  if (read (go_pipe[0], &go, 1) != 1)
+    _exit (127);
+  if (dup2 (null_fd, 0) >= 0 && dup2 (log_fd, 1) >= 0 && dup2 (log_fd, 2) >= 0 &&
+      chdir (dir) == 0)
+    {
+      sigemptyset (&none);
+      sigprocmask (SIG_SETMASK, &none, NULL);
+      for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+          sigaction (sig, &dfl, NULL);
+      /* Nothing of the daemon's but stdio crosses exec. */
+      syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+      execve (argv[0], argv, envp);
+    }
+  err = errno;
+  (void) !write (err_fd, &err, sizeof err);
+  _exit (127);
+}
+
+static void
+close_pipe (int p[2])
+{
+  for (int i = 0; i < 2; i++)
+    if (p[i] >= 0)
+      {
+        close (p[i]);
+        p[i] = -1;
+      }
+}
+
+static gboolean
+socket_accepts (const char *socket_path)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  int fd;
+  gboolean ok;
+
+  if (strlen (socket_path) >= sizeof addr.sun_path)
+    return FALSE;
+  strcpy (addr.sun_path, socket_path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return FALSE;
+  ok = connect (fd, (struct sockaddr *) &addr, sizeof addr) == 0;
+  close (fd);
+  return ok;
+}
+
+static void
+fail_with_log (GError **error, const char *log_path, goffset log_offset, const char *format, ...)
+  G_GNUC_PRINTF (4, 5);
+
+static void
+fail_with_log (GError **error, const char *log_path, goffset log_offset, const char *format, ...)
+{
+  g_autofree char *what = NULL;
+  g_autofree char *tail = mv_file_tail (log_path, log_offset, LOG_TAIL_LINES);
+  va_list args;
+
+  va_start (args, format);
+  what = g_strdup_vprintf (format, args);
+  va_end (args);
+  if (*tail)
+    g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s; its log %s ends with:\n%s",
+                 what, log_path, tail);
+  else
+    g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s; its log %s is empty", what, log_path);
+}
+
+MvProcess *
+mv_process_start (const char *socket_path, const char *const *argv, guint timeout_ms,
+                  GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (socket_path);
+  g_autofree char *log_path = mv_vmm_log_path (socket_path);
+  g_autofree char *command = g_strjoinv (" ", (char **) argv);
+  g_autofree char *header = NULL;
+  g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
+  g_autofree char *stamp = g_date_time_format_iso8601 (now);
+  g_auto (GStrv) envp = g_get_environ ();
+  int pid_pipe[2] = { -1, -1 }, go_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
+  int log_fd, null_fd, pidfd = -1, status, exec_errno = 0;
+  goffset log_offset;
+  pid_t intermediate, pid = -1;
+  guint64 start_time = 0;
+  char state;
+  gint64 deadline;
+  MvProcess *process;
+
+  log_fd = cloexec_above_stdio (g_open (log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  if (log_fd < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not open %s: %s", log_path,
+                   g_strerror (saved));
+      return NULL;
+    }
+  log_offset = lseek (log_fd, 0, SEEK_END);
+  header = g_strdup_printf ("microvmd: %s: starting %s\n", stamp, command);
+  write_all (log_fd, header, strlen (header));
+  log_offset += strlen (header);
+
+  null_fd = cloexec_above_stdio (g_open ("/dev/null", O_RDONLY | O_CLOEXEC, 0));
+  if (null_fd < 0 || pipe2 (pid_pipe, O_CLOEXEC) < 0 || pipe2 (go_pipe, O_CLOEXEC) < 0 ||
+      pipe2 (err_pipe, O_CLOEXEC) < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not prepare to start %s: %s",
+                   argv[0], g_strerror (saved));
+      close_pipe (pid_pipe);
+      close_pipe (go_pipe);
+      close_pipe (err_pipe);
+      if (null_fd >= 0)
+        close (null_fd);
+      close (log_fd);
+      return NULL;
+    }
+
+  /* Two forks: the VMM's parent exits at once, so the VMM is reparented to
+   * init (or the service manager) and is neither the daemon's child nor in
+   * its session or process group. */
+  intermediate = fork ();
+  if (intermediate == 0)
+    {
+      pid_t grandchild;
+
+      setsid ();
+      grandchild = fork ();
+      if (grandchild == 0)
+        exec_vmm (go_pipe, err_pipe[1], null_fd, log_fd, dir, (char *const *) argv, envp);
+      if (grandchild < 0)
+        grandchild = -errno;
+      (void) !write (pid_pipe[1], &grandchild, sizeof grandchild);
+      _exit (0);
+    }
+  if (intermediate < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not start %s: %s", argv[0],
+                   g_strerror (saved));
+      close_pipe (pid_pipe);
+      close_pipe (go_pipe);
+      close_pipe (err_pipe);
+      close (null_fd);
+      close (log_fd);
+      return NULL;
+    }
+
+  close (pid_pipe[1]);
+  pid_pipe[1] = -1;
+  close (go_pipe[0]);
+  go_pipe[0] = -1;
+  close (err_pipe[1]);
+  err_pipe[1] = -1;
+  close (null_fd);
+  close (log_fd);
+  while (waitpid (intermediate, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (!read_all (pid_pipe[0], &pid, sizeof pid) || pid <= 0)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not start %s: %s", argv[0],
+                   pid < 0 ? g_strerror (-pid) : "the intermediate process failed");
+      close_pipe (pid_pipe);
+      close_pipe (go_pipe);
+      close_pipe (err_pipe);
+      return NULL;
+    }
+  close_pipe (pid_pipe);
+
+  pidfd = pidfd_open (pid);
+  if (pidfd < 0 || !read_stat (pid, &state, &start_time))
+    {
+      int saved = errno;
+      if (pidfd >= 0)
+        {
+          pidfd_send_signal (pidfd, SIGKILL);
+          close (pidfd);
+        }
+      close_pipe (go_pipe);
+      close_pipe (err_pipe);
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not follow process %d: %s", pid,
+                   g_strerror (saved));
+      return NULL;
+    }
+  (void) !write (go_pipe[1], "g", 1);
+  close_pipe (go_pipe);
+  /* EOF once exec has closed the pipe; an errno if exec failed. */
+  if (read_all (err_pipe[0], &exec_errno, sizeof exec_errno))
+    {
+      close_pipe (err_pipe);
+      wait_pidfd (pidfd, g_get_monotonic_time () + G_USEC_PER_SEC);
+      close (pidfd);
+      g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "Could not run %s: %s", argv[0],
+                   g_strerror (exec_errno));
+      return NULL;
+    }
+  close_pipe (err_pipe);
+
+  deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  for (;;)
+    {
+      if (socket_accepts (socket_path))
+        break;
+      if (wait_pidfd (pidfd, MIN (deadline, g_get_monotonic_time () + SOCKET_POLL_MS * 1000)))
+        {
+          close (pidfd);
+          fail_with_log (error, log_path, log_offset, "%s ended before serving on %s", argv[0],
+                         socket_path);
+          return NULL;
+        }
+      if (g_get_monotonic_time () >= deadline)
+        {
+          pidfd_send_signal (pidfd, SIGKILL);
+          wait_pidfd (pidfd, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
+          close (pidfd);
+          fail_with_log (error, log_path, log_offset, "%s did not serve on %s within %u ms",
+                         argv[0], socket_path, timeout_ms);
+          return NULL;
+        }
+    }
+  close (pidfd);
+
+  process = g_new0 (MvProcess, 1);
+  process->pid = pid;
+  process->start_time = start_time;
+  process->socket_path = g_strdup (socket_path);
+  return process;
+}
+
+/* ---- exit source ---- */
+
+typedef struct {
+  GSource   source;
+  int       pidfd;     /* -1: the process was gone already */
+  gpointer  tag;
+} ExitSource;
+
+static gboolean
+exit_source_prepare (GSource *source, gint *timeout)
+{
+  ExitSource *s = (ExitSource *) source;
+
+  *timeout = -1;
+  return s->pidfd < 0;
+}
+
+static gboolean
+exit_source_check (GSource *source)
+{
+  ExitSource *s = (ExitSource *) source;
+
+  return s->pidfd < 0 || (g_source_query_unix_fd (source, s->tag) & G_IO_IN);
+}
+
+static gboolean
+exit_source_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+{
+  if (!callback)
+    return G_SOURCE_REMOVE;
+  return callback (user_data);
+}
+
+static void
+exit_source_finalize (GSource *source)
+{
+  ExitSource *s = (ExitSource *) source;
+
+  if (s->pidfd >= 0)
+    close (s->pidfd);
+}
+
+static GSourceFuncs exit_source_funcs = {
+  .prepare = exit_source_prepare,
+  .check = exit_source_check,
+  .dispatch = exit_source_dispatch,
+  .finalize = exit_source_finalize,
+};
+
+GSource *
+mv_process_exit_source_new (const MvProcess *process)
+{
+  GSource *source = g_source_new (&exit_source_funcs, sizeof (ExitSource));
+  ExitSource *s = (ExitSource *) source;
+
+  g_source_set_static_name (source, "microvmd VMM exit");
+  s->pidfd = mv_process_open_pidfd (process);
+  if (s->pidfd >= 0)
+    s->tag = g_source_add_unix_fd (source, s->pidfd, G_IO_IN);
+  return source;
+}

@@ -1,0 +1,59 @@
+/* VMM processes: started detached from the daemon so that they outlive it,
+ * identified afterwards by PID, start time and API socket, so that a PID
+ * the kernel has since given to another process is never signalled. */
+#pragma once
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+typedef struct {
+  int      pid;
+  guint64  start_time;    /* /proc/PID/stat field 22, in clock ticks after boot */
+  char    *socket_path;   /* the API socket; it is among the VMM's arguments */
+} MvProcess;
+
+void        mv_process_free (MvProcess *process);
+MvProcess  *mv_process_copy (const MvProcess *process);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvProcess, mv_process_free)
+
+/* The file the VMM serving on @socket_path writes its own output to,
+ * beside the socket. */
+char       *mv_vmm_log_path (const char *socket_path);
+
+/* Starts @argv (argv[0] a path) in its own session, reparented away from
+ * the daemon, with stdin on /dev/null, stdout and stderr appended to
+ * mv_vmm_log_path(), in the directory holding @socket_path, and waits up
+ * to @timeout_ms for the socket to accept a connection. On failure the
+ * process is killed and the error quotes the end of its log. */
+MvProcess  *mv_process_start (const char *socket_path, const char *const *argv,
+                              guint timeout_ms, GError **error);
+
+/* The process recorded as @pid, @start_time, @socket_path, if that
+ * process still runs; NULL otherwise (and for a PID reused since). */
+MvProcess  *mv_process_attach (int pid, guint64 start_time, const char *socket_path);
+/* Every running process with @socket_path among its arguments: what an
+ * interrupted start may have left without recording it. */
+GPtrArray  *mv_process_find_by_socket (const char *socket_path);
+/* Whether the process is still the one recorded, and alive. */
+gboolean    mv_process_alive (const MvProcess *process);
+/* A pidfd for the process, checked to be the recorded one; -1 if it is
+ * gone (errno ESRCH) or cannot be opened. */
+int         mv_process_open_pidfd (const MvProcess *process);
+/* Sends @signo, but only to the recorded process; TRUE if it was sent or
+ * the process is already gone. */
+gboolean    mv_process_signal (const MvProcess *process, int signo, GError **error);
+/* Waits up to @timeout_ms for the process to end; TRUE once it is gone. */
+gboolean    mv_process_wait (const MvProcess *process, guint timeout_ms);
+/* SIGKILL and wait for the end, checking identity first. */
+gboolean    mv_process_kill (const MvProcess *process, GError **error);
+
+/* The process's identity as recorded in status.json, and back. */
+void        mv_process_to_json (const MvProcess *process, JsonObject *object);
+MvProcess  *mv_process_from_json (JsonObject *object, GError **error);
+
+/* The last @lines lines of @path, from byte @offset on; "" if unreadable. */
+char       *mv_file_tail (const char *path, goffset offset, guint lines);
+
+/* A main-thread source that fires once when the process ends (for any
+ * process, not only children), or at once if it already has. The callback
+ * is a GSourceFunc. */
+GSource    *mv_process_exit_source_new (const MvProcess *process);

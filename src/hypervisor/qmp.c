@@ -1,0 +1,257 @@
+/* QMP client. Each server message is one JSON object on a line of its own;
+ * events may come before the reply to the command that caused them. */
+#include "qmp.h"
+#include "core/errors.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define READ_CHUNK 4096
+
+struct _MvQmp {
+  int        fd;
+  char      *socket_path;
+  GString   *buffer;
+  GPtrArray *events;    /* JsonObject* */
+  char      *version;
+  guint64    next_id;
+};
+
+void
+mv_qmp_free (MvQmp *qmp)
+{
+  if (!qmp)
+    return;
+  if (qmp->fd >= 0)
+    close (qmp->fd);
+  g_free (qmp->socket_path);
+  g_string_free (qmp->buffer, TRUE);
+  g_ptr_array_unref (qmp->events);
+  g_free (qmp->version);
+  g_free (qmp);
+}
+
+const char *
+mv_qmp_version (MvQmp *qmp)
+{
+  return qmp->version;
+}
+
+GPtrArray *
+mv_qmp_take_events (MvQmp *qmp)
+{
+  GPtrArray *events = qmp->events;
+
+  qmp->events = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+  return events;
+}
+
+JsonObject *
+mv_qmp_parse_line (const char *line, gsize length)
+{
+  g_autoptr (JsonParser) parser = json_parser_new_immutable ();
+  JsonNode *root;
+
+  if (!json_parser_load_from_data (parser, line, (gssize) length, NULL))
+    return NULL;
+  root = json_parser_get_root (parser);
+  if (!root || !JSON_NODE_HOLDS_OBJECT (root))
+    return NULL;
+  return json_object_ref (json_node_get_object (root));
+}
+
+/* The next message, waiting until @deadline_us (monotonic) at most. */
+static JsonObject *
+read_message (MvQmp *qmp, gint64 deadline_us, GError **error)
+{
+  for (;;)
+    {
+      char *newline = memchr (qmp->buffer->str, '\n', qmp->buffer->len);
+      struct pollfd pfd = { .fd = qmp->fd, .events = POLLIN };
+      char chunk[READ_CHUNK];
+      gint64 left;
+      ssize_t n;
+      int r;
+
+      if (newline)
+        {
+          gsize length = newline - qmp->buffer->str;
+          JsonObject *message = mv_qmp_parse_line (qmp->buffer->str, length);
+
+          g_string_erase (qmp->buffer, 0, length + 1);
+          if (message)
+            return message;
+          continue;   /* a blank line, or noise */
+        }
+
+      left = deadline_us - g_get_monotonic_time ();
+      if (left <= 0)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: no answer in time",
+                       qmp->socket_path);
+          return NULL;
+        }
+      r = poll (&pfd, 1, (int) ((left + 999) / 1000));
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        {
+          int saved = errno;
+          g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: %s", qmp->socket_path,
+                       g_strerror (saved));
+          return NULL;
+        }
+      if (r == 0)
+        continue;
+      n = read (qmp->fd, chunk, sizeof chunk);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        continue;
+      if (n <= 0)
+        {
+          int saved = errno;
+          g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: %s", qmp->socket_path,
+                       n == 0 ? "the VMM closed the connection" : g_strerror (saved));
+          return NULL;
+        }
+      g_string_append_len (qmp->buffer, chunk, n);
+    }
+}
+
+static gboolean
+send_all (MvQmp *qmp, const char *data, gsize length, GError **error)
+{
+  while (length > 0)
+    {
+      ssize_t n = send (qmp->fd, data, length, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          int saved = errno;
+          g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: %s", qmp->socket_path,
+                       g_strerror (saved));
+          return FALSE;
+        }
+      data += n;
+      length -= n;
+    }
+  return TRUE;
+}
+
+JsonNode *
+mv_qmp_execute (MvQmp *qmp, const char *command, JsonObject *arguments, guint timeout_ms,
+                GError **error)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  g_autoptr (JsonObject) request = json_object_new ();
+  g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+  g_autofree char *text = NULL;
+  g_autofree char *line = NULL;
+  guint64 id = ++qmp->next_id;
+
+  json_object_set_string_member (request, "execute", command);
+  if (arguments)
+    json_object_set_object_member (request, "arguments", json_object_ref (arguments));
+  json_object_set_int_member (request, "id", (gint64) id);
+  json_node_set_object (node, request);
+  text = json_to_string (node, FALSE);
+  line = g_strconcat (text, "\n", NULL);
+  if (!send_all (qmp, line, strlen (line), error))
+    return NULL;
+
+  for (;;)
+    {
+      g_autoptr (JsonObject) message = read_message (qmp, deadline, error);
+      JsonNode *member;
+
+      if (!message)
+        {
+          g_prefix_error (error, "%s: ", command);
+          return NULL;
+        }
+      if (json_object_has_member (message, "event"))
+        {
+          g_ptr_array_add (qmp->events, g_steal_pointer (&message));
+          continue;
+        }
+      /* A reply to an earlier command that timed out is not this one's. */
+      member = json_object_get_member (message, "id");
+      if (member && JSON_NODE_HOLDS_VALUE (member) && (guint64) json_node_get_int (member) != id)
+        continue;
+      if ((member = json_object_get_member (message, "error")) && JSON_NODE_HOLDS_OBJECT (member))
+        {
+          JsonObject *e = json_node_get_object (member);
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "QMP %s failed: %s: %s", command,
+                       json_object_get_string_member_with_default (e, "class", "Error"),
+                       json_object_get_string_member_with_default (e, "desc", "(no description)"));
+          return NULL;
+        }
+      if ((member = json_object_get_member (message, "return")))
+        return json_node_copy (member);
+    }
+}
+
+MvQmp *
+mv_qmp_connect (const char *socket_path, guint timeout_ms, GError **error)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  g_autoptr (MvQmp) qmp = NULL;
+  g_autoptr (JsonObject) greeting = NULL;
+  g_autoptr (JsonNode) ret = NULL;
+  JsonObject *q, *version;
+
+  if (strlen (socket_path) >= sizeof addr.sun_path)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "QMP socket path %s is longer than %zu bytes", socket_path,
+                   sizeof addr.sun_path - 1);
+      return NULL;
+    }
+  strcpy (addr.sun_path, socket_path);
+
+  qmp = g_new0 (MvQmp, 1);
+  qmp->socket_path = g_strdup (socket_path);
+  qmp->buffer = g_string_new (NULL);
+  qmp->events = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+  qmp->fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (qmp->fd < 0 || connect (qmp->fd, (struct sockaddr *) &addr, sizeof addr) < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: %s", socket_path,
+                   g_strerror (saved));
+      return NULL;
+    }
+
+  /* QEMU serves one client per monitor: a busy monitor accepts the
+   * connection but says nothing until the other client leaves. */
+  greeting = read_message (qmp, deadline, error);
+  if (!greeting)
+    {
+      g_prefix_error (error, "No QMP greeting (is another client connected?): ");
+      return NULL;
+    }
+  if (!(q = json_object_get_object_member_with_default (greeting, "QMP", NULL)))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "QMP %s: the greeting is not QMP's",
+                   socket_path);
+      return NULL;
+    }
+  version = json_object_get_object_member_with_default (q, "version", NULL);
+  version = version ? json_object_get_object_member_with_default (version, "qemu", NULL) : NULL;
+  if (version)
+    qmp->version = g_strdup_printf ("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
+                                    json_object_get_int_member_with_default (version, "major", 0),
+                                    json_object_get_int_member_with_default (version, "minor", 0),
+                                    json_object_get_int_member_with_default (version, "micro", 0));
+
+  ret = mv_qmp_execute (qmp, "qmp_capabilities", NULL,
+                        (guint) MAX (1, (deadline - g_get_monotonic_time ()) / 1000), error);
+  if (!ret)
+    return NULL;
+  return g_steal_pointer (&qmp);
+}
