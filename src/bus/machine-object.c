@@ -95,6 +95,10 @@ NUMBER_PROPERTY (get_updated_at, "t", uint64_t, (uint64_t) MAX (machine->config-
 NUMBER_PROPERTY (get_exit_code, "i", int32_t,
                  machine->status->has_exit_code ? machine->status->exit_code : -1)
 NUMBER_PROPERTY (get_restart_count, "u", uint32_t, machine->status->restart_count)
+NUMBER_PROPERTY (get_next_restart_at, "t", uint64_t, (uint64_t) MAX (machine->status->next_restart_at, 0))
+NUMBER_PROPERTY (get_finished_at, "t", uint64_t, (uint64_t) MAX (machine->status->finished_at, 0))
+NUMBER_PROPERTY (get_stopped_by_user, "b", int, machine->config->stopped_by_user)
+NUMBER_PROPERTY (get_standby_requested, "b", int, machine->config->standby)
 
 static int
 get_hypervisor (sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -221,14 +225,21 @@ request_and_wait (MvMachine *machine, sd_bus_message *call, MvDesired desired,
   MvConfig *previous = mv_config_copy (machine->config);
   MvConfig *config = machine->config;
   gint64 now = g_get_real_time ();
+  gboolean changed;
 
   if (restart)
     mv_config_request_restart (config, now);
-  if (!mv_config_set_desired (config, desired, now) && !restart &&
+  /* Any of these wakes a guest on standby (Stop by discarding it). */
+  changed = mv_config_set_standby (config, FALSE, now);
+  changed |= mv_config_set_desired (config, desired, now);
+  if (!changed && !restart &&
       machine->status->failed_generation == config->desired_generation &&
-      !mv_desired_reached (desired, machine->status->state))
+      !mv_machine_desired_reached (config, machine->status))
     mv_config_retry (config, now);
   config->stopped_by_user = by_user_stop;
+  /* A user's start or stop ends what the restart policy had pending. */
+  if (desired == MV_DESIRED_RUNNING || desired == MV_DESIRED_STOPPED)
+    mv_reconciler_cancel_restart (machine);
 
   if (!save_config_or_reply (machine, call, previous))
     return;
@@ -295,6 +306,22 @@ do_restart (MvMachine *machine, sd_bus_message *call)
 }
 
 static void
+do_standby (MvMachine *machine, sd_bus_message *call)
+{
+  MvConfig *previous;
+
+  if (!check_state (machine, call, "put on standby",
+                    STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STANDBY)))
+    return;
+  previous = mv_config_copy (machine->config);
+  mv_config_set_standby (machine->config, TRUE, g_get_real_time ());
+  if (!save_config_or_reply (machine, call, previous))
+    return;
+  mv_config_free (previous);
+  mv_reconciler_wait (machine, call, NULL);
+}
+
+static void
 do_delete (MvMachine *machine, sd_bus_message *call)
 {
   MvConfig *previous = mv_config_copy (machine->config);
@@ -336,6 +363,12 @@ static int
 method_resume (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
   return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "resume", do_resume);
+}
+
+static int
+method_standby (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "standby", do_standby);
 }
 
 static int
@@ -403,7 +436,7 @@ do_update (MvMachine *machine, sd_bus_message *call)
       return;
     }
   spec = mv_spec_from_json (json, &error);
-  if (!spec || !mv_spec_validate (spec, &error))
+  if (!spec || !mv_spec_validate_with_standby_min (spec, machine->daemon->standby_min_seconds, &error))
     {
       reply_gerror (call, error);
       return;
@@ -432,14 +465,18 @@ do_update (MvMachine *machine, sd_bus_message *call)
   spec->id = g_strdup (current->id);
   if (!only_live_fields_differ (current, spec) &&
       !check_state (machine, call, "update",
-                    STATES (MV_STATE_STOPPED, MV_STATE_FAILED)))
+                    STATES (MV_STATE_STOPPED, MV_STATE_FAILED, MV_STATE_STANDBY)))
     return;
+  /* A frozen guest cannot wake into another shape: it boots afresh. */
+  gboolean discard = machine->status->saved_state && mv_spec_shape_differs (current, spec);
 
   previous = mv_config_copy (machine->config);
   if (mv_config_update_spec (machine->config, g_steal_pointer (&spec), g_get_real_time ()) &&
       !save_config_or_reply (machine, call, previous))
     return;
   mv_config_free (previous);
+  if (discard)
+    mv_reconciler_discard_saved_state (machine);
   sd_bus_reply_method_return (call, NULL);
 }
 
@@ -575,12 +612,17 @@ static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_PROPERTY ("UpdatedAt", "t", get_updated_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("ExitCode", "i", get_exit_code, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("RestartCount", "u", get_restart_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("NextRestartAt", "t", get_next_restart_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("FinishedAt", "t", get_finished_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("StoppedByUser", "b", get_stopped_by_user, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("StandbyRequested", "b", get_standby_requested, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("Spec", "s", get_spec, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_SENSITIVE),
   SD_BUS_METHOD ("Start", "", "", method_start, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD ("Stop", "", "", method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD ("Pause", "", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD ("Resume", "", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD ("Restart", "", "", method_restart, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD ("Standby", "", "", method_standby, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("Delete", SD_BUS_ARGS ("b", force), SD_BUS_NO_RESULT,
                            method_delete, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("Update", SD_BUS_ARGS ("s", spec_json), SD_BUS_NO_RESULT,
@@ -613,7 +655,7 @@ static const struct {
   { MV_PROP_NAME, { "Name" } },
   { MV_PROP_STATE, { "State" } },
   { MV_PROP_STATE_ERROR, { "StateError" } },
-  { MV_PROP_DESIRED_STATE, { "DesiredState" } },
+  { MV_PROP_DESIRED_STATE, { "DesiredState", "StoppedByUser", "StandbyRequested" } },
   { MV_PROP_DESIRED_GENERATION, { "DesiredGeneration" } },
   { MV_PROP_OBSERVED_GENERATION, { "ObservedGeneration" } },
   { MV_PROP_SPECIFICATION_GENERATION, { "SpecificationGeneration" } },
@@ -622,8 +664,8 @@ static const struct {
   { MV_PROP_PHASE, { "Phase", "OperationId" } },
   { MV_PROP_STARTED_AT, { "StartedAt" } },
   { MV_PROP_UPDATED_AT, { "UpdatedAt" } },
-  { MV_PROP_EXIT_CODE, { "ExitCode" } },
-  { MV_PROP_RESTART_COUNT, { "RestartCount" } },
+  { MV_PROP_EXIT_CODE, { "ExitCode", "FinishedAt" } },
+  { MV_PROP_RESTART_COUNT, { "RestartCount", "NextRestartAt" } },
 };
 
 void

@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "machine-object.h"
 #include "names.h"
+#include "store/fault.h"
 #include "polkit.h"
 #include "reconcile/reconciler.h"
 
@@ -14,6 +15,8 @@ static const char *const features[] = {
   "idempotent-create",
   "async-lifecycle",
   "desired-state",
+  "standby",
+  "restart-policies",
   NULL,
 };
 
@@ -88,7 +91,7 @@ do_create (sd_bus_message *call, gpointer user_data)
       return;
     }
   spec = mv_spec_from_json (json, &error);
-  if (!spec || !mv_spec_validate (spec, &error))
+  if (!spec || !mv_spec_validate_with_standby_min (spec, daemon->standby_min_seconds, &error))
     {
       mv_bus_reply_gerror (call, error);
       return;
@@ -134,6 +137,7 @@ do_create (sd_bus_message *call, gpointer user_data)
       mv_bus_reply_gerror (call, error);
       return;
     }
+  mv_fault_point ("create", "published");
 
   machine = mv_machine_new (daemon, g_steal_pointer (&config), g_steal_pointer (&status));
   g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, MV_LOG_FIELD_MACHINE_ID, machine->id,
@@ -180,6 +184,66 @@ method_get_machine (sd_bus_message *m, void *userdata, sd_bus_error *error)
   if (!machine)
     return sd_bus_error_setf (error, MV_BUS_ERROR_NOT_FOUND, "No machine called %s", name_or_id);
   return sd_bus_reply_method_return (m, "o", machine->path);
+}
+
+typedef struct {
+  MvDaemon *daemon;
+  char     *name_or_id;
+  guint64   sequence;
+} TrafficCall;
+
+static void
+traffic_call_free (TrafficCall *t)
+{
+  g_free (t->name_or_id);
+  g_free (t);
+}
+
+static void
+do_restore_after_traffic (sd_bus_message *call, gpointer user_data)
+{
+  TrafficCall *t = user_data;
+  MvMachine *machine = mv_daemon_find_machine (t->daemon, t->name_or_id);
+
+  if (!machine)
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_NOT_FOUND, "No machine called %s",
+                                  t->name_or_id);
+      return;
+    }
+  mv_reconciler_traffic (machine, t->sequence, call);
+}
+
+/* The network layer reports traffic for a machine; one on standby wakes. */
+static int
+method_restore_after_traffic (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  MvDaemon *daemon = userdata;
+  const char *name_or_id = NULL;
+  uint64_t sequence = 0;
+  MvMachine *machine;
+  TrafficCall *t;
+  int r = sd_bus_message_read (m, "st", &name_or_id, &sequence);
+
+  if (r < 0)
+    return r;
+  machine = mv_daemon_find_machine (daemon, name_or_id);
+  if (!machine)
+    return sd_bus_error_setf (error, MV_BUS_ERROR_NOT_FOUND, "No machine called %s", name_or_id);
+
+  const char *details[] = {
+    "machine", machine->config->spec->name,
+    "machine_id", machine->id,
+    "verb", "restore-after-traffic",
+    NULL,
+  };
+  t = g_new0 (TrafficCall, 1);
+  t->daemon = daemon;
+  t->name_or_id = g_strdup (machine->id);
+  t->sequence = sequence;
+  mv_polkit_check (m, MV_ACTION_MACHINE_LIFECYCLE, details, do_restore_after_traffic, t,
+                   (GDestroyNotify) traffic_call_free);
+  return 1;
 }
 
 static gint
@@ -293,6 +357,9 @@ static const sd_bus_vtable manager_vtable[] = {
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("ListMachines", SD_BUS_NO_ARGS,
                            SD_BUS_RESULT ("a(ssso)", machines), method_list_machines,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("RestoreAfterTraffic", SD_BUS_ARGS ("s", name_or_id, "t", sequence),
+                           SD_BUS_RESULT ("b", woken), method_restore_after_traffic,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineNew", SD_BUS_ARGS ("s", id, "o", machine), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineRemoved", SD_BUS_ARGS ("s", id, "o", machine), 0),

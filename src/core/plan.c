@@ -76,8 +76,9 @@ mv_plan_next_step (const MvConfig *config, const MvStatus *status, gint64 now)
       status->failed_generation == config->desired_generation)
     return MV_STEP_NONE;
 
+  /* Destroy removes one resource per step, the VMM first. */
   if (config->desired == MV_DESIRED_DESTROYED)
-    return has_vmm (status->state) ? MV_STEP_FORCE_STOP : MV_STEP_DESTROY;
+    return MV_STEP_DESTROY;
 
   switch (config->desired)
     {

@@ -11,7 +11,7 @@ typedef enum {
   MV_STEP_PAUSE,
   MV_STEP_RESUME,
   MV_STEP_STANDBY,      /* freeze the guest to disk and end its VMM */
-  MV_STEP_DESTROY,      /* remove runtime, storage and records */
+  MV_STEP_DESTROY,      /* remove the next resource: VMM, runtime, saved guest, records */
 } MvStep;
 
 /* @now (µs since the epoch) decides whether a pending restart is due. */

@@ -13,8 +13,6 @@
 #include <glib-unix.h>
 #include <systemd/sd-daemon.h>
 
-#define DEFAULT_STOP_TIMEOUT_SECONDS 30
-
 static GPtrArray *registered_runtimes;
 
 void
@@ -112,6 +110,7 @@ mv_machine_free (MvMachine *machine)
   /* Calls still waiting get an answer rather than a timeout. */
   mv_reconciler_settle_waiters (machine, error);
   g_clear_handle_id (&machine->flush_id, g_source_remove);
+  g_clear_handle_id (&machine->restart_timer, g_source_remove);
   mv_config_free (machine->config);
   mv_status_free (machine->status);
   g_free (machine->path);
@@ -164,13 +163,32 @@ open_bus (const char *address, GError **error)
   return g_steal_pointer (&bus);
 }
 
+typedef struct {
+  const char *key;
+  guint       min, max, fallback;
+  gsize       offset;             /* of the guint in MvDaemon */
+} LifecycleSetting;
+
+/* The [lifecycle] group; data/microvmd.conf documents each key. */
+static const LifecycleSetting lifecycle_settings[] = {
+  { "stop-timeout-seconds", 1, 3600, 30, G_STRUCT_OFFSET (MvDaemon, stop_timeout_seconds) },
+  { "standby-min-seconds", 1, 86400, MV_STANDBY_AFTER_MIN_SECONDS,
+    G_STRUCT_OFFSET (MvDaemon, standby_min_seconds) },
+  { "idle-sample-seconds", 1, 3600, 60, G_STRUCT_OFFSET (MvDaemon, idle_sample_seconds) },
+  { "idle-cpu-percent", 1, 100, 5, G_STRUCT_OFFSET (MvDaemon, idle_cpu_percent) },
+  { "restart-backoff-ms", 1, 600000, 1000, G_STRUCT_OFFSET (MvDaemon, restart_backoff_ms) },
+  { "resync-seconds", 1, 3600, 30, G_STRUCT_OFFSET (MvDaemon, resync_seconds) },
+};
+
 static gboolean
 load_config (MvDaemon *daemon, const char *path, gboolean explicit, GError **error)
 {
   g_autoptr (GError) local = NULL;
 
   daemon->config = g_key_file_new ();
-  daemon->stop_timeout_seconds = DEFAULT_STOP_TIMEOUT_SECONDS;
+  for (guint i = 0; i < G_N_ELEMENTS (lifecycle_settings); i++)
+    G_STRUCT_MEMBER (guint, daemon, lifecycle_settings[i].offset) = lifecycle_settings[i].fallback;
+
   if (!g_key_file_load_from_file (daemon->config, path, G_KEY_FILE_NONE, &local))
     {
       if (!explicit && g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
@@ -178,18 +196,40 @@ load_config (MvDaemon *daemon, const char *path, gboolean explicit, GError **err
       g_propagate_prefixed_error (error, g_steal_pointer (&local), "%s: ", path);
       return FALSE;
     }
-  if (g_key_file_has_key (daemon->config, "lifecycle", "stop-timeout-seconds", NULL))
+  for (guint i = 0; i < G_N_ELEMENTS (lifecycle_settings); i++)
     {
-      guint64 v = g_key_file_get_uint64 (daemon->config, "lifecycle", "stop-timeout-seconds", &local);
-      if (local || v == 0 || v > 3600)
+      const LifecycleSetting *s = &lifecycle_settings[i];
+      guint64 v;
+
+      if (!g_key_file_has_key (daemon->config, "lifecycle", s->key, NULL))
+        continue;
+      v = g_key_file_get_uint64 (daemon->config, "lifecycle", s->key, &local);
+      if (local || v < s->min || v > s->max)
         {
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                       "%s: [lifecycle] stop-timeout-seconds must be 1–3600", path);
+                       "%s: [lifecycle] %s must be %u to %u", path, s->key, s->min, s->max);
           return FALSE;
         }
-      daemon->stop_timeout_seconds = v;
+      G_STRUCT_MEMBER (guint, daemon, s->offset) = (guint) v;
     }
   return TRUE;
+}
+
+void
+mv_daemon_set_migration_guard (MvDaemon *daemon,
+                               gboolean (*guard) (const char *machine_id, gpointer user_data),
+                               gpointer user_data)
+{
+  daemon->migration_guard = guard;
+  daemon->migration_guard_data = user_data;
+}
+
+static MvDaemonSetupFunc setup_func;
+
+void
+mv_daemon_set_setup_func (MvDaemonSetupFunc func)
+{
+  setup_func = func;
 }
 
 MvDaemon *
@@ -276,13 +316,21 @@ static void
 load_machines (MvDaemon *daemon)
 {
   g_autoptr (GPtrArray) records = mv_store_load_machines (daemon->store, daemon->invalid);
+  GHashTableIter iter;
+  MvMachine *machine;
 
   for (guint i = 0; i < records->len; i++)
     {
       MvRecord *record = records->pdata[i];
-      MvMachine *machine = mv_machine_new (daemon, g_steal_pointer (&record->config),
+      machine = mv_machine_new (daemon, g_steal_pointer (&record->config),
                                            g_steal_pointer (&record->status));
       mv_reconciler_recover (machine);
+    }
+  /* StartOnBoot runs once every machine is recovered. */
+  g_hash_table_iter_init (&iter, daemon->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    {
+      mv_reconciler_start_on_boot (machine);
       machine->dirty = 0;
       machine->announced_state = machine->status->state;
     }
@@ -309,6 +357,34 @@ on_bus_failed (gpointer user_data)
   g_warning ("Lost the bus connection; exiting");
   g_main_loop_quit (daemon->loop);
   return G_SOURCE_REMOVE;
+}
+
+/* Looks at every machine again now and then: catches what no event
+ * reported (a migration that ended, a clock that jumped). */
+static gboolean
+on_resync (gpointer user_data)
+{
+  MvDaemon *daemon = user_data;
+  GHashTableIter iter;
+  MvMachine *machine;
+
+  g_hash_table_iter_init (&iter, daemon->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    mv_reconciler_kick (machine);
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_idle_sample (gpointer user_data)
+{
+  MvDaemon *daemon = user_data;
+  GHashTableIter iter;
+  MvMachine *machine;
+
+  g_hash_table_iter_init (&iter, daemon->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    mv_reconciler_sample_idle (machine);
+  return G_SOURCE_CONTINUE;
 }
 
 int
@@ -346,6 +422,9 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
       mv_reconciler_kick (machine);
     }
 
+  daemon->resync_timer = g_timeout_add_seconds (daemon->resync_seconds, on_resync, daemon);
+  daemon->idle_timer = g_timeout_add_seconds (daemon->idle_sample_seconds, on_idle_sample, daemon);
+
   sd_notify (0, "READY=1");
   g_message ("microvmd %s serving %s", PACKAGE_VERSION, MV_BUS_NAME);
   g_main_loop_run (daemon->loop);
@@ -360,6 +439,8 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
       if (busy)
         g_main_context_iteration (NULL, TRUE);
     }
+  g_clear_handle_id (&daemon->resync_timer, g_source_remove);
+  g_clear_handle_id (&daemon->idle_timer, g_source_remove);
   sd_bus_release_name (daemon->bus, MV_BUS_NAME);
   return 0;
 }
@@ -408,6 +489,8 @@ mv_daemon_main (int argc, char **argv, MvRuntime **runtimes)
   MvDaemon *daemon = mv_daemon_new (&options, &error);
   int status = 1;
 
+  if (daemon && setup_func)
+    setup_func (daemon);
   if (daemon && mv_daemon_run (daemon, &error) == 0)
     status = 0;
   if (error)

@@ -3,11 +3,34 @@
 #include "daemon/daemon.h"
 #include "test-runtime.h"
 
+/* A machine is migrating while a file named by its ID exists in the
+ * directory $MICROVMD_TEST_MIGRATING_DIR. */
+static gboolean
+test_migration_guard (const char *machine_id, gpointer user_data)
+{
+  const char *dir = user_data;
+  g_autofree char *path = g_build_filename (dir, machine_id, NULL);
+
+  return g_file_test (path, G_FILE_TEST_EXISTS);
+}
+
+static void
+setup (MvDaemon *daemon)
+{
+  const char *dir = g_getenv ("MICROVMD_TEST_MIGRATING_DIR");
+
+  if (dir)
+    mv_daemon_set_migration_guard (daemon, test_migration_guard, (gpointer) dir);
+}
+
 int
 main (int argc, char **argv)
 {
   MvRuntime *runtimes[] = { mv_test_runtime_new (), NULL };
-  int status = mv_daemon_main (argc, argv, runtimes);
+  int status;
+
+  mv_daemon_set_setup_func (setup);
+  status = mv_daemon_main (argc, argv, runtimes);
 
   g_free (runtimes[0]);
   return status;

@@ -4,7 +4,10 @@
  * writing "exited CODE" or "crashed" into that file.
  *
  * The kernel command line steers it: "test.fail-start" makes a start fail,
- * "test.start-delay-ms=N" makes a start take N ms. */
+ * "test.fail-restore" a restore, "test.start-delay-ms=N" makes a start
+ * take N ms. A guest is frozen by moving its state file into the saved
+ * directory; the CPU time it has used is what "test-vmm.cpu" says (ns),
+ * 0 when there is no such file. */
 #include "test-runtime.h"
 #include "core/errors.h"
 
@@ -155,6 +158,64 @@ test_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   return TRUE;
 }
 
+#define SAVED_FILE "guest.frozen"
+
+static gboolean
+test_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
+{
+  g_autofree char *path = state_path (req);
+  g_autofree char *state = read_state (path);
+  g_autofree char *saved = g_build_filename (state_dir, SAVED_FILE, NULL);
+
+  if (!state || (!g_str_equal (state, "running") && !g_str_equal (state, "paused")))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The VMM is not running");
+      return FALSE;
+    }
+  if (!write_state (saved, state, error))
+    return FALSE;
+  g_unlink (path);
+  return TRUE;
+}
+
+static JsonObject *
+test_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
+{
+  g_autofree char *saved = g_build_filename (state_dir, SAVED_FILE, NULL);
+  g_autofree char *state = read_state (saved);
+  g_autofree char *path = state_path (req);
+  JsonObject *vmm;
+
+  if (!state)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_NOT_FOUND, "No frozen guest in %s", state_dir);
+      return NULL;
+    }
+  if (req->spec->kernel_args && strstr (req->spec->kernel_args, "test.fail-restore"))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The frozen guest did not wake");
+      return NULL;
+    }
+  /* The guest runs on where it was, and is let run. */
+  if (!write_state (path, "running", error))
+    return NULL;
+  vmm = json_object_new ();
+  json_object_set_string_member (vmm, "type", "test");
+  json_object_set_string_member (vmm, "state_file", path);
+  json_object_set_boolean_member (vmm, "restored", TRUE);
+  return vmm;
+}
+
+static gboolean
+test_usage (MvRuntime *rt, const MvRuntimeRequest *req, guint64 *cpu_ns, GError **error)
+{
+  g_autofree char *path = g_build_filename (req->runtime_dir, "test-vmm.cpu", NULL);
+  g_autofree char *value = read_state (path);
+
+  *cpu_ns = value ? g_ascii_strtoull (value, NULL, 10) : 0;
+  return TRUE;
+}
+
 static gboolean
 poll_watch (gpointer user_data)
 {
@@ -233,5 +294,8 @@ mv_test_runtime_new (void)
   rt->destroy = test_destroy;
   rt->watch = test_watch;
   rt->unwatch = test_unwatch;
+  rt->save = test_save;
+  rt->restore = test_restore;
+  rt->usage = test_usage;
   return rt;
 }
