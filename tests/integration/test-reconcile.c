@@ -1,0 +1,731 @@
+/* Reconciliation and recovery through the daemon, with the test runtime:
+ * standby and waking, sleepy machines, traffic events, restart policies,
+ * StartOnBoot, remove_on_exit, the migration guard, and a crash of the
+ * daemon at every recorded phase of every operation. */
+#include "bus-client.h"
+#include "names.h"
+
+#include <glib/gstdio.h>
+
+#define SPEC_WITH(name, extra) \
+  "{\"name\":\"" name "\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\"" extra "}"
+#define SPEC(name) SPEC_WITH (name, "")
+
+typedef struct {
+  MvTestEnv *env;
+  Client    *client;
+} Fixture;
+
+/* Short lifecycle periods so that the tests see restarts, idleness and
+ * resyncs within seconds; the product defaults are untouched. */
+static const char test_config[] =
+  "[lifecycle]\n"
+  "standby-min-seconds=1\n"
+  "idle-sample-seconds=1\n"
+  "idle-cpu-percent=10\n"
+  "restart-backoff-ms=300\n"
+  "resync-seconds=1\n";
+
+static void
+fixture_setup (Fixture *f, gconstpointer data)
+{
+  f->env = mv_test_env_new ();
+  mv_test_env_write_config (f->env, data ? data : test_config);
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+}
+
+static void
+fixture_teardown (Fixture *f, gconstpointer data)
+{
+  client_free (f->client);
+  mv_test_env_free (f->env);
+}
+
+static gboolean
+state_is (Client *client, gpointer data)
+{
+  const char *const *want = data; /* { path, state } */
+  g_autofree char *state = client_get_string (client, want[0], "State");
+  return g_str_equal (state, want[1]);
+}
+
+static void
+assert_state_soon (Client *client, const char *path, const char *state, guint timeout_ms)
+{
+  const char *want[] = { path, state };
+  if (!client_wait (client, state_is, want, timeout_ms))
+    {
+      g_autofree char *now = client_get_string (client, path, "State");
+      g_autofree char *why = client_get_string (client, path, "StateError");
+      g_error ("%s: expected State %s, it is %s (%s)", path, state, now, why);
+    }
+}
+
+static void
+assert_state_stays (Client *client, const char *path, const char *state, guint ms)
+{
+  for (guint waited = 0; waited < ms; waited += 100)
+    {
+      g_autofree char *now = client_get_string (client, path, "State");
+      g_assert_cmpstr (now, ==, state);
+      client_settle (client, 100);
+    }
+}
+
+static gboolean
+get_bool (Fixture *f, const char *path, const char *prop)
+{
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  int value = 0;
+
+  g_assert_cmpint (sd_bus_get_property_trivial (f->client->bus, MV_BUS_NAME, path,
+                                                MV_MACHINE_IFACE, prop, &error, 'b', &value),
+                   >=, 0);
+  return value;
+}
+
+static char *
+machine_id (Client *client, const char *path)
+{
+  return client_get_string (client, path, "Id");
+}
+
+static char *
+machine_file (Fixture *f, const char *path, const char *name)
+{
+  g_autofree char *id = machine_id (f->client, path);
+  return g_build_filename (mv_test_env_state_dir (f->env), "machines", id, name, NULL);
+}
+
+static char *
+vmm_file (Fixture *f, const char *id)
+{
+  return g_build_filename (mv_test_env_runtime_dir (f->env), "machines", id,
+                           "test-vmm.state", NULL);
+}
+
+static char *
+create (Fixture *f, const char *spec)
+{
+  g_autofree char *err = NULL, *msg = NULL;
+  char *path = client_create (f->client, spec, 0, &err, &msg);
+
+  if (!path)
+    g_error ("CreateMachine: %s: %s", err, msg);
+  return path;
+}
+
+static void
+call_ok (Fixture *f, const char *path, const char *member)
+{
+  g_autofree char *msg = NULL;
+  g_autofree char *err = client_machine_call (f->client, path, member, &msg);
+
+  if (err)
+    g_error ("%s: %s: %s", member, err, msg);
+}
+
+/* The VMM "crashes" or ends with @how ("crashed", "exited 0"). */
+static void
+end_vmm (Fixture *f, const char *path, const char *how)
+{
+  g_autofree char *id = machine_id (f->client, path);
+  g_autofree char *file = vmm_file (f, id);
+
+  g_assert_true (g_file_set_contents (file, how, -1, NULL));
+}
+
+/* ----- standby ----- */
+
+static void
+test_standby_and_start (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, SPEC ("sleeper"));
+  g_autofree char *id = machine_id (f->client, path);
+  g_autofree char *saved = machine_file (f, path, "saved");
+  g_autofree char *vmm = vmm_file (f, id);
+  g_autofree char *status = machine_file (f, path, "status.json");
+  g_autofree char *json = NULL;
+
+  call_ok (f, path, "Start");
+  call_ok (f, path, "Pause");
+  call_ok (f, path, "Standby");
+
+  /* Frozen to disk, the VMM gone. */
+  g_autofree char *state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Standby");
+  g_assert_true (g_file_test (saved, G_FILE_TEST_IS_DIR));
+  g_assert_false (g_file_test (vmm, G_FILE_TEST_EXISTS));
+  g_assert_cmpuint (client_get_u64 (f->client, path, "ObservedGeneration"), ==,
+                    client_get_u64 (f->client, path, "DesiredGeneration"));
+
+  /* Standby survives a daemon restart. */
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Standby");
+
+  /* Start resumes the frozen guest rather than booting afresh, and the
+   * saved state, stale once the guest runs on, goes. */
+  call_ok (f, path, "Start");
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Running");
+  g_assert_true (g_file_get_contents (status, &json, NULL, NULL));
+  g_assert_nonnull (strstr (json, "\"restored\" : true"));
+  g_assert_false (g_file_test (saved, G_FILE_TEST_EXISTS));
+
+  /* Stop discards what was frozen. */
+  call_ok (f, path, "Standby");
+  g_assert_true (g_file_test (saved, G_FILE_TEST_IS_DIR));
+  call_ok (f, path, "Stop");
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Stopped");
+  g_assert_false (g_file_test (saved, G_FILE_TEST_EXISTS));
+
+  /* A stopped machine cannot go on standby. */
+  g_autofree char *msg = NULL;
+  g_autofree char *err = client_machine_call (f->client, path, "Standby", &msg);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+}
+
+static void
+test_restore_failure_keeps_saved_state (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, SPEC_WITH ("fragile", ",\"kernel_args\":\"test.fail-restore\""));
+  g_autofree char *saved = machine_file (f, path, "saved");
+  g_autofree char *msg = NULL, *err = NULL, *state = NULL;
+
+  call_ok (f, path, "Start");
+  call_ok (f, path, "Standby");
+  err = client_machine_call (f->client, path, "Start", &msg);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+  g_assert_nonnull (strstr (msg, "did not wake"));
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Standby");
+  g_assert_true (g_file_test (saved, G_FILE_TEST_IS_DIR));
+
+  /* A change of shape makes the frozen guest useless: it is discarded. */
+  g_autoptr (sd_bus_message) r = client_call (
+    f->client, path, MV_MACHINE_IFACE, "Update", &err, &msg, "s",
+    SPEC_WITH ("fragile", ",\"kernel_args\":\"test.fail-restore\",\"memory_bytes\":536870912"));
+  g_assert_nonnull (r);
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Stopped");
+  g_assert_false (g_file_test (saved, G_FILE_TEST_EXISTS));
+}
+
+/* ----- sleepy machines and traffic ----- */
+
+static void
+test_idle_goes_on_standby (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, SPEC_WITH ("sleepy", ",\"standby_after_seconds\":2"));
+  g_autofree char *busy = create (f, SPEC ("insomniac"));
+
+  call_ok (f, path, "Start");
+  call_ok (f, busy, "Start");
+  /* Idle (the test VMM uses no CPU) for 2 s, judged once a second. */
+  assert_state_soon (f->client, path, "Standby", 8000);
+  g_assert_cmpint (client_get_i32 (f->client, path, "ExitCode"), ==, -1);
+  /* Without standby_after_seconds a machine is never put to sleep. */
+  g_autofree char *state = client_get_string (f->client, busy, "State");
+  g_assert_cmpstr (state, ==, "Running");
+}
+
+static void
+test_busy_stays_awake (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, SPEC_WITH ("worker", ",\"standby_after_seconds\":2"));
+  g_autofree char *id = NULL, *cpu = NULL;
+  guint64 used = 0;
+
+  call_ok (f, path, "Start");
+  id = machine_id (f->client, path);
+  cpu = g_build_filename (mv_test_env_runtime_dir (f->env), "machines", id, "test-vmm.cpu", NULL);
+  /* Half a CPU, well above the 10 % idle threshold, for 5 s. */
+  for (guint i = 0; i < 50; i++)
+    {
+      g_autofree char *text = NULL;
+      used += 50 * 1000 * 1000;
+      text = g_strdup_printf ("%" G_GUINT64_FORMAT, used);
+      g_assert_true (g_file_set_contents (cpu, text, -1, NULL));
+      client_settle (f->client, 100);
+    }
+  g_autofree char *state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Running");
+  /* Once it stops working it sleeps. */
+  assert_state_soon (f->client, path, "Standby", 8000);
+}
+
+static void
+test_standby_minimum (Fixture *f, gconstpointer data)
+{
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autofree char *path = client_create (f->client, SPEC_WITH ("restless", ",\"standby_after_seconds\":30"),
+                                         0, &err, &msg);
+
+  /* Without configuration the product minimum of 60 s holds. */
+  g_assert_null (path);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (msg, "standby_after_seconds"));
+  g_assert_nonnull (strstr (msg, "60"));
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+}
+
+static gboolean
+traffic (Fixture *f, const char *name, guint64 sequence)
+{
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                  "RestoreAfterTraffic", &err, &msg, "st",
+                                                  name, sequence);
+  int woken = 0;
+
+  if (!reply)
+    g_error ("RestoreAfterTraffic: %s: %s", err, msg);
+  g_assert_cmpint (sd_bus_message_read (reply, "b", &woken), >, 0);
+  return woken;
+}
+
+static void
+test_traffic_wakes_once (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, SPEC ("web"));
+  g_autofree char *state = NULL;
+
+  call_ok (f, path, "Start");
+  /* Traffic for a machine that is awake changes nothing. */
+  g_assert_false (traffic (f, "web", 1));
+
+  call_ok (f, path, "Standby");
+  g_assert_true (traffic (f, "web", 5));
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Running");
+
+  call_ok (f, path, "Standby");
+  /* A duplicate and a stale event: no effect. */
+  g_assert_false (traffic (f, "web", 5));
+  g_assert_false (traffic (f, "web", 3));
+  assert_state_stays (f->client, path, "Standby", 500);
+  /* A newer one wakes it. */
+  g_assert_true (traffic (f, "web", 6));
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Running");
+
+  /* An unknown machine. */
+  g_autofree char *err = NULL;
+  g_autoptr (sd_bus_message) none = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                 "RestoreAfterTraffic", &err, NULL, "st",
+                                                 "nosuch", (guint64) 9);
+  g_assert_null (none);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_NOT_FOUND);
+}
+
+/* ----- restart policies ----- */
+
+static void
+test_on_failure_backs_off_and_gives_up (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, SPEC_WITH ("flaky", ",\"restart\":{\"mode\":\"on-failure\",\"max_retries\":2}"));
+  guint64 first_delay = 0;
+
+  call_ok (f, path, "Start");
+  for (guint i = 1; i <= 2; i++)
+    {
+      end_vmm (f, path, "crashed");
+      assert_state_soon (f->client, path, "Restarting", 5000);
+      g_assert_cmpuint (client_get_u32 (f->client, path, "RestartCount"), ==, i);
+      guint64 next = client_get_u64 (f->client, path, "NextRestartAt");
+      guint64 finished = client_get_u64 (f->client, path, "FinishedAt");
+      g_assert_cmpuint (next, >, finished);
+      /* Exponential backoff: 300 ms, then 600 ms. */
+      if (i == 1)
+        first_delay = next - finished;
+      else
+        g_assert_cmpuint (next - finished, ==, 2 * first_delay);
+      assert_state_soon (f->client, path, "Running", 5000);
+    }
+  g_assert_cmpuint (first_delay, ==, 300 * 1000);
+
+  /* The third failure in a row is one too many. */
+  end_vmm (f, path, "crashed");
+  assert_state_soon (f->client, path, "Failed", 5000);
+  assert_state_stays (f->client, path, "Failed", 1000);
+  g_assert_cmpuint (client_get_u32 (f->client, path, "RestartCount"), ==, 2);
+
+  /* A user's start resets the count. */
+  call_ok (f, path, "Start");
+  g_assert_cmpuint (client_get_u32 (f->client, path, "RestartCount"), ==, 0);
+}
+
+static void
+test_clean_end_by_policy (Fixture *f, gconstpointer data)
+{
+  g_autofree char *no = create (f, SPEC ("oneshot"));
+  g_autofree char *on_failure = create (f, SPEC_WITH ("batch", ",\"restart\":{\"mode\":\"on-failure\"}"));
+  g_autofree char *always = create (f, SPEC_WITH ("service", ",\"restart\":{\"mode\":\"always\"}"));
+  g_autofree char *desired = NULL;
+
+  call_ok (f, no, "Start");
+  call_ok (f, on_failure, "Start");
+  call_ok (f, always, "Start");
+  end_vmm (f, no, "exited 0");
+  end_vmm (f, on_failure, "exited 0");
+  end_vmm (f, always, "exited 0");
+
+  assert_state_soon (f->client, no, "Stopped", 5000);
+  assert_state_soon (f->client, on_failure, "Stopped", 5000);
+  desired = client_get_string (f->client, no, "DesiredState");
+  g_assert_cmpstr (desired, ==, "stopped");
+  g_assert_cmpint (client_get_i32 (f->client, no, "ExitCode"), ==, 0);
+  /* always restarts whatever the end. */
+  assert_state_soon (f->client, always, "Restarting", 5000);
+  assert_state_soon (f->client, always, "Running", 5000);
+
+  /* Stop cancels a pending restart. */
+  end_vmm (f, always, "crashed");
+  assert_state_soon (f->client, always, "Restarting", 5000);
+  call_ok (f, always, "Stop");
+  assert_state_stays (f->client, always, "Stopped", 1500);
+  g_assert_cmpuint (client_get_u64 (f->client, always, "NextRestartAt"), ==, 0);
+}
+
+static void
+test_remove_on_exit (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, SPEC_WITH ("ephemeral", ",\"remove_on_exit\":true"));
+  g_autofree char *err = NULL;
+
+  call_ok (f, path, "Start");
+  client_clear_signals (f->client);
+  end_vmm (f, path, "exited 0");
+  for (guint i = 0; i < 50 && client_count_signals (f->client, MV_MANAGER_PATH, "MachineRemoved") == 0; i++)
+    client_settle (f->client, 100);
+  g_assert_cmpuint (client_count_signals (f->client, MV_MANAGER_PATH, "MachineRemoved"), ==, 1);
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+  g_autoptr (sd_bus_message) none = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                 "GetMachine", &err, NULL, "s", "ephemeral");
+  g_assert_null (none);
+}
+
+static void
+test_start_on_boot (Fixture *f, gconstpointer data)
+{
+  g_autofree char *user_stopped = create (f, SPEC_WITH ("kept-down", ",\"restart\":{\"mode\":\"unless-stopped\"}"));
+  g_autofree char *never_started = create (f, SPEC_WITH ("comes-up", ",\"restart\":{\"mode\":\"unless-stopped\"}"));
+  g_autofree char *always = create (f, SPEC_WITH ("always-up", ",\"restart\":{\"mode\":\"always\"}"));
+  g_autofree char *plain = create (f, SPEC ("stays-down"));
+  g_autofree char *s4 = NULL;
+
+  call_ok (f, user_stopped, "Start");
+  call_ok (f, user_stopped, "Stop");
+  g_assert_true (get_bool (f, user_stopped, "StoppedByUser"));
+  call_ok (f, always, "Start");
+  call_ok (f, always, "Stop");
+
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+
+  assert_state_soon (f->client, never_started, "Running", 5000);
+  assert_state_soon (f->client, always, "Running", 5000);
+  assert_state_stays (f->client, user_stopped, "Stopped", 1000);
+  s4 = client_get_string (f->client, plain, "State");
+  g_assert_cmpstr (s4, ==, "Stopped");
+}
+
+/* ----- migration guard ----- */
+
+static void
+test_migration_guard (Fixture *f, gconstpointer data)
+{
+  g_autofree char *dir = g_build_filename (mv_test_env_dir (f->env), "migrating", NULL);
+  g_autofree char *moving = NULL, *still = NULL, *id = NULL, *mark = NULL;
+
+  /* The test daemon asks this directory whether a machine migrates. */
+  g_assert_cmpint (g_mkdir (dir, 0700), ==, 0);
+  g_setenv ("MICROVMD_TEST_MIGRATING_DIR", dir, TRUE);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_unsetenv ("MICROVMD_TEST_MIGRATING_DIR");
+
+  moving = create (f, SPEC ("moving"));
+  still = create (f, SPEC ("staying"));
+  id = machine_id (f->client, moving);
+  mark = g_build_filename (dir, id, NULL);
+  g_assert_true (g_file_set_contents (mark, "", 0, NULL));
+
+  g_autoptr (sd_bus_message) r = client_call (f->client, moving, MV_MACHINE_IFACE,
+                                              "SetDesiredState", NULL, NULL, "s", "running");
+  g_assert_nonnull (r);
+  /* A machine that is not migrating is reconciled as usual... */
+  call_ok (f, still, "Start");
+  /* ...a migrating one is left alone, through several resyncs. */
+  assert_state_stays (f->client, moving, "Stopped", 2500);
+
+  /* Once the migration is over the reconciler catches up. */
+  g_assert_cmpint (g_unlink (mark), ==, 0);
+  assert_state_soon (f->client, moving, "Running", 5000);
+}
+
+/* ----- crash safety: a daemon killed at every phase ----- */
+
+typedef enum { OP_CREATE, OP_START, OP_STOP, OP_STANDBY, OP_RESTORE, OP_DESTROY } Operation;
+
+typedef struct {
+  const char *fault;
+  Operation   op;
+} FaultCase;
+
+static const FaultCase fault_cases[] = {
+  { "create:staged", OP_CREATE },
+  { "create:published", OP_CREATE },
+  { "start:recorded", OP_START },
+  { "start:done", OP_START },
+  { "stop:recorded", OP_STOP },
+  { "stop:done", OP_STOP },
+  { "standby:recorded", OP_STANDBY },
+  { "standby:done", OP_STANDBY },
+  { "restore:recorded", OP_RESTORE },
+  { "restore:done", OP_RESTORE },
+  { "destroy-vmm:recorded", OP_DESTROY },
+  { "destroy-vmm:done", OP_DESTROY },
+  { "destroy-runtime:recorded", OP_DESTROY },
+  { "destroy-runtime:done", OP_DESTROY },
+  { "destroy-saved-state:recorded", OP_DESTROY },
+  { "destroy-saved-state:done", OP_DESTROY },
+  { "destroy-records:recorded", OP_DESTROY },
+  { "destroy-records:done", OP_DESTROY },
+};
+
+static gboolean
+settled (Client *client, gpointer data)
+{
+  const char *path = data;
+  g_autofree char *phase = client_get_string (client, path, "Phase");
+  g_autofree char *state = client_get_string (client, path, "State");
+
+  /* Idle, and either what is wanted or given up on. */
+  return *phase == '\0' && !g_str_equal (state, "Starting") && !g_str_equal (state, "Stopping") &&
+         (g_str_equal (state, "Failed") ||
+          client_get_u64 (client, path, "ObservedGeneration") ==
+            client_get_u64 (client, path, "DesiredGeneration"));
+}
+
+static gboolean
+machine_exists (Client *client, const char *name)
+{
+  g_autofree char *err = NULL;
+  g_autoptr (sd_bus_message) r = client_call (client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                              "GetMachine", &err, NULL, "s", name);
+  if (!r)
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_NOT_FOUND);
+  return r != NULL;
+}
+
+/* Nothing is left that no record accounts for. */
+static void
+assert_no_orphans (Fixture *f, const char *path)
+{
+  g_autofree char *machines = g_build_filename (mv_test_env_state_dir (f->env), "machines", NULL);
+  g_autoptr (GDir) dir = g_dir_open (machines, 0, NULL);
+  const char *entry;
+
+  /* No staging or half-removed record, no temporary file. */
+  while (dir && (entry = g_dir_read_name (dir)))
+    {
+      g_autofree char *sub = g_build_filename (machines, entry, NULL);
+      g_autoptr (GDir) files = NULL;
+      const char *file;
+
+      g_assert_false (entry[0] == '.');
+      files = g_dir_open (sub, 0, NULL);
+      while (files && (file = g_dir_read_name (files)))
+        if (!g_str_equal (file, "config.json") && !g_str_equal (file, "status.json") &&
+            !g_str_equal (file, "saved"))
+          g_error ("%s: unexpected %s", sub, file);
+    }
+
+  if (path)
+    {
+      g_autofree char *id = machine_id (f->client, path);
+      g_autofree char *state = client_get_string (f->client, path, "State");
+      g_autofree char *vmm = vmm_file (f, id);
+      g_autofree char *saved = machine_file (f, path, "saved");
+      gboolean active = g_str_equal (state, "Running") || g_str_equal (state, "Paused");
+
+      /* A VMM only where the record says one runs; a frozen guest only on
+       * standby. */
+      g_assert_cmpint (g_file_test (vmm, G_FILE_TEST_EXISTS), ==, active);
+      g_assert_cmpint (g_file_test (saved, G_FILE_TEST_IS_DIR), ==, g_str_equal (state, "Standby"));
+    }
+}
+
+static void
+assert_no_invalid_records (Fixture *f)
+{
+  g_autoptr (sd_bus_message) r = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+
+  g_assert_cmpint (sd_bus_get_property (f->client->bus, MV_BUS_NAME, MV_MANAGER_PATH,
+                                        MV_MANAGER_IFACE, "InvalidRecords", &error, &r, "a(ss)"),
+                   >=, 0);
+  g_assert_cmpint (sd_bus_message_enter_container (r, 'a', "(ss)"), >=, 0);
+  g_assert_cmpint (sd_bus_message_at_end (r, FALSE), >, 0);
+}
+
+static void
+run_fault_case (Fixture *f, const FaultCase *c, guint n)
+{
+  g_autofree char *name = g_strdup_printf ("crash-%u", n);
+  g_autofree char *spec = g_strdup_printf (SPEC_WITH ("%s", ""), name);
+  g_autofree char *path = NULL;
+
+  g_test_message ("fault point %s", c->fault);
+  if (c->op != OP_CREATE)
+    {
+      path = create (f, spec);
+      if (c->op != OP_START)
+        call_ok (f, path, "Start");
+      if (c->op == OP_RESTORE)
+        call_ok (f, path, "Standby");
+    }
+
+  /* The daemon dies at the fault point, as a power cut would stop it. */
+  g_setenv ("MICROVMD_FAULT_POINT", c->fault, TRUE);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_unsetenv ("MICROVMD_FAULT_POINT");
+
+  switch (c->op)
+    {
+    case OP_CREATE:
+      {
+        g_autofree char *err = NULL;
+        g_autofree char *p = client_create (f->client, spec, 0, &err, NULL);
+        g_assert_null (p);
+      }
+      break;
+    case OP_START:
+    case OP_RESTORE:
+      g_assert_nonnull (client_machine_call (f->client, path, "Start", NULL));
+      break;
+    case OP_STOP:
+      g_assert_nonnull (client_machine_call (f->client, path, "Stop", NULL));
+      break;
+    case OP_STANDBY:
+      g_assert_nonnull (client_machine_call (f->client, path, "Standby", NULL));
+      break;
+    case OP_DESTROY:
+      {
+        g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
+                                                    NULL, NULL, "b", 1);
+        g_assert_null (r);
+      }
+      break;
+    }
+  mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 20000);
+  mv_test_env_stop_daemon (f->env, SIGKILL);
+
+  /* The next daemon finishes or undoes what was under way. */
+  mv_test_env_start_daemon (f->env, NULL);
+  assert_no_invalid_records (f);
+  switch (c->op)
+    {
+    case OP_CREATE:
+      /* All or nothing; if it is there it is whole and can be started. */
+      if (machine_exists (f->client, name))
+        {
+          g_autoptr (sd_bus_message) r = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                      "GetMachine", NULL, NULL, "s", name);
+          const char *p = NULL;
+          g_assert_cmpint (sd_bus_message_read (r, "o", &p), >, 0);
+          path = g_strdup (p);
+        }
+      break;
+    case OP_DESTROY:
+      for (guint i = 0; i < 100 && machine_exists (f->client, name); i++)
+        client_settle (f->client, 100);
+      g_assert_false (machine_exists (f->client, name));
+      g_clear_pointer (&path, g_free);
+      break;
+    default:
+      {
+        g_autofree char *state = NULL;
+        if (!client_wait (f->client, settled, path, 10000))
+          g_error ("%s: the machine did not settle", c->fault);
+        state = client_get_string (f->client, path, "State");
+        /* Done, or undone to a state the operation started from. */
+        switch (c->op)
+          {
+          case OP_START:
+            g_assert_true (g_str_equal (state, "Running") || g_str_equal (state, "Failed"));
+            break;
+          case OP_STOP:
+            g_assert_cmpstr (state, ==, "Stopped");
+            break;
+          case OP_STANDBY:
+            g_assert_cmpstr (state, ==, "Standby");
+            break;
+          case OP_RESTORE:
+            g_assert_cmpstr (state, ==, "Running");
+            break;
+          default:
+            g_assert_not_reached ();
+          }
+      }
+      break;
+    }
+  assert_no_orphans (f, path);
+
+  /* Whatever is left works: it can be deleted cleanly. */
+  if (path)
+    {
+      g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
+                                                  NULL, NULL, "b", 1);
+      g_assert_nonnull (r);
+      assert_no_orphans (f, NULL);
+    }
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+}
+
+static void
+test_fault_sweep (Fixture *f, gconstpointer data)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (fault_cases); i++)
+    run_fault_case (f, &fault_cases[i], i);
+  /* The sweep really killed the daemon each time. */
+  g_autofree char *log = mv_test_env_read_daemon_log (f->env);
+  for (guint i = 0; i < G_N_ELEMENTS (fault_cases); i++)
+    {
+      g_autofree char *line = g_strdup_printf ("fault point %s reached", fault_cases[i].fault);
+      if (!strstr (log, line))
+        g_error ("the daemon never reached %s", fault_cases[i].fault);
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+#define ADD(name, fn, config) \
+  g_test_add ("/reconcile/" name, Fixture, config, fixture_setup, fn, fixture_teardown)
+  ADD ("standby-and-start", test_standby_and_start, NULL);
+  ADD ("restore-failure-keeps-saved-state", test_restore_failure_keeps_saved_state, NULL);
+  ADD ("idle-goes-on-standby", test_idle_goes_on_standby, NULL);
+  ADD ("busy-stays-awake", test_busy_stays_awake, NULL);
+  ADD ("standby-minimum", test_standby_minimum, "");
+  ADD ("traffic-wakes-once", test_traffic_wakes_once, NULL);
+  ADD ("on-failure-backs-off-and-gives-up", test_on_failure_backs_off_and_gives_up, NULL);
+  ADD ("clean-end-by-policy", test_clean_end_by_policy, NULL);
+  ADD ("remove-on-exit", test_remove_on_exit, NULL);
+  ADD ("start-on-boot", test_start_on_boot, NULL);
+  ADD ("migration-guard", test_migration_guard, NULL);
+  ADD ("fault-sweep", test_fault_sweep, NULL);
+  return g_test_run ();
+}
