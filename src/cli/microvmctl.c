@@ -52,6 +52,8 @@ static const MvCommand commands[] = {
     "NAME|ID",                         "Let a paused machine run again" },
   { "restart",     mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Restart",
     "NAME|ID",                         "Stop a machine and boot it afresh" },
+  { "standby",     mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Standby",
+    "NAME|ID",                         "Freeze a machine to disk; start wakes it" },
   { "delete",      mv_cmd_delete,      1, 1, MV_OPT_FORCE, TRUE,  NULL,
     "[--force] NAME|ID",               "Delete a machine and its records" },
   { "update",      mv_cmd_update,      1, 1, MV_OPT_FILE,  TRUE,  NULL,
