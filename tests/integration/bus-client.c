@@ -248,3 +248,78 @@ count_machine_dirs (const char *state_dir)
     n++;
   return n;
 }
+
+void
+client_call_ok (Client *client, const char *path, const char *member)
+{
+  g_autofree char *msg = NULL;
+  g_autofree char *err = client_machine_call (client, path, member, &msg);
+
+  if (err)
+    g_error ("%s on %s: %s: %s", member, path, err, msg);
+}
+
+char *
+client_create_ok (Client *client, const char *spec_json)
+{
+  g_autofree char *err = NULL, *msg = NULL;
+  char *path = client_create (client, spec_json, 0, &err, &msg);
+
+  if (!path)
+    g_error ("CreateMachine: %s: %s", err, msg);
+  return path;
+}
+
+static gboolean
+state_is (Client *client, gpointer data)
+{
+  const char *const *want = data; /* { path, state } */
+  g_autofree char *state = client_get_string (client, want[0], "State");
+  return g_str_equal (state, want[1]);
+}
+
+void
+client_assert_state_soon (Client *client, const char *path, const char *state, guint timeout_ms)
+{
+  const char *want[] = { path, state };
+
+  if (!client_wait (client, state_is, want, timeout_ms))
+    {
+      g_autofree char *now = client_get_string (client, path, "State");
+      g_autofree char *why = client_get_string (client, path, "StateError");
+      g_error ("%s: expected State %s within %u ms, it is %s (%s)", path, state, timeout_ms,
+               now, why);
+    }
+}
+
+void
+fixture_setup (Fixture *f, gconstpointer data)
+{
+  f->env = mv_test_env_new ();
+  if (data)
+    mv_test_env_write_config (f->env, data);
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+}
+
+void
+fixture_teardown (Fixture *f, gconstpointer data)
+{
+  client_free (f->client);
+  mv_test_env_free (f->env);
+}
+
+gboolean
+client_traffic (Client *client, const char *name_or_id, guint64 sequence)
+{
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autoptr (sd_bus_message) reply = client_call (client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                  "RestoreAfterTraffic", &err, &msg, "st",
+                                                  name_or_id, sequence);
+  int woken = 0;
+
+  if (!reply)
+    g_error ("RestoreAfterTraffic: %s: %s", err, msg);
+  g_assert_cmpint (sd_bus_message_read (reply, "b", &woken), >, 0);
+  return woken;
+}

@@ -39,7 +39,28 @@ gint32   client_get_i32 (Client *client, const char *path, const char *prop);
 char    *client_machine_call (Client *client, const char *path, const char *member,
                               char **error_message);
 
+/* Calls a no-argument machine method and fails the test on an error. */
+void     client_call_ok (Client *client, const char *path, const char *member);
+/* Creates a machine and fails the test on an error; returns its path. */
+char    *client_create_ok (Client *client, const char *spec_json);
+/* Manager.RestoreAfterTraffic; fails the test on an error, returns woken. */
+gboolean client_traffic (Client *client, const char *name_or_id, guint64 sequence);
+/* Fails the test unless @path reaches State @state within @timeout_ms. */
+void     client_assert_state_soon (Client *client, const char *path, const char *state,
+                                   guint timeout_ms);
+
 guint    client_count_signals (Client *client, const char *path, const char *member_prefix);
 void     client_clear_signals (Client *client);
 /* Whether the machines dir of @state_dir holds no entries. */
 guint    count_machine_dirs (const char *state_dir);
+
+/* The usual integration-test fixture: an environment, the daemon and a
+ * client. fixture_setup writes @data, if not NULL, as the daemon's
+ * configuration first. */
+typedef struct {
+  MvTestEnv *env;
+  Client    *client;
+} Fixture;
+
+void fixture_setup (Fixture *f, gconstpointer data);
+void fixture_teardown (Fixture *f, gconstpointer data);

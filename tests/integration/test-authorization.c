@@ -8,26 +8,6 @@
 #define SPEC(name) "{\"name\":\"" name "\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\"," \
   "\"ssh_keys\":[\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI secret-key\"],\"user_data\":\"#cloud-config secret\"}"
 
-typedef struct {
-  MvTestEnv *env;
-  Client    *client;
-} Fixture;
-
-static void
-fixture_setup (Fixture *f, gconstpointer data)
-{
-  f->env = mv_test_env_new ();
-  mv_test_env_start_daemon (f->env, NULL);
-  f->client = client_new (f->env);
-}
-
-static void
-fixture_teardown (Fixture *f, gconstpointer data)
-{
-  client_free (f->client);
-  mv_test_env_free (f->env);
-}
-
 /* Calls METHOD on PATH as uid 65534 with gdbus; returns its exit status
  * and its output (stdout, or the error on stderr). */
 static int

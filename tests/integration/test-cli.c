@@ -8,10 +8,10 @@
 typedef struct {
   MvTestEnv *env;
   char      *spec_file;
-} Fixture;
+} CliFixture;
 
 static void
-fixture_setup (Fixture *f, gconstpointer data)
+cli_fixture_setup (CliFixture *f, gconstpointer data)
 {
   f->env = mv_test_env_new ();
   mv_test_env_start_daemon (f->env, NULL);
@@ -22,14 +22,14 @@ fixture_setup (Fixture *f, gconstpointer data)
 }
 
 static void
-fixture_teardown (Fixture *f, gconstpointer data)
+cli_fixture_teardown (CliFixture *f, gconstpointer data)
 {
   g_free (f->spec_file);
   mv_test_env_free (f->env);
 }
 
 static int
-ctl (Fixture *f, char **out, char **err, ...)
+ctl (CliFixture *f, char **out, char **err, ...)
 {
   g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
   va_list ap;
@@ -46,7 +46,7 @@ ctl (Fixture *f, char **out, char **err, ...)
 }
 
 static void
-test_lifecycle_through_cli (Fixture *f, gconstpointer data)
+test_lifecycle_through_cli (CliFixture *f, gconstpointer data)
 {
   g_autofree char *out = NULL, *err = NULL;
 
@@ -99,7 +99,7 @@ test_lifecycle_through_cli (Fixture *f, gconstpointer data)
 }
 
 static void
-test_errors (Fixture *f, gconstpointer data)
+test_errors (CliFixture *f, gconstpointer data)
 {
   g_autofree char *out = NULL, *err = NULL;
   g_autofree char *bad = g_build_filename (mv_test_env_dir (f->env), "bad.json", NULL);
@@ -122,7 +122,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_test_add ("/cli/lifecycle", Fixture, NULL, fixture_setup, test_lifecycle_through_cli, fixture_teardown);
-  g_test_add ("/cli/errors", Fixture, NULL, fixture_setup, test_errors, fixture_teardown);
+  g_test_add ("/cli/lifecycle", CliFixture, NULL, cli_fixture_setup, test_lifecycle_through_cli, cli_fixture_teardown);
+  g_test_add ("/cli/errors", CliFixture, NULL, cli_fixture_setup, test_errors, cli_fixture_teardown);
   return g_test_run ();
 }

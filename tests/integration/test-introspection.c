@@ -8,26 +8,6 @@
 typedef GDBusInterfaceInfo GDBusInterfaceInfoRef;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (GDBusInterfaceInfoRef, g_dbus_interface_info_unref)
 
-typedef struct {
-  MvTestEnv *env;
-  Client    *client;
-} Fixture;
-
-static void
-fixture_setup (Fixture *f, gconstpointer data)
-{
-  f->env = mv_test_env_new ();
-  mv_test_env_start_daemon (f->env, NULL);
-  f->client = client_new (f->env);
-}
-
-static void
-fixture_teardown (Fixture *f, gconstpointer data)
-{
-  client_free (f->client);
-  mv_test_env_free (f->env);
-}
-
 static GDBusInterfaceInfo *
 load_file_interface (const char *iface)
 {

@@ -9,45 +9,6 @@
 
 #define SPEC(name) "{\"name\":\"" name "\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\"}"
 
-typedef struct {
-  MvTestEnv *env;
-  Client    *client;
-} Fixture;
-
-static void
-fixture_setup (Fixture *f, gconstpointer data)
-{
-  f->env = mv_test_env_new ();
-  mv_test_env_start_daemon (f->env, NULL);
-  f->client = client_new (f->env);
-}
-
-static void
-fixture_teardown (Fixture *f, gconstpointer data)
-{
-  client_free (f->client);
-  mv_test_env_free (f->env);
-}
-
-static gboolean
-state_is (Client *client, gpointer data)
-{
-  const char *const *want = data; /* { path, state } */
-  g_autofree char *state = client_get_string (client, want[0], "State");
-  return g_str_equal (state, want[1]);
-}
-
-static void
-assert_state_soon (Client *client, const char *path, const char *state)
-{
-  const char *want[] = { path, state };
-  if (!client_wait (client, state_is, want, 10000))
-    {
-      g_autofree char *now = client_get_string (client, path, "State");
-      g_error ("%s: expected State %s, it is %s", path, state, now);
-    }
-}
-
 static void
 test_create_announces_object (Fixture *f, gconstpointer data)
 {
@@ -191,7 +152,7 @@ test_changes_coalesced (Fixture *f, gconstpointer data)
   g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE,
                                               "SetDesiredState", NULL, NULL, "s", "running");
   g_assert_nonnull (r);
-  assert_state_soon (f->client, path, "Running");
+  client_assert_state_soon (f->client, path, "Running", 10000);
   client_settle (f->client, 300);
 
   gboolean both = FALSE;
@@ -376,8 +337,8 @@ test_vmm_ends_by_itself (Fixture *f, gconstpointer data)
 
   g_assert_true (g_file_set_contents (s1, "exited 0", -1, NULL));
   g_assert_true (g_file_set_contents (s2, "crashed", -1, NULL));
-  assert_state_soon (f->client, p1, "Stopped");
-  assert_state_soon (f->client, p2, "Failed");
+  client_assert_state_soon (f->client, p1, "Stopped", 10000);
+  client_assert_state_soon (f->client, p2, "Failed", 10000);
   g_assert_cmpint (client_get_i32 (f->client, p1, "ExitCode"), ==, 0);
   g_autofree char *desired = client_get_string (f->client, p1, "DesiredState");
   g_assert_cmpstr (desired, ==, "stopped");

@@ -11,11 +11,6 @@
   "{\"name\":\"" name "\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\"" extra "}"
 #define SPEC(name) SPEC_WITH (name, "")
 
-typedef struct {
-  MvTestEnv *env;
-  Client    *client;
-} Fixture;
-
 /* Short lifecycle periods so that the tests see restarts, idleness and
  * resyncs within seconds; the product defaults are untouched. */
 static const char test_config[] =
@@ -25,42 +20,6 @@ static const char test_config[] =
   "idle-cpu-percent=10\n"
   "restart-backoff-ms=300\n"
   "resync-seconds=1\n";
-
-static void
-fixture_setup (Fixture *f, gconstpointer data)
-{
-  f->env = mv_test_env_new ();
-  mv_test_env_write_config (f->env, data ? data : test_config);
-  mv_test_env_start_daemon (f->env, NULL);
-  f->client = client_new (f->env);
-}
-
-static void
-fixture_teardown (Fixture *f, gconstpointer data)
-{
-  client_free (f->client);
-  mv_test_env_free (f->env);
-}
-
-static gboolean
-state_is (Client *client, gpointer data)
-{
-  const char *const *want = data; /* { path, state } */
-  g_autofree char *state = client_get_string (client, want[0], "State");
-  return g_str_equal (state, want[1]);
-}
-
-static void
-assert_state_soon (Client *client, const char *path, const char *state, guint timeout_ms)
-{
-  const char *want[] = { path, state };
-  if (!client_wait (client, state_is, want, timeout_ms))
-    {
-      g_autofree char *now = client_get_string (client, path, "State");
-      g_autofree char *why = client_get_string (client, path, "StateError");
-      g_error ("%s: expected State %s, it is %s (%s)", path, state, now, why);
-    }
-}
 
 static void
 assert_state_stays (Client *client, const char *path, const char *state, guint ms)
@@ -105,27 +64,6 @@ vmm_file (Fixture *f, const char *id)
                            "test-vmm.state", NULL);
 }
 
-static char *
-create (Fixture *f, const char *spec)
-{
-  g_autofree char *err = NULL, *msg = NULL;
-  char *path = client_create (f->client, spec, 0, &err, &msg);
-
-  if (!path)
-    g_error ("CreateMachine: %s: %s", err, msg);
-  return path;
-}
-
-static void
-call_ok (Fixture *f, const char *path, const char *member)
-{
-  g_autofree char *msg = NULL;
-  g_autofree char *err = client_machine_call (f->client, path, member, &msg);
-
-  if (err)
-    g_error ("%s: %s: %s", member, err, msg);
-}
-
 /* The VMM "crashes" or ends with @how ("crashed", "exited 0"). */
 static void
 end_vmm (Fixture *f, const char *path, const char *how)
@@ -141,16 +79,16 @@ end_vmm (Fixture *f, const char *path, const char *how)
 static void
 test_standby_and_start (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, SPEC ("sleeper"));
+  g_autofree char *path = client_create_ok (f->client, SPEC ("sleeper"));
   g_autofree char *id = machine_id (f->client, path);
   g_autofree char *saved = machine_file (f, path, "saved");
   g_autofree char *vmm = vmm_file (f, id);
   g_autofree char *status = machine_file (f, path, "status.json");
   g_autofree char *json = NULL;
 
-  call_ok (f, path, "Start");
-  call_ok (f, path, "Pause");
-  call_ok (f, path, "Standby");
+  client_call_ok (f->client, path, "Start");
+  client_call_ok (f->client, path, "Pause");
+  client_call_ok (f->client, path, "Standby");
 
   /* Frozen to disk, the VMM gone. */
   g_autofree char *state = client_get_string (f->client, path, "State");
@@ -169,7 +107,7 @@ test_standby_and_start (Fixture *f, gconstpointer data)
 
   /* Start resumes the frozen guest rather than booting afresh, and the
    * saved state, stale once the guest runs on, goes. */
-  call_ok (f, path, "Start");
+  client_call_ok (f->client, path, "Start");
   g_free (state);
   state = client_get_string (f->client, path, "State");
   g_assert_cmpstr (state, ==, "Running");
@@ -178,9 +116,9 @@ test_standby_and_start (Fixture *f, gconstpointer data)
   g_assert_false (g_file_test (saved, G_FILE_TEST_EXISTS));
 
   /* Stop discards what was frozen. */
-  call_ok (f, path, "Standby");
+  client_call_ok (f->client, path, "Standby");
   g_assert_true (g_file_test (saved, G_FILE_TEST_IS_DIR));
-  call_ok (f, path, "Stop");
+  client_call_ok (f->client, path, "Stop");
   g_free (state);
   state = client_get_string (f->client, path, "State");
   g_assert_cmpstr (state, ==, "Stopped");
@@ -195,12 +133,12 @@ test_standby_and_start (Fixture *f, gconstpointer data)
 static void
 test_restore_failure_keeps_saved_state (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, SPEC_WITH ("fragile", ",\"kernel_args\":\"test.fail-restore\""));
+  g_autofree char *path = client_create_ok (f->client, SPEC_WITH ("fragile", ",\"kernel_args\":\"test.fail-restore\""));
   g_autofree char *saved = machine_file (f, path, "saved");
   g_autofree char *msg = NULL, *err = NULL, *state = NULL;
 
-  call_ok (f, path, "Start");
-  call_ok (f, path, "Standby");
+  client_call_ok (f->client, path, "Start");
+  client_call_ok (f->client, path, "Standby");
   err = client_machine_call (f->client, path, "Start", &msg);
   g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
   g_assert_nonnull (strstr (msg, "did not wake"));
@@ -224,13 +162,13 @@ test_restore_failure_keeps_saved_state (Fixture *f, gconstpointer data)
 static void
 test_idle_goes_on_standby (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, SPEC_WITH ("sleepy", ",\"standby_after_seconds\":2"));
-  g_autofree char *busy = create (f, SPEC ("insomniac"));
+  g_autofree char *path = client_create_ok (f->client, SPEC_WITH ("sleepy", ",\"standby_after_seconds\":2"));
+  g_autofree char *busy = client_create_ok (f->client, SPEC ("insomniac"));
 
-  call_ok (f, path, "Start");
-  call_ok (f, busy, "Start");
+  client_call_ok (f->client, path, "Start");
+  client_call_ok (f->client, busy, "Start");
   /* Idle (the test VMM uses no CPU) for 2 s, judged once a second. */
-  assert_state_soon (f->client, path, "Standby", 8000);
+  client_assert_state_soon (f->client, path, "Standby", 8000);
   g_assert_cmpint (client_get_i32 (f->client, path, "ExitCode"), ==, -1);
   /* Without standby_after_seconds a machine is never put to sleep. */
   g_autofree char *state = client_get_string (f->client, busy, "State");
@@ -240,11 +178,11 @@ test_idle_goes_on_standby (Fixture *f, gconstpointer data)
 static void
 test_busy_stays_awake (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, SPEC_WITH ("worker", ",\"standby_after_seconds\":2"));
+  g_autofree char *path = client_create_ok (f->client, SPEC_WITH ("worker", ",\"standby_after_seconds\":2"));
   g_autofree char *id = NULL, *cpu = NULL;
   guint64 used = 0;
 
-  call_ok (f, path, "Start");
+  client_call_ok (f->client, path, "Start");
   id = machine_id (f->client, path);
   cpu = g_build_filename (mv_test_env_runtime_dir (f->env), "machines", id, "test-vmm.cpu", NULL);
   /* Half a CPU, well above the 10 % idle threshold, for 5 s. */
@@ -259,7 +197,7 @@ test_busy_stays_awake (Fixture *f, gconstpointer data)
   g_autofree char *state = client_get_string (f->client, path, "State");
   g_assert_cmpstr (state, ==, "Running");
   /* Once it stops working it sleeps. */
-  assert_state_soon (f->client, path, "Standby", 8000);
+  client_assert_state_soon (f->client, path, "Standby", 8000);
 }
 
 static void
@@ -277,43 +215,28 @@ test_standby_minimum (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
 }
 
-static gboolean
-traffic (Fixture *f, const char *name, guint64 sequence)
-{
-  g_autofree char *err = NULL, *msg = NULL;
-  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
-                                                  "RestoreAfterTraffic", &err, &msg, "st",
-                                                  name, sequence);
-  int woken = 0;
-
-  if (!reply)
-    g_error ("RestoreAfterTraffic: %s: %s", err, msg);
-  g_assert_cmpint (sd_bus_message_read (reply, "b", &woken), >, 0);
-  return woken;
-}
-
 static void
 test_traffic_wakes_once (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, SPEC ("web"));
+  g_autofree char *path = client_create_ok (f->client, SPEC ("web"));
   g_autofree char *state = NULL;
 
-  call_ok (f, path, "Start");
+  client_call_ok (f->client, path, "Start");
   /* Traffic for a machine that is awake changes nothing. */
-  g_assert_false (traffic (f, "web", 1));
+  g_assert_false (client_traffic (f->client, "web", 1));
 
-  call_ok (f, path, "Standby");
-  g_assert_true (traffic (f, "web", 5));
+  client_call_ok (f->client, path, "Standby");
+  g_assert_true (client_traffic (f->client, "web", 5));
   state = client_get_string (f->client, path, "State");
   g_assert_cmpstr (state, ==, "Running");
 
-  call_ok (f, path, "Standby");
+  client_call_ok (f->client, path, "Standby");
   /* A duplicate and a stale event: no effect. */
-  g_assert_false (traffic (f, "web", 5));
-  g_assert_false (traffic (f, "web", 3));
+  g_assert_false (client_traffic (f->client, "web", 5));
+  g_assert_false (client_traffic (f->client, "web", 3));
   assert_state_stays (f->client, path, "Standby", 500);
   /* A newer one wakes it. */
-  g_assert_true (traffic (f, "web", 6));
+  g_assert_true (client_traffic (f->client, "web", 6));
   g_free (state);
   state = client_get_string (f->client, path, "State");
   g_assert_cmpstr (state, ==, "Running");
@@ -332,14 +255,14 @@ test_traffic_wakes_once (Fixture *f, gconstpointer data)
 static void
 test_on_failure_backs_off_and_gives_up (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, SPEC_WITH ("flaky", ",\"restart\":{\"mode\":\"on-failure\",\"max_retries\":2}"));
+  g_autofree char *path = client_create_ok (f->client, SPEC_WITH ("flaky", ",\"restart\":{\"mode\":\"on-failure\",\"max_retries\":2}"));
   guint64 first_delay = 0;
 
-  call_ok (f, path, "Start");
+  client_call_ok (f->client, path, "Start");
   for (guint i = 1; i <= 2; i++)
     {
       end_vmm (f, path, "crashed");
-      assert_state_soon (f->client, path, "Restarting", 5000);
+      client_assert_state_soon (f->client, path, "Restarting", 5000);
       g_assert_cmpuint (client_get_u32 (f->client, path, "RestartCount"), ==, i);
       guint64 next = client_get_u64 (f->client, path, "NextRestartAt");
       guint64 finished = client_get_u64 (f->client, path, "FinishedAt");
@@ -349,49 +272,49 @@ test_on_failure_backs_off_and_gives_up (Fixture *f, gconstpointer data)
         first_delay = next - finished;
       else
         g_assert_cmpuint (next - finished, ==, 2 * first_delay);
-      assert_state_soon (f->client, path, "Running", 5000);
+      client_assert_state_soon (f->client, path, "Running", 5000);
     }
   g_assert_cmpuint (first_delay, ==, 300 * 1000);
 
   /* The third failure in a row is one too many. */
   end_vmm (f, path, "crashed");
-  assert_state_soon (f->client, path, "Failed", 5000);
+  client_assert_state_soon (f->client, path, "Failed", 5000);
   assert_state_stays (f->client, path, "Failed", 1000);
   g_assert_cmpuint (client_get_u32 (f->client, path, "RestartCount"), ==, 2);
 
   /* A user's start resets the count. */
-  call_ok (f, path, "Start");
+  client_call_ok (f->client, path, "Start");
   g_assert_cmpuint (client_get_u32 (f->client, path, "RestartCount"), ==, 0);
 }
 
 static void
 test_clean_end_by_policy (Fixture *f, gconstpointer data)
 {
-  g_autofree char *no = create (f, SPEC ("oneshot"));
-  g_autofree char *on_failure = create (f, SPEC_WITH ("batch", ",\"restart\":{\"mode\":\"on-failure\"}"));
-  g_autofree char *always = create (f, SPEC_WITH ("service", ",\"restart\":{\"mode\":\"always\"}"));
+  g_autofree char *no = client_create_ok (f->client, SPEC ("oneshot"));
+  g_autofree char *on_failure = client_create_ok (f->client, SPEC_WITH ("batch", ",\"restart\":{\"mode\":\"on-failure\"}"));
+  g_autofree char *always = client_create_ok (f->client, SPEC_WITH ("service", ",\"restart\":{\"mode\":\"always\"}"));
   g_autofree char *desired = NULL;
 
-  call_ok (f, no, "Start");
-  call_ok (f, on_failure, "Start");
-  call_ok (f, always, "Start");
+  client_call_ok (f->client, no, "Start");
+  client_call_ok (f->client, on_failure, "Start");
+  client_call_ok (f->client, always, "Start");
   end_vmm (f, no, "exited 0");
   end_vmm (f, on_failure, "exited 0");
   end_vmm (f, always, "exited 0");
 
-  assert_state_soon (f->client, no, "Stopped", 5000);
-  assert_state_soon (f->client, on_failure, "Stopped", 5000);
+  client_assert_state_soon (f->client, no, "Stopped", 5000);
+  client_assert_state_soon (f->client, on_failure, "Stopped", 5000);
   desired = client_get_string (f->client, no, "DesiredState");
   g_assert_cmpstr (desired, ==, "stopped");
   g_assert_cmpint (client_get_i32 (f->client, no, "ExitCode"), ==, 0);
   /* always restarts whatever the end. */
-  assert_state_soon (f->client, always, "Restarting", 5000);
-  assert_state_soon (f->client, always, "Running", 5000);
+  client_assert_state_soon (f->client, always, "Restarting", 5000);
+  client_assert_state_soon (f->client, always, "Running", 5000);
 
   /* Stop cancels a pending restart. */
   end_vmm (f, always, "crashed");
-  assert_state_soon (f->client, always, "Restarting", 5000);
-  call_ok (f, always, "Stop");
+  client_assert_state_soon (f->client, always, "Restarting", 5000);
+  client_call_ok (f->client, always, "Stop");
   assert_state_stays (f->client, always, "Stopped", 1500);
   g_assert_cmpuint (client_get_u64 (f->client, always, "NextRestartAt"), ==, 0);
 }
@@ -399,10 +322,10 @@ test_clean_end_by_policy (Fixture *f, gconstpointer data)
 static void
 test_remove_on_exit (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, SPEC_WITH ("ephemeral", ",\"remove_on_exit\":true"));
+  g_autofree char *path = client_create_ok (f->client, SPEC_WITH ("ephemeral", ",\"remove_on_exit\":true"));
   g_autofree char *err = NULL;
 
-  call_ok (f, path, "Start");
+  client_call_ok (f->client, path, "Start");
   client_clear_signals (f->client);
   end_vmm (f, path, "exited 0");
   for (guint i = 0; i < 50 && client_count_signals (f->client, MV_MANAGER_PATH, "MachineRemoved") == 0; i++)
@@ -417,23 +340,23 @@ test_remove_on_exit (Fixture *f, gconstpointer data)
 static void
 test_start_on_boot (Fixture *f, gconstpointer data)
 {
-  g_autofree char *user_stopped = create (f, SPEC_WITH ("kept-down", ",\"restart\":{\"mode\":\"unless-stopped\"}"));
-  g_autofree char *never_started = create (f, SPEC_WITH ("comes-up", ",\"restart\":{\"mode\":\"unless-stopped\"}"));
-  g_autofree char *always = create (f, SPEC_WITH ("always-up", ",\"restart\":{\"mode\":\"always\"}"));
-  g_autofree char *plain = create (f, SPEC ("stays-down"));
+  g_autofree char *user_stopped = client_create_ok (f->client, SPEC_WITH ("kept-down", ",\"restart\":{\"mode\":\"unless-stopped\"}"));
+  g_autofree char *never_started = client_create_ok (f->client, SPEC_WITH ("comes-up", ",\"restart\":{\"mode\":\"unless-stopped\"}"));
+  g_autofree char *always = client_create_ok (f->client, SPEC_WITH ("always-up", ",\"restart\":{\"mode\":\"always\"}"));
+  g_autofree char *plain = client_create_ok (f->client, SPEC ("stays-down"));
   g_autofree char *s4 = NULL;
 
-  call_ok (f, user_stopped, "Start");
-  call_ok (f, user_stopped, "Stop");
+  client_call_ok (f->client, user_stopped, "Start");
+  client_call_ok (f->client, user_stopped, "Stop");
   g_assert_true (get_bool (f, user_stopped, "StoppedByUser"));
-  call_ok (f, always, "Start");
-  call_ok (f, always, "Stop");
+  client_call_ok (f->client, always, "Start");
+  client_call_ok (f->client, always, "Stop");
 
   mv_test_env_stop_daemon (f->env, SIGTERM);
   mv_test_env_start_daemon (f->env, NULL);
 
-  assert_state_soon (f->client, never_started, "Running", 5000);
-  assert_state_soon (f->client, always, "Running", 5000);
+  client_assert_state_soon (f->client, never_started, "Running", 5000);
+  client_assert_state_soon (f->client, always, "Running", 5000);
   assert_state_stays (f->client, user_stopped, "Stopped", 1000);
   s4 = client_get_string (f->client, plain, "State");
   g_assert_cmpstr (s4, ==, "Stopped");
@@ -454,8 +377,8 @@ test_migration_guard (Fixture *f, gconstpointer data)
   mv_test_env_start_daemon (f->env, NULL);
   g_unsetenv ("MICROVMD_TEST_MIGRATING_DIR");
 
-  moving = create (f, SPEC ("moving"));
-  still = create (f, SPEC ("staying"));
+  moving = client_create_ok (f->client, SPEC ("moving"));
+  still = client_create_ok (f->client, SPEC ("staying"));
   id = machine_id (f->client, moving);
   mark = g_build_filename (dir, id, NULL);
   g_assert_true (g_file_set_contents (mark, "", 0, NULL));
@@ -464,13 +387,13 @@ test_migration_guard (Fixture *f, gconstpointer data)
                                               "SetDesiredState", NULL, NULL, "s", "running");
   g_assert_nonnull (r);
   /* A machine that is not migrating is reconciled as usual... */
-  call_ok (f, still, "Start");
+  client_call_ok (f->client, still, "Start");
   /* ...a migrating one is left alone, through several resyncs. */
   assert_state_stays (f->client, moving, "Stopped", 2500);
 
   /* Once the migration is over the reconciler catches up. */
   g_assert_cmpint (g_unlink (mark), ==, 0);
-  assert_state_soon (f->client, moving, "Running", 5000);
+  client_assert_state_soon (f->client, moving, "Running", 5000);
 }
 
 /* ----- crash safety: a daemon killed at every phase ----- */
@@ -589,11 +512,11 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
   g_test_message ("fault point %s", c->fault);
   if (c->op != OP_CREATE)
     {
-      path = create (f, spec);
+      path = client_create_ok (f->client, spec);
       if (c->op != OP_START)
-        call_ok (f, path, "Start");
+        client_call_ok (f->client, path, "Start");
       if (c->op == OP_RESTORE)
-        call_ok (f, path, "Standby");
+        client_call_ok (f->client, path, "Standby");
     }
 
   /* The daemon dies at the fault point, as a power cut would stop it. */
@@ -715,17 +638,18 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
 #define ADD(name, fn, config) \
   g_test_add ("/reconcile/" name, Fixture, config, fixture_setup, fn, fixture_teardown)
-  ADD ("standby-and-start", test_standby_and_start, NULL);
-  ADD ("restore-failure-keeps-saved-state", test_restore_failure_keeps_saved_state, NULL);
-  ADD ("idle-goes-on-standby", test_idle_goes_on_standby, NULL);
-  ADD ("busy-stays-awake", test_busy_stays_awake, NULL);
-  ADD ("standby-minimum", test_standby_minimum, "");
-  ADD ("traffic-wakes-once", test_traffic_wakes_once, NULL);
-  ADD ("on-failure-backs-off-and-gives-up", test_on_failure_backs_off_and_gives_up, NULL);
-  ADD ("clean-end-by-policy", test_clean_end_by_policy, NULL);
-  ADD ("remove-on-exit", test_remove_on_exit, NULL);
-  ADD ("start-on-boot", test_start_on_boot, NULL);
-  ADD ("migration-guard", test_migration_guard, NULL);
-  ADD ("fault-sweep", test_fault_sweep, NULL);
+#define SHORT test_config
+  ADD ("standby-and-start", test_standby_and_start, SHORT);
+  ADD ("restore-failure-keeps-saved-state", test_restore_failure_keeps_saved_state, SHORT);
+  ADD ("idle-goes-on-standby", test_idle_goes_on_standby, SHORT);
+  ADD ("busy-stays-awake", test_busy_stays_awake, SHORT);
+  ADD ("standby-minimum", test_standby_minimum, NULL);
+  ADD ("traffic-wakes-once", test_traffic_wakes_once, SHORT);
+  ADD ("on-failure-backs-off-and-gives-up", test_on_failure_backs_off_and_gives_up, SHORT);
+  ADD ("clean-end-by-policy", test_clean_end_by_policy, SHORT);
+  ADD ("remove-on-exit", test_remove_on_exit, SHORT);
+  ADD ("start-on-boot", test_start_on_boot, SHORT);
+  ADD ("migration-guard", test_migration_guard, SHORT);
+  ADD ("fault-sweep", test_fault_sweep, SHORT);
   return g_test_run ();
 }
