@@ -116,6 +116,7 @@ test_nobody_reads_but_changes_nothing (Fixture *f, gconstpointer data)
   const char *const rename_arg[] = { "renamed", NULL };
   const char *const state_arg[] = { "running", NULL };
   const char *const update_arg[] = { SPEC ("stopped-one"), NULL };
+  const char *const traffic_args[] = { "running-one", "5", NULL };
 
   g_assert_cmpstr (s2.state, ==, "Running");
 
@@ -126,6 +127,8 @@ test_nobody_reads_but_changes_nothing (Fixture *f, gconstpointer data)
   assert_refused (f, running, MV_MACHINE_IFACE ".Pause", NULL);
   assert_refused (f, running, MV_MACHINE_IFACE ".Resume", NULL);
   assert_refused (f, running, MV_MACHINE_IFACE ".Restart", NULL);
+  assert_refused (f, running, MV_MACHINE_IFACE ".Standby", NULL);
+  assert_refused (f, MV_MANAGER_PATH, MV_MANAGER_IFACE ".RestoreAfterTraffic", traffic_args);
   assert_refused (f, stopped, MV_MACHINE_IFACE ".Delete", false_arg);
   assert_refused (f, running, MV_MACHINE_IFACE ".Delete", true_arg);
   assert_refused (f, stopped, MV_MACHINE_IFACE ".Update", update_arg);
