@@ -573,7 +573,8 @@ step_failed (MvMachine *machine, StepTask *task, GError *error)
   settle_waiters (machine, reported);
 }
 
-static void
+/* Returns FALSE if the machine is gone (freed) once its records are. */
+static gboolean
 step_succeeded (MvMachine *machine, StepTask *task, JsonObject *vmm)
 {
   MvStatus *status = machine->status;
@@ -623,7 +624,7 @@ step_succeeded (MvMachine *machine, StepTask *task, JsonObject *vmm)
       if (g_str_equal (task->resource, "records"))
         {
           mv_daemon_drop_machine (machine->daemon, machine);
-          return;
+          return FALSE;
         }
       if (g_str_equal (task->resource, "vmm"))
         {
@@ -640,6 +641,7 @@ step_succeeded (MvMachine *machine, StepTask *task, JsonObject *vmm)
       break;
     }
   save_status (machine);
+  return TRUE;
 }
 
 static void
@@ -658,10 +660,9 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
 
   if (error)
     step_failed (machine, task, error);
-  else
-    step_succeeded (machine, task, vmm);
-  if (!machine->gone)
-    reconcile (machine);
+  else if (!step_succeeded (machine, task, vmm))
+    return;
+  reconcile (machine);
 }
 
 static MvState
