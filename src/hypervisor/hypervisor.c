@@ -1,5 +1,6 @@
 /* The VM specification every backend takes, and the checks they share. */
 #include "hypervisor.h"
+#include "core/json-util.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -221,7 +222,7 @@ mv_vm_spec_from_node (JsonNode *node, GError **error)
   spec->cpu.max_count = (guint) int_member (cpu, "max_count");
   spec->memory.size_bytes = (guint64) int_member (memory, "size_bytes");
   spec->memory.hotplug_bytes = (guint64) int_member (memory, "hotplug_bytes");
-  if ((array = json_object_get_array_member_with_default (root, "disks", NULL)))
+  if ((array = mv_json_get_array (root, "disks")))
     for (guint i = 0; i < json_array_get_length (array); i++)
       {
         JsonObject *o = json_array_get_object_element (array, i);
@@ -230,7 +231,7 @@ mv_vm_spec_from_node (JsonNode *node, GError **error)
           mv_vm_spec_add_disk (spec, path,
                                json_object_get_boolean_member_with_default (o, "read_only", FALSE));
       }
-  if ((array = json_object_get_array_member_with_default (root, "nets", NULL)))
+  if ((array = mv_json_get_array (root, "nets")))
     for (guint i = 0; i < json_array_get_length (array); i++)
       {
         JsonObject *o = json_array_get_object_element (array, i);
