@@ -432,8 +432,14 @@ mv_http_error_text (GBytes *body)
           for (guint i = 0; i < G_N_ELEMENTS (names); i++)
             {
               JsonNode *m = json_object_get_member (o, names[i]);
-              if (m && json_node_get_value_type (m) == G_TYPE_STRING)
-                return shorten (json_node_get_string (m), strlen (json_node_get_string (m)));
+              const char *text, *newline;
+              if (!m || json_node_get_value_type (m) != G_TYPE_STRING)
+                continue;
+              /* micro-http's own "error" goes on with a line about
+               * dropped requests. */
+              text = json_node_get_string (m);
+              newline = strchr (text, '\n');
+              return shorten (text, newline ? (gsize) (newline - text) : strlen (text));
             }
         }
       else if (JSON_NODE_HOLDS_ARRAY (root))

@@ -270,6 +270,14 @@ mv_hypervisor_free (MvHypervisor *hv)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvHypervisor, mv_hypervisor_free)
 
 static inline void
+mv_starter_free (MvStarter *starter)
+{
+  if (starter)
+    starter->free (starter);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvStarter, mv_starter_free)
+
+static inline void
 mv_vm_events_free (MvVmEvents *events)
 {
   if (events)

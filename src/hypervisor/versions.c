@@ -111,16 +111,10 @@ add_type (GPtrArray *starters, GKeyFile *config, const char *type, const char *d
   return TRUE;
 }
 
-static void
-starter_free (MvStarter *starter)
-{
-  starter->free (starter);
-}
-
 GPtrArray *
 mv_http_backends_starters_from_config (GKeyFile *config, GError **error)
 {
-  g_autoptr (GPtrArray) starters = g_ptr_array_new_with_free_func ((GDestroyNotify) starter_free);
+  g_autoptr (GPtrArray) starters = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_starter_free);
 
   if (!add_type (starters, config, MV_CLOUD_HYPERVISOR_TYPE, MV_CLOUD_HYPERVISOR_BINARY,
                  mv_cloud_hypervisor_starter_new, error) ||
