@@ -495,6 +495,21 @@ launch (ChvStarter *starter, const char *socket_path, GError **error)
 
   if (!check_socket (socket_path, error))
     return NULL;
+  /* A stale socket is replaced, but one still served belongs to a VMM
+   * that would answer for the new one while it fails on the lock. */
+  if (g_file_test (socket_path, G_FILE_TEST_EXISTS))
+    {
+      g_autoptr (MvHttp) probe = mv_http_new (socket_path, SERVER_NAME);
+      g_auto (MvHttpResponse) response = { 0 };
+
+      mv_http_set_timeout (probe, 1000);
+      if (mv_http_request (probe, "GET", "/api/v1/vmm.ping", NULL, 0, &response, NULL))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
+                       "socket: a VMM already serves on %s", socket_path);
+          return NULL;
+        }
+    }
   return mv_process_start (socket_path, argv, START_TIMEOUT_MS, error);
 }
 

@@ -582,6 +582,15 @@ launch (FcStarter *starter, const char *socket_path, GError **error)
 
   if (!mv_check_socket_path ("socket", socket_path, error))
     return NULL;
+  /* Firecracker will not bind over an existing socket; and one that still
+   * accepts would answer for the new VMM while it fails. */
+  if (g_file_test (socket_path, G_FILE_TEST_EXISTS))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
+                   "socket: %s exists; Firecracker cannot start on it (another one may serve "
+                   "there, or a stale socket was left)", socket_path);
+      return NULL;
+    }
   return mv_process_start (socket_path, argv, START_TIMEOUT_MS, error);
 }
 
