@@ -37,7 +37,7 @@ read_request (int fd, GString *request)
 {
   char buf[4096];
   const char *end;
-  gsize length = 0;
+  gsize length = 0, head;
 
   while (!(end = strstr (request->str, "\r\n\r\n")))
     {
@@ -46,12 +46,14 @@ read_request (int fd, GString *request)
         return FALSE;
       g_string_append_len (request, buf, n);
     }
+  /* An offset, not a pointer: the string moves as it grows. */
+  head = end - request->str + 4;
   {
     const char *cl = strstr (request->str, "Content-Length: ");
     if (cl && cl < end)
       length = strtoul (cl + strlen ("Content-Length: "), NULL, 10);
   }
-  while (request->len < (gsize) (end - request->str) + 4 + length)
+  while (request->len < head + length)
     {
       ssize_t n = read (fd, buf, sizeof buf);
       if (n <= 0)
