@@ -1291,19 +1291,17 @@ mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GErr
 }
 
 /* The document as the metadata service serves it:
- * {"latest":{"meta-data":{...},"user-data":"..."}}, compact. */
-gsize
-mv_spec_metadata_document_size (const MvSpec *spec)
+ * {"latest":{"meta-data":{...},"user-data":"..."}}. */
+JsonNode *
+mv_spec_metadata_document (const MvSpec *spec)
 {
   g_autoptr(JsonObject) meta = json_object_new ();
   g_autoptr(JsonObject) latest = json_object_new ();
   g_autoptr(JsonObject) root = json_object_new ();
   g_autoptr(JsonArray) keys = json_array_new ();
-  g_autoptr(JsonNode) node = NULL;
-  g_autofree char *json = NULL;
   const char *hostname;
 
-  g_return_val_if_fail (spec != NULL, 0);
+  g_return_val_if_fail (spec != NULL, NULL);
 
   /* The guest is called after the machine when no hostname is given. */
   hostname = spec->hostname != NULL && *spec->hostname != '\0' ? spec->hostname : spec->name;
@@ -1317,7 +1315,15 @@ mv_spec_metadata_document_size (const MvSpec *spec)
                                  spec->user_data != NULL ? spec->user_data : "");
   json_object_set_object_member (root, "latest", g_steal_pointer (&latest));
 
-  node = json_node_init_object (json_node_alloc (), root);
-  json = json_to_string (node, FALSE);
+  return json_node_init_object (json_node_alloc (), root);
+}
+
+/* Its size, compact. */
+gsize
+mv_spec_metadata_document_size (const MvSpec *spec)
+{
+  g_autoptr(JsonNode) node = mv_spec_metadata_document (spec);
+  g_autofree char *json = json_to_string (node, FALSE);
+
   return strlen (json);
 }

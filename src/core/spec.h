@@ -117,5 +117,8 @@ gboolean mv_spec_shape_differs (const MvSpec *a, const MvSpec *b);
 /* Size of the metadata document (hostname, ssh keys, user data, custom
  * metadata) as the VMM's metadata service would hold it. */
 gsize    mv_spec_metadata_document_size (const MvSpec *spec);
+/* That document: {"latest":{"meta-data":{"hostname","public-keys",
+ * "attributes"},"user-data"}}. */
+JsonNode *mv_spec_metadata_document (const MvSpec *spec);
 
 const char *mv_restart_mode_to_string (MvRestartMode mode);

@@ -1,5 +1,6 @@
 /* The VM specification every backend takes, and the checks they share. */
 #include "hypervisor.h"
+#include "core/json-util.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -46,6 +47,7 @@ mv_vm_spec_free (MvVmSpec *spec)
   g_ptr_array_unref (spec->nets);
   g_free (spec->console.path);
   g_free (spec->agent.socket_path);
+  g_clear_pointer (&spec->metadata, json_node_unref);
   g_free (spec);
 }
 
@@ -69,6 +71,17 @@ mv_vm_spec_add_net (MvVmSpec *spec, const char *tap_device, const char *mac)
   g_ptr_array_add (spec->nets, net);
 }
 
+void
+mv_vm_spec_set_disk_rate_limit (MvVmSpec *spec, guint64 bytes_per_second, guint64 iops)
+{
+  MvDiskConfig *disk;
+
+  g_return_if_fail (spec->disks->len > 0);
+  disk = spec->disks->pdata[spec->disks->len - 1];
+  disk->rate_limit_bytes_per_second = bytes_per_second;
+  disk->rate_limit_iops = iops;
+}
+
 MvVmSpec *
 mv_vm_spec_copy (const MvVmSpec *spec)
 {
@@ -83,6 +96,8 @@ mv_vm_spec_copy (const MvVmSpec *spec)
     {
       MvDiskConfig *disk = spec->disks->pdata[i];
       mv_vm_spec_add_disk (copy, disk->path, disk->read_only);
+      mv_vm_spec_set_disk_rate_limit (copy, disk->rate_limit_bytes_per_second,
+                                      disk->rate_limit_iops);
     }
   for (guint i = 0; i < spec->nets->len; i++)
     {
@@ -93,6 +108,7 @@ mv_vm_spec_copy (const MvVmSpec *spec)
   copy->agent.kind = spec->agent.kind;
   copy->agent.socket_path = g_strdup (spec->agent.socket_path);
   copy->agent.cid = spec->agent.cid;
+  copy->metadata = spec->metadata ? json_node_copy (spec->metadata) : NULL;
   return copy;
 }
 
@@ -145,6 +161,11 @@ mv_vm_spec_to_node (const MvVmSpec *spec)
       JsonObject *o = json_object_new ();
       json_object_set_string_member (o, "path", d->path);
       json_object_set_boolean_member (o, "read_only", d->read_only);
+      if (d->rate_limit_bytes_per_second)
+        json_object_set_int_member (o, "rate_limit_bytes_per_second",
+                                    (gint64) d->rate_limit_bytes_per_second);
+      if (d->rate_limit_iops)
+        json_object_set_int_member (o, "rate_limit_iops", (gint64) d->rate_limit_iops);
       json_array_add_object_element (disks, o);
     }
   for (guint i = 0; i < spec->nets->len; i++)
@@ -221,16 +242,20 @@ mv_vm_spec_from_node (JsonNode *node, GError **error)
   spec->cpu.max_count = (guint) int_member (cpu, "max_count");
   spec->memory.size_bytes = (guint64) int_member (memory, "size_bytes");
   spec->memory.hotplug_bytes = (guint64) int_member (memory, "hotplug_bytes");
-  if ((array = json_object_get_array_member_with_default (root, "disks", NULL)))
+  if ((array = mv_json_get_array (root, "disks")))
     for (guint i = 0; i < json_array_get_length (array); i++)
       {
         JsonObject *o = json_array_get_object_element (array, i);
         g_autofree char *path = string_member (o, "path");
         if (path)
-          mv_vm_spec_add_disk (spec, path,
-                               json_object_get_boolean_member_with_default (o, "read_only", FALSE));
+          {
+            mv_vm_spec_add_disk (spec, path,
+                                 json_object_get_boolean_member_with_default (o, "read_only", FALSE));
+            mv_vm_spec_set_disk_rate_limit (spec, (guint64) int_member (o, "rate_limit_bytes_per_second"),
+                                            (guint64) int_member (o, "rate_limit_iops"));
+          }
       }
-  if ((array = json_object_get_array_member_with_default (root, "nets", NULL)))
+  if ((array = mv_json_get_array (root, "nets")))
     for (guint i = 0; i < json_array_get_length (array); i++)
       {
         JsonObject *o = json_array_get_object_element (array, i);

@@ -49,6 +49,9 @@ typedef struct {
 typedef struct {
   char     *path;
   gboolean  read_only;
+  /* Together, reads and writes per second; 0 is unlimited. */
+  guint64   rate_limit_bytes_per_second;
+  guint64   rate_limit_iops;
 } MvDiskConfig;
 
 typedef struct {
@@ -82,6 +85,10 @@ typedef struct {
   GPtrArray      *nets;     /* MvNetConfig*, never NULL */
   MvConsoleConfig console;
   MvAgentChannel  agent;
+  /* The guest's metadata document (mv_metadata_document_new()), served
+   * where the hypervisor has a metadata service; NULL: none. A secret: it
+   * is not kept by mv_vm_spec_to_node(). */
+  JsonNode       *metadata;
 } MvVmSpec;
 
 /* What a guest restored from a snapshot is given afresh rather than taken
@@ -114,6 +121,18 @@ typedef struct {
   gboolean  has_memory_bytes;
   guint64   memory_bytes;
 } MvVmInfo;
+
+/* I/O counters of a running guest, summed over its devices. */
+typedef struct {
+  guint64 disk_read_bytes;
+  guint64 disk_write_bytes;
+  guint64 disk_read_ops;
+  guint64 disk_write_ops;
+  guint64 net_rx_bytes;
+  guint64 net_tx_bytes;
+  guint64 net_rx_packets;
+  guint64 net_tx_packets;
+} MvVmStats;
 
 /* How a VMM's end was observed. */
 typedef enum {
@@ -150,6 +169,14 @@ struct _MvHypervisor {
   gboolean (*resize_vm_memory) (MvHypervisor *hv, guint64 bytes, GError **error);
   gboolean (*resize_vm_cpu) (MvHypervisor *hv, guint count, GError **error);
   void     (*free) (MvHypervisor *hv);
+
+  /* Optional (NULL where the hypervisor has none): */
+  /* Replaces the whole metadata document the guest is served. */
+  gboolean (*set_metadata) (MvHypervisor *hv, JsonNode *document, GError **error);
+  gboolean (*stats) (MvHypervisor *hv, MvVmStats *stats, GError **error);
+  /* The version of the VMM that serves this guest, as MvStarter.version
+   * gives it: an adopted VMM may be of another version than the default. */
+  char    *(*vmm_version) (MvHypervisor *hv, GError **error);
 };
 
 /* A channel on which a VMM tells how it ends, read on the main thread
@@ -208,6 +235,9 @@ MvVmSpec   *mv_vm_spec_new (void);
 void        mv_vm_spec_free (MvVmSpec *spec);
 MvVmSpec   *mv_vm_spec_copy (const MvVmSpec *spec);
 void        mv_vm_spec_add_disk (MvVmSpec *spec, const char *path, gboolean read_only);
+/* Limits the last disk added. */
+void        mv_vm_spec_set_disk_rate_limit (MvVmSpec *spec, guint64 bytes_per_second,
+                                            guint64 iops);
 void        mv_vm_spec_add_net (MvVmSpec *spec, const char *tap_device, const char *mac);
 /* A form that a snapshot can keep, and back. */
 JsonNode   *mv_vm_spec_to_node (const MvVmSpec *spec);
@@ -238,6 +268,14 @@ mv_hypervisor_free (MvHypervisor *hv)
     hv->free (hv);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvHypervisor, mv_hypervisor_free)
+
+static inline void
+mv_starter_free (MvStarter *starter)
+{
+  if (starter)
+    starter->free (starter);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvStarter, mv_starter_free)
 
 static inline void
 mv_vm_events_free (MvVmEvents *events)

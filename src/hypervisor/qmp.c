@@ -1,6 +1,7 @@
 /* QMP client. Each server message is one JSON object on a line of its own;
  * events may come before the reply to the command that caused them. */
 #include "qmp.h"
+#include "core/json-util.h"
 #include "core/errors.h"
 
 #include <errno.h>
@@ -235,14 +236,14 @@ mv_qmp_connect (const char *socket_path, guint timeout_ms, GError **error)
       g_prefix_error (error, "No QMP greeting (is another client connected?): ");
       return NULL;
     }
-  if (!(q = json_object_get_object_member_with_default (greeting, "QMP", NULL)))
+  if (!(q = mv_json_get_object (greeting, "QMP")))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "QMP %s: the greeting is not QMP's",
                    socket_path);
       return NULL;
     }
-  version = json_object_get_object_member_with_default (q, "version", NULL);
-  version = version ? json_object_get_object_member_with_default (version, "qemu", NULL) : NULL;
+  version = mv_json_get_object (q, "version");
+  version = version ? mv_json_get_object (version, "qemu") : NULL;
   if (version)
     qmp->version = g_strdup_printf ("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
                                     json_object_get_int_member_with_default (version, "major", 0),

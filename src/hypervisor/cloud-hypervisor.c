@@ -1,0 +1,782 @@
+/* Cloud Hypervisor over its REST API. */
+#include "cloud-hypervisor.h"
+#include "http.h"
+#include "versions.h"
+#include "core/errors.h"
+#include "core/json-util.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SERVER_NAME        "Cloud Hypervisor"
+#define START_TIMEOUT_MS   10000
+#define RESIZE_TIMEOUT_MS  10000
+#define RESIZE_POLL_MS     50
+/* The guest's console is its first serial port; a panic reboots it, and a
+ * power-off ends the VMM. */
+#define DEFAULT_KERNEL_ARGS "console=ttyS0 reboot=k panic=1"
+
+typedef struct {
+  MvStarter  base;
+  char      *binary;
+  char      *version;
+} ChvStarter;
+
+typedef struct {
+  MvHypervisor base;
+  MvHttp      *http;
+} ChvHypervisor;
+
+/* ---- API calls ---- */
+
+/* Gives the error the code the VMM's answer means: 404 is "no VM
+ * created", and a 500 is a wrong-state call when the message says so. */
+static void
+refine_error (guint status, GError *error)
+{
+  if (!error || error->domain != MV_ERROR)
+    return;
+  if (status == 404)
+    error->code = MV_ERROR_INVALID_STATE;
+  else if (status == 500 && (strstr (error->message, "state transition") ||
+                             strstr (error->message, "while VM is running") ||
+                             strstr (error->message, "not booted") ||
+                             strstr (error->message, "already")))
+    error->code = MV_ERROR_INVALID_STATE;
+}
+
+static gboolean
+api (ChvHypervisor *hv, const char *method, const char *action, JsonNode *body, JsonNode **reply,
+     GError **error)
+{
+  g_autofree char *path = g_strconcat ("/api/v1/", action, NULL);
+  guint status = 0;
+
+  if (mv_http_call_json (hv->http, method, path, body, reply, &status, error))
+    return TRUE;
+  refine_error (status, error ? *error : NULL);
+  return FALSE;
+}
+
+static gboolean
+put (ChvHypervisor *hv, const char *action, JsonObject *body, GError **error)
+{
+  g_autoptr (JsonNode) node = NULL;
+
+  if (body)
+    {
+      node = json_node_new (JSON_NODE_OBJECT);
+      json_node_set_object (node, body);
+    }
+  return api (hv, "PUT", action, node, NULL, error);
+}
+
+static JsonObject *
+get (ChvHypervisor *hv, const char *action, GError **error)
+{
+  g_autoptr (JsonNode) reply = NULL;
+
+  if (!api (hv, "GET", action, NULL, &reply, error))
+    return NULL;
+  if (!reply || !JSON_NODE_HOLDS_OBJECT (reply))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s answered GET %s without a JSON object",
+                   SERVER_NAME, action);
+      return NULL;
+    }
+  return json_object_ref (json_node_get_object (reply));
+}
+
+static guint64
+uint_member (JsonObject *object, const char *name)
+{
+  JsonNode *node = object ? json_object_get_member (object, name) : NULL;
+
+  if (!node || json_node_get_value_type (node) != G_TYPE_INT64 || json_node_get_int (node) < 0)
+    return 0;
+  return (guint64) json_node_get_int (node);
+}
+
+/* ---- the running guest ---- */
+
+static gboolean
+chv_destroy_vm (MvHypervisor *base, GError **error)
+{
+  return put ((ChvHypervisor *) base, "vm.shutdown", NULL, error);
+}
+
+static gboolean
+chv_shutdown_vm (MvHypervisor *base, GError **error)
+{
+  return put ((ChvHypervisor *) base, "vm.power-button", NULL, error);
+}
+
+static gboolean
+chv_shutdown (MvHypervisor *base, GError **error)
+{
+  ChvHypervisor *hv = (ChvHypervisor *) base;
+  g_autoptr (GError) local = NULL;
+
+  /* The VMM may close the connection as it goes, before or after it
+   * answers. */
+  if (!put (hv, "vmm.shutdown", NULL, &local) && local->code != MV_ERROR_UNAVAILABLE)
+    {
+      g_propagate_error (error, g_steal_pointer (&local));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+chv_vm_info (MvHypervisor *base, MvVmInfo *info, GError **error)
+{
+  g_autoptr (JsonObject) reply = get ((ChvHypervisor *) base, "vm.info", error);
+  const char *state;
+
+  if (!reply)
+    return FALSE;
+  state = json_object_get_string_member_with_default (reply, "state", "");
+  memset (info, 0, sizeof *info);
+  if (strcmp (state, "Running") == 0)
+    info->state = MV_VM_STATE_RUNNING;
+  else if (strcmp (state, "Paused") == 0)
+    info->state = MV_VM_STATE_PAUSED;
+  else
+    info->state = MV_VM_STATE_STOPPED;   /* Created, Shutdown, BreakPoint */
+  if (json_object_has_member (reply, "memory_actual_size"))
+    {
+      info->has_memory_bytes = TRUE;
+      info->memory_bytes = uint_member (reply, "memory_actual_size");
+    }
+  return TRUE;
+}
+
+static gboolean
+chv_pause_vm (MvHypervisor *base, GError **error)
+{
+  return put ((ChvHypervisor *) base, "vm.pause", NULL, error);
+}
+
+static gboolean
+chv_resume_vm (MvHypervisor *base, GError **error)
+{
+  return put ((ChvHypervisor *) base, "vm.resume", NULL, error);
+}
+
+static char *
+absolute_path (const char *path)
+{
+  g_autofree char *cwd = NULL;
+
+  if (g_path_is_absolute (path))
+    return g_strdup (path);
+  cwd = g_get_current_dir ();
+  return g_build_filename (cwd, path, NULL);
+}
+
+static gboolean
+chv_snapshot_vm (MvHypervisor *base, const char *dest_dir, GError **error)
+{
+  g_autoptr (JsonObject) body = json_object_new ();
+  g_autofree char *dir = absolute_path (dest_dir);
+  g_autofree char *url = g_strconcat ("file://", dir, NULL);
+
+  json_object_set_string_member (body, "destination_url", url);
+  return put ((ChvHypervisor *) base, "vm.snapshot", body, error);
+}
+
+static gboolean
+chv_resize_vm_memory (MvHypervisor *base, guint64 bytes, GError **error)
+{
+  ChvHypervisor *hv = (ChvHypervisor *) base;
+  g_autoptr (JsonObject) info = get (hv, "vm.info", error);
+  g_autoptr (JsonObject) body = json_object_new ();
+  JsonObject *memory;
+  gint64 deadline;
+
+  if (!info)
+    return FALSE;
+  memory = mv_json_get_object (mv_json_get_object (info, "config"), "memory");
+  if (!mv_check_memory_resize (bytes, uint_member (memory, "size"),
+                               uint_member (memory, "hotplug_size"), error))
+    return FALSE;
+  json_object_set_int_member (body, "desired_ram", (gint64) bytes);
+  if (!put (hv, "vm.resize", body, error))
+    return FALSE;
+
+  /* virtio-mem plugs and unplugs as the guest gets to it. */
+  deadline = g_get_monotonic_time () + RESIZE_TIMEOUT_MS * 1000;
+  for (;;)
+    {
+      MvVmInfo now;
+
+      if (!chv_vm_info (base, &now, error))
+        return FALSE;
+      if (!now.has_memory_bytes || now.memory_bytes == bytes)
+        return TRUE;
+      if (g_get_monotonic_time () > deadline)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "memory_bytes: the guest has %"
+                       G_GUINT64_FORMAT " bytes %d ms after it was asked for %" G_GUINT64_FORMAT,
+                       now.memory_bytes, RESIZE_TIMEOUT_MS, bytes);
+          return FALSE;
+        }
+      g_usleep (RESIZE_POLL_MS * 1000);
+    }
+}
+
+static gboolean
+chv_resize_vm_cpu (MvHypervisor *base, guint count, GError **error)
+{
+  ChvHypervisor *hv = (ChvHypervisor *) base;
+  g_autoptr (JsonObject) info = get (hv, "vm.info", error);
+  g_autoptr (JsonObject) body = json_object_new ();
+  JsonObject *cpus;
+  guint64 max;
+
+  if (!info)
+    return FALSE;
+  cpus = mv_json_get_object (mv_json_get_object (info, "config"), "cpus");
+  max = uint_member (cpus, "max_vcpus");
+  if (count == 0 || count > max)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "max_vcpus: %u vCPUs is outside 1 to the %" G_GUINT64_FORMAT
+                   " the guest booted with room for", count, max);
+      return FALSE;
+    }
+  json_object_set_int_member (body, "desired_vcpus", count);
+  return put (hv, "vm.resize", body, error);
+}
+
+static gboolean
+chv_stats (MvHypervisor *base, MvVmStats *stats, GError **error)
+{
+  g_autoptr (JsonObject) counters = get ((ChvHypervisor *) base, "vm.counters", error);
+  JsonObjectIter iter;
+  const char *device;
+  JsonNode *node;
+
+  if (!counters)
+    return FALSE;
+  memset (stats, 0, sizeof *stats);
+  json_object_iter_init (&iter, counters);
+  while (json_object_iter_next (&iter, &device, &node))
+    {
+      JsonObject *c = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+
+      stats->disk_read_bytes += uint_member (c, "read_bytes");
+      stats->disk_write_bytes += uint_member (c, "write_bytes");
+      stats->disk_read_ops += uint_member (c, "read_ops");
+      stats->disk_write_ops += uint_member (c, "write_ops");
+      stats->net_rx_bytes += uint_member (c, "rx_bytes");
+      stats->net_tx_bytes += uint_member (c, "tx_bytes");
+      stats->net_rx_packets += uint_member (c, "rx_frames");
+      stats->net_tx_packets += uint_member (c, "tx_frames");
+    }
+  return TRUE;
+}
+
+static char *
+chv_vmm_version (MvHypervisor *base, GError **error)
+{
+  g_autoptr (JsonObject) ping = get ((ChvHypervisor *) base, "vmm.ping", error);
+  const char *version;
+
+  if (!ping)
+    return NULL;
+  version = json_object_get_string_member_with_default (ping, "version", NULL);
+  if (!version)
+    version = json_object_get_string_member_with_default (ping, "build_version", "");
+  return g_strdup (version[0] == 'v' ? version + 1 : version);
+}
+
+static void
+chv_hypervisor_free (MvHypervisor *base)
+{
+  ChvHypervisor *hv = (ChvHypervisor *) base;
+
+  mv_http_free (hv->http);
+  g_free (hv);
+}
+
+static ChvHypervisor *
+hypervisor_new (const char *socket_path)
+{
+  ChvHypervisor *hv = g_new0 (ChvHypervisor, 1);
+
+  hv->base.data = hv;
+  hv->base.destroy_vm = chv_destroy_vm;
+  hv->base.shutdown_vm = chv_shutdown_vm;
+  hv->base.shutdown = chv_shutdown;
+  hv->base.vm_info = chv_vm_info;
+  hv->base.pause_vm = chv_pause_vm;
+  hv->base.resume_vm = chv_resume_vm;
+  hv->base.snapshot_vm = chv_snapshot_vm;
+  hv->base.resize_vm_memory = chv_resize_vm_memory;
+  hv->base.resize_vm_cpu = chv_resize_vm_cpu;
+  hv->base.free = chv_hypervisor_free;
+  hv->base.stats = chv_stats;
+  hv->base.vmm_version = chv_vmm_version;
+  hv->http = mv_http_new (socket_path, SERVER_NAME);
+  return hv;
+}
+
+/* ---- the VmConfig ---- */
+
+static JsonObject *
+token_bucket (guint64 size)
+{
+  JsonObject *bucket = json_object_new ();
+
+  /* Refilled once a second: size is the rate per second. */
+  json_object_set_int_member (bucket, "size", (gint64) size);
+  json_object_set_int_member (bucket, "refill_time", 1000);
+  return bucket;
+}
+
+static JsonNode *
+vm_config (MvStarter *starter, const MvVmSpec *spec)
+{
+  g_autoptr (JsonObject) config = json_object_new ();
+  JsonObject *payload = json_object_new ();
+  JsonObject *cpus = json_object_new ();
+  JsonObject *memory = json_object_new ();
+  JsonObject *serial = json_object_new ();
+  JsonObject *console = json_object_new ();
+  JsonArray *disks = json_array_new ();
+  JsonArray *nets = json_array_new ();
+  JsonNode *node;
+
+  json_object_set_string_member (payload, "kernel", spec->boot.kernel_path);
+  json_object_set_string_member (payload, "cmdline",
+                                 spec->boot.kernel_args ? spec->boot.kernel_args
+                                                        : starter->default_kernel_args (starter));
+  if (spec->boot.initrd_path && *spec->boot.initrd_path)
+    json_object_set_string_member (payload, "initramfs", spec->boot.initrd_path);
+  json_object_set_object_member (config, "payload", payload);
+
+  json_object_set_int_member (cpus, "boot_vcpus", spec->cpu.count);
+  json_object_set_int_member (cpus, "max_vcpus", MAX (spec->cpu.max_count, spec->cpu.count));
+  json_object_set_object_member (config, "cpus", cpus);
+
+  json_object_set_int_member (memory, "size", (gint64) spec->memory.size_bytes);
+  if (spec->memory.hotplug_bytes > 0)
+    {
+      /* virtio-mem grows and shrinks in 2 MiB blocks; ACPI only grows. */
+      json_object_set_string_member (memory, "hotplug_method", "VirtioMem");
+      json_object_set_int_member (memory, "hotplug_size", (gint64) spec->memory.hotplug_bytes);
+    }
+  json_object_set_object_member (config, "memory", memory);
+
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      MvDiskConfig *d = spec->disks->pdata[i];
+      JsonObject *disk = json_object_new ();
+      g_autofree char *id = g_strdup_printf ("disk%u", i);
+
+      json_object_set_string_member (disk, "path", d->path);
+      json_object_set_boolean_member (disk, "readonly", d->read_only);
+      json_object_set_string_member (disk, "id", id);
+      if (d->rate_limit_bytes_per_second || d->rate_limit_iops)
+        {
+          JsonObject *limiter = json_object_new ();
+          if (d->rate_limit_bytes_per_second)
+            json_object_set_object_member (limiter, "bandwidth",
+                                           token_bucket (d->rate_limit_bytes_per_second));
+          if (d->rate_limit_iops)
+            json_object_set_object_member (limiter, "ops", token_bucket (d->rate_limit_iops));
+          json_object_set_object_member (disk, "rate_limiter_config", limiter);
+        }
+      json_array_add_object_element (disks, disk);
+    }
+  json_object_set_array_member (config, "disks", disks);
+
+  for (guint i = 0; i < spec->nets->len; i++)
+    {
+      MvNetConfig *n = spec->nets->pdata[i];
+      JsonObject *net = json_object_new ();
+      g_autofree char *id = g_strdup_printf ("net%u", i);
+
+      json_object_set_string_member (net, "tap", n->tap_device);
+      if (n->mac)
+        json_object_set_string_member (net, "mac", n->mac);
+      json_object_set_string_member (net, "id", id);
+      json_array_add_object_element (nets, net);
+    }
+  json_object_set_array_member (config, "net", nets);
+
+  if (spec->console.path)
+    {
+      json_object_set_string_member (serial, "mode", "File");
+      json_object_set_string_member (serial, "file", spec->console.path);
+    }
+  else
+    json_object_set_string_member (serial, "mode", "Null");
+  json_object_set_object_member (config, "serial", serial);
+  /* The virtio console defaults to the VMM's terminal, which a daemon's
+   * VMM has none of. */
+  json_object_set_string_member (console, "mode", "Off");
+  json_object_set_object_member (config, "console", console);
+
+  if (spec->agent.kind == MV_AGENT_CHANNEL_VSOCK)
+    {
+      JsonObject *vsock = json_object_new ();
+      json_object_set_int_member (vsock, "cid", spec->agent.cid);
+      json_object_set_string_member (vsock, "socket", spec->agent.socket_path);
+      json_object_set_string_member (vsock, "id", "vsock0");
+      json_object_set_object_member (config, "vsock", vsock);
+    }
+
+  node = json_node_new (JSON_NODE_OBJECT);
+  json_node_set_object (node, config);
+  return node;
+}
+
+/* ---- the starter ---- */
+
+static const char *
+chv_version (MvStarter *base)
+{
+  return ((ChvStarter *) base)->version;
+}
+
+static const char *
+chv_default_kernel_args (MvStarter *base)
+{
+  return DEFAULT_KERNEL_ARGS;
+}
+
+static gboolean
+chv_power_off_ends_vm (MvStarter *base)
+{
+  return TRUE;
+}
+
+static gboolean
+check_socket (const char *socket_path, GError **error)
+{
+  if (!mv_check_socket_path ("socket", socket_path, error))
+    return FALSE;
+  /* --api-socket takes "path=P" options: a comma would split it. */
+  if (strchr (socket_path, ','))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "socket: %s holds a comma, which --api-socket cannot take", socket_path);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+chv_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (socket_path);
+
+  if (!check_socket (socket_path, error))
+    return FALSE;
+  if (spec->agent.kind == MV_AGENT_CHANNEL_SERIAL)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                   "agent: Cloud Hypervisor has no virtio-serial ports; use vsock");
+      return FALSE;
+    }
+  return mv_vm_spec_check (spec, dir, error);
+}
+
+static MvProcess *
+launch (ChvStarter *starter, const char *socket_path, GError **error)
+{
+  g_autofree char *option = g_strconcat ("path=", socket_path, NULL);
+  const char *argv[] = { starter->binary, "--api-socket", option, "-v", NULL };
+
+  if (!check_socket (socket_path, error))
+    return NULL;
+  /* A stale socket is replaced, but one still served belongs to a VMM
+   * that would answer for the new one while it fails on the lock. */
+  if (g_file_test (socket_path, G_FILE_TEST_EXISTS))
+    {
+      g_autoptr (MvHttp) probe = mv_http_new (socket_path, SERVER_NAME);
+      g_auto (MvHttpResponse) response = { 0 };
+
+      mv_http_set_timeout (probe, 1000);
+      if (mv_http_request (probe, "GET", "/api/v1/vmm.ping", NULL, 0, &response, NULL))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
+                       "socket: a VMM already serves on %s", socket_path);
+          return NULL;
+        }
+    }
+  return mv_process_start (socket_path, argv, START_TIMEOUT_MS, error);
+}
+
+/* Ends a VMM whose start failed, keeping @error. */
+static void
+abandon (MvStarter *starter, MvProcess *vmm)
+{
+  mv_process_kill (vmm, NULL);
+  starter->cleanup (starter, vmm->socket_path);
+}
+
+static void
+prefix_error (GError **error, const char *prefix)
+{
+  if (error && *error)
+    g_prefix_error (error, "%s", prefix);
+}
+
+static MvHypervisor *
+chv_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, MvProcess **vmm,
+              GError **error)
+{
+  ChvStarter *starter = (ChvStarter *) base;
+  g_autoptr (MvProcess) process = NULL;
+  g_autoptr (JsonNode) config = NULL;
+  ChvHypervisor *hv;
+
+  if (!chv_check (base, socket_path, spec, error))
+    return NULL;
+  process = launch (starter, socket_path, error);
+  if (!process)
+    return NULL;
+  hv = hypervisor_new (socket_path);
+  config = vm_config (base, spec);
+  if (!api (hv, "GET", "vmm.ping", NULL, NULL, error) ||
+      !api (hv, "PUT", "vm.create", config, NULL, error) ||
+      !put (hv, "vm.boot", NULL, error))
+    {
+      prefix_error (error, "Could not boot the guest: ");
+      chv_hypervisor_free (&hv->base);
+      abandon (base, process);
+      return NULL;
+    }
+  *vmm = g_steal_pointer (&process);
+  return &hv->base;
+}
+
+/* The snapshot's config.json with what @spec gives afresh: the console
+ * file, the TAP of its first interface, the vsock socket. Cloud Hypervisor
+ * takes no overrides on restore, so the config is what changes. */
+static gboolean
+write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRestoreSpec *spec,
+                   GError **error)
+{
+  g_autofree char *config_path = g_build_filename (snapshot_dir, "config.json", NULL);
+  g_autofree char *out_path = g_build_filename (restore_dir, "config.json", NULL);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (JsonGenerator) generator = NULL;
+  g_autoptr (GDir) dir = NULL;
+  g_autofree char *snapshot_abs = NULL;
+  JsonObject *config;
+  JsonArray *nets;
+  const char *name;
+
+  if (!json_parser_load_from_file (parser, config_path, error))
+    {
+      prefix_error (error, "The snapshot's config cannot be read: ");
+      return FALSE;
+    }
+  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s is not a VM config", config_path);
+      return FALSE;
+    }
+  config = json_node_get_object (json_parser_get_root (parser));
+  if (spec->console.path)
+    {
+      JsonObject *serial = json_object_new ();
+      json_object_set_string_member (serial, "mode", "File");
+      json_object_set_string_member (serial, "file", spec->console.path);
+      json_object_set_object_member (config, "serial", serial);
+    }
+  nets = mv_json_get_array (config, "net");
+  if (spec->tap_device)
+    {
+      if (!nets || json_array_get_length (nets) == 0)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "network: the snapshot has no network interface to give %s",
+                       spec->tap_device);
+          return FALSE;
+        }
+      json_object_set_string_member (json_array_get_object_element (nets, 0), "tap",
+                                     spec->tap_device);
+    }
+  if (spec->agent_socket && mv_json_get_object (config, "vsock"))
+    json_object_set_string_member (mv_json_get_object (config, "vsock"), "socket",
+                                   spec->agent_socket);
+
+  if (g_mkdir_with_parents (restore_dir, 0700) < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not create %s: %s", restore_dir,
+                   g_strerror (saved));
+      return FALSE;
+    }
+  generator = json_generator_new ();
+  json_generator_set_root (generator, json_parser_get_root (parser));
+  if (!json_generator_to_file (generator, out_path, error))
+    return FALSE;
+
+  /* Everything else is read where it is: the memory may be large. */
+  snapshot_abs = absolute_path (snapshot_dir);
+  dir = g_dir_open (snapshot_dir, 0, error);
+  if (!dir)
+    return FALSE;
+  while ((name = g_dir_read_name (dir)))
+    {
+      g_autofree char *target = NULL;
+      g_autofree char *link = NULL;
+
+      if (strcmp (name, "config.json") == 0)
+        continue;
+      target = g_build_filename (snapshot_abs, name, NULL);
+      link = g_build_filename (restore_dir, name, NULL);
+      g_unlink (link);
+      if (symlink (target, link) < 0)
+        {
+          int saved = errno;
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not link %s: %s", link,
+                       g_strerror (saved));
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+static MvHypervisor *
+chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_dir,
+                const MvRestoreSpec *spec, MvProcess **vmm, GError **error)
+{
+  ChvStarter *starter = (ChvStarter *) base;
+  g_autofree char *dir = g_path_get_dirname (socket_path);
+  g_autofree char *relative_dir = g_build_filename (dir, MV_CLOUD_HYPERVISOR_RESTORE_DIR, NULL);
+  g_autofree char *restore_dir = absolute_path (relative_dir);
+  g_autofree char *url = NULL;
+  g_autoptr (JsonObject) body = json_object_new ();
+  g_autoptr (MvProcess) process = NULL;
+  ChvHypervisor *hv;
+
+  if (!check_socket (socket_path, error))
+    return NULL;
+  if (!write_restore_dir (snapshot_dir, restore_dir, spec, error))
+    return NULL;
+  process = launch (starter, socket_path, error);
+  if (!process)
+    return NULL;
+  hv = hypervisor_new (socket_path);
+  url = g_strconcat ("file://", restore_dir, NULL);
+  json_object_set_string_member (body, "source_url", url);
+  if (!put (hv, "vm.restore", body, error))
+    {
+      prefix_error (error, "Could not restore the guest: ");
+      chv_hypervisor_free (&hv->base);
+      abandon (base, process);
+      return NULL;
+    }
+  *vmm = g_steal_pointer (&process);
+  return &hv->base;
+}
+
+static MvHypervisor *
+chv_connect (MvStarter *base, const char *socket_path, GError **error)
+{
+  ChvHypervisor *hv = hypervisor_new (socket_path);
+
+  if (!api (hv, "GET", "vmm.ping", NULL, NULL, error))
+    {
+      chv_hypervisor_free (&hv->base);
+      return NULL;
+    }
+  return &hv->base;
+}
+
+static MvCapabilities
+chv_capabilities (MvStarter *base)
+{
+  return (MvCapabilities) {
+    .snapshot = TRUE,
+    .hotplug_memory = TRUE,
+    .hotplug_cpu = TRUE,
+    .cpu_affinity = TRUE,
+    .pause = TRUE,
+    .vsock = TRUE,
+    .gpu_passthrough = TRUE,
+    .disk_rate_limit = TRUE,
+  };
+}
+
+static void
+remove_tree (const char *path)
+{
+  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir && (name = g_dir_read_name (dir)))
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+      g_unlink (child);
+    }
+  g_rmdir (path);
+}
+
+static void
+chv_cleanup (MvStarter *base, const char *socket_path)
+{
+  g_autofree char *lock = g_strconcat (socket_path, ".lock", NULL);
+  g_autofree char *dir = g_path_get_dirname (socket_path);
+  g_autofree char *restore_dir = g_build_filename (dir, MV_CLOUD_HYPERVISOR_RESTORE_DIR, NULL);
+
+  g_unlink (socket_path);
+  g_unlink (lock);
+  remove_tree (restore_dir);
+}
+
+static void
+chv_starter_free (MvStarter *base)
+{
+  ChvStarter *starter = (ChvStarter *) base;
+
+  g_free (starter->binary);
+  g_free (starter->version);
+  g_free (starter);
+}
+
+MvStarter *
+mv_cloud_hypervisor_starter_new (const char *binary, GError **error)
+{
+  g_autofree char *path = g_path_is_absolute (binary) ? g_strdup (binary)
+                                                      : g_find_program_in_path (binary);
+  g_autofree char *version = NULL;
+  ChvStarter *starter;
+
+  if (!path)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "%s is not installed (not in PATH)",
+                   binary);
+      return NULL;
+    }
+  version = mv_binary_version (path, "cloud-hypervisor", error);
+  if (!version)
+    return NULL;
+  starter = g_new0 (ChvStarter, 1);
+  starter->binary = g_steal_pointer (&path);
+  starter->version = g_steal_pointer (&version);
+  starter->base.type = MV_CLOUD_HYPERVISOR_TYPE;
+  starter->base.socket_name = "api.sock";
+  starter->base.data = starter;
+  starter->base.version = chv_version;
+  starter->base.default_kernel_args = chv_default_kernel_args;
+  starter->base.power_off_ends_vm = chv_power_off_ends_vm;
+  starter->base.check = chv_check;
+  starter->base.start_vm = chv_start_vm;
+  starter->base.restore_vm = chv_restore_vm;
+  starter->base.connect = chv_connect;
+  starter->base.capabilities = chv_capabilities;
+  starter->base.cleanup = chv_cleanup;
+  starter->base.free = chv_starter_free;
+  return &starter->base;
+}

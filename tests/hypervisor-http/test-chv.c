@@ -1,0 +1,449 @@
+/* The cloud-hypervisor backend against the test VMM. */
+#include "vmm-fixture.h"
+#include "hypervisor/cloud-hypervisor.h"
+#include "hypervisor/http.h"
+#include "hypervisor/versions.h"
+#include "core/errors.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+#define CONSOLE_TIMEOUT_MS 5000
+#define MIB (G_GUINT64_CONSTANT (1) << 20)
+
+static GPtrArray *warnings;
+
+/* Warnings are what the deprecation policy produces: keep them for the
+ * tests to look at, rather than let GTest abort on them. */
+static GLogWriterOutput
+writer (GLogLevelFlags level, const GLogField *fields, gsize n_fields, gpointer data)
+{
+  if (level & G_LOG_LEVEL_WARNING)
+    for (gsize i = 0; i < n_fields; i++)
+      if (strcmp (fields[i].key, "MESSAGE") == 0)
+        {
+          g_ptr_array_add (warnings, g_strdup (fields[i].value));
+          return G_LOG_WRITER_HANDLED;
+        }
+  return g_log_writer_standard_streams (level, fields, n_fields, data);
+}
+
+static MvStarter *
+starter_new (void)
+{
+  g_autofree char *binary = vmm_fixture_binary ("cloud-hypervisor");
+  g_autoptr (GError) error = NULL;
+  MvStarter *starter = mv_cloud_hypervisor_starter_new (binary, &error);
+
+  g_assert_no_error (error);
+  return starter;
+}
+
+static MvHypervisor *
+boot (MvStarter *starter, VmmFixture *fixture, MvProcess **vmm)
+{
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (GError) error = NULL;
+  MvHypervisor *hv = starter->start_vm (starter, fixture->socket_path, spec, vmm, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (hv);
+  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-GUEST-READY",
+                                           CONSOLE_TIMEOUT_MS));
+  return hv;
+}
+
+static void
+assert_state (MvHypervisor *hv, MvVmState state)
+{
+  g_autoptr (GError) error = NULL;
+  MvVmInfo info;
+
+  g_assert_true (hv->vm_info (hv, &info, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (mv_vm_state_to_string (info.state), ==, mv_vm_state_to_string (state));
+}
+
+/* What the VMM was given, as vm.info reports it. */
+static JsonObject *
+vm_config (const char *socket_path)
+{
+  g_autoptr (MvHttp) http = mv_http_new (socket_path, "Cloud Hypervisor");
+  g_autoptr (JsonNode) reply = NULL;
+  g_autoptr (GError) error = NULL;
+
+  g_assert_true (mv_http_call_json (http, "GET", "/api/v1/vm.info", NULL, &reply, NULL, &error));
+  g_assert_no_error (error);
+  return json_object_ref (json_object_get_object_member (json_node_get_object (reply), "config"));
+}
+
+static void
+test_lifecycle (VmmFixture *fixture, gconstpointer data)
+{
+  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonObject) config = NULL;
+  g_autofree char *version = NULL;
+  JsonObject *disk, *memory;
+  MvCapabilities caps = starter->capabilities (starter);
+  MvVmStats stats;
+  MvVmInfo info;
+  int counter;
+
+  g_assert_cmpstr (starter->type, ==, "cloud-hypervisor");
+  g_assert_cmpstr (starter->version (starter), ==, "53.0.0");
+  g_assert_true (starter->power_off_ends_vm (starter));
+  g_assert_true (caps.hotplug_cpu && caps.hotplug_memory && caps.snapshot && caps.vsock);
+
+  hv = boot (starter, fixture, &vmm);
+  g_assert_true (mv_process_alive (vmm));
+  assert_state (hv, MV_VM_STATE_RUNNING);
+  g_assert_true (hv->vm_info (hv, &info, &error));
+  g_assert_true (info.has_memory_bytes);
+  g_assert_cmpuint (info.memory_bytes, ==, 256 * MIB);
+
+  /* The VmConfig carries the spec: CPUs with room, memory with its
+   * virtio-mem region, the rate-limited disk, the TAP and MAC, the serial
+   * file with the virtio console off. */
+  config = vm_config (fixture->socket_path);
+  g_assert_cmpint (json_object_get_int_member (json_object_get_object_member (config, "cpus"),
+                                               "max_vcpus"), ==, 2);
+  memory = json_object_get_object_member (config, "memory");
+  g_assert_cmpstr (json_object_get_string_member (memory, "hotplug_method"), ==, "VirtioMem");
+  g_assert_cmpint (json_object_get_int_member (memory, "hotplug_size"), ==, 256 * MIB);
+  disk = json_array_get_object_element (json_object_get_array_member (config, "disks"), 0);
+  g_assert_cmpint (json_object_get_int_member (json_object_get_object_member (
+                     json_object_get_object_member (disk, "rate_limiter_config"), "bandwidth"),
+                     "size"), ==, 10 << 20);
+  g_assert_cmpstr (json_object_get_string_member (
+                     json_array_get_object_element (json_object_get_array_member (config, "net"), 0),
+                     "tap"), ==, "mvtap0");
+  g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (config, "console"),
+                                                  "mode"), ==, "Off");
+
+  version = hv->vmm_version (hv, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (version, ==, "53.0.0");
+
+  /* Paused, the guest's clock stands still. */
+  g_assert_true (hv->pause_vm (hv, &error));
+  g_assert_no_error (error);
+  assert_state (hv, MV_VM_STATE_PAUSED);
+  counter = vmm_fixture_last_counter (fixture->console_path);
+  g_usleep (1300 * 1000);
+  g_assert_cmpint (vmm_fixture_last_counter (fixture->console_path), ==, counter);
+  g_assert_true (hv->resume_vm (hv, &error));
+  g_assert_no_error (error);
+  assert_state (hv, MV_VM_STATE_RUNNING);
+  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-COUNTER 1",
+                                           CONSOLE_TIMEOUT_MS));
+
+  g_assert_true (hv->stats (hv, &stats, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (stats.disk_read_ops, >, 0);
+  g_assert_cmpuint (stats.disk_read_bytes, ==, stats.disk_read_ops * 4096);
+
+  /* Resizes within what the guest booted with room for. */
+  g_assert_true (hv->resize_vm_cpu (hv, 2, &error));
+  g_assert_no_error (error);
+  g_assert_false (hv->resize_vm_cpu (hv, 3, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_clear_error (&error);
+  g_assert_true (hv->resize_vm_memory (hv, 384 * MIB, &error));
+  g_assert_no_error (error);
+  g_assert_true (hv->vm_info (hv, &info, &error));
+  g_assert_cmpuint (info.memory_bytes, ==, 384 * MIB);
+  g_assert_false (hv->resize_vm_memory (hv, 385 * MIB, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_clear_error (&error);
+  g_assert_false (hv->resize_vm_memory (hv, 1024 * MIB, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_clear_error (&error);
+  g_assert_true (hv->vm_info (hv, &info, &error));
+  g_assert_cmpuint (info.memory_bytes, ==, 384 * MIB);
+
+  /* The power button: the guest powers off and the VMM ends with it. */
+  g_assert_true (hv->shutdown_vm (hv, &error));
+  g_assert_no_error (error);
+  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-POWEROFF acpi",
+                                           CONSOLE_TIMEOUT_MS));
+  g_assert_true (mv_process_wait (vmm, 5000));
+  starter->cleanup (starter, fixture->socket_path);
+  g_assert_false (g_file_test (fixture->socket_path, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_shutdown (VmmFixture *fixture, gconstpointer data)
+{
+  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = boot (starter, fixture, &vmm);
+  g_autoptr (MvHypervisor) again = NULL;
+  g_autoptr (GError) error = NULL;
+
+  /* Destroyed, the guest stops and the VMM stays. */
+  g_assert_true (hv->destroy_vm (hv, &error));
+  g_assert_no_error (error);
+  assert_state (hv, MV_VM_STATE_STOPPED);
+  g_assert_true (mv_process_alive (vmm));
+
+  /* A daemon restarted meanwhile reaches it by its socket. */
+  again = starter->connect (starter, fixture->socket_path, &error);
+  g_assert_no_error (error);
+  assert_state (again, MV_VM_STATE_STOPPED);
+  g_assert_true (again->shutdown (again, &error));
+  g_assert_no_error (error);
+  g_assert_true (mv_process_wait (vmm, 5000));
+}
+
+static void
+test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
+{
+  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvProcess) restored = NULL;
+  g_autoptr (MvHypervisor) hv = boot (starter, fixture, &vmm);
+  g_autoptr (MvHypervisor) hv2 = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonObject) config = NULL;
+  g_autofree char *snapshot = g_build_filename (fixture->dir, "snapshot", NULL);
+  g_autofree char *dir2 = g_build_filename (fixture->dir, "vm2", NULL);
+  g_autofree char *socket2 = g_build_filename (dir2, "api.sock", NULL);
+  g_autofree char *console2 = g_build_filename (dir2, "console.log", NULL);
+  g_autofree char *console2_text = NULL;
+  MvRestoreSpec restore = { 0 };
+  int counter;
+
+  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-COUNTER 1",
+                                           CONSOLE_TIMEOUT_MS));
+  g_assert_cmpint (g_mkdir (snapshot, 0700), ==, 0);
+  g_assert_cmpint (g_mkdir (dir2, 0700), ==, 0);
+
+  /* Only a paused guest can be snapshotted; the VMM says why not. */
+  g_assert_false (hv->snapshot_vm (hv, snapshot, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_STATE);
+  g_assert_nonnull (strstr (error->message, "Trying to snapshot while VM is running"));
+  g_clear_error (&error);
+
+  g_assert_true (hv->pause_vm (hv, &error));
+  counter = vmm_fixture_last_counter (fixture->console_path);
+  g_assert_true (hv->snapshot_vm (hv, snapshot, &error));
+  g_assert_no_error (error);
+  g_assert_true (hv->shutdown (hv, &error));
+  g_assert_no_error (error);
+  g_assert_true (mv_process_wait (vmm, 5000));
+
+  /* A fresh VMM in another directory, with another TAP and console. */
+  restore.console.path = g_strdup (console2);
+  restore.tap_device = g_strdup ("mvtap9");
+  restore.agent_socket = g_build_filename (dir2, "vsock.sock", NULL);
+  hv2 = starter->restore_vm (starter, socket2, snapshot, &restore, &restored, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (hv2);
+  assert_state (hv2, MV_VM_STATE_PAUSED);
+  config = vm_config (socket2);
+  g_assert_cmpstr (json_object_get_string_member (
+                     json_array_get_object_element (json_object_get_array_member (config, "net"), 0),
+                     "tap"), ==, "mvtap9");
+  /* The snapshot itself is kept as it was. */
+  {
+    g_autofree char *path = g_build_filename (snapshot, "config.json", NULL);
+    g_autofree char *text = NULL;
+    g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+    g_assert_nonnull (strstr (text, "mvtap0"));
+    g_assert_null (strstr (text, "mvtap9"));
+  }
+
+  g_assert_true (hv2->resume_vm (hv2, &error));
+  g_assert_no_error (error);
+  {
+    g_autofree char *next = g_strdup_printf ("MICROVMD-COUNTER %d", counter + 1);
+    g_assert_true (vmm_fixture_wait_console (console2, next, CONSOLE_TIMEOUT_MS));
+  }
+  /* The guest went on where it was: it did not boot again. */
+  g_assert_true (g_file_get_contents (console2, &console2_text, NULL, NULL));
+  g_assert_null (strstr (console2_text, "Linux version"));
+
+  g_assert_true (hv2->shutdown (hv2, &error));
+  g_assert_true (mv_process_wait (restored, 5000));
+  starter->cleanup (starter, socket2);
+  {
+    g_autofree char *restore_dir = g_build_filename (dir2, MV_CLOUD_HYPERVISOR_RESTORE_DIR, NULL);
+    g_assert_false (g_file_test (restore_dir, G_FILE_TEST_EXISTS));
+  }
+  mv_restore_spec_clear (&restore);
+}
+
+static void
+test_errors (VmmFixture *fixture, gconstpointer data)
+{
+  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = boot (starter, fixture, &vmm);
+  g_autoptr (MvHttp) http = mv_http_new (fixture->socket_path, "Cloud Hypervisor");
+  g_autoptr (GError) error = NULL;
+  g_auto (MvHttpResponse) response = { 0 };
+  g_autofree char *big = NULL;
+  g_autofree char *text = NULL;
+  g_autoptr (JsonNode) create = json_from_string ("{\"payload\":{\"kernel\":\"x\"}}", NULL);
+
+  /* A wrong-state call is Cloud Hypervisor's 500, quoted. */
+  g_assert_false (hv->resume_vm (hv, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_STATE);
+  g_assert_nonnull (strstr (error->message, "(500): Error resuming the VM: Invalid VM state "
+                            "transition: Running to Running"));
+  g_clear_error (&error);
+
+  /* A second vm.create. */
+  g_assert_false (mv_http_call_json (http, "PUT", "/api/v1/vm.create", create, NULL, NULL,
+                                     &error));
+  g_assert_nonnull (strstr (error->message, "The VM is already created"));
+  g_clear_error (&error);
+
+  /* A body over micro-http's 51200 bytes is refused by the server itself. */
+  big = g_strnfill (60000, ' ');
+  big[0] = '{';
+  big[59999] = '}';
+  g_assert_true (mv_http_request (http, "PUT", "/api/v1/vm.resize", big, 60000, &response, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (response.status, ==, 400);
+  text = mv_http_error_text (response.body);
+  g_assert_cmpstr (text, ==, "Request payload with size 60000 is larger than the limit of 51200 "
+                   "allowed by server.");
+}
+
+static void
+test_not_created (VmmFixture *fixture, gconstpointer data)
+{
+  g_autofree char *binary = vmm_fixture_binary ("cloud-hypervisor");
+  g_autofree char *option = g_strconcat ("path=", fixture->socket_path, NULL);
+  const char *argv[] = { binary, "--api-socket", option, NULL };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (MvProcess) vmm = mv_process_start (fixture->socket_path, argv, 10000, &error);
+  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvHypervisor) hv = NULL;
+  MvVmInfo info;
+
+  g_assert_no_error (error);
+  hv = starter->connect (starter, fixture->socket_path, &error);
+  g_assert_no_error (error);
+  /* Before vm.create there is no VM: 404, which is a state error here. */
+  g_assert_false (hv->vm_info (hv, &info, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_STATE);
+  g_assert_nonnull (strstr (error->message, "(404): Error getting VM info: The VM is not created"));
+  g_clear_error (&error);
+  g_assert_false (hv->pause_vm (hv, &error));
+  g_assert_nonnull (strstr (error->message, "The VM is not created"));
+}
+
+static void
+test_stale_socket (VmmFixture *fixture, gconstpointer data)
+{
+  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = NULL;
+
+  /* Cloud Hypervisor replaces a socket nobody serves on. */
+  g_assert_true (g_file_set_contents (fixture->socket_path, "", 0, NULL));
+  hv = boot (starter, fixture, &vmm);
+  assert_state (hv, MV_VM_STATE_RUNNING);
+}
+
+static void
+test_versions (VmmFixture *fixture, gconstpointer data)
+{
+  g_autofree char *v53 = vmm_fixture_versioned_binary (fixture, "cloud-hypervisor", "53.0.0");
+  g_autofree char *v52 = vmm_fixture_versioned_binary (fixture, "cloud-hypervisor", "52.0.0");
+  g_autoptr (GKeyFile) config = g_key_file_new ();
+  g_autoptr (GPtrArray) starters = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = NULL;
+  g_autofree char *running = NULL;
+  g_auto (GStrv) deprecated = NULL;
+  const char *list[] = { v53, v52 };
+  gboolean is_deprecated = TRUE;
+  MvStarter *starter;
+
+  g_key_file_set_string_list (config, "cloud-hypervisor", "binaries", list, 2);
+  g_key_file_set_string_list (config, "firecracker", "binaries", NULL, 0);
+  starters = mv_http_backends_starters_from_config (config, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (starters->len, ==, 2);
+
+  /* The first is the default, never deprecated. */
+  starter = mv_starters_pick (starters, "cloud-hypervisor", NULL, &is_deprecated, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (starter->version (starter), ==, "53.0.0");
+  g_assert_false (is_deprecated);
+  deprecated = mv_starters_deprecated_versions (starters, "cloud-hypervisor");
+  g_assert_cmpuint (g_strv_length (deprecated), ==, 1);
+  g_assert_cmpstr (deprecated[0], ==, "52.0.0");
+  g_assert_false (mv_starters_is_deprecated (starters, "cloud-hypervisor", ""));
+  g_assert_false (mv_starters_is_deprecated (starters, "cloud-hypervisor", "v53.0.0"));
+
+  /* Pinned to the second: exactly that one, with a warning, and it starts. */
+  starter = mv_starters_pick (starters, "cloud-hypervisor", "v52.0.0", &is_deprecated, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (starter->version (starter), ==, "52.0.0");
+  g_assert_true (is_deprecated);
+  g_ptr_array_set_size (warnings, 0);
+  g_assert_true (mv_starters_warn_if_deprecated (starters, "cloud-hypervisor", "52.0.0",
+                                                 "machine web1"));
+  g_assert_cmpuint (warnings->len, ==, 1);
+  g_assert_nonnull (strstr (warnings->pdata[0], "machine web1 uses cloud-hypervisor 52.0.0, "
+                            "which is deprecated"));
+  g_assert_false (mv_starters_warn_if_deprecated (starters, "cloud-hypervisor", "53.0.0",
+                                                  "machine web2"));
+  g_assert_cmpuint (warnings->len, ==, 1);
+  hv = starter->start_vm (starter, fixture->socket_path, spec, &vmm, &error);
+  g_assert_no_error (error);
+  running = hv->vmm_version (hv, &error);
+  g_assert_cmpstr (running, ==, "52.0.0");
+
+  /* A version not configured is not replaced by another. */
+  g_assert_null (mv_starters_pick (starters, "cloud-hypervisor", "51.0.0", NULL, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE);
+  g_assert_nonnull (strstr (error->message, "there is only 53.0.0, 52.0.0"));
+  g_clear_error (&error);
+  g_assert_null (mv_starters_pick (starters, "firecracker", NULL, NULL, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE);
+  g_clear_error (&error);
+
+  /* One version listed twice is a configuration error. */
+  {
+    const char *twice[] = { v53, v53 };
+    g_autoptr (GPtrArray) none = NULL;
+    g_key_file_set_string_list (config, "cloud-hypervisor", "binaries", twice, 2);
+    none = mv_http_backends_starters_from_config (config, &error);
+    g_assert_null (none);
+    g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull (strstr (error->message, "both version 53.0.0"));
+  }
+}
+
+#define VMM_TEST(name, func) \
+  g_test_add (name, VmmFixture, NULL, vmm_fixture_setup, func, vmm_fixture_teardown)
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  warnings = g_ptr_array_new_with_free_func (g_free);
+  g_log_set_writer_func (writer, NULL, NULL);
+  VMM_TEST ("/chv/lifecycle", test_lifecycle);
+  VMM_TEST ("/chv/shutdown-and-connect", test_shutdown);
+  VMM_TEST ("/chv/snapshot-restore", test_snapshot_restore);
+  VMM_TEST ("/chv/errors", test_errors);
+  VMM_TEST ("/chv/not-created", test_not_created);
+  VMM_TEST ("/chv/stale-socket", test_stale_socket);
+  VMM_TEST ("/chv/versions", test_versions);
+  {
+    int result = g_test_run ();
+    g_ptr_array_unref (warnings);
+    return result;
+  }
+}

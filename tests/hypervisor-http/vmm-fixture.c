@@ -1,0 +1,123 @@
+/* Shared set-up of the REST backend tests. */
+#include "vmm-fixture.h"
+
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *
+vmm_fixture_binary (const char *name)
+{
+  const char *source = g_getenv ("MICROVMD_SOURCE_DIR");
+
+  g_assert_nonnull (source);
+  return g_build_filename (source, "tests", "vmm", name, NULL);
+}
+
+char *
+vmm_fixture_versioned_binary (VmmFixture *fixture, const char *name, const char *version)
+{
+  g_autofree char *real = vmm_fixture_binary (name);
+  g_autofree char *base = g_strdup_printf ("%s-%s", name, version);
+  char *path = g_build_filename (fixture->dir, base, NULL);
+  g_autofree char *script = g_strdup_printf ("#!/bin/sh\nMICROVMD_FAKE_VERSION=%s exec %s \"$@\"\n",
+                                             version, real);
+
+  g_assert_true (g_file_set_contents (path, script, -1, NULL));
+  g_assert_cmpint (g_chmod (path, 0755), ==, 0);
+  return path;
+}
+
+void
+vmm_fixture_setup (VmmFixture *fixture, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+
+  fixture->dir = g_dir_make_tmp ("mv-http-XXXXXX", &error);
+  g_assert_no_error (error);
+  fixture->vm_dir = g_build_filename (fixture->dir, "vm", NULL);
+  g_assert_cmpint (g_mkdir (fixture->vm_dir, 0700), ==, 0);
+  fixture->socket_path = g_build_filename (fixture->vm_dir, "api.sock", NULL);
+  fixture->console_path = g_build_filename (fixture->vm_dir, "console.log", NULL);
+  fixture->kernel = g_build_filename (fixture->dir, "vmlinux", NULL);
+  fixture->disk = g_build_filename (fixture->dir, "disk.img", NULL);
+  g_assert_true (g_file_set_contents (fixture->kernel, "not a kernel", -1, NULL));
+  g_assert_true (g_file_set_contents (fixture->disk, "disk", -1, NULL));
+}
+
+void
+vmm_fixture_kill (VmmFixture *fixture)
+{
+  g_autoptr (GPtrArray) left = mv_process_find_by_socket (fixture->socket_path);
+
+  for (guint i = 0; i < left->len; i++)
+    mv_process_kill (left->pdata[i], NULL);
+}
+
+void
+vmm_fixture_teardown (VmmFixture *fixture, gconstpointer data)
+{
+  g_autofree char *command = NULL;
+
+  vmm_fixture_kill (fixture);
+  command = g_strdup_printf ("rm -rf '%s'", fixture->dir);
+  g_assert_cmpint (system (command), ==, 0);
+  g_free (fixture->dir);
+  g_free (fixture->vm_dir);
+  g_free (fixture->socket_path);
+  g_free (fixture->console_path);
+  g_free (fixture->kernel);
+  g_free (fixture->disk);
+}
+
+MvVmSpec *
+vmm_fixture_spec (VmmFixture *fixture)
+{
+  MvVmSpec *spec = mv_vm_spec_new ();
+
+  spec->boot.kernel_path = g_strdup (fixture->kernel);
+  spec->boot.kernel_args = g_strdup ("console=ttyS0 reboot=k panic=1 microvmd.boot_ms=20");
+  spec->cpu.count = 1;
+  spec->cpu.max_count = 2;
+  spec->memory.size_bytes = 256 << 20;
+  spec->memory.hotplug_bytes = 256 << 20;
+  mv_vm_spec_add_disk (spec, fixture->disk, FALSE);
+  mv_vm_spec_set_disk_rate_limit (spec, 10 << 20, 1000);
+  mv_vm_spec_add_net (spec, "mvtap0", "52:54:00:12:34:56");
+  spec->console.path = g_strdup (fixture->console_path);
+  spec->agent.kind = MV_AGENT_CHANNEL_VSOCK;
+  spec->agent.socket_path = g_build_filename (fixture->vm_dir, "vsock.sock", NULL);
+  spec->agent.cid = 3;
+  return spec;
+}
+
+gboolean
+vmm_fixture_wait_console (const char *path, const char *text, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  do
+    {
+      g_autofree char *contents = NULL;
+
+      if (g_file_get_contents (path, &contents, NULL, NULL) && strstr (contents, text))
+        return TRUE;
+      g_usleep (20 * 1000);
+    }
+  while (g_get_monotonic_time () < deadline);
+  return FALSE;
+}
+
+int
+vmm_fixture_last_counter (const char *path)
+{
+  g_autofree char *contents = NULL;
+  const char *p;
+  int last = -1;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL))
+    return -1;
+  for (p = contents; (p = strstr (p, "MICROVMD-COUNTER ")); p++)
+    last = atoi (p + strlen ("MICROVMD-COUNTER "));
+  return last;
+}

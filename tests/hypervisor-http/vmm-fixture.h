@@ -1,0 +1,36 @@
+/* What the tests of the REST backends share: a scratch directory with a
+ * kernel and a disk, the test VMMs' paths, and waiting for the guest's
+ * console. */
+#pragma once
+#include <glib.h>
+
+#include "hypervisor/hypervisor.h"
+
+typedef struct {
+  char *dir;           /* scratch, removed at the end */
+  char *vm_dir;        /* <dir>/vm: the VMM's directory */
+  char *socket_path;   /* <vm_dir>/api.sock */
+  char *console_path;  /* <vm_dir>/console.log */
+  char *kernel;
+  char *disk;
+} VmmFixture;
+
+/* The test VMM standing in for @name ("firecracker", "cloud-hypervisor"). */
+char     *vmm_fixture_binary (const char *name);
+/* A script that runs the test VMM @name reporting @version. */
+char     *vmm_fixture_versioned_binary (VmmFixture *fixture, const char *name,
+                                        const char *version);
+
+void      vmm_fixture_setup (VmmFixture *fixture, gconstpointer data);
+void      vmm_fixture_teardown (VmmFixture *fixture, gconstpointer data);
+
+/* A spec booting the fixture's kernel with one disk, one TAP, the console
+ * and a vsock agent socket in the VMM directory. */
+MvVmSpec *vmm_fixture_spec (VmmFixture *fixture);
+
+/* Waits up to @timeout_ms for @text on the console at @path. */
+gboolean  vmm_fixture_wait_console (const char *path, const char *text, guint timeout_ms);
+/* The highest MICROVMD-COUNTER on the console, or -1. */
+int       vmm_fixture_last_counter (const char *path);
+/* Kills what is still running on the fixture's socket. */
+void      vmm_fixture_kill (VmmFixture *fixture);
