@@ -577,8 +577,9 @@ launch (QemuStarter *self, const char *socket_path, const MvVmSpec *spec, const 
         MvProcess **vmm, GError **error)
 {
   g_autoptr (GPtrArray) argv = NULL;
+  g_autofree char *dir = g_path_get_dirname (socket_path);
 
-  if (!qemu_check (&self->starter, socket_path, spec, error))
+  if (!mv_vm_spec_check (spec, dir, error) || !qemu_check (&self->starter, socket_path, spec, error))
     return NULL;
   argv = build_argv (self, socket_path, spec, incoming);
   *vmm = mv_process_start (socket_path, (const char *const *) argv->pdata, SERVE_TIMEOUT_MS, error);

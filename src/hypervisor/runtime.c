@@ -200,20 +200,37 @@ identity_new (Adapter *self, const MvProcess *vmm)
   return identity;
 }
 
+/* What the VMM itself wrote to its log after @offset, without the lines
+ * microvmd adds there. */
+static char *
+vmm_output (const char *log, goffset offset)
+{
+  g_autofree char *tail = mv_file_tail (log, offset, LOG_QUOTE_LINES + 1);
+  g_auto (GStrv) lines = g_strsplit (tail, "\n", -1);
+  GString *out = g_string_new (NULL);
+
+  for (char **line = lines; *line; line++)
+    if (**line && !g_str_has_prefix (*line, "microvmd: "))
+      g_string_append_printf (out, "%s\n", *line);
+  return g_string_free (out, FALSE);
+}
+
 /* Adds the end of the console and of the VMM's log to @error. */
 static void
 quote_output (GError **error, const char *console, goffset console_offset, const char *log,
               goffset log_offset)
 {
   g_autofree char *console_tail = mv_file_tail (console, console_offset, CONSOLE_QUOTE_LINES);
-  g_autofree char *log_tail = mv_file_tail (log, log_offset, LOG_QUOTE_LINES);
+  g_autofree char *log_tail = vmm_output (log, log_offset);
   GString *message;
 
   if (!error || !*error)
     return;
   message = g_string_new ((*error)->message);
-  g_string_append_printf (message, "\nThe console's last lines:\n%s",
-                          *console_tail ? console_tail : "(nothing)\n");
+  g_string_append (message, "\nThe console's last lines:\n");
+  g_string_append (message, *console_tail ? console_tail : "(nothing)");
+  if (message->str[message->len - 1] != '\n')
+    g_string_append_c (message, '\n');
   if (*log_tail && !strstr ((*error)->message, log_tail))
     g_string_append_printf (message, "The VMM's log:\n%s", log_tail);
   g_free ((*error)->message);
