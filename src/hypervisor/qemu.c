@@ -614,7 +614,7 @@ load_snapshot_spec (const char *snapshot_dir, GError **error)
 /* Waits for the incoming state to be loaded: QEMU then sits "paused"
  * (started with -S); a failed load ends it. */
 static gboolean
-wait_incoming (const char *socket_path, MvProcess *vmm, GError **error)
+wait_incoming (const char *socket_path, GError **error)
 {
   gint64 deadline = g_get_monotonic_time () + (gint64) MIGRATE_TIMEOUT_MS * 1000;
   g_autoptr (MvQmp) qmp = qmp_connect (socket_path, error);
@@ -686,9 +686,17 @@ qemu_restore_vm (MvStarter *starter, const char *socket_path, const char *snapsh
   hv = launch (self, socket_path, spec, incoming, &process, error);
   if (!hv)
     return NULL;
-  if (!wait_incoming (socket_path, process, error))
+  if (!wait_incoming (socket_path, error))
     {
-      mv_process_kill (process, NULL);
+      if (!mv_process_wait (process, 1000))
+        mv_process_kill (process, NULL);
+      else if (error)
+        {
+          /* QEMU ends when it cannot load the state; its log says why. */
+          g_clear_error (error);
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
+                       "The VMM ended while restoring the guest's state from %s", snapshot_dir);
+        }
       return NULL;
     }
   *vmm = g_steal_pointer (&process);

@@ -696,7 +696,9 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   mv_restore_spec_clear (&rspec);
   if (!hv)
     {
-      quote_output (error, vm->console.path, console_offset, log_path, log_offset);
+      /* A snapshot refused before any VMM ran has no console to quote. */
+      if (!g_error_matches (*error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT))
+        quote_output (error, vm->console.path, console_offset, log_path, log_offset);
       abandon (self, NULL, req->runtime_dir);
       return NULL;
     }

@@ -117,6 +117,18 @@ identity_with_start_time (JsonObject *identity, gint64 start_time)
   return copy;
 }
 
+static void
+copy_truncated (const char *from_dir, const char *to_dir, const char *name, gsize max)
+{
+  g_autofree char *from = g_build_filename (from_dir, name, NULL);
+  g_autofree char *to = g_build_filename (to_dir, name, NULL);
+  g_autofree char *contents = NULL;
+  gsize length;
+
+  g_assert_true (g_file_get_contents (from, &contents, &length, NULL));
+  g_assert_true (g_file_set_contents (to, contents, MIN (length, max), NULL));
+}
+
 /* One guest through its whole life: start with readiness agent, pause,
  * resume, save, restore, adoption by a fresh runtime, a wrong identity
  * left alone, a graceful stop seen by the watch. */
@@ -180,6 +192,31 @@ test_lifecycle (void)
   g_clear_pointer (&listing, g_free);
   saved_at = hv_test_last_counter (console, 0);
   g_assert_cmpint (saved_at, >, paused_at);
+
+  /* A restore from damaged state fails, leaves no VMM, keeps the files. */
+  {
+    g_autofree char *bad_dir = hv_test_make_dir ();
+    g_autofree char *bad_socket = g_build_filename (dir, "qmp.sock", NULL);
+    g_autoptr (GPtrArray) left = NULL;
+    g_autofree char *bad_listing = NULL;
+    JsonObject *none;
+
+    copy_truncated (state_dir, bad_dir, "vm-spec.json", G_MAXSIZE);
+    copy_truncated (state_dir, bad_dir, "qemu.state", 1 << 20);
+    none = rt->restore (rt, &req, bad_dir, &error);
+    g_assert_null (none);
+    g_assert_nonnull (error);
+    g_test_message ("damaged restore: %s", error->message);
+    g_clear_error (&error);
+    left = mv_process_find_by_socket (bad_socket);
+    g_assert_cmpuint (left->len, ==, 0);
+    listing = hv_test_list_dir (dir);
+    g_assert_cmpstr (listing, ==, "console.log vmm.log");
+    g_clear_pointer (&listing, g_free);
+    bad_listing = hv_test_list_dir (bad_dir);
+    g_assert_cmpstr (bad_listing, ==, "qemu.state vm-spec.json");
+    hv_test_remove_tree (bad_dir);
+  }
 
   /* restore: a new VMM, and the counter goes on from where it was. */
   restore_offset = hv_test_file_size (console);
