@@ -26,6 +26,11 @@
 #define MV_AGENT_PORT_NAME           "org.microvmd1.agent"
 #define MV_AGENT_VSOCK_PORT          1024
 
+/* The file beside a snapshot that holds the MvVmSpec the guest was booted
+ * with (mv_vm_spec_to_node), written by whoever takes the snapshot, so
+ * that a backend's restore_vm can rebuild the same machine. */
+#define MV_SNAPSHOT_VM_SPEC_NAME     "vm-spec.json"
+
 /* Linux's limits on the names the VMM is given. */
 #define MV_UNIX_PATH_MAX_BYTES       107   /* sizeof sun_path, less the NUL */
 #define MV_IFNAME_MAX_BYTES          15    /* IFNAMSIZ, less the NUL */

@@ -271,6 +271,39 @@ mv_process_kill (const MvProcess *process, GError **error)
   return TRUE;
 }
 
+gboolean
+mv_process_cpu_time (const MvProcess *process, guint64 *cpu_ns, GError **error)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", process->pid);
+  g_autofree char *contents = NULL;
+  g_auto (GStrv) fields = NULL;
+  guint64 utime, stime, start_time;
+  long ticks = sysconf (_SC_CLK_TCK);
+  const char *p;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL) ||
+      !(p = strrchr (contents, ')')) ||
+      g_strv_length (fields = g_strsplit_set (p + 1, " \n", -1)) < 21 ||
+      !g_ascii_string_to_unsigned (fields[20], 10, 0, G_MAXUINT64, &start_time, NULL) ||
+      start_time != process->start_time || fields[1][0] == 'Z' ||
+      !mv_process_alive (process))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The VMM process %d is not running",
+                   process->pid);
+      return FALSE;
+    }
+  /* Fields 14 and 15 (utime, stime), counted as fields[] does above. */
+  if (!g_ascii_string_to_unsigned (fields[12], 10, 0, G_MAXUINT64, &utime, NULL) ||
+      !g_ascii_string_to_unsigned (fields[13], 10, 0, G_MAXUINT64, &stime, NULL) || ticks <= 0)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not read the CPU time of process %d",
+                   process->pid);
+      return FALSE;
+    }
+  *cpu_ns = (utime + stime) * (G_GUINT64_CONSTANT (1000000000) / (guint64) ticks);
+  return TRUE;
+}
+
 void
 mv_process_to_json (const MvProcess *process, JsonObject *object)
 {

@@ -46,6 +46,11 @@ gboolean    mv_process_wait (const MvProcess *process, guint timeout_ms);
 /* SIGKILL and wait for the end, checking identity first. */
 gboolean    mv_process_kill (const MvProcess *process, GError **error);
 
+/* The CPU time (user and system) the process has used, in ns, after
+ * checking that it is still the recorded one; MV_ERROR_INVALID_STATE if
+ * it is gone. */
+gboolean    mv_process_cpu_time (const MvProcess *process, guint64 *cpu_ns, GError **error);
+
 /* The process's identity as recorded in status.json, and back. */
 void        mv_process_to_json (const MvProcess *process, JsonObject *object);
 MvProcess  *mv_process_from_json (JsonObject *object, GError **error);

@@ -122,12 +122,39 @@ read_message (MvQmp *qmp, gint64 deadline_us, GError **error)
     }
 }
 
+/* Sends @data; @pass_fd (unless -1) travels with its first byte, as QEMU's
+ * getfd expects. */
 static gboolean
-send_all (MvQmp *qmp, const char *data, gsize length, GError **error)
+send_all (MvQmp *qmp, const char *data, gsize length, int pass_fd, GError **error)
 {
   while (length > 0)
     {
-      ssize_t n = send (qmp->fd, data, length, MSG_NOSIGNAL);
+      ssize_t n;
+
+      if (pass_fd >= 0)
+        {
+          struct iovec iov = { .iov_base = (char *) data, .iov_len = length };
+          union {
+            char buf[CMSG_SPACE (sizeof (int))];
+            struct cmsghdr align;
+          } control;
+          struct msghdr msg = {
+            .msg_iov = &iov, .msg_iovlen = 1,
+            .msg_control = control.buf, .msg_controllen = sizeof control.buf,
+          };
+          struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+
+          memset (&control, 0, sizeof control);
+          cmsg->cmsg_level = SOL_SOCKET;
+          cmsg->cmsg_type = SCM_RIGHTS;
+          cmsg->cmsg_len = CMSG_LEN (sizeof (int));
+          memcpy (CMSG_DATA (cmsg), &pass_fd, sizeof (int));
+          n = sendmsg (qmp->fd, &msg, MSG_NOSIGNAL);
+          if (n > 0)
+            pass_fd = -1;
+        }
+      else
+        n = send (qmp->fd, data, length, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0)
@@ -147,6 +174,13 @@ JsonNode *
 mv_qmp_execute (MvQmp *qmp, const char *command, JsonObject *arguments, guint timeout_ms,
                 GError **error)
 {
+  return mv_qmp_execute_with_fd (qmp, command, arguments, -1, timeout_ms, error);
+}
+
+JsonNode *
+mv_qmp_execute_with_fd (MvQmp *qmp, const char *command, JsonObject *arguments, int fd,
+                        guint timeout_ms, GError **error)
+{
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
   g_autoptr (JsonObject) request = json_object_new ();
   g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
@@ -161,7 +195,7 @@ mv_qmp_execute (MvQmp *qmp, const char *command, JsonObject *arguments, guint ti
   json_node_set_object (node, request);
   text = json_to_string (node, FALSE);
   line = g_strconcat (text, "\n", NULL);
-  if (!send_all (qmp, line, strlen (line), error))
+  if (!send_all (qmp, line, strlen (line), fd, error))
     return NULL;
 
   for (;;)

@@ -22,6 +22,10 @@ const char *mv_qmp_version (MvQmp *qmp);
 JsonNode   *mv_qmp_execute (MvQmp *qmp, const char *command, JsonObject *arguments,
                             guint timeout_ms, GError **error);
 
+/* The same, passing @fd along (SCM_RIGHTS), as getfd and add-fd want. */
+JsonNode   *mv_qmp_execute_with_fd (MvQmp *qmp, const char *command, JsonObject *arguments,
+                                    int fd, guint timeout_ms, GError **error);
+
 /* Events received so far, oldest first (JsonObject*); the caller owns
  * the array. */
 GPtrArray  *mv_qmp_take_events (MvQmp *qmp);

@@ -1,0 +1,922 @@
+/* The qemu backend: qemu-system-x86_64 -M microvm, driven over QMP.
+ *
+ * Every VMM serves two QMP monitors: the API socket, which each operation
+ * connects to for its own exchange, and an events socket beside it, which
+ * the watcher keeps open to learn why the VMM ends (QEMU serves one client
+ * per monitor, so a watcher on the API socket would block every call). */
+#include "qemu.h"
+#include "qmp.h"
+#include "core/json-util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib-unix.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define SOCKET_NAME          "qmp.sock"
+#define EVENTS_SOCKET_NAME   "qmp-events.sock"
+#define STATE_FILE_NAME      "qemu.state"
+#define SNAPSHOT_FD_NAME     "microvmd-snapshot"
+
+#define SERVE_TIMEOUT_MS     10000     /* from exec to the QMP socket */
+#define CONNECT_TIMEOUT_MS   5000
+#define COMMAND_TIMEOUT_MS   10000
+#define MIGRATE_TIMEOUT_MS   (10 * 60 * 1000)
+#define POLL_INTERVAL_US     (50 * 1000)
+
+/* Under TCG, microvm's guests hang at TSC calibration in about half the
+ * boots unless the kernel is told the TSC's rate (DESIGN §5). */
+#define TCG_TSC_ARG          "tsc_early_khz=2000000"
+#define DEFAULT_KERNEL_ARGS  "console=ttyS0 reboot=t panic=-1"
+
+typedef struct {
+  MvStarter  starter;
+  char      *binary_option;   /* as configured */
+  char      *binary;          /* resolved; NULL: not installed */
+  char      *accel;           /* "kvm" or "tcg" */
+  char      *accel_why;
+  char      *default_args;
+  GMutex     lock;
+  char      *version;         /* cached; under lock */
+} QemuStarter;
+
+typedef struct {
+  MvHypervisor  hv;
+  char         *socket_path;
+} QemuHypervisor;
+
+typedef struct {
+  MvVmEvents  events;
+  GString    *buffer;
+} QemuEvents;
+
+static char *
+sibling_path (const char *socket_path, const char *name)
+{
+  g_autofree char *dir = g_path_get_dirname (socket_path);
+
+  return g_build_filename (dir, name, NULL);
+}
+
+/* QEMU option values end at a comma; a comma inside one is doubled. */
+static char *
+opt_value (const char *value)
+{
+  g_auto (GStrv) parts = g_strsplit (value, ",", -1);
+
+  return g_strjoinv (",,", parts);
+}
+
+/* ---- acceleration ---- */
+
+static gboolean
+cpu_has_virtualization (const char *cpuinfo)
+{
+  g_autofree char *contents = NULL;
+  g_auto (GStrv) lines = NULL;
+
+  if (!g_file_get_contents (cpuinfo, &contents, NULL, NULL))
+    return FALSE;
+  lines = g_strsplit (contents, "\n", -1);
+  for (char **line = lines; *line; line++)
+    {
+      g_auto (GStrv) words = NULL;
+
+      if (!g_str_has_prefix (*line, "flags"))
+        continue;
+      words = g_strsplit_set (*line, " \t:", -1);
+      return g_strv_contains ((const char *const *) words, "vmx") ||
+             g_strv_contains ((const char *const *) words, "svm");
+    }
+  return FALSE;
+}
+
+const char *
+mv_qemu_pick_accel (const char *sysfs_module_dir, const char *cpuinfo, const char *kvm_device,
+                    char **why)
+{
+  g_autofree char *pvm = g_build_filename (sysfs_module_dir, "kvm_pvm", NULL);
+  int fd = g_open (kvm_device, O_RDWR | O_CLOEXEC, 0);
+
+  if (fd < 0)
+    {
+      int saved = errno;
+      *why = g_strdup_printf ("%s cannot be opened (%s)", kvm_device, g_strerror (saved));
+      return "tcg";
+    }
+  close (fd);
+  if (g_file_test (pvm, G_FILE_TEST_IS_DIR))
+    {
+      *why = g_strdup_printf ("%s is a PVM-based nested KVM (%s is loaded), on which stock "
+                              "guest kernels hang", kvm_device, pvm);
+      return "tcg";
+    }
+  if (!cpu_has_virtualization (cpuinfo))
+    {
+      *why = g_strdup_printf ("the CPU has neither vmx nor svm (%s), so %s is not hardware "
+                              "virtualization", cpuinfo, kvm_device);
+      return "tcg";
+    }
+  *why = g_strdup_printf ("%s is usable and the CPU has hardware virtualization", kvm_device);
+  return "kvm";
+}
+
+/* ---- QMP helpers ---- */
+
+static MvQmp *
+qmp_connect (const char *socket_path, GError **error)
+{
+  return mv_qmp_connect (socket_path, CONNECT_TIMEOUT_MS, error);
+}
+
+static const char *
+query_status (MvQmp *qmp, GError **error)
+{
+  g_autoptr (JsonNode) ret = mv_qmp_execute (qmp, "query-status", NULL, COMMAND_TIMEOUT_MS, error);
+  JsonObject *o;
+
+  if (!ret)
+    return NULL;
+  o = JSON_NODE_HOLDS_OBJECT (ret) ? json_node_get_object (ret) : NULL;
+  /* Runtime states are static strings in QEMU; intern ours to keep them. */
+  return g_intern_string (o ? json_object_get_string_member_with_default (o, "status", "unknown")
+                            : "unknown");
+}
+
+static gboolean
+run_command (const char *socket_path, const char *command, GError **error)
+{
+  g_autoptr (MvQmp) qmp = qmp_connect (socket_path, error);
+  g_autoptr (JsonNode) ret = NULL;
+
+  if (!qmp)
+    return FALSE;
+  ret = mv_qmp_execute (qmp, command, NULL, COMMAND_TIMEOUT_MS, error);
+  return ret != NULL;
+}
+
+/* ---- the running guest ---- */
+
+static QemuHypervisor *
+hv_self (MvHypervisor *hv)
+{
+  return (QemuHypervisor *) hv;
+}
+
+static gboolean
+hv_quit (MvHypervisor *hv, GError **error)
+{
+  g_autoptr (MvQmp) qmp = qmp_connect (hv_self (hv)->socket_path, error);
+  g_autoptr (JsonNode) ret = NULL;
+  g_autoptr (GError) local = NULL;
+
+  if (!qmp)
+    return FALSE;
+  /* QEMU may close the monitor before it replies: that is the quit. */
+  ret = mv_qmp_execute (qmp, "quit", NULL, COMMAND_TIMEOUT_MS, &local);
+  if (!ret && !g_error_matches (local, MV_ERROR, MV_ERROR_UNAVAILABLE))
+    {
+      g_propagate_error (error, g_steal_pointer (&local));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+hv_shutdown_vm (MvHypervisor *hv, GError **error)
+{
+  return run_command (hv_self (hv)->socket_path, "system_powerdown", error);
+}
+
+static gboolean
+hv_pause_vm (MvHypervisor *hv, GError **error)
+{
+  return run_command (hv_self (hv)->socket_path, "stop", error);
+}
+
+static gboolean
+hv_resume_vm (MvHypervisor *hv, GError **error)
+{
+  return run_command (hv_self (hv)->socket_path, "cont", error);
+}
+
+static MvVmState
+status_to_state (const char *status)
+{
+  if (g_str_equal (status, "running"))
+    return MV_VM_STATE_RUNNING;
+  if (g_str_equal (status, "shutdown") || g_str_equal (status, "guest-panicked") ||
+      g_str_equal (status, "internal-error"))
+    return MV_VM_STATE_STOPPED;
+  /* paused, prelaunch, inmigrate, postmigrate, suspended, ...: the vCPUs
+   * do not run but the guest is there. */
+  return MV_VM_STATE_PAUSED;
+}
+
+static gboolean
+hv_vm_info (MvHypervisor *hv, MvVmInfo *info, GError **error)
+{
+  g_autoptr (MvQmp) qmp = qmp_connect (hv_self (hv)->socket_path, error);
+  g_autoptr (JsonNode) memory = NULL;
+  const char *status;
+
+  if (!qmp || !(status = query_status (qmp, error)))
+    return FALSE;
+  memset (info, 0, sizeof *info);
+  info->state = status_to_state (status);
+  memory = mv_qmp_execute (qmp, "query-memory-size-summary", NULL, COMMAND_TIMEOUT_MS, NULL);
+  if (memory && JSON_NODE_HOLDS_OBJECT (memory))
+    {
+      JsonObject *o = json_node_get_object (memory);
+      info->has_memory_bytes = TRUE;
+      info->memory_bytes = (guint64) json_object_get_int_member_with_default (o, "base-memory", 0) +
+                           (guint64) json_object_get_int_member_with_default (o, "plugged-memory", 0);
+    }
+  return TRUE;
+}
+
+static gboolean
+wait_migration (MvQmp *qmp, GError **error)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) MIGRATE_TIMEOUT_MS * 1000;
+
+  for (;;)
+    {
+      g_autoptr (JsonNode) ret = mv_qmp_execute (qmp, "query-migrate", NULL, COMMAND_TIMEOUT_MS,
+                                                 error);
+      JsonObject *o;
+      const char *status;
+
+      if (!ret)
+        return FALSE;
+      o = JSON_NODE_HOLDS_OBJECT (ret) ? json_node_get_object (ret) : NULL;
+      status = o ? json_object_get_string_member_with_default (o, "status", "") : "";
+      if (g_str_equal (status, "completed"))
+        return TRUE;
+      if (g_str_equal (status, "failed") || g_str_equal (status, "cancelled"))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Writing the guest's state failed: %s",
+                       json_object_get_string_member_with_default (o, "error-desc", status));
+          return FALSE;
+        }
+      if (g_get_monotonic_time () > deadline)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
+                       "Writing the guest's state did not finish within %d s",
+                       MIGRATE_TIMEOUT_MS / 1000);
+          return FALSE;
+        }
+      g_usleep (POLL_INTERVAL_US);
+    }
+}
+
+/* The state goes straight from QEMU into a file we opened (migrate to a
+ * passed fd): "completed" then means every byte is in the file, which an
+ * exec: helper process does not promise. */
+static gboolean
+hv_snapshot_vm (MvHypervisor *hv, const char *dest_dir, GError **error)
+{
+  g_autofree char *path = g_build_filename (dest_dir, STATE_FILE_NAME, NULL);
+  g_autoptr (MvQmp) qmp = qmp_connect (hv_self (hv)->socket_path, error);
+  g_autoptr (JsonObject) getfd = json_object_new ();
+  g_autoptr (JsonObject) migrate = json_object_new ();
+  g_autoptr (JsonNode) ret = NULL;
+  g_autoptr (JsonNode) ret2 = NULL;
+  const char *status;
+  gboolean ok;
+  int fd;
+
+  if (!qmp || !(status = query_status (qmp, error)))
+    return FALSE;
+  if (!g_str_equal (status, "paused"))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
+                   "The guest must be paused for a snapshot; it is %s", status);
+      return FALSE;
+    }
+  fd = g_open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not create %s: %s", path,
+                   g_strerror (saved));
+      return FALSE;
+    }
+  json_object_set_string_member (getfd, "fdname", SNAPSHOT_FD_NAME);
+  json_object_set_string_member (migrate, "uri", "fd:" SNAPSHOT_FD_NAME);
+  ok = (ret = mv_qmp_execute_with_fd (qmp, "getfd", getfd, fd, COMMAND_TIMEOUT_MS, error)) &&
+       (ret2 = mv_qmp_execute (qmp, "migrate", migrate, COMMAND_TIMEOUT_MS, error)) &&
+       wait_migration (qmp, error);
+  if (ok && fsync (fd) < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not write %s: %s", path,
+                   g_strerror (saved));
+      ok = FALSE;
+    }
+  close (fd);
+  if (!ok)
+    g_unlink (path);
+  return ok;
+}
+
+static gboolean
+hv_resize_vm_memory (MvHypervisor *hv, guint64 bytes, GError **error)
+{
+  g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+               "memory_bytes: the qemu backend's microvm machine cannot resize memory "
+               "(it has no memory hotplug)");
+  return FALSE;
+}
+
+static gboolean
+hv_resize_vm_cpu (MvHypervisor *hv, guint count, GError **error)
+{
+  g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+               "cpu_millicores: the qemu backend's microvm machine cannot add or remove "
+               "vCPUs (it has no CPU hotplug)");
+  return FALSE;
+}
+
+static void
+hv_free (MvHypervisor *hv)
+{
+  g_free (hv_self (hv)->socket_path);
+  g_free (hv);
+}
+
+static MvHypervisor *
+hypervisor_new (const char *socket_path)
+{
+  QemuHypervisor *self = g_new0 (QemuHypervisor, 1);
+
+  self->socket_path = g_strdup (socket_path);
+  self->hv.data = self;
+  /* QEMU cannot end the guest and keep running: both end the VMM. */
+  self->hv.destroy_vm = hv_quit;
+  self->hv.shutdown = hv_quit;
+  self->hv.shutdown_vm = hv_shutdown_vm;
+  self->hv.vm_info = hv_vm_info;
+  self->hv.pause_vm = hv_pause_vm;
+  self->hv.resume_vm = hv_resume_vm;
+  self->hv.snapshot_vm = hv_snapshot_vm;
+  self->hv.resize_vm_memory = hv_resize_vm_memory;
+  self->hv.resize_vm_cpu = hv_resize_vm_cpu;
+  self->hv.free = hv_free;
+  return &self->hv;
+}
+
+/* ---- the starter ---- */
+
+static QemuStarter *
+self_of (MvStarter *starter)
+{
+  return (QemuStarter *) starter;
+}
+
+static char *
+read_version (const char *binary)
+{
+  const char *argv[] = { binary, "--version", NULL };
+  g_autofree char *out = NULL;
+  const char *p;
+  int status = 0;
+
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out,
+                     NULL, &status, NULL) || !g_spawn_check_wait_status (status, NULL))
+    return NULL;
+  /* "QEMU emulator version 7.2.22 (Debian ...)" */
+  p = strstr (out, "version ");
+  if (!p)
+    return NULL;
+  p += strlen ("version ");
+  return g_strndup (p, strcspn (p, " \n("));
+}
+
+static const char *
+qemu_version (MvStarter *starter)
+{
+  QemuStarter *self = self_of (starter);
+  const char *version;
+
+  g_mutex_lock (&self->lock);
+  if (!self->version && self->binary)
+    self->version = read_version (self->binary);
+  version = self->version;
+  g_mutex_unlock (&self->lock);
+  return version;
+}
+
+static const char *
+qemu_default_kernel_args (MvStarter *starter)
+{
+  return self_of (starter)->default_args;
+}
+
+static gboolean
+qemu_power_off_ends_vm (MvStarter *starter)
+{
+  return TRUE;
+}
+
+static gboolean
+qemu_check (MvStarter *starter, const char *socket_path, const MvVmSpec *spec, GError **error)
+{
+  QemuStarter *self = self_of (starter);
+  g_autofree char *events = sibling_path (socket_path, EVENTS_SOCKET_NAME);
+
+  if (!self->binary)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "[qemu] binary: %s is not installed or not executable "
+                   "(install qemu-system-x86 or set binary in microvmd.conf)",
+                   self->binary_option);
+      return FALSE;
+    }
+  return mv_check_socket_path ("socket", socket_path, error) &&
+         mv_check_socket_path ("socket", events, error);
+}
+
+static char *
+kernel_args (QemuStarter *self, const char *args)
+{
+  if (!args || !*args)
+    args = self->default_args;
+  if (g_str_equal (self->accel, "tcg") && !strstr (args, "tsc_early_khz="))
+    return g_strconcat (args, " " TCG_TSC_ARG, NULL);
+  return g_strdup (args);
+}
+
+static void
+add (GPtrArray *argv, const char *arg)
+{
+  g_ptr_array_add (argv, g_strdup (arg));
+}
+
+static void
+add_printf (GPtrArray *argv, const char *format, ...) G_GNUC_PRINTF (2, 3);
+
+static void
+add_printf (GPtrArray *argv, const char *format, ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  g_ptr_array_add (argv, g_strdup_vprintf (format, args));
+  va_end (args);
+}
+
+/* The command line for @spec; @incoming (may be NULL) is a migration
+ * source, and the guest then waits, paused, for a "cont". */
+static GPtrArray *
+build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
+            const char *incoming)
+{
+  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *events = sibling_path (socket_path, EVENTS_SOCKET_NAME);
+  g_autofree char *qmp_path = opt_value (socket_path);
+  g_autofree char *events_path = opt_value (events);
+  g_autofree char *append = kernel_args (self, spec->boot.kernel_args);
+
+  add (argv, self->binary);
+  add (argv, "-name");
+  add (argv, "microvmd");
+  add (argv, "-M");
+  add (argv, "microvm");
+  add (argv, "-accel");
+  add (argv, self->accel);
+  add (argv, "-cpu");
+  /* The stock TCG model: the Debian cloud kernel boots fastest on it. */
+  add (argv, g_str_equal (self->accel, "kvm") ? "host" : "qemu64");
+  add (argv, "-smp");
+  add_printf (argv, "%u", spec->cpu.count);
+  add (argv, "-m");
+  add_printf (argv, "%" G_GUINT64_FORMAT "M", spec->memory.size_bytes >> 20);
+  add (argv, "-nodefaults");
+  add (argv, "-no-user-config");
+  add (argv, "-nographic");
+  /* A guest reset (reboot, panic with panic=-1) ends the VMM. */
+  add (argv, "-no-reboot");
+
+  add (argv, "-kernel");
+  add (argv, spec->boot.kernel_path);
+  if (spec->boot.initrd_path && *spec->boot.initrd_path)
+    {
+      add (argv, "-initrd");
+      add (argv, spec->boot.initrd_path);
+    }
+  add (argv, "-append");
+  add (argv, append);
+
+  if (spec->console.path)
+    {
+      g_autofree char *console = opt_value (spec->console.path);
+      add (argv, "-chardev");
+      add_printf (argv, "file,id=console,path=%s,append=on", console);
+      add (argv, "-serial");
+      add (argv, "chardev:console");
+    }
+
+  if (spec->agent.kind == MV_AGENT_CHANNEL_SERIAL)
+    {
+      g_autofree char *agent = opt_value (spec->agent.socket_path);
+      add (argv, "-device");
+      add (argv, "virtio-serial-device,id=vserial0");
+      add (argv, "-chardev");
+      add_printf (argv, "socket,id=agent,path=%s,server=on,wait=off", agent);
+      add (argv, "-device");
+      add (argv, "virtserialport,chardev=agent,name=" MV_AGENT_PORT_NAME);
+    }
+
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      MvDiskConfig *disk = spec->disks->pdata[i];
+      g_autofree char *path = opt_value (disk->path);
+      add (argv, "-drive");
+      add_printf (argv, "id=disk%u,file=%s,format=raw,if=none%s", i, path,
+                  disk->read_only ? ",readonly=on" : "");
+      add (argv, "-device");
+      add_printf (argv, "virtio-blk-device,drive=disk%u", i);
+    }
+
+  for (guint i = 0; i < spec->nets->len; i++)
+    {
+      MvNetConfig *net = spec->nets->pdata[i];
+      add (argv, "-netdev");
+      add_printf (argv, "tap,id=net%u,ifname=%s,script=no,downscript=no", i, net->tap_device);
+      add (argv, "-device");
+      add_printf (argv, "virtio-net-device,netdev=net%u%s%s", i, net->mac ? ",mac=" : "",
+                  net->mac ? net->mac : "");
+    }
+
+  add (argv, "-chardev");
+  add_printf (argv, "socket,id=qmp,path=%s,server=on,wait=off", qmp_path);
+  add (argv, "-mon");
+  add (argv, "chardev=qmp,mode=control");
+  add (argv, "-chardev");
+  add_printf (argv, "socket,id=qmp-events,path=%s,server=on,wait=off", events_path);
+  add (argv, "-mon");
+  add (argv, "chardev=qmp-events,mode=control");
+
+  if (incoming)
+    {
+      add (argv, "-S");
+      add (argv, "-incoming");
+      add (argv, incoming);
+    }
+  g_ptr_array_add (argv, NULL);
+  return argv;
+}
+
+static MvHypervisor *
+launch (QemuStarter *self, const char *socket_path, const MvVmSpec *spec, const char *incoming,
+        MvProcess **vmm, GError **error)
+{
+  g_autoptr (GPtrArray) argv = NULL;
+  g_autofree char *dir = g_path_get_dirname (socket_path);
+
+  if (!mv_vm_spec_check (spec, dir, error) || !qemu_check (&self->starter, socket_path, spec, error))
+    return NULL;
+  argv = build_argv (self, socket_path, spec, incoming);
+  *vmm = mv_process_start (socket_path, (const char *const *) argv->pdata, SERVE_TIMEOUT_MS, error);
+  if (!*vmm)
+    return NULL;
+  return hypervisor_new (socket_path);
+}
+
+static MvHypervisor *
+qemu_start_vm (MvStarter *starter, const char *socket_path, const MvVmSpec *spec, MvProcess **vmm,
+               GError **error)
+{
+  return launch (self_of (starter), socket_path, spec, NULL, vmm, error);
+}
+
+static MvVmSpec *
+load_snapshot_spec (const char *snapshot_dir, GError **error)
+{
+  g_autofree char *path = g_build_filename (snapshot_dir, MV_SNAPSHOT_VM_SPEC_NAME, NULL);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) local = NULL;
+
+  if (!json_parser_load_from_file (parser, path, &local))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "The snapshot in %s is unusable: %s",
+                   snapshot_dir, local->message);
+      return NULL;
+    }
+  return mv_vm_spec_from_node (json_parser_get_root (parser), error);
+}
+
+/* Waits for the incoming state to be loaded: QEMU then sits "paused"
+ * (started with -S); a failed load ends it. */
+static gboolean
+wait_incoming (const char *socket_path, GError **error)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) MIGRATE_TIMEOUT_MS * 1000;
+  g_autoptr (MvQmp) qmp = qmp_connect (socket_path, error);
+
+  if (!qmp)
+    return FALSE;
+  for (;;)
+    {
+      const char *status = query_status (qmp, error);
+
+      if (!status)
+        return FALSE;
+      if (g_str_equal (status, "paused"))
+        return TRUE;
+      if (!g_str_equal (status, "inmigrate") && !g_str_equal (status, "prelaunch"))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
+                       "Restoring the guest's state left it %s rather than paused", status);
+          return FALSE;
+        }
+      if (g_get_monotonic_time () > deadline)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
+                       "Restoring the guest's state did not finish within %d s",
+                       MIGRATE_TIMEOUT_MS / 1000);
+          return FALSE;
+        }
+      g_usleep (POLL_INTERVAL_US);
+    }
+}
+
+static MvHypervisor *
+qemu_restore_vm (MvStarter *starter, const char *socket_path, const char *snapshot_dir,
+                 const MvRestoreSpec *rspec, MvProcess **vmm, GError **error)
+{
+  QemuStarter *self = self_of (starter);
+  g_autofree char *state = g_build_filename (snapshot_dir, STATE_FILE_NAME, NULL);
+  g_autofree char *quoted = g_shell_quote (state);
+  g_autofree char *incoming = g_strconcat ("exec:cat ", quoted, NULL);
+  g_autoptr (MvVmSpec) spec = load_snapshot_spec (snapshot_dir, error);
+  g_autoptr (MvHypervisor) hv = NULL;
+  g_autoptr (MvProcess) process = NULL;
+
+  if (!spec)
+    return NULL;
+  if (!g_file_test (state, G_FILE_TEST_IS_REGULAR))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "The snapshot in %s has no guest state (%s)", snapshot_dir, STATE_FILE_NAME);
+      return NULL;
+    }
+  if (rspec->console.path)
+    {
+      g_free (spec->console.path);
+      spec->console.path = g_strdup (rspec->console.path);
+    }
+  if (rspec->agent_socket && spec->agent.kind != MV_AGENT_CHANNEL_NONE)
+    {
+      g_free (spec->agent.socket_path);
+      spec->agent.socket_path = g_strdup (rspec->agent_socket);
+    }
+  if (rspec->tap_device && spec->nets->len > 0)
+    {
+      MvNetConfig *net = spec->nets->pdata[0];
+      g_free (net->tap_device);
+      net->tap_device = g_strdup (rspec->tap_device);
+    }
+
+  hv = launch (self, socket_path, spec, incoming, &process, error);
+  if (!hv)
+    return NULL;
+  if (!wait_incoming (socket_path, error))
+    {
+      if (!mv_process_wait (process, 1000))
+        mv_process_kill (process, NULL);
+      else if (error)
+        {
+          /* QEMU ends when it cannot load the state; its log says why. */
+          g_clear_error (error);
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
+                       "The VMM ended while restoring the guest's state from %s", snapshot_dir);
+        }
+      return NULL;
+    }
+  *vmm = g_steal_pointer (&process);
+  return g_steal_pointer (&hv);
+}
+
+static MvHypervisor *
+qemu_connect (MvStarter *starter, const char *socket_path, GError **error)
+{
+  g_autoptr (MvQmp) qmp = qmp_connect (socket_path, error);
+
+  if (!qmp)
+    return NULL;
+  return hypervisor_new (socket_path);
+}
+
+static MvCapabilities
+qemu_capabilities (MvStarter *starter)
+{
+  /* microvm has no PCI, so no hotplug and no passthrough; vsock needs a
+   * host module these hosts lack, so the agent uses virtio-serial. */
+  return (MvCapabilities) {
+    .snapshot = TRUE,
+    .pause = TRUE,
+  };
+}
+
+/* ---- events ---- */
+
+static MvVmEnd
+end_from_reason (const char *reason)
+{
+  if (g_str_equal (reason, "guest-shutdown"))
+    return MV_VM_END_GUEST_POWEROFF;
+  if (g_str_equal (reason, "guest-reset") || g_str_equal (reason, "guest-panic"))
+    return MV_VM_END_GUEST_RESET;
+  if (g_str_equal (reason, "host-qmp-quit") || g_str_equal (reason, "host-qmp-system-reset") ||
+      g_str_equal (reason, "host-ui"))
+    return MV_VM_END_HOST_REQUEST;
+  if (g_str_equal (reason, "host-signal"))
+    return MV_VM_END_HOST_SIGNAL;
+  return MV_VM_END_UNKNOWN;
+}
+
+static gboolean
+events_read (MvVmEvents *events, MvVmEnd *end)
+{
+  QemuEvents *self = (QemuEvents *) events;
+
+  for (;;)
+    {
+      char chunk[4096];
+      ssize_t n = read (events->fd, chunk, sizeof chunk);
+      char *newline;
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno == EAGAIN)
+        return TRUE;
+      if (n <= 0)
+        return FALSE;
+      g_string_append_len (self->buffer, chunk, n);
+      while ((newline = memchr (self->buffer->str, '\n', self->buffer->len)))
+        {
+          gsize length = newline - self->buffer->str;
+          g_autoptr (JsonObject) message = mv_qmp_parse_line (self->buffer->str, length);
+          JsonObject *data;
+
+          g_string_erase (self->buffer, 0, length + 1);
+          if (!message ||
+              g_strcmp0 (json_object_get_string_member_with_default (message, "event", ""),
+                         "SHUTDOWN") != 0)
+            continue;
+          data = mv_json_get_object (message, "data");
+          *end = end_from_reason (data ? json_object_get_string_member_with_default (data, "reason", "")
+                                       : "");
+        }
+    }
+}
+
+static void
+events_free (MvVmEvents *events)
+{
+  QemuEvents *self = (QemuEvents *) events;
+
+  if (events->fd >= 0)
+    close (events->fd);
+  g_string_free (self->buffer, TRUE);
+  g_free (self);
+}
+
+static MvVmEvents *
+qemu_open_events (MvStarter *starter, const char *socket_path, GError **error)
+{
+  g_autofree char *path = sibling_path (socket_path, EVENTS_SOCKET_NAME);
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  static const char negotiate[] = "{\"execute\":\"qmp_capabilities\"}\n";
+  QemuEvents *self;
+  int fd;
+
+  if (!mv_check_socket_path ("socket", path, error))
+    return NULL;
+  strcpy (addr.sun_path, path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  /* A Unix socket connects at once (or fails); only reads must not block.
+   * The negotiation is sent unasked: QEMU reads it after its greeting,
+   * and events flow from then on. */
+  if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0 ||
+      send (fd, negotiate, strlen (negotiate), MSG_NOSIGNAL) < 0 ||
+      !g_unix_set_fd_nonblocking (fd, TRUE, NULL))
+    {
+      int saved = errno;
+      if (fd >= 0)
+        close (fd);
+      g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP events %s: %s", path,
+                   g_strerror (saved));
+      return NULL;
+    }
+  self = g_new0 (QemuEvents, 1);
+  self->buffer = g_string_new (NULL);
+  self->events.fd = fd;
+  self->events.data = self;
+  self->events.read = events_read;
+  self->events.free = events_free;
+  return &self->events;
+}
+
+static void
+qemu_cleanup (MvStarter *starter, const char *socket_path)
+{
+  g_autofree char *events = sibling_path (socket_path, EVENTS_SOCKET_NAME);
+
+  g_unlink (socket_path);
+  g_unlink (events);
+}
+
+static void
+qemu_free (MvStarter *starter)
+{
+  QemuStarter *self = self_of (starter);
+
+  g_free (self->binary_option);
+  g_free (self->binary);
+  g_free (self->accel);
+  g_free (self->accel_why);
+  g_free (self->default_args);
+  g_free (self->version);
+  g_mutex_clear (&self->lock);
+  g_free (self);
+}
+
+static char *
+resolve_binary (const char *binary)
+{
+  if (strchr (binary, '/'))
+    return g_file_test (binary, G_FILE_TEST_IS_REGULAR) && g_access (binary, X_OK) == 0
+      ? g_strdup (binary) : NULL;
+  return g_find_program_in_path (binary);
+}
+
+MvStarter *
+mv_qemu_starter_new (const MvQemuOptions *options, GError **error)
+{
+  const char *binary = options && options->binary && *options->binary ? options->binary
+                                                                       : MV_QEMU_DEFAULT_BINARY;
+  const char *accel = options && options->accel && *options->accel ? options->accel : "auto";
+  QemuStarter *self;
+
+  if (!g_str_equal (accel, "kvm") && !g_str_equal (accel, "tcg") && !g_str_equal (accel, "auto"))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "[qemu] accel: %s is not one of kvm, tcg, auto", accel);
+      return NULL;
+    }
+
+  self = g_new0 (QemuStarter, 1);
+  g_mutex_init (&self->lock);
+  self->binary_option = g_strdup (binary);
+  self->binary = resolve_binary (binary);
+  if (g_str_equal (accel, "auto"))
+    {
+      self->accel = g_strdup (mv_qemu_pick_accel ("/sys/module", "/proc/cpuinfo", "/dev/kvm",
+                                                  &self->accel_why));
+    }
+  else
+    {
+      self->accel = g_strdup (accel);
+      self->accel_why = g_strdup ("set in the configuration ([qemu] accel)");
+    }
+  g_message ("qemu: guests run under %s: %s", self->accel, self->accel_why);
+  self->default_args = g_str_equal (self->accel, "tcg")
+    ? g_strdup (DEFAULT_KERNEL_ARGS " " TCG_TSC_ARG) : g_strdup (DEFAULT_KERNEL_ARGS);
+
+  self->starter.type = MV_QEMU_TYPE;
+  self->starter.socket_name = SOCKET_NAME;
+  self->starter.data = self;
+  self->starter.version = qemu_version;
+  self->starter.default_kernel_args = qemu_default_kernel_args;
+  self->starter.power_off_ends_vm = qemu_power_off_ends_vm;
+  self->starter.check = qemu_check;
+  self->starter.start_vm = qemu_start_vm;
+  self->starter.restore_vm = qemu_restore_vm;
+  self->starter.connect = qemu_connect;
+  self->starter.capabilities = qemu_capabilities;
+  self->starter.open_events = qemu_open_events;
+  self->starter.cleanup = qemu_cleanup;
+  self->starter.free = qemu_free;
+  return &self->starter;
+}
+
+const char *
+mv_qemu_starter_binary (MvStarter *starter)
+{
+  return self_of (starter)->binary;
+}
+
+const char *
+mv_qemu_starter_accel (MvStarter *starter, const char **why)
+{
+  if (why)
+    *why = self_of (starter)->accel_why;
+  return self_of (starter)->accel;
+}

@@ -1,0 +1,31 @@
+/* Core's MvRuntime on top of any MvStarter: what the reconciler calls to
+ * boot, stop, pause, save and watch a machine's guest. */
+#pragma once
+#include "hypervisor.h"
+#include "core/runtime.h"
+
+#define MV_DEFAULT_BOOT_TIMEOUT_SECONDS  120
+#define MV_DEFAULT_STOP_TIMEOUT_SECONDS  30
+#define MV_TIMEOUT_SECONDS_MAX           3600
+
+/* The file names the runtime uses in a machine's runtime directory. */
+#define MV_CONSOLE_LOG_NAME              "console.log"
+#define MV_AGENT_SOCKET_NAME             "agent.sock"
+
+/* Takes @starter. Readiness is awaited for @boot_timeout_seconds; a
+ * graceful stop waits @stop_timeout_seconds before it ends the VMM. */
+MvRuntime *mv_hypervisor_runtime_new (MvStarter *starter, guint boot_timeout_seconds,
+                                      guint stop_timeout_seconds);
+/* No watch may be live; main thread. */
+void       mv_hypervisor_runtime_free (MvRuntime *runtime);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvRuntime, mv_hypervisor_runtime_free)
+
+/* The starter behind a runtime made by mv_hypervisor_runtime_new(). */
+MvStarter *mv_hypervisor_runtime_starter (MvRuntime *runtime);
+
+/* A runtime for each built-in hypervisor type (MvRuntime*, freed with the
+ * array), configured from the daemon's @config (may be NULL: defaults):
+ * [qemu] binary and accel, [lifecycle] boot-timeout-seconds and
+ * stop-timeout-seconds. A bad value is MV_ERROR_INVALID_ARGUMENT naming
+ * the group and key. */
+GPtrArray *mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error);
