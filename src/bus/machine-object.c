@@ -5,6 +5,7 @@
 #include "machine-object.h"
 #include "core/errors.h"
 #include "names.h"
+#include "hypervisor/runtime.h"
 #include "polkit.h"
 #include "reconcile/reconciler.h"
 
@@ -106,7 +107,7 @@ get_hypervisor (sd_bus *bus, const char *path, const char *interface, const char
 {
   MvMachine *machine = userdata;
   const char *type = machine->config->spec->hypervisor_type;
-  MvRuntime *runtime = type ? NULL : mv_daemon_find_runtime (machine->daemon, NULL);
+  MvRuntime *runtime = type ? NULL : mv_daemon_find_runtime (machine->daemon, NULL, NULL);
 
   /* An unnamed type is the host's default; say which one that is. */
   return sd_bus_message_append (reply, "s", type ? type : runtime ? runtime->type : "");
@@ -454,11 +455,9 @@ do_update (MvMachine *machine, sd_bus_message *call)
                                   spec->name, current->name);
       return;
     }
-  if (!mv_daemon_find_runtime (machine->daemon, spec->hypervisor_type))
+  if (!mv_daemon_runtime_for_spec (machine->daemon, spec, &error))
     {
-      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_UNSUPPORTED,
-                                  "hypervisor_type: %s is not available on this host",
-                                  spec->hypervisor_type);
+      reply_gerror (call, error);
       return;
     }
   g_free (spec->id);
@@ -565,6 +564,34 @@ do_set_desired (MvMachine *machine, sd_bus_message *call)
   mv_reconciler_kick (machine);
 }
 
+#define CONSOLE_TAIL_LINES_MAX 10000
+
+static void
+do_get_console_log (MvMachine *machine, sd_bus_message *call)
+{
+  uint32_t lines = 0;
+  g_autofree char *dir = NULL, *path = NULL, *text = NULL;
+
+  sd_bus_message_rewind (call, TRUE);
+  if (sd_bus_message_read (call, "u", &lines) < 0 || lines == 0 || lines > CONSOLE_TAIL_LINES_MAX)
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_ARGUMENT,
+                                  "tail_lines: %u is not from 1 to %u", lines,
+                                  CONSOLE_TAIL_LINES_MAX);
+      return;
+    }
+  dir = mv_store_machine_runtime_dir (machine->daemon->store, machine->id);
+  path = g_build_filename (dir, MV_CONSOLE_LOG_NAME, NULL);
+  text = mv_file_tail (path, 0, lines);
+  sd_bus_reply_method_return (call, "s", text);
+}
+
+static int
+method_get_console_log (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_CONSOLE, "read-console", do_get_console_log);
+}
+
 static void
 do_get_spec (MvMachine *machine, sd_bus_message *call)
 {
@@ -631,6 +658,9 @@ static const sd_bus_vtable machine_vtable[] = {
                            method_rename, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("SetDesiredState", SD_BUS_ARGS ("s", state), SD_BUS_NO_RESULT,
                            method_set_desired_state, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("GetConsoleLog", SD_BUS_ARGS ("u", tail_lines),
+                           SD_BUS_RESULT ("s", text), method_get_console_log,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("GetSpec", SD_BUS_NO_ARGS, SD_BUS_RESULT ("s", spec_json),
                            method_get_spec, SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_SENSITIVE),
   SD_BUS_SIGNAL_WITH_ARGS ("StateChanged", SD_BUS_ARGS ("s", state, "s", previous, "s", error), 0),

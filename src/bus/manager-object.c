@@ -76,6 +76,7 @@ do_create (sd_bus_message *call, gpointer user_data)
   g_autoptr (MvStatus) status = NULL;
   g_autofree char *fingerprint = NULL;
   MvMachine *existing, *machine;
+  MvRuntime *runtime;
 
   if (sd_bus_message_read (call, "st", &json, &flags) < 0)
     {
@@ -117,18 +118,22 @@ do_create (sd_bus_message *call, gpointer user_data)
                                   "name: a machine called %s exists already", spec->name);
       return;
     }
-  if (!mv_daemon_find_runtime (daemon, spec->hypervisor_type))
+  if (!(runtime = mv_daemon_runtime_for_spec (daemon, spec, &error)))
     {
-      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_UNSUPPORTED,
-                                  "hypervisor_type: %s is not available on this host",
-                                  spec->hypervisor_type ? spec->hypervisor_type : "no hypervisor");
+      mv_bus_reply_gerror (call, error);
       return;
     }
 
+  /* A machine keeps the hypervisor it was created with, even when the
+   * host's default changes; its fingerprint stays that of what was sent. */
+  if (!spec->hypervisor_type)
+    spec->hypervisor_type = g_strdup (runtime->type);
   if (!spec->id)
     spec->id = mv_id_new ();
   g_autofree char *id = g_strdup (spec->id);
   config = mv_config_new (id, g_steal_pointer (&spec), g_get_real_time ());
+  g_free (config->fingerprint);
+  config->fingerprint = g_steal_pointer (&fingerprint);
   if (flags & MV_CREATE_START)
     mv_config_set_desired (config, MV_DESIRED_RUNNING, config->created_at);
   status = mv_status_new ();
@@ -317,8 +322,7 @@ get_hypervisors (sd_bus *bus, const char *path, const char *interface, const cha
   for (guint i = 0; r >= 0 && i < daemon->runtimes->len; i++)
     {
       MvRuntime *rt = daemon->runtimes->pdata[i];
-      const char *version = g_hash_table_lookup (daemon->runtime_versions, rt->type);
-      r = sd_bus_message_append (reply, "(ss)", rt->type, version ? version : "");
+      r = sd_bus_message_append (reply, "(ss)", rt->type, mv_daemon_runtime_version (daemon, rt));
     }
   if (r < 0)
     return r;

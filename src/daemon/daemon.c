@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "names.h"
 #include "reconcile/reconciler.h"
+#include "hypervisor/runtime.h"
 
 #include "config.h"
 
@@ -21,19 +22,67 @@ mv_daemon_add_runtime (MvDaemon *daemon, MvRuntime *runtime)
   g_ptr_array_add (daemon->runtimes, runtime);
 }
 
-MvRuntime *
-mv_daemon_find_runtime (MvDaemon *daemon, const char *type)
+const char *
+mv_daemon_runtime_version (MvDaemon *daemon, MvRuntime *runtime)
 {
-  if (daemon->runtimes->len == 0)
-    return NULL;
+  const char *version = g_hash_table_lookup (daemon->runtime_versions, runtime);
+  return version ? version : "";
+}
+
+static gboolean
+version_equal (const char *a, const char *b)
+{
+  /* "v1.16.0" and "1.16.0" are one version. */
+  if (a[0] == 'v')
+    a++;
+  if (b[0] == 'v')
+    b++;
+  return g_str_equal (a, b);
+}
+
+MvRuntime *
+mv_daemon_find_runtime (MvDaemon *daemon, const char *type, const char *version)
+{
   if (!type || !*type)
-    return daemon->runtimes->pdata[0];
+    type = daemon->default_type;
   for (guint i = 0; i < daemon->runtimes->len; i++)
     {
       MvRuntime *rt = daemon->runtimes->pdata[i];
-      if (g_strcmp0 (rt->type, type) == 0)
+
+      if (type && g_strcmp0 (rt->type, type) != 0)
+        continue;
+      if (!version || !*version || version_equal (mv_daemon_runtime_version (daemon, rt), version))
         return rt;
     }
+  return NULL;
+}
+
+MvRuntime *
+mv_daemon_runtime_for_spec (MvDaemon *daemon, const MvSpec *spec, GError **error)
+{
+  MvRuntime *rt = mv_daemon_find_runtime (daemon, spec->hypervisor_type, spec->hypervisor_version);
+  g_autoptr (GString) have = NULL;
+
+  if (rt)
+    return rt;
+  if (!spec->hypervisor_version || !mv_daemon_find_runtime (daemon, spec->hypervisor_type, NULL))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                   "hypervisor_type: %s is not available on this host",
+                   spec->hypervisor_type ? spec->hypervisor_type : "no hypervisor");
+      return NULL;
+    }
+  have = g_string_new (NULL);
+  for (guint i = 0; i < daemon->runtimes->len; i++)
+    {
+      MvRuntime *other = daemon->runtimes->pdata[i];
+      if (g_strcmp0 (other->type, spec->hypervisor_type) == 0)
+        g_string_append_printf (have, "%s%s", have->len ? ", " : "",
+                                mv_daemon_runtime_version (daemon, other));
+    }
+  g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+               "hypervisor_version: %s %s is not available on this host (it has %s)",
+               spec->hypervisor_type, spec->hypervisor_version, have->str);
   return NULL;
 }
 
@@ -232,6 +281,38 @@ mv_daemon_set_setup_func (MvDaemonSetupFunc func)
   setup_func = func;
 }
 
+static const char *const hypervisor_types[] = { "cloud-hypervisor", "firecracker", "qemu" };
+
+static gboolean
+add_builtin_runtimes (MvDaemon *daemon, GError **error)
+{
+  g_autofree char *type = g_key_file_get_string (daemon->config, "daemon", "default-hypervisor",
+                                                 NULL);
+
+  if (type && !g_str_equal (type, "auto"))
+    {
+      if (!g_strv_contains ((const char *const *) hypervisor_types, type) &&
+          !mv_daemon_find_runtime (daemon, type, NULL))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "%s: [daemon] default-hypervisor: '%s' is not one of auto, "
+                       "cloud-hypervisor, firecracker, qemu", daemon->config_path, type);
+          return FALSE;
+        }
+      daemon->default_type = g_steal_pointer (&type);
+    }
+
+  daemon->builtin_runtimes = mv_hypervisor_builtin_runtimes (daemon->config, error);
+  if (!daemon->builtin_runtimes)
+    {
+      g_prefix_error (error, "%s: ", daemon->config_path);
+      return FALSE;
+    }
+  for (guint i = 0; i < daemon->builtin_runtimes->len; i++)
+    mv_daemon_add_runtime (daemon, daemon->builtin_runtimes->pdata[i]);
+  return TRUE;
+}
+
 MvDaemon *
 mv_daemon_new (const MvDaemonOptions *options, GError **error)
 {
@@ -251,14 +332,15 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
                                             (GDestroyNotify) mv_machine_free);
   daemon->invalid = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_invalid_record_free);
   daemon->runtimes = g_ptr_array_new ();
-  daemon->runtime_versions = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  daemon->runtime_versions = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   daemon->loop = g_main_loop_new (NULL, FALSE);
   daemon->config_path = g_strdup (config_path);
   if (registered_runtimes)
     for (guint i = 0; i < registered_runtimes->len; i++)
       mv_daemon_add_runtime (daemon, registered_runtimes->pdata[i]);
 
-  if (!load_config (daemon, config_path, options->config_path != NULL, error))
+  if (!load_config (daemon, config_path, options->config_path != NULL, error) ||
+      !add_builtin_runtimes (daemon, error))
     {
       mv_daemon_free (daemon);
       return NULL;
@@ -288,7 +370,9 @@ mv_daemon_free (MvDaemon *daemon)
     sd_bus_flush_close_unref (daemon->bus);
   g_clear_pointer (&daemon->invalid, g_ptr_array_unref);
   g_clear_pointer (&daemon->runtimes, g_ptr_array_unref);
+  g_clear_pointer (&daemon->builtin_runtimes, g_ptr_array_unref);
   g_clear_pointer (&daemon->runtime_versions, g_hash_table_unref);
+  g_free (daemon->default_type);
   g_clear_pointer (&daemon->loop, g_main_loop_unref);
   g_clear_pointer (&daemon->config, g_key_file_unref);
   g_free (daemon->config_path);
@@ -307,8 +391,47 @@ read_runtime_versions (MvDaemon *daemon)
 
       if (!version && error)
         g_warning ("Hypervisor %s: could not read its version: %s", rt->type, error->message);
-      g_hash_table_insert (daemon->runtime_versions, (gpointer) rt->type,
-                           version ? version : g_strdup (""));
+      g_hash_table_insert (daemon->runtime_versions, rt, version ? version : g_strdup (""));
+    }
+}
+
+/* The runtime of @type in @version, if it is not its type's default. */
+static MvRuntime *
+deprecated_runtime (MvDaemon *daemon, const char *type, const char *version)
+{
+  MvRuntime *rt = version && *version ? mv_daemon_find_runtime (daemon, type, version) : NULL;
+
+  return rt && rt != mv_daemon_find_runtime (daemon, type, NULL) ? rt : NULL;
+}
+
+/* Seed 002, WarnDeprecatedHypervisorVersions: once after Recover, a
+ * warning for each machine that names a deprecated hypervisor version or
+ * whose guest runs on one, so that it can be moved off it in time. */
+static void
+warn_deprecated_versions (MvDaemon *daemon)
+{
+  GHashTableIter iter;
+  MvMachine *machine;
+
+  g_hash_table_iter_init (&iter, daemon->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    {
+      const MvSpec *spec = machine->config->spec;
+      JsonObject *vmm = machine->status->vmm;
+      const char *running = vmm ? json_object_get_string_member_with_default (vmm, "version", NULL)
+                                : NULL;
+      const char *version = deprecated_runtime (daemon, spec->hypervisor_type, spec->hypervisor_version)
+                              ? spec->hypervisor_version
+                              : deprecated_runtime (daemon, spec->hypervisor_type, running)
+                              ? running : NULL;
+      MvRuntime *current = mv_daemon_find_runtime (daemon, spec->hypervisor_type, NULL);
+
+      if (version && current)
+        g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, MV_LOG_FIELD_MACHINE_ID, machine->id,
+                          "MESSAGE", "Machine %s (%s) uses %s %s, a deprecated version; move it "
+                          "to %s before that version is removed", spec->name, machine->id,
+                          spec->hypervisor_type, version,
+                          mv_daemon_runtime_version (daemon, current));
     }
 }
 
@@ -326,6 +449,7 @@ load_machines (MvDaemon *daemon)
                                            g_steal_pointer (&record->status));
       mv_reconciler_recover (machine);
     }
+  warn_deprecated_versions (daemon);
   /* StartOnBoot runs once every machine is recovered. */
   g_hash_table_iter_init (&iter, daemon->machines);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
@@ -397,6 +521,11 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   read_runtime_versions (daemon);
   load_machines (daemon);
 
+  /* Before the name is taken: whoever sees it may at once ask the daemon
+   * to stop, and must find it ready to exit cleanly. */
+  g_unix_signal_add (SIGTERM, on_quit_signal, daemon);
+  g_unix_signal_add (SIGINT, on_quit_signal, daemon);
+
   mv_bus_errors_register ();
   r = mv_manager_object_register (daemon);
   if (r >= 0)
@@ -412,8 +541,6 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
 
   daemon->bus_source = mv_bus_source_attach (daemon->bus);
   g_source_set_callback (daemon->bus_source, on_bus_failed, daemon, NULL);
-  g_unix_signal_add (SIGTERM, on_quit_signal, daemon);
-  g_unix_signal_add (SIGINT, on_quit_signal, daemon);
 
   g_hash_table_iter_init (&iter, daemon->machines);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))

@@ -69,7 +69,9 @@ struct _MvDaemon {
   GHashTable  *machines;       /* id -> MvMachine* */
   GPtrArray   *invalid;        /* MvInvalidRecord* found at startup */
   GPtrArray   *runtimes;       /* MvRuntime*, the default first */
-  GHashTable  *runtime_versions; /* type -> version, read once at startup */
+  GPtrArray   *builtin_runtimes; /* owns the built-in ones among them */
+  GHashTable  *runtime_versions; /* MvRuntime* -> version, read once at startup */
+  char        *default_type;   /* [daemon] default-hypervisor; NULL = the first runtime */
   GMainLoop   *loop;
   char        *config_path;
   GKeyFile    *config;
@@ -109,7 +111,14 @@ void        mv_daemon_free (MvDaemon *daemon);
 /* Loads the records, serves the bus, reconciles; returns when asked to exit. */
 int         mv_daemon_run (MvDaemon *daemon, GError **error);
 
-MvRuntime  *mv_daemon_find_runtime (MvDaemon *daemon, const char *type);
+/* The runtime of @type (NULL: the default type) in @version (NULL or "":
+ * that type's default version), or NULL. */
+MvRuntime  *mv_daemon_find_runtime (MvDaemon *daemon, const char *type, const char *version);
+/* The runtime @spec asks for; MV_ERROR_UNSUPPORTED naming the field if the
+ * host has no such hypervisor or version. */
+MvRuntime  *mv_daemon_runtime_for_spec (MvDaemon *daemon, const MvSpec *spec, GError **error);
+/* The version @runtime reported at startup; "" if unknown. */
+const char *mv_daemon_runtime_version (MvDaemon *daemon, MvRuntime *runtime);
 MvMachine  *mv_daemon_find_machine (MvDaemon *daemon, const char *name_or_id);
 MvMachine  *mv_daemon_find_machine_by_path (MvDaemon *daemon, const char *path);
 

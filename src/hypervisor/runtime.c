@@ -3,6 +3,7 @@
  * beside it, the VMM's log, console.log and the agent's socket. */
 #include "runtime.h"
 #include "qemu.h"
+#include "versions.h"
 #include "core/spec.h"
 
 #include <errno.h>
@@ -961,6 +962,15 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
       !read_seconds (config, "lifecycle", "stop-timeout-seconds", MV_DEFAULT_STOP_TIMEOUT_SECONDS,
                      &stop_timeout, error))
     return NULL;
+  /* Cloud Hypervisor and Firecracker first, each version in its listed
+   * order: the first runtime of all is the host's default type. */
+  g_autoptr (GPtrArray) rest = mv_http_backends_starters_from_config (config, error);
+  if (!rest)
+    return NULL;
+  for (guint i = 0; i < rest->len; i++)
+    g_ptr_array_add (runtimes, mv_hypervisor_runtime_new (g_ptr_array_steal_index (rest, i--),
+                                                          boot_timeout, stop_timeout));
+
   for (guint i = 0; i < G_N_ELEMENTS (builtin); i++)
     {
       MvStarter *starter = builtin[i].new_from_config (config, error);

@@ -23,9 +23,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvRuntime, mv_hypervisor_runtime_free)
 /* The starter behind a runtime made by mv_hypervisor_runtime_new(). */
 MvStarter *mv_hypervisor_runtime_starter (MvRuntime *runtime);
 
-/* A runtime for each built-in hypervisor type (MvRuntime*, freed with the
+/* A runtime for each built-in hypervisor (MvRuntime*, freed with the
  * array), configured from the daemon's @config (may be NULL: defaults):
- * [qemu] binary and accel, [lifecycle] boot-timeout-seconds and
- * stop-timeout-seconds. A bad value is MV_ERROR_INVALID_ARGUMENT naming
+ * every configured or installed Cloud Hypervisor and Firecracker version
+ * (versions.h), then QEMU from [qemu] binary and accel; [lifecycle]
+ * boot-timeout-seconds and stop-timeout-seconds. A bad value is MV_ERROR_INVALID_ARGUMENT naming
  * the group and key. */
 GPtrArray *mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error);

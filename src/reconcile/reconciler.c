@@ -246,14 +246,7 @@ mv_reconciler_wait (MvMachine *machine, sd_bus_message *call, const char *reply_
 static MvRuntime *
 runtime_for (MvMachine *machine, GError **error)
 {
-  const char *type = machine->config->spec->hypervisor_type;
-  MvRuntime *runtime = mv_daemon_find_runtime (machine->daemon, type);
-
-  if (!runtime)
-    g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
-                 "hypervisor_type: %s is not available on this host",
-                 type ? type : "(default)");
-  return runtime;
+  return mv_daemon_runtime_for_spec (machine->daemon, machine->config->spec, error);
 }
 
 /* Restarts ---------------------------------------------------------------- */

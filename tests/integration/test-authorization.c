@@ -117,6 +117,7 @@ test_nobody_reads_but_changes_nothing (Fixture *f, gconstpointer data)
   const char *const state_arg[] = { "running", NULL };
   const char *const update_arg[] = { SPEC ("stopped-one"), NULL };
   const char *const traffic_args[] = { "running-one", "5", NULL };
+  const char *const lines_arg[] = { "10", NULL };
 
   g_assert_cmpstr (s2.state, ==, "Running");
 
@@ -135,6 +136,7 @@ test_nobody_reads_but_changes_nothing (Fixture *f, gconstpointer data)
   assert_refused (f, stopped, MV_MACHINE_IFACE ".Rename", rename_arg);
   assert_refused (f, stopped, MV_MACHINE_IFACE ".SetDesiredState", state_arg);
   assert_refused (f, stopped, MV_MACHINE_IFACE ".GetSpec", NULL);
+  assert_refused (f, running, MV_MACHINE_IFACE ".GetConsoleLog", lines_arg);
 
   /* ... and nothing changed. */
   assert_unchanged (f, stopped, &s1);

@@ -1,0 +1,547 @@
+/* Real guests through the daemon: QEMU under TCG booting the project's test
+ * guest (tests/guest), driven over the private system bus like any client
+ * would. Covers the lifecycle, the console, standby and restore, guests
+ * that end by themselves or crash, adoption after a daemon crash, restart
+ * policies, sleepy guests, and a crash of the daemon in the middle of each
+ * host operation on a real VMM. */
+#include "bus-client.h"
+#include "names.h"
+
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <signal.h>
+
+static char *guest_kernel;
+static char *guest_initrd;
+
+static const char test_config[] =
+  "[qemu]\n"
+  "accel=tcg\n"
+  "[lifecycle]\n"
+  "stop-timeout-seconds=20\n"
+  "standby-min-seconds=1\n"
+  "idle-sample-seconds=1\n"
+  "idle-cpu-percent=60\n"
+  "restart-backoff-ms=500\n"
+  "resync-seconds=1\n";
+
+static void
+guest_fixture_teardown (Fixture *f, gconstpointer data)
+{
+  /* No guest outlives its test. */
+  g_autoptr (sd_bus_message) list = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                 "ListMachines", NULL, NULL, NULL);
+  const char *id, *name, *state, *path;
+  if (list && sd_bus_message_enter_container (list, 'a', "(ssso)") >= 0)
+    while (sd_bus_message_read (list, "(ssso)", &id, &name, &state, &path) > 0)
+      {
+        g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
+                                                    NULL, NULL, "b", 1);
+      }
+  fixture_teardown (f, data);
+}
+
+/* A spec for the test guest; @extra is more JSON members. */
+static char *
+guest_spec (const char *name, const char *extra)
+{
+  return g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"qemu\",\"kernel\":\"%s\","
+                          "\"initrd\":\"%s\",\"memory_bytes\":268435456,"
+                          "\"readiness\":\"console:MICROVMD-GUEST-READY\"%s%s}",
+                          name, guest_kernel, guest_initrd, extra ? "," : "", extra ? extra : "");
+}
+
+static char *
+create (Fixture *f, const char *name, const char *extra)
+{
+  g_autofree char *spec = guest_spec (name, extra);
+  return client_create_ok (f->client, spec);
+}
+
+static char *
+get_state (Fixture *f, const char *path)
+{
+  return client_get_string (f->client, path, "State");
+}
+
+static char *
+runtime_file (Fixture *f, const char *path, const char *name)
+{
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  return g_build_filename (mv_test_env_runtime_dir (f->env), "machines", id, name, NULL);
+}
+
+static char *
+console_text (Fixture *f, const char *path)
+{
+  g_autofree char *file = runtime_file (f, path, "console.log");
+  char *text = NULL;
+
+  if (!g_file_get_contents (file, &text, NULL, NULL))
+    return g_strdup ("");
+  return text;
+}
+
+/* The last counter the guest printed, -1 if none yet. */
+static gint64
+last_counter (Fixture *f, const char *path)
+{
+  g_autofree char *text = console_text (f, path);
+  const char *p = text, *hit = NULL;
+
+  while ((p = strstr (p, "MICROVMD-COUNTER ")))
+    hit = p++;
+  return hit ? g_ascii_strtoll (hit + strlen ("MICROVMD-COUNTER "), NULL, 10) : -1;
+}
+
+static gint64
+wait_counter_at_least (Fixture *f, const char *path, gint64 n, guint timeout_ms)
+{
+  gint64 c = -1;
+
+  for (guint waited = 0; waited < timeout_ms; waited += 200)
+    {
+      c = last_counter (f, path);
+      if (c >= n)
+        return c;
+      client_settle (f->client, 200);
+    }
+  g_error ("the guest's counter did not reach %" G_GINT64_FORMAT " (it is %" G_GINT64_FORMAT ")",
+           n, c);
+}
+
+/* The VMM's PID as status.json records it; 0 if none. */
+static int
+vmm_pid (Fixture *f, const char *path)
+{
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *file = g_build_filename (mv_test_env_state_dir (f->env), "machines", id,
+                                            "status.json", NULL);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *root, *vmm;
+
+  if (!json_parser_load_from_file (parser, file, NULL))
+    return 0;
+  root = json_node_get_object (json_parser_get_root (parser));
+  if (!json_object_has_member (root, "vmm") || json_object_get_null_member (root, "vmm"))
+    return 0;
+  vmm = json_object_get_object_member (root, "vmm");
+  return json_object_has_member (vmm, "pid") ? (int) json_object_get_int_member (vmm, "pid") : 0;
+}
+
+/* How many processes have @needle among their arguments. */
+static guint
+count_processes_with (const char *needle)
+{
+  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *entry;
+  guint n = 0;
+
+  while ((entry = g_dir_read_name (proc)))
+    {
+      g_autofree char *file = NULL, *cmdline = NULL;
+      gsize len = 0;
+
+      if (!g_ascii_isdigit (entry[0]))
+        continue;
+      file = g_build_filename ("/proc", entry, "cmdline", NULL);
+      if (!g_file_get_contents (file, &cmdline, &len, NULL) || len == 0)
+        continue;
+      for (gsize i = 0; i + 1 < len; i++)
+        if (cmdline[i] == '\0')
+          cmdline[i] = ' ';
+      if (strstr (cmdline, needle) && !strstr (cmdline, "test-qemu"))
+        n++;
+    }
+  return n;
+}
+
+/* The number of QEMU processes serving this machine. */
+static guint
+vmm_count (Fixture *f, const char *path)
+{
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *dir = g_build_filename (mv_test_env_runtime_dir (f->env), "machines", id, NULL);
+  return count_processes_with (dir);
+}
+
+static gboolean
+pid_alive (int pid)
+{
+  return pid > 0 && kill (pid, 0) == 0;
+}
+
+/* ----- lifecycle ----- */
+
+static void
+test_boot_console_pause_resume (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, "first", NULL);
+  g_autofree char *state = NULL, *log = NULL;
+  gint64 before, after;
+
+  client_call_ok (f->client, path, "Start");
+  state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Running");
+  g_assert_cmpuint (vmm_count (f, path), ==, 1);
+
+  /* The console log, on disk and through the API. */
+  g_autofree char *text = console_text (f, path);
+  g_assert_nonnull (strstr (text, "MICROVMD-GUEST-READY"));
+  g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "GetConsoleLog",
+                                              NULL, NULL, "u", 20);
+  const char *tail = NULL;
+  g_assert_nonnull (r);
+  g_assert_cmpint (sd_bus_message_read (r, "s", &tail), >, 0);
+  g_assert_nonnull (strstr (tail, "MICROVMD-"));
+
+  /* Paused, the guest prints nothing; resumed, it goes on. */
+  wait_counter_at_least (f, path, 1, 30000);
+  client_call_ok (f->client, path, "Pause");
+  g_free (state);
+  state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Paused");
+  before = last_counter (f, path);
+  client_settle (f->client, 3000);
+  g_assert_cmpint (last_counter (f, path), ==, before);
+  client_call_ok (f->client, path, "Resume");
+  after = wait_counter_at_least (f, path, before + 1, 30000);
+  g_assert_cmpint (after, >, before);
+
+  /* Stop asks the guest to power off, and it does. */
+  int pid = vmm_pid (f, path);
+  g_assert_true (pid_alive (pid));
+  client_call_ok (f->client, path, "Stop");
+  g_free (state);
+  state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Stopped");
+  g_free (text);
+  text = console_text (f, path);
+  g_assert_nonnull (strstr (text, "MICROVMD-POWEROFF acpi"));
+  g_assert_false (pid_alive (pid));
+  g_assert_cmpuint (vmm_count (f, path), ==, 0);
+}
+
+static void
+test_guest_powers_off_by_itself (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, "short-lived",
+                                  "\"kernel_args\":\"console=ttyS0 tsc_early_khz=2000000 reboot=t panic=-1 microvmd.poweroff_after=3\"");
+  g_autofree char *why = NULL;
+
+  client_call_ok (f->client, path, "Start");
+  client_assert_state_soon (f->client, path, "Stopped", 60000);
+  g_assert_cmpint (client_get_i32 (f->client, path, "ExitCode"), ==, 0);
+  why = client_get_string (f->client, path, "StateError");
+  g_assert_nonnull (strstr (why, "powered off"));
+  g_assert_cmpuint (vmm_count (f, path), ==, 0);
+}
+
+static void
+test_vmm_killed (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, "victim", NULL);
+  g_autofree char *why = NULL;
+  int pid;
+
+  client_call_ok (f->client, path, "Start");
+  pid = vmm_pid (f, path);
+  g_assert_cmpint (kill (pid, SIGKILL), ==, 0);
+  /* Noticed at once, not at the next resync. */
+  client_assert_state_soon (f->client, path, "Failed", 5000);
+  why = client_get_string (f->client, path, "StateError");
+  g_assert_cmpstr (why, !=, "");
+  g_test_message ("reason: %s", why);
+}
+
+static void
+test_unbootable_quotes_console (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, "broken",
+                                  "\"kernel_args\":\"console=ttyS0 tsc_early_khz=2000000 reboot=t panic=-1 microvmd.panic\"");
+  g_autofree char *msg = NULL, *err = NULL;
+
+  err = client_machine_call (f->client, path, "Start", &msg);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+  /* The error quotes what the guest said on its console. */
+  g_assert_nonnull (strstr (msg, "MICROVMD-PANIC"));
+  g_assert_cmpuint (vmm_count (f, path), ==, 0);
+}
+
+static void
+test_missing_files (Fixture *f, gconstpointer data)
+{
+  g_autofree char *spec = g_strdup_printf ("{\"name\":\"nokernel\",\"hypervisor_type\":\"qemu\","
+                                           "\"kernel\":\"/nonexistent/vmlinuz\",\"initrd\":\"%s\"}",
+                                           guest_initrd);
+  g_autofree char *spec2 = g_strdup_printf ("{\"name\":\"noinitrd\",\"hypervisor_type\":\"qemu\","
+                                            "\"kernel\":\"%s\",\"initrd\":\"/nonexistent/initrd\"}",
+                                            guest_kernel);
+  const char *specs[] = { spec, spec2 };
+  const char *fields[] = { "kernel", "initrd" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (specs); i++)
+    {
+      g_autofree char *path = client_create (f->client, specs[i], 0, NULL, NULL);
+      g_autofree char *msg = NULL, *err = NULL, *sock = NULL;
+
+      g_assert_nonnull (path);
+      err = client_machine_call (f->client, path, "Start", &msg);
+      g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+      g_assert_nonnull (strstr (msg, fields[i]));
+      /* Nothing was started, nothing is left. */
+      g_assert_cmpuint (vmm_count (f, path), ==, 0);
+      sock = runtime_file (f, path, "qmp.sock");
+      g_assert_false (g_file_test (sock, G_FILE_TEST_EXISTS));
+    }
+}
+
+/* ----- outliving the daemon ----- */
+
+static void
+test_daemon_crash_adopts_guest (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, "survivor", NULL);
+  g_autofree char *state = NULL;
+  gint64 before;
+  int pid;
+
+  client_call_ok (f->client, path, "Start");
+  pid = vmm_pid (f, path);
+  before = wait_counter_at_least (f, path, 1, 30000);
+
+  mv_test_env_stop_daemon (f->env, SIGKILL);
+  g_assert_true (pid_alive (pid));
+  mv_test_env_start_daemon (f->env, NULL);
+
+  /* The same VMM, adopted; the guest ran on all along. */
+  state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Running");
+  g_assert_cmpint (vmm_pid (f, path), ==, pid);
+  g_assert_cmpuint (vmm_count (f, path), ==, 1);
+  wait_counter_at_least (f, path, before + 2, 30000);
+
+  /* And it is watched again: Stop works, a crash would be seen. */
+  client_call_ok (f->client, path, "Stop");
+  g_assert_false (pid_alive (pid));
+}
+
+/* ----- standby and restore ----- */
+
+static void
+test_standby_resumes_counter (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, "napper", NULL);
+  g_autofree char *state = NULL;
+  gint64 before;
+  int pid;
+
+  client_call_ok (f->client, path, "Start");
+  pid = vmm_pid (f, path);
+  wait_counter_at_least (f, path, 3, 30000);
+  client_call_ok (f->client, path, "Standby");
+  before = last_counter (f, path);
+  state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Standby");
+  /* No VMM holds CPU or memory for it now. */
+  g_assert_false (pid_alive (pid));
+  g_assert_cmpuint (vmm_count (f, path), ==, 0);
+
+  /* A duplicate traffic event does nothing; the first one wakes it. */
+  g_assert_true (client_traffic (f->client, "napper", 7));
+  g_free (state);
+  state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Running");
+  /* The guest goes on where it was, not from 0. */
+  gint64 after = wait_counter_at_least (f, path, before + 1, 30000);
+  g_assert_cmpint (after, >, before);
+  g_assert_cmpint (vmm_pid (f, path), !=, pid);
+
+  client_call_ok (f->client, path, "Standby");
+  g_assert_false (client_traffic (f->client, "napper", 7));
+  client_settle (f->client, 1000);
+  g_free (state);
+  state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Standby");
+  g_assert_cmpuint (vmm_count (f, path), ==, 0);
+}
+
+static void
+test_idle_guest_sleeps (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, "drowsy", "\"standby_after_seconds\":3");
+
+  client_call_ok (f->client, path, "Start");
+  /* The test guest only prints a line a second: idle by the configured
+   * threshold, so on standby after 3 s of it. */
+  client_assert_state_soon (f->client, path, "Standby", 60000);
+  g_assert_cmpuint (vmm_count (f, path), ==, 0);
+  client_call_ok (f->client, path, "Start");
+  g_assert_cmpuint (vmm_count (f, path), ==, 1);
+}
+
+/* ----- restart policies ----- */
+
+static void
+test_on_failure_restarts_real_guest (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, "phoenix", "\"restart\":{\"mode\":\"on-failure\",\"max_retries\":1}");
+  int pid, pid2;
+
+  client_call_ok (f->client, path, "Start");
+  pid = vmm_pid (f, path);
+  g_assert_cmpint (kill (pid, SIGKILL), ==, 0);
+  client_assert_state_soon (f->client, path, "Restarting", 5000);
+  client_assert_state_soon (f->client, path, "Running", 60000);
+  pid2 = vmm_pid (f, path);
+  g_assert_cmpint (pid2, !=, pid);
+  g_assert_true (pid_alive (pid2));
+  g_assert_cmpuint (client_get_u32 (f->client, path, "RestartCount"), ==, 1);
+
+  /* max_retries=1: the second crash in a row is left Failed. */
+  g_assert_cmpint (kill (pid2, SIGKILL), ==, 0);
+  client_assert_state_soon (f->client, path, "Failed", 5000);
+  client_settle (f->client, 1500);
+  g_autofree char *state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Failed");
+  g_assert_cmpuint (vmm_count (f, path), ==, 0);
+}
+
+static void
+test_unless_stopped_after_user_stop (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, "resting", "\"restart\":{\"mode\":\"unless-stopped\"}");
+  g_autofree char *state = NULL;
+
+  client_call_ok (f->client, path, "Start");
+  client_call_ok (f->client, path, "Stop");
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  client_settle (f->client, 2000);
+  state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Stopped");
+  g_assert_cmpuint (vmm_count (f, path), ==, 0);
+}
+
+/* ----- a daemon killed in the middle of a host operation ----- */
+
+static const char *const real_faults[] = {
+  "start:recorded", "start:done",
+  "stop:recorded", "stop:done",
+  "standby:recorded", "standby:done",
+  "restore:recorded", "restore:done",
+  "destroy-vmm:recorded", "destroy-vmm:done",
+};
+
+static void
+test_fault_sweep_real (Fixture *f, gconstpointer data)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (real_faults); i++)
+    {
+      const char *fault = real_faults[i];
+      g_autofree char *name = g_strdup_printf ("crash-%u", i);
+      g_autofree char *path = create (f, name, NULL);
+      g_autofree char *sock_dir = NULL;
+      const char *method = "Start";
+
+      g_test_message ("fault point %s", fault);
+      if (!g_str_has_prefix (fault, "start"))
+        client_call_ok (f->client, path, "Start");
+      if (g_str_has_prefix (fault, "restore"))
+        client_call_ok (f->client, path, "Standby");
+      if (g_str_has_prefix (fault, "stop"))
+        method = "Stop";
+      else if (g_str_has_prefix (fault, "standby"))
+        method = "Standby";
+
+      g_setenv ("MICROVMD_FAULT_POINT", fault, TRUE);
+      mv_test_env_stop_daemon (f->env, SIGTERM);
+      mv_test_env_start_daemon (f->env, NULL);
+      g_unsetenv ("MICROVMD_FAULT_POINT");
+
+      if (g_str_has_prefix (fault, "destroy"))
+        {
+          g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
+                                                      NULL, NULL, "b", 1);
+          g_assert_null (r);
+        }
+      else
+        {
+          g_autofree char *err = client_machine_call (f->client, path, method, NULL);
+          g_assert_nonnull (err);
+        }
+      mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 60000);
+      mv_test_env_stop_daemon (f->env, SIGKILL);
+      mv_test_env_start_daemon (f->env, NULL);
+
+      if (g_str_has_prefix (fault, "destroy"))
+        {
+          g_autofree char *id = g_path_get_basename (path);
+          for (guint w = 0; w < 300; w++)
+            {
+              g_autofree char *err = NULL;
+              g_autoptr (sd_bus_message) r = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                          "GetMachine", &err, NULL, "s", name);
+              if (!r)
+                break;
+              client_settle (f->client, 100);
+            }
+          g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+          /* No VMM is left behind for the machine that is gone. */
+          sock_dir = g_build_filename (mv_test_env_runtime_dir (f->env), "machines", NULL);
+          g_assert_cmpuint (count_processes_with (sock_dir), ==, 0);
+          continue;
+        }
+
+      /* Settled, and exactly as many VMMs as the state says: no orphan,
+       * no duplicate. */
+      for (guint w = 0; w < 600; w++)
+        {
+          g_autofree char *phase = client_get_string (f->client, path, "Phase");
+          g_autofree char *state = get_state (f, path);
+          if (*phase == '\0' && !g_str_equal (state, "Starting") && !g_str_equal (state, "Stopping"))
+            break;
+          client_settle (f->client, 100);
+        }
+      g_autofree char *state = get_state (f, path);
+      gboolean active = g_str_equal (state, "Running") || g_str_equal (state, "Paused");
+      g_test_message ("after %s: %s", fault, state);
+      g_assert_cmpuint (vmm_count (f, path), ==, active ? 1 : 0);
+      if (active)
+        g_assert_true (pid_alive (vmm_pid (f, path)));
+
+      g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
+                                                  NULL, NULL, "b", 1);
+      g_assert_nonnull (r);
+      g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *build = g_getenv ("MICROVMD_BUILD_DIR");
+
+  g_test_init (&argc, &argv, NULL);
+  g_assert_nonnull (build);
+  guest_kernel = g_build_filename (build, "tests", "guest", "vmlinuz", NULL);
+  guest_initrd = g_build_filename (build, "tests", "guest", "initrd.img", NULL);
+
+#define ADD(name, fn) \
+  g_test_add ("/qemu/" name, Fixture, test_config, fixture_setup, fn, guest_fixture_teardown)
+  ADD ("boot-console-pause-resume-stop", test_boot_console_pause_resume);
+  ADD ("guest-powers-off-by-itself", test_guest_powers_off_by_itself);
+  ADD ("vmm-killed", test_vmm_killed);
+  ADD ("unbootable-quotes-console", test_unbootable_quotes_console);
+  ADD ("missing-files", test_missing_files);
+  ADD ("daemon-crash-adopts-guest", test_daemon_crash_adopts_guest);
+  ADD ("standby-resumes-counter", test_standby_resumes_counter);
+  ADD ("idle-guest-sleeps", test_idle_guest_sleeps);
+  ADD ("on-failure-restarts-real-guest", test_on_failure_restarts_real_guest);
+  ADD ("unless-stopped-after-user-stop", test_unless_stopped_after_user_stop);
+  ADD ("fault-sweep-real", test_fault_sweep_real);
+  int status = g_test_run ();
+  g_free (guest_kernel);
+  g_free (guest_initrd);
+  return status;
+}
