@@ -242,10 +242,30 @@ wait_pidfd (int fd, gint64 deadline_us)
     }
 }
 
+/* A pidfd for waiting on the process. PID and start time suffice to tell
+ * it apart: a process on its way out has no command line left to check,
+ * and must still be waited for. */
+static int
+open_pidfd_to_wait (const MvProcess *process)
+{
+  int fd = pidfd_open (process->pid);
+  guint64 actual = 0;
+  char state = 0;
+
+  if (fd < 0)
+    return -1;
+  if (!read_stat (process->pid, &state, &actual) || actual != process->start_time)
+    {
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
 gboolean
 mv_process_wait (const MvProcess *process, guint timeout_ms)
 {
-  int fd = mv_process_open_pidfd (process);
+  int fd = open_pidfd_to_wait (process);
   gboolean gone;
 
   if (fd < 0)
@@ -258,11 +278,33 @@ mv_process_wait (const MvProcess *process, guint timeout_ms)
 gboolean
 mv_process_kill (const MvProcess *process, GError **error)
 {
-  if (!mv_process_signal (process, SIGKILL, error))
-    return FALSE;
-  /* SIGKILL cannot be ignored; a process in uninterruptible sleep still
-   * takes a moment to go. */
-  if (!mv_process_wait (process, 10000))
+  int fd = mv_process_open_pidfd (process);
+  gboolean gone;
+
+  if (fd < 0)
+    {
+      int saved = errno;
+      if (saved == ESRCH)
+        return TRUE;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not reach process %d: %s",
+                   process->pid, g_strerror (saved));
+      return FALSE;
+    }
+  /* Signal and wait through the one pidfd: once the process has begun to
+   * exit its identity can no longer be checked by command line. SIGKILL
+   * cannot be ignored; a process in uninterruptible sleep still takes a
+   * moment to go. */
+  if (pidfd_send_signal (fd, SIGKILL) < 0 && errno != ESRCH)
+    {
+      int saved = errno;
+      close (fd);
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not signal process %d: %s",
+                   process->pid, g_strerror (saved));
+      return FALSE;
+    }
+  gone = wait_pidfd (fd, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
+  close (fd);
+  if (!gone)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
                    "Process %d did not end within 10 s of SIGKILL", process->pid);

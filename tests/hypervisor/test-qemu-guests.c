@@ -166,6 +166,33 @@ test_lifecycle (void)
   g_assert_no_error (error);
   g_assert_cmpuint (cpu_ns, >, 0);
 
+  /* What the backend says it can do, it does; what microvm cannot, it
+   * refuses as unsupported. */
+  {
+    MvStarter *starter = mv_hypervisor_runtime_starter (rt);
+    MvCapabilities caps = starter->capabilities (starter);
+    const char *socket_path = json_object_get_string_member (identity, "socket");
+    g_autoptr (MvHypervisor) hv = starter->connect (starter, socket_path, &error);
+    MvVmInfo info;
+
+    g_assert_no_error (error);
+    g_assert_true (caps.snapshot);
+    g_assert_true (caps.pause);
+    g_assert_false (caps.hotplug_memory);
+    g_assert_false (caps.hotplug_cpu);
+    g_assert_true (hv->vm_info (hv, &info, &error));
+    g_assert_no_error (error);
+    g_assert_cmpint (info.state, ==, MV_VM_STATE_RUNNING);
+    g_assert_true (info.has_memory_bytes);
+    g_assert_cmpuint (info.memory_bytes, ==, spec->memory_bytes);
+    g_assert_false (hv->resize_vm_memory (hv, spec->memory_bytes + (2 << 20), &error));
+    g_assert_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED);
+    g_clear_error (&error);
+    g_assert_false (hv->resize_vm_cpu (hv, 2, &error));
+    g_assert_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED);
+    g_clear_error (&error);
+  }
+
   /* pause: the counter stops; resume: it goes on. */
   wait_counter_above (console, 0, 0, 10);
   g_assert_true (rt->pause (rt, &req, &error));
