@@ -13,7 +13,7 @@ top=$PWD
 ./tools/install-deps.sh
 [ -d build ] || meson setup build
 ninja -C build
-ninja -C build test-guest
+ninja -C build tests/guest/vmlinuz tests/guest/initrd.img
 
 demo=${MICROVMD_DEMO_DIR:-/var/tmp/microvmd-demo}
 mkdir -p "$demo"
@@ -25,6 +25,7 @@ bus_policy_installed() {
 
 if [ -S /run/dbus/system_bus_socket ] && busctl --system status >/dev/null 2>&1 && bus_policy_installed; then
   address=system
+  client_address=unix:path=/run/dbus/system_bus_socket
   echo "Using the system bus."
 else
   # A private system bus, configured like the real one, plus polkitd.
@@ -39,6 +40,7 @@ else
       /usr/share/dbus-1/system.conf > "$demo/system.conf"
   dbus-daemon --config-file="$demo/system.conf" --fork --print-pid=3 3>"$demo/bus.pid" --nosyslog
   address="unix:path=$demo/system_bus_socket"
+  client_address=$address
   export DBUS_SYSTEM_BUS_ADDRESS=$address
   install -m 0644 build/policy/org.microvmd1.policy /usr/share/polkit-1/actions/org.microvmd1.policy
   setsid /usr/lib/polkit-1/polkitd --no-debug >"$demo/polkitd.log" 2>&1 < /dev/null &
@@ -58,11 +60,11 @@ setsid "$top/build/src/daemon/microvmd" --bus="$address" --state-dir="$demo/stat
   --runtime-dir="$demo/run" --config="$demo/microvmd.conf" >"$demo/microvmd.log" 2>&1 < /dev/null &
 echo $! > "$demo/microvmd.pid"
 for _ in $(seq 100); do
-  busctl --address="${address/system/unix:path=/run/dbus/system_bus_socket}" status org.microvmd1 >/dev/null 2>&1 && break
+  busctl --address="$client_address" status org.microvmd1 >/dev/null 2>&1 && break
   sleep 0.1
 done
 
-export DBUS_SYSTEM_BUS_ADDRESS=${address/system/unix:path=/run/dbus/system_bus_socket}
+export DBUS_SYSTEM_BUS_ADDRESS=$client_address
 "$microvmctl" delete --force demo >/dev/null 2>&1 || true
 cat > "$demo/demo.json" <<SPEC
 {
@@ -80,7 +82,8 @@ SPEC
 "$microvmctl" list
 echo
 echo "--- the guest's console ---"
-tail -n 15 "$demo/run/machines/$("$microvmctl" show demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')/console.log"
+"$microvmctl" console demo | tail -n 15
+echo
 echo "---------------------------"
 echo
 echo "microvmd is running (log: $demo/microvmd.log). Reach it with:"

@@ -54,6 +54,8 @@ static const MvCommand commands[] = {
     "NAME|ID",                         "Stop a machine and boot it afresh" },
   { "standby",     mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Standby",
     "NAME|ID",                         "Freeze a machine to disk; start wakes it" },
+  { "console",     mv_cmd_console,     1, 1, 0,            TRUE,  NULL,
+    "NAME|ID",                         "Print the last 50 lines of a machine's console" },
   { "delete",      mv_cmd_delete,      1, 1, MV_OPT_FORCE, TRUE,  NULL,
     "[--force] NAME|ID",               "Delete a machine and its records" },
   { "update",      mv_cmd_update,      1, 1, MV_OPT_FILE,  TRUE,  NULL,

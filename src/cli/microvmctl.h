@@ -74,6 +74,7 @@ int mv_cmd_show (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_lifecycle (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_delete (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_console (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_update (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_rename (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_set_desired (MvCtl *ctl, const char *method, int argc, char **argv);
