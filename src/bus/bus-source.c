@@ -7,6 +7,7 @@ typedef struct {
   GSource  source;
   sd_bus  *bus;
   gpointer fd_tag;
+  int      events;     /* what fd_tag polls for now */
 } MvBusSource;
 
 static gboolean
@@ -16,11 +17,17 @@ bus_source_prepare (GSource *source, gint *timeout)
   uint64_t until = UINT64_MAX;
   int events;
 
-  /* POLLOUT comes and goes with the write queue, so ask every time. */
+  /* POLLOUT comes and goes with the write queue, so ask every time; but
+   * change the poll only when it differs, since a change wakes the main
+   * context, which would prepare again, and spin. */
   events = sd_bus_get_events (self->bus);
   if (events < 0)
     events = 0;
-  g_source_modify_unix_fd (source, self->fd_tag, events);
+  if (events != self->events)
+    {
+      g_source_modify_unix_fd (source, self->fd_tag, events);
+      self->events = events;
+    }
 
   *timeout = -1;
   if (sd_bus_get_timeout (self->bus, &until) < 0 || until == UINT64_MAX)
@@ -91,6 +98,7 @@ mv_bus_source_attach (sd_bus *bus)
 
   self->bus = sd_bus_ref (bus);
   self->fd_tag = g_source_add_unix_fd (source, sd_bus_get_fd (bus), G_IO_IN);
+  self->events = G_IO_IN;
   g_source_set_name (source, "sd-bus");
   g_source_attach (source, NULL);
   return source;

@@ -346,12 +346,7 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
       return NULL;
     }
 
-  daemon->bus = open_bus (options->bus_address, error);
-  if (!daemon->bus)
-    {
-      mv_daemon_free (daemon);
-      return NULL;
-    }
+  daemon->bus_address = g_strdup (options->bus_address);
   return daemon;
 }
 
@@ -373,6 +368,7 @@ mv_daemon_free (MvDaemon *daemon)
   g_clear_pointer (&daemon->builtin_runtimes, g_ptr_array_unref);
   g_clear_pointer (&daemon->runtime_versions, g_hash_table_unref);
   g_free (daemon->default_type);
+  g_free (daemon->bus_address);
   g_clear_pointer (&daemon->loop, g_main_loop_unref);
   g_clear_pointer (&daemon->config, g_key_file_unref);
   g_free (daemon->config_path);
@@ -520,6 +516,12 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
 
   read_runtime_versions (daemon);
   load_machines (daemon);
+
+  /* Connected only now: a bus does not wait for a client that loads ten
+   * thousand records before it reads its first message. */
+  daemon->bus = open_bus (daemon->bus_address, error);
+  if (!daemon->bus)
+    return 1;
 
   /* Before the name is taken: whoever sees it may at once ask the daemon
    * to stop, and must find it ready to exit cleanly. */

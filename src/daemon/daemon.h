@@ -63,7 +63,8 @@ struct _MvMachine {
 };
 
 struct _MvDaemon {
-  sd_bus      *bus;
+  sd_bus      *bus;            /* connected once the records are loaded */
+  char        *bus_address;
   GSource     *bus_source;
   MvStore     *store;
   GHashTable  *machines;       /* id -> MvMachine* */

@@ -945,6 +945,7 @@ mv_reconciler_recover (MvMachine *machine)
   g_autofree char *runtime_dir = mv_store_machine_runtime_dir (machine->daemon->store, machine->id);
   g_autofree char *saved = saved_dir_of (machine, SAVED_STATE_NAME);
   g_autofree char *partial = saved_dir_of (machine, SAVED_PARTIAL_NAME);
+  g_autoptr (JsonNode) before = mv_status_to_node (status);
   g_autofree char *phase = g_steal_pointer (&status->phase);
   g_autofree char *why = NULL;
   MvRuntimeRequest req = {
@@ -1021,7 +1022,11 @@ mv_reconciler_recover (MvMachine *machine)
   else if (status->state == MV_STATE_RESTARTING)
     schedule_restart (machine);
 
-  save_status (machine);
+  /* Written only if recovery changed it: a start with many records reads
+   * them all but writes none of them. */
+  g_autoptr (JsonNode) after = mv_status_to_node (status);
+  if (!json_node_equal (before, after))
+    save_status (machine);
   if (why)
     handle_end (machine, FALSE, 0, why);
 }

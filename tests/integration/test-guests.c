@@ -1,22 +1,29 @@
-/* Real guests through the daemon: QEMU under TCG booting the project's test
- * guest (tests/guest), driven over the private system bus like any client
- * would. Covers the lifecycle, the console, standby and restore, guests
- * that end by themselves or crash, adoption after a daemon crash, restart
- * policies, sleepy guests, and a crash of the daemon in the middle of each
- * host operation on a real VMM. */
+/* Guests through the daemon, one suite for every hypervisor type: QEMU
+ * under TCG booting the project's test guest (tests/guest), and the test
+ * VMMs that stand in for Cloud Hypervisor and Firecracker (tests/vmm),
+ * whose simulated guest prints the same markers. Driven over the private
+ * system bus like any client would. Covers the lifecycle, the console,
+ * standby and restore, guests that end by themselves or crash, adoption
+ * after a daemon crash, restart policies, sleepy guests, and a crash of the
+ * daemon in the middle of each host operation on a real VMM process. */
 #include "bus-client.h"
 #include "names.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 static char *guest_kernel;
 static char *guest_initrd;
 
-static const char test_config[] =
-  "[qemu]\n"
-  "accel=tcg\n"
+/* One hypervisor type, and the daemon configuration that runs it. */
+typedef struct {
+  const char *type;
+  char       *config;
+} GuestCase;
+
+static const char lifecycle_config[] =
   "[lifecycle]\n"
   "stop-timeout-seconds=20\n"
   "standby-min-seconds=1\n"
@@ -43,18 +50,26 @@ guest_fixture_teardown (Fixture *f, gconstpointer data)
 
 /* A spec for the test guest; @extra is more JSON members. */
 static char *
-guest_spec (const char *name, const char *extra)
+guest_spec (const GuestCase *c, const char *name, const char *extra)
 {
-  return g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"qemu\",\"kernel\":\"%s\","
+  return g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"%s\",\"kernel\":\"%s\","
                           "\"initrd\":\"%s\",\"memory_bytes\":268435456,"
                           "\"readiness\":\"console:MICROVMD-GUEST-READY\"%s%s}",
-                          name, guest_kernel, guest_initrd, extra ? "," : "", extra ? extra : "");
+                          name, c->type, guest_kernel, guest_initrd, extra ? "," : "",
+                          extra ? extra : "");
+}
+
+static void
+guest_fixture_setup (Fixture *f, gconstpointer data)
+{
+  const GuestCase *c = data;
+  fixture_setup (f, c->config);
 }
 
 static char *
-create (Fixture *f, const char *name, const char *extra)
+create (Fixture *f, gconstpointer data, const char *name, const char *extra)
 {
-  g_autofree char *spec = guest_spec (name, extra);
+  g_autofree char *spec = guest_spec (data, name, extra);
   return client_create_ok (f->client, spec);
 }
 
@@ -150,7 +165,7 @@ count_processes_with (const char *needle)
       for (gsize i = 0; i + 1 < len; i++)
         if (cmdline[i] == '\0')
           cmdline[i] = ' ';
-      if (strstr (cmdline, needle) && !strstr (cmdline, "test-qemu"))
+      if (strstr (cmdline, needle) && !strstr (cmdline, "test-guests"))
         n++;
     }
   return n;
@@ -179,12 +194,28 @@ pid_alive (int pid)
   return end[1] == ' ' && end[2] != 'Z' && end[2] != 'X';
 }
 
+/* No socket is left in @dir (which may not exist). */
+static void
+assert_no_sockets (const char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d && (name = g_dir_read_name (d)))
+    {
+      g_autofree char *file = g_build_filename (dir, name, NULL);
+      GStatBuf st;
+      if (g_lstat (file, &st) == 0 && S_ISSOCK (st.st_mode))
+        g_error ("a socket was left behind: %s", file);
+    }
+}
+
 /* ----- lifecycle ----- */
 
 static void
 test_boot_console_pause_resume (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, "first", NULL);
+  g_autofree char *path = create (f, data, "first", NULL);
   g_autofree char *state = NULL, *log = NULL;
   gint64 before, after;
 
@@ -233,7 +264,7 @@ test_boot_console_pause_resume (Fixture *f, gconstpointer data)
 static void
 test_guest_powers_off_by_itself (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, "short-lived",
+  g_autofree char *path = create (f, data, "short-lived",
                                   "\"kernel_args\":\"console=ttyS0 tsc_early_khz=2000000 reboot=t panic=-1 microvmd.poweroff_after=3\"");
   g_autofree char *why = NULL;
 
@@ -248,7 +279,7 @@ test_guest_powers_off_by_itself (Fixture *f, gconstpointer data)
 static void
 test_vmm_killed (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, "victim", NULL);
+  g_autofree char *path = create (f, data, "victim", NULL);
   g_autofree char *why = NULL;
   int pid;
 
@@ -265,7 +296,7 @@ test_vmm_killed (Fixture *f, gconstpointer data)
 static void
 test_unbootable_quotes_console (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, "broken",
+  g_autofree char *path = create (f, data, "broken",
                                   "\"kernel_args\":\"console=ttyS0 tsc_early_khz=2000000 reboot=t panic=-1 microvmd.panic\"");
   g_autofree char *msg = NULL, *err = NULL;
 
@@ -285,19 +316,20 @@ test_unbootable_quotes_console (Fixture *f, gconstpointer data)
 static void
 test_missing_files (Fixture *f, gconstpointer data)
 {
-  g_autofree char *spec = g_strdup_printf ("{\"name\":\"nokernel\",\"hypervisor_type\":\"qemu\","
+  const GuestCase *c = data;
+  g_autofree char *spec = g_strdup_printf ("{\"name\":\"nokernel\",\"hypervisor_type\":\"%s\","
                                            "\"kernel\":\"/nonexistent/vmlinuz\",\"initrd\":\"%s\"}",
-                                           guest_initrd);
-  g_autofree char *spec2 = g_strdup_printf ("{\"name\":\"noinitrd\",\"hypervisor_type\":\"qemu\","
+                                           c->type, guest_initrd);
+  g_autofree char *spec2 = g_strdup_printf ("{\"name\":\"noinitrd\",\"hypervisor_type\":\"%s\","
                                             "\"kernel\":\"%s\",\"initrd\":\"/nonexistent/initrd\"}",
-                                            guest_kernel);
+                                            c->type, guest_kernel);
   const char *specs[] = { spec, spec2 };
   const char *fields[] = { "kernel", "initrd" };
 
   for (guint i = 0; i < G_N_ELEMENTS (specs); i++)
     {
       g_autofree char *path = client_create (f->client, specs[i], 0, NULL, NULL);
-      g_autofree char *msg = NULL, *err = NULL, *sock = NULL;
+      g_autofree char *msg = NULL, *err = NULL, *dir = NULL;
 
       g_assert_nonnull (path);
       err = client_machine_call (f->client, path, "Start", &msg);
@@ -305,8 +337,8 @@ test_missing_files (Fixture *f, gconstpointer data)
       g_assert_nonnull (strstr (msg, fields[i]));
       /* Nothing was started, nothing is left. */
       g_assert_cmpuint (vmm_count (f, path), ==, 0);
-      sock = runtime_file (f, path, "qmp.sock");
-      g_assert_false (g_file_test (sock, G_FILE_TEST_EXISTS));
+      dir = runtime_file (f, path, ".");
+      assert_no_sockets (dir);
     }
 }
 
@@ -315,7 +347,7 @@ test_missing_files (Fixture *f, gconstpointer data)
 static void
 test_daemon_crash_adopts_guest (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, "survivor", NULL);
+  g_autofree char *path = create (f, data, "survivor", NULL);
   g_autofree char *state = NULL;
   gint64 before;
   int pid;
@@ -345,7 +377,7 @@ test_daemon_crash_adopts_guest (Fixture *f, gconstpointer data)
 static void
 test_standby_resumes_counter (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, "napper", NULL);
+  g_autofree char *path = create (f, data, "napper", NULL);
   g_autofree char *state = NULL;
   gint64 before;
   int pid;
@@ -383,7 +415,7 @@ test_standby_resumes_counter (Fixture *f, gconstpointer data)
 static void
 test_idle_guest_sleeps (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, "drowsy", "\"standby_after_seconds\":3");
+  g_autofree char *path = create (f, data, "drowsy", "\"standby_after_seconds\":3");
 
   client_call_ok (f->client, path, "Start");
   /* The test guest only prints a line a second: idle by the configured
@@ -399,7 +431,7 @@ test_idle_guest_sleeps (Fixture *f, gconstpointer data)
 static void
 test_on_failure_restarts_real_guest (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, "phoenix", "\"restart\":{\"mode\":\"on-failure\",\"max_retries\":1}");
+  g_autofree char *path = create (f, data, "phoenix", "\"restart\":{\"mode\":\"on-failure\",\"max_retries\":1}");
   int pid, pid2;
 
   client_call_ok (f->client, path, "Start");
@@ -424,7 +456,7 @@ test_on_failure_restarts_real_guest (Fixture *f, gconstpointer data)
 static void
 test_unless_stopped_after_user_stop (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = create (f, "resting", "\"restart\":{\"mode\":\"unless-stopped\"}");
+  g_autofree char *path = create (f, data, "resting", "\"restart\":{\"mode\":\"unless-stopped\"}");
   g_autofree char *state = NULL;
 
   client_call_ok (f->client, path, "Start");
@@ -454,7 +486,7 @@ test_fault_sweep_real (Fixture *f, gconstpointer data)
     {
       const char *fault = real_faults[i];
       g_autofree char *name = g_strdup_printf ("crash-%u", i);
-      g_autofree char *path = create (f, name, NULL);
+      g_autofree char *path = create (f, data, name, NULL);
       g_autofree char *sock_dir = NULL;
       const char *method = "Start";
 
@@ -531,30 +563,64 @@ test_fault_sweep_real (Fixture *f, gconstpointer data)
     }
 }
 
+static GuestCase cases[] = {
+  { "qemu", NULL },
+  { "cloud-hypervisor", NULL },
+  { "firecracker", NULL },
+};
+
+/* The daemon's configuration for @c: QEMU under TCG; the test VMMs as the
+ * only binaries of their types. */
+static char *
+case_config (const GuestCase *c, const char *source, const char *build)
+{
+  if (g_str_equal (c->type, "qemu"))
+    return g_strconcat ("[qemu]\naccel=tcg\n", lifecycle_config, NULL);
+  g_autofree char *binary = g_build_filename (source, "tests", "vmm", c->type, NULL);
+  return g_strdup_printf ("[%s]\nbinaries=%s\n%s", c->type, binary, lifecycle_config);
+}
+
 int
 main (int argc, char **argv)
 {
   const char *build = g_getenv ("MICROVMD_BUILD_DIR");
+  const char *source = g_getenv ("MICROVMD_SOURCE_DIR");
+  const char *only = g_getenv ("MICROVMD_TEST_HYPERVISOR");
 
   g_test_init (&argc, &argv, NULL);
   g_assert_nonnull (build);
+  g_assert_nonnull (source);
   guest_kernel = g_build_filename (build, "tests", "guest", "vmlinuz", NULL);
   guest_initrd = g_build_filename (build, "tests", "guest", "initrd.img", NULL);
 
-#define ADD(name, fn) \
-  g_test_add ("/qemu/" name, Fixture, test_config, fixture_setup, fn, guest_fixture_teardown)
-  ADD ("boot-console-pause-resume-stop", test_boot_console_pause_resume);
-  ADD ("guest-powers-off-by-itself", test_guest_powers_off_by_itself);
-  ADD ("vmm-killed", test_vmm_killed);
-  ADD ("unbootable-quotes-console", test_unbootable_quotes_console);
-  ADD ("missing-files", test_missing_files);
-  ADD ("daemon-crash-adopts-guest", test_daemon_crash_adopts_guest);
-  ADD ("standby-resumes-counter", test_standby_resumes_counter);
-  ADD ("idle-guest-sleeps", test_idle_guest_sleeps);
-  ADD ("on-failure-restarts-real-guest", test_on_failure_restarts_real_guest);
-  ADD ("unless-stopped-after-user-stop", test_unless_stopped_after_user_stop);
-  ADD ("fault-sweep-real", test_fault_sweep_real);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      GuestCase *c = &cases[i];
+
+      if (only && !g_str_equal (only, c->type))
+        continue;
+      c->config = case_config (c, source, build);
+#define ADD(name, fn)                                                                   \
+      do {                                                                              \
+        g_autofree char *test_path = g_strdup_printf ("/guests/%s/%s", c->type, name);   \
+        g_test_add (test_path, Fixture, c, guest_fixture_setup, fn, guest_fixture_teardown); \
+      } while (0)
+      ADD ("boot-console-pause-resume-stop", test_boot_console_pause_resume);
+      ADD ("guest-powers-off-by-itself", test_guest_powers_off_by_itself);
+      ADD ("vmm-killed", test_vmm_killed);
+      ADD ("unbootable-quotes-console", test_unbootable_quotes_console);
+      ADD ("missing-files", test_missing_files);
+      ADD ("daemon-crash-adopts-guest", test_daemon_crash_adopts_guest);
+      ADD ("standby-resumes-counter", test_standby_resumes_counter);
+      ADD ("idle-guest-sleeps", test_idle_guest_sleeps);
+      ADD ("on-failure-restarts-real-guest", test_on_failure_restarts_real_guest);
+      ADD ("unless-stopped-after-user-stop", test_unless_stopped_after_user_stop);
+      ADD ("fault-sweep-real", test_fault_sweep_real);
+#undef ADD
+    }
   int status = g_test_run ();
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    g_free (cases[i].config);
   g_free (guest_kernel);
   g_free (guest_initrd);
   return status;
