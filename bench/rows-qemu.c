@@ -1,0 +1,5 @@
+#include "bench.h"
+void
+bench_row_qemu (Bench *bench)
+{
+}

@@ -1,0 +1,5 @@
+#include "bench.h"
+void
+bench_rows_scale (Bench *bench)
+{
+}
