@@ -362,7 +362,7 @@ static void
 scale_step (Scale *s, guint n, Reference *ref)
 {
   Bench *bench = s->bench;
-  guint start_runs = bench->smoke ? 1 : n >= 1000 ? 3 : 1;
+  guint start_runs = bench->smoke ? 1 : 3;
   double budget_s = bench->smoke ? 1 : n >= 10000 ? 40 : 15;
   guint max_runs = bench->smoke ? 3 : n >= 10000 ? 10 : n >= 1000 ? 20 : 50;
   BenchSamples *name = bench_samples_new (), *first = bench_samples_new ();
@@ -371,6 +371,8 @@ scale_step (Scale *s, guint n, Reference *ref)
   BenchSamples *page = s->peer_dir ? bench_samples_new () : NULL;
   BenchSamples *ld = s->peer_dir ? bench_samples_new () : NULL;
   g_autofree char *id = NULL;
+  gboolean usage_row = n >= 10000 || bench->smoke;
+  double cpu_started = 0, peer_cpu_started = 0, unused_rss;
   BenchResult *r;
   gint64 t0;
 
@@ -385,6 +387,7 @@ scale_step (Scale *s, guint n, Reference *ref)
       bench_samples_add (name, owned);
       if (listed != n)
         bench_fail (bench, "the daemon listed %u machines, %u defined (see InvalidRecords)", listed, n);
+      cpu_started = bench_proc_cpu_seconds (bench->daemon_pid);
       if (i + 1 < start_runs)
         bench_daemon_stop (bench);
     }
@@ -394,6 +397,7 @@ scale_step (Scale *s, guint n, Reference *ref)
       for (guint i = 0; i < start_runs; i++)
         {
           bench_samples_add (peer_first, peer_start (s));
+          peer_usage (s, &unused_rss, &peer_cpu_started);
           if (i + 1 < start_runs)
             peer_stop (s);
         }
@@ -429,39 +433,50 @@ scale_step (Scale *s, guint n, Reference *ref)
     }
 
   /* #5 at the largest N, against the same processes with none defined. */
-  if (n >= 10000 || (bench->smoke && n == s->records))
+  if (usage_row)
     {
       double rss = bench_proc_rss_kib (bench->daemon_pid);
-      double cpu = bench_proc_cpu_seconds (bench->daemon_pid);
+      double cpu_before_idle = bench_proc_cpu_seconds (bench->daemon_pid);
+      double peer_rss = 0, peer_cpu_before_idle = 0, peer_cpu_after_idle = 0;
+      double idle_s = bench->smoke ? 0.5 : 3.0, cpu_after_idle;
       BenchSamples *rss_pm = bench_samples_new (), *cpu_pm = bench_samples_new ();
-      BenchSamples *peer_rss_pm = NULL, *peer_cpu_pm = NULL;
+      BenchSamples *idle = bench_samples_new ();
+      BenchSamples *peer_rss_pm = NULL, *peer_cpu_pm = NULL, *peer_idle = NULL;
       g_autofree char *note = NULL;
 
+      if (s->peer_dir)
+        peer_usage (s, &peer_rss, &peer_cpu_before_idle);
+      g_usleep ((gulong) (idle_s * G_USEC_PER_SEC));
+      cpu_after_idle = bench_proc_cpu_seconds (bench->daemon_pid);
       bench_samples_add (rss_pm, (rss - ref->rss0) / n);
-      bench_samples_add (cpu_pm, (cpu - ref->cpu0) * 1e6 / n);
+      bench_samples_add (cpu_pm, (cpu_started - ref->cpu0) * 1e6 / n);
+      bench_samples_add (idle, (cpu_after_idle - cpu_before_idle) / idle_s * 100);
       if (s->peer_dir)
         {
-          double prss, pcpu;
-          peer_usage (s, &prss, &pcpu);
+          peer_usage (s, &unused_rss, &peer_cpu_after_idle);
           peer_rss_pm = bench_samples_new ();
           peer_cpu_pm = bench_samples_new ();
-          bench_samples_add (peer_rss_pm, (prss - ref->peer_rss0) / n);
-          bench_samples_add (peer_cpu_pm, (pcpu - ref->peer_cpu0) * 1e6 / n);
+          peer_idle = bench_samples_new ();
+          bench_samples_add (peer_rss_pm, (peer_rss - ref->peer_rss0) / n);
+          bench_samples_add (peer_cpu_pm, (peer_cpu_started - ref->peer_cpu0) * 1e6 / n);
+          bench_samples_add (peer_idle, (peer_cpu_after_idle - peer_cpu_before_idle) / idle_s * 100);
           note = g_strdup_printf ("daemon RSS %.0f KiB with %u machines, %.0f KiB with none; "
-                                  "libvirtd + libvirt-dbus %.0f KiB and %.0f KiB", rss, n, ref->rss0,
-                                  prss, ref->peer_rss0);
+                                  "libvirtd + libvirt-dbus %.0f KiB and %.0f KiB; after start and the #2 listings",
+                                  rss, n, ref->rss0, peer_rss, ref->peer_rss0);
         }
       else
         note = g_strdup_printf ("daemon RSS %.0f KiB with %u machines, %.0f KiB with none", rss, n, ref->rss0);
-      r = bench_report_add (bench->report, "5", "5-rss", "daemon RSS per defined machine (after start and the listings)",
+      r = bench_report_add (bench->report, "5", "5-rss", "daemon RSS per defined machine",
                             "KiB", n, rss_pm, peer_rss_pm ? "libvirtd + libvirt-dbus" : NULL, peer_rss_pm);
       bench_result_set_target (r, BENCH_TARGET_VALUE_AT_MOST, 16, "< 16 KiB per machine");
       bench_result_set_note (r, note);
       bench_result_print (r);
-      r = bench_report_add (bench->report, "5", "5-cpu", "daemon CPU per defined machine (start, the last start's listings)",
+      r = bench_report_add (bench->report, "5", "5-cpu-start", "daemon CPU per defined machine to start and answer the first list",
                             "µs", n, cpu_pm, peer_cpu_pm ? "libvirtd + libvirt-dbus" : NULL, peer_cpu_pm);
-      bench_result_set_note (r, "user + system CPU of the process that served the listings above, "
-                                "less the same process kind with no machines, divided by N");
+      bench_result_set_note (r, "user + system CPU from /proc, less the same with no machines defined, divided by N");
+      bench_result_print (r);
+      r = bench_report_add (bench->report, "5", "5-cpu-idle", "daemon CPU while idle with N machines defined",
+                            "% of one CPU", n, idle, peer_idle ? "libvirtd + libvirt-dbus" : NULL, peer_idle);
       bench_result_print (r);
     }
 
