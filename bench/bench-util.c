@@ -47,6 +47,12 @@ bench_fail (Bench *bench, const char *format, ...)
     }
   if (bench->echo_pid)
     kill (bench->echo_pid, SIGKILL);
+  /* What was measured before the failure is still worth keeping. */
+  if (bench->report && bench->outdir)
+    {
+      bench_report_add_not_measured (bench->report, "0", "aborted", "the run was aborted", message);
+      bench_report_write (bench->report, bench->outdir, NULL);
+    }
   exit (1);
 }
 
@@ -75,6 +81,7 @@ die_with_parent (gpointer user_data)
 
 /* Waits for NameOwnerChanged giving @name an owner (or losing it); returns
  * the monotonic time it was seen. */
+/* Returns -1 if @watch exited first. */
 static gint64
 wait_name (Bench *bench, sd_bus *bus, const char *name, gboolean owned, GPid watch,
            guint timeout_s)
@@ -97,7 +104,7 @@ wait_name (Bench *bench, sd_bus *bus, const char *name, gboolean owned, GPid wat
       if (!!has == !!owned)
         return bench_now ();
       if (watch && waitpid (watch, NULL, WNOHANG) == watch)
-        bench_fail (bench, "the process serving %s exited", name);
+        return -1;
       if (bench_now () > deadline)
         bench_fail (bench, "%s %s within %u s", name, owned ? "was not owned" : "stayed owned",
                     timeout_s);
@@ -105,8 +112,8 @@ wait_name (Bench *bench, sd_bus *bus, const char *name, gboolean owned, GPid wat
     }
 }
 
-double
-bench_daemon_start (Bench *bench)
+gboolean
+bench_daemon_try_start (Bench *bench, double *us)
 {
   g_autofree char *bus_arg = g_strconcat ("--bus=", mv_test_env_bus_address (bench->env), NULL);
   g_autofree char *state_arg = g_strconcat ("--state-dir=", mv_test_env_state_dir (bench->env), NULL);
@@ -126,7 +133,33 @@ bench_daemon_start (Bench *bench)
     bench_fail (bench, "cannot start %s: %s", bench->daemon_path, error->message);
   close (log_fd);
   t1 = wait_name (bench, bench->bus, MV_BUS_NAME, TRUE, bench->daemon_pid, 240);
-  return (double) (t1 - t0);
+  if (t1 < 0)
+    {
+      bench->daemon_pid = 0;
+      return FALSE;
+    }
+  *us = (double) (t1 - t0);
+  return TRUE;
+}
+
+double
+bench_daemon_start (Bench *bench)
+{
+  double us = 0;
+
+  if (!bench_daemon_try_start (bench, &us))
+    bench_fail (bench, "the daemon exited before it owned %s", MV_BUS_NAME);
+  return us;
+}
+
+char *
+bench_daemon_last_log_line (Bench *bench)
+{
+  g_autofree char *log = mv_test_env_read_daemon_log (bench->env);
+  g_auto (GStrv) lines = g_strsplit (g_strstrip (log), "\n", -1);
+  guint n = g_strv_length (lines);
+
+  return g_strdup (n ? lines[n - 1] : "");
 }
 
 void

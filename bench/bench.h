@@ -41,6 +41,10 @@ sd_bus  *bench_open_bus (Bench *bench);
 /* Starts the daemon under test on the bench's state directory and returns
  * the µs from spawn until org.microvmd1 was owned. */
 double   bench_daemon_start (Bench *bench);
+/* The same, but a daemon that exits before it owns the name is a result:
+ * FALSE, and the daemon's last log line says why. */
+gboolean bench_daemon_try_start (Bench *bench, double *us);
+char    *bench_daemon_last_log_line (Bench *bench);
 void     bench_daemon_stop (Bench *bench);
 /* Removes every machine record (the daemon must not be running). */
 void     bench_clear_state (Bench *bench);

@@ -346,6 +346,8 @@ bench_row_qemu (Bench *bench)
       r = bench_report_add_not_measured (bench->report, "7", "7-create",
                                          "create→Running, real guest (QEMU TCG, microvm)",
                                          no_guest ? no_guest : no_daemon);
+      g_free (r->unit);
+      r->unit = g_strdup ("µs");
       r->baseline_what = g_strdup ("bare QEMU: spawn → ready marker");
       r->baseline = boot;
       boot = NULL;
@@ -364,6 +366,8 @@ bench_row_qemu (Bench *bench)
     {
       r = bench_report_add_not_measured (bench->report, "7", "7-standby", "standby→Running, real guest",
                                          no_guest ? no_guest : no_daemon ? no_daemon : wake_reason);
+      g_free (r->unit);
+      r->unit = g_strdup ("µs");
       r->baseline_what = g_strdup ("bare QEMU: -incoming from the saved file → cont");
       r->baseline = restore;
       restore = NULL;

@@ -5,6 +5,7 @@
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 BenchSamples *
 bench_samples_new (void)
@@ -132,6 +133,7 @@ bench_report_add (BenchReport *report, const char *row, const char *id, const ch
   result->figure = figure;
   result->baseline_what = g_strdup (baseline_what);
   result->baseline = baseline;
+  result->seq = (int) report->results->len;
   g_ptr_array_add (report->results, result);
   return result;
 }
@@ -242,7 +244,12 @@ bench_result_print (const BenchResult *result)
 
   if (result->not_measured)
     {
-      g_print ("[%s] %s: not measured: %s\n", result->row, result->what, result->not_measured);
+      g_print ("[%s] %s: not measured: %s", result->row, result->what, result->not_measured);
+      if (result->baseline)
+        g_print ("; baseline %s p50 %.0f %s (runs %u)", result->baseline_what,
+                 bench_samples_percentile (result->baseline, 50), result->unit,
+                 bench_samples_count (result->baseline));
+      g_print ("\n");
       return;
     }
   p50 = format_value (bench_samples_percentile (result->figure, 50));
@@ -453,11 +460,27 @@ report_markdown (BenchReport *report)
   return g_string_free (md, FALSE);
 }
 
+static gint
+compare_rows (gconstpointer a, gconstpointer b)
+{
+  const BenchResult *ra = *(BenchResult *const *) a;
+  const BenchResult *rb = *(BenchResult *const *) b;
+  int diff = atoi (ra->row) - atoi (rb->row);
+
+  /* Within a row, the order the rows were measured in (seq). */
+  return diff != 0 ? diff : ra->seq - rb->seq;
+}
+
 gboolean
 bench_report_write (BenchReport *report, const char *outdir, GError **error)
 {
-  g_autofree char *json = report_json (report);
-  g_autofree char *md = report_markdown (report);
+  g_autofree char *json = NULL;
+  g_autofree char *md = NULL;
+
+  /* Rows in the order. */
+  g_ptr_array_sort (report->results, compare_rows);
+  json = report_json (report);
+  md = report_markdown (report);
   g_autofree char *json_path = g_build_filename (outdir, "results.json", NULL);
   g_autofree char *md_path = g_build_filename (outdir, "results.md", NULL);
 

@@ -41,6 +41,7 @@ typedef struct {
   char          *target_text;
   char          *not_measured; /* the reason, when figure is NULL */
   char          *note;
+  int            seq;          /* order of measurement */
 } BenchResult;
 
 typedef struct {
