@@ -273,9 +273,6 @@ on_signal (sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
   gint64 now = bench_wall ();
   const char *iface = NULL;
 
-  if (g_getenv ("BENCH_DEBUG"))
-    g_printerr ("signal %s %s.%s\n", sd_bus_message_get_path (m), sd_bus_message_get_interface (m),
-                sd_bus_message_get_member (m));
   if (g_strcmp0 (sd_bus_message_get_path (m), w->path) != 0)
     return 0;
   if (sd_bus_message_is_signal (m, MV_MACHINE_IFACE, "StateChanged"))
