@@ -74,6 +74,9 @@ struct _MvTestEnv
 
   /* Rule names in the order they were added; index i is number 10 + i. */
   GPtrArray *rule_names;
+
+  /* Bus policy files included after the project's (mv_test_env_new_full). */
+  char     **extra_bus_policies;
 };
 
 typedef enum
@@ -525,6 +528,7 @@ build_bus_config (MvTestEnv  *env,
                   const char *socket_path,
                   const char *project_policy)
 {
+  g_autoptr(GString) includes_text = g_string_new (NULL);
   g_autofree char *stock = NULL;
   g_autofree char *text = NULL;
   g_autofree char *address = g_dbus_address_escape_value (socket_path);
@@ -574,10 +578,16 @@ build_bus_config (MvTestEnv  *env,
     text = next;
   }
 
+  for (gsize i = 0; env->extra_bus_policies != NULL && env->extra_bus_policies[i] != NULL; i++)
+    {
+      g_autofree char *extra_escaped = g_markup_escape_text (env->extra_bus_policies[i], -1);
+      g_string_append_printf (includes_text, "  <include>%s</include>\n", extra_escaped);
+    }
   include = g_strdup_printf ("  <!-- The project's bus policy. -->\n"
                              "  <include>%s</include>\n"
+                             "%s"
                              "</busconfig>",
-                             policy_escaped);
+                             policy_escaped, includes_text->str);
   {
     char *next = replace (env, text, "</busconfig>", include);
     g_free (text);
@@ -1096,6 +1106,12 @@ teardown_at_exit (void)
 MvTestEnv *
 mv_test_env_new (void)
 {
+  return mv_test_env_new_full (NULL);
+}
+
+MvTestEnv *
+mv_test_env_new_full (const char *const *extra_bus_policies)
+{
   static gboolean atexit_registered;
   g_autoptr(GError) error = NULL;
   MvTestEnv *env;
@@ -1107,6 +1123,7 @@ mv_test_env_new (void)
   env = g_new0 (MvTestEnv, 1);
   env->lock_fd = -1;
   env->rule_names = g_ptr_array_new_with_free_func (g_free);
+  env->extra_bus_policies = g_strdupv ((char **) extra_bus_policies);
   keep = g_getenv ("MICROVMD_TEST_KEEP");
   env->keep_dir = keep != NULL && *keep != '\0' && g_strcmp0 (keep, "0") != 0;
   live_env = env;
@@ -1163,5 +1180,6 @@ mv_test_env_free (MvTestEnv *env)
   g_free (env->daemon_log_path);
   g_free (env->policy_original);
   g_ptr_array_unref (env->rule_names);
+  g_strfreev (env->extra_bus_policies);
   g_free (env);
 }

@@ -24,6 +24,10 @@ typedef struct _MvTestEnv MvTestEnv;
  * DBUS_SYSTEM_BUS_ADDRESS so that child processes find the bus.
  * Set MICROVMD_TEST_KEEP=1 to keep the directory after the test. */
 MvTestEnv  *mv_test_env_new                  (void);
+/* The same, with more bus policy files (absolute paths, may be NULL)
+ * included after the project's: for peers that need a name of their own
+ * on the test bus. */
+MvTestEnv  *mv_test_env_new_full             (const char *const *extra_bus_policies);
 /* Stops the daemon, polkitd and dbus-daemon, removes the polkit files the
  * environment installed and the temporary directory. */
 void        mv_test_env_free                 (MvTestEnv *env);

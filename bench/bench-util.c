@@ -1,0 +1,293 @@
+/* What the rows share: the daemon under test, calls, /proc figures. */
+#include "bench.h"
+
+#include "names.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+gint64
+bench_now (void)
+{
+  return g_get_monotonic_time ();
+}
+
+gint64
+bench_wall (void)
+{
+  return g_get_real_time ();
+}
+
+void
+bench_fail (Bench *bench, const char *format, ...)
+{
+  va_list args;
+  g_autofree char *message = NULL;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_printerr ("microvmd-bench: %s\n", message);
+  if (bench->daemon_pid)
+    {
+      g_autofree char *log = mv_test_env_read_daemon_log (bench->env);
+      g_autofree char *tail = g_strdup (strlen (log) > 4000 ? log + strlen (log) - 4000 : log);
+      g_printerr ("----- daemon log (end) -----\n%s\n-----\n", tail);
+      kill (bench->daemon_pid, SIGKILL);
+    }
+  if (bench->echo_pid)
+    kill (bench->echo_pid, SIGKILL);
+  /* What was measured before the failure is still worth keeping. */
+  if (bench->report && bench->outdir)
+    {
+      bench_report_add_not_measured (bench->report, "0", "aborted", "the run was aborted", message);
+      bench_report_write (bench->report, bench->outdir, NULL);
+    }
+  exit (1);
+}
+
+sd_bus *
+bench_open_bus (Bench *bench)
+{
+  sd_bus *bus = NULL;
+  int r = sd_bus_new (&bus);
+
+  if (r >= 0)
+    r = sd_bus_set_address (bus, mv_test_env_bus_address (bench->env));
+  if (r >= 0)
+    r = sd_bus_set_bus_client (bus, 1);
+  if (r >= 0)
+    r = sd_bus_start (bus);
+  if (r < 0)
+    bench_fail (bench, "cannot connect to the private bus: %s", g_strerror (-r));
+  return bus;
+}
+
+static void
+die_with_parent (gpointer user_data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* Waits for NameOwnerChanged giving @name an owner (or losing it); returns
+ * the monotonic time it was seen. */
+/* Returns -1 if @watch exited first. */
+static gint64
+wait_name (Bench *bench, sd_bus *bus, const char *name, gboolean owned, GPid watch,
+           guint timeout_s)
+{
+  gint64 deadline = bench_now () + timeout_s * G_USEC_PER_SEC;
+
+  for (;;)
+    {
+      g_autoptr (sd_bus_message) reply = NULL;
+      sd_bus_error error = SD_BUS_ERROR_NULL;
+      int has = 0;
+
+      /* A NameHasOwner round trip is about 0.1 ms: polling every 1 ms
+       * resolves start times well below the figures measured. */
+      if (sd_bus_call_method (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                              "org.freedesktop.DBus", "NameHasOwner", &error, &reply, "s",
+                              name) >= 0)
+        sd_bus_message_read (reply, "b", &has);
+      sd_bus_error_free (&error);
+      if (!!has == !!owned)
+        return bench_now ();
+      if (watch && waitpid (watch, NULL, WNOHANG) == watch)
+        return -1;
+      if (bench_now () > deadline)
+        bench_fail (bench, "%s %s within %u s", name, owned ? "was not owned" : "stayed owned",
+                    timeout_s);
+      g_usleep (1000);
+    }
+}
+
+gboolean
+bench_daemon_try_start (Bench *bench, double *us)
+{
+  g_autofree char *bus_arg = g_strconcat ("--bus=", mv_test_env_bus_address (bench->env), NULL);
+  g_autofree char *state_arg = g_strconcat ("--state-dir=", mv_test_env_state_dir (bench->env), NULL);
+  g_autofree char *run_arg = g_strconcat ("--runtime-dir=", mv_test_env_runtime_dir (bench->env), NULL);
+  g_autofree char *config_arg = g_strconcat ("--config=", mv_test_env_config_path (bench->env), NULL);
+  const char *argv[] = { bench->daemon_path, bus_arg, state_arg, run_arg, config_arg, NULL };
+  g_autoptr (GError) error = NULL;
+  int log_fd;
+  gint64 t0, t1;
+
+  g_assert (bench->daemon_pid == 0);
+  log_fd = open (mv_test_env_daemon_log_path (bench->env), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  t0 = bench_now ();
+  if (!g_spawn_async_with_pipes_and_fds (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+                                         die_with_parent, NULL, -1, log_fd, log_fd, NULL, NULL, 0,
+                                         &bench->daemon_pid, NULL, NULL, NULL, &error))
+    bench_fail (bench, "cannot start %s: %s", bench->daemon_path, error->message);
+  close (log_fd);
+  t1 = wait_name (bench, bench->bus, MV_BUS_NAME, TRUE, bench->daemon_pid, 240);
+  if (t1 < 0)
+    {
+      bench->daemon_pid = 0;
+      return FALSE;
+    }
+  *us = (double) (t1 - t0);
+  return TRUE;
+}
+
+double
+bench_daemon_start (Bench *bench)
+{
+  double us = 0;
+
+  if (!bench_daemon_try_start (bench, &us))
+    bench_fail (bench, "the daemon exited before it owned %s", MV_BUS_NAME);
+  return us;
+}
+
+char *
+bench_daemon_last_log_line (Bench *bench)
+{
+  g_autofree char *log = mv_test_env_read_daemon_log (bench->env);
+  g_auto (GStrv) lines = g_strsplit (g_strstrip (log), "\n", -1);
+  guint n = g_strv_length (lines);
+
+  return g_strdup (n ? lines[n - 1] : "");
+}
+
+void
+bench_daemon_stop (Bench *bench)
+{
+  int status = 0;
+
+  if (!bench->daemon_pid)
+    return;
+  kill (bench->daemon_pid, SIGTERM);
+  while (waitpid (bench->daemon_pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  bench->daemon_pid = 0;
+  wait_name (bench, bench->bus, MV_BUS_NAME, FALSE, 0, 30);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    bench_fail (bench, "the daemon did not exit cleanly after SIGTERM (status 0x%x)", status);
+}
+
+static void
+remove_tree (const char *path)
+{
+  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir && (name = g_dir_read_name (dir)))
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
+        remove_tree (child);
+      else
+        g_unlink (child);
+    }
+  g_rmdir (path);
+}
+
+void
+bench_clear_state (Bench *bench)
+{
+  g_autofree char *machines = g_build_filename (mv_test_env_state_dir (bench->env), MV_MACHINES_DIR, NULL);
+  g_autofree char *run_machines = g_build_filename (mv_test_env_runtime_dir (bench->env), MV_MACHINES_DIR, NULL);
+
+  g_assert (bench->daemon_pid == 0);
+  remove_tree (machines);
+  remove_tree (run_machines);
+}
+
+sd_bus_message *
+bench_call (Bench *bench, sd_bus *bus, const char *dest, const char *path, const char *iface,
+            const char *member, const char *types, ...)
+{
+  g_autoptr (sd_bus_message) m = NULL;
+  sd_bus_message *reply = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  va_list args;
+  int r;
+
+  r = sd_bus_message_new_method_call (bus, &m, dest, path, iface, member);
+  if (r >= 0 && types)
+    {
+      va_start (args, types);
+      r = sd_bus_message_appendv (m, types, args);
+      va_end (args);
+    }
+  if (r >= 0)
+    r = sd_bus_call (bus, m, BENCH_CALL_TIMEOUT_US, &error, &reply);
+  if (r < 0)
+    bench_fail (bench, "%s.%s on %s failed: %s", iface, member, path,
+                error.message ? error.message : g_strerror (-r));
+  return reply;
+}
+
+char *
+bench_create_machine (Bench *bench, sd_bus *bus, const char *extra_json, gboolean start)
+{
+  g_autofree char *spec = g_strdup_printf ("{\"name\":\"bench-m%05u\",\"hypervisor_type\":\"test\","
+                                           "\"kernel\":\"/boot/vmlinuz\",\"labels\":{\"role\":\"bench\"}%s%s}",
+                                           ++bench->machine_seq, extra_json ? "," : "",
+                                           extra_json ? extra_json : "");
+  g_autoptr (sd_bus_message) reply = bench_call (bench, bus, MV_BUS_NAME, MV_MANAGER_PATH,
+                                                 MV_MANAGER_IFACE, "CreateMachine", "st", spec,
+                                                 (uint64_t) (start ? MV_CREATE_START : 0));
+  const char *path = NULL;
+
+  if (sd_bus_message_read (reply, "o", &path) < 0)
+    bench_fail (bench, "CreateMachine returned no path");
+  return g_strdup (path);
+}
+
+char *
+bench_get_string (Bench *bench, sd_bus *bus, const char *dest, const char *path,
+                  const char *iface, const char *prop)
+{
+  char *value = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  int r = sd_bus_get_property_string (bus, dest, path, iface, prop, &error, &value);
+
+  if (r < 0)
+    bench_fail (bench, "cannot read %s of %s: %s", prop, path,
+                error.message ? error.message : g_strerror (-r));
+  return value;
+}
+
+double
+bench_proc_rss_kib (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", pid);
+  g_autofree char *text = NULL;
+  const char *p;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || !(p = strstr (text, "VmRSS:")))
+    return -1;
+  return g_ascii_strtod (p + strlen ("VmRSS:"), NULL);
+}
+
+double
+bench_proc_cpu_seconds (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", pid);
+  g_autofree char *text = NULL;
+  g_auto (GStrv) fields = NULL;
+  const char *after;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || !(after = strrchr (text, ')')))
+    return -1;
+  /* Fields after the command: state is 3rd overall; utime 14th, stime 15th. */
+  fields = g_strsplit (after + 2, " ", -1);
+  if (g_strv_length (fields) < 13)
+    return -1;
+  return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) /
+         (double) sysconf (_SC_CLK_TCK);
+}

@@ -1,0 +1,74 @@
+/* The benchmark: what every row shares. One private system bus (with
+ * polkitd) carries the daemon under test and every baseline. */
+#pragma once
+#include <glib.h>
+#include <systemd/sd-bus.h>
+
+#include "stats.h"
+#include "test-env.h"
+
+#define BENCH_ECHO_NAME   "org.microvmd1.BenchEcho"
+#define BENCH_ECHO_PATH   "/org/microvmd1/BenchEcho"
+#define BENCH_CALL_TIMEOUT_US (300 * G_USEC_PER_SEC)
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (sd_bus_message, sd_bus_message_unref)
+
+typedef struct {
+  MvTestEnv   *env;
+  sd_bus      *bus;          /* the benchmark's own connection, as root */
+  BenchReport *report;
+  gboolean     smoke;        /* seconds-long check that everything still works */
+  char        *outdir;
+  char        *source_dir;
+  char        *build_dir;
+  char        *daemon_path;
+  char        *guest_dir;    /* vmlinuz + initrd.img, or NULL */
+  gboolean     with_libvirt;
+  GPid         daemon_pid;
+  GPid         echo_pid;
+  guint        machine_seq;  /* for unique machine names */
+} Bench;
+
+/* Monotonic and wall-clock time in µs. */
+gint64   bench_now (void);
+gint64   bench_wall (void);
+
+/* Fails the whole benchmark: a broken benchmark must not pass. */
+void     bench_fail (Bench *bench, const char *format, ...) G_GNUC_PRINTF (2, 3) G_GNUC_NORETURN;
+
+sd_bus  *bench_open_bus (Bench *bench);
+
+/* Starts the daemon under test on the bench's state directory and returns
+ * the µs from spawn until org.microvmd1 was owned. */
+double   bench_daemon_start (Bench *bench);
+/* The same, but a daemon that exits before it owns the name is a result:
+ * FALSE, and the daemon's last log line says why. */
+gboolean bench_daemon_try_start (Bench *bench, double *us);
+char    *bench_daemon_last_log_line (Bench *bench);
+void     bench_daemon_stop (Bench *bench);
+/* Removes every machine record (the daemon must not be running). */
+void     bench_clear_state (Bench *bench);
+
+/* A method call whose reply is checked; fails the bench on error. */
+sd_bus_message *bench_call (Bench *bench, sd_bus *bus, const char *dest, const char *path,
+                            const char *iface, const char *member, const char *types, ...);
+char    *bench_create_machine (Bench *bench, sd_bus *bus, const char *extra_json, gboolean start);
+char    *bench_get_string (Bench *bench, sd_bus *bus, const char *dest, const char *path,
+                           const char *iface, const char *prop);
+
+/* From /proc: resident set in KiB, user+system CPU seconds. */
+double   bench_proc_rss_kib (GPid pid);
+double   bench_proc_cpu_seconds (GPid pid);
+
+/* Echo service (echo-service.c): a bare sd-bus service in a child process
+ * with the same property set as a machine. */
+GPid     bench_echo_start (Bench *bench);
+void     bench_echo_stop (Bench *bench);
+
+/* The rows. Each adds its entries to bench->report. */
+void     bench_row_reads (Bench *bench);          /* #1 */
+void     bench_row_polkit (Bench *bench);         /* #6 */
+void     bench_row_signals (Bench *bench);        /* #8 */
+void     bench_row_create (Bench *bench);         /* #4 */
+void     bench_row_qemu (Bench *bench);           /* #7 */
+void     bench_rows_scale (Bench *bench);         /* #2, #3, #5 */

@@ -1,0 +1,182 @@
+/* The baseline of a bare sd-bus service: a child process (this program,
+ * run with --echo-service) that owns org.microvmd1.BenchEcho and serves an
+ * object with the same properties, types and sizes as a machine, from
+ * constants. Whatever the daemon takes beyond it is the daemon's own. */
+#include "bench.h"
+
+#include "names.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static uint64_t started_at;
+
+static int
+get_string (sd_bus *bus, const char *path, const char *interface, const char *property,
+            sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  return sd_bus_message_append (reply, "s", (const char *) userdata);
+}
+
+static int
+get_u64 (sd_bus *bus, const char *path, const char *interface, const char *property,
+         sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  uint64_t v = strcmp (property, "StartedAt") == 0 ? started_at : (uint64_t) 1700000000000000;
+  return sd_bus_message_append (reply, "t", v);
+}
+
+static int
+get_u32 (sd_bus *bus, const char *path, const char *interface, const char *property,
+         sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  return sd_bus_message_append (reply, "u", (uint32_t) 1000);
+}
+
+static int
+get_i32 (sd_bus *bus, const char *path, const char *interface, const char *property,
+         sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  return sd_bus_message_append (reply, "i", (int32_t) -1);
+}
+
+static int
+get_labels (sd_bus *bus, const char *path, const char *interface, const char *property,
+            sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  return sd_bus_message_append (reply, "a{ss}", 1, "role", "bench");
+}
+
+/* Sets StartedAt to now and announces it, as the daemon does when a
+ * machine starts: the floor for signal delivery on this bus. */
+static int
+method_emit (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  sd_bus *bus = sd_bus_message_get_bus (m);
+  int r = sd_bus_reply_method_return (m, NULL);
+
+  started_at = (uint64_t) g_get_real_time ();
+  if (r >= 0)
+    r = sd_bus_emit_properties_changed (bus, BENCH_ECHO_PATH, MV_MACHINE_IFACE, "State",
+                                        "StartedAt", NULL);
+  return r;
+}
+
+static const sd_bus_vtable echo_vtable[] = {
+  SD_BUS_VTABLE_START (0),
+  SD_BUS_PROPERTY ("Id", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+  SD_BUS_PROPERTY ("Name", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("State", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("StateError", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("DesiredState", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("DesiredGeneration", "t", get_u64, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("ObservedGeneration", "t", get_u64, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("SpecificationGeneration", "t", get_u64, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("RestartGeneration", "t", get_u64, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Hypervisor", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("VCPUs", "u", get_u32, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("CpuMillicores", "u", get_u32, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("MemoryBytes", "t", get_u64, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Labels", "a{ss}", get_labels, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Phase", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("OperationId", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("StartedAt", "t", get_u64, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("CreatedAt", "t", get_u64, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+  SD_BUS_PROPERTY ("UpdatedAt", "t", get_u64, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("ExitCode", "i", get_i32, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("RestartCount", "u", get_u32, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Spec", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_SENSITIVE),
+  SD_BUS_METHOD ("Emit", "", "", method_emit, 0),
+  SD_BUS_VTABLE_END
+};
+
+/* The value every string property has: as long as a typical machine's
+ * spec document, so both services send messages of the same size. */
+static const char echo_string[] =
+  "{\"name\":\"bench-m00001\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\","
+  "\"cpu_millicores\":1000,\"memory_bytes\":268435456,\"labels\":{\"role\":\"bench\"}}";
+
+int bench_echo_main (const char *address);
+
+int
+bench_echo_main (const char *address)
+{
+  sd_bus *bus = NULL;
+  int r;
+
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  r = sd_bus_new (&bus);
+  if (r >= 0)
+    r = sd_bus_set_address (bus, address);
+  if (r >= 0)
+    r = sd_bus_set_bus_client (bus, 1);
+  if (r >= 0)
+    r = sd_bus_start (bus);
+  if (r >= 0)
+    r = sd_bus_add_object_vtable (bus, NULL, BENCH_ECHO_PATH, MV_MACHINE_IFACE, echo_vtable,
+                                  (void *) echo_string);
+  if (r >= 0)
+    r = sd_bus_request_name (bus, BENCH_ECHO_NAME, 0);
+  if (r < 0)
+    {
+      g_printerr ("echo service: %s\n", g_strerror (-r));
+      return 1;
+    }
+  for (;;)
+    {
+      r = sd_bus_process (bus, NULL);
+      if (r < 0)
+        return 1;
+      if (r > 0)
+        continue;
+      r = sd_bus_wait (bus, UINT64_MAX);
+      if (r < 0 && r != -EINTR)
+        return 1;
+    }
+}
+
+GPid
+bench_echo_start (Bench *bench)
+{
+  const char *argv[] = { "/proc/self/exe", "--echo-service",
+                         mv_test_env_bus_address (bench->env), NULL };
+  g_autoptr (GError) error = NULL;
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+
+  argv[0] = self;
+  if (!g_spawn_async (NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
+                      &bench->echo_pid, &error))
+    bench_fail (bench, "cannot start the echo service: %s", error->message);
+  for (int i = 0; i < 5000; i++)
+    {
+      g_autoptr (sd_bus_message) reply = NULL;
+      int has = 0;
+
+      if (sd_bus_call_method (bench->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                              "org.freedesktop.DBus", "NameHasOwner", NULL, &reply, "s",
+                              BENCH_ECHO_NAME) >= 0)
+        sd_bus_message_read (reply, "b", &has);
+      if (has)
+        return bench->echo_pid;
+      if (waitpid (bench->echo_pid, NULL, WNOHANG) == bench->echo_pid)
+        break;
+      g_usleep (2000);
+    }
+  bench->echo_pid = 0;
+  bench_fail (bench, "the echo service did not own %s", BENCH_ECHO_NAME);
+}
+
+void
+bench_echo_stop (Bench *bench)
+{
+  if (!bench->echo_pid)
+    return;
+  kill (bench->echo_pid, SIGTERM);
+  waitpid (bench->echo_pid, NULL, 0);
+  bench->echo_pid = 0;
+}

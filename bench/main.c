@@ -1,0 +1,149 @@
+/* microvmd-bench: measures microvmd side by side with its baselines in one
+ * run and writes OUTDIR/results.json and OUTDIR/results.md.
+ *
+ *   microvmd-bench --out OUTDIR [--smoke] [--no-libvirt] [--guest-dir DIR]
+ *
+ * Runs as root: it starts a private system bus, polkitd, the daemon under
+ * test (built with the instant "test" runtime) and the baselines. --smoke
+ * runs every row briefly, without the libvirt peer and real guests, to
+ * check that the benchmark still works. */
+#include "bench.h"
+
+#include "config.h"
+
+#include <locale.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+int bench_echo_main (const char *address);
+int bench_polkit_client_main (const char *address, const char *path, guint runs);
+
+static char *
+required_env (const char *name)
+{
+  const char *v = g_getenv (name);
+
+  if (!v || !*v)
+    {
+      g_printerr ("microvmd-bench: %s is not set (run through bench/run.sh or meson test)\n", name);
+      exit (2);
+    }
+  return g_strdup (v);
+}
+
+static void
+describe_machine (Bench *bench)
+{
+  struct utsname u;
+  g_autofree char *cpus = g_strdup_printf ("%ld", sysconf (_SC_NPROCESSORS_ONLN));
+  g_autofree char *cpuinfo = NULL;
+
+  bench_report_set_meta (bench->report, "cores", cpus);
+  if (uname (&u) == 0)
+    bench_report_set_meta (bench->report, "kernel", u.release);
+  if (g_file_get_contents ("/proc/cpuinfo", &cpuinfo, NULL, NULL))
+    {
+      const char *p = strstr (cpuinfo, "model name");
+      if (p && (p = strchr (p, ':')))
+        {
+          g_autofree char *model = g_strndup (p + 2, strcspn (p + 2, "\n"));
+          bench_report_set_meta (bench->report, "cpu", model);
+        }
+    }
+  bench_report_set_meta (bench->report, "microvmd", PACKAGE_VERSION);
+  bench_report_set_meta (bench->report, "mode", bench->smoke ? "smoke" : "full");
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autofree char *outdir = NULL, *guest_dir = NULL;
+  gboolean smoke = FALSE, no_libvirt = FALSE;
+  g_autoptr (GError) error = NULL;
+  const GOptionEntry entries[] = {
+    { "out", 0, 0, G_OPTION_ARG_FILENAME, &outdir, "Where results.json and results.md go", "DIR" },
+    { "smoke", 0, 0, G_OPTION_ARG_NONE, &smoke, "A seconds-long run that checks the benchmark works", NULL },
+    { "no-libvirt", 0, 0, G_OPTION_ARG_NONE, &no_libvirt, "Leave out the libvirt peer", NULL },
+    { "guest-dir", 0, 0, G_OPTION_ARG_FILENAME, &guest_dir, "The test guest (vmlinuz, initrd.img) for #7", "DIR" },
+    { NULL }
+  };
+  g_autoptr (GOptionContext) context = NULL;
+  const char *extra_policies[2] = { NULL, NULL };
+  g_autofree char *policy = NULL;
+  Bench bench = { 0 };
+  gint64 t0 = bench_now ();
+
+  setlocale (LC_ALL, "");
+  /* Helper modes: this program re-run as a child. */
+  if (argc == 3 && g_str_equal (argv[1], "--echo-service"))
+    return bench_echo_main (argv[2]);
+  if (argc == 5 && g_str_equal (argv[1], "--polkit-client"))
+    return bench_polkit_client_main (argv[2], argv[3], (guint) atoi (argv[4]));
+
+  context = g_option_context_new ("- benchmark microvmd against its baselines");
+  g_option_context_add_main_entries (context, entries, NULL);
+  if (!g_option_context_parse (context, &argc, &argv, &error))
+    {
+      g_printerr ("microvmd-bench: %s\n", error->message);
+      return 2;
+    }
+  if (!outdir)
+    {
+      g_printerr ("microvmd-bench: --out DIR is required\n");
+      return 2;
+    }
+
+  bench.smoke = smoke;
+  bench.with_libvirt = !smoke && !no_libvirt;
+  bench.outdir = outdir;
+  bench.source_dir = required_env ("MICROVMD_SOURCE_DIR");
+  bench.build_dir = required_env ("MICROVMD_BUILD_DIR");
+  bench.daemon_path = g_build_filename (bench.build_dir, "tests", "integration", "microvmd-test", NULL);
+  bench.guest_dir = g_strdup (guest_dir);
+  bench.report = bench_report_new ();
+  describe_machine (&bench);
+
+  policy = g_build_filename (bench.source_dir, "bench", "org.microvmd1.bench.conf", NULL);
+  extra_policies[0] = policy;
+  bench.env = mv_test_env_new_full ((const char *const *) extra_policies);
+  bench.bus = bench_open_bus (&bench);
+  bench_echo_start (&bench);
+
+  /* Rows on an empty daemon first; the scale rows fill it later. */
+  bench_daemon_start (&bench);
+  bench_row_reads (&bench);
+  bench_row_signals (&bench);
+  bench_row_polkit (&bench);
+  /* Real guests before the create row leaves a thousand test machines
+   * running (and watched) in the daemon. */
+  bench_row_qemu (&bench);
+  bench_row_create (&bench);
+  bench_daemon_stop (&bench);
+  bench_clear_state (&bench);
+
+  bench_rows_scale (&bench);
+
+  bench_echo_stop (&bench);
+  {
+    g_autofree char *took = g_strdup_printf ("%.0f s", (bench_now () - t0) / 1e6);
+    bench_report_set_meta (bench.report, "run took", took);
+  }
+  if (!bench_report_write (bench.report, outdir, &error))
+    {
+      g_printerr ("microvmd-bench: %s\n", error->message);
+      return 1;
+    }
+  g_print ("Results in %s/results.json and %s/results.md (%.0f s)\n", outdir, outdir,
+           (bench_now () - t0) / 1e6);
+
+  sd_bus_flush_close_unref (bench.bus);
+  mv_test_env_free (bench.env);
+  bench_report_free (bench.report);
+  g_free (bench.source_dir);
+  g_free (bench.build_dir);
+  g_free (bench.daemon_path);
+  g_free (bench.guest_dir);
+  return 0;
+}

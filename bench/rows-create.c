@@ -1,0 +1,177 @@
+/* #4: create → Running with the test runtime (instant boot), so what is
+ * measured is the daemon's own work; against the record writes that work
+ * contains, done alone with the store's own code on the same filesystem. */
+#include "bench.h"
+
+#include "core/machine.h"
+#include "core/spec.h"
+#include "names.h"
+#include "store/store.h"
+
+#include <glib/gstdio.h>
+
+/* What one create → Running writes, read from the daemon: the new
+ * machine's two records (staged, then renamed into place), then status.json
+ * before the start step, after it, and when the observed generation
+ * catches up. */
+#define STATUS_WRITES_PER_CREATE 3
+
+typedef struct {
+  Bench        *bench;
+  guint         index;
+  guint         count;
+  gint64        until;        /* monotonic deadline, 0 = count only */
+  BenchSamples *latency;
+  guint         done;
+} Worker;
+
+static GMutex name_lock;
+
+static char *
+next_spec (Bench *bench)
+{
+  guint seq;
+
+  g_mutex_lock (&name_lock);
+  seq = ++bench->machine_seq;
+  g_mutex_unlock (&name_lock);
+  return g_strdup_printf ("{\"name\":\"bench-c%06u\",\"hypervisor_type\":\"test\","
+                          "\"kernel\":\"/boot/vmlinuz\",\"labels\":{\"role\":\"bench\"}}", seq);
+}
+
+static gpointer
+create_worker (gpointer data)
+{
+  Worker *w = data;
+  sd_bus *bus = bench_open_bus (w->bench);
+
+  while (w->until ? bench_now () < w->until : w->done < w->count)
+    {
+      g_autofree char *spec = next_spec (w->bench);
+      gint64 t0 = bench_now ();
+      g_autoptr (sd_bus_message) reply = bench_call (w->bench, bus, MV_BUS_NAME, MV_MANAGER_PATH,
+                                                     MV_MANAGER_IFACE, "CreateMachine", "st", spec,
+                                                     (uint64_t) MV_CREATE_START);
+      bench_samples_add (w->latency, (double) (bench_now () - t0));
+      w->done++;
+    }
+  sd_bus_flush_close_unref (bus);
+  return NULL;
+}
+
+static gpointer
+store_worker (gpointer data)
+{
+  Worker *w = data;
+  g_autofree char *dir = g_build_filename (mv_test_env_dir (w->bench->env), "baseline-state", NULL);
+  g_autofree char *run = g_build_filename (mv_test_env_dir (w->bench->env), "baseline-run", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (MvStore) store = mv_store_new (dir, run, &error);
+
+  if (!store)
+    bench_fail (w->bench, "baseline store: %s", error->message);
+  while (w->until ? bench_now () < w->until : w->done < w->count)
+    {
+      g_autofree char *json = next_spec (w->bench);
+      g_autoptr (MvSpec) spec = mv_spec_from_json (json, &error);
+      g_autofree char *id = mv_id_new ();
+      g_autoptr (MvConfig) config = NULL;
+      g_autoptr (MvStatus) status = mv_status_new ();
+      gint64 t0;
+
+      if (!spec)
+        bench_fail (w->bench, "baseline spec: %s", error->message);
+      spec->id = g_strdup (id);
+      config = mv_config_new (id, g_steal_pointer (&spec), g_get_real_time ());
+      t0 = bench_now ();
+      if (!mv_store_create_machine (store, config, status, &error))
+        bench_fail (w->bench, "baseline create: %s", error->message);
+      for (guint i = 0; i < STATUS_WRITES_PER_CREATE; i++)
+        {
+          status->observed_generation = i;
+          if (!mv_store_save_status (store, id, status, &error))
+            bench_fail (w->bench, "baseline status: %s", error->message);
+        }
+      bench_samples_add (w->latency, (double) (bench_now () - t0));
+      w->done++;
+    }
+  return NULL;
+}
+
+/* Runs @clients workers for @seconds (or @count creates each when
+ * @seconds is 0); returns creates per second, latencies in @latency. */
+static double
+run_clients (Bench *bench, GThreadFunc fn, guint clients, guint count, double seconds,
+             BenchSamples *latency)
+{
+  g_autofree Worker *workers = g_new0 (Worker, clients);
+  g_autofree GThread **threads = g_new0 (GThread *, clients);
+  gint64 t0 = bench_now ();
+  guint total = 0;
+
+  for (guint i = 0; i < clients; i++)
+    {
+      workers[i] = (Worker) { .bench = bench, .index = i, .count = count,
+                              .until = seconds > 0 ? t0 + (gint64) (seconds * G_USEC_PER_SEC) : 0,
+                              .latency = bench_samples_new () };
+      threads[i] = g_thread_new ("bench-client", fn, &workers[i]);
+    }
+  for (guint i = 0; i < clients; i++)
+    {
+      g_thread_join (threads[i]);
+      total += workers[i].done;
+      for (guint j = 0; j < bench_samples_count (workers[i].latency); j++)
+        bench_samples_add (latency, g_array_index (workers[i].latency->values, double, j));
+      bench_samples_free (workers[i].latency);
+    }
+  return total / ((double) (bench_now () - t0) / G_USEC_PER_SEC);
+}
+
+void
+bench_row_create (Bench *bench)
+{
+  guint seq_runs = bench->smoke ? 5 : 200;
+  double window = bench->smoke ? 0.5 : 3.0;
+  guint windows = bench->smoke ? 1 : 3;
+  BenchSamples *lat1 = bench_samples_new (), *base1 = bench_samples_new ();
+  BenchSamples *lat20 = bench_samples_new (), *base20 = bench_samples_new ();
+  BenchSamples *rate1 = bench_samples_new (), *rate1b = bench_samples_new ();
+  BenchSamples *rate20 = bench_samples_new (), *rate20b = bench_samples_new ();
+  BenchResult *r;
+  g_autofree char *note = NULL;
+
+  /* Latency, one client: creates alternate with the same writes done alone. */
+  for (guint i = 0; i < MAX (1, seq_runs / 10); i++)
+    {
+      run_clients (bench, create_worker, 1, 10, 0, lat1);
+      run_clients (bench, store_worker, 1, 10, 0, base1);
+    }
+  /* Sustained rate with 1 and 20 clients, in windows, alternating. */
+  for (guint i = 0; i < windows; i++)
+    {
+      g_autoptr (BenchSamples) scratch = bench_samples_new ();
+      bench_samples_add (rate1, run_clients (bench, create_worker, 1, 0, window, scratch));
+      bench_samples_add (rate1b, run_clients (bench, store_worker, 1, 0, window, scratch));
+      bench_samples_add (rate20, run_clients (bench, create_worker, 20, 0, window, lat20));
+      bench_samples_add (rate20b, run_clients (bench, store_worker, 20, 0, window, base20));
+    }
+
+  note = g_strdup_printf ("baseline: the store's mv_store_create_machine plus %d mv_store_save_status "
+                          "(temp + fsync + rename + dir fsync each), as one create → Running does; "
+                          "target is on figure p50 − baseline p50", STATUS_WRITES_PER_CREATE);
+  r = bench_report_add (bench->report, "4", "4-create-latency-1", "create→Running latency, 1 client (test runtime)",
+                        "µs", -1, lat1, "the same record writes alone", base1);
+  bench_result_set_target (r, BENCH_TARGET_EXCESS_AT_MOST, 2000, "≤ 2 ms over the record writes at p50");
+  bench_result_set_note (r, note);
+  bench_result_print (r);
+  r = bench_report_add (bench->report, "4", "4-create-latency-20", "create→Running latency, 20 concurrent clients",
+                        "µs", -1, lat20, "the same record writes alone, 20 threads", base20);
+  bench_result_print (r);
+  r = bench_report_add (bench->report, "4", "4-create-rate-1", "sustained creates per second, 1 client",
+                        "creates/s", -1, rate1, "record writes alone, 1 thread", rate1b);
+  bench_result_set_note (r, "one sample per window; the ratio below 1 is the share of the write-only rate reached");
+  bench_result_print (r);
+  r = bench_report_add (bench->report, "4", "4-create-rate-20", "sustained creates per second, 20 concurrent clients",
+                        "creates/s", -1, rate20, "record writes alone, 20 threads", rate20b);
+  bench_result_print (r);
+}

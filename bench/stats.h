@@ -1,0 +1,79 @@
+/* Samples, their distribution, and the results table: one entry per row
+ * (or sub-row) of the benchmark, written as results.json and results.md. */
+#pragma once
+#include <glib.h>
+
+/* A set of durations or values, in one unit. */
+typedef struct {
+  GArray *values;   /* double */
+} BenchSamples;
+
+BenchSamples *bench_samples_new (void);
+void          bench_samples_free (BenchSamples *samples);
+void          bench_samples_add (BenchSamples *samples, double value);
+guint         bench_samples_count (const BenchSamples *samples);
+/* Nearest-rank percentile, 0 < @p <= 100; NAN when empty. */
+double        bench_samples_percentile (const BenchSamples *samples, double p);
+double        bench_samples_mean (const BenchSamples *samples);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (BenchSamples, bench_samples_free)
+
+/* How a figure is judged against its target. */
+typedef enum {
+  BENCH_TARGET_NONE,          /* informational */
+  BENCH_TARGET_RATIO_AT_MOST, /* figure p50 / baseline p50 <= limit */
+  BENCH_TARGET_SPEEDUP_AT_LEAST, /* baseline p50 / figure p50 >= limit */
+  BENCH_TARGET_VALUE_AT_MOST, /* figure p50 <= limit */
+  BENCH_TARGET_VALUE_EXACTLY, /* every sample == limit */
+  BENCH_TARGET_EXCESS_AT_MOST, /* figure p50 - baseline p50 <= limit */
+} BenchTargetKind;
+
+typedef struct {
+  char          *row;          /* "1", "2", ... */
+  char          *id;           /* unique, e.g. "2-managed-objects-n1000" */
+  char          *what;
+  char          *unit;
+  gint64         n;            /* machines defined; -1 = not applicable */
+  BenchSamples  *figure;       /* NULL = not measured */
+  char          *baseline_what;
+  BenchSamples  *baseline;     /* NULL = no baseline figure */
+  BenchTargetKind target_kind;
+  double         target_limit;
+  char          *target_text;
+  char          *not_measured; /* the reason, when figure is NULL */
+  char          *note;
+  int            seq;          /* order of measurement */
+} BenchResult;
+
+typedef struct {
+  GPtrArray *results;          /* BenchResult* */
+  char      *started_at;       /* ISO 8601 */
+  GHashTable *meta;            /* string -> string: machine, versions */
+} BenchReport;
+
+BenchReport *bench_report_new (void);
+void         bench_report_free (BenchReport *report);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (BenchReport, bench_report_free)
+void         bench_report_set_meta (BenchReport *report, const char *key, const char *value);
+
+/* Adds an entry; takes ownership of @figure and @baseline (either may be
+ * NULL). Returns the entry for notes. */
+BenchResult *bench_report_add (BenchReport *report, const char *row, const char *id,
+                               const char *what, const char *unit, gint64 n,
+                               BenchSamples *figure, const char *baseline_what,
+                               BenchSamples *baseline);
+BenchResult *bench_report_add_not_measured (BenchReport *report, const char *row,
+                                            const char *id, const char *what,
+                                            const char *reason);
+void         bench_result_set_target (BenchResult *result, BenchTargetKind kind,
+                                      double limit, const char *text);
+void         bench_result_set_note (BenchResult *result, const char *note);
+
+/* NAN when there is no ratio. */
+double       bench_result_ratio (const BenchResult *result);
+/* 1 met, 0 missed, -1 no target or nothing measured. */
+int          bench_result_target_met (const BenchResult *result);
+
+/* Prints one line about @result on stdout, target beside the figure. */
+void         bench_result_print (const BenchResult *result);
+
+gboolean     bench_report_write (BenchReport *report, const char *outdir, GError **error);
