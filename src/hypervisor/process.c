@@ -51,6 +51,31 @@ mv_vmm_log_path (const char *socket_path)
   return g_build_filename (dir, "vmm.log", NULL);
 }
 
+char *
+mv_vmm_exit_path (const char *socket_path)
+{
+  g_autofree char *dir = g_path_get_dirname (socket_path);
+
+  return g_build_filename (dir, "vmm.exit", NULL);
+}
+
+gboolean
+mv_vmm_read_exit (const char *socket_path, int *wait_status)
+{
+  g_autofree char *path = mv_vmm_exit_path (socket_path);
+  g_autofree char *text = NULL;
+  char *end = NULL;
+  gint64 value;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return FALSE;
+  value = g_ascii_strtoll (text, &end, 10);
+  if (end == text || value < 0 || value > G_MAXINT)
+    return FALSE;
+  *wait_status = (int) value;
+  return TRUE;
+}
+
 static int
 pidfd_open (int pid)
 {
@@ -504,6 +529,62 @@ exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, const char 
   _exit (127);
 }
 
+/* Writes @value in decimal to @buf, which holds at least 12 bytes; what
+ * snprintf would do, but safe after fork in a threaded process. */
+static size_t
+format_decimal (char *buf, unsigned int value)
+{
+  char digits[12];
+  size_t n = 0, len = 0;
+
+  do
+    digits[n++] = (char) ('0' + value % 10);
+  while ((value /= 10) != 0);
+  while (n > 0)
+    buf[len++] = digits[--n];
+  buf[len++] = '\n';
+  return len;
+}
+
+/* The VMM's parent, for as long as the VMM lives: reaps it and writes its
+ * wait status to @path (through @temp, so the file is whole or absent),
+ * for whoever watches the VMM, which is not its parent and could not learn
+ * how it ended otherwise. Holds nothing of the daemon's: no descriptor, no
+ * signal handler. Only async-signal-safe calls: this is a fork of a
+ * threaded process. */
+static void G_GNUC_NORETURN
+reap_vmm (pid_t pid, const char *path, const char *temp)
+{
+  struct sigaction dfl = { .sa_handler = SIG_DFL };
+  sigset_t none;
+  char text[16];
+  size_t len;
+  int status, fd;
+
+
+  /* The file is opened now and kept as descriptor 0: whoever cleans the
+   * directory up before the VMM's end is written removes it, and then the
+   * rename below fails and leaves nothing behind. */
+  fd = open (temp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0 || dup2 (fd, 0) < 0)
+    _exit (1);
+  syscall (SYS_close_range, 1, ~0U, 0);
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  for (int sig = 1; sig < NSIG; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      sigaction (sig, &dfl, NULL);
+
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      _exit (1);
+  len = format_decimal (text, (unsigned int) status);
+  if (write (0, text, len) != (ssize_t) len || fsync (0) < 0)
+    _exit (1);
+  rename (temp, path);
+  _exit (0);
+}
+
 static void
 close_pipe (int p[2])
 {
@@ -560,6 +641,8 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
 {
   g_autofree char *dir = g_path_get_dirname (socket_path);
   g_autofree char *log_path = mv_vmm_log_path (socket_path);
+  g_autofree char *exit_path = mv_vmm_exit_path (socket_path);
+  g_autofree char *exit_temp = g_strconcat (exit_path, ".tmp", NULL);
   g_autofree char *command = g_strjoinv (" ", (char **) argv);
   g_autofree char *header = NULL;
   g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
@@ -603,21 +686,36 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
       return NULL;
     }
 
-  /* Two forks: the VMM's parent exits at once, so the VMM is reparented to
-   * init (or the service manager) and is neither the daemon's child nor in
-   * its session or process group. */
+  /* Three forks: the VMM is neither the daemon's child nor in its session
+   * or process group. Its parent stays, only to reap it and write down how
+   * it ended (reap_vmm); both outlive the daemon. The first child exits at
+   * once, so that the reaper is not the daemon's child either. */
+  g_unlink (exit_path);
+  g_unlink (exit_temp);
   intermediate = fork ();
   if (intermediate == 0)
     {
-      pid_t grandchild;
+      pid_t reaper, vmm = -1;
 
       setsid ();
-      grandchild = fork ();
-      if (grandchild == 0)
-        exec_vmm (go_pipe, err_pipe[1], null_fd, log_fd, dir, (char *const *) argv, envp);
-      if (grandchild < 0)
-        grandchild = -errno;
-      (void) !write (pid_pipe[1], &grandchild, sizeof grandchild);
+      reaper = fork ();
+      if (reaper == 0)
+        {
+          vmm = fork ();
+          if (vmm == 0)
+            exec_vmm (go_pipe, err_pipe[1], null_fd, log_fd, dir, (char *const *) argv, envp);
+          if (vmm < 0)
+            vmm = -errno;
+          (void) !write (pid_pipe[1], &vmm, sizeof vmm);
+          if (vmm < 0)
+            _exit (0);
+          reap_vmm (vmm, exit_path, exit_temp);
+        }
+      if (reaper < 0)
+        {
+          vmm = -errno;
+          (void) !write (pid_pipe[1], &vmm, sizeof vmm);
+        }
       _exit (0);
     }
   if (intermediate < 0)

@@ -19,6 +19,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvProcess, mv_process_free)
  * beside the socket. */
 char       *mv_vmm_log_path (const char *socket_path);
 
+/* The file in which the VMM's parent, which only reaps it, writes its wait
+ * status when it ends, beside the socket. */
+char       *mv_vmm_exit_path (const char *socket_path);
+/* The wait status of the VMM that served on @socket_path, once it ended
+ * and its parent wrote it down; FALSE until then, or if it never will
+ * (the parent was killed too). */
+gboolean    mv_vmm_read_exit (const char *socket_path, int *wait_status);
+
 /* Starts @argv (argv[0] a path) in its own session, reparented away from
  * the daemon, with stdin on /dev/null, stdout and stderr appended to
  * mv_vmm_log_path(), in the directory holding @socket_path, and waits up

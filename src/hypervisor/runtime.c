@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define VSOCK_SOCKET_NAME      "vsock.sock"
@@ -45,6 +46,9 @@ typedef struct {
   GSource           *exit_source;
   GSource           *events_source;
   GSource           *gone_source;
+  char              *socket_path;   /* as recorded, even once the VMM is gone */
+  guint              exit_poll;     /* waiting for the exit status */
+  guint              exit_polls;
   MvRuntimeExitFunc  func;
   gpointer           user_data;
 } Watch;
@@ -143,9 +147,14 @@ remove_sockets (Adapter *self, const char *runtime_dir)
   g_autofree char *agent = g_build_filename (runtime_dir, MV_AGENT_SOCKET_NAME, NULL);
   g_autofree char *vsock = g_build_filename (runtime_dir, VSOCK_SOCKET_NAME, NULL);
 
+  g_autofree char *exit_path = mv_vmm_exit_path (socket_path);
+  g_autofree char *exit_temp = g_strconcat (exit_path, ".tmp", NULL);
+
   self->starter->cleanup (self->starter, socket_path);
   g_unlink (agent);
   g_unlink (vsock);
+  g_unlink (exit_temp);
+  g_unlink (exit_path);
 }
 
 /* Ends every process that serves @socket_path: what an interrupted start
@@ -723,9 +732,22 @@ rt_usage (MvRuntime *rt, const MvRuntimeRequest *req, guint64 *cpu_ns, GError **
 
 /* ---- watching ---- */
 
+static gboolean on_vmm_exit (gpointer user_data);
+
+static gboolean
+on_vmm_exit_poll (gpointer user_data)
+{
+  Watch *w = user_data;
+
+  w->exit_poll = 0;
+  on_vmm_exit (w);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 watch_free (Watch *w)
 {
+  g_clear_handle_id (&w->exit_poll, g_source_remove);
   if (w->exit_source)
     {
       g_source_destroy (w->exit_source);
@@ -743,6 +765,7 @@ watch_free (Watch *w)
     }
   mv_vm_events_free (w->events);
   mv_process_free (w->vmm);
+  g_free (w->socket_path);
   g_free (w->machine_id);
   g_free (w);
 }
@@ -752,29 +775,47 @@ static void
 watch_report (Watch *w)
 {
   gboolean has_exit_code = TRUE;
-  int exit_code = 0;
-  const char *reason;
+  int exit_code = 0, status = 0;
+  g_autofree char *reason = NULL;
 
   switch (w->end)
     {
     case MV_VM_END_GUEST_POWEROFF:
-      reason = "the guest powered off";
+      reason = g_strdup ("the guest powered off");
       break;
     case MV_VM_END_GUEST_RESET:
       exit_code = 1;
-      reason = "the guest rebooted or panicked, which ends its VMM";
+      reason = g_strdup ("the guest rebooted or panicked, which ends its VMM");
       break;
     case MV_VM_END_HOST_REQUEST:
-      reason = "the VMM was told to quit";
+      reason = g_strdup ("the VMM was told to quit");
       break;
     case MV_VM_END_HOST_SIGNAL:
       has_exit_code = FALSE;
-      reason = "the VMM was ended by a signal";
+      reason = g_strdup ("the VMM was ended by a signal");
       break;
     case MV_VM_END_UNKNOWN:
     default:
-      has_exit_code = FALSE;
-      reason = "the VMM process ended unexpectedly";
+      /* The VMM said nothing; its parent wrote down how it ended. A VMM
+       * whose guest powers off exits with status 0. */
+      if (!w->socket_path || !mv_vmm_read_exit (w->socket_path, &status))
+        {
+          has_exit_code = FALSE;
+          reason = g_strdup ("the VMM process ended unexpectedly");
+        }
+      else if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+        reason = g_strdup ("the guest powered off (the VMM exited with status 0)");
+      else if (WIFEXITED (status))
+        {
+          exit_code = WEXITSTATUS (status);
+          reason = g_strdup_printf ("the VMM exited with status %d", exit_code);
+        }
+      else
+        {
+          has_exit_code = FALSE;
+          reason = g_strdup_printf ("the VMM was killed by signal %d (%s)", WTERMSIG (status),
+                                    g_strsignal (WTERMSIG (status)));
+        }
       break;
     }
   g_hash_table_steal (w->adapter->watches, GUINT_TO_POINTER (w->id));
@@ -782,14 +823,28 @@ watch_report (Watch *w)
   watch_free (w);
 }
 
+/* How long the VMM's parent may take to write down how it ended. */
+#define EXIT_STATUS_WAIT_MS  1000
+#define EXIT_STATUS_POLL_MS  20
+
 static gboolean
 on_vmm_exit (gpointer user_data)
 {
   Watch *w = user_data;
+  int status;
 
   /* The VMM said why before it went; what it said may still be unread. */
   if (w->events)
     w->events->read (w->events, &w->end);
+  if (w->end == MV_VM_END_UNKNOWN && w->socket_path &&
+      !mv_vmm_read_exit (w->socket_path, &status) &&
+      w->exit_polls++ < EXIT_STATUS_WAIT_MS / EXIT_STATUS_POLL_MS)
+    {
+      /* The pidfd fires as the VMM ends, before its parent reaps it. */
+      if (!w->exit_poll)
+        w->exit_poll = g_timeout_add (EXIT_STATUS_POLL_MS, on_vmm_exit_poll, w);
+      return G_SOURCE_REMOVE;
+    }
   watch_report (w);
   return G_SOURCE_REMOVE;
 }
@@ -820,6 +875,7 @@ rt_watch (MvRuntime *rt, const char *machine_id, JsonObject *vmm, MvRuntimeExitF
   w->user_data = user_data;
   w->end = MV_VM_END_UNKNOWN;
   w->vmm = attach_recorded (vmm);
+  w->socket_path = g_strdup (json_object_get_string_member_with_default (vmm, "socket", NULL));
   g_hash_table_insert (self->watches, GUINT_TO_POINTER (w->id), w);
 
   if (!w->vmm)
