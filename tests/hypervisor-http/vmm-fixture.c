@@ -8,10 +8,11 @@
 char *
 vmm_fixture_binary (const char *name)
 {
-  const char *source = g_getenv ("MICROVMD_SOURCE_DIR");
+  const char *build = g_getenv ("MICROVMD_BUILD_DIR");
+  g_autofree char *program = g_strconcat ("fake-", name, NULL);
 
-  g_assert_nonnull (source);
-  return g_build_filename (source, "tests", "vmm", name, NULL);
+  g_assert_nonnull (build);
+  return g_build_filename (build, "tests", "vmm", program, NULL);
 }
 
 char *
