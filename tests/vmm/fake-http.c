@@ -198,6 +198,7 @@ parse_header (const char *line, guint64 *length, gboolean *expect_continue, char
 {
   const char *colon;
   g_autofree char *key = NULL;
+  g_autofree char *trimmed = NULL;
   g_autofree char *name = NULL;
   g_autofree char *value = NULL;
 
@@ -209,7 +210,8 @@ parse_header (const char *line, guint64 *length, gboolean *expect_continue, char
     return parse_error (message, "Invalid header. Reason: Header is incorrectly formatted. "
                         "Key: %s", line);
   key = g_strndup (line, colon - line);
-  name = g_ascii_strdown (g_strstrip (g_strdup (key)), -1);
+  trimmed = g_strstrip (g_strdup (key));
+  name = g_ascii_strdown (trimmed, -1);
   value = g_strstrip (g_strdup (colon + 1));
   if (strcmp (name, "content-length") == 0)
     {
