@@ -15,6 +15,8 @@
 #define LINE_MAX_BYTES  1024
 /* micro-http answers an eleventh connection with this fixed text, whose
  * Server header does not depend on the application. */
+/* How long a refused connection's remaining input is read and dropped. */
+#define DRAIN_TIMEOUT_MS 1000
 #define SERVER_FULL "HTTP/1.1 503\r\nServer: Firecracker API\r\nConnection: close\r\n" \
                     "Content-Length: 40\r\n\r\n{ \"error\": \"Too many open connections\" }"
 
@@ -34,9 +36,11 @@ typedef struct {
   guint           source;
   GString        *input;
   gboolean        continue_sent;
+  guint           drain_source;   /* set once the connection only drains */
 } Connection;
 
 typedef enum { PARSE_MORE, PARSE_DONE, PARSE_ERROR } ParseResult;
+typedef enum { SERVE_KEEP, SERVE_CLOSE, SERVE_DRAIN } ServeResult;
 
 static void
 request_clear (FakeRequest *request)
@@ -306,14 +310,15 @@ connection_free (Connection *conn)
   conn->server->connections = g_list_remove (conn->server->connections, conn);
   if (conn->source)
     g_source_remove (conn->source);
+  if (conn->drain_source)
+    g_source_remove (conn->drain_source);
   close (conn->fd);
   g_string_free (conn->input, TRUE);
   g_free (conn);
 }
 
-/* Answers every complete request in the input, in order. FALSE once the
- * connection is to be closed. */
-static gboolean
+/* Answers every complete request in the input, in order. */
+static ServeResult
 serve_input (Connection *conn)
 {
   for (;;)
@@ -327,7 +332,7 @@ serve_input (Connection *conn)
       if (result == PARSE_MORE)
         {
           request_clear (&request);
-          return TRUE;
+          return SERVE_KEEP;
         }
       if (result == PARSE_ERROR)
         {
@@ -338,8 +343,10 @@ serve_input (Connection *conn)
           send_response (conn, &bad);
           response_clear (&bad);
           request_clear (&request);
-          /* The stream cannot be resynchronised after a bad request. */
-          return FALSE;
+          /* The stream cannot be resynchronised after a bad request. What
+           * the client still sends (the rest of an oversized body) is read
+           * and dropped, so that it gets to read the answer. */
+          return SERVE_DRAIN;
         }
       conn->server->handler (&request, &response, conn->server->data);
       request_clear (&request);
@@ -348,8 +355,18 @@ serve_input (Connection *conn)
       if (response.after)
         response.after (response.after_data);
       if (!sent)
-        return FALSE;
+        return SERVE_CLOSE;
     }
+}
+
+static gboolean
+on_drain_timeout (gpointer data)
+{
+  Connection *conn = data;
+
+  conn->drain_source = 0;
+  connection_free (conn);
+  return G_SOURCE_REMOVE;
 }
 
 static gboolean
@@ -358,6 +375,7 @@ on_readable (int fd, GIOCondition condition, gpointer data)
   Connection *conn = data;
   char buf[65536];
   ssize_t n = recv (fd, buf, sizeof buf, 0);
+  ServeResult result;
 
   if (n < 0 && errno == EINTR)
     return G_SOURCE_CONTINUE;
@@ -367,12 +385,21 @@ on_readable (int fd, GIOCondition condition, gpointer data)
       connection_free (conn);
       return G_SOURCE_REMOVE;
     }
+  if (conn->drain_source)
+    return G_SOURCE_CONTINUE;
   g_string_append_len (conn->input, buf, n);
-  if (!serve_input (conn))
+  result = serve_input (conn);
+  if (result == SERVE_CLOSE)
     {
       conn->source = 0;
       connection_free (conn);
       return G_SOURCE_REMOVE;
+    }
+  if (result == SERVE_DRAIN)
+    {
+      shutdown (fd, SHUT_WR);
+      g_string_truncate (conn->input, 0);
+      conn->drain_source = g_timeout_add (DRAIN_TIMEOUT_MS, on_drain_timeout, conn);
     }
   return G_SOURCE_CONTINUE;
 }
