@@ -8,10 +8,11 @@
 char *
 vmm_fixture_binary (const char *name)
 {
-  const char *source = g_getenv ("MICROVMD_SOURCE_DIR");
+  const char *build = g_getenv ("MICROVMD_BUILD_DIR");
+  g_autofree char *program = g_strconcat ("fake-", name, NULL);
 
-  g_assert_nonnull (source);
-  return g_build_filename (source, "tests", "vmm", name, NULL);
+  g_assert_nonnull (build);
+  return g_build_filename (build, "tests", "vmm", program, NULL);
 }
 
 char *
@@ -54,12 +55,35 @@ vmm_fixture_kill (VmmFixture *fixture)
     mv_process_kill (left->pdata[i], NULL);
 }
 
+/* The test VMMs log to vmm.log in their directories; in a sanitizer build
+ * that is where their own reports go (a leak shows when one exits). */
+static void
+assert_no_sanitizer_report (const char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d && (name = g_dir_read_name (d)))
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+      g_autofree char *contents = NULL;
+
+      if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
+        assert_no_sanitizer_report (path);
+      else if (strcmp (name, "vmm.log") == 0 &&
+               g_file_get_contents (path, &contents, NULL, NULL) &&
+               (strstr (contents, "Sanitizer") || strstr (contents, "runtime error:")))
+        g_error ("%s holds a sanitizer report:\n%s", path, contents);
+    }
+}
+
 void
 vmm_fixture_teardown (VmmFixture *fixture, gconstpointer data)
 {
   g_autofree char *command = NULL;
 
   vmm_fixture_kill (fixture);
+  assert_no_sanitizer_report (fixture->dir);
   command = g_strdup_printf ("rm -rf '%s'", fixture->dir);
   g_assert_cmpint (system (command), ==, 0);
   g_free (fixture->dir);

@@ -15,7 +15,8 @@ typedef struct {
   char *disk;
 } VmmFixture;
 
-/* The test VMM standing in for @name ("firecracker", "cloud-hypervisor"). */
+/* The test VMM built as tests/vmm/fake-@name, standing in for @name
+ * ("firecracker", "cloud-hypervisor"). */
 char     *vmm_fixture_binary (const char *name);
 /* A script that runs the test VMM @name reporting @version. */
 char     *vmm_fixture_versioned_binary (VmmFixture *fixture, const char *name,

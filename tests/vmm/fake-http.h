@@ -1,0 +1,41 @@
+/* micro-http, the HTTP/1.1 server Firecracker and Cloud Hypervisor both
+ * embed, as it behaves on the wire: strict request parsing with its own
+ * 400 shape, its response headers, keep-alive and pipelining, a payload
+ * limit and at most ten connections. Runs on the default main context. */
+#pragma once
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+#define FAKE_HTTP_DEFAULT_PAYLOAD_LIMIT 51200
+
+typedef struct {
+  char   *method;
+  char   *uri;
+  char   *version;
+  GBytes *body;        /* NULL when Content-Length is absent or 0 */
+} FakeRequest;
+
+typedef void (*FakeAfter) (gpointer data);
+
+typedef struct {
+  guint      status;
+  GString   *body;         /* NULL: none */
+  FakeAfter  after;        /* runs once the response has been sent */
+  gpointer   after_data;
+} FakeResponse;
+
+typedef void (*FakeHandler) (const FakeRequest *request, FakeResponse *response, gpointer data);
+
+typedef struct _FakeHttpServer FakeHttpServer;
+
+/* Serves on @listener (bound and listening; taken over). */
+FakeHttpServer *fake_http_server_new (int listener, const char *server_name, gsize payload_limit,
+                                      FakeHandler handler, gpointer data);
+void            fake_http_server_free (FakeHttpServer *server);
+
+/* micro-http's Uri::get_abs_path, without a query. Newly allocated. */
+char *fake_request_path (const FakeRequest *request);
+
+void  fake_response_status (FakeResponse *response, guint status);
+void  fake_response_json (FakeResponse *response, guint status, JsonNode *body);
+void  fake_response_after (FakeResponse *response, FakeAfter after, gpointer data);
