@@ -804,7 +804,7 @@ watch_report (Watch *w)
           reason = g_strdup ("the VMM process ended unexpectedly");
         }
       else if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
-        reason = g_strdup ("the guest powered off (the VMM exited with status 0)");
+        reason = g_strdup ("the guest ended itself: its VMM exited with status 0");
       else if (WIFEXITED (status))
         {
           exit_code = WEXITSTATUS (status);

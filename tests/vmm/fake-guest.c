@@ -48,6 +48,7 @@ struct _FakeGuest {
   guint32        echo_port;
   gint64         hello_port;       /* -1: none */
   double         poweroff_after;   /* < 0: never */
+  double         reboot_after;     /* < 0: never */
   gboolean       want_panic;
   int            panic_timeout;
 
@@ -106,6 +107,7 @@ read_params (FakeGuest *guest)
   guest->echo_port = int_param (c, "microvmd.echo_port", DEFAULT_ECHO_PORT);
   guest->hello_port = int_param (c, "microvmd.vsock_hello", -1);
   guest->poweroff_after = double_param (c, "microvmd.poweroff_after", -1);
+  guest->reboot_after = double_param (c, "microvmd.reboot_after", -1);
   guest->want_panic = panic && (!*panic || strcmp (panic, "1") == 0 || strcmp (panic, "y") == 0);
   guest->panic_timeout = int_param (c, "panic", 0);
 }
@@ -390,6 +392,11 @@ step (FakeGuest *guest)
     }
   if (guest->poweroff_after >= 0 && guest->clock >= guest->poweroff_after)
     power_off (guest, "timer");
+  else if (guest->reboot_after >= 0 && guest->clock >= guest->reboot_after)
+    {
+      say (guest, "MICROVMD-REBOOT timer");
+      reset (guest, "timer");
+    }
 }
 
 /* The guest clock runs only while the VM runs. */

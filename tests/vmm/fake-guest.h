@@ -8,6 +8,7 @@
  *     MICROVMD-COUNTER <n>                once a guest second from 0
  *     MICROVMD-EXIT <code>                the agent was told "exit <code>"
  *     MICROVMD-POWEROFF <why>             agent, exit, acpi, timer
+ *     MICROVMD-REBOOT timer               microvmd.reboot_after=N was given
  *     MICROVMD-PANIC                      microvmd.panic was given
  *
  * It is steered by its kernel command line (microvmd.boot_ms,
