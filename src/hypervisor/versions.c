@@ -87,6 +87,14 @@ add_type (GPtrArray *starters, GKeyFile *config, const char *type, const char *d
       if (!*binaries[i])
         continue;
       starter = starter_new (binaries[i], &local);
+      if (!starter && g_error_matches (local, MV_ERROR, MV_ERROR_UNAVAILABLE))
+        {
+          /* A binary that is missing takes only itself away: the daemon
+           * serves everything else, and its machines fail to start with
+           * an error that says why. */
+          g_warning ("[%s] binaries: %s; that version is not offered", type, local->message);
+          continue;
+        }
       if (!starter)
         {
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "[%s] binaries: %s", type,

@@ -42,6 +42,11 @@ ctl (CliFixture *f, char **out, char **err, ...)
     g_ptr_array_add (argv, g_strdup (arg));
   va_end (ap);
   g_ptr_array_add (argv, NULL);
+  /* What an earlier call left in @out and @err is replaced. */
+  if (out)
+    g_clear_pointer (out, g_free);
+  if (err)
+    g_clear_pointer (err, g_free);
   return mv_test_env_run (f->env, (const char *const *) argv->pdata, out, err);
 }
 

@@ -599,8 +599,9 @@ test_deprecated_version (Fixture *f, gconstpointer data)
 {
   g_autofree char *current = versioned_binary (f, "41.0.0");
   g_autofree char *old = versioned_binary (f, "40.0.0");
-  g_autofree char *config = g_strdup_printf ("[cloud-hypervisor]\nbinaries=%s;%s\n%s", current, old,
-                                             lifecycle_config);
+  /* A listed binary that is not there takes only itself away. */
+  g_autofree char *config = g_strdup_printf ("[cloud-hypervisor]\nbinaries=%s;%s;/nonexistent/ch\n%s",
+                                             current, old, lifecycle_config);
   g_autofree char *log = NULL, *msg = NULL, *err = NULL;
 
   mv_test_env_stop_daemon (f->env, SIGTERM);
@@ -618,6 +619,9 @@ test_deprecated_version (Fixture *f, gconstpointer data)
   while (sd_bus_message_read (r, "(ss)", &type, &version) > 0)
     g_string_append_printf (listed, "%s %s;", type, version);
   g_assert_nonnull (strstr (listed->str, "cloud-hypervisor 41.0.0;cloud-hypervisor 40.0.0;"));
+  log = mv_test_env_read_daemon_log (f->env);
+  g_assert_nonnull (strstr (log, "/nonexistent/ch"));
+  g_clear_pointer (&log, g_free);
 
   /* A machine pinned to the old one gets exactly it, and still starts. */
   g_autofree char *path = create (f, data, "pinned", "\"hypervisor_version\":\"40.0.0\"");
