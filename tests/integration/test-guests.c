@@ -648,6 +648,32 @@ test_deprecated_version (Fixture *f, gconstpointer data)
   g_assert_nonnull (strstr (msg, "41.0.0, 40.0.0"));
 }
 
+/* A guest that ignores the power button is ended by force once the stop
+ * timeout has passed. */
+static void
+test_stop_times_out_to_hard_stop (Fixture *f, gconstpointer data)
+{
+  const GuestCase *c = data;
+  g_autofree char *config = g_strconcat (c->config, "stop-timeout-seconds=2\n", NULL);
+  g_autofree char *path = NULL, *state = NULL, *text = NULL;
+  int pid;
+
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_write_config (f->env, config);
+  mv_test_env_start_daemon (f->env, NULL);
+
+  path = create (f, data, "stubborn", "\"kernel_args\":\"console=ttyS0 microvmd.ignore_acpi\"");
+  client_call_ok (f->client, path, "Start");
+  pid = vmm_pid (f, path);
+  client_call_ok (f->client, path, "Stop");
+  state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Stopped");
+  g_assert_false (pid_alive (pid));
+  text = console_text (f, path);
+  g_assert_null (strstr (text, "MICROVMD-POWEROFF"));
+  g_assert_cmpuint (vmm_count (f, path), ==, 0);
+}
+
 static GuestCase cases[] = {
   { "qemu", NULL },
   { "cloud-hypervisor", NULL },
@@ -701,7 +727,10 @@ main (int argc, char **argv)
       ADD ("unless-stopped-after-user-stop", test_unless_stopped_after_user_stop);
       ADD ("fault-sweep-real", test_fault_sweep_real);
       if (g_str_equal (c->type, "cloud-hypervisor"))
-        ADD ("deprecated-version", test_deprecated_version);
+        {
+          ADD ("deprecated-version", test_deprecated_version);
+          ADD ("stop-times-out-to-hard-stop", test_stop_times_out_to_hard_stop);
+        }
 #undef ADD
     }
   int status = g_test_run ();
