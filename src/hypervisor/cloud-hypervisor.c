@@ -4,6 +4,7 @@
 #include "versions.h"
 #include "core/errors.h"
 #include "core/json-util.h"
+#include "util/files.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -710,20 +711,6 @@ chv_capabilities (MvStarter *base)
 }
 
 static void
-remove_tree (const char *path)
-{
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir && (name = g_dir_read_name (dir)))
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-      g_unlink (child);
-    }
-  g_rmdir (path);
-}
-
-static void
 chv_cleanup (MvStarter *base, const char *socket_path)
 {
   g_autofree char *lock = g_strconcat (socket_path, ".lock", NULL);
@@ -732,7 +719,7 @@ chv_cleanup (MvStarter *base, const char *socket_path)
 
   g_unlink (socket_path);
   g_unlink (lock);
-  remove_tree (restore_dir);
+  mv_remove_tree (restore_dir, NULL);
 }
 
 static void
