@@ -16,9 +16,6 @@
 #define START_TIMEOUT_MS   10000
 #define RESIZE_TIMEOUT_MS  10000
 #define RESIZE_POLL_MS     50
-/* The guest's console is its first serial port; a panic reboots it, and a
- * power-off ends the VMM. */
-#define DEFAULT_KERNEL_ARGS "console=ttyS0 reboot=k panic=1"
 
 /* ---- API calls ---- */
 
@@ -328,12 +325,6 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
 
 /* ---- the starter ---- */
 
-static const char *
-chv_default_kernel_args (MvStarter *base)
-{
-  return DEFAULT_KERNEL_ARGS;
-}
-
 static gboolean
 chv_power_off_ends_vm (MvStarter *base)
 {
@@ -581,7 +572,6 @@ mv_cloud_hypervisor_starter_new (const char *binary, GError **error)
 
   if (!starter)
     return NULL;
-  starter->base.default_kernel_args = chv_default_kernel_args;
   starter->base.power_off_ends_vm = chv_power_off_ends_vm;
   starter->base.check = chv_check;
   starter->base.start_vm = chv_start_vm;

@@ -22,9 +22,6 @@
 #define HOTPLUG_BLOCK_MIB  2
 /* Firecracker's --id: alphanumerics and hyphens, at most 64. */
 #define INSTANCE_ID_MAX    64
-/* There is no ACPI: Ctrl-Alt-Del with reboot=k makes the guest reset,
- * which ends Firecracker; a panic does the same. */
-#define DEFAULT_KERNEL_ARGS "console=ttyS0 reboot=k panic=1"
 
 /* ---- API calls ---- */
 
@@ -412,12 +409,6 @@ configure (MvRestHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const
 
 /* ---- the starter ---- */
 
-static const char *
-fc_default_kernel_args (MvStarter *base)
-{
-  return DEFAULT_KERNEL_ARGS;
-}
-
 static gboolean
 fc_power_off_ends_vm (MvStarter *base)
 {
@@ -637,7 +628,6 @@ mv_firecracker_starter_new (const char *binary, GError **error)
 
   if (!starter)
     return NULL;
-  starter->base.default_kernel_args = fc_default_kernel_args;
   starter->base.power_off_ends_vm = fc_power_off_ends_vm;
   starter->base.check = fc_check;
   starter->base.start_vm = fc_start_vm;

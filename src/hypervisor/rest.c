@@ -5,12 +5,23 @@
 
 #include <string.h>
 
+/* The guest's console is its first serial port, and a panic reboots it.
+ * With reboot=k, Firecracker's Ctrl-Alt-Del makes the guest reset, which
+ * ends Firecracker (it has no ACPI); a power-off ends Cloud Hypervisor. */
+#define DEFAULT_KERNEL_ARGS "console=ttyS0 reboot=k panic=1"
+
 /* ---- the starter ---- */
 
 static const char *
 rest_version (MvStarter *base)
 {
   return ((MvRestStarter *) base)->version;
+}
+
+static const char *
+rest_default_kernel_args (MvStarter *base)
+{
+  return DEFAULT_KERNEL_ARGS;
 }
 
 static void
@@ -48,6 +59,7 @@ mv_rest_starter_new (const char *type, const char *binary, const char *version_p
   starter->base.socket_name = "api.sock";
   starter->base.data = starter;
   starter->base.version = rest_version;
+  starter->base.default_kernel_args = rest_default_kernel_args;
   starter->base.free = rest_starter_free;
   return starter;
 }

@@ -16,8 +16,8 @@ typedef struct {
 
 /* Finds @binary (a path, or a name looked up in PATH) and asks its
  * version, which it prints as "<@version_prefix> v<version>". Fills in
- * the starter's type, socket_name, data, version and free; the backend
- * the rest. MV_ERROR_UNAVAILABLE if the binary is missing or cannot be
+ * the starter's type, socket_name, data, version, default_kernel_args and
+ * free; the backend the rest. MV_ERROR_UNAVAILABLE if the binary is missing or cannot be
  * run. */
 MvRestStarter *mv_rest_starter_new (const char *type, const char *binary,
                                     const char *version_prefix, GError **error);
