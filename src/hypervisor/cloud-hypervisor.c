@@ -1,9 +1,10 @@
 /* Cloud Hypervisor over its REST API. */
 #include "cloud-hypervisor.h"
-#include "http.h"
+#include "rest.h"
 #include "versions.h"
 #include "core/errors.h"
 #include "core/json-util.h"
+#include "util/files.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -15,20 +16,6 @@
 #define START_TIMEOUT_MS   10000
 #define RESIZE_TIMEOUT_MS  10000
 #define RESIZE_POLL_MS     50
-/* The guest's console is its first serial port; a panic reboots it, and a
- * power-off ends the VMM. */
-#define DEFAULT_KERNEL_ARGS "console=ttyS0 reboot=k panic=1"
-
-typedef struct {
-  MvStarter  base;
-  char      *binary;
-  char      *version;
-} ChvStarter;
-
-typedef struct {
-  MvHypervisor base;
-  MvHttp      *http;
-} ChvHypervisor;
 
 /* ---- API calls ---- */
 
@@ -48,81 +35,29 @@ refine_error (guint status, GError *error)
     error->code = MV_ERROR_INVALID_STATE;
 }
 
-static gboolean
-api (ChvHypervisor *hv, const char *method, const char *action, JsonNode *body, JsonNode **reply,
-     GError **error)
-{
-  g_autofree char *path = g_strconcat ("/api/v1/", action, NULL);
-  guint status = 0;
-
-  if (mv_http_call_json (hv->http, method, path, body, reply, &status, error))
-    return TRUE;
-  refine_error (status, error ? *error : NULL);
-  return FALSE;
-}
-
-static gboolean
-put (ChvHypervisor *hv, const char *action, JsonObject *body, GError **error)
-{
-  g_autoptr (JsonNode) node = NULL;
-
-  if (body)
-    {
-      node = json_node_new (JSON_NODE_OBJECT);
-      json_node_set_object (node, body);
-    }
-  return api (hv, "PUT", action, node, NULL, error);
-}
-
-static JsonObject *
-get (ChvHypervisor *hv, const char *action, GError **error)
-{
-  g_autoptr (JsonNode) reply = NULL;
-
-  if (!api (hv, "GET", action, NULL, &reply, error))
-    return NULL;
-  if (!reply || !JSON_NODE_HOLDS_OBJECT (reply))
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s answered GET %s without a JSON object",
-                   SERVER_NAME, action);
-      return NULL;
-    }
-  return json_object_ref (json_node_get_object (reply));
-}
-
-static guint64
-uint_member (JsonObject *object, const char *name)
-{
-  JsonNode *node = object ? json_object_get_member (object, name) : NULL;
-
-  if (!node || json_node_get_value_type (node) != G_TYPE_INT64 || json_node_get_int (node) < 0)
-    return 0;
-  return (guint64) json_node_get_int (node);
-}
-
 /* ---- the running guest ---- */
 
 static gboolean
 chv_destroy_vm (MvHypervisor *base, GError **error)
 {
-  return put ((ChvHypervisor *) base, "vm.shutdown", NULL, error);
+  return mv_rest_put ((MvRestHypervisor *) base, "vm.shutdown", NULL, error);
 }
 
 static gboolean
 chv_shutdown_vm (MvHypervisor *base, GError **error)
 {
-  return put ((ChvHypervisor *) base, "vm.power-button", NULL, error);
+  return mv_rest_put ((MvRestHypervisor *) base, "vm.power-button", NULL, error);
 }
 
 static gboolean
 chv_shutdown (MvHypervisor *base, GError **error)
 {
-  ChvHypervisor *hv = (ChvHypervisor *) base;
+  MvRestHypervisor *hv = (MvRestHypervisor *) base;
   g_autoptr (GError) local = NULL;
 
   /* The VMM may close the connection as it goes, before or after it
    * answers. */
-  if (!put (hv, "vmm.shutdown", NULL, &local) && local->code != MV_ERROR_UNAVAILABLE)
+  if (!mv_rest_put (hv, "vmm.shutdown", NULL, &local) && local->code != MV_ERROR_UNAVAILABLE)
     {
       g_propagate_error (error, g_steal_pointer (&local));
       return FALSE;
@@ -133,23 +68,18 @@ chv_shutdown (MvHypervisor *base, GError **error)
 static gboolean
 chv_vm_info (MvHypervisor *base, MvVmInfo *info, GError **error)
 {
-  g_autoptr (JsonObject) reply = get ((ChvHypervisor *) base, "vm.info", error);
+  g_autoptr (JsonObject) reply = mv_rest_get ((MvRestHypervisor *) base, "vm.info", error);
   const char *state;
 
   if (!reply)
     return FALSE;
   state = json_object_get_string_member_with_default (reply, "state", "");
   memset (info, 0, sizeof *info);
-  if (strcmp (state, "Running") == 0)
-    info->state = MV_VM_STATE_RUNNING;
-  else if (strcmp (state, "Paused") == 0)
-    info->state = MV_VM_STATE_PAUSED;
-  else
-    info->state = MV_VM_STATE_STOPPED;   /* Created, Shutdown, BreakPoint */
+  info->state = mv_rest_vm_state (state);
   if (json_object_has_member (reply, "memory_actual_size"))
     {
       info->has_memory_bytes = TRUE;
-      info->memory_bytes = uint_member (reply, "memory_actual_size");
+      info->memory_bytes = mv_json_get_uint (reply, "memory_actual_size");
     }
   return TRUE;
 }
@@ -157,42 +87,31 @@ chv_vm_info (MvHypervisor *base, MvVmInfo *info, GError **error)
 static gboolean
 chv_pause_vm (MvHypervisor *base, GError **error)
 {
-  return put ((ChvHypervisor *) base, "vm.pause", NULL, error);
+  return mv_rest_put ((MvRestHypervisor *) base, "vm.pause", NULL, error);
 }
 
 static gboolean
 chv_resume_vm (MvHypervisor *base, GError **error)
 {
-  return put ((ChvHypervisor *) base, "vm.resume", NULL, error);
-}
-
-static char *
-absolute_path (const char *path)
-{
-  g_autofree char *cwd = NULL;
-
-  if (g_path_is_absolute (path))
-    return g_strdup (path);
-  cwd = g_get_current_dir ();
-  return g_build_filename (cwd, path, NULL);
+  return mv_rest_put ((MvRestHypervisor *) base, "vm.resume", NULL, error);
 }
 
 static gboolean
 chv_snapshot_vm (MvHypervisor *base, const char *dest_dir, GError **error)
 {
   g_autoptr (JsonObject) body = json_object_new ();
-  g_autofree char *dir = absolute_path (dest_dir);
+  g_autofree char *dir = mv_rest_absolute_path (dest_dir);
   g_autofree char *url = g_strconcat ("file://", dir, NULL);
 
   json_object_set_string_member (body, "destination_url", url);
-  return put ((ChvHypervisor *) base, "vm.snapshot", body, error);
+  return mv_rest_put ((MvRestHypervisor *) base, "vm.snapshot", body, error);
 }
 
 static gboolean
 chv_resize_vm_memory (MvHypervisor *base, guint64 bytes, GError **error)
 {
-  ChvHypervisor *hv = (ChvHypervisor *) base;
-  g_autoptr (JsonObject) info = get (hv, "vm.info", error);
+  MvRestHypervisor *hv = (MvRestHypervisor *) base;
+  g_autoptr (JsonObject) info = mv_rest_get (hv, "vm.info", error);
   g_autoptr (JsonObject) body = json_object_new ();
   JsonObject *memory;
   gint64 deadline;
@@ -200,11 +119,11 @@ chv_resize_vm_memory (MvHypervisor *base, guint64 bytes, GError **error)
   if (!info)
     return FALSE;
   memory = mv_json_get_object (mv_json_get_object (info, "config"), "memory");
-  if (!mv_check_memory_resize (bytes, uint_member (memory, "size"),
-                               uint_member (memory, "hotplug_size"), error))
+  if (!mv_check_memory_resize (bytes, mv_json_get_uint (memory, "size"),
+                               mv_json_get_uint (memory, "hotplug_size"), error))
     return FALSE;
   json_object_set_int_member (body, "desired_ram", (gint64) bytes);
-  if (!put (hv, "vm.resize", body, error))
+  if (!mv_rest_put (hv, "vm.resize", body, error))
     return FALSE;
 
   /* virtio-mem plugs and unplugs as the guest gets to it. */
@@ -231,8 +150,8 @@ chv_resize_vm_memory (MvHypervisor *base, guint64 bytes, GError **error)
 static gboolean
 chv_resize_vm_cpu (MvHypervisor *base, guint count, GError **error)
 {
-  ChvHypervisor *hv = (ChvHypervisor *) base;
-  g_autoptr (JsonObject) info = get (hv, "vm.info", error);
+  MvRestHypervisor *hv = (MvRestHypervisor *) base;
+  g_autoptr (JsonObject) info = mv_rest_get (hv, "vm.info", error);
   g_autoptr (JsonObject) body = json_object_new ();
   JsonObject *cpus;
   guint64 max;
@@ -240,7 +159,7 @@ chv_resize_vm_cpu (MvHypervisor *base, guint count, GError **error)
   if (!info)
     return FALSE;
   cpus = mv_json_get_object (mv_json_get_object (info, "config"), "cpus");
-  max = uint_member (cpus, "max_vcpus");
+  max = mv_json_get_uint (cpus, "max_vcpus");
   if (count == 0 || count > max)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
@@ -249,13 +168,13 @@ chv_resize_vm_cpu (MvHypervisor *base, guint count, GError **error)
       return FALSE;
     }
   json_object_set_int_member (body, "desired_vcpus", count);
-  return put (hv, "vm.resize", body, error);
+  return mv_rest_put (hv, "vm.resize", body, error);
 }
 
 static gboolean
 chv_stats (MvHypervisor *base, MvVmStats *stats, GError **error)
 {
-  g_autoptr (JsonObject) counters = get ((ChvHypervisor *) base, "vm.counters", error);
+  g_autoptr (JsonObject) counters = mv_rest_get ((MvRestHypervisor *) base, "vm.counters", error);
   JsonObjectIter iter;
   const char *device;
   JsonNode *node;
@@ -268,14 +187,14 @@ chv_stats (MvHypervisor *base, MvVmStats *stats, GError **error)
     {
       JsonObject *c = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
 
-      stats->disk_read_bytes += uint_member (c, "read_bytes");
-      stats->disk_write_bytes += uint_member (c, "write_bytes");
-      stats->disk_read_ops += uint_member (c, "read_ops");
-      stats->disk_write_ops += uint_member (c, "write_ops");
-      stats->net_rx_bytes += uint_member (c, "rx_bytes");
-      stats->net_tx_bytes += uint_member (c, "tx_bytes");
-      stats->net_rx_packets += uint_member (c, "rx_frames");
-      stats->net_tx_packets += uint_member (c, "tx_frames");
+      stats->disk_read_bytes += mv_json_get_uint (c, "read_bytes");
+      stats->disk_write_bytes += mv_json_get_uint (c, "write_bytes");
+      stats->disk_read_ops += mv_json_get_uint (c, "read_ops");
+      stats->disk_write_ops += mv_json_get_uint (c, "write_ops");
+      stats->net_rx_bytes += mv_json_get_uint (c, "rx_bytes");
+      stats->net_tx_bytes += mv_json_get_uint (c, "tx_bytes");
+      stats->net_rx_packets += mv_json_get_uint (c, "rx_frames");
+      stats->net_tx_packets += mv_json_get_uint (c, "tx_frames");
     }
   return TRUE;
 }
@@ -283,7 +202,7 @@ chv_stats (MvHypervisor *base, MvVmStats *stats, GError **error)
 static char *
 chv_vmm_version (MvHypervisor *base, GError **error)
 {
-  g_autoptr (JsonObject) ping = get ((ChvHypervisor *) base, "vmm.ping", error);
+  g_autoptr (JsonObject) ping = mv_rest_get ((MvRestHypervisor *) base, "vmm.ping", error);
   const char *version;
 
   if (!ping)
@@ -291,24 +210,15 @@ chv_vmm_version (MvHypervisor *base, GError **error)
   version = json_object_get_string_member_with_default (ping, "version", NULL);
   if (!version)
     version = json_object_get_string_member_with_default (ping, "build_version", "");
-  return g_strdup (version[0] == 'v' ? version + 1 : version);
+  return g_strdup (mv_version_without_v (version));
 }
 
-static void
-chv_hypervisor_free (MvHypervisor *base)
-{
-  ChvHypervisor *hv = (ChvHypervisor *) base;
-
-  mv_http_free (hv->http);
-  g_free (hv);
-}
-
-static ChvHypervisor *
+static MvRestHypervisor *
 hypervisor_new (const char *socket_path)
 {
-  ChvHypervisor *hv = g_new0 (ChvHypervisor, 1);
+  MvRestHypervisor *hv = mv_rest_hypervisor_new (socket_path, SERVER_NAME, "/api/v1/",
+                                                 refine_error);
 
-  hv->base.data = hv;
   hv->base.destroy_vm = chv_destroy_vm;
   hv->base.shutdown_vm = chv_shutdown_vm;
   hv->base.shutdown = chv_shutdown;
@@ -318,27 +228,14 @@ hypervisor_new (const char *socket_path)
   hv->base.snapshot_vm = chv_snapshot_vm;
   hv->base.resize_vm_memory = chv_resize_vm_memory;
   hv->base.resize_vm_cpu = chv_resize_vm_cpu;
-  hv->base.free = chv_hypervisor_free;
   hv->base.stats = chv_stats;
   hv->base.vmm_version = chv_vmm_version;
-  hv->http = mv_http_new (socket_path, SERVER_NAME);
   return hv;
 }
 
 /* ---- the VmConfig ---- */
 
 static JsonObject *
-token_bucket (guint64 size)
-{
-  JsonObject *bucket = json_object_new ();
-
-  /* Refilled once a second: size is the rate per second. */
-  json_object_set_int_member (bucket, "size", (gint64) size);
-  json_object_set_int_member (bucket, "refill_time", 1000);
-  return bucket;
-}
-
-static JsonNode *
 vm_config (MvStarter *starter, const MvVmSpec *spec)
 {
   g_autoptr (JsonObject) config = json_object_new ();
@@ -349,7 +246,6 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
   JsonObject *console = json_object_new ();
   JsonArray *disks = json_array_new ();
   JsonArray *nets = json_array_new ();
-  JsonNode *node;
 
   json_object_set_string_member (payload, "kernel", spec->boot.kernel_path);
   json_object_set_string_member (payload, "cmdline",
@@ -376,21 +272,14 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
     {
       MvDiskConfig *d = spec->disks->pdata[i];
       JsonObject *disk = json_object_new ();
+      JsonObject *limiter = mv_rest_rate_limiter (d);
       g_autofree char *id = g_strdup_printf ("disk%u", i);
 
       json_object_set_string_member (disk, "path", d->path);
       json_object_set_boolean_member (disk, "readonly", d->read_only);
       json_object_set_string_member (disk, "id", id);
-      if (d->rate_limit_bytes_per_second || d->rate_limit_iops)
-        {
-          JsonObject *limiter = json_object_new ();
-          if (d->rate_limit_bytes_per_second)
-            json_object_set_object_member (limiter, "bandwidth",
-                                           token_bucket (d->rate_limit_bytes_per_second));
-          if (d->rate_limit_iops)
-            json_object_set_object_member (limiter, "ops", token_bucket (d->rate_limit_iops));
-          json_object_set_object_member (disk, "rate_limiter_config", limiter);
-        }
+      if (limiter)
+        json_object_set_object_member (disk, "rate_limiter_config", limiter);
       json_array_add_object_element (disks, disk);
     }
   json_object_set_array_member (config, "disks", disks);
@@ -431,24 +320,10 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
       json_object_set_object_member (config, "vsock", vsock);
     }
 
-  node = json_node_new (JSON_NODE_OBJECT);
-  json_node_set_object (node, config);
-  return node;
+  return g_steal_pointer (&config);
 }
 
 /* ---- the starter ---- */
-
-static const char *
-chv_version (MvStarter *base)
-{
-  return ((ChvStarter *) base)->version;
-}
-
-static const char *
-chv_default_kernel_args (MvStarter *base)
-{
-  return DEFAULT_KERNEL_ARGS;
-}
 
 static gboolean
 chv_power_off_ends_vm (MvStarter *base)
@@ -488,7 +363,7 @@ chv_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GErro
 }
 
 static MvProcess *
-launch (ChvStarter *starter, const char *socket_path, GError **error)
+launch (MvRestStarter *starter, const char *socket_path, GError **error)
 {
   g_autofree char *option = g_strconcat ("path=", socket_path, NULL);
   const char *argv[] = { starter->binary, "--api-socket", option, "-v", NULL };
@@ -513,29 +388,14 @@ launch (ChvStarter *starter, const char *socket_path, GError **error)
   return mv_process_start (socket_path, argv, START_TIMEOUT_MS, error);
 }
 
-/* Ends a VMM whose start failed, keeping @error. */
-static void
-abandon (MvStarter *starter, MvProcess *vmm)
-{
-  mv_process_kill (vmm, NULL);
-  starter->cleanup (starter, vmm->socket_path);
-}
-
-static void
-prefix_error (GError **error, const char *prefix)
-{
-  if (error && *error)
-    g_prefix_error (error, "%s", prefix);
-}
-
 static MvHypervisor *
 chv_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, MvProcess **vmm,
               GError **error)
 {
-  ChvStarter *starter = (ChvStarter *) base;
+  MvRestStarter *starter = (MvRestStarter *) base;
   g_autoptr (MvProcess) process = NULL;
-  g_autoptr (JsonNode) config = NULL;
-  ChvHypervisor *hv;
+  g_autoptr (JsonObject) config = NULL;
+  MvRestHypervisor *hv;
 
   if (!chv_check (base, socket_path, spec, error))
     return NULL;
@@ -544,15 +404,10 @@ chv_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, Mv
     return NULL;
   hv = hypervisor_new (socket_path);
   config = vm_config (base, spec);
-  if (!api (hv, "GET", "vmm.ping", NULL, NULL, error) ||
-      !api (hv, "PUT", "vm.create", config, NULL, error) ||
-      !put (hv, "vm.boot", NULL, error))
-    {
-      prefix_error (error, "Could not boot the guest: ");
-      chv_hypervisor_free (&hv->base);
-      abandon (base, process);
-      return NULL;
-    }
+  if (!mv_rest_call (hv, "GET", "vmm.ping", NULL, NULL, error) ||
+      !mv_rest_put (hv, "vm.create", config, error) ||
+      !mv_rest_put (hv, "vm.boot", NULL, error))
+    return mv_rest_abandon (base, &hv->base, process, "Could not boot the guest: ", error);
   *vmm = g_steal_pointer (&process);
   return &hv->base;
 }
@@ -576,7 +431,7 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
 
   if (!json_parser_load_from_file (parser, config_path, error))
     {
-      prefix_error (error, "The snapshot's config cannot be read: ");
+      g_prefix_error (error, "The snapshot's config cannot be read: ");
       return FALSE;
     }
   if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
@@ -622,7 +477,7 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
     return FALSE;
 
   /* Everything else is read where it is: the memory may be large. */
-  snapshot_abs = absolute_path (snapshot_dir);
+  snapshot_abs = mv_rest_absolute_path (snapshot_dir);
   dir = g_dir_open (snapshot_dir, 0, error);
   if (!dir)
     return FALSE;
@@ -651,14 +506,14 @@ static MvHypervisor *
 chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_dir,
                 const MvRestoreSpec *spec, MvProcess **vmm, GError **error)
 {
-  ChvStarter *starter = (ChvStarter *) base;
+  MvRestStarter *starter = (MvRestStarter *) base;
   g_autofree char *dir = g_path_get_dirname (socket_path);
   g_autofree char *relative_dir = g_build_filename (dir, MV_CLOUD_HYPERVISOR_RESTORE_DIR, NULL);
-  g_autofree char *restore_dir = absolute_path (relative_dir);
+  g_autofree char *restore_dir = mv_rest_absolute_path (relative_dir);
   g_autofree char *url = NULL;
   g_autoptr (JsonObject) body = json_object_new ();
   g_autoptr (MvProcess) process = NULL;
-  ChvHypervisor *hv;
+  MvRestHypervisor *hv;
 
   if (!check_socket (socket_path, error))
     return NULL;
@@ -670,13 +525,8 @@ chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_d
   hv = hypervisor_new (socket_path);
   url = g_strconcat ("file://", restore_dir, NULL);
   json_object_set_string_member (body, "source_url", url);
-  if (!put (hv, "vm.restore", body, error))
-    {
-      prefix_error (error, "Could not restore the guest: ");
-      chv_hypervisor_free (&hv->base);
-      abandon (base, process);
-      return NULL;
-    }
+  if (!mv_rest_put (hv, "vm.restore", body, error))
+    return mv_rest_abandon (base, &hv->base, process, "Could not restore the guest: ", error);
   *vmm = g_steal_pointer (&process);
   return &hv->base;
 }
@@ -684,14 +534,7 @@ chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_d
 static MvHypervisor *
 chv_connect (MvStarter *base, const char *socket_path, GError **error)
 {
-  ChvHypervisor *hv = hypervisor_new (socket_path);
-
-  if (!api (hv, "GET", "vmm.ping", NULL, NULL, error))
-    {
-      chv_hypervisor_free (&hv->base);
-      return NULL;
-    }
-  return &hv->base;
+  return mv_rest_connect (hypervisor_new (socket_path), "vmm.ping", error);
 }
 
 static MvCapabilities
@@ -710,20 +553,6 @@ chv_capabilities (MvStarter *base)
 }
 
 static void
-remove_tree (const char *path)
-{
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir && (name = g_dir_read_name (dir)))
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-      g_unlink (child);
-    }
-  g_rmdir (path);
-}
-
-static void
 chv_cleanup (MvStarter *base, const char *socket_path)
 {
   g_autofree char *lock = g_strconcat (socket_path, ".lock", NULL);
@@ -732,44 +561,17 @@ chv_cleanup (MvStarter *base, const char *socket_path)
 
   g_unlink (socket_path);
   g_unlink (lock);
-  remove_tree (restore_dir);
-}
-
-static void
-chv_starter_free (MvStarter *base)
-{
-  ChvStarter *starter = (ChvStarter *) base;
-
-  g_free (starter->binary);
-  g_free (starter->version);
-  g_free (starter);
+  mv_remove_tree (restore_dir, NULL);
 }
 
 MvStarter *
 mv_cloud_hypervisor_starter_new (const char *binary, GError **error)
 {
-  g_autofree char *path = g_path_is_absolute (binary) ? g_strdup (binary)
-                                                      : g_find_program_in_path (binary);
-  g_autofree char *version = NULL;
-  ChvStarter *starter;
+  MvRestStarter *starter = mv_rest_starter_new (MV_CLOUD_HYPERVISOR_TYPE, binary,
+                                                "cloud-hypervisor", error);
 
-  if (!path)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "%s is not installed (not in PATH)",
-                   binary);
-      return NULL;
-    }
-  version = mv_binary_version (path, "cloud-hypervisor", error);
-  if (!version)
+  if (!starter)
     return NULL;
-  starter = g_new0 (ChvStarter, 1);
-  starter->binary = g_steal_pointer (&path);
-  starter->version = g_steal_pointer (&version);
-  starter->base.type = MV_CLOUD_HYPERVISOR_TYPE;
-  starter->base.socket_name = "api.sock";
-  starter->base.data = starter;
-  starter->base.version = chv_version;
-  starter->base.default_kernel_args = chv_default_kernel_args;
   starter->base.power_off_ends_vm = chv_power_off_ends_vm;
   starter->base.check = chv_check;
   starter->base.start_vm = chv_start_vm;
@@ -777,6 +579,5 @@ mv_cloud_hypervisor_starter_new (const char *binary, GError **error)
   starter->base.connect = chv_connect;
   starter->base.capabilities = chv_capabilities;
   starter->base.cleanup = chv_cleanup;
-  starter->base.free = chv_starter_free;
   return &starter->base;
 }

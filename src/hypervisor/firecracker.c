@@ -1,7 +1,7 @@
 /* Firecracker over its REST API. */
 #include "firecracker.h"
-#include "http.h"
 #include "metadata.h"
+#include "rest.h"
 #include "versions.h"
 #include "core/errors.h"
 #include "core/json-util.h"
@@ -22,88 +22,35 @@
 #define HOTPLUG_BLOCK_MIB  2
 /* Firecracker's --id: alphanumerics and hyphens, at most 64. */
 #define INSTANCE_ID_MAX    64
-/* There is no ACPI: Ctrl-Alt-Del with reboot=k makes the guest reset,
- * which ends Firecracker; a panic does the same. */
-#define DEFAULT_KERNEL_ARGS "console=ttyS0 reboot=k panic=1"
-
-typedef struct {
-  MvStarter  base;
-  char      *binary;
-  char      *version;
-} FcStarter;
-
-typedef struct {
-  MvHypervisor base;
-  MvHttp      *http;
-  char        *socket_path;
-} FcHypervisor;
 
 /* ---- API calls ---- */
 
-static gboolean
-api (FcHypervisor *hv, const char *method, const char *path, JsonObject *body, JsonNode **reply,
-     GError **error)
+/* Every refusal is a 400; the message tells a wrong-state call. */
+static void
+refine_error (guint status, GError *error)
 {
-  g_autoptr (JsonNode) node = NULL;
-  guint status = 0;
-
-  if (body)
-    {
-      node = json_node_new (JSON_NODE_OBJECT);
-      json_node_set_object (node, body);
-    }
-  if (mv_http_call_json (hv->http, method, path, node, reply, &status, error))
-    return TRUE;
-  /* Every refusal is a 400; the message tells a wrong-state call. */
-  if (error && *error && status == 400 &&
-      (strstr ((*error)->message, "not supported after starting") ||
-       strstr ((*error)->message, "not supported before starting") ||
-       strstr ((*error)->message, "must be paused") ||
-       strstr ((*error)->message, "not allowed after")))
-    (*error)->code = MV_ERROR_INVALID_STATE;
-  return FALSE;
-}
-
-static JsonObject *
-get (FcHypervisor *hv, const char *path, GError **error)
-{
-  g_autoptr (JsonNode) reply = NULL;
-
-  if (!api (hv, "GET", path, NULL, &reply, error))
-    return NULL;
-  if (!reply || !JSON_NODE_HOLDS_OBJECT (reply))
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s answered GET %s without a JSON object",
-                   SERVER_NAME, path);
-      return NULL;
-    }
-  return json_object_ref (json_node_get_object (reply));
+  if (error && status == 400 &&
+      (strstr (error->message, "not supported after starting") ||
+       strstr (error->message, "not supported before starting") ||
+       strstr (error->message, "must be paused") ||
+       strstr (error->message, "not allowed after")))
+    error->code = MV_ERROR_INVALID_STATE;
 }
 
 static gboolean
-action (FcHypervisor *hv, const char *type, GError **error)
+action (MvRestHypervisor *hv, const char *type, GError **error)
 {
   g_autoptr (JsonObject) body = json_object_new ();
 
   json_object_set_string_member (body, "action_type", type);
-  return api (hv, "PUT", "/actions", body, NULL, error);
-}
-
-static guint64
-uint_member (JsonObject *object, const char *name)
-{
-  JsonNode *node = object ? json_object_get_member (object, name) : NULL;
-
-  if (!node || json_node_get_value_type (node) != G_TYPE_INT64 || json_node_get_int (node) < 0)
-    return 0;
-  return (guint64) json_node_get_int (node);
+  return mv_rest_put (hv, "/actions", body, error);
 }
 
 /* ---- the running guest ---- */
 
 /* Firecracker has no API to stop: its process is ended. */
 static gboolean
-kill_vmm (FcHypervisor *hv, GError **error)
+kill_vmm (MvRestHypervisor *hv, GError **error)
 {
   g_autoptr (GPtrArray) found = mv_process_find_by_socket (hv->socket_path);
 
@@ -116,96 +63,80 @@ kill_vmm (FcHypervisor *hv, GError **error)
 static gboolean
 fc_destroy_vm (MvHypervisor *base, GError **error)
 {
-  return kill_vmm ((FcHypervisor *) base, error);
+  return kill_vmm ((MvRestHypervisor *) base, error);
 }
 
 static gboolean
 fc_shutdown_vm (MvHypervisor *base, GError **error)
 {
-  return action ((FcHypervisor *) base, "SendCtrlAltDel", error);
+  return action ((MvRestHypervisor *) base, "SendCtrlAltDel", error);
 }
 
 static gboolean
 fc_shutdown (MvHypervisor *base, GError **error)
 {
-  return kill_vmm ((FcHypervisor *) base, error);
+  return kill_vmm ((MvRestHypervisor *) base, error);
 }
 
 static gboolean
 fc_vm_info (MvHypervisor *base, MvVmInfo *info, GError **error)
 {
-  FcHypervisor *hv = (FcHypervisor *) base;
-  g_autoptr (JsonObject) instance = get (hv, "/", error);
+  MvRestHypervisor *hv = (MvRestHypervisor *) base;
+  g_autoptr (JsonObject) instance = mv_rest_get (hv, "/", error);
   g_autoptr (JsonObject) config = NULL;
   const char *state;
   JsonObject *hotplug;
 
   if (!instance)
     return FALSE;
-  config = get (hv, "/vm/config", error);
+  config = mv_rest_get (hv, "/vm/config", error);
   if (!config)
     return FALSE;
   memset (info, 0, sizeof *info);
   state = json_object_get_string_member_with_default (instance, "state", "");
-  if (strcmp (state, "Running") == 0)
-    info->state = MV_VM_STATE_RUNNING;
-  else if (strcmp (state, "Paused") == 0)
-    info->state = MV_VM_STATE_PAUSED;
-  else
-    info->state = MV_VM_STATE_STOPPED;   /* Not started */
+  info->state = mv_rest_vm_state (state);
   info->has_memory_bytes = TRUE;
-  info->memory_bytes = uint_member (mv_json_get_object (config, "machine-config"),
-                                    "mem_size_mib") * MIB;
+  info->memory_bytes = mv_json_get_uint (mv_json_get_object (config, "machine-config"),
+                                         "mem_size_mib") * MIB;
   hotplug = mv_json_get_object (config, "memory-hotplug");
   if (hotplug && info->state != MV_VM_STATE_STOPPED)
     {
-      g_autoptr (JsonObject) now = get (hv, "/hotplug/memory", error);
+      g_autoptr (JsonObject) now = mv_rest_get (hv, "/hotplug/memory", error);
       if (!now)
         return FALSE;
-      info->memory_bytes += uint_member (now, "plugged_size_mib") * MIB;
+      info->memory_bytes += mv_json_get_uint (now, "plugged_size_mib") * MIB;
     }
   return TRUE;
 }
 
 static gboolean
-set_vm_state (FcHypervisor *hv, const char *state, GError **error)
+set_vm_state (MvRestHypervisor *hv, const char *state, GError **error)
 {
   g_autoptr (JsonObject) body = json_object_new ();
 
   json_object_set_string_member (body, "state", state);
-  return api (hv, "PATCH", "/vm", body, NULL, error);
+  return mv_rest_call (hv, "PATCH", "/vm", body, NULL, error);
 }
 
 static gboolean
 fc_pause_vm (MvHypervisor *base, GError **error)
 {
-  return set_vm_state ((FcHypervisor *) base, "Paused", error);
+  return set_vm_state ((MvRestHypervisor *) base, "Paused", error);
 }
 
 static gboolean
 fc_resume_vm (MvHypervisor *base, GError **error)
 {
-  return set_vm_state ((FcHypervisor *) base, "Resumed", error);
-}
-
-static char *
-absolute_path (const char *path)
-{
-  g_autofree char *cwd = NULL;
-
-  if (g_path_is_absolute (path))
-    return g_strdup (path);
-  cwd = g_get_current_dir ();
-  return g_build_filename (cwd, path, NULL);
+  return set_vm_state ((MvRestHypervisor *) base, "Resumed", error);
 }
 
 /* What a restore must know of the snapshot's devices to override them:
  * naming one the snapshot lacks makes the load fail, and Firecracker
  * exit. */
 static gboolean
-write_devices (FcHypervisor *hv, const char *dir, GError **error)
+write_devices (MvRestHypervisor *hv, const char *dir, GError **error)
 {
-  g_autoptr (JsonObject) config = get (hv, "/vm/config", error);
+  g_autoptr (JsonObject) config = mv_rest_get (hv, "/vm/config", error);
   g_autoptr (JsonObject) devices = json_object_new ();
   g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
   g_autofree char *path = g_build_filename (dir, MV_FIRECRACKER_SNAPSHOT_DEVICES, NULL);
@@ -238,8 +169,8 @@ write_devices (FcHypervisor *hv, const char *dir, GError **error)
 static gboolean
 fc_snapshot_vm (MvHypervisor *base, const char *dest_dir, GError **error)
 {
-  FcHypervisor *hv = (FcHypervisor *) base;
-  g_autofree char *dir = absolute_path (dest_dir);
+  MvRestHypervisor *hv = (MvRestHypervisor *) base;
+  g_autofree char *dir = mv_rest_absolute_path (dest_dir);
   g_autofree char *state = g_build_filename (dir, MV_FIRECRACKER_SNAPSHOT_STATE, NULL);
   g_autofree char *memory = g_build_filename (dir, MV_FIRECRACKER_SNAPSHOT_MEMORY, NULL);
   g_autoptr (JsonObject) body = json_object_new ();
@@ -247,15 +178,15 @@ fc_snapshot_vm (MvHypervisor *base, const char *dest_dir, GError **error)
   json_object_set_string_member (body, "snapshot_type", "Full");
   json_object_set_string_member (body, "snapshot_path", state);
   json_object_set_string_member (body, "mem_file_path", memory);
-  return api (hv, "PUT", "/snapshot/create", body, NULL, error) &&
+  return mv_rest_put (hv, "/snapshot/create", body, error) &&
          write_devices (hv, dir, error);
 }
 
 static gboolean
 fc_resize_vm_memory (MvHypervisor *base, guint64 bytes, GError **error)
 {
-  FcHypervisor *hv = (FcHypervisor *) base;
-  g_autoptr (JsonObject) config = get (hv, "/vm/config", error);
+  MvRestHypervisor *hv = (MvRestHypervisor *) base;
+  g_autoptr (JsonObject) config = mv_rest_get (hv, "/vm/config", error);
   g_autoptr (JsonObject) body = json_object_new ();
   JsonObject *hotplug;
   guint64 boot_bytes, requested_mib;
@@ -263,25 +194,26 @@ fc_resize_vm_memory (MvHypervisor *base, guint64 bytes, GError **error)
 
   if (!config)
     return FALSE;
-  boot_bytes = uint_member (mv_json_get_object (config, "machine-config"), "mem_size_mib") * MIB;
+  boot_bytes = mv_json_get_uint (mv_json_get_object (config, "machine-config"),
+                                 "mem_size_mib") * MIB;
   hotplug = mv_json_get_object (config, "memory-hotplug");
   if (!mv_check_memory_resize (bytes, boot_bytes,
-                               uint_member (hotplug, "total_size_mib") * MIB, error))
+                               mv_json_get_uint (hotplug, "total_size_mib") * MIB, error))
     return FALSE;
   requested_mib = (bytes - boot_bytes) / MIB;
   json_object_set_int_member (body, "requested_size_mib", (gint64) requested_mib);
-  if (!api (hv, "PATCH", "/hotplug/memory", body, NULL, error))
+  if (!mv_rest_call (hv, "PATCH", "/hotplug/memory", body, NULL, error))
     return FALSE;
 
   deadline = g_get_monotonic_time () + RESIZE_TIMEOUT_MS * 1000;
   for (;;)
     {
-      g_autoptr (JsonObject) now = get (hv, "/hotplug/memory", error);
+      g_autoptr (JsonObject) now = mv_rest_get (hv, "/hotplug/memory", error);
       guint64 plugged;
 
       if (!now)
         return FALSE;
-      plugged = uint_member (now, "plugged_size_mib");
+      plugged = mv_json_get_uint (now, "plugged_size_mib");
       if (plugged == requested_mib)
         return TRUE;
       if (g_get_monotonic_time () > deadline)
@@ -303,10 +235,22 @@ fc_resize_vm_cpu (MvHypervisor *base, guint count, GError **error)
   return FALSE;
 }
 
+/* The error for the VMM's refusal of a PUT /mmds; returns FALSE. */
+static gboolean
+mmds_refused (const MvHttpResponse *response, GError **error)
+{
+  g_autofree char *message = mv_http_error_text (response->body);
+
+  g_set_error (error, MV_ERROR,
+               response->status == 413 ? MV_ERROR_RESOURCE_EXHAUSTED : MV_ERROR_FAILED,
+               "%s refused PUT /mmds (%u): %s", SERVER_NAME, response->status, message);
+  return FALSE;
+}
+
 static gboolean
 fc_set_metadata (MvHypervisor *base, JsonNode *document, GError **error)
 {
-  FcHypervisor *hv = (FcHypervisor *) base;
+  MvRestHypervisor *hv = (MvRestHypervisor *) base;
   g_autofree char *text = mv_metadata_document_serialize (document, error);
   g_auto (MvHttpResponse) response = { 0 };
 
@@ -316,44 +260,27 @@ fc_set_metadata (MvHypervisor *base, JsonNode *document, GError **error)
   if (!mv_http_request (hv->http, "PUT", "/mmds", text, strlen (text), &response, error))
     return FALSE;
   if (response.status != 204 && response.status != 200)
-    {
-      g_autofree char *message = mv_http_error_text (response.body);
-      g_set_error (error, MV_ERROR,
-                   response.status == 413 ? MV_ERROR_RESOURCE_EXHAUSTED : MV_ERROR_FAILED,
-                   "%s refused PUT /mmds (%u): %s", SERVER_NAME, response.status, message);
-      return FALSE;
-    }
+    return mmds_refused (&response, error);
   return TRUE;
 }
 
 static char *
 fc_vmm_version (MvHypervisor *base, GError **error)
 {
-  g_autoptr (JsonObject) version = get ((FcHypervisor *) base, "/version", error);
+  g_autoptr (JsonObject) version = mv_rest_get ((MvRestHypervisor *) base, "/version", error);
   const char *text;
 
   if (!version)
     return NULL;
   text = json_object_get_string_member_with_default (version, "firecracker_version", "");
-  return g_strdup (text[0] == 'v' ? text + 1 : text);
+  return g_strdup (mv_version_without_v (text));
 }
 
-static void
-fc_hypervisor_free (MvHypervisor *base)
-{
-  FcHypervisor *hv = (FcHypervisor *) base;
-
-  mv_http_free (hv->http);
-  g_free (hv->socket_path);
-  g_free (hv);
-}
-
-static FcHypervisor *
+static MvRestHypervisor *
 hypervisor_new (const char *socket_path)
 {
-  FcHypervisor *hv = g_new0 (FcHypervisor, 1);
+  MvRestHypervisor *hv = mv_rest_hypervisor_new (socket_path, SERVER_NAME, "", refine_error);
 
-  hv->base.data = hv;
   hv->base.destroy_vm = fc_destroy_vm;
   hv->base.shutdown_vm = fc_shutdown_vm;
   hv->base.shutdown = fc_shutdown;
@@ -363,28 +290,15 @@ hypervisor_new (const char *socket_path)
   hv->base.snapshot_vm = fc_snapshot_vm;
   hv->base.resize_vm_memory = fc_resize_vm_memory;
   hv->base.resize_vm_cpu = fc_resize_vm_cpu;
-  hv->base.free = fc_hypervisor_free;
   hv->base.set_metadata = fc_set_metadata;
   hv->base.vmm_version = fc_vmm_version;
-  hv->socket_path = g_strdup (socket_path);
-  hv->http = mv_http_new (socket_path, SERVER_NAME);
   return hv;
 }
 
 /* ---- booting ---- */
 
-static JsonObject *
-token_bucket (guint64 size)
-{
-  JsonObject *bucket = json_object_new ();
-
-  json_object_set_int_member (bucket, "size", (gint64) size);
-  json_object_set_int_member (bucket, "refill_time", 1000);
-  return bucket;
-}
-
 static gboolean
-configure (FcHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const char *mmds,
+configure (MvRestHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const char *mmds,
            GError **error)
 {
   g_autoptr (JsonObject) machine = json_object_new ();
@@ -393,7 +307,7 @@ configure (FcHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const cha
   json_object_set_int_member (machine, "vcpu_count", spec->cpu.count);
   json_object_set_int_member (machine, "mem_size_mib", (gint64) (spec->memory.size_bytes / MIB));
   json_object_set_boolean_member (machine, "smt", FALSE);
-  if (!api (hv, "PUT", "/machine-config", machine, NULL, error))
+  if (!mv_rest_put (hv, "/machine-config", machine, error))
     return FALSE;
 
   json_object_set_string_member (boot, "kernel_image_path", spec->boot.kernel_path);
@@ -402,13 +316,14 @@ configure (FcHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const cha
                                                         : starter->default_kernel_args (starter));
   if (spec->boot.initrd_path && *spec->boot.initrd_path)
     json_object_set_string_member (boot, "initrd_path", spec->boot.initrd_path);
-  if (!api (hv, "PUT", "/boot-source", boot, NULL, error))
+  if (!mv_rest_put (hv, "/boot-source", boot, error))
     return FALSE;
 
   for (guint i = 0; i < spec->disks->len; i++)
     {
       MvDiskConfig *d = spec->disks->pdata[i];
       g_autoptr (JsonObject) drive = json_object_new ();
+      JsonObject *limiter = mv_rest_rate_limiter (d);
       g_autofree char *id = g_strdup_printf ("disk%u", i);
       g_autofree char *path = g_strconcat ("/drives/", id, NULL);
 
@@ -416,17 +331,9 @@ configure (FcHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const cha
       json_object_set_string_member (drive, "path_on_host", d->path);
       json_object_set_boolean_member (drive, "is_root_device", FALSE);
       json_object_set_boolean_member (drive, "is_read_only", d->read_only);
-      if (d->rate_limit_bytes_per_second || d->rate_limit_iops)
-        {
-          JsonObject *limiter = json_object_new ();
-          if (d->rate_limit_bytes_per_second)
-            json_object_set_object_member (limiter, "bandwidth",
-                                           token_bucket (d->rate_limit_bytes_per_second));
-          if (d->rate_limit_iops)
-            json_object_set_object_member (limiter, "ops", token_bucket (d->rate_limit_iops));
-          json_object_set_object_member (drive, "rate_limiter", limiter);
-        }
-      if (!api (hv, "PUT", path, drive, NULL, error))
+      if (limiter)
+        json_object_set_object_member (drive, "rate_limiter", limiter);
+      if (!mv_rest_put (hv, path, drive, error))
         return FALSE;
     }
 
@@ -441,7 +348,7 @@ configure (FcHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const cha
       json_object_set_string_member (net, "host_dev_name", n->tap_device);
       if (n->mac)
         json_object_set_string_member (net, "guest_mac", n->mac);
-      if (!api (hv, "PUT", path, net, NULL, error))
+      if (!mv_rest_put (hv, path, net, error))
         return FALSE;
     }
 
@@ -450,7 +357,7 @@ configure (FcHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const cha
       g_autoptr (JsonObject) vsock = json_object_new ();
       json_object_set_int_member (vsock, "guest_cid", spec->agent.cid);
       json_object_set_string_member (vsock, "uds_path", spec->agent.socket_path);
-      if (!api (hv, "PUT", "/vsock", vsock, NULL, error))
+      if (!mv_rest_put (hv, "/vsock", vsock, error))
         return FALSE;
     }
 
@@ -458,7 +365,7 @@ configure (FcHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const cha
     {
       g_autoptr (JsonObject) serial = json_object_new ();
       json_object_set_string_member (serial, "serial_out_path", spec->console.path);
-      if (!api (hv, "PUT", "/serial", serial, NULL, error))
+      if (!mv_rest_put (hv, "/serial", serial, error))
         return FALSE;
     }
 
@@ -473,7 +380,7 @@ configure (FcHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const cha
       json_object_set_int_member (hotplug, "total_size_mib", (gint64) mib);
       json_object_set_int_member (hotplug, "slot_size_mib", HOTPLUG_SLOT_MIB);
       json_object_set_int_member (hotplug, "block_size_mib", HOTPLUG_BLOCK_MIB);
-      if (!api (hv, "PUT", "/hotplug/memory", hotplug, NULL, error))
+      if (!mv_rest_put (hv, "/hotplug/memory", hotplug, error))
         return FALSE;
     }
 
@@ -488,37 +395,19 @@ configure (FcHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const cha
           json_array_add_string_element (ifaces, "net0");
           json_object_set_string_member (config, "version", "V2");
           json_object_set_array_member (config, "network_interfaces", ifaces);
-          if (!api (hv, "PUT", "/mmds/config", config, NULL, error))
+          if (!mv_rest_put (hv, "/mmds/config", config, error))
             return FALSE;
         }
       if (!mv_http_request (hv->http, "PUT", "/mmds", mmds, strlen (mmds), &response, error))
         return FALSE;
       if (response.status != 204)
-        {
-          g_autofree char *message = mv_http_error_text (response.body);
-          g_set_error (error, MV_ERROR,
-                       response.status == 413 ? MV_ERROR_RESOURCE_EXHAUSTED : MV_ERROR_FAILED,
-                       "%s refused PUT /mmds (%u): %s", SERVER_NAME, response.status, message);
-          return FALSE;
-        }
+        return mmds_refused (&response, error);
     }
 
   return action (hv, "InstanceStart", error);
 }
 
 /* ---- the starter ---- */
-
-static const char *
-fc_version (MvStarter *base)
-{
-  return ((FcStarter *) base)->version;
-}
-
-static const char *
-fc_default_kernel_args (MvStarter *base)
-{
-  return DEFAULT_KERNEL_ARGS;
-}
 
 static gboolean
 fc_power_off_ends_vm (MvStarter *base)
@@ -570,7 +459,7 @@ instance_id (const char *socket_path)
 }
 
 static MvProcess *
-launch (FcStarter *starter, const char *socket_path, GError **error)
+launch (MvRestStarter *starter, const char *socket_path, GError **error)
 {
   g_autofree char *id = instance_id (socket_path);
   g_autofree char *limit = g_strdup_printf ("%d", MV_MMDS_SIZE_LIMIT_BYTES);
@@ -594,21 +483,14 @@ launch (FcStarter *starter, const char *socket_path, GError **error)
   return mv_process_start (socket_path, argv, START_TIMEOUT_MS, error);
 }
 
-static void
-abandon (MvStarter *starter, MvProcess *vmm)
-{
-  mv_process_kill (vmm, NULL);
-  starter->cleanup (starter, vmm->socket_path);
-}
-
 static MvHypervisor *
 fc_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, MvProcess **vmm,
              GError **error)
 {
-  FcStarter *starter = (FcStarter *) base;
+  MvRestStarter *starter = (MvRestStarter *) base;
   g_autoptr (MvProcess) process = NULL;
   g_autofree char *mmds = NULL;
-  FcHypervisor *hv;
+  MvRestHypervisor *hv;
 
   if (!fc_check (base, socket_path, spec, error))
     return NULL;
@@ -619,14 +501,8 @@ fc_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, MvP
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);
-  if (!api (hv, "GET", "/", NULL, NULL, error) || !configure (hv, base, spec, mmds, error))
-    {
-      if (error && *error)
-        g_prefix_error (error, "Could not boot the guest: ");
-      fc_hypervisor_free (&hv->base);
-      abandon (base, process);
-      return NULL;
-    }
+  if (!mv_rest_call (hv, "GET", "/", NULL, NULL, error) || !configure (hv, base, spec, mmds, error))
+    return mv_rest_abandon (base, &hv->base, process, "Could not boot the guest: ", error);
   *vmm = g_steal_pointer (&process);
   return &hv->base;
 }
@@ -654,8 +530,8 @@ static MvHypervisor *
 fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_dir,
                const MvRestoreSpec *spec, MvProcess **vmm, GError **error)
 {
-  FcStarter *starter = (FcStarter *) base;
-  g_autofree char *dir = absolute_path (snapshot_dir);
+  MvRestStarter *starter = (MvRestStarter *) base;
+  g_autofree char *dir = mv_rest_absolute_path (snapshot_dir);
   g_autofree char *state = g_build_filename (dir, MV_FIRECRACKER_SNAPSHOT_STATE, NULL);
   g_autofree char *memory = g_build_filename (dir, MV_FIRECRACKER_SNAPSHOT_MEMORY, NULL);
   g_autoptr (JsonObject) devices = read_devices (snapshot_dir, error);
@@ -663,7 +539,7 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
   g_autoptr (MvProcess) process = NULL;
   JsonObject *backend;
   JsonArray *ifaces;
-  FcHypervisor *hv;
+  MvRestHypervisor *hv;
   gboolean ok;
 
   if (!devices)
@@ -707,17 +583,11 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
     {
       g_autoptr (JsonObject) serial = json_object_new ();
       json_object_set_string_member (serial, "serial_out_path", spec->console.path);
-      ok = api (hv, "PUT", "/serial", serial, NULL, error);
+      ok = mv_rest_put (hv, "/serial", serial, error);
     }
   /* A failed load ends Firecracker; its answer still says why. */
-  if (!ok || !api (hv, "PUT", "/snapshot/load", load, NULL, error))
-    {
-      if (error && *error)
-        g_prefix_error (error, "Could not restore the guest: ");
-      fc_hypervisor_free (&hv->base);
-      abandon (base, process);
-      return NULL;
-    }
+  if (!ok || !mv_rest_put (hv, "/snapshot/load", load, error))
+    return mv_rest_abandon (base, &hv->base, process, "Could not restore the guest: ", error);
   *vmm = g_steal_pointer (&process);
   return &hv->base;
 }
@@ -725,14 +595,7 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
 static MvHypervisor *
 fc_connect (MvStarter *base, const char *socket_path, GError **error)
 {
-  FcHypervisor *hv = hypervisor_new (socket_path);
-
-  if (!api (hv, "GET", "/", NULL, NULL, error))
-    {
-      fc_hypervisor_free (&hv->base);
-      return NULL;
-    }
-  return &hv->base;
+  return mv_rest_connect (hypervisor_new (socket_path), "/", error);
 }
 
 static MvCapabilities
@@ -757,41 +620,14 @@ fc_cleanup (MvStarter *base, const char *socket_path)
   g_unlink (socket_path);
 }
 
-static void
-fc_starter_free (MvStarter *base)
-{
-  FcStarter *starter = (FcStarter *) base;
-
-  g_free (starter->binary);
-  g_free (starter->version);
-  g_free (starter);
-}
-
 MvStarter *
 mv_firecracker_starter_new (const char *binary, GError **error)
 {
-  g_autofree char *path = g_path_is_absolute (binary) ? g_strdup (binary)
-                                                      : g_find_program_in_path (binary);
-  g_autofree char *version = NULL;
-  FcStarter *starter;
+  MvRestStarter *starter = mv_rest_starter_new (MV_FIRECRACKER_TYPE, binary, "Firecracker",
+                                                error);
 
-  if (!path)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "%s is not installed (not in PATH)",
-                   binary);
-      return NULL;
-    }
-  version = mv_binary_version (path, "Firecracker", error);
-  if (!version)
+  if (!starter)
     return NULL;
-  starter = g_new0 (FcStarter, 1);
-  starter->binary = g_steal_pointer (&path);
-  starter->version = g_steal_pointer (&version);
-  starter->base.type = MV_FIRECRACKER_TYPE;
-  starter->base.socket_name = "api.sock";
-  starter->base.data = starter;
-  starter->base.version = fc_version;
-  starter->base.default_kernel_args = fc_default_kernel_args;
   starter->base.power_off_ends_vm = fc_power_off_ends_vm;
   starter->base.check = fc_check;
   starter->base.start_vm = fc_start_vm;
@@ -799,6 +635,5 @@ mv_firecracker_starter_new (const char *binary, GError **error)
   starter->base.connect = fc_connect;
   starter->base.capabilities = fc_capabilities;
   starter->base.cleanup = fc_cleanup;
-  starter->base.free = fc_starter_free;
   return &starter->base;
 }

@@ -12,6 +12,9 @@
  * MV_ERROR_UNAVAILABLE if the binary cannot be run. */
 char       *mv_binary_version (const char *binary, const char *prefix, GError **error);
 
+/* @version without its leading "v", if it has one. */
+const char *mv_version_without_v (const char *version);
+
 /* Whether @a and @b name the same version, a leading "v" aside. */
 gboolean    mv_version_equal (const char *a, const char *b);
 

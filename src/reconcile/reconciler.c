@@ -10,6 +10,7 @@
 #include "core/restart.h"
 #include "names.h"
 #include "store/fault.h"
+#include "util/files.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -383,12 +384,6 @@ unwatch_vmm (MvMachine *machine)
 /* Steps, in a worker thread ------------------------------------------------ */
 
 static gboolean
-remove_tree (const char *path, GError **error)
-{
-  return mv_remove_tree (path, error);
-}
-
-static gboolean
 make_dir (const char *path, GError **error)
 {
   if (g_mkdir_with_parents (path, 0700) == 0)
@@ -412,12 +407,12 @@ standby_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
                    "The %s hypervisor cannot freeze a guest to disk", rt->type);
       return FALSE;
     }
-  if (!remove_tree (task->partial_dir, error) || !remove_tree (task->saved_dir, error) ||
+  if (!mv_remove_tree (task->partial_dir, error) || !mv_remove_tree (task->saved_dir, error) ||
       !make_dir (task->partial_dir, error))
     return FALSE;
   if (!rt->save (rt, req, task->partial_dir, error))
     {
-      remove_tree (task->partial_dir, NULL);
+      mv_remove_tree (task->partial_dir, NULL);
       return FALSE;
     }
   if (rename (task->partial_dir, task->saved_dir) < 0)
@@ -439,9 +434,9 @@ destroy_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
   if (g_str_equal (what, "vmm"))
     return !rt || rt->stop (rt, req, TRUE, error);
   if (g_str_equal (what, "runtime"))
-    return (!rt || rt->destroy (rt, req, error)) && remove_tree (task->runtime_dir, error);
+    return (!rt || rt->destroy (rt, req, error)) && mv_remove_tree (task->runtime_dir, error);
   if (g_str_equal (what, "saved-state"))
-    return remove_tree (task->partial_dir, error) && remove_tree (task->saved_dir, error);
+    return mv_remove_tree (task->partial_dir, error) && mv_remove_tree (task->saved_dir, error);
   if (g_str_equal (what, "records"))
     return mv_store_remove_machine (task->store, task->machine_id, error);
   g_assert_not_reached ();
@@ -485,7 +480,7 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
     case MV_STEP_FORCE_STOP:
       /* Stopped means booting afresh next time: what was frozen goes. */
       ok = rt->stop (rt, &req, task->step == MV_STEP_FORCE_STOP, &error) &&
-           remove_tree (task->partial_dir, &error) && remove_tree (task->saved_dir, &error);
+           mv_remove_tree (task->partial_dir, &error) && mv_remove_tree (task->saved_dir, &error);
       break;
     case MV_STEP_PAUSE:
       ok = rt->pause (rt, &req, &error);
@@ -586,7 +581,7 @@ step_succeeded (MvMachine *machine, StepTask *task, JsonObject *vmm)
         {
           /* The guest runs on from it: the saved state is stale now. */
           g_autoptr (GError) error = NULL;
-          if (!remove_tree (task->saved_dir, &error))
+          if (!mv_remove_tree (task->saved_dir, &error))
             g_warning ("Machine %s: %s", machine->id, error->message);
           g_clear_pointer (&status->saved_state, g_free);
         }
@@ -889,7 +884,7 @@ discard_saved_state (MvMachine *machine, const char *saved, const char *partial)
 {
   g_autoptr (GError) error = NULL;
 
-  if (!remove_tree (partial, &error) || !remove_tree (saved, &error))
+  if (!mv_remove_tree (partial, &error) || !mv_remove_tree (saved, &error))
     g_warning ("Machine %s: %s", machine->id, error->message);
   g_clear_pointer (&machine->status->saved_state, g_free);
 }
@@ -995,7 +990,7 @@ mv_reconciler_recover (MvMachine *machine)
       /* The VMM ended: the guest is frozen if the saved directory made
        * it to its final name, which happens only once it is whole. */
       clear_vmm (machine);
-      remove_tree (partial, NULL);
+      mv_remove_tree (partial, NULL);
       if (dir_exists (saved))
         {
           g_free (status->saved_state);

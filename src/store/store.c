@@ -1,6 +1,5 @@
 #include "store.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 #include <glib/gstdio.h>
 
 #include "core/errors.h"
+#include "util/files.h"
 #include "names.h"
 #include "fault.h"
 #include "patches.h"
@@ -39,30 +39,15 @@ close_fd (MvFd fd)
 
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC (MvFd, close_fd, -1)
 
-static gboolean G_GNUC_PRINTF (3, 4)
-set_errno_error (GError **error, int errsv, const char *format, ...)
-{
-  g_autofree char *message = NULL;
-  va_list args;
-
-  va_start (args, format);
-  message = g_strdup_vprintf (format, args);
-  va_end (args);
-
-  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errsv), "%s: %s",
-               message, g_strerror (errsv));
-  return FALSE;
-}
-
 static gboolean
 fsync_dir (const char *path, GError **error)
 {
   g_auto(MvFd) fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
   if (fd < 0)
-    return set_errno_error (error, errno, "Cannot open directory %s", path);
+    return mv_set_errno_error (error, errno, "Cannot open directory %s", path);
   if (fsync (fd) < 0)
-    return set_errno_error (error, errno, "Cannot sync directory %s", path);
+    return mv_set_errno_error (error, errno, "Cannot sync directory %s", path);
   return TRUE;
 }
 
@@ -77,11 +62,11 @@ write_all (int fd, const char *data, gsize len, const char *path, GError **error
         {
           if (errno == EINTR)
             continue;
-          return set_errno_error (error, errno, "Cannot write %s", path);
+          return mv_set_errno_error (error, errno, "Cannot write %s", path);
         }
       /* A regular file accepts at least one byte or says why not. */
       if (n == 0)
-        return set_errno_error (error, ENOSPC, "Cannot write %s", path);
+        return mv_set_errno_error (error, ENOSPC, "Cannot write %s", path);
       data += n;
       len -= (gsize) n;
     }
@@ -97,16 +82,17 @@ fill_temp_file (int fd, const char *data, gsize len, const char *path, GError **
 
   /* mkstemp's mode is filtered by the umask; the contract is 0600. */
   if (fchmod (owned, 0600) < 0)
-    return set_errno_error (error, errno, "Cannot set the mode of a temporary file for %s", path);
+    return mv_set_errno_error (error, errno, "Cannot set the mode of a temporary file for %s",
+                               path);
   if (!write_all (owned, data, len, path, error))
     return FALSE;
   if (fsync (owned) < 0)
-    return set_errno_error (error, errno, "Cannot sync %s", path);
+    return mv_set_errno_error (error, errno, "Cannot sync %s", path);
 
   raw = g_steal_fd (&owned);
   /* Linux releases the descriptor even when close() reports EINTR. */
   if (close (raw) < 0 && errno != EINTR)
-    return set_errno_error (error, errno, "Cannot write %s", path);
+    return mv_set_errno_error (error, errno, "Cannot write %s", path);
   return TRUE;
 }
 
@@ -120,7 +106,7 @@ mv_write_file_atomic (const char *path, const char *data, gsize len, GError **er
 
   fd = g_mkstemp_full (temp, O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0)
-    return set_errno_error (error, errno, "Cannot create a temporary file for %s", path);
+    return mv_set_errno_error (error, errno, "Cannot create a temporary file for %s", path);
 
   if (!fill_temp_file (fd, data, len, path, error))
     {
@@ -133,76 +119,11 @@ mv_write_file_atomic (const char *path, const char *data, gsize len, GError **er
       int errsv = errno;
 
       g_unlink (temp);
-      return set_errno_error (error, errsv, "Cannot replace %s", path);
+      return mv_set_errno_error (error, errsv, "Cannot replace %s", path);
     }
 
   /* Without this the rename itself may not survive a power cut. */
   return fsync_dir (dir, error);
-}
-
-/* Removes @name under @dir_fd and everything below it, without following
- * symbolic links. A missing entry is not an error. @path names it in
- * messages. */
-static gboolean
-remove_tree_at (int dir_fd, const char *name, const char *path, GError **error)
-{
-  g_auto(MvFd) fd = -1;
-  DIR *dir;
-  struct dirent *entry;
-  gboolean ok = TRUE;
-
-  if (unlinkat (dir_fd, name, 0) == 0 || errno == ENOENT)
-    return TRUE;
-  if (errno != EISDIR)
-    return set_errno_error (error, errno, "Cannot remove %s", path);
-
-  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return set_errno_error (error, errno, "Cannot open directory %s", path);
-
-  dir = fdopendir (fd);
-  if (dir == NULL)
-    return set_errno_error (error, errno, "Cannot read directory %s", path);
-  /* The DIR owns the descriptor now. */
-  fd = -1;
-
-  while (ok)
-    {
-      g_autofree char *child = NULL;
-
-      errno = 0;
-      entry = readdir (dir);
-      if (entry == NULL)
-        {
-          if (errno != 0)
-            ok = set_errno_error (error, errno, "Cannot read directory %s", path);
-          break;
-        }
-      if (g_str_equal (entry->d_name, ".") || g_str_equal (entry->d_name, ".."))
-        continue;
-
-      child = g_build_filename (path, entry->d_name, NULL);
-      ok = remove_tree_at (dirfd (dir), entry->d_name, child, error);
-    }
-  closedir (dir);
-
-  if (!ok)
-    return FALSE;
-  if (unlinkat (dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-    return set_errno_error (error, errno, "Cannot remove directory %s", path);
-  return TRUE;
-}
-
-static gboolean
-remove_tree (const char *path, GError **error)
-{
-  return remove_tree_at (AT_FDCWD, path, path, error);
-}
-
-gboolean
-mv_remove_tree (const char *path, GError **error)
-{
-  return remove_tree (path, error);
 }
 
 /* Creates @path (and its parents) 0700 unless it is there. An existing
@@ -213,10 +134,10 @@ ensure_dir (const char *path, GError **error)
   if (g_file_test (path, G_FILE_TEST_IS_DIR))
     return TRUE;
   if (g_mkdir_with_parents (path, 0700) < 0)
-    return set_errno_error (error, errno, "Cannot create directory %s", path);
+    return mv_set_errno_error (error, errno, "Cannot create directory %s", path);
   /* mkdir's mode is filtered by the umask. */
   if (chmod (path, 0700) < 0)
-    return set_errno_error (error, errno, "Cannot set the mode of %s", path);
+    return mv_set_errno_error (error, errno, "Cannot set the mode of %s", path);
   return TRUE;
 }
 
@@ -402,7 +323,7 @@ publish_record (const char *staging, const char *final, const char *id, GError *
   if (errno == EEXIST)
     return already_exists (id, error);
   if (errno != EINVAL && errno != ENOSYS)
-    return set_errno_error (error, errno, "Cannot move %s to %s", staging, final);
+    return mv_set_errno_error (error, errno, "Cannot move %s to %s", staging, final);
 
   /* A file system without RENAME_NOREPLACE: rename() would still replace
    * an empty directory, so look first. Only the main thread writes
@@ -410,7 +331,7 @@ publish_record (const char *staging, const char *final, const char *id, GError *
   if (exists_no_follow (final))
     return already_exists (id, error);
   if (rename (staging, final) < 0)
-    return set_errno_error (error, errno, "Cannot move %s to %s", staging, final);
+    return mv_set_errno_error (error, errno, "Cannot move %s to %s", staging, final);
   return TRUE;
 }
 
@@ -434,14 +355,15 @@ mv_store_create_machine (MvStore *store, const MvConfig *config,
 
   staging = g_strdup_printf ("%s/" STAGING_PREFIX "%s-XXXXXX", store->machines_dir, config->id);
   if (g_mkdtemp_full (staging, 0700) == NULL)
-    return set_errno_error (error, errno, "Cannot create a directory in %s", store->machines_dir);
+    return mv_set_errno_error (error, errno, "Cannot create a directory in %s",
+                               store->machines_dir);
 
   if (!stage_record (staging, config, status, error) ||
       (mv_fault_point ("create", "staged"), FALSE) ||
       !publish_record (staging, final, config->id, error))
     {
       /* The staging directory was never a record; it goes. */
-      remove_tree (staging, NULL);
+      mv_remove_tree (staging, NULL);
       return FALSE;
     }
 
@@ -494,7 +416,7 @@ mv_store_save_status (MvStore *store, const char *id, const MvStatus *status,
 static gboolean
 finish_removal (MvStore *store, const char *removing, GError **error)
 {
-  return remove_tree (removing, error) && fsync_dir (store->machines_dir, error);
+  return mv_remove_tree (removing, error) && fsync_dir (store->machines_dir, error);
 }
 
 gboolean
@@ -515,11 +437,11 @@ mv_store_remove_machine (MvStore *store, const char *id, GError **error)
 
   /* Runtime files go first: if anything below fails the record is still
    * there, and the removal can be asked for again. */
-  if (!remove_tree (runtime, error))
+  if (!mv_remove_tree (runtime, error))
     return FALSE;
 
   /* What an interrupted earlier removal left would block the rename. */
-  if (!remove_tree (removing, error))
+  if (!mv_remove_tree (removing, error))
     return FALSE;
 
   /* One rename takes the whole record out of sight, so a crash during
@@ -530,7 +452,7 @@ mv_store_remove_machine (MvStore *store, const char *id, GError **error)
     {
       if (errno == ENOENT)
         return TRUE;
-      return set_errno_error (error, errno, "Cannot move %s to %s", final, removing);
+      return mv_set_errno_error (error, errno, "Cannot move %s to %s", final, removing);
     }
   if (!fsync_dir (store->machines_dir, error))
     return FALSE;
@@ -723,7 +645,7 @@ clean_leftover (MvStore *store, const char *name, const char *path)
       g_autofree char *runtime =
         mv_store_machine_runtime_dir (store, name + strlen (REMOVING_PREFIX));
 
-      if (!remove_tree (runtime, &error))
+      if (!mv_remove_tree (runtime, &error))
         {
           g_warning ("Cannot finish an interrupted removal: %s", error->message);
           return;

@@ -46,10 +46,6 @@ gboolean    mv_store_remove_machine (MvStore *store, const char *id, GError **er
 void        mv_record_free (MvRecord *record);
 void        mv_invalid_record_free (MvInvalidRecord *invalid);
 
-/* Removes @path and everything below it, without following symbolic
- * links; a missing path is not an error. */
-gboolean    mv_remove_tree (const char *path, GError **error);
-
 /* temp file in the same directory, fsync, rename, fsync of the directory;
  * mode 0600. */
 gboolean    mv_write_file_atomic (const char *path, const char *data, gsize len,
