@@ -340,6 +340,7 @@ bench_row_qemu (Bench *bench)
       r = bench_report_add (bench->report, "7", "7-create", "create→Running, real guest (QEMU TCG, microvm), ready marker on the console",
                             "µs", -1, create, "bare QEMU: spawn → ready marker", boot);
       bench_result_set_target (r, BENCH_TARGET_RATIO_AT_MOST, 1.05, "≤ 1.05× bare QEMU");
+      boot = NULL;   /* the report has them now */
     }
   else
     {
@@ -360,6 +361,7 @@ bench_row_qemu (Bench *bench)
       r = bench_report_add (bench->report, "7", "7-standby", "standby→Running, real guest (Start after Standby)",
                             "µs", -1, wake, "bare QEMU: -incoming from the saved file → cont", restore);
       bench_result_set_target (r, BENCH_TARGET_RATIO_AT_MOST, 1.05, "≤ 1.05× bare QEMU");
+      wake = NULL;
       restore = NULL;
     }
   else
