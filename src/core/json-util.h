@@ -1,7 +1,18 @@
-/* Typed member lookups that tolerate a missing or mistyped member, which
- * json-glib 1.6 offers only for scalars. */
+/* JSON helpers: typed member lookups that tolerate a missing or mistyped
+ * member (json-glib 1.6 offers them only for scalars), and the checks the
+ * spec and record parsers share. */
 #pragma once
 #include <json-glib/json-glib.h>
+
+/* "an object", "a string", ...: what @node holds, for error messages. */
+const char *mv_json_node_kind (JsonNode *node);
+/* Sets MV_ERROR_INVALID_ARGUMENT "@field: expected @expected, got ..."
+ * and returns FALSE. */
+gboolean    mv_json_wrong_type (JsonNode *node, const char *field, const char *expected,
+                                GError **error);
+gboolean    mv_json_read_bool (JsonNode *node, const char *field, gboolean *out, GError **error);
+/* A copy that shares nothing with @node. */
+JsonNode   *mv_json_deep_copy (JsonNode *node);
 
 /* The member @name of @object if it is an object, else NULL. */
 static inline JsonObject *

@@ -1,4 +1,5 @@
 #include "machine.h"
+#include "json-util.h"
 
 #include <string.h>
 
@@ -138,11 +139,8 @@ static JsonObject *
 object_deep_copy (JsonObject *object)
 {
   g_autoptr(JsonNode) node = json_node_init_object (json_node_alloc (), object);
-  g_autofree char *text = json_to_string (node, FALSE);
-  g_autoptr(JsonNode) copy = json_from_string (text, NULL);
+  g_autoptr(JsonNode) copy = mv_json_deep_copy (node);
 
-  if (copy == NULL || !JSON_NODE_HOLDS_OBJECT (copy))
-    return json_object_new ();
   return json_node_dup_object (copy);
 }
 
@@ -259,43 +257,6 @@ mv_config_update_spec (MvConfig *config, MvSpec *spec, gint64 now)
 
 /* ---- JSON helpers ---- */
 
-static const char *
-node_kind (JsonNode *node)
-{
-  switch (JSON_NODE_TYPE (node))
-    {
-    case JSON_NODE_OBJECT:
-      return "an object";
-    case JSON_NODE_ARRAY:
-      return "an array";
-    case JSON_NODE_NULL:
-      return "null";
-    case JSON_NODE_VALUE:
-      break;
-    }
-  switch (json_node_get_value_type (node))
-    {
-    case G_TYPE_STRING:
-      return "a string";
-    case G_TYPE_BOOLEAN:
-      return "a boolean";
-    case G_TYPE_INT64:
-      return "an integer";
-    case G_TYPE_DOUBLE:
-      return "a number";
-    default:
-      return "a value";
-    }
-}
-
-static gboolean
-wrong_type (JsonNode *node, const char *field, const char *expected, GError **error)
-{
-  g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-               "%s: expected %s, got %s", field, expected, node_kind (node));
-  return FALSE;
-}
-
 /* The member, or NULL when absent or null. A required member that is
  * missing is an error naming it. */
 static JsonNode *
@@ -329,18 +290,9 @@ static gboolean
 read_string (JsonNode *node, const char *field, char **out, GError **error)
 {
   if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
-    return wrong_type (node, field, "a string", error);
+    return mv_json_wrong_type (node, field, "a string", error);
   g_free (*out);
   *out = g_strdup (json_node_get_string (node));
-  return TRUE;
-}
-
-static gboolean
-read_bool (JsonNode *node, const char *field, gboolean *out, GError **error)
-{
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
-    return wrong_type (node, field, "a boolean", error);
-  *out = json_node_get_boolean (node);
   return TRUE;
 }
 
@@ -352,7 +304,7 @@ read_int (JsonNode *node, const char *field, gint64 min, gint64 max,
   gint64 value;
 
   if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
-    return wrong_type (node, field, "an integer", error);
+    return mv_json_wrong_type (node, field, "an integer", error);
   value = json_node_get_int (node);
   if (value < min || value > max)
     {
@@ -502,7 +454,7 @@ mv_config_from_node (JsonNode *node, GError **error)
 
   if (!JSON_NODE_HOLDS_OBJECT (node))
     {
-      wrong_type (node, "config", "an object", error);
+      mv_json_wrong_type (node, "config", "an object", error);
       return NULL;
     }
   object = json_node_get_object (node);
@@ -554,10 +506,10 @@ mv_config_from_node (JsonNode *node, GError **error)
       !read_timestamp (field, "updated_at", &config->updated_at, error))
     return NULL;
   if ((field = member (object, "standby", FALSE, NULL)) != NULL &&
-      !read_bool (field, "standby", &config->standby, error))
+      !mv_json_read_bool (field, "standby", &config->standby, error))
     return NULL;
   if ((field = member (object, "stopped_by_user", FALSE, NULL)) != NULL &&
-      !read_bool (field, "stopped_by_user", &config->stopped_by_user, error))
+      !mv_json_read_bool (field, "stopped_by_user", &config->stopped_by_user, error))
     return NULL;
 
   if ((field = member (object, "spec", TRUE, error)) == NULL)
@@ -680,7 +632,7 @@ mv_status_from_node (JsonNode *node, GError **error)
 
   if (!JSON_NODE_HOLDS_OBJECT (node))
     {
-      wrong_type (node, "status", "an object", error);
+      mv_json_wrong_type (node, "status", "an object", error);
       return NULL;
     }
   object = json_node_get_object (node);
@@ -715,7 +667,7 @@ mv_status_from_node (JsonNode *node, GError **error)
     {
       if (!JSON_NODE_HOLDS_ARRAY (field))
         {
-          wrong_type (field, "destroyed", "an array of strings", error);
+          mv_json_wrong_type (field, "destroyed", "an array of strings", error);
           return NULL;
         }
       JsonArray *done = json_node_get_array (field);
@@ -745,7 +697,7 @@ mv_status_from_node (JsonNode *node, GError **error)
     {
       if (!JSON_NODE_HOLDS_OBJECT (field))
         {
-          wrong_type (field, "vmm", "an object", error);
+          mv_json_wrong_type (field, "vmm", "an object", error);
           return NULL;
         }
       status->vmm = object_deep_copy (json_node_get_object (field));

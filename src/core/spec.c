@@ -1,4 +1,5 @@
 #include "spec.h"
+#include "json-util.h"
 
 #include <string.h>
 
@@ -35,45 +36,13 @@ string_map_new (void)
 /* json_node_copy() shares objects and arrays; specs are handed to worker
  * threads, so copies must not share anything. Member order is kept: it
  * feeds the fingerprint. */
-static JsonNode *
-node_deep_copy (JsonNode *node)
-{
-  switch (JSON_NODE_TYPE (node))
-    {
-    case JSON_NODE_OBJECT:
-      {
-        JsonObject *src = json_node_get_object (node);
-        g_autoptr(JsonObject) dst = json_object_new ();
-        g_autoptr(GList) names = json_object_get_members (src);
-
-        for (GList *l = names; l != NULL; l = l->next)
-          json_object_set_member (dst, l->data,
-                                  node_deep_copy (json_object_get_member (src, l->data)));
-        return json_node_init_object (json_node_alloc (), dst);
-      }
-    case JSON_NODE_ARRAY:
-      {
-        JsonArray *src = json_node_get_array (node);
-        g_autoptr(JsonArray) dst = json_array_sized_new (json_array_get_length (src));
-
-        for (guint i = 0; i < json_array_get_length (src); i++)
-          json_array_add_element (dst, node_deep_copy (json_array_get_element (src, i)));
-        return json_node_init_array (json_node_alloc (), dst);
-      }
-    case JSON_NODE_VALUE:
-    case JSON_NODE_NULL:
-      break;
-    }
-  return json_node_copy (node);
-}
-
 static JsonArray *
 array_deep_copy (JsonArray *array)
 {
   g_autoptr(JsonArray) copy = json_array_sized_new (json_array_get_length (array));
 
   for (guint i = 0; i < json_array_get_length (array); i++)
-    json_array_add_element (copy, node_deep_copy (json_array_get_element (array, i)));
+    json_array_add_element (copy, mv_json_deep_copy (json_array_get_element (array, i)));
   return g_steal_pointer (&copy);
 }
 
@@ -226,43 +195,6 @@ readiness_to_string (const MvSpec *spec)
 
 /* ---- parsing ---- */
 
-static const char *
-node_kind (JsonNode *node)
-{
-  switch (JSON_NODE_TYPE (node))
-    {
-    case JSON_NODE_OBJECT:
-      return "an object";
-    case JSON_NODE_ARRAY:
-      return "an array";
-    case JSON_NODE_NULL:
-      return "null";
-    case JSON_NODE_VALUE:
-      break;
-    }
-  switch (json_node_get_value_type (node))
-    {
-    case G_TYPE_STRING:
-      return "a string";
-    case G_TYPE_BOOLEAN:
-      return "a boolean";
-    case G_TYPE_INT64:
-      return "an integer";
-    case G_TYPE_DOUBLE:
-      return "a number";
-    default:
-      return "a value";
-    }
-}
-
-static gboolean
-wrong_type (JsonNode *node, const char *field, const char *expected, GError **error)
-{
-  g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-               "%s: expected %s, got %s", field, expected, node_kind (node));
-  return FALSE;
-}
-
 /* The member, or NULL when it is absent or JSON null: null stands for an
  * optional field left out. */
 static JsonNode *
@@ -301,7 +233,7 @@ static gboolean
 read_string (JsonNode *node, const char *field, const char **out, GError **error)
 {
   if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
-    return wrong_type (node, field, "a string", error);
+    return mv_json_wrong_type (node, field, "a string", error);
   /* A node built in code may hold a NULL string. */
   *out = json_node_get_string (node) != NULL ? json_node_get_string (node) : "";
   return TRUE;
@@ -325,15 +257,6 @@ read_string_member (JsonObject *object, const char *name, gboolean empty_is_abse
   return TRUE;
 }
 
-static gboolean
-read_bool (JsonNode *node, const char *field, gboolean *out, GError **error)
-{
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
-    return wrong_type (node, field, "a boolean", error);
-  *out = json_node_get_boolean (node);
-  return TRUE;
-}
-
 /* A non-negative integer no larger than @max. Integral doubles (1000.0,
  * as some encoders write numbers) are accepted. json-glib wraps integers
  * past 64 bits, which then fall outside the range and are refused. */
@@ -343,7 +266,7 @@ read_uint (JsonNode *node, const char *field, guint64 max, guint64 *out, GError 
   GType type;
 
   if (!JSON_NODE_HOLDS_VALUE (node))
-    return wrong_type (node, field, "an integer", error);
+    return mv_json_wrong_type (node, field, "an integer", error);
   type = json_node_get_value_type (node);
   if (type == G_TYPE_INT64)
     {
@@ -368,7 +291,7 @@ read_uint (JsonNode *node, const char *field, guint64 max, guint64 *out, GError 
         }
     }
   else
-    return wrong_type (node, field, "an integer", error);
+    return mv_json_wrong_type (node, field, "an integer", error);
 
   g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                "%s: expected an integer from 0 to %" G_GUINT64_FORMAT, field, max);
@@ -406,7 +329,7 @@ read_string_map (JsonNode *node, const char *field, GHashTable *into, GError **e
   g_autoptr(GList) names = NULL;
 
   if (!JSON_NODE_HOLDS_OBJECT (node))
-    return wrong_type (node, field, "an object of strings", error);
+    return mv_json_wrong_type (node, field, "an object of strings", error);
   object = json_node_get_object (node);
   names = json_object_get_members (object);
   for (GList *l = names; l != NULL; l = l->next)
@@ -429,7 +352,7 @@ parse_disks (JsonNode *node, MvSpec *spec, GError **error)
   JsonArray *array;
 
   if (!JSON_NODE_HOLDS_ARRAY (node))
-    return wrong_type (node, "disks", "an array", error);
+    return mv_json_wrong_type (node, "disks", "an array", error);
   array = json_node_get_array (node);
   for (guint i = 0; i < json_array_get_length (array); i++)
     {
@@ -443,7 +366,7 @@ parse_disks (JsonNode *node, MvSpec *spec, GError **error)
       gboolean read_only = FALSE;
 
       if (!JSON_NODE_HOLDS_OBJECT (element))
-        return wrong_type (element, where, "an object", error);
+        return mv_json_wrong_type (element, where, "an object", error);
       object = json_node_get_object (element);
       if (!reject_unknown_members (object, where, known, error))
         return FALSE;
@@ -451,7 +374,7 @@ parse_disks (JsonNode *node, MvSpec *spec, GError **error)
           !read_string (field, path_field, &path, error))
         return FALSE;
       if ((field = member (object, "read_only")) != NULL &&
-          !read_bool (field, ro_field, &read_only, error))
+          !mv_json_read_bool (field, ro_field, &read_only, error))
         return FALSE;
       g_ptr_array_add (spec->disks, disk_new (path, read_only));
     }
@@ -490,7 +413,7 @@ parse_ssh_keys (JsonNode *node, MvSpec *spec, GError **error)
   JsonArray *array;
 
   if (!JSON_NODE_HOLDS_ARRAY (node))
-    return wrong_type (node, "ssh_keys", "an array of strings", error);
+    return mv_json_wrong_type (node, "ssh_keys", "an array of strings", error);
   array = json_node_get_array (node);
   for (guint i = 0; i < json_array_get_length (array); i++)
     {
@@ -510,7 +433,7 @@ parse_firewall (JsonNode *node, MvSpec *spec, GError **error)
   JsonArray *array;
 
   if (!JSON_NODE_HOLDS_ARRAY (node))
-    return wrong_type (node, "firewall", "an array of objects", error);
+    return mv_json_wrong_type (node, "firewall", "an array of objects", error);
   array = json_node_get_array (node);
   for (guint i = 0; i < json_array_get_length (array); i++)
     {
@@ -519,7 +442,7 @@ parse_firewall (JsonNode *node, MvSpec *spec, GError **error)
       if (!JSON_NODE_HOLDS_OBJECT (rule))
         {
           g_autofree char *where = g_strdup_printf ("firewall[%u]", i);
-          return wrong_type (rule, where, "an object", error);
+          return mv_json_wrong_type (rule, where, "an object", error);
         }
     }
   json_array_unref (spec->firewall);
@@ -535,7 +458,7 @@ parse_restart (JsonNode *node, MvSpec *spec, GError **error)
   JsonNode *field;
 
   if (!JSON_NODE_HOLDS_OBJECT (node))
-    return wrong_type (node, "restart", "an object", error);
+    return mv_json_wrong_type (node, "restart", "an object", error);
   object = json_node_get_object (node);
   if (!reject_unknown_members (object, "restart", known, error))
     return FALSE;
@@ -612,7 +535,7 @@ mv_spec_from_node (JsonNode *node, GError **error)
 
   if (!JSON_NODE_HOLDS_OBJECT (node))
     {
-      wrong_type (node, "spec", "an object", error);
+      mv_json_wrong_type (node, "spec", "an object", error);
       return NULL;
     }
   object = json_node_get_object (node);
@@ -665,7 +588,7 @@ mv_spec_from_node (JsonNode *node, GError **error)
       !read_string_map (field, "labels", spec->labels, error))
     return NULL;
   if ((field = member (object, "remove_on_exit")) != NULL &&
-      !read_bool (field, "remove_on_exit", &spec->remove_on_exit, error))
+      !mv_json_read_bool (field, "remove_on_exit", &spec->remove_on_exit, error))
     return NULL;
 
   return g_steal_pointer (&spec);
