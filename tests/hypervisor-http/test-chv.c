@@ -8,7 +8,6 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#define CONSOLE_TIMEOUT_MS 5000
 #define MIB (G_GUINT64_CONSTANT (1) << 20)
 
 static GPtrArray *warnings;
@@ -28,42 +27,6 @@ writer (GLogLevelFlags level, const GLogField *fields, gsize n_fields, gpointer 
   return g_log_writer_standard_streams (level, fields, n_fields, data);
 }
 
-static MvStarter *
-starter_new (void)
-{
-  g_autofree char *binary = vmm_fixture_binary ("cloud-hypervisor");
-  g_autoptr (GError) error = NULL;
-  MvStarter *starter = mv_cloud_hypervisor_starter_new (binary, &error);
-
-  g_assert_no_error (error);
-  return starter;
-}
-
-static MvHypervisor *
-boot (MvStarter *starter, VmmFixture *fixture, MvProcess **vmm)
-{
-  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
-  g_autoptr (GError) error = NULL;
-  MvHypervisor *hv = starter->start_vm (starter, fixture->socket_path, spec, vmm, &error);
-
-  g_assert_no_error (error);
-  g_assert_nonnull (hv);
-  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-GUEST-READY",
-                                           CONSOLE_TIMEOUT_MS));
-  return hv;
-}
-
-static void
-assert_state (MvHypervisor *hv, MvVmState state)
-{
-  g_autoptr (GError) error = NULL;
-  MvVmInfo info;
-
-  g_assert_true (hv->vm_info (hv, &info, &error));
-  g_assert_no_error (error);
-  g_assert_cmpstr (mv_vm_state_to_string (info.state), ==, mv_vm_state_to_string (state));
-}
-
 /* What the VMM was given, as vm.info reports it. */
 static JsonObject *
 vm_config (const char *socket_path)
@@ -80,7 +43,7 @@ vm_config (const char *socket_path)
 static void
 test_lifecycle (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
   g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (GError) error = NULL;
@@ -97,9 +60,9 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
   g_assert_true (starter->power_off_ends_vm (starter));
   g_assert_true (caps.hotplug_cpu && caps.hotplug_memory && caps.snapshot && caps.vsock);
 
-  hv = boot (starter, fixture, &vmm);
+  hv = vmm_fixture_boot (fixture, starter, &vmm);
   g_assert_true (mv_process_alive (vmm));
-  assert_state (hv, MV_VM_STATE_RUNNING);
+  vmm_fixture_assert_state (hv, MV_VM_STATE_RUNNING);
   g_assert_true (hv->vm_info (hv, &info, &error));
   g_assert_true (info.has_memory_bytes);
   g_assert_cmpuint (info.memory_bytes, ==, 256 * MIB);
@@ -130,15 +93,15 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
   /* Paused, the guest's clock stands still. */
   g_assert_true (hv->pause_vm (hv, &error));
   g_assert_no_error (error);
-  assert_state (hv, MV_VM_STATE_PAUSED);
+  vmm_fixture_assert_state (hv, MV_VM_STATE_PAUSED);
   counter = vmm_fixture_last_counter (fixture->console_path);
   g_usleep (1300 * 1000);
   g_assert_cmpint (vmm_fixture_last_counter (fixture->console_path), ==, counter);
   g_assert_true (hv->resume_vm (hv, &error));
   g_assert_no_error (error);
-  assert_state (hv, MV_VM_STATE_RUNNING);
+  vmm_fixture_assert_state (hv, MV_VM_STATE_RUNNING);
   g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-COUNTER 1",
-                                           CONSOLE_TIMEOUT_MS));
+                                           VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
 
   g_assert_true (hv->stats (hv, &stats, &error));
   g_assert_no_error (error);
@@ -168,7 +131,7 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
   g_assert_true (hv->shutdown_vm (hv, &error));
   g_assert_no_error (error);
   g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-POWEROFF acpi",
-                                           CONSOLE_TIMEOUT_MS));
+                                           VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
   g_assert_true (mv_process_wait (vmm, 5000));
   starter->cleanup (starter, fixture->socket_path);
   g_assert_false (g_file_test (fixture->socket_path, G_FILE_TEST_EXISTS));
@@ -177,22 +140,22 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
 static void
 test_shutdown (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
   g_autoptr (MvProcess) vmm = NULL;
-  g_autoptr (MvHypervisor) hv = boot (starter, fixture, &vmm);
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
   g_autoptr (MvHypervisor) again = NULL;
   g_autoptr (GError) error = NULL;
 
   /* Destroyed, the guest stops and the VMM stays. */
   g_assert_true (hv->destroy_vm (hv, &error));
   g_assert_no_error (error);
-  assert_state (hv, MV_VM_STATE_STOPPED);
+  vmm_fixture_assert_state (hv, MV_VM_STATE_STOPPED);
   g_assert_true (mv_process_alive (vmm));
 
   /* A daemon restarted meanwhile reaches it by its socket. */
   again = starter->connect (starter, fixture->socket_path, &error);
   g_assert_no_error (error);
-  assert_state (again, MV_VM_STATE_STOPPED);
+  vmm_fixture_assert_state (again, MV_VM_STATE_STOPPED);
   g_assert_true (again->shutdown (again, &error));
   g_assert_no_error (error);
   g_assert_true (mv_process_wait (vmm, 5000));
@@ -201,10 +164,10 @@ test_shutdown (VmmFixture *fixture, gconstpointer data)
 static void
 test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
   g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (MvProcess) restored = NULL;
-  g_autoptr (MvHypervisor) hv = boot (starter, fixture, &vmm);
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
   g_autoptr (MvHypervisor) hv2 = NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (JsonObject) config = NULL;
@@ -217,7 +180,7 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
   int counter;
 
   g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-COUNTER 1",
-                                           CONSOLE_TIMEOUT_MS));
+                                           VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
   g_assert_cmpint (g_mkdir (snapshot, 0700), ==, 0);
   g_assert_cmpint (g_mkdir (dir2, 0700), ==, 0);
 
@@ -242,7 +205,7 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
   hv2 = starter->restore_vm (starter, socket2, snapshot, &restore, &restored, &error);
   g_assert_no_error (error);
   g_assert_nonnull (hv2);
-  assert_state (hv2, MV_VM_STATE_PAUSED);
+  vmm_fixture_assert_state (hv2, MV_VM_STATE_PAUSED);
   config = vm_config (socket2);
   g_assert_cmpstr (json_object_get_string_member (
                      json_array_get_object_element (json_object_get_array_member (config, "net"), 0),
@@ -260,7 +223,7 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
   g_assert_no_error (error);
   {
     g_autofree char *next = g_strdup_printf ("MICROVMD-COUNTER %d", counter + 1);
-    g_assert_true (vmm_fixture_wait_console (console2, next, CONSOLE_TIMEOUT_MS));
+    g_assert_true (vmm_fixture_wait_console (console2, next, VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
   }
   /* The guest went on where it was: it did not boot again. */
   g_assert_true (g_file_get_contents (console2, &console2_text, NULL, NULL));
@@ -279,9 +242,9 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
 static void
 test_errors (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
   g_autoptr (MvProcess) vmm = NULL;
-  g_autoptr (MvHypervisor) hv = boot (starter, fixture, &vmm);
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
   g_autoptr (MvHttp) http = mv_http_new (fixture->socket_path, "Cloud Hypervisor");
   g_autoptr (GError) error = NULL;
   g_auto (MvHttpResponse) response = { 0 };
@@ -322,7 +285,7 @@ test_not_created (VmmFixture *fixture, gconstpointer data)
   const char *argv[] = { binary, "--api-socket", option, NULL };
   g_autoptr (GError) error = NULL;
   g_autoptr (MvProcess) vmm = mv_process_start (fixture->socket_path, argv, 10000, &error);
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
   g_autoptr (MvHypervisor) hv = NULL;
   MvVmInfo info;
 
@@ -341,14 +304,14 @@ test_not_created (VmmFixture *fixture, gconstpointer data)
 static void
 test_stale_socket (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
   g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (MvHypervisor) hv = NULL;
 
   /* Cloud Hypervisor replaces a socket nobody serves on. */
   g_assert_true (g_file_set_contents (fixture->socket_path, "", 0, NULL));
-  hv = boot (starter, fixture, &vmm);
-  assert_state (hv, MV_VM_STATE_RUNNING);
+  hv = vmm_fixture_boot (fixture, starter, &vmm);
+  vmm_fixture_assert_state (hv, MV_VM_STATE_RUNNING);
 }
 
 static void

@@ -8,44 +8,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#define CONSOLE_TIMEOUT_MS 5000
 #define MIB (G_GUINT64_CONSTANT (1) << 20)
-
-static MvStarter *
-starter_new (void)
-{
-  g_autofree char *binary = vmm_fixture_binary ("firecracker");
-  g_autoptr (GError) error = NULL;
-  MvStarter *starter = mv_firecracker_starter_new (binary, &error);
-
-  g_assert_no_error (error);
-  return starter;
-}
-
-static MvHypervisor *
-boot (MvStarter *starter, VmmFixture *fixture, MvProcess **vmm)
-{
-  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
-  g_autoptr (GError) error = NULL;
-  MvHypervisor *hv = starter->start_vm (starter, fixture->socket_path, spec, vmm, &error);
-
-  g_assert_no_error (error);
-  g_assert_nonnull (hv);
-  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-GUEST-READY",
-                                           CONSOLE_TIMEOUT_MS));
-  return hv;
-}
-
-static void
-assert_state (MvHypervisor *hv, MvVmState state)
-{
-  g_autoptr (GError) error = NULL;
-  MvVmInfo info;
-
-  g_assert_true (hv->vm_info (hv, &info, &error));
-  g_assert_no_error (error);
-  g_assert_cmpstr (mv_vm_state_to_string (info.state), ==, mv_vm_state_to_string (state));
-}
 
 static JsonObject *
 get (const char *socket_path, const char *path)
@@ -62,7 +25,7 @@ get (const char *socket_path, const char *path)
 static void
 test_lifecycle (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("firecracker");
   g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (GError) error = NULL;
@@ -84,8 +47,8 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
   g_assert_false (caps.gpu_passthrough);
   g_assert_true (caps.hotplug_memory && caps.snapshot && caps.pause && caps.vsock);
 
-  hv = boot (starter, fixture, &vmm);
-  assert_state (hv, MV_VM_STATE_RUNNING);
+  hv = vmm_fixture_boot (fixture, starter, &vmm);
+  vmm_fixture_assert_state (hv, MV_VM_STATE_RUNNING);
   g_assert_true (hv->vm_info (hv, &info, &error));
   g_assert_cmpuint (info.memory_bytes, ==, 256 * MIB);
 
@@ -113,10 +76,10 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
 
   g_assert_true (hv->pause_vm (hv, &error));
   g_assert_no_error (error);
-  assert_state (hv, MV_VM_STATE_PAUSED);
+  vmm_fixture_assert_state (hv, MV_VM_STATE_PAUSED);
   g_assert_true (hv->resume_vm (hv, &error));
   g_assert_no_error (error);
-  assert_state (hv, MV_VM_STATE_RUNNING);
+  vmm_fixture_assert_state (hv, MV_VM_STATE_RUNNING);
 
   /* Memory through virtio-mem; vCPUs not at all. */
   g_assert_true (hv->resize_vm_memory (hv, 320 * MIB, &error));
@@ -144,9 +107,9 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
 static void
 test_destroy (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("firecracker");
   g_autoptr (MvProcess) vmm = NULL;
-  g_autoptr (MvHypervisor) hv = boot (starter, fixture, &vmm);
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
   g_autoptr (MvHypervisor) again = NULL;
   g_autoptr (GError) error = NULL;
 
@@ -161,9 +124,9 @@ test_destroy (VmmFixture *fixture, gconstpointer data)
 static void
 test_errors (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("firecracker");
   g_autoptr (MvProcess) vmm = NULL;
-  g_autoptr (MvHypervisor) hv = boot (starter, fixture, &vmm);
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
   g_autoptr (MvHttp) http = mv_http_new (fixture->socket_path, "Firecracker");
   g_autoptr (GError) error = NULL;
   g_autoptr (JsonNode) unknown = json_from_string ("{\"vcpu_count\":1,\"mem_size_mib\":128,\"foo\":1}", NULL);
@@ -201,7 +164,7 @@ test_errors (VmmFixture *fixture, gconstpointer data)
   g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_STATE);
   g_assert_nonnull (strstr (error->message, "exists; Firecracker cannot start on it"));
   g_clear_error (&error);
-  assert_state (hv, MV_VM_STATE_RUNNING);
+  vmm_fixture_assert_state (hv, MV_VM_STATE_RUNNING);
 
   /* Too many vCPUs are refused before anything starts. */
   spec->cpu.count = spec->cpu.max_count = 33;
@@ -252,10 +215,10 @@ test_payload_limit (VmmFixture *fixture, gconstpointer data)
 static void
 test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("firecracker");
   g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (MvProcess) restored = NULL;
-  g_autoptr (MvHypervisor) hv = boot (starter, fixture, &vmm);
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
   g_autoptr (MvHypervisor) hv2 = NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (JsonObject) config = NULL;
@@ -268,7 +231,7 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
   int counter;
 
   g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-COUNTER 1",
-                                           CONSOLE_TIMEOUT_MS));
+                                           VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
   g_assert_cmpint (g_mkdir (snapshot, 0700), ==, 0);
   g_assert_cmpint (g_mkdir (dir2, 0700), ==, 0);
   g_assert_true (hv->pause_vm (hv, &error));
@@ -283,7 +246,7 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
   restore.agent_socket = g_build_filename (dir2, "vsock.sock", NULL);
   hv2 = starter->restore_vm (starter, socket2, snapshot, &restore, &restored, &error);
   g_assert_no_error (error);
-  assert_state (hv2, MV_VM_STATE_PAUSED);
+  vmm_fixture_assert_state (hv2, MV_VM_STATE_PAUSED);
   config = get (socket2, "/vm/config");
   g_assert_cmpstr (json_object_get_string_member (
                      json_array_get_object_element (json_object_get_array_member (config, "network-interfaces"), 0),
@@ -292,7 +255,7 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
                                                   "uds_path"), ==, restore.agent_socket);
   g_assert_true (hv2->resume_vm (hv2, &error));
   next = g_strdup_printf ("MICROVMD-COUNTER %d", counter + 1);
-  g_assert_true (vmm_fixture_wait_console (console2, next, CONSOLE_TIMEOUT_MS));
+  g_assert_true (vmm_fixture_wait_console (console2, next, VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
   g_assert_true (hv2->shutdown (hv2, &error));
   g_assert_false (mv_process_alive (restored));
   mv_restore_spec_clear (&restore);
@@ -301,7 +264,7 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
 static void
 test_failed_load_ends_vmm (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("firecracker");
   g_autoptr (GError) error = NULL;
   g_autoptr (MvProcess) vmm = NULL;
   g_autofree char *snapshot = g_build_filename (fixture->dir, "snapshot", NULL);

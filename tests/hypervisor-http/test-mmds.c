@@ -9,17 +9,6 @@
 
 #include <string.h>
 
-static MvStarter *
-starter_new (void)
-{
-  g_autofree char *binary = vmm_fixture_binary ("firecracker");
-  g_autoptr (GError) error = NULL;
-  MvStarter *starter = mv_firecracker_starter_new (binary, &error);
-
-  g_assert_no_error (error);
-  return starter;
-}
-
 /* {"latest":{"meta-data":{"attributes":{"pad":"xxx..."}}}} of exactly
  * @size bytes. */
 static JsonNode *
@@ -90,7 +79,7 @@ test_limit (void)
 static void
 test_boot_with_document (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("firecracker");
   g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
   g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (MvHypervisor) hv = NULL;
@@ -110,7 +99,7 @@ test_boot_with_document (VmmFixture *fixture, gconstpointer data)
 static void
 test_over_limit_sends_nothing (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("firecracker");
   g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
   g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (GError) error = NULL;
@@ -129,7 +118,7 @@ test_over_limit_sends_nothing (VmmFixture *fixture, gconstpointer data)
 static void
 test_replace_whole (VmmFixture *fixture, gconstpointer data)
 {
-  g_autoptr (MvStarter) starter = starter_new ();
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("firecracker");
   g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
   g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (MvHypervisor) hv = NULL;

@@ -1,5 +1,7 @@
 /* Shared set-up of the REST backend tests. */
 #include "vmm-fixture.h"
+#include "hypervisor/cloud-hypervisor.h"
+#include "hypervisor/firecracker.h"
 
 #include <glib/gstdio.h>
 #include <stdlib.h>
@@ -144,4 +146,42 @@ vmm_fixture_last_counter (const char *path)
   for (p = contents; (p = strstr (p, "MICROVMD-COUNTER ")); p++)
     last = atoi (p + strlen ("MICROVMD-COUNTER "));
   return last;
+}
+
+MvStarter *
+vmm_fixture_starter (const char *name)
+{
+  g_autofree char *binary = vmm_fixture_binary (name);
+  g_autoptr (GError) error = NULL;
+  MvStarter *starter = g_str_equal (name, "firecracker")
+                         ? mv_firecracker_starter_new (binary, &error)
+                         : mv_cloud_hypervisor_starter_new (binary, &error);
+
+  g_assert_no_error (error);
+  return starter;
+}
+
+MvHypervisor *
+vmm_fixture_boot (VmmFixture *fixture, MvStarter *starter, MvProcess **vmm)
+{
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (GError) error = NULL;
+  MvHypervisor *hv = starter->start_vm (starter, fixture->socket_path, spec, vmm, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (hv);
+  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-GUEST-READY",
+                                           VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
+  return hv;
+}
+
+void
+vmm_fixture_assert_state (MvHypervisor *hv, MvVmState state)
+{
+  g_autoptr (GError) error = NULL;
+  MvVmInfo info;
+
+  g_assert_true (hv->vm_info (hv, &info, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (mv_vm_state_to_string (info.state), ==, mv_vm_state_to_string (state));
 }

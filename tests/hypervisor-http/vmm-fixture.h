@@ -35,3 +35,14 @@ gboolean  vmm_fixture_wait_console (const char *path, const char *text, guint ti
 int       vmm_fixture_last_counter (const char *path);
 /* Kills what is still running on the fixture's socket. */
 void      vmm_fixture_kill (VmmFixture *fixture);
+
+/* How long a test VMM's guest may take to print a console marker. */
+#define VMM_FIXTURE_CONSOLE_TIMEOUT_MS 5000
+
+/* The backend's starter for the test VMM @name ("firecracker",
+ * "cloud-hypervisor"); fails the test if it cannot be made. */
+MvStarter    *vmm_fixture_starter (const char *name);
+/* Boots the fixture's spec and waits for the guest's ready marker. */
+MvHypervisor *vmm_fixture_boot (VmmFixture *fixture, MvStarter *starter, MvProcess **vmm);
+/* Fails the test unless vm_info reports @state. */
+void          vmm_fixture_assert_state (MvHypervisor *hv, MvVmState state);
