@@ -514,6 +514,40 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
 
 /* Back on the main thread ------------------------------------------------- */
 
+#define STALE_PREFIX  SAVED_STATE_NAME ".stale-"
+
+static void
+remove_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (!mv_remove_tree (task_data, &error))
+    g_warning ("%s", error->message);
+  g_task_return_boolean (gtask, TRUE);
+}
+
+/* Moves @saved_dir out of the way at once (a rename) and deletes it in a
+ * worker thread: a frozen guest is as large as its memory, and the reply
+ * to whoever woke it should not wait for that. Leftovers of a crash are
+ * removed by recovery. */
+static void
+discard_later (const char *saved_dir)
+{
+  g_autofree char *id = mv_id_new ();
+  g_autofree char *stale = g_strconcat (saved_dir, ".stale-", id, NULL);
+  g_autoptr (GTask) gtask = NULL;
+
+  if (rename (saved_dir, stale) < 0)
+    {
+      if (errno != ENOENT)
+        g_warning ("Could not move %s aside: %s", saved_dir, g_strerror (errno));
+      return;
+    }
+  gtask = g_task_new (NULL, NULL, NULL, NULL);
+  g_task_set_task_data (gtask, g_steal_pointer (&stale), g_free);
+  g_task_run_in_thread (gtask, remove_in_thread);
+}
+
 static void
 step_failed (MvMachine *machine, StepTask *task, GError *error)
 {
@@ -566,6 +600,7 @@ static gboolean
 step_succeeded (MvMachine *machine, StepTask *task, JsonObject *vmm)
 {
   MvStatus *status = machine->status;
+  gboolean discard_saved = FALSE;
 
   switch (task->step)
     {
@@ -577,14 +612,11 @@ step_succeeded (MvMachine *machine, StepTask *task, JsonObject *vmm)
       status->observed_restart_generation = machine->config->restart_generation;
       status->next_restart_at = 0;
       mv_machine_changed (machine, MV_PROP_STARTED_AT | MV_PROP_EXIT_CODE);
+      /* The guest runs on from it: the saved state is stale now. It goes
+       * once the status no longer names it, off the main loop. */
+      discard_saved = task->restore;
       if (task->restore)
-        {
-          /* The guest runs on from it: the saved state is stale now. */
-          g_autoptr (GError) error = NULL;
-          if (!mv_remove_tree (task->saved_dir, &error))
-            g_warning ("Machine %s: %s", machine->id, error->message);
-          g_clear_pointer (&status->saved_state, g_free);
-        }
+        g_clear_pointer (&status->saved_state, g_free);
       set_state (machine, MV_STATE_RUNNING, NULL);
       watch_vmm (machine, task->runtime);
       break;
@@ -629,6 +661,8 @@ step_succeeded (MvMachine *machine, StepTask *task, JsonObject *vmm)
       break;
     }
   save_status (machine);
+  if (discard_saved)
+    discard_later (task->saved_dir);
   return TRUE;
 }
 
@@ -931,6 +965,24 @@ kill_leftovers (MvMachine *machine, MvRuntime *runtime, const MvRuntimeRequest *
 }
 
 
+/* What discard_later() had not finished deleting when the daemon ended. */
+static void
+remove_stale_saved_states (MvMachine *machine)
+{
+  g_autofree char *dir = mv_store_machine_dir (machine->daemon->store, machine->id);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d && (name = g_dir_read_name (d)))
+    if (g_str_has_prefix (name, STALE_PREFIX))
+      {
+        g_autofree char *path = g_build_filename (dir, name, NULL);
+        g_autoptr (GError) error = NULL;
+        if (!mv_remove_tree (path, &error))
+          g_warning ("Machine %s: %s", machine->id, error->message);
+      }
+}
+
 void
 mv_reconciler_recover (MvMachine *machine)
 {
@@ -952,6 +1004,7 @@ mv_reconciler_recover (MvMachine *machine)
   MvVmmState vmm = MV_VMM_GONE;
 
   g_clear_pointer (&status->operation_id, g_free);
+  remove_stale_saved_states (machine);
   if (phase)
     g_message ("Machine %s (%s): found operation %s interrupted", config->spec->name,
                machine->id, phase);

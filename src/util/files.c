@@ -39,6 +39,8 @@ remove_tree_at (int dir_fd, const char *name, const char *path, GError **error)
     return mv_set_errno_error (error, errno, "Cannot remove %s", path);
 
   fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT)
+    return TRUE;   /* someone else removed it meanwhile */
   if (fd < 0)
     return mv_set_errno_error (error, errno, "Cannot open directory %s", path);
 
