@@ -287,6 +287,24 @@ open_pidfd_to_wait (const MvProcess *process)
   return fd;
 }
 
+/* How long a VMM's parent may take, once the VMM ended, to write down
+ * how it ended. */
+#define EXIT_RECORD_WAIT_US  (G_USEC_PER_SEC)
+
+/* Waits until the parent of the VMM that served on @socket_path has
+ * finished with its exit file, so that a VMM that is gone is also done
+ * writing beside its socket. Only a VMM started with a reaper has one. */
+void
+mv_vmm_wait_exit_recorded (const char *socket_path)
+{
+  g_autofree char *path = mv_vmm_exit_path (socket_path);
+  g_autofree char *temp = g_strconcat (path, ".tmp", NULL);
+  gint64 deadline = g_get_monotonic_time () + EXIT_RECORD_WAIT_US;
+
+  while (g_file_test (temp, G_FILE_TEST_EXISTS) && g_get_monotonic_time () < deadline)
+    g_usleep (5000);
+}
+
 gboolean
 mv_process_wait (const MvProcess *process, guint timeout_ms)
 {
@@ -297,6 +315,8 @@ mv_process_wait (const MvProcess *process, guint timeout_ms)
     return TRUE;
   gone = wait_pidfd (fd, g_get_monotonic_time () + (gint64) timeout_ms * 1000);
   close (fd);
+  if (gone && process->socket_path)
+    mv_vmm_wait_exit_recorded (process->socket_path);
   return gone;
 }
 
@@ -329,6 +349,8 @@ mv_process_kill (const MvProcess *process, GError **error)
     }
   gone = wait_pidfd (fd, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
   close (fd);
+  if (gone && process->socket_path)
+    mv_vmm_wait_exit_recorded (process->socket_path);
   if (!gone)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_FAILED,

@@ -27,6 +27,11 @@ char       *mv_vmm_exit_path (const char *socket_path);
  * (the parent was killed too). */
 gboolean    mv_vmm_read_exit (const char *socket_path, int *wait_status);
 
+/* Waits, up to a second, until the parent of the VMM that served on
+ * @socket_path has written down how it ended, once the VMM is gone: after
+ * that nothing more is written beside the socket. */
+void        mv_vmm_wait_exit_recorded (const char *socket_path);
+
 /* Starts @argv (argv[0] a path) in its own session, reparented away from
  * the daemon, with stdin on /dev/null, stdout and stderr appended to
  * mv_vmm_log_path(), in the directory holding @socket_path, and waits up

@@ -55,6 +55,8 @@ vmm_fixture_kill (VmmFixture *fixture)
 
   for (guint i = 0; i < left->len; i++)
     mv_process_kill (left->pdata[i], NULL);
+  /* A VMM that ended by itself may still have its end being written. */
+  mv_vmm_wait_exit_recorded (fixture->socket_path);
 }
 
 /* The test VMMs log to vmm.log in their directories; in a sanitizer build
