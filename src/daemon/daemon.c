@@ -479,31 +479,30 @@ on_bus_failed (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* Looks at every machine again now and then: catches what no event
- * reported (a migration that ended, a clock that jumped). */
-static gboolean
-on_resync (gpointer user_data)
+static void
+for_each_machine (MvDaemon *daemon, void (*func) (MvMachine *machine))
 {
-  MvDaemon *daemon = user_data;
   GHashTableIter iter;
   MvMachine *machine;
 
   g_hash_table_iter_init (&iter, daemon->machines);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    mv_reconciler_kick (machine);
+    func (machine);
+}
+
+/* Looks at every machine again now and then: catches what no event
+ * reported (a migration that ended, a clock that jumped). */
+static gboolean
+on_resync (gpointer user_data)
+{
+  for_each_machine (user_data, mv_reconciler_kick);
   return G_SOURCE_CONTINUE;
 }
 
 static gboolean
 on_idle_sample (gpointer user_data)
 {
-  MvDaemon *daemon = user_data;
-  GHashTableIter iter;
-  MvMachine *machine;
-
-  g_hash_table_iter_init (&iter, daemon->machines);
-  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    mv_reconciler_sample_idle (machine);
+  for_each_machine (user_data, mv_reconciler_sample_idle);
   return G_SOURCE_CONTINUE;
 }
 
