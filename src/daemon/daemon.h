@@ -3,7 +3,7 @@
 #pragma once
 #include "bus/bus-util.h"
 #include "core/machine.h"
-#include "core/runtime.h"
+#include "core/host/runtime.h"
 #include "store/store.h"
 
 typedef struct _MvDaemon MvDaemon;

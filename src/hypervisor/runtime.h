@@ -2,7 +2,7 @@
  * boot, stop, pause, save and watch a machine's guest. */
 #pragma once
 #include "hypervisor.h"
-#include "core/runtime.h"
+#include "core/host/runtime.h"
 
 #define MV_DEFAULT_BOOT_TIMEOUT_SECONDS  120
 #define MV_DEFAULT_STOP_TIMEOUT_SECONDS  30

@@ -6,17 +6,12 @@
 #include <glib.h>
 
 #include "hypervisor.h"
+#include "core/version.h"
 
 /* Runs `@binary --version` and takes the version from its first line,
  * "<@prefix> v<version>": "Firecracker v1.16.0" gives "1.16.0".
  * MV_ERROR_UNAVAILABLE if the binary cannot be run. */
 char       *mv_binary_version (const char *binary, const char *prefix, GError **error);
-
-/* @version without its leading "v", if it has one. */
-const char *mv_version_without_v (const char *version);
-
-/* Whether @a and @b name the same version, a leading "v" aside. */
-gboolean    mv_version_equal (const char *a, const char *b);
 
 /* The starters of the Cloud Hypervisor and Firecracker backends that
  * @config lists: groups [cloud-hypervisor] and [firecracker], key

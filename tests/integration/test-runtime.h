@@ -1,4 +1,4 @@
 #pragma once
-#include "core/runtime.h"
+#include "core/host/runtime.h"
 
 MvRuntime *mv_test_runtime_new (void);

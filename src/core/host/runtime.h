@@ -3,8 +3,8 @@
  * watch/unwatch blocks and is called from a worker thread, at most one at
  * a time per machine. */
 #pragma once
-#include "spec.h"
-#include "state.h"
+#include "core/spec.h"
+#include "core/state.h"
 
 typedef struct _MvRuntime MvRuntime;
 
