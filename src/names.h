@@ -50,7 +50,15 @@
 #define MV_CONFIG_RECORD         "config.json"
 #define MV_STATUS_RECORD         "status.json"
 #define MV_METRICS_DIR           "metrics"
+/* In a machine's runtime directory. */
+#define MV_CONSOLE_LOG_NAME      "console.log"
+#define MV_AGENT_SOCKET_NAME     "agent.sock"
+/* In a machine's state directory: its frozen guest, and where it is
+ * written before it is known to be whole. */
+#define MV_SAVED_STATE_NAME      "saved"
+#define MV_SAVED_PARTIAL_NAME    "saved.partial"
 
 /* Structured log fields. */
 #define MV_LOG_FIELD_MACHINE_ID  "MICROVMD_MACHINE_ID"
 #define MV_LOG_FIELD_OPERATION   "MICROVMD_OPERATION_ID"
+#define MV_LOG_FIELD_PHASE       "MICROVMD_PHASE"

@@ -3,14 +3,12 @@
 #pragma once
 #include "hypervisor.h"
 #include "core/host/runtime.h"
+#include "names.h"
 
 #define MV_DEFAULT_BOOT_TIMEOUT_SECONDS  120
 #define MV_DEFAULT_STOP_TIMEOUT_SECONDS  30
 #define MV_TIMEOUT_SECONDS_MAX           3600
 
-/* The file names the runtime uses in a machine's runtime directory. */
-#define MV_CONSOLE_LOG_NAME              "console.log"
-#define MV_AGENT_SOCKET_NAME             "agent.sock"
 
 /* Takes @starter. Readiness is awaited for @boot_timeout_seconds; a
  * graceful stop waits @stop_timeout_seconds before it ends the VMM. */
