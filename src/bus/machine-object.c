@@ -5,29 +5,22 @@
 #include "machine-object.h"
 #include "core/errors.h"
 #include "names.h"
-#include "hypervisor/runtime.h"
 #include "polkit.h"
-#include "reconcile/reconciler.h"
+#include "hypervisor/process.h"  /* mv_file_tail */
 
 #include <errno.h>
-
-char *
-mv_machine_object_path (const char *id)
-{
-  char *path = NULL;
-
-  if (sd_bus_path_encode (MV_MACHINE_PREFIX, id, &path) < 0)
-    g_error ("Out of memory");
-  return path;
-}
 
 static int
 machine_find (sd_bus *bus, const char *path, const char *interface, void *userdata,
               void **found, sd_bus_error *error)
 {
-  MvDaemon *daemon = userdata;
-  MvMachine *machine = mv_daemon_find_machine_by_path (daemon, path);
+  MvBusService *service = userdata;
+  g_autofree char *id = NULL;
+  MvMachine *machine;
 
+  if (sd_bus_path_decode (path, MV_MACHINE_PREFIX, &id) <= 0 || !id)
+    return 0;
+  machine = mv_reconciler_lookup (mv_bus_service_reconciler (service), id);
   if (!machine)
     return 0;
   *found = machine;
@@ -38,18 +31,14 @@ static int
 machine_enumerate (sd_bus *bus, const char *prefix, void *userdata, char ***nodes,
                    sd_bus_error *error)
 {
-  MvDaemon *daemon = userdata;
-  GHashTableIter iter;
-  MvMachine *machine;
-  char **list = calloc (g_hash_table_size (daemon->machines) + 1, sizeof (char *));
-  guint n = 0;
+  MvBusService *service = userdata;
+  g_autoptr (GPtrArray) machines = mv_reconciler_list (mv_bus_service_reconciler (service));
+  char **list = calloc (machines->len + 1, sizeof (char *));
 
   if (!list)
     return -ENOMEM;
-  g_hash_table_iter_init (&iter, daemon->machines);
-  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    if (!machine->gone)
-      list[n++] = strdup (machine->path);
+  for (guint i = 0; i < machines->len; i++)
+    list[i] = strdup (mv_bus_view (service, machines->pdata[i])->path);
   *nodes = list;
   return 1;
 }
@@ -107,7 +96,8 @@ get_hypervisor (sd_bus *bus, const char *path, const char *interface, const char
 {
   MvMachine *machine = userdata;
   const char *type = machine->config->spec->hypervisor_type;
-  MvRuntime *runtime = type ? NULL : mv_daemon_find_runtime (machine->daemon, NULL, NULL);
+  MvRuntimes *runtimes = mv_reconciler_host (machine->reconciler)->runtimes;
+  MvRuntime *runtime = type ? NULL : mv_runtimes_find (runtimes, NULL, NULL);
 
   /* An unnamed type is the host's default; say which one that is. */
   return sd_bus_message_append (reply, "s", type ? type : runtime ? runtime->type : "");
@@ -146,7 +136,7 @@ get_spec (sd_bus *bus, const char *path, const char *interface, const char *prop
 typedef void (*MachineAction) (MvMachine *machine, sd_bus_message *call);
 
 typedef struct {
-  MvDaemon     *daemon;
+  MvBusService *service;
   char         *id;
   MachineAction action;
 } PendingCall;
@@ -162,10 +152,11 @@ static void
 on_authorized (sd_bus_message *call, gpointer user_data)
 {
   PendingCall *pending = user_data;
-  MvMachine *machine = g_hash_table_lookup (pending->daemon->machines, pending->id);
+  MvMachine *machine = mv_reconciler_lookup (mv_bus_service_reconciler (pending->service),
+                                             pending->id);
 
   /* The machine may have gone while the caller was being authorized. */
-  if (!machine || machine->gone)
+  if (!machine)
     {
       sd_bus_reply_method_errorf (call, MV_BUS_ERROR_NOT_FOUND, "Machine %s was deleted",
                                   pending->id);
@@ -179,6 +170,7 @@ authorize (MvMachine *machine, sd_bus_message *call, const char *action_id, cons
            MachineAction action)
 {
   PendingCall *pending = g_new0 (PendingCall, 1);
+  MvMachineView *view = machine->view;
   const char *details[] = {
     "machine", machine->config->spec->name,
     "machine_id", machine->id,
@@ -186,7 +178,7 @@ authorize (MvMachine *machine, sd_bus_message *call, const char *action_id, cons
     NULL,
   };
 
-  pending->daemon = machine->daemon;
+  pending->service = view->service;
   pending->id = g_strdup (machine->id);
   pending->action = action;
   mv_polkit_check (call, action_id, details, on_authorized, pending,
@@ -194,189 +186,44 @@ authorize (MvMachine *machine, sd_bus_message *call, const char *action_id, cons
   return 1;
 }
 
+/* Asks the reconciler and waits for the outcome. */
 static void
-reply_gerror (sd_bus_message *call, const GError *error)
-{
-  mv_bus_reply_gerror (call, error);
-}
-
-static gboolean
-save_config_or_reply (MvMachine *machine, sd_bus_message *call, MvConfig *previous)
+request_and_wait (MvMachine *machine, sd_bus_message *call, MvRequest request)
 {
   g_autoptr (GError) error = NULL;
 
-  if (mv_store_save_config (machine->daemon->store, machine->config, &error))
-    {
-      mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
-      return TRUE;
-    }
-  /* Nothing changes unless it is on disk. */
-  mv_config_free (machine->config);
-  machine->config = previous;
-  g_prefix_error (&error, "Could not record the change: ");
-  reply_gerror (call, error);
-  return FALSE;
+  if (!mv_reconciler_request (machine->reconciler, machine, request, &error))
+    mv_bus_reply_gerror (call, error);
+  else
+    mv_bus_wait (machine->view, call, MV_REPLY_EMPTY);
 }
 
-/* Sets what is desired (or asks again after a failure) and waits for it. */
-static void
-request_and_wait (MvMachine *machine, sd_bus_message *call, MvDesired desired,
-                  gboolean restart, gboolean by_user_stop)
-{
-  MvConfig *previous = mv_config_copy (machine->config);
-  MvConfig *config = machine->config;
-  gint64 now = g_get_real_time ();
-  gboolean changed;
+#define REQUEST_ACTION(fn, request)                                       \
+  static void fn (MvMachine *machine, sd_bus_message *call)              \
+  {                                                                       \
+    request_and_wait (machine, call, request);                            \
+  }
 
-  if (restart)
-    mv_config_request_restart (config, now);
-  /* Any of these wakes a guest on standby (Stop by discarding it). */
-  changed = mv_config_set_standby (config, FALSE, now);
-  changed |= mv_config_set_desired (config, desired, now);
-  if (!changed && !restart &&
-      machine->status->failed_generation == config->desired_generation &&
-      !mv_machine_desired_reached (config, machine->status))
-    mv_config_retry (config, now);
-  config->stopped_by_user = by_user_stop;
-  /* A user's start or stop ends what the restart policy had pending. */
-  if (desired == MV_DESIRED_RUNNING || desired == MV_DESIRED_STOPPED)
-    mv_reconciler_cancel_restart (machine);
+REQUEST_ACTION (do_start, MV_REQUEST_START)
+REQUEST_ACTION (do_stop, MV_REQUEST_STOP)
+REQUEST_ACTION (do_pause, MV_REQUEST_PAUSE)
+REQUEST_ACTION (do_resume, MV_REQUEST_RESUME)
+REQUEST_ACTION (do_restart, MV_REQUEST_RESTART)
+REQUEST_ACTION (do_standby, MV_REQUEST_STANDBY)
+REQUEST_ACTION (do_delete, MV_REQUEST_DELETE)
 
-  if (!save_config_or_reply (machine, call, previous))
-    return;
-  mv_config_free (previous);
-  mv_reconciler_wait (machine, call, NULL);
-}
+#define LIFECYCLE_METHOD(fn, verb, action)                                          \
+  static int fn (sd_bus_message *m, void *userdata, sd_bus_error *error)            \
+  {                                                                                  \
+    return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, verb, action);       \
+  }
 
-static void
-do_start (MvMachine *machine, sd_bus_message *call)
-{
-  request_and_wait (machine, call, MV_DESIRED_RUNNING, FALSE, FALSE);
-}
-
-static void
-do_stop (MvMachine *machine, sd_bus_message *call)
-{
-  request_and_wait (machine, call, MV_DESIRED_STOPPED, FALSE, TRUE);
-}
-
-static gboolean
-check_state (MvMachine *machine, sd_bus_message *call, const char *verb, guint allowed)
-{
-  if (allowed & (1u << machine->status->state))
-    return TRUE;
-  sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_STATE, "Cannot %s machine %s: it is %s",
-                              verb, machine->config->spec->name,
-                              mv_state_to_string (machine->status->state));
-  return FALSE;
-}
-
-#define STATES(...) (mv_state_bits ((const MvState[]) { __VA_ARGS__, MV_STATE_COUNT }))
-
-static guint
-mv_state_bits (const MvState *states)
-{
-  guint bits = 0;
-  for (; *states != MV_STATE_COUNT; states++)
-    bits |= 1u << *states;
-  return bits;
-}
-
-static void
-do_pause (MvMachine *machine, sd_bus_message *call)
-{
-  if (check_state (machine, call, "pause",
-                   STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STARTING)))
-    request_and_wait (machine, call, MV_DESIRED_PAUSED, FALSE, FALSE);
-}
-
-static void
-do_resume (MvMachine *machine, sd_bus_message *call)
-{
-  if (check_state (machine, call, "resume",
-                   STATES (MV_STATE_PAUSED, MV_STATE_RUNNING, MV_STATE_STARTING)))
-    request_and_wait (machine, call, MV_DESIRED_RUNNING, FALSE, FALSE);
-}
-
-static void
-do_restart (MvMachine *machine, sd_bus_message *call)
-{
-  /* A machine that does not run is simply started. */
-  gboolean active = mv_state_holds_resources (machine->status->state);
-  request_and_wait (machine, call, MV_DESIRED_RUNNING, active, FALSE);
-}
-
-static void
-do_standby (MvMachine *machine, sd_bus_message *call)
-{
-  MvConfig *previous;
-
-  if (!check_state (machine, call, "put on standby",
-                    STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STANDBY)))
-    return;
-  previous = mv_config_copy (machine->config);
-  mv_config_set_standby (machine->config, TRUE, g_get_real_time ());
-  if (!save_config_or_reply (machine, call, previous))
-    return;
-  mv_config_free (previous);
-  mv_reconciler_wait (machine, call, NULL);
-}
-
-static void
-do_delete (MvMachine *machine, sd_bus_message *call)
-{
-  MvConfig *previous = mv_config_copy (machine->config);
-
-  mv_config_set_desired (machine->config, MV_DESIRED_DESTROYED, g_get_real_time ());
-  if (!save_config_or_reply (machine, call, previous))
-    return;
-  mv_config_free (previous);
-  mv_reconciler_wait (machine, call, NULL);
-}
-
-static gboolean
-machine_is_active (MvMachine *machine)
-{
-  MvState s = machine->status->state;
-  return mv_state_holds_resources (s) || s == MV_STATE_STANDBY || s == MV_STATE_STOPPING ||
-         machine->busy;
-}
-
-static int
-method_start (sd_bus_message *m, void *userdata, sd_bus_error *error)
-{
-  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "start", do_start);
-}
-
-static int
-method_stop (sd_bus_message *m, void *userdata, sd_bus_error *error)
-{
-  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "stop", do_stop);
-}
-
-static int
-method_pause (sd_bus_message *m, void *userdata, sd_bus_error *error)
-{
-  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "pause", do_pause);
-}
-
-static int
-method_resume (sd_bus_message *m, void *userdata, sd_bus_error *error)
-{
-  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "resume", do_resume);
-}
-
-static int
-method_standby (sd_bus_message *m, void *userdata, sd_bus_error *error)
-{
-  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "standby", do_standby);
-}
-
-static int
-method_restart (sd_bus_message *m, void *userdata, sd_bus_error *error)
-{
-  return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "restart", do_restart);
-}
+LIFECYCLE_METHOD (method_start, "start", do_start)
+LIFECYCLE_METHOD (method_stop, "stop", do_stop)
+LIFECYCLE_METHOD (method_pause, "pause", do_pause)
+LIFECYCLE_METHOD (method_resume, "resume", do_resume)
+LIFECYCLE_METHOD (method_standby, "standby", do_standby)
+LIFECYCLE_METHOD (method_restart, "restart", do_restart)
 
 static int
 method_delete (sd_bus_message *m, void *userdata, sd_bus_error *error)
@@ -387,7 +234,7 @@ method_delete (sd_bus_message *m, void *userdata, sd_bus_error *error)
 
   if (r < 0)
     return r;
-  if (machine_is_active (machine))
+  if (mv_machine_is_active (machine))
     {
       if (!force)
         return sd_bus_error_setf (error, MV_BUS_ERROR_INVALID_STATE,
@@ -401,34 +248,12 @@ method_delete (sd_bus_message *m, void *userdata, sd_bus_error *error)
 
 /* Update: the spec arrives as an argument, so it is parsed after the
  * caller is authorized, from the message itself. */
-static gboolean
-only_live_fields_differ (const MvSpec *current, const MvSpec *wanted)
-{
-  g_autoptr (MvSpec) masked = mv_spec_copy (wanted);
-
-  /* What may change while the machine runs: restart policy, labels and
-   * standby time. Everything else needs a stopped machine. */
-  masked->restart_mode = current->restart_mode;
-  masked->restart_max_retries = current->restart_max_retries;
-  masked->standby_after_seconds = current->standby_after_seconds;
-  g_hash_table_remove_all (masked->labels);
-  GHashTableIter iter;
-  gpointer k, v;
-  g_hash_table_iter_init (&iter, current->labels);
-  while (g_hash_table_iter_next (&iter, &k, &v))
-    g_hash_table_insert (masked->labels, g_strdup (k), g_strdup (v));
-  masked->remove_on_exit = current->remove_on_exit;
-  return mv_spec_equal (current, masked);
-}
-
 static void
 do_update (MvMachine *machine, sd_bus_message *call)
 {
   const char *json = NULL;
   g_autoptr (GError) error = NULL;
-  g_autoptr (MvSpec) spec = NULL;
-  MvConfig *previous;
-  MvSpec *current = machine->config->spec;
+  MvSpec *spec;
 
   sd_bus_message_rewind (call, TRUE);
   if (sd_bus_message_read (call, "s", &json) < 0)
@@ -437,46 +262,13 @@ do_update (MvMachine *machine, sd_bus_message *call)
       return;
     }
   spec = mv_spec_from_json (json, &error);
-  if (!spec || !mv_spec_validate_with_standby_min (spec, machine->daemon->standby_min_seconds, &error))
+  if (!spec || !mv_reconciler_update (machine->reconciler, machine, spec, &error))
     {
-      reply_gerror (call, error);
+      mv_bus_reply_gerror (call, error);
       return;
     }
-  if (spec->id && g_strcmp0 (spec->id, machine->id) != 0)
-    {
-      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_ARGUMENT,
-                                  "id: %s is not this machine's ID (%s)", spec->id, machine->id);
-      return;
-    }
-  if (g_strcmp0 (spec->name, current->name) != 0)
-    {
-      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_ARGUMENT,
-                                  "name: %s differs from the machine's name %s; use Rename",
-                                  spec->name, current->name);
-      return;
-    }
-  if (!mv_daemon_runtime_for_spec (machine->daemon, spec, &error))
-    {
-      reply_gerror (call, error);
-      return;
-    }
-  g_free (spec->id);
-  spec->id = g_strdup (current->id);
-  if (!only_live_fields_differ (current, spec) &&
-      !check_state (machine, call, "update",
-                    STATES (MV_STATE_STOPPED, MV_STATE_FAILED, MV_STATE_STANDBY)))
-    return;
-  /* A frozen guest cannot wake into another shape: it boots afresh. */
-  gboolean discard = machine->status->saved_state && mv_spec_shape_differs (current, spec);
-
-  previous = mv_config_copy (machine->config);
-  if (mv_config_update_spec (machine->config, g_steal_pointer (&spec), g_get_real_time ()) &&
-      !save_config_or_reply (machine, call, previous))
-    return;
-  mv_config_free (previous);
-  if (discard)
-    mv_reconciler_discard_saved_state (machine);
   sd_bus_reply_method_return (call, NULL);
+  mv_reconciler_kick (machine);
 }
 
 static int
@@ -490,8 +282,6 @@ do_rename (MvMachine *machine, sd_bus_message *call)
 {
   const char *name = NULL;
   g_autoptr (GError) error = NULL;
-  MvMachine *other;
-  MvConfig *previous;
 
   sd_bus_message_rewind (call, TRUE);
   if (sd_bus_message_read (call, "s", &name) < 0)
@@ -499,35 +289,10 @@ do_rename (MvMachine *machine, sd_bus_message *call)
       sd_bus_reply_method_errorf (call, SD_BUS_ERROR_INVALID_ARGS, "Expected a name");
       return;
     }
-  if (!mv_name_validate ("name", name, &error))
-    {
-      reply_gerror (call, error);
-      return;
-    }
-  if (g_strcmp0 (name, machine->config->spec->name) == 0)
-    {
-      sd_bus_reply_method_return (call, NULL);
-      return;
-    }
-  other = mv_daemon_find_machine (machine->daemon, name);
-  if (other && other != machine)
-    {
-      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_ALREADY_EXISTS,
-                                  "name: a machine called %s exists already", name);
-      return;
-    }
-  if (!check_state (machine, call, "rename", STATES (MV_STATE_STOPPED, MV_STATE_FAILED)))
-    return;
-
-  previous = mv_config_copy (machine->config);
-  g_autoptr (MvSpec) spec = mv_spec_copy (machine->config->spec);
-  g_free (spec->name);
-  spec->name = g_strdup (name);
-  mv_config_update_spec (machine->config, g_steal_pointer (&spec), g_get_real_time ());
-  if (!save_config_or_reply (machine, call, previous))
-    return;
-  mv_config_free (previous);
-  sd_bus_reply_method_return (call, NULL);
+  if (!mv_reconciler_rename (machine->reconciler, machine, name, &error))
+    mv_bus_reply_gerror (call, error);
+  else
+    sd_bus_reply_method_return (call, NULL);
 }
 
 static int
@@ -540,26 +305,23 @@ static void
 do_set_desired (MvMachine *machine, sd_bus_message *call)
 {
   const char *value = NULL;
-  MvDesired desired;
-  MvConfig *previous;
+  g_autoptr (GError) error = NULL;
+  MvDesired desired = MV_DESIRED_COUNT;
 
   sd_bus_message_rewind (call, TRUE);
-  if (sd_bus_message_read (call, "s", &value) < 0 ||
-      !mv_desired_from_string (value, &desired) || desired == MV_DESIRED_DESTROYED)
+  if (sd_bus_message_read (call, "s", &value) < 0 || !mv_desired_from_string (value, &desired) ||
+      desired == MV_DESIRED_DESTROYED)
     {
       sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_ARGUMENT,
                                   "state: '%s' is not one of running, paused, stopped (use Delete to destroy)",
                                   value ? value : "");
       return;
     }
-  previous = mv_config_copy (machine->config);
-  if (mv_config_set_desired (machine->config, desired, g_get_real_time ()))
+  if (!mv_reconciler_set_desired (machine->reconciler, machine, desired, &error))
     {
-      machine->config->stopped_by_user = desired == MV_DESIRED_STOPPED;
-      if (!save_config_or_reply (machine, call, previous))
-        return;
+      mv_bus_reply_gerror (call, error);
+      return;
     }
-  mv_config_free (previous);
   sd_bus_reply_method_return (call, NULL);
   mv_reconciler_kick (machine);
 }
@@ -580,7 +342,8 @@ do_get_console_log (MvMachine *machine, sd_bus_message *call)
                                   CONSOLE_TAIL_LINES_MAX);
       return;
     }
-  dir = mv_store_machine_runtime_dir (machine->daemon->store, machine->id);
+  MvRecords *records = mv_reconciler_host (machine->reconciler)->records;
+  dir = records->runtime_dir (records, machine->id);
   path = g_build_filename (dir, MV_CONSOLE_LOG_NAME, NULL);
   text = mv_file_tail (path, 0, lines);
   sd_bus_reply_method_return (call, "s", text);
@@ -668,13 +431,13 @@ static const sd_bus_vtable machine_vtable[] = {
 };
 
 int
-mv_machine_object_register (MvDaemon *daemon)
+mv_machine_object_register (MvBusService *service)
 {
-  int r = sd_bus_add_fallback_vtable (daemon->bus, NULL, MV_MACHINE_PREFIX, MV_MACHINE_IFACE,
-                                      machine_vtable, machine_find, daemon);
+  sd_bus *bus = mv_bus_service_bus (service);
+  int r = sd_bus_add_fallback_vtable (bus, NULL, MV_MACHINE_PREFIX, MV_MACHINE_IFACE,
+                                      machine_vtable, machine_find, service);
   if (r >= 0)
-    r = sd_bus_add_node_enumerator (daemon->bus, NULL, MV_MACHINE_PREFIX, machine_enumerate,
-                                    daemon);
+    r = sd_bus_add_node_enumerator (bus, NULL, MV_MACHINE_PREFIX, machine_enumerate, service);
   return r;
 }
 
@@ -699,32 +462,31 @@ static const struct {
 };
 
 void
-mv_machine_object_flush (MvMachine *machine)
+mv_machine_object_flush (MvMachineView *view)
 {
-  sd_bus *bus = machine->daemon->bus;
+  MvMachine *machine = view->machine;
+  sd_bus *bus = mv_bus_service_bus (view->service);
   g_autoptr (GPtrArray) names = g_ptr_array_new ();
   MvState state = machine->status->state;
 
-  if (machine->dirty == 0 || !machine->announced)
+  if (view->dirty == 0 || !view->announced)
     {
-      machine->dirty = 0;
+      view->dirty = 0;
       return;
     }
   for (gsize i = 0; i < G_N_ELEMENTS (prop_names); i++)
-    if (machine->dirty & prop_names[i].bit)
+    if (view->dirty & prop_names[i].bit)
       for (guint j = 0; prop_names[i].names[j]; j++)
         g_ptr_array_add (names, (gpointer) prop_names[i].names[j]);
   g_ptr_array_add (names, NULL);
-  machine->dirty = 0;
+  view->dirty = 0;
 
-  sd_bus_emit_properties_changed_strv (bus, machine->path, MV_MACHINE_IFACE,
-                                       (char **) names->pdata);
-  if (state != machine->announced_state)
+  sd_bus_emit_properties_changed_strv (bus, view->path, MV_MACHINE_IFACE, (char **) names->pdata);
+  if (state != view->announced_state)
     {
-      sd_bus_emit_signal (bus, machine->path, MV_MACHINE_IFACE, "StateChanged", "sss",
-                          mv_state_to_string (state),
-                          mv_state_to_string (machine->announced_state),
+      sd_bus_emit_signal (bus, view->path, MV_MACHINE_IFACE, "StateChanged", "sss",
+                          mv_state_to_string (state), mv_state_to_string (view->announced_state),
                           machine->status->state_error ? machine->status->state_error : "");
-      machine->announced_state = state;
+      view->announced_state = state;
     }
 }

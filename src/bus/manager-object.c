@@ -4,9 +4,8 @@
 #include "core/errors.h"
 #include "machine-object.h"
 #include "names.h"
-#include "store/fault.h"
 #include "polkit.h"
-#include "reconcile/reconciler.h"
+#include "store/store.h"
 
 #include "config.h"
 
@@ -21,62 +20,38 @@ static const char *const features[] = {
 };
 
 void
-mv_manager_announce_machine (MvDaemon *daemon, MvMachine *machine)
+mv_manager_announce_machine (sd_bus *bus, MvMachineView *view)
 {
-  machine->announced = TRUE;
-  machine->announced_state = machine->status->state;
-  sd_bus_emit_object_added (daemon->bus, machine->path);
-  sd_bus_emit_signal (daemon->bus, MV_MANAGER_PATH, MV_MANAGER_IFACE, "MachineNew", "so",
-                      machine->id, machine->path);
+  view->announced = TRUE;
+  view->announced_state = view->machine->status->state;
+  sd_bus_emit_object_added (bus, view->path);
+  sd_bus_emit_signal (bus, MV_MANAGER_PATH, MV_MANAGER_IFACE, "MachineNew", "so",
+                      view->machine->id, view->path);
 }
 
 void
-mv_manager_announce_removed (MvDaemon *daemon, MvMachine *machine)
+mv_manager_announce_removed (sd_bus *bus, MvMachineView *view)
 {
-  if (!machine->announced)
+  if (!view->announced)
     return;
   /* The object must still be found while its removal is announced. */
-  sd_bus_emit_object_removed (daemon->bus, machine->path);
-  sd_bus_emit_signal (daemon->bus, MV_MANAGER_PATH, MV_MANAGER_IFACE, "MachineRemoved", "so",
-                      machine->id, machine->path);
-  machine->announced = FALSE;
-}
-
-static int
-create_reply_existing (MvMachine *machine, sd_bus_message *call, guint64 flags)
-{
-  if (flags & MV_CREATE_START)
-    {
-      MvConfig *config = machine->config;
-      if (mv_config_set_desired (config, MV_DESIRED_RUNNING, g_get_real_time ()))
-        {
-          g_autoptr (GError) error = NULL;
-          if (!mv_store_save_config (machine->daemon->store, config, &error))
-            {
-              mv_bus_reply_gerror (call, error);
-              return 1;
-            }
-          mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
-        }
-      mv_reconciler_wait (machine, call, machine->path);
-      return 1;
-    }
-  return sd_bus_reply_method_return (call, "o", machine->path);
+  sd_bus_emit_object_removed (bus, view->path);
+  sd_bus_emit_signal (bus, MV_MANAGER_PATH, MV_MANAGER_IFACE, "MachineRemoved", "so",
+                      view->machine->id, view->path);
+  view->announced = FALSE;
 }
 
 static void
 do_create (sd_bus_message *call, gpointer user_data)
 {
-  MvDaemon *daemon = user_data;
+  MvBusService *service = user_data;
+  MvReconciler *rec = mv_bus_service_reconciler (service);
   const char *json = NULL;
   uint64_t flags = 0;
   g_autoptr (GError) error = NULL;
-  g_autoptr (MvSpec) spec = NULL;
-  g_autoptr (MvConfig) config = NULL;
-  g_autoptr (MvStatus) status = NULL;
-  g_autofree char *fingerprint = NULL;
-  MvMachine *existing, *machine;
-  MvRuntime *runtime;
+  gboolean existed = FALSE;
+  MvMachine *machine;
+  MvSpec *spec;
 
   if (sd_bus_message_read (call, "st", &json, &flags) < 0)
     {
@@ -92,66 +67,17 @@ do_create (sd_bus_message *call, gpointer user_data)
       return;
     }
   spec = mv_spec_from_json (json, &error);
-  if (!spec || !mv_spec_validate_with_standby_min (spec, daemon->standby_min_seconds, &error))
+  machine = spec ? mv_reconciler_define (rec, spec, flags & MV_CREATE_START, &existed, &error)
+                 : NULL;
+  if (!machine)
     {
       mv_bus_reply_gerror (call, error);
       return;
     }
-
-  /* A client retrying with the same ID gets the same machine. */
-  fingerprint = mv_spec_fingerprint (spec);
-  if (spec->id && (existing = g_hash_table_lookup (daemon->machines, spec->id)) && !existing->gone)
-    {
-      if (g_strcmp0 (existing->config->fingerprint, fingerprint) != 0)
-        {
-          sd_bus_reply_method_errorf (call, MV_BUS_ERROR_CONFLICT,
-                                      "id: machine %s exists with a different spec", spec->id);
-          return;
-        }
-      create_reply_existing (existing, call, flags);
-      return;
-    }
-  existing = mv_daemon_find_machine (daemon, spec->name);
-  if (existing)
-    {
-      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_ALREADY_EXISTS,
-                                  "name: a machine called %s exists already", spec->name);
-      return;
-    }
-  if (!(runtime = mv_daemon_runtime_for_spec (daemon, spec, &error)))
-    {
-      mv_bus_reply_gerror (call, error);
-      return;
-    }
-
-  /* A machine keeps the hypervisor it was created with, even when the
-   * host's default changes; its fingerprint stays that of what was sent. */
-  if (!spec->hypervisor_type)
-    spec->hypervisor_type = g_strdup (runtime->type);
-  if (!spec->id)
-    spec->id = mv_id_new ();
-  g_autofree char *id = g_strdup (spec->id);
-  config = mv_config_new (id, g_steal_pointer (&spec), g_get_real_time ());
-  g_free (config->fingerprint);
-  config->fingerprint = g_steal_pointer (&fingerprint);
   if (flags & MV_CREATE_START)
-    mv_config_set_desired (config, MV_DESIRED_RUNNING, config->created_at);
-  status = mv_status_new ();
-  if (!mv_store_create_machine (daemon->store, config, status, &error))
-    {
-      mv_bus_reply_gerror (call, error);
-      return;
-    }
-  mv_fault_point ("create", "published");
-
-  machine = mv_machine_new (daemon, g_steal_pointer (&config), g_steal_pointer (&status));
-  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, MV_LOG_FIELD_MACHINE_ID, machine->id,
-                    "MESSAGE", "Machine %s (%s) defined", machine->config->spec->name, machine->id);
-  mv_manager_announce_machine (daemon, machine);
-  if (flags & MV_CREATE_START)
-    mv_reconciler_wait (machine, call, machine->path);
+    mv_bus_wait (mv_bus_view (service, machine), call, MV_REPLY_PATH);
   else
-    sd_bus_reply_method_return (call, "o", machine->path);
+    sd_bus_reply_method_return (call, "o", mv_bus_view (service, machine)->path);
 }
 
 static int
@@ -178,23 +104,23 @@ method_create_machine (sd_bus_message *m, void *userdata, sd_bus_error *error)
 static int
 method_get_machine (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-  MvDaemon *daemon = userdata;
+  MvBusService *service = userdata;
   const char *name_or_id = NULL;
   MvMachine *machine;
   int r = sd_bus_message_read (m, "s", &name_or_id);
 
   if (r < 0)
     return r;
-  machine = mv_daemon_find_machine (daemon, name_or_id);
+  machine = mv_reconciler_find (mv_bus_service_reconciler (service), name_or_id);
   if (!machine)
     return sd_bus_error_setf (error, MV_BUS_ERROR_NOT_FOUND, "No machine called %s", name_or_id);
-  return sd_bus_reply_method_return (m, "o", machine->path);
+  return sd_bus_reply_method_return (m, "o", mv_bus_view (service, machine)->path);
 }
 
 typedef struct {
-  MvDaemon *daemon;
-  char     *name_or_id;
-  guint64   sequence;
+  MvBusService *service;
+  char         *name_or_id;
+  guint64       sequence;
 } TrafficCall;
 
 static void
@@ -208,7 +134,10 @@ static void
 do_restore_after_traffic (sd_bus_message *call, gpointer user_data)
 {
   TrafficCall *t = user_data;
-  MvMachine *machine = mv_daemon_find_machine (t->daemon, t->name_or_id);
+  MvReconciler *rec = mv_bus_service_reconciler (t->service);
+  MvMachine *machine = mv_reconciler_find (rec, t->name_or_id);
+  g_autoptr (GError) error = NULL;
+  gboolean waking = FALSE;
 
   if (!machine)
     {
@@ -216,14 +145,19 @@ do_restore_after_traffic (sd_bus_message *call, gpointer user_data)
                                   t->name_or_id);
       return;
     }
-  mv_reconciler_traffic (machine, t->sequence, call);
+  if (!mv_reconciler_traffic (rec, machine, t->sequence, &waking, &error))
+    mv_bus_reply_gerror (call, error);
+  else if (waking)
+    mv_bus_wait (mv_bus_view (t->service, machine), call, MV_REPLY_TRUE);
+  else
+    sd_bus_reply_method_return (call, "b", 0);
 }
 
 /* The network layer reports traffic for a machine; one on standby wakes. */
 static int
 method_restore_after_traffic (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-  MvDaemon *daemon = userdata;
+  MvBusService *service = userdata;
   const char *name_or_id = NULL;
   uint64_t sequence = 0;
   MvMachine *machine;
@@ -232,7 +166,7 @@ method_restore_after_traffic (sd_bus_message *m, void *userdata, sd_bus_error *e
 
   if (r < 0)
     return r;
-  machine = mv_daemon_find_machine (daemon, name_or_id);
+  machine = mv_reconciler_find (mv_bus_service_reconciler (service), name_or_id);
   if (!machine)
     return sd_bus_error_setf (error, MV_BUS_ERROR_NOT_FOUND, "No machine called %s", name_or_id);
 
@@ -243,7 +177,7 @@ method_restore_after_traffic (sd_bus_message *m, void *userdata, sd_bus_error *e
     NULL,
   };
   t = g_new0 (TrafficCall, 1);
-  t->daemon = daemon;
+  t->service = service;
   t->name_or_id = g_strdup (machine->id);
   t->sequence = sequence;
   mv_polkit_check (m, MV_ACTION_MACHINE_LIFECYCLE, details, do_restore_after_traffic, t,
@@ -251,38 +185,23 @@ method_restore_after_traffic (sd_bus_message *m, void *userdata, sd_bus_error *e
   return 1;
 }
 
-static gint
-compare_by_name (gconstpointer a, gconstpointer b)
-{
-  const MvMachine *ma = *(MvMachine *const *) a;
-  const MvMachine *mb = *(MvMachine *const *) b;
-  return g_strcmp0 (ma->config->spec->name, mb->config->spec->name);
-}
-
 static int
 method_list_machines (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-  MvDaemon *daemon = userdata;
+  MvBusService *service = userdata;
   g_autoptr (sd_bus_message) reply = NULL;
-  g_autoptr (GPtrArray) sorted = g_ptr_array_sized_new (g_hash_table_size (daemon->machines));
-  GHashTableIter iter;
-  MvMachine *machine;
+  g_autoptr (GPtrArray) sorted = mv_reconciler_list (mv_bus_service_reconciler (service));
   int r;
-
-  g_hash_table_iter_init (&iter, daemon->machines);
-  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    if (!machine->gone)
-      g_ptr_array_add (sorted, machine);
-  g_ptr_array_sort (sorted, compare_by_name);
 
   r = sd_bus_message_new_method_return (m, &reply);
   if (r >= 0)
     r = sd_bus_message_open_container (reply, 'a', "(ssso)");
   for (guint i = 0; r >= 0 && i < sorted->len; i++)
     {
-      machine = sorted->pdata[i];
+      MvMachine *machine = sorted->pdata[i];
       r = sd_bus_message_append (reply, "(ssso)", machine->id, machine->config->spec->name,
-                                 mv_state_to_string (machine->status->state), machine->path);
+                                 mv_state_to_string (machine->status->state),
+                                 mv_bus_view (service, machine)->path);
     }
   if (r >= 0)
     r = sd_bus_message_close_container (reply);
@@ -316,13 +235,14 @@ static int
 get_hypervisors (sd_bus *bus, const char *path, const char *interface, const char *property,
                  sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
-  MvDaemon *daemon = userdata;
+  MvBusService *service = userdata;
+  MvRuntimes *runtimes = mv_reconciler_host (mv_bus_service_reconciler (service))->runtimes;
   int r = sd_bus_message_open_container (reply, 'a', "(ss)");
 
-  for (guint i = 0; r >= 0 && i < daemon->runtimes->len; i++)
+  for (guint i = 0; r >= 0 && i < mv_runtimes_count (runtimes); i++)
     {
-      MvRuntime *rt = daemon->runtimes->pdata[i];
-      r = sd_bus_message_append (reply, "(ss)", rt->type, mv_daemon_runtime_version (daemon, rt));
+      MvRuntime *rt = mv_runtimes_get (runtimes, i);
+      r = sd_bus_message_append (reply, "(ss)", rt->type, mv_runtimes_version (runtimes, rt));
     }
   if (r < 0)
     return r;
@@ -333,12 +253,12 @@ static int
 get_invalid_records (sd_bus *bus, const char *path, const char *interface, const char *property,
                      sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
-  MvDaemon *daemon = userdata;
+  GPtrArray *invalid = mv_bus_service_invalid (userdata);
   int r = sd_bus_message_open_container (reply, 'a', "(ss)");
 
-  for (guint i = 0; r >= 0 && i < daemon->invalid->len; i++)
+  for (guint i = 0; r >= 0 && i < invalid->len; i++)
     {
-      MvInvalidRecord *rec = daemon->invalid->pdata[i];
+      MvInvalidRecord *rec = invalid->pdata[i];
       r = sd_bus_message_append (reply, "(ss)", rec->path, rec->reason);
     }
   if (r < 0)
@@ -371,11 +291,12 @@ static const sd_bus_vtable manager_vtable[] = {
 };
 
 int
-mv_manager_object_register (MvDaemon *daemon)
+mv_manager_object_register (MvBusService *service)
 {
-  int r = sd_bus_add_object_vtable (daemon->bus, NULL, MV_MANAGER_PATH, MV_MANAGER_IFACE,
-                                    manager_vtable, daemon);
+  sd_bus *bus = mv_bus_service_bus (service);
+  int r = sd_bus_add_object_vtable (bus, NULL, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                    manager_vtable, service);
   if (r >= 0)
-    r = sd_bus_add_object_manager (daemon->bus, NULL, MV_MANAGER_PATH);
+    r = sd_bus_add_object_manager (bus, NULL, MV_MANAGER_PATH);
   return r;
 }

@@ -1,186 +1,41 @@
-/* The daemon: opens the bus, loads and recovers the records, serves the
- * manager and machine objects, and runs the main loop until told to stop.
- * VMMs are left running when it exits; the next daemon adopts them. */
+/* The daemon: reads its configuration, loads the records, builds the host
+ * layers and the reconciler, and serves the bus once every machine is
+ * recovered. VMMs are left running when it exits; the next daemon adopts
+ * them. */
 #include "daemon.h"
-#include "bus/machine-object.h"
-#include "bus/manager-object.h"
+#include "bus/service.h"
 #include "core/errors.h"
+#include "hypervisor/runtime.h"
 #include "names.h"
 #include "reconcile/reconciler.h"
-#include "hypervisor/runtime.h"
+#include "storage/storage.h"
+#include "store/store.h"
 
 #include "config.h"
 
 #include <glib-unix.h>
 #include <systemd/sd-daemon.h>
 
+struct _MvDaemon {
+  char               *bus_address;
+  sd_bus             *bus;             /* connected once every machine is recovered */
+  GSource            *bus_source;
+  MvStore            *store;
+  GPtrArray          *invalid;         /* MvInvalidRecord* found at startup */
+  GPtrArray          *runtimes;        /* MvRuntime*, in the order offered */
+  GPtrArray          *builtin_runtimes; /* owns the built-in ones among them */
+  char               *default_type;    /* [daemon] default-hypervisor; NULL = the first */
+  MvHost              host;
+  MvReconcilerOptions options;
+  MvReconciler       *reconciler;
+  MvBusService       *service;
+  GMainLoop          *loop;
+  char               *config_path;
+  GKeyFile           *config;
+  gboolean            recovered;
+};
+
 static GPtrArray *registered_runtimes;
-
-void
-mv_daemon_add_runtime (MvDaemon *daemon, MvRuntime *runtime)
-{
-  g_ptr_array_add (daemon->runtimes, runtime);
-}
-
-const char *
-mv_daemon_runtime_version (MvDaemon *daemon, MvRuntime *runtime)
-{
-  const char *version = g_hash_table_lookup (daemon->runtime_versions, runtime);
-  return version ? version : "";
-}
-
-static gboolean
-version_equal (const char *a, const char *b)
-{
-  /* "v1.16.0" and "1.16.0" are one version. */
-  if (a[0] == 'v')
-    a++;
-  if (b[0] == 'v')
-    b++;
-  return g_str_equal (a, b);
-}
-
-MvRuntime *
-mv_daemon_find_runtime (MvDaemon *daemon, const char *type, const char *version)
-{
-  if (!type || !*type)
-    type = daemon->default_type;
-  for (guint i = 0; i < daemon->runtimes->len; i++)
-    {
-      MvRuntime *rt = daemon->runtimes->pdata[i];
-
-      if (type && g_strcmp0 (rt->type, type) != 0)
-        continue;
-      if (!version || !*version || version_equal (mv_daemon_runtime_version (daemon, rt), version))
-        return rt;
-    }
-  return NULL;
-}
-
-MvRuntime *
-mv_daemon_runtime_for_spec (MvDaemon *daemon, const MvSpec *spec, GError **error)
-{
-  MvRuntime *rt = mv_daemon_find_runtime (daemon, spec->hypervisor_type, spec->hypervisor_version);
-  g_autoptr (GString) have = NULL;
-
-  if (rt)
-    return rt;
-  if (!spec->hypervisor_version || !mv_daemon_find_runtime (daemon, spec->hypervisor_type, NULL))
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
-                   "hypervisor_type: %s is not available on this host",
-                   spec->hypervisor_type ? spec->hypervisor_type : "no hypervisor");
-      return NULL;
-    }
-  have = g_string_new (NULL);
-  for (guint i = 0; i < daemon->runtimes->len; i++)
-    {
-      MvRuntime *other = daemon->runtimes->pdata[i];
-      if (g_strcmp0 (other->type, spec->hypervisor_type) == 0)
-        g_string_append_printf (have, "%s%s", have->len ? ", " : "",
-                                mv_daemon_runtime_version (daemon, other));
-    }
-  g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
-               "hypervisor_version: %s %s is not available on this host (it has %s)",
-               spec->hypervisor_type, spec->hypervisor_version, have->str);
-  return NULL;
-}
-
-MvMachine *
-mv_daemon_find_machine (MvDaemon *daemon, const char *name_or_id)
-{
-  MvMachine *machine = g_hash_table_lookup (daemon->machines, name_or_id);
-  GHashTableIter iter;
-
-  if (machine && !machine->gone)
-    return machine;
-  g_hash_table_iter_init (&iter, daemon->machines);
-  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    if (!machine->gone && g_strcmp0 (machine->config->spec->name, name_or_id) == 0)
-      return machine;
-  return NULL;
-}
-
-MvMachine *
-mv_daemon_find_machine_by_path (MvDaemon *daemon, const char *path)
-{
-  g_autofree char *id = NULL;
-  MvMachine *machine;
-
-  if (sd_bus_path_decode (path, MV_MACHINE_PREFIX, &id) <= 0 || !id)
-    return NULL;
-  machine = g_hash_table_lookup (daemon->machines, id);
-  return machine && !machine->gone ? machine : NULL;
-}
-
-static gboolean
-flush_machine (gpointer user_data)
-{
-  MvMachine *machine = user_data;
-
-  machine->flush_id = 0;
-  mv_machine_object_flush (machine);
-  return G_SOURCE_REMOVE;
-}
-
-void
-mv_machine_changed (MvMachine *machine, guint props)
-{
-  if (props == 0)
-    return;
-  machine->dirty |= props;
-  /* One announcement per object per main loop turn, however many changes. */
-  if (machine->flush_id == 0)
-    machine->flush_id = g_idle_add (flush_machine, machine);
-}
-
-MvMachine *
-mv_machine_new (MvDaemon *daemon, MvConfig *config, MvStatus *status)
-{
-  MvMachine *machine = g_new0 (MvMachine, 1);
-
-  machine->daemon = daemon;
-  machine->id = g_strdup (config->id);
-  machine->path = mv_machine_object_path (config->id);
-  machine->config = config;
-  machine->status = status;
-  machine->announced_state = status->state;
-  g_queue_init (&machine->waiters);
-  g_hash_table_insert (daemon->machines, machine->id, machine);
-  return machine;
-}
-
-void
-mv_machine_free (MvMachine *machine)
-{
-  g_autoptr (GError) error = g_error_new (MV_ERROR, MV_ERROR_UNAVAILABLE,
-                                           "The daemon is shutting down");
-
-  /* Calls still waiting get an answer rather than a timeout. */
-  mv_reconciler_settle_waiters (machine, error);
-  g_clear_handle_id (&machine->flush_id, g_source_remove);
-  g_clear_handle_id (&machine->restart_timer, g_source_remove);
-  mv_config_free (machine->config);
-  mv_status_free (machine->status);
-  g_free (machine->path);
-  g_free (machine->id);
-  g_free (machine);
-}
-
-void
-mv_daemon_drop_machine (MvDaemon *daemon, MvMachine *machine)
-{
-  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, MV_LOG_FIELD_MACHINE_ID, machine->id,
-                    "MESSAGE", "Machine %s (%s) deleted", machine->config->spec->name, machine->id);
-  /* Pending changes go out first, then the removal, while the object can
-   * still be found; only then is it gone for everyone. */
-  g_clear_handle_id (&machine->flush_id, g_source_remove);
-  mv_machine_object_flush (machine);
-  mv_manager_announce_removed (daemon, machine);
-  machine->gone = TRUE;
-  mv_reconciler_settle_waiters (machine, NULL);
-  g_hash_table_remove (daemon->machines, machine->id);
-}
 
 static sd_bus *
 open_bus (const char *address, GError **error)
@@ -215,18 +70,18 @@ open_bus (const char *address, GError **error)
 typedef struct {
   const char *key;
   guint       min, max, fallback;
-  gsize       offset;             /* of the guint in MvDaemon */
+  gsize       offset;             /* of the guint in MvReconcilerOptions */
 } LifecycleSetting;
 
-/* The [lifecycle] group; data/microvmd.conf documents each key. */
+/* The [lifecycle] group the reconciler needs; data/microvmd.conf documents
+ * each key. The hypervisor layer reads its own (timeouts). */
 static const LifecycleSetting lifecycle_settings[] = {
-  { "stop-timeout-seconds", 1, 3600, 30, G_STRUCT_OFFSET (MvDaemon, stop_timeout_seconds) },
   { "standby-min-seconds", 1, 86400, MV_STANDBY_AFTER_MIN_SECONDS,
-    G_STRUCT_OFFSET (MvDaemon, standby_min_seconds) },
-  { "idle-sample-seconds", 1, 3600, 60, G_STRUCT_OFFSET (MvDaemon, idle_sample_seconds) },
-  { "idle-cpu-percent", 1, 100, 5, G_STRUCT_OFFSET (MvDaemon, idle_cpu_percent) },
-  { "restart-backoff-ms", 1, 600000, 1000, G_STRUCT_OFFSET (MvDaemon, restart_backoff_ms) },
-  { "resync-seconds", 1, 3600, 30, G_STRUCT_OFFSET (MvDaemon, resync_seconds) },
+    G_STRUCT_OFFSET (MvReconcilerOptions, standby_min_seconds) },
+  { "idle-sample-seconds", 1, 3600, 60, G_STRUCT_OFFSET (MvReconcilerOptions, idle_sample_seconds) },
+  { "idle-cpu-percent", 1, 100, 5, G_STRUCT_OFFSET (MvReconcilerOptions, idle_cpu_percent) },
+  { "restart-backoff-ms", 1, 600000, 1000, G_STRUCT_OFFSET (MvReconcilerOptions, restart_backoff_ms) },
+  { "resync-seconds", 1, 3600, 30, G_STRUCT_OFFSET (MvReconcilerOptions, resync_seconds) },
 };
 
 static gboolean
@@ -236,7 +91,8 @@ load_config (MvDaemon *daemon, const char *path, gboolean explicit, GError **err
 
   daemon->config = g_key_file_new ();
   for (guint i = 0; i < G_N_ELEMENTS (lifecycle_settings); i++)
-    G_STRUCT_MEMBER (guint, daemon, lifecycle_settings[i].offset) = lifecycle_settings[i].fallback;
+    G_STRUCT_MEMBER (guint, &daemon->options, lifecycle_settings[i].offset) =
+      lifecycle_settings[i].fallback;
 
   if (!g_key_file_load_from_file (daemon->config, path, G_KEY_FILE_NONE, &local))
     {
@@ -259,7 +115,7 @@ load_config (MvDaemon *daemon, const char *path, gboolean explicit, GError **err
                        "%s: [lifecycle] %s must be %u to %u", path, s->key, s->min, s->max);
           return FALSE;
         }
-      G_STRUCT_MEMBER (guint, daemon, s->offset) = (guint) v;
+      G_STRUCT_MEMBER (guint, &daemon->options, s->offset) = (guint) v;
     }
   return TRUE;
 }
@@ -269,8 +125,8 @@ mv_daemon_set_migration_guard (MvDaemon *daemon,
                                gboolean (*guard) (const char *machine_id, gpointer user_data),
                                gpointer user_data)
 {
-  daemon->migration_guard = guard;
-  daemon->migration_guard_data = user_data;
+  daemon->options.migration_guard = guard;
+  daemon->options.migration_guard_data = user_data;
 }
 
 static MvDaemonSetupFunc setup_func;
@@ -284,6 +140,15 @@ mv_daemon_set_setup_func (MvDaemonSetupFunc func)
 static const char *const hypervisor_types[] = { "cloud-hypervisor", "firecracker", "qemu" };
 
 static gboolean
+has_runtime_type (MvDaemon *daemon, const char *type)
+{
+  for (guint i = 0; i < daemon->runtimes->len; i++)
+    if (g_strcmp0 (((MvRuntime *) daemon->runtimes->pdata[i])->type, type) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
 add_builtin_runtimes (MvDaemon *daemon, GError **error)
 {
   g_autofree char *type = g_key_file_get_string (daemon->config, "daemon", "default-hypervisor",
@@ -292,7 +157,7 @@ add_builtin_runtimes (MvDaemon *daemon, GError **error)
   if (type && !g_str_equal (type, "auto"))
     {
       if (!g_strv_contains ((const char *const *) hypervisor_types, type) &&
-          !mv_daemon_find_runtime (daemon, type, NULL))
+          !has_runtime_type (daemon, type))
         {
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                        "%s: [daemon] default-hypervisor: '%s' is not one of auto, "
@@ -309,7 +174,7 @@ add_builtin_runtimes (MvDaemon *daemon, GError **error)
       return FALSE;
     }
   for (guint i = 0; i < daemon->builtin_runtimes->len; i++)
-    mv_daemon_add_runtime (daemon, daemon->builtin_runtimes->pdata[i]);
+    g_ptr_array_add (daemon->runtimes, daemon->builtin_runtimes->pdata[i]);
   return TRUE;
 }
 
@@ -328,16 +193,12 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
 
   daemon = g_new0 (MvDaemon, 1);
   daemon->store = g_steal_pointer (&store);
-  daemon->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
-                                            (GDestroyNotify) mv_machine_free);
   daemon->invalid = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_invalid_record_free);
   daemon->runtimes = g_ptr_array_new ();
-  daemon->runtime_versions = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   daemon->loop = g_main_loop_new (NULL, FALSE);
   daemon->config_path = g_strdup (config_path);
   if (registered_runtimes)
-    for (guint i = 0; i < registered_runtimes->len; i++)
-      mv_daemon_add_runtime (daemon, registered_runtimes->pdata[i]);
+    g_ptr_array_extend (daemon->runtimes, registered_runtimes, NULL, NULL);
 
   if (!load_config (daemon, config_path, options->config_path != NULL, error) ||
       !add_builtin_runtimes (daemon, error))
@@ -345,7 +206,6 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
       mv_daemon_free (daemon);
       return NULL;
     }
-
   daemon->bus_address = g_strdup (options->bus_address);
   return daemon;
 }
@@ -355,7 +215,9 @@ mv_daemon_free (MvDaemon *daemon)
 {
   if (!daemon)
     return;
-  g_clear_pointer (&daemon->machines, g_hash_table_unref);
+  /* The reconciler answers what still waits, through the bus, first. */
+  g_clear_pointer (&daemon->reconciler, mv_reconciler_free);
+  g_clear_pointer (&daemon->service, mv_bus_service_free);
   if (daemon->bus_source)
     {
       g_source_destroy (daemon->bus_source);
@@ -363,10 +225,12 @@ mv_daemon_free (MvDaemon *daemon)
     }
   if (daemon->bus)
     sd_bus_flush_close_unref (daemon->bus);
+  g_clear_pointer (&daemon->host.runtimes, mv_runtimes_free);
+  g_clear_pointer (&daemon->host.storage, mv_storage_free);
+  g_clear_pointer (&daemon->host.records, g_free);
   g_clear_pointer (&daemon->invalid, g_ptr_array_unref);
   g_clear_pointer (&daemon->runtimes, g_ptr_array_unref);
   g_clear_pointer (&daemon->builtin_runtimes, g_ptr_array_unref);
-  g_clear_pointer (&daemon->runtime_versions, g_hash_table_unref);
   g_free (daemon->default_type);
   g_free (daemon->bus_address);
   g_clear_pointer (&daemon->loop, g_main_loop_unref);
@@ -376,86 +240,31 @@ mv_daemon_free (MvDaemon *daemon)
   g_free (daemon);
 }
 
-static void
-read_runtime_versions (MvDaemon *daemon)
+/* The runtimes with the versions they report, asked once at startup. */
+static MvRuntimes *
+runtimes_new (MvDaemon *daemon)
 {
+  MvRuntimes *runtimes = mv_runtimes_new (daemon->default_type);
+
   for (guint i = 0; i < daemon->runtimes->len; i++)
     {
       MvRuntime *rt = daemon->runtimes->pdata[i];
       g_autoptr (GError) error = NULL;
-      char *version = rt->version ? rt->version (rt, &error) : NULL;
+      g_autofree char *version = rt->version ? rt->version (rt, &error) : NULL;
 
       if (!version && error)
         g_warning ("Hypervisor %s: could not read its version: %s", rt->type, error->message);
-      g_hash_table_insert (daemon->runtime_versions, rt, version ? version : g_strdup (""));
+      mv_runtimes_add (runtimes, rt, version);
     }
-}
-
-/* The runtime of @type in @version, if it is not its type's default. */
-static MvRuntime *
-deprecated_runtime (MvDaemon *daemon, const char *type, const char *version)
-{
-  MvRuntime *rt = version && *version ? mv_daemon_find_runtime (daemon, type, version) : NULL;
-
-  return rt && rt != mv_daemon_find_runtime (daemon, type, NULL) ? rt : NULL;
-}
-
-/* Seed 002, WarnDeprecatedHypervisorVersions: once after Recover, a
- * warning for each machine that names a deprecated hypervisor version or
- * whose guest runs on one, so that it can be moved off it in time. */
-static void
-warn_deprecated_versions (MvDaemon *daemon)
-{
-  GHashTableIter iter;
-  MvMachine *machine;
-
-  g_hash_table_iter_init (&iter, daemon->machines);
-  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    {
-      const MvSpec *spec = machine->config->spec;
-      JsonObject *vmm = machine->status->vmm;
-      const char *running = vmm ? json_object_get_string_member_with_default (vmm, "version", NULL)
-                                : NULL;
-      const char *version = deprecated_runtime (daemon, spec->hypervisor_type, spec->hypervisor_version)
-                              ? spec->hypervisor_version
-                              : deprecated_runtime (daemon, spec->hypervisor_type, running)
-                              ? running : NULL;
-      MvRuntime *current = mv_daemon_find_runtime (daemon, spec->hypervisor_type, NULL);
-
-      if (version && current)
-        g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_WARNING, MV_LOG_FIELD_MACHINE_ID, machine->id,
-                          "MESSAGE", "Machine %s (%s) uses %s %s, a deprecated version; move it "
-                          "to %s before that version is removed", spec->name, machine->id,
-                          spec->hypervisor_type, version,
-                          mv_daemon_runtime_version (daemon, current));
-    }
+  return runtimes;
 }
 
 static void
-load_machines (MvDaemon *daemon)
+on_recovered (gpointer user_data)
 {
-  g_autoptr (GPtrArray) records = mv_store_load_machines (daemon->store, daemon->invalid);
-  GHashTableIter iter;
-  MvMachine *machine;
+  MvDaemon *daemon = user_data;
 
-  for (guint i = 0; i < records->len; i++)
-    {
-      MvRecord *record = records->pdata[i];
-      machine = mv_machine_new (daemon, g_steal_pointer (&record->config),
-                                           g_steal_pointer (&record->status));
-      mv_reconciler_recover (machine);
-    }
-  warn_deprecated_versions (daemon);
-  /* StartOnBoot runs once every machine is recovered. */
-  g_hash_table_iter_init (&iter, daemon->machines);
-  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    {
-      mv_reconciler_start_on_boot (machine);
-      machine->dirty = 0;
-      machine->announced_state = machine->status->state;
-    }
-  g_message ("Loaded %u machines%s%u invalid records", g_hash_table_size (daemon->machines),
-             daemon->invalid->len ? ", " : ", ", daemon->invalid->len);
+  daemon->recovered = TRUE;
 }
 
 static gboolean
@@ -479,42 +288,33 @@ on_bus_failed (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-static void
-for_each_machine (MvDaemon *daemon, void (*func) (MvMachine *machine))
-{
-  GHashTableIter iter;
-  MvMachine *machine;
-
-  g_hash_table_iter_init (&iter, daemon->machines);
-  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    func (machine);
-}
-
-/* Looks at every machine again now and then: catches what no event
- * reported (a migration that ended, a clock that jumped). */
-static gboolean
-on_resync (gpointer user_data)
-{
-  for_each_machine (user_data, mv_reconciler_kick);
-  return G_SOURCE_CONTINUE;
-}
-
-static gboolean
-on_idle_sample (gpointer user_data)
-{
-  for_each_machine (user_data, mv_reconciler_sample_idle);
-  return G_SOURCE_CONTINUE;
-}
-
 int
 mv_daemon_run (MvDaemon *daemon, GError **error)
 {
-  GHashTableIter iter;
-  MvMachine *machine;
+  g_autoptr (GPtrArray) records = NULL;
   int r;
 
-  read_runtime_versions (daemon);
-  load_machines (daemon);
+  daemon->host.runtimes = runtimes_new (daemon);
+  daemon->host.records = mv_store_records_new (daemon->store);
+  daemon->host.storage = mv_storage_new (daemon->host.records);
+  daemon->service = mv_bus_service_new ();
+  daemon->reconciler = mv_reconciler_new (&daemon->host, &daemon->options,
+                                          mv_bus_service_observer (daemon->service), NULL);
+
+  records = mv_store_load_machines (daemon->store, daemon->invalid);
+  for (guint i = 0; i < records->len; i++)
+    {
+      MvRecord *record = records->pdata[i];
+
+      mv_reconciler_add_loaded (daemon->reconciler, g_steal_pointer (&record->config),
+                                g_steal_pointer (&record->status));
+    }
+  g_clear_pointer (&records, g_ptr_array_unref);
+  mv_reconciler_recover (daemon->reconciler, on_recovered, daemon);
+  while (!daemon->recovered)
+    g_main_context_iteration (NULL, TRUE);
+  g_message ("Loaded %u machines, %u invalid records", mv_reconciler_count (daemon->reconciler),
+             daemon->invalid->len);
 
   /* Connected only now: a bus does not wait for a client that loads ten
    * thousand records before it reads its first message. */
@@ -527,48 +327,25 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   g_unix_signal_add (SIGTERM, on_quit_signal, daemon);
   g_unix_signal_add (SIGINT, on_quit_signal, daemon);
 
-  mv_bus_errors_register ();
-  r = mv_manager_object_register (daemon);
-  if (r >= 0)
-    r = mv_machine_object_register (daemon);
-  if (r >= 0)
-    r = sd_bus_request_name (daemon->bus, MV_BUS_NAME, 0);
+  r = mv_bus_service_start (daemon->service, daemon->bus, daemon->reconciler, daemon->invalid);
   if (r < 0)
     {
       g_set_error (error, G_IO_ERROR, g_io_error_from_errno (-r),
                    "Could not serve %s on the bus: %s", MV_BUS_NAME, g_strerror (-r));
       return 1;
     }
-
   daemon->bus_source = mv_bus_source_attach (daemon->bus);
   g_source_set_callback (daemon->bus_source, on_bus_failed, daemon, NULL);
 
-  g_hash_table_iter_init (&iter, daemon->machines);
-  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    {
-      machine->announced = TRUE;
-      mv_reconciler_kick (machine);
-    }
-
-  daemon->resync_timer = g_timeout_add_seconds (daemon->resync_seconds, on_resync, daemon);
-  daemon->idle_timer = g_timeout_add_seconds (daemon->idle_sample_seconds, on_idle_sample, daemon);
+  mv_reconciler_run (daemon->reconciler);
 
   sd_notify (0, "READY=1");
   g_message ("microvmd %s serving %s", PACKAGE_VERSION, MV_BUS_NAME);
   g_main_loop_run (daemon->loop);
 
   /* Let operations under way finish writing their records. */
-  for (gboolean busy = TRUE; busy;)
-    {
-      busy = FALSE;
-      g_hash_table_iter_init (&iter, daemon->machines);
-      while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-        busy |= machine->busy;
-      if (busy)
-        g_main_context_iteration (NULL, TRUE);
-    }
-  g_clear_handle_id (&daemon->resync_timer, g_source_remove);
-  g_clear_handle_id (&daemon->idle_timer, g_source_remove);
+  while (mv_reconciler_busy (daemon->reconciler))
+    g_main_context_iteration (NULL, TRUE);
   sd_bus_release_name (daemon->bus, MV_BUS_NAME);
   return 0;
 }

@@ -1,138 +1,192 @@
 /* Reconciliation: compare what is desired with what is observed, take one
- * step through the Runtime in a worker thread, record what came of it, and
- * look again. The phase and a fresh operation ID are written before every
- * host call, so that a crash leaves enough to finish or undo the step
- * (mv_reconciler_recover). One step at a time per machine; many machines
- * at once. */
-#include "reconciler.h"
+ * step through the host's interfaces in a worker thread, record what came
+ * of it, and look again. The phase and a fresh operation ID are written
+ * before every host call, so that a crash leaves enough to finish or undo
+ * the step (recover.c); a step whose phase cannot be written is not taken.
+ * One step at a time per machine; many machines at once. */
+#include "reconciler-private.h"
 #include "core/errors.h"
+#include "core/json-util.h"
 #include "core/plan.h"
 #include "core/restart.h"
 #include "names.h"
-#include "store/fault.h"
-#include "util/files.h"
+#include "util/fault.h"
 
-#include <errno.h>
-#include <glib/gstdio.h>
-
-/* Where a machine's frozen guest lives, beside its records, and where it is
- * written before it is known to be whole. */
-#define SAVED_STATE_NAME    "saved"
-#define SAVED_PARTIAL_NAME  "saved.partial"
-
-/* What a destroy removes, in order; each is recorded in status.destroyed
- * once gone, so that an interrupted destroy resumes with the next. The
- * records go last. */
-static const char *const destroy_resources[] = {
-  "vmm",
-  "runtime",
-  "saved-state",
-  "records",
-};
+#include <stdarg.h>
 
 typedef struct {
-  sd_bus_message *call;
-  char           *reply_path;
-  MvDesired       target;
-  guint64         generation;
-  gboolean        reply_bool;    /* the reply is (b) TRUE */
-} MvWaiter;
-
-typedef struct {
-  MvMachine  *machine;
-  MvRuntime  *runtime;         /* NULL only for a destroy of a type gone from the host */
-  MvStore    *store;
-  MvStep      step;
-  char       *phase;           /* as recorded; also names the fault points */
-  char       *machine_id;
-  char       *runtime_dir;
-  char       *saved_dir;       /* <machine dir>/saved */
-  char       *partial_dir;     /* <machine dir>/saved.partial */
-  MvSpec     *spec;
-  JsonObject *vmm;
-  gboolean    restore;         /* START: from the saved guest */
-  gboolean    restarting;      /* START: by the restart policy */
-  const char *resource;        /* DESTROY: the one resource this step removes */
+  MvReconciler *rec;
+  char         *machine_id;
+  MvRuntime    *runtime;         /* NULL only for a destroy of a type gone from the host */
+  MvStep        step;
+  char         *phase;           /* as recorded; also names the fault points */
+  char         *runtime_dir;
+  MvSpec       *spec;            /* copies: nothing here is shared with the main thread */
+  JsonObject   *vmm;
+  gboolean      restore;         /* START: from the saved guest */
+  gboolean      restarting;      /* START: by the restart policy */
+  const MvHostResource *resource; /* DESTROY: the one resource this step releases */
+  /* Results, read on the main thread once the task is done. */
+  JsonObject   *started_vmm;     /* START */
+  MvVmmState    probed;          /* STANDBY that failed: what the VMM does now */
 } StepTask;
 
-static void reconcile (MvMachine *machine);
-
-static void
-step_task_free (StepTask *task)
-{
-  g_free (task->phase);
-  g_free (task->machine_id);
-  g_free (task->runtime_dir);
-  g_free (task->saved_dir);
-  g_free (task->partial_dir);
-  mv_spec_free (task->spec);
-  if (task->vmm)
-    json_object_unref (task->vmm);
-  g_free (task);
-}
-
-static void
-waiter_free (MvWaiter *waiter)
-{
-  sd_bus_message_unref (waiter->call);
-  g_free (waiter->reply_path);
-  g_free (waiter);
-}
+/* Clock ------------------------------------------------------------------- */
 
 static gint64
-now_us (void)
+glib_real_time (gpointer data)
 {
   return g_get_real_time ();
 }
 
-static char *
-saved_dir_of (MvMachine *machine, const char *name)
+static gint64
+glib_monotonic_time (gpointer data)
 {
-  g_autofree char *dir = mv_store_machine_dir (machine->daemon->store, machine->id);
-  return g_build_filename (dir, name, NULL);
+  return g_get_monotonic_time ();
 }
 
-static gboolean
-is_migrating (MvMachine *machine)
+static guint
+glib_timeout_add (guint ms, GSourceFunc func, gpointer func_data, gpointer data)
 {
-  MvDaemon *daemon = machine->daemon;
-
-  return daemon->migration_guard &&
-         daemon->migration_guard (machine->id, daemon->migration_guard_data);
+  return g_timeout_add (ms, func, func_data);
 }
 
 static void
-save_status (MvMachine *machine)
+glib_source_remove (guint id, gpointer data)
 {
-  g_autoptr (GError) error = NULL;
+  g_source_remove (id);
+}
 
-  if (!mv_store_save_status (machine->daemon->store, machine->id, machine->status, &error))
-    g_warning ("Machine %s: could not record its status: %s", machine->id, error->message);
+static const MvClock default_clock = {
+  glib_real_time, glib_monotonic_time, glib_timeout_add, glib_source_remove, NULL,
+};
+
+const MvClock *
+mv_clock_default (void)
+{
+  return &default_clock;
+}
+
+gint64
+mv_reconciler_now (MvReconciler *rec)
+{
+  return rec->clock->real_time (rec->clock->data);
+}
+
+static guint
+clock_timeout (MvReconciler *rec, guint ms, GSourceFunc func, gpointer data)
+{
+  return rec->clock->timeout_add (ms, func, data, rec->clock->data);
 }
 
 static void
-save_config (MvMachine *machine)
+clock_remove (MvReconciler *rec, guint *id)
 {
-  g_autoptr (GError) error = NULL;
-
-  if (!mv_store_save_config (machine->daemon->store, machine->config, &error))
-    g_warning ("Machine %s: could not record its configuration: %s", machine->id, error->message);
-  mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
+  if (*id)
+    rec->clock->source_remove (*id, rec->clock->data);
+  *id = 0;
 }
 
-static void
-set_state (MvMachine *machine, MvState state, const char *error)
+/* The machine ---------------------------------------------------------------- */
+
+void
+mv_machine_log (const MvMachine *machine, GLogLevelFlags level, const char *format, ...)
+{
+  g_autofree char *message = NULL;
+  const MvStatus *status = machine->status;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  const GLogField fields[] = {
+    { "MESSAGE", message, -1 },
+    { "PRIORITY", level & G_LOG_LEVEL_WARNING ? "4" : level & G_LOG_LEVEL_MESSAGE ? "5"
+                  : level & G_LOG_LEVEL_INFO ? "6" : level & G_LOG_LEVEL_DEBUG ? "7" : "3", -1 },
+    { "GLIB_DOMAIN", G_LOG_DOMAIN, -1 },
+    { MV_LOG_FIELD_MACHINE_ID, machine->id, -1 },
+    { MV_LOG_FIELD_OPERATION, status->operation_id ? status->operation_id : "", -1 },
+    { MV_LOG_FIELD_PHASE, status->phase ? status->phase : "", -1 },
+  };
+  g_log_structured_array (level, fields, G_N_ELEMENTS (fields));
+}
+
+gboolean
+mv_machine_is_active (const MvMachine *machine)
+{
+  MvState s = machine->status->state;
+
+  return mv_state_holds_resources (s) || s == MV_STATE_STANDBY || s == MV_STATE_STOPPING ||
+         machine->busy;
+}
+
+void
+mv_machine_changed (MvMachine *machine, guint props)
+{
+  MvReconciler *rec = machine->reconciler;
+
+  if (props && rec->observer.changed)
+    rec->observer.changed (machine, props, rec->observer.data);
+}
+
+void
+mv_machine_settled (MvMachine *machine, const GError *failure)
+{
+  MvReconciler *rec = machine->reconciler;
+
+  if (rec->observer.settled)
+    rec->observer.settled (machine, failure, rec->observer.data);
+}
+
+gboolean
+mv_machine_save_status (MvMachine *machine, GError **error)
+{
+  MvRecords *records = machine->reconciler->host->records;
+  g_autoptr (GError) local = NULL;
+
+  if (records->save_status (records, machine->id, machine->status, &local))
+    return TRUE;
+  mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Machine %s: could not record its status: %s",
+                  machine->id, local->message);
+  g_propagate_prefixed_error (error, g_steal_pointer (&local), "Could not record the status: ");
+  return FALSE;
+}
+
+gboolean
+mv_machine_save_config (MvMachine *machine, GError **error)
+{
+  MvRecords *records = machine->reconciler->host->records;
+  g_autoptr (GError) local = NULL;
+
+  if (records->save_config (records, machine->config, &local))
+    {
+      mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
+      return TRUE;
+    }
+  mv_machine_log (machine, G_LOG_LEVEL_WARNING,
+                  "Machine %s: could not record its configuration: %s", machine->id,
+                  local->message);
+  g_propagate_prefixed_error (error, g_steal_pointer (&local), "Could not record the change: ");
+  return FALSE;
+}
+
+void
+mv_machine_set_state (MvMachine *machine, MvState state, const char *error)
 {
   MvStatus *status = machine->status;
   guint props = 0;
 
   if (status->state != state)
     {
-      g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
-                        MV_LOG_FIELD_MACHINE_ID, machine->id,
-                        "MESSAGE", "Machine %s (%s): %s -> %s%s%s", machine->config->spec->name,
+      if (!mv_state_can_transition (status->state, state))
+        mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Machine %s: unexpected move from %s to %s",
                         machine->id, mv_state_to_string (status->state),
-                        mv_state_to_string (state), error ? ": " : "", error ? error : "");
+                        mv_state_to_string (state));
+      mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s): %s -> %s%s%s",
+                      machine->config->spec->name, machine->id,
+                      mv_state_to_string (status->state), mv_state_to_string (state),
+                      error ? ": " : "", error ? error : "");
       status->state = state;
       props |= MV_PROP_STATE;
     }
@@ -145,112 +199,281 @@ set_state (MvMachine *machine, MvState state, const char *error)
   mv_machine_changed (machine, props);
 }
 
-static void
-set_failed (MvMachine *machine, const char *why)
+void
+mv_machine_set_failed (MvMachine *machine, const char *why)
 {
   machine->status->failed_generation = machine->config->desired_generation;
-  set_state (machine, MV_STATE_FAILED, why);
+  mv_machine_set_state (machine, MV_STATE_FAILED, why);
 }
 
-static void
-clear_vmm (MvMachine *machine)
+void
+mv_machine_clear_vmm (MvMachine *machine)
 {
   MvStatus *status = machine->status;
 
   g_clear_pointer (&status->vmm, json_object_unref);
   status->started_at = 0;
-  machine->idle_sampled_at = 0;
-  machine->idle_since = 0;
+  mv_machine_reset_idle (machine);
   mv_machine_changed (machine, MV_PROP_STARTED_AT);
 }
 
-static void
-reply_ok (MvWaiter *w)
+MvRuntimeRequest
+mv_machine_request (MvMachine *machine, const char *runtime_dir)
 {
-  if (w->reply_path)
-    sd_bus_reply_method_return (w->call, "o", w->reply_path);
-  else if (w->reply_bool)
-    sd_bus_reply_method_return (w->call, "b", 1);
-  else
-    sd_bus_reply_method_return (w->call, NULL);
+  MvRuntimeRequest req = {
+    .machine_id = machine->id,
+    .spec = machine->config->spec,
+    .runtime_dir = runtime_dir,
+    .vmm = machine->status->vmm,
+  };
+  return req;
 }
 
-/* Replies to every waiting call whose wish is settled: reached, replaced
- * by another wish, or failed with @failure. */
-static void
-settle_waiters (MvMachine *machine, const GError *failure)
+MvRuntime *
+mv_reconciler_runtime_for (MvMachine *machine, GError **error)
 {
-  MvConfig *config = machine->config;
-  MvStatus *status = machine->status;
-  GList *l = machine->waiters.head;
+  return mv_runtimes_for_spec (machine->reconciler->host->runtimes, machine->config->spec, error);
+}
 
-  while (l)
+gboolean
+mv_reconciler_is_migrating (MvMachine *machine)
+{
+  MvReconcilerOptions *o = &machine->reconciler->options;
+
+  return o->migration_guard && o->migration_guard (machine->id, o->migration_guard_data);
+}
+
+void
+mv_machine_free (MvMachine *machine)
+{
+  MvReconciler *rec = machine->reconciler;
+
+  clock_remove (rec, &machine->restart_timer);
+  mv_reconciler_unwatch_vmm (machine);
+  mv_config_free (machine->config);
+  mv_status_free (machine->status);
+  g_free (machine->id);
+  g_free (machine);
+}
+
+static MvMachine *
+machine_new (MvReconciler *rec, MvConfig *config, MvStatus *status)
+{
+  MvMachine *machine = g_new0 (MvMachine, 1);
+
+  machine->reconciler = rec;
+  machine->id = g_strdup (config->id);
+  machine->config = config;
+  machine->status = status;
+  g_hash_table_insert (rec->machines, machine->id, machine);
+  return machine;
+}
+
+/* The table ------------------------------------------------------------------ */
+
+MvReconciler *
+mv_reconciler_new (const MvHost *host, const MvReconcilerOptions *options,
+                   const MvObserver *observer, const MvClock *clock)
+{
+  MvReconciler *rec = g_new0 (MvReconciler, 1);
+
+  rec->host = host;
+  rec->options = *options;
+  if (observer)
+    rec->observer = *observer;
+  rec->clock = clock ? clock : &default_clock;
+  rec->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                         (GDestroyNotify) mv_machine_free);
+  return rec;
+}
+
+void
+mv_reconciler_free (MvReconciler *rec)
+{
+  g_autoptr (GError) error = NULL;
+  GHashTableIter iter;
+  MvMachine *machine;
+
+  if (!rec)
+    return;
+  /* Calls still waiting get an answer rather than a timeout. */
+  error = g_error_new (MV_ERROR, MV_ERROR_UNAVAILABLE, "The daemon is shutting down");
+  g_hash_table_iter_init (&iter, rec->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    mv_machine_settled (machine, error);
+  clock_remove (rec, &rec->resync_timer);
+  clock_remove (rec, &rec->idle_timer);
+  g_hash_table_unref (rec->machines);
+  g_free (rec);
+}
+
+MvMachine *
+mv_reconciler_add_loaded (MvReconciler *rec, MvConfig *config, MvStatus *status)
+{
+  return machine_new (rec, config, status);
+}
+
+MvMachine *
+mv_reconciler_lookup (MvReconciler *rec, const char *id)
+{
+  MvMachine *machine = g_hash_table_lookup (rec->machines, id);
+
+  return machine && !machine->gone ? machine : NULL;
+}
+
+MvMachine *
+mv_reconciler_find (MvReconciler *rec, const char *name_or_id)
+{
+  MvMachine *machine = mv_reconciler_lookup (rec, name_or_id);
+  GHashTableIter iter;
+
+  if (machine)
+    return machine;
+  g_hash_table_iter_init (&iter, rec->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    if (!machine->gone && g_strcmp0 (machine->config->spec->name, name_or_id) == 0)
+      return machine;
+  return NULL;
+}
+
+static gint
+compare_by_name (gconstpointer a, gconstpointer b)
+{
+  const MvMachine *ma = *(MvMachine *const *) a;
+  const MvMachine *mb = *(MvMachine *const *) b;
+
+  return g_strcmp0 (ma->config->spec->name, mb->config->spec->name);
+}
+
+GPtrArray *
+mv_reconciler_list (MvReconciler *rec)
+{
+  GPtrArray *list = g_ptr_array_sized_new (g_hash_table_size (rec->machines));
+  GHashTableIter iter;
+  MvMachine *machine;
+
+  g_hash_table_iter_init (&iter, rec->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    if (!machine->gone)
+      g_ptr_array_add (list, machine);
+  g_ptr_array_sort (list, compare_by_name);
+  return list;
+}
+
+GPtrArray *
+mv_reconciler_all (MvReconciler *rec)
+{
+  GPtrArray *all = g_ptr_array_sized_new (g_hash_table_size (rec->machines));
+  GHashTableIter iter;
+  gpointer machine;
+
+  g_hash_table_iter_init (&iter, rec->machines);
+  while (g_hash_table_iter_next (&iter, NULL, &machine))
+    g_ptr_array_add (all, machine);
+  return all;
+}
+
+guint
+mv_reconciler_count (MvReconciler *rec)
+{
+  return g_hash_table_size (rec->machines);
+}
+
+const MvHost *
+mv_reconciler_host (MvReconciler *rec)
+{
+  return rec->host;
+}
+
+gboolean
+mv_reconciler_busy (MvReconciler *rec)
+{
+  GHashTableIter iter;
+  MvMachine *machine;
+
+  g_hash_table_iter_init (&iter, rec->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    if (machine->busy)
+      return TRUE;
+  return FALSE;
+}
+
+MvWishOutcome
+mv_machine_wish_outcome (const MvMachine *machine, MvDesired target, guint64 generation)
+{
+  const MvConfig *config = machine->config;
+
+  if (target != config->desired && generation < config->desired_generation)
+    return MV_WISH_SUPERSEDED;
+  if (machine->status->observed_generation >= generation)
+    return MV_WISH_REACHED;
+  return MV_WISH_PENDING;
+}
+
+/* Worker threads --------------------------------------------------------------- */
+
+void
+mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done, gpointer data,
+                             GDestroyNotify free)
+{
+  g_autoptr (GTask) gtask = g_task_new (NULL, NULL, done, NULL);
+
+  g_task_set_task_data (gtask, data, free);
+  g_task_run_in_thread (gtask, func);
+}
+
+typedef struct {
+  MvStorage *storage;
+  char      *machine_id;
+} SweepTask;
+
+static void
+sweep_task_free (SweepTask *task)
+{
+  g_free (task->machine_id);
+  g_free (task);
+}
+
+static void
+sweep_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  SweepTask *task = task_data;
+  g_autoptr (GError) error = NULL;
+
+  if (!task->storage->sweep (task->storage, task->machine_id, &error))
+    g_warning ("Machine %s: %s", task->machine_id, error->message);
+  g_task_return_boolean (gtask, TRUE);
+}
+
+void
+mv_reconciler_sweep_later (MvReconciler *rec, const char *machine_id)
+{
+  SweepTask *task = g_new0 (SweepTask, 1);
+
+  task->storage = rec->host->storage;
+  task->machine_id = g_strdup (machine_id);
+  mv_reconciler_run_in_thread (sweep_in_thread, NULL, task, (GDestroyNotify) sweep_task_free);
+}
+
+void
+mv_reconciler_retire_saved_state (MvMachine *machine)
+{
+  MvStorage *storage = machine->reconciler->host->storage;
+  g_autoptr (GError) error = NULL;
+
+  /* A frozen guest is as large as its memory: the rename is immediate,
+   * the deletion runs off the main loop. What a crash leaves of it is
+   * swept at the next start. */
+  if (!storage->retire_saved_state (storage, machine->id, &error))
     {
-      GList *next = l->next;
-      MvWaiter *w = l->data;
-      gboolean done = TRUE;
-
-      if (machine->gone)
-        {
-          if (w->target == MV_DESIRED_DESTROYED)
-            reply_ok (w);
-          else
-            sd_bus_reply_method_errorf (w->call, MV_BUS_ERROR_NOT_FOUND,
-                                        "Machine %s was deleted", machine->id);
-        }
-      else if (w->target != config->desired && w->generation < config->desired_generation)
-        sd_bus_reply_method_errorf (w->call, MV_BUS_ERROR_INVALID_STATE,
-                                    "Superseded: machine %s is now wanted %s",
-                                    config->spec->name, mv_desired_to_string (config->desired));
-      else if (failure)
-        mv_bus_reply_gerror (w->call, failure);
-      else if (status->observed_generation >= w->generation)
-        reply_ok (w);
-      else
-        done = FALSE;
-
-      if (done)
-        {
-          waiter_free (w);
-          g_queue_delete_link (&machine->waiters, l);
-        }
-      l = next;
+      mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Machine %s: %s", machine->id,
+                      error->message);
+      return;
     }
+  mv_reconciler_sweep_later (machine->reconciler, machine->id);
 }
 
-void
-mv_reconciler_settle_waiters (MvMachine *machine, const GError *error)
-{
-  settle_waiters (machine, error);
-}
-
-static void
-add_waiter (MvMachine *machine, sd_bus_message *call, const char *reply_path, gboolean reply_bool)
-{
-  MvWaiter *w = g_new0 (MvWaiter, 1);
-
-  w->call = sd_bus_message_ref (call);
-  w->reply_path = g_strdup (reply_path);
-  w->reply_bool = reply_bool;
-  w->target = machine->config->desired;
-  w->generation = machine->config->desired_generation;
-  g_queue_push_tail (&machine->waiters, w);
-  mv_reconciler_kick (machine);
-}
-
-void
-mv_reconciler_wait (MvMachine *machine, sd_bus_message *call, const char *reply_path)
-{
-  add_waiter (machine, call, reply_path, FALSE);
-}
-
-static MvRuntime *
-runtime_for (MvMachine *machine, GError **error)
-{
-  return mv_daemon_runtime_for_spec (machine->daemon, machine->config->spec, error);
-}
-
-/* Restarts ---------------------------------------------------------------- */
+/* Restarts ---------------------------------------------------------------------- */
 
 static gboolean
 on_restart_due (gpointer user_data)
@@ -258,18 +481,19 @@ on_restart_due (gpointer user_data)
   MvMachine *machine = user_data;
 
   machine->restart_timer = 0;
-  reconcile (machine);
+  mv_reconciler_reconcile (machine);
   return G_SOURCE_REMOVE;
 }
 
-static void
-schedule_restart (MvMachine *machine)
+void
+mv_reconciler_schedule_restart (MvMachine *machine)
 {
-  gint64 delay_ms = (machine->status->next_restart_at - now_us ()) / 1000;
+  MvReconciler *rec = machine->reconciler;
+  gint64 delay_ms = (machine->status->next_restart_at - mv_reconciler_now (rec)) / 1000;
 
-  g_clear_handle_id (&machine->restart_timer, g_source_remove);
-  machine->restart_timer = g_timeout_add ((guint) CLAMP (delay_ms, 0, G_MAXUINT), on_restart_due,
-                                          machine);
+  clock_remove (rec, &machine->restart_timer);
+  machine->restart_timer = clock_timeout (rec, (guint) CLAMP (delay_ms, 0, G_MAXUINT),
+                                          on_restart_due, machine);
 }
 
 void
@@ -277,175 +501,184 @@ mv_reconciler_cancel_restart (MvMachine *machine)
 {
   MvStatus *status = machine->status;
 
-  g_clear_handle_id (&machine->restart_timer, g_source_remove);
+  clock_remove (machine->reconciler, &machine->restart_timer);
   if (status->restart_count != 0 || status->next_restart_at != 0)
     {
       status->restart_count = 0;
       status->next_restart_at = 0;
       mv_machine_changed (machine, MV_PROP_RESTART_COUNT);
-      save_status (machine);
+      mv_machine_save_status (machine, NULL);
     }
 }
 
-static void unwatch_vmm (MvMachine *machine);
-
 /* The guest ended without being asked to (or could not be started again
  * by its restart policy): the restart policy decides what becomes of it. */
-static void
-handle_end (MvMachine *machine, gboolean has_exit_code, int exit_code, const char *reason)
+void
+mv_reconciler_handle_end (MvMachine *machine, gboolean has_exit_code, int exit_code,
+                          const char *reason)
 {
+  MvReconciler *rec = machine->reconciler;
   MvConfig *config = machine->config;
   MvStatus *status = machine->status;
-  MvDaemon *daemon = machine->daemon;
   gboolean clean = has_exit_code && exit_code == 0;
   gint64 restart_at = 0;
   g_autoptr (GError) error = NULL;
   MvEndOutcome outcome;
 
-  unwatch_vmm (machine);
-  clear_vmm (machine);
-  status->finished_at = now_us ();
+  mv_reconciler_unwatch_vmm (machine);
+  mv_machine_clear_vmm (machine);
+  status->finished_at = mv_reconciler_now (rec);
   status->has_exit_code = has_exit_code;
   status->exit_code = has_exit_code ? exit_code : 0;
   mv_machine_changed (machine, MV_PROP_EXIT_CODE);
 
   outcome = mv_restart_decide (config->spec, status->restart_count, clean, status->finished_at,
-                               (gint64) daemon->restart_backoff_ms * 1000, &restart_at);
+                               (gint64) rec->options.restart_backoff_ms * 1000, &restart_at);
   switch (outcome)
     {
     case MV_END_RESTART:
       status->restart_count++;
       status->next_restart_at = restart_at;
       mv_machine_changed (machine, MV_PROP_RESTART_COUNT);
-      set_state (machine, MV_STATE_RESTARTING, reason);
-      schedule_restart (machine);
+      mv_machine_set_state (machine, MV_STATE_RESTARTING, reason);
+      mv_reconciler_schedule_restart (machine);
       break;
     case MV_END_STOPPED:
       /* The guest ended its work: nobody wants it running any more. */
-      if (mv_config_set_desired (config, MV_DESIRED_STOPPED, now_us ()))
-        save_config (machine);
-      set_state (machine, MV_STATE_STOPPED, reason);
+      if (mv_config_set_desired (config, MV_DESIRED_STOPPED, mv_reconciler_now (rec)))
+        mv_machine_save_config (machine, NULL);
+      mv_machine_set_state (machine, MV_STATE_STOPPED, reason);
       status->observed_generation = config->desired_generation;
       mv_machine_changed (machine, MV_PROP_OBSERVED_GENERATION);
       break;
     case MV_END_FAILED:
-      set_failed (machine, reason ? reason : "the VMM ended unexpectedly");
+      mv_machine_set_failed (machine, reason ? reason : "the VMM ended unexpectedly");
       error = g_error_new (MV_ERROR, MV_ERROR_INVALID_STATE, "Machine %s failed: %s",
                            config->spec->name, status->state_error);
       break;
     }
-  save_status (machine);
+  mv_machine_save_status (machine, NULL);
 
   if (outcome != MV_END_RESTART && config->spec->remove_on_exit)
     {
-      g_message ("Machine %s (%s) ended and is removed, as it asked", config->spec->name,
-                 machine->id);
-      mv_config_set_desired (config, MV_DESIRED_DESTROYED, now_us ());
-      save_config (machine);
+      mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) ended and is removed, as it asked",
+                      config->spec->name, machine->id);
+      mv_config_set_desired (config, MV_DESIRED_DESTROYED, mv_reconciler_now (rec));
+      mv_machine_save_config (machine, NULL);
     }
-  settle_waiters (machine, error);
-  reconcile (machine);
+  if (error)
+    mv_machine_settled (machine, error);
+  mv_reconciler_reconcile (machine);
 }
 
 static void
 on_vmm_exit (const char *machine_id, gboolean has_exit_code, int exit_code,
              const char *reason, gpointer user_data)
 {
-  MvDaemon *daemon = user_data;
-  MvMachine *machine = g_hash_table_lookup (daemon->machines, machine_id);
+  MvMachine *machine = mv_reconciler_lookup (user_data, machine_id);
 
-  if (!machine || machine->gone)
+  if (!machine)
     return;
   machine->watch_id = 0;
   /* An operation under way (a stop, say) accounts for the end itself. */
   if (machine->busy)
     return;
-  handle_end (machine, has_exit_code, exit_code, reason);
+  mv_reconciler_handle_end (machine, has_exit_code, exit_code, reason);
 }
 
-static void
-watch_vmm (MvMachine *machine, MvRuntime *runtime)
+void
+mv_reconciler_watch_vmm (MvMachine *machine, MvRuntime *runtime)
 {
   if (machine->watch_id == 0 && runtime->watch && machine->status->vmm)
     machine->watch_id = runtime->watch (runtime, machine->id, machine->status->vmm,
-                                        on_vmm_exit, machine->daemon);
+                                        on_vmm_exit, machine->reconciler);
 }
 
-static void
-unwatch_vmm (MvMachine *machine)
+void
+mv_reconciler_unwatch_vmm (MvMachine *machine)
 {
-  MvRuntime *runtime = runtime_for (machine, NULL);
+  MvRuntime *runtime = machine->watch_id ? mv_reconciler_runtime_for (machine, NULL) : NULL;
 
-  if (machine->watch_id != 0 && runtime && runtime->unwatch)
+  if (runtime && runtime->unwatch)
     runtime->unwatch (runtime, machine->watch_id);
   machine->watch_id = 0;
 }
 
-/* Steps, in a worker thread ------------------------------------------------ */
+/* Steps, in a worker thread ---------------------------------------------------- */
 
-static gboolean
-make_dir (const char *path, GError **error)
+/* A copy that shares nothing with @object: the worker gets its own. */
+JsonObject *
+mv_reconciler_copy_vmm (JsonObject *object)
 {
-  if (g_mkdir_with_parents (path, 0700) == 0)
-    return TRUE;
-  int saved = errno;
-  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved), "Could not create %s: %s",
-               path, g_strerror (saved));
-  return FALSE;
+  g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), object);
+  g_autoptr (JsonNode) copy = mv_json_deep_copy (node);
+
+  return json_object_ref (json_node_get_object (copy));
 }
 
-/* Freezes the guest into saved.partial, then renames it to saved: a
- * directory called saved is always whole. */
+static void
+step_task_free (StepTask *task)
+{
+  g_free (task->machine_id);
+  g_free (task->phase);
+  g_free (task->runtime_dir);
+  mv_spec_free (task->spec);
+  g_clear_pointer (&task->vmm, json_object_unref);
+  g_clear_pointer (&task->started_vmm, json_object_unref);
+  g_free (task);
+}
+
+/* Freezes the guest into a staged directory, then makes it the machine's
+ * frozen guest in one rename. If that fails, what the VMM does now is
+ * asked here too: the VMM may be slow to answer. */
 static gboolean
 standby_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
 {
+  MvStorage *storage = task->rec->host->storage;
   MvRuntime *rt = task->runtime;
+  g_autofree char *staged = NULL;
 
   if (!rt->save)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
-                   "The %s hypervisor cannot freeze a guest to disk", rt->type);
-      return FALSE;
-    }
-  if (!mv_remove_tree (task->partial_dir, error) || !mv_remove_tree (task->saved_dir, error) ||
-      !make_dir (task->partial_dir, error))
-    return FALSE;
-  if (!rt->save (rt, req, task->partial_dir, error))
-    {
-      mv_remove_tree (task->partial_dir, NULL);
-      return FALSE;
-    }
-  if (rename (task->partial_dir, task->saved_dir) < 0)
-    {
-      int saved = errno;
-      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved), "Could not rename %s: %s",
-                   task->partial_dir, g_strerror (saved));
-      return FALSE;
-    }
-  return TRUE;
+    g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                 "The %s hypervisor cannot freeze a guest to disk", rt->type);
+  else if ((staged = storage->stage_saved_state (storage, task->machine_id, error)) &&
+           rt->save (rt, req, staged, error) &&
+           storage->commit_saved_state (storage, task->machine_id, error))
+    return TRUE;
+
+  if (staged)
+    storage->discard_saved_state (storage, task->machine_id, NULL);
+  task->probed = rt->probe (rt, req);
+  return FALSE;
 }
 
 static gboolean
-destroy_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
+start_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
 {
+  const MvHost *host = task->rec->host;
   MvRuntime *rt = task->runtime;
-  const char *what = task->resource;
+  g_autofree char *saved = NULL;
 
-  if (g_str_equal (what, "vmm"))
-    return !rt || rt->stop (rt, req, TRUE, error);
-  if (g_str_equal (what, "runtime"))
-    return (!rt || rt->destroy (rt, req, error)) && mv_remove_tree (task->runtime_dir, error);
-  if (g_str_equal (what, "saved-state"))
-    return mv_remove_tree (task->partial_dir, error) && mv_remove_tree (task->saved_dir, error);
-  if (g_str_equal (what, "records"))
-    return mv_store_remove_machine (task->store, task->machine_id, error);
-  g_assert_not_reached ();
+  if (!host->records->make_runtime_dir (host->records, task->machine_id, error))
+    return FALSE;
+  if (!task->restore)
+    task->started_vmm = rt->start (rt, req, error);
+  else if (!rt->restore)
+    g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                 "The %s hypervisor cannot restore a frozen guest", rt->type);
+  else
+    {
+      saved = host->storage->saved_state_dir (host->storage, task->machine_id);
+      task->started_vmm = rt->restore (rt, req, saved, error);
+    }
+  return task->started_vmm != NULL;
 }
 
 static void
 run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
   StepTask *task = task_data;
+  const MvHost *host = task->rec->host;
   MvRuntime *rt = task->runtime;
   MvRuntimeRequest req = {
     .machine_id = task->machine_id,
@@ -454,7 +687,6 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
     .vmm = task->vmm,
   };
   GError *error = NULL;
-  JsonObject *vmm = NULL;
   gboolean ok = FALSE;
 
   mv_fault_point (task->phase, "recorded");
@@ -462,25 +694,13 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
   switch (task->step)
     {
     case MV_STEP_START:
-      if (!make_dir (task->runtime_dir, &error))
-        break;
-      if (task->restore)
-        {
-          if (!rt->restore)
-            g_set_error (&error, MV_ERROR, MV_ERROR_UNSUPPORTED,
-                         "The %s hypervisor cannot restore a frozen guest", rt->type);
-          else
-            vmm = rt->restore (rt, &req, task->saved_dir, &error);
-        }
-      else
-        vmm = rt->start (rt, &req, &error);
-      ok = vmm != NULL;
+      ok = start_in_thread (task, &req, &error);
       break;
     case MV_STEP_STOP:
     case MV_STEP_FORCE_STOP:
       /* Stopped means booting afresh next time: what was frozen goes. */
       ok = rt->stop (rt, &req, task->step == MV_STEP_FORCE_STOP, &error) &&
-           mv_remove_tree (task->partial_dir, &error) && mv_remove_tree (task->saved_dir, &error);
+           host->storage->discard_saved_state (host->storage, task->machine_id, &error);
       break;
     case MV_STEP_PAUSE:
       ok = rt->pause (rt, &req, &error);
@@ -492,7 +712,7 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
       ok = standby_in_thread (task, &req, &error);
       break;
     case MV_STEP_DESTROY:
-      ok = destroy_in_thread (task, &req, &error);
+      ok = task->resource->release (host, rt, &req, &error);
       break;
     case MV_STEP_NONE:
       ok = TRUE;
@@ -501,52 +721,14 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
 
   if (!ok)
     {
-      g_clear_pointer (&vmm, json_object_unref);
       g_task_return_error (gtask, error);
       return;
     }
   mv_fault_point (task->phase, "done");
-  if (vmm)
-    g_task_return_pointer (gtask, vmm, (GDestroyNotify) json_object_unref);
-  else
-    g_task_return_pointer (gtask, NULL, NULL);
-}
-
-/* Back on the main thread ------------------------------------------------- */
-
-#define STALE_PREFIX  SAVED_STATE_NAME ".stale-"
-
-static void
-remove_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-  g_autoptr (GError) error = NULL;
-
-  if (!mv_remove_tree (task_data, &error))
-    g_warning ("%s", error->message);
   g_task_return_boolean (gtask, TRUE);
 }
 
-/* Moves @saved_dir out of the way at once (a rename) and deletes it in a
- * worker thread: a frozen guest is as large as its memory, and the reply
- * to whoever woke it should not wait for that. Leftovers of a crash are
- * removed by recovery. */
-static void
-discard_later (const char *saved_dir)
-{
-  g_autofree char *id = mv_id_new ();
-  g_autofree char *stale = g_strconcat (saved_dir, ".stale-", id, NULL);
-  g_autoptr (GTask) gtask = NULL;
-
-  if (rename (saved_dir, stale) < 0)
-    {
-      if (errno != ENOENT)
-        g_warning ("Could not move %s aside: %s", saved_dir, g_strerror (errno));
-      return;
-    }
-  gtask = g_task_new (NULL, NULL, NULL, NULL);
-  g_task_set_task_data (gtask, g_steal_pointer (&stale), g_free);
-  g_task_run_in_thread (gtask, remove_in_thread);
-}
+/* Back on the main thread ------------------------------------------------------ */
 
 static void
 step_failed (MvMachine *machine, StepTask *task, GError *error)
@@ -562,107 +744,111 @@ step_failed (MvMachine *machine, StepTask *task, GError *error)
   if (task->step == MV_STEP_START && task->restarting)
     {
       /* The restart policy tried and failed: that is another end. */
-      handle_end (machine, FALSE, 0, error->message);
+      mv_reconciler_handle_end (machine, FALSE, 0, error->message);
       return;
     }
   if (task->step == MV_STEP_START)
-    clear_vmm (machine);
+    mv_machine_clear_vmm (machine);
   if (task->step == MV_STEP_START && task->restore)
     {
       /* A restore failure keeps the saved guest, to be tried again. */
       status->failed_generation = machine->config->desired_generation;
-      set_state (machine, MV_STATE_STANDBY, error->message);
+      mv_machine_set_state (machine, MV_STATE_STANDBY, error->message);
     }
   else if (task->step == MV_STEP_STANDBY)
     {
       /* Nothing was frozen; the guest runs on if its VMM still does. */
-      MvRuntimeRequest req = { machine->id, machine->config->spec, task->runtime_dir, status->vmm };
-      MvVmmState vmm = task->runtime->probe (task->runtime, &req);
-
       status->failed_generation = machine->config->desired_generation;
-      if (vmm == MV_VMM_GONE)
+      if (task->probed == MV_VMM_GONE)
         {
-          clear_vmm (machine);
-          set_state (machine, MV_STATE_FAILED, error->message);
+          mv_machine_clear_vmm (machine);
+          mv_machine_set_state (machine, MV_STATE_FAILED, error->message);
         }
       else
-        set_state (machine, vmm == MV_VMM_PAUSED ? MV_STATE_PAUSED : MV_STATE_RUNNING,
-                   error->message);
+        mv_machine_set_state (machine,
+                              task->probed == MV_VMM_PAUSED ? MV_STATE_PAUSED : MV_STATE_RUNNING,
+                              error->message);
     }
   else
-    set_failed (machine, error->message);
-  save_status (machine);
-  settle_waiters (machine, reported);
+    mv_machine_set_failed (machine, error->message);
+  mv_machine_save_status (machine, NULL);
+  mv_machine_settled (machine, reported);
 }
 
 /* Returns FALSE if the machine is gone (freed) once its records are. */
 static gboolean
-step_succeeded (MvMachine *machine, StepTask *task, JsonObject *vmm)
+step_succeeded (MvMachine *machine, StepTask *task)
 {
+  MvReconciler *rec = machine->reconciler;
   MvStatus *status = machine->status;
-  gboolean discard_saved = FALSE;
+  gboolean retire = FALSE;
 
   switch (task->step)
     {
     case MV_STEP_START:
       g_clear_pointer (&status->vmm, json_object_unref);
-      status->vmm = vmm;
-      status->started_at = now_us ();
+      status->vmm = g_steal_pointer (&task->started_vmm);
+      status->started_at = mv_reconciler_now (rec);
       status->has_exit_code = FALSE;
       status->observed_restart_generation = machine->config->restart_generation;
       status->next_restart_at = 0;
       mv_machine_changed (machine, MV_PROP_STARTED_AT | MV_PROP_EXIT_CODE);
       /* The guest runs on from it: the saved state is stale now. It goes
        * once the status no longer names it, off the main loop. */
-      discard_saved = task->restore;
+      retire = task->restore;
       if (task->restore)
         g_clear_pointer (&status->saved_state, g_free);
-      set_state (machine, MV_STATE_RUNNING, NULL);
-      watch_vmm (machine, task->runtime);
+      mv_machine_set_state (machine, MV_STATE_RUNNING, NULL);
+      mv_reconciler_watch_vmm (machine, task->runtime);
       break;
     case MV_STEP_STOP:
     case MV_STEP_FORCE_STOP:
-      unwatch_vmm (machine);
-      clear_vmm (machine);
+      mv_reconciler_unwatch_vmm (machine);
+      mv_machine_clear_vmm (machine);
       g_clear_pointer (&status->saved_state, g_free);
-      set_state (machine, MV_STATE_STOPPED, NULL);
+      mv_machine_set_state (machine, MV_STATE_STOPPED, NULL);
       break;
     case MV_STEP_PAUSE:
-      set_state (machine, MV_STATE_PAUSED, NULL);
+      mv_machine_set_state (machine, MV_STATE_PAUSED, NULL);
       break;
     case MV_STEP_RESUME:
-      set_state (machine, MV_STATE_RUNNING, NULL);
+      mv_machine_set_state (machine, MV_STATE_RUNNING, NULL);
       break;
     case MV_STEP_STANDBY:
-      unwatch_vmm (machine);
-      clear_vmm (machine);
+      mv_reconciler_unwatch_vmm (machine);
+      mv_machine_clear_vmm (machine);
       g_free (status->saved_state);
-      status->saved_state = g_strdup (task->saved_dir);
-      set_state (machine, MV_STATE_STANDBY, NULL);
+      status->saved_state = rec->host->storage->saved_state_dir (rec->host->storage, machine->id);
+      mv_machine_set_state (machine, MV_STATE_STANDBY, NULL);
       break;
     case MV_STEP_DESTROY:
-      if (g_str_equal (task->resource, "records"))
+      if (g_str_equal (task->resource->name, "records"))
         {
-          mv_daemon_drop_machine (machine->daemon, machine);
+          mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) deleted",
+                          machine->config->spec->name, machine->id);
+          machine->gone = TRUE;
+          if (rec->observer.removed)
+            rec->observer.removed (machine, rec->observer.data);
+          g_hash_table_remove (rec->machines, machine->id);
           return FALSE;
         }
-      if (g_str_equal (task->resource, "vmm"))
+      if (g_str_equal (task->resource->name, "vmm"))
         {
-          unwatch_vmm (machine);
-          clear_vmm (machine);
+          mv_reconciler_unwatch_vmm (machine);
+          mv_machine_clear_vmm (machine);
           if (status->state != MV_STATE_STANDBY)
-            set_state (machine, MV_STATE_STOPPED, NULL);
+            mv_machine_set_state (machine, MV_STATE_STOPPED, NULL);
         }
-      if (g_str_equal (task->resource, "saved-state"))
+      if (g_str_equal (task->resource->name, "saved-state"))
         g_clear_pointer (&status->saved_state, g_free);
-      g_ptr_array_add (status->destroyed, g_strdup (task->resource));
+      g_ptr_array_add (status->destroyed, g_strdup (task->resource->name));
       break;
     case MV_STEP_NONE:
       break;
     }
-  save_status (machine);
-  if (discard_saved)
-    discard_later (task->saved_dir);
+  mv_machine_save_status (machine, NULL);
+  if (retire)
+    mv_reconciler_retire_saved_state (machine);
   return TRUE;
 }
 
@@ -670,21 +856,26 @@ static void
 on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
   StepTask *task = g_task_get_task_data (G_TASK (result));
-  MvMachine *machine = task->machine;
-  MvStatus *status = machine->status;
+  MvMachine *machine = mv_reconciler_lookup (task->rec, task->machine_id);
   g_autoptr (GError) error = NULL;
-  JsonObject *vmm = g_task_propagate_pointer (G_TASK (result), &error);
+  MvStatus *status;
 
+  g_task_propagate_boolean (G_TASK (result), &error);
+  g_return_if_fail (machine != NULL);
+  status = machine->status;
   machine->busy = FALSE;
+  mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s %s%s%s", machine->id,
+                  task->phase, error ? "failed" : "done", error ? ": " : "",
+                  error ? error->message : "");
   g_clear_pointer (&status->phase, g_free);
   g_clear_pointer (&status->operation_id, g_free);
   mv_machine_changed (machine, MV_PROP_PHASE);
 
   if (error)
     step_failed (machine, task, error);
-  else if (!step_succeeded (machine, task, vmm))
+  else if (!step_succeeded (machine, task))
     return;
-  reconcile (machine);
+  mv_reconciler_reconcile (machine);
 }
 
 static MvState
@@ -702,85 +893,99 @@ transitional_state (MvStep step, MvState current)
     }
 }
 
-static const char *
+static const MvHostResource *
 next_destroy_resource (const MvStatus *status)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (destroy_resources); i++)
-    if (!g_ptr_array_find_with_equal_func (status->destroyed, destroy_resources[i],
-                                           g_str_equal, NULL))
-      return destroy_resources[i];
-  return "records";
+  guint n = 0;
+  const MvHostResource *order = mv_host_destroy_order (&n);
+
+  for (guint i = 0; i < n; i++)
+    if (!g_ptr_array_find_with_equal_func (status->destroyed, order[i].name, g_str_equal, NULL))
+      return &order[i];
+  return &order[n - 1];
 }
 
 static void
 run_step (MvMachine *machine, MvStep step)
 {
-  MvDaemon *daemon = machine->daemon;
+  MvReconciler *rec = machine->reconciler;
+  MvRecords *records = rec->host->records;
   MvStatus *status = machine->status;
   g_autoptr (GError) error = NULL;
-  MvRuntime *runtime = runtime_for (machine, &error);
+  g_autoptr (MvStatus) before = NULL;
+  MvRuntime *runtime = mv_reconciler_runtime_for (machine, &error);
   StepTask *task;
 
   if (!runtime && step != MV_STEP_DESTROY)
     {
-      set_failed (machine, error->message);
-      save_status (machine);
-      settle_waiters (machine, error);
+      mv_machine_set_failed (machine, error->message);
+      mv_machine_save_status (machine, NULL);
+      mv_machine_settled (machine, error);
       return;
     }
+  g_clear_error (&error);
 
   task = g_new0 (StepTask, 1);
-  task->machine = machine;
+  task->rec = rec;
   task->runtime = runtime;
-  task->store = daemon->store;
   task->step = step;
   task->machine_id = g_strdup (machine->id);
-  task->runtime_dir = mv_store_machine_runtime_dir (daemon->store, machine->id);
-  task->saved_dir = saved_dir_of (machine, SAVED_STATE_NAME);
-  task->partial_dir = saved_dir_of (machine, SAVED_PARTIAL_NAME);
+  task->runtime_dir = records->runtime_dir (records, machine->id);
   task->spec = mv_spec_copy (machine->config->spec);
-  task->vmm = status->vmm ? json_object_ref (status->vmm) : NULL;
+  task->vmm = status->vmm ? mv_reconciler_copy_vmm (status->vmm) : NULL;
   task->restore = step == MV_STEP_START && status->saved_state != NULL;
   task->restarting = step == MV_STEP_START && status->state == MV_STATE_RESTARTING;
   if (step == MV_STEP_DESTROY)
     {
       task->resource = next_destroy_resource (status);
-      task->phase = g_strconcat ("destroy-", task->resource, NULL);
+      task->phase = g_strconcat ("destroy-", task->resource->name, NULL);
     }
   else
     task->phase = g_strdup (task->restore ? "restore" : mv_step_to_string (step));
 
-  /* Record what is about to happen before the host is touched. */
-  machine->busy = TRUE;
+  /* Record what is about to happen before the host is touched; if that
+   * cannot be written, the host is not touched. */
+  MvState next = transitional_state (step, status->state);
+  if (step == MV_STEP_DESTROY && g_str_equal (task->resource->name, "vmm") &&
+      mv_state_holds_resources (status->state))
+    next = MV_STATE_STOPPING;
+  before = mv_status_copy (status);
   g_free (status->phase);
   status->phase = g_strdup (task->phase);
   g_free (status->operation_id);
   status->operation_id = mv_id_new ();
-  if (step == MV_STEP_DESTROY && g_str_equal (task->resource, "vmm") &&
-      mv_state_holds_resources (status->state))
-    set_state (machine, MV_STATE_STOPPING, NULL);
-  else
-    set_state (machine, transitional_state (step, status->state), NULL);
+  mv_machine_set_state (machine, next, NULL);
+  if (!mv_machine_save_status (machine, &error))
+    {
+      /* Left as it was, and not tried again until something new is asked. */
+      mv_status_free (machine->status);
+      machine->status = g_steal_pointer (&before);
+      machine->status->failed_generation = machine->config->desired_generation;
+      mv_machine_changed (machine, MV_PROP_ALL_STATUS);
+      step_task_free (task);
+      mv_machine_settled (machine, error);
+      return;
+    }
   mv_machine_changed (machine, MV_PROP_PHASE);
-  save_status (machine);
+  machine->busy = TRUE;
+  mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, task->phase);
 
-  g_autoptr (GTask) gtask = g_task_new (NULL, NULL, on_step_done, NULL);
-  g_task_set_task_data (gtask, task, (GDestroyNotify) step_task_free);
-  g_task_set_source_tag (gtask, run_step);
-  g_task_run_in_thread (gtask, run_step_in_thread);
+  mv_reconciler_run_in_thread (run_step_in_thread, on_step_done, task,
+                               (GDestroyNotify) step_task_free);
 }
 
-static void
-reconcile (MvMachine *machine)
+void
+mv_reconciler_reconcile (MvMachine *machine)
 {
+  MvReconciler *rec = machine->reconciler;
   MvConfig *config = machine->config;
   MvStatus *status = machine->status;
   MvStep step;
 
-  if (machine->busy || machine->gone || is_migrating (machine))
+  if (machine->busy || machine->gone || mv_reconciler_is_migrating (machine))
     return;
 
-  step = mv_plan_next_step (config, status, now_us ());
+  step = mv_plan_next_step (config, status, mv_reconciler_now (rec));
   if (step != MV_STEP_NONE)
     {
       run_step (machine, step);
@@ -793,16 +998,16 @@ reconcile (MvMachine *machine)
         {
           status->observed_generation = config->desired_generation;
           mv_machine_changed (machine, MV_PROP_OBSERVED_GENERATION);
-          save_status (machine);
+          mv_machine_save_status (machine, NULL);
         }
-      settle_waiters (machine, NULL);
+      mv_machine_settled (machine, NULL);
     }
   else if (status->state == MV_STATE_RESTARTING)
     {
       if (machine->restart_timer == 0)
-        schedule_restart (machine);
+        mv_reconciler_schedule_restart (machine);
     }
-  else if (machine->waiters.length > 0)
+  else
     {
       /* Nothing more will be tried for this wish: say why. */
       g_autoptr (GError) error =
@@ -810,288 +1015,48 @@ reconcile (MvMachine *machine)
                      config->spec->name, mv_state_to_string (status->state),
                      status->state_error ? ": " : "",
                      status->state_error ? status->state_error : "");
-      settle_waiters (machine, error);
+      mv_machine_settled (machine, error);
     }
 }
 
-void
-mv_reconciler_kick (MvMachine *machine)
-{
-  reconcile (machine);
-}
-
-/* Standby: by request, when idle, and waking on traffic -------------------- */
+/* Timers ------------------------------------------------------------------------- */
 
 static void
-want_standby (MvMachine *machine, gboolean standby)
+for_each_machine (MvReconciler *rec, void (*func) (MvMachine *machine))
 {
-  if (mv_config_set_standby (machine->config, standby, now_us ()))
-    save_config (machine);
+  g_autoptr (GPtrArray) machines = mv_reconciler_all (rec);
+
+  /* A copy: what a machine does may remove it from the table. */
+  for (guint i = 0; i < machines->len; i++)
+    {
+      MvMachine *machine = machines->pdata[i];
+
+      if (mv_reconciler_lookup (rec, machine->id) == machine)
+        func (machine);
+    }
 }
 
-void
-mv_reconciler_sample_idle (MvMachine *machine)
+/* Looks at every machine again now and then: catches what no event
+ * reported (a migration that ended, a clock that jumped). */
+static gboolean
+on_resync (gpointer user_data)
 {
-  MvDaemon *daemon = machine->daemon;
-  MvSpec *spec = machine->config->spec;
-  MvRuntime *runtime = runtime_for (machine, NULL);
-  g_autofree char *runtime_dir = NULL;
-  guint64 cpu_ns = 0;
-  gint64 now = g_get_monotonic_time ();
-
-  if (spec->standby_after_seconds == 0 || machine->status->state != MV_STATE_RUNNING ||
-      machine->busy || machine->config->standby || !runtime || !runtime->usage ||
-      is_migrating (machine))
-    {
-      machine->idle_sampled_at = 0;
-      machine->idle_since = 0;
-      return;
-    }
-
-  runtime_dir = mv_store_machine_runtime_dir (daemon->store, machine->id);
-  MvRuntimeRequest req = { machine->id, spec, runtime_dir, machine->status->vmm };
-  if (!runtime->usage (runtime, &req, &cpu_ns, NULL))
-    {
-      machine->idle_sampled_at = 0;
-      machine->idle_since = 0;
-      return;
-    }
-
-  if (machine->idle_sampled_at != 0 && cpu_ns >= machine->idle_cpu_ns)
-    {
-      /* Idle: below idle_cpu_percent of one CPU since the last sample. */
-      guint64 used_ns = cpu_ns - machine->idle_cpu_ns;
-      guint64 elapsed_ns = (guint64) (now - machine->idle_sampled_at) * 1000;
-      gboolean idle = used_ns * 100 < elapsed_ns * daemon->idle_cpu_percent;
-
-      if (!idle)
-        machine->idle_since = 0;
-      else if (machine->idle_since == 0)
-        machine->idle_since = machine->idle_sampled_at;
-
-      if (idle && now - machine->idle_since >= (gint64) spec->standby_after_seconds * G_USEC_PER_SEC)
-        {
-          g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE,
-                            MV_LOG_FIELD_MACHINE_ID, machine->id,
-                            "MESSAGE", "Machine %s (%s) idle for %u s: going on standby",
-                            spec->name, machine->id, spec->standby_after_seconds);
-          machine->idle_sampled_at = 0;
-          machine->idle_since = 0;
-          want_standby (machine, TRUE);
-          reconcile (machine);
-          return;
-        }
-    }
-  machine->idle_cpu_ns = cpu_ns;
-  machine->idle_sampled_at = now;
+  for_each_machine (user_data, mv_reconciler_reconcile);
+  return G_SOURCE_CONTINUE;
 }
-
-void
-mv_reconciler_traffic (MvMachine *machine, guint64 sequence, sd_bus_message *call)
-{
-  MvStatus *status = machine->status;
-
-  /* Events are handled in order, each once: an older or repeated one is
-   * stale and changes nothing. */
-  if (sequence <= status->traffic_sequence)
-    {
-      sd_bus_reply_method_return (call, "b", 0);
-      return;
-    }
-  status->traffic_sequence = sequence;
-  save_status (machine);
-
-  if (!machine->config->standby)
-    {
-      sd_bus_reply_method_return (call, "b", 0);
-      return;
-    }
-  g_log_structured (G_LOG_DOMAIN, G_LOG_LEVEL_MESSAGE, MV_LOG_FIELD_MACHINE_ID, machine->id,
-                    "MESSAGE", "Machine %s (%s): traffic, waking it",
-                    machine->config->spec->name, machine->id);
-  want_standby (machine, FALSE);
-  add_waiter (machine, call, NULL, TRUE);
-}
-
-static void
-discard_saved_state (MvMachine *machine, const char *saved, const char *partial)
-{
-  g_autoptr (GError) error = NULL;
-
-  if (!mv_remove_tree (partial, &error) || !mv_remove_tree (saved, &error))
-    g_warning ("Machine %s: %s", machine->id, error->message);
-  g_clear_pointer (&machine->status->saved_state, g_free);
-}
-
-void
-mv_reconciler_discard_saved_state (MvMachine *machine)
-{
-  g_autofree char *saved = saved_dir_of (machine, SAVED_STATE_NAME);
-  g_autofree char *partial = saved_dir_of (machine, SAVED_PARTIAL_NAME);
-
-  discard_saved_state (machine, saved, partial);
-  if (machine->status->state == MV_STATE_STANDBY)
-    {
-      gint64 now = now_us ();
-      gboolean changed = mv_config_set_standby (machine->config, FALSE, now);
-
-      changed |= mv_config_set_desired (machine->config, MV_DESIRED_STOPPED, now);
-      if (changed)
-        save_config (machine);
-      set_state (machine, MV_STATE_STOPPED, NULL);
-    }
-  save_status (machine);
-  reconcile (machine);
-}
-
-/* Recover at startup (seed 002) ------------------------------------------- */
 
 static gboolean
-dir_exists (const char *path)
+on_idle_sample (gpointer user_data)
 {
-  return g_file_test (path, G_FILE_TEST_IS_DIR);
-}
-
-/* Ends whatever an interrupted step may have left serving, recorded or
- * not; the runtime checks each process's identity before it signals. */
-static void
-kill_leftovers (MvMachine *machine, MvRuntime *runtime, const MvRuntimeRequest *req)
-{
-  g_autoptr (GError) error = NULL;
-
-  if (runtime && !runtime->stop (runtime, req, TRUE, &error))
-    g_warning ("Machine %s: could not end what an interrupted operation left: %s",
-               machine->id, error->message);
-}
-
-
-/* What discard_later() had not finished deleting when the daemon ended. */
-static void
-remove_stale_saved_states (MvMachine *machine)
-{
-  g_autofree char *dir = mv_store_machine_dir (machine->daemon->store, machine->id);
-  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
-  const char *name;
-
-  while (d && (name = g_dir_read_name (d)))
-    if (g_str_has_prefix (name, STALE_PREFIX))
-      {
-        g_autofree char *path = g_build_filename (dir, name, NULL);
-        g_autoptr (GError) error = NULL;
-        if (!mv_remove_tree (path, &error))
-          g_warning ("Machine %s: %s", machine->id, error->message);
-      }
+  for_each_machine (user_data, mv_reconciler_sample_idle);
+  return G_SOURCE_CONTINUE;
 }
 
 void
-mv_reconciler_recover (MvMachine *machine)
+mv_reconciler_run (MvReconciler *rec)
 {
-  MvStatus *status = machine->status;
-  MvConfig *config = machine->config;
-  MvRuntime *runtime = runtime_for (machine, NULL);
-  g_autofree char *runtime_dir = mv_store_machine_runtime_dir (machine->daemon->store, machine->id);
-  g_autofree char *saved = saved_dir_of (machine, SAVED_STATE_NAME);
-  g_autofree char *partial = saved_dir_of (machine, SAVED_PARTIAL_NAME);
-  g_autoptr (JsonNode) before = mv_status_to_node (status);
-  g_autofree char *phase = g_steal_pointer (&status->phase);
-  g_autofree char *why = NULL;
-  MvRuntimeRequest req = {
-    .machine_id = machine->id,
-    .spec = config->spec,
-    .runtime_dir = runtime_dir,
-    .vmm = status->vmm,
-  };
-  MvVmmState vmm = MV_VMM_GONE;
-
-  g_clear_pointer (&status->operation_id, g_free);
-  remove_stale_saved_states (machine);
-  if (phase)
-    g_message ("Machine %s (%s): found operation %s interrupted", config->spec->name,
-               machine->id, phase);
-
-  if (config->desired == MV_DESIRED_DESTROYED || (phase && g_str_has_prefix (phase, "destroy-")))
-    {
-      /* The destroy resumes where it stopped, from status.destroyed. */
-    }
-  else if (g_strcmp0 (phase, "start") == 0 || g_strcmp0 (phase, "restore") == 0 ||
-           status->state == MV_STATE_STARTING)
-    {
-      /* A VMM this start may have left was never recorded: it goes, by
-       * its socket. A frozen guest is kept for the next try. */
-      kill_leftovers (machine, runtime, &req);
-      clear_vmm (machine);
-      if (status->saved_state && dir_exists (saved))
-        set_state (machine, MV_STATE_STANDBY, "interrupted while waking from standby");
-      else
-        set_failed (machine, "interrupted while starting");
-    }
-  else if (g_strcmp0 (phase, "stop") == 0 || g_strcmp0 (phase, "force-stop") == 0 ||
-           status->state == MV_STATE_STOPPING)
-    {
-      kill_leftovers (machine, runtime, &req);
-      clear_vmm (machine);
-      discard_saved_state (machine, saved, partial);
-      /* What was asked is what was being done: finish it. */
-      if (config->desired == MV_DESIRED_STOPPED)
-        set_state (machine, MV_STATE_STOPPED, NULL);
-      else
-        set_failed (machine, "interrupted while stopping");
-    }
-  else if (g_strcmp0 (phase, "standby") == 0 && !(runtime && status->vmm &&
-                                                    runtime->probe (runtime, &req) != MV_VMM_GONE))
-    {
-      /* The VMM ended: the guest is frozen if the saved directory made
-       * it to its final name, which happens only once it is whole. */
-      clear_vmm (machine);
-      mv_remove_tree (partial, NULL);
-      if (dir_exists (saved))
-        {
-          g_free (status->saved_state);
-          status->saved_state = g_strdup (saved);
-          set_state (machine, MV_STATE_STANDBY, NULL);
-        }
-      else
-        set_failed (machine, "interrupted while going on standby; the guest was lost");
-    }
-  else if (status->state == MV_STATE_RUNNING || status->state == MV_STATE_PAUSED)
-    {
-      vmm = runtime && status->vmm ? runtime->probe (runtime, &req) : MV_VMM_GONE;
-      if (vmm != MV_VMM_GONE)
-        {
-          /* A saved guest beside a running VMM is stale. */
-          if (status->saved_state || dir_exists (saved) || dir_exists (partial))
-            discard_saved_state (machine, saved, partial);
-          set_state (machine, vmm == MV_VMM_PAUSED ? MV_STATE_PAUSED : MV_STATE_RUNNING, NULL);
-          watch_vmm (machine, runtime);
-        }
-      else
-        why = g_strdup ("the VMM ended while the daemon was not running");
-    }
-  else if (status->state == MV_STATE_RESTARTING)
-    schedule_restart (machine);
-
-  /* Written only if recovery changed it: a start with many records reads
-   * them all but writes none of them. */
-  g_autoptr (JsonNode) after = mv_status_to_node (status);
-  if (!json_node_equal (before, after))
-    save_status (machine);
-  if (why)
-    handle_end (machine, FALSE, 0, why);
-}
-
-void
-mv_reconciler_start_on_boot (MvMachine *machine)
-{
-  MvConfig *config = machine->config;
-  MvState state = machine->status->state;
-
-  if ((state != MV_STATE_STOPPED && state != MV_STATE_FAILED) ||
-      config->desired == MV_DESIRED_DESTROYED ||
-      !mv_restart_starts_on_boot (config->spec, config->stopped_by_user))
-    return;
-  g_message ("Machine %s (%s): started on boot, as its restart policy %s says",
-             config->spec->name, machine->id, mv_restart_mode_to_string (config->spec->restart_mode));
-  if (!mv_config_set_desired (config, MV_DESIRED_RUNNING, now_us ()))
-    mv_config_retry (config, now_us ());
-  save_config (machine);
+  for_each_machine (rec, mv_reconciler_reconcile);
+  rec->resync_timer = clock_timeout (rec, rec->options.resync_seconds * 1000, on_resync, rec);
+  rec->idle_timer = clock_timeout (rec, rec->options.idle_sample_seconds * 1000, on_idle_sample,
+                                   rec);
 }

@@ -1,34 +1,124 @@
-/* The reconciler: moves each machine towards its desired state, one step
- * at a time, running host calls in worker threads. */
+/* The reconciler: owns the table of machines and moves each towards what
+ * is desired of it, one step at a time, driving the host through core's
+ * interfaces (core/host/) in worker threads. It knows no bus: what
+ * happens is reported to an observer, on the main thread. */
 #pragma once
-#include "daemon/daemon.h"
+#include "machine.h"
+#include "core/host/host.h"
 
-/* Waits for @machine to reach what is desired now, then replies to @call
- * (or replies with the error that stopped it). Takes a reference. With
- * @reply_path the reply carries that object path. */
-void mv_reconciler_wait (MvMachine *machine, sd_bus_message *call, const char *reply_path);
-/* Looks at @machine again soon (after a change of what is desired). */
-void mv_reconciler_kick (MvMachine *machine);
-/* Recover at startup (seed 002): adopt or clean up what the records say
- * was running, before the bus is served. */
-void mv_reconciler_recover (MvMachine *machine);
-/* Answers every pending call of @machine that is settled: with @error
- * if set, or as its wish was reached, replaced or deleted. */
-void mv_reconciler_settle_waiters (MvMachine *machine, const GError *error);
-/* Cancels a pending restart and resets the restart count (a start a user
- * asked for). */
-void mv_reconciler_cancel_restart (MvMachine *machine);
-/* Judges from the VMM's CPU time whether a running machine with a
- * standby_after_seconds has been idle that long, and if so puts it on
- * standby. Called every idle_sample_seconds. */
-void mv_reconciler_sample_idle (MvMachine *machine);
-/* A traffic event for a machine: wakes it from standby unless @sequence
- * is not newer than the last one handled. Replies (b) to @call: TRUE once
- * woken, FALSE if there was nothing to do. */
-void mv_reconciler_traffic (MvMachine *machine, guint64 sequence, sd_bus_message *call);
-/* After Recover: asks a Stopped or Failed machine whose restart policy
- * says so to run. */
-void mv_reconciler_start_on_boot (MvMachine *machine);
-/* Throws away a machine's frozen guest (its shape changed): a machine on
- * standby becomes Stopped, to boot afresh when next started. */
-void mv_reconciler_discard_saved_state (MvMachine *machine);
+/* How the reconciler tells time and waits; tests inject their own. */
+typedef struct {
+  gint64 (*real_time) (gpointer data);        /* µs since the epoch */
+  gint64 (*monotonic_time) (gpointer data);   /* µs */
+  guint  (*timeout_add) (guint ms, GSourceFunc func, gpointer func_data, gpointer data);
+  void   (*source_remove) (guint id, gpointer data);
+  gpointer data;
+} MvClock;
+
+/* GLib's clocks and main context. */
+const MvClock *mv_clock_default (void);
+
+/* Told of everything that happens to machines, on the main thread. */
+typedef struct {
+  /* @props (MvMachineProp bits) of @machine changed. */
+  void (*changed) (MvMachine *machine, guint props, gpointer data);
+  /* A machine was defined (not called for those loaded at startup). */
+  void (*added) (MvMachine *machine, gpointer data);
+  /* @machine is at rest for now: its wish reached (@failure NULL) or
+   * given up on (@failure says why). Whoever waits on it may be answered. */
+  void (*settled) (MvMachine *machine, const GError *failure, gpointer data);
+  /* @machine's records are gone; it is freed when this returns. */
+  void (*removed) (MvMachine *machine, gpointer data);
+  gpointer data;
+} MvObserver;
+
+typedef struct {
+  guint  standby_min_seconds;   /* shortest standby_after_seconds accepted */
+  guint  idle_sample_seconds;   /* how often idleness is judged */
+  guint  idle_cpu_percent;      /* below this share of one CPU, a guest is idle */
+  guint  restart_backoff_ms;    /* first restart delay; doubles each time */
+  guint  resync_seconds;        /* how often every machine is looked at again */
+  /* Whether a machine is being migrated; such machines are left alone. */
+  gboolean (*migration_guard) (const char *machine_id, gpointer user_data);
+  gpointer migration_guard_data;
+} MvReconcilerOptions;
+
+/* @host, @observer and @clock (NULL: the default) outlive the reconciler. */
+MvReconciler *mv_reconciler_new (const MvHost *host, const MvReconcilerOptions *options,
+                                 const MvObserver *observer, const MvClock *clock);
+/* Machines still waited on are settled with MV_ERROR_UNAVAILABLE first. */
+void          mv_reconciler_free (MvReconciler *reconciler);
+
+/* Adds a machine loaded at startup; @config and @status are taken. */
+MvMachine    *mv_reconciler_add_loaded (MvReconciler *reconciler, MvConfig *config,
+                                        MvStatus *status);
+/* Recovers every loaded machine (seed 002, Recover): adopts what runs,
+ * finishes or undoes interrupted operations, probing VMMs in worker
+ * threads, in parallel; then warns of deprecated hypervisor versions and
+ * applies StartOnBoot. @done runs on the main thread once all is done. */
+void          mv_reconciler_recover (MvReconciler *reconciler, void (*done) (gpointer data),
+                                     gpointer data);
+/* Looks at every machine, and keeps looking now and then (resync and
+ * idle sampling timers). */
+void          mv_reconciler_run (MvReconciler *reconciler);
+/* Whether a step is under way for any machine. */
+gboolean      mv_reconciler_busy (MvReconciler *reconciler);
+
+/* The table. */
+MvMachine    *mv_reconciler_lookup (MvReconciler *reconciler, const char *id);
+MvMachine    *mv_reconciler_find (MvReconciler *reconciler, const char *name_or_id);
+/* Every machine (not gone), sorted by name; free the array only. */
+GPtrArray    *mv_reconciler_list (MvReconciler *reconciler);
+guint         mv_reconciler_count (MvReconciler *reconciler);
+const MvHost *mv_reconciler_host (MvReconciler *reconciler);
+
+/* Requests. Each checks and records the change of what is desired; it
+ * returns FALSE with an error of MV_ERROR (and changes nothing) if the
+ * request cannot be taken. Then the caller notes what it waits for (the
+ * desired state and generation) and calls mv_reconciler_kick(): the
+ * outcome may be settled() at once. */
+void          mv_reconciler_kick (MvMachine *machine);
+
+
+/* CreateMachine: @spec is parsed; it is validated here. A spec with the
+ * ID of an existing machine and the same fingerprint is that machine
+ * (*@existed); with another one, MV_ERROR_CONFLICT. */
+MvMachine    *mv_reconciler_define (MvReconciler *reconciler, MvSpec *spec /* owned */,
+                                    gboolean start, gboolean *existed, GError **error);
+
+typedef enum {
+  MV_REQUEST_START,
+  MV_REQUEST_STOP,
+  MV_REQUEST_PAUSE,
+  MV_REQUEST_RESUME,
+  MV_REQUEST_RESTART,
+  MV_REQUEST_STANDBY,
+  MV_REQUEST_DELETE,
+} MvRequest;
+
+gboolean      mv_reconciler_request (MvReconciler *reconciler, MvMachine *machine,
+                                     MvRequest request, GError **error);
+/* SetDesiredState: running, paused or stopped. */
+gboolean      mv_reconciler_set_desired (MvReconciler *reconciler, MvMachine *machine,
+                                         MvDesired desired, GError **error);
+/* Update: @spec is parsed; validated here. A frozen guest that cannot
+ * wake into the new shape is discarded. */
+gboolean      mv_reconciler_update (MvReconciler *reconciler, MvMachine *machine,
+                                    MvSpec *spec /* owned */, GError **error);
+gboolean      mv_reconciler_rename (MvReconciler *reconciler, MvMachine *machine,
+                                    const char *name, GError **error);
+/* A traffic event (RestoreAfterTraffic): *@waking is TRUE if it woke the
+ * machine from standby; FALSE if it was stale or there was nothing to do. */
+gboolean      mv_reconciler_traffic (MvReconciler *reconciler, MvMachine *machine,
+                                     guint64 sequence, gboolean *waking, GError **error);
+
+/* Whether the reconciliation of @machine is done with what was desired at
+ * @generation: reached, superseded (another wish since), or gone. */
+typedef enum {
+  MV_WISH_PENDING,
+  MV_WISH_REACHED,
+  MV_WISH_SUPERSEDED,
+} MvWishOutcome;
+
+MvWishOutcome mv_machine_wish_outcome (const MvMachine *machine, MvDesired target,
+                                       guint64 generation);

@@ -12,7 +12,7 @@
 #include "core/errors.h"
 #include "util/files.h"
 #include "names.h"
-#include "fault.h"
+#include "util/fault.h"
 #include "patches.h"
 
 /* Entries of machines/ that are the store's own work in progress, named

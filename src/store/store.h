@@ -3,6 +3,7 @@
  * atomic; loading validates every record and leaves invalid ones alone. */
 #pragma once
 #include "core/machine.h"
+#include "core/host/records.h"
 
 typedef struct _MvStore MvStore;
 
@@ -50,3 +51,7 @@ void        mv_invalid_record_free (MvInvalidRecord *invalid);
  * mode 0600. */
 gboolean    mv_write_file_atomic (const char *path, const char *data, gsize len,
                                   GError **error);
+
+/* The store as core's Records interface; @store outlives it. Free with
+ * g_free. */
+MvRecords  *mv_store_records_new (MvStore *store);

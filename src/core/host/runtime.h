@@ -1,13 +1,22 @@
-/* Runtime: how core drives a hypervisor. Declared here, filled in by the
- * backends (src/hypervisor/) and by test runtimes. Every operation but
- * watch/unwatch blocks and is called from a worker thread, at most one at
- * a time per machine. */
+/* Runtime: how a machine's guest is booted, stopped, frozen and watched.
+ * Filled in by the hypervisor backends (src/hypervisor/) and by test
+ * runtimes. Contract:
+ * - every operation but watch, unwatch and usage blocks and is called from
+ *   a worker thread, at most one at a time per machine, never two for one
+ *   machine at once;
+ * - @req and what it points to belong to the caller and are not shared
+ *   with any other thread for the duration of the call (the VMM identity
+ *   is a deep copy);
+ * - a failed operation returns FALSE (or NULL) with a GError of MV_ERROR
+ *   saying what went wrong; it leaves no process it started behind, except
+ *   where an operation says otherwise. */
 #pragma once
 #include "core/spec.h"
 #include "core/state.h"
 
 typedef struct _MvRuntime MvRuntime;
 
+/* One machine, as every host layer is told of it. */
 typedef struct {
   const char   *machine_id;
   const MvSpec *spec;
@@ -21,6 +30,15 @@ typedef enum {
   MV_VMM_PAUSED,
 } MvVmmState;
 
+/* What a machine's VMM has used so far (seed 000, RuntimeUsage), for the
+ * idle judgement and the metrics sampler. A field it cannot tell is 0. */
+typedef struct {
+  guint64 cpu_ns;              /* CPU time of the VMM and its threads */
+  guint64 memory_bytes;        /* resident memory now */
+  guint64 disk_read_bytes;
+  guint64 disk_write_bytes;
+} MvRuntimeUsage;
+
 /* Called on the main thread when a watched VMM ends by itself. */
 typedef void (*MvRuntimeExitFunc) (const char *machine_id, gboolean has_exit_code,
                                    int exit_code, const char *reason, gpointer user_data);
@@ -29,29 +47,34 @@ struct _MvRuntime {
   const char *type;
   gpointer    data;
 
+  /* The hypervisor's version, asked once at startup. */
   char       *(*version) (MvRuntime *rt, GError **error);
-  /* Boots the guest as @req->spec says; returns the VMM identity to record. */
+  /* Boots the guest as @req->spec says and waits for its readiness;
+   * returns the VMM identity to record. */
   JsonObject *(*start) (MvRuntime *rt, const MvRuntimeRequest *req, GError **error);
-  /* Graceful unless @force; when it returns TRUE the VMM is gone. */
+  /* Graceful unless @force; when it returns TRUE the VMM is gone. Ends
+   * whatever an interrupted start left serving, recorded or not. */
   gboolean    (*stop) (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **error);
   gboolean    (*pause) (MvRuntime *rt, const MvRuntimeRequest *req, GError **error);
   gboolean    (*resume) (MvRuntime *rt, const MvRuntimeRequest *req, GError **error);
-  /* What the recorded VMM is doing now (used by recovery). */
+  /* What the recorded VMM is doing now (recovery, and after a failed
+   * standby). May wait for a VMM that is slow to answer. */
   MvVmmState  (*probe) (MvRuntime *rt, const MvRuntimeRequest *req);
-  /* Releases everything the runtime holds for the machine. */
+  /* Releases everything the runtime holds for the machine but its VMM. */
   gboolean    (*destroy) (MvRuntime *rt, const MvRuntimeRequest *req, GError **error);
-  /* Main thread only: notice the VMM ending by itself. */
+  /* Main thread only, never blocks: notice the VMM ending by itself. */
   guint       (*watch) (MvRuntime *rt, const char *machine_id, JsonObject *vmm,
                         MvRuntimeExitFunc func, gpointer user_data);
   void        (*unwatch) (MvRuntime *rt, guint watch_id);
-  /* Freezes the guest into files in @state_dir and ends its VMM. */
+  /* Freezes the guest into files in @state_dir (empty, exists) and ends
+   * its VMM. On failure the VMM may still run: the caller probes it. */
   gboolean    (*save) (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
                        GError **error);
   /* Starts a fresh VMM from what save() wrote and lets the guest run on;
    * the files are kept if it fails. Returns the new VMM's identity. */
   JsonObject *(*restore) (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
                           GError **error);
-  /* The CPU time, in ns, the VMM has used so far (main thread; cheap). */
+  /* What the VMM has used so far. Main thread; cheap (reads /proc). */
   gboolean    (*usage) (MvRuntime *rt, const MvRuntimeRequest *req, guint64 *cpu_ns,
                         GError **error);
 };

@@ -1,0 +1,279 @@
+/* The bus's view of the machines: announcements, coalesced property
+ * changes, and the calls that wait for a wish to be settled. */
+#include "service.h"
+#include "machine-object.h"
+#include "manager-object.h"
+#include "core/errors.h"
+#include "names.h"
+
+typedef struct {
+  sd_bus_message *call;
+  MvReplyKind     kind;
+  MvDesired       target;
+  guint64         generation;
+} MvWaiter;
+
+struct _MvBusService {
+  sd_bus       *bus;
+  MvReconciler *reconciler;
+  GPtrArray    *invalid;
+  GHashTable   *views;           /* machine id -> MvMachineView* */
+  MvObserver    observer;
+  gboolean      serving;
+};
+
+char *
+mv_machine_object_path (const char *id)
+{
+  char *path = NULL;
+
+  /* Only fails for lack of memory, which GLib treats as fatal anyway. */
+  if (sd_bus_path_encode (MV_MACHINE_PREFIX, id, &path) < 0)
+    g_abort ();
+  return path;
+}
+
+static void
+waiter_free (MvWaiter *waiter)
+{
+  sd_bus_message_unref (waiter->call);
+  g_free (waiter);
+}
+
+static void
+reply_ok (MvMachineView *view, MvWaiter *w)
+{
+  switch (w->kind)
+    {
+    case MV_REPLY_PATH:
+      sd_bus_reply_method_return (w->call, "o", view->path);
+      break;
+    case MV_REPLY_TRUE:
+      sd_bus_reply_method_return (w->call, "b", 1);
+      break;
+    case MV_REPLY_EMPTY:
+      sd_bus_reply_method_return (w->call, NULL);
+      break;
+    }
+}
+
+/* Replies to every waiting call whose wish is settled: reached, replaced
+ * by another wish, failed with @failure, or the machine gone. */
+static void
+settle_waiters (MvMachineView *view, const GError *failure)
+{
+  MvMachine *machine = view->machine;
+  GList *l = view->waiters.head;
+
+  while (l)
+    {
+      GList *next = l->next;
+      MvWaiter *w = l->data;
+      MvWishOutcome outcome = mv_machine_wish_outcome (machine, w->target, w->generation);
+      gboolean done = TRUE;
+
+      if (machine->gone)
+        {
+          if (w->target == MV_DESIRED_DESTROYED)
+            reply_ok (view, w);
+          else
+            sd_bus_reply_method_errorf (w->call, MV_BUS_ERROR_NOT_FOUND,
+                                        "Machine %s was deleted", machine->id);
+        }
+      else if (outcome == MV_WISH_SUPERSEDED)
+        sd_bus_reply_method_errorf (w->call, MV_BUS_ERROR_INVALID_STATE,
+                                    "Superseded: machine %s is now wanted %s",
+                                    machine->config->spec->name,
+                                    mv_desired_to_string (machine->config->desired));
+      else if (failure)
+        mv_bus_reply_gerror (w->call, failure);
+      else if (outcome == MV_WISH_REACHED)
+        reply_ok (view, w);
+      else
+        done = FALSE;
+
+      if (done)
+        {
+          waiter_free (w);
+          g_queue_delete_link (&view->waiters, l);
+        }
+      l = next;
+    }
+}
+
+static void
+view_free (MvMachineView *view)
+{
+  g_clear_handle_id (&view->flush_id, g_source_remove);
+  g_queue_clear_full (&view->waiters, (GDestroyNotify) waiter_free);
+  g_free (view->path);
+  g_free (view);
+}
+
+MvMachineView *
+mv_bus_view (MvBusService *service, MvMachine *machine)
+{
+  MvMachineView *view = machine->view;
+
+  if (view)
+    return view;
+  view = g_new0 (MvMachineView, 1);
+  view->service = service;
+  view->machine = machine;
+  view->path = mv_machine_object_path (machine->id);
+  view->announced_state = machine->status->state;
+  g_queue_init (&view->waiters);
+  machine->view = view;
+  g_hash_table_insert (service->views, machine->id, view);
+  return view;
+}
+
+void
+mv_bus_wait (MvMachineView *view, sd_bus_message *call, MvReplyKind kind)
+{
+  MvWaiter *w = g_new0 (MvWaiter, 1);
+
+  w->call = sd_bus_message_ref (call);
+  w->kind = kind;
+  w->target = view->machine->config->desired;
+  w->generation = view->machine->config->desired_generation;
+  g_queue_push_tail (&view->waiters, w);
+  mv_reconciler_kick (view->machine);
+}
+
+static gboolean
+on_flush (gpointer user_data)
+{
+  MvMachineView *view = user_data;
+
+  view->flush_id = 0;
+  mv_machine_object_flush (view);
+  return G_SOURCE_REMOVE;
+}
+
+/* The observer ------------------------------------------------------------ */
+
+static void
+on_changed (MvMachine *machine, guint props, gpointer data)
+{
+  MvMachineView *view = mv_bus_view (data, machine);
+
+  view->dirty |= props;
+  /* One announcement per object per main loop turn, however many changes. */
+  if (view->flush_id == 0 && view->announced)
+    view->flush_id = g_idle_add (on_flush, view);
+}
+
+static void
+on_added (MvMachine *machine, gpointer data)
+{
+  MvBusService *service = data;
+  MvMachineView *view = mv_bus_view (service, machine);
+
+  view->dirty = 0;
+  if (service->serving)
+    mv_manager_announce_machine (service->bus, view);
+}
+
+static void
+on_settled (MvMachine *machine, const GError *failure, gpointer data)
+{
+  MvMachineView *view = machine->view;
+
+  if (view)
+    settle_waiters (view, failure);
+}
+
+static void
+on_removed (MvMachine *machine, gpointer data)
+{
+  MvBusService *service = data;
+  MvMachineView *view = mv_bus_view (service, machine);
+
+  /* Pending changes go out first, then the removal, while the object can
+   * still be found; only then is it gone for everyone. */
+  g_clear_handle_id (&view->flush_id, g_source_remove);
+  mv_machine_object_flush (view);
+  mv_manager_announce_removed (service->bus, view);
+  settle_waiters (view, NULL);
+  machine->view = NULL;
+  g_hash_table_remove (service->views, machine->id);
+}
+
+MvBusService *
+mv_bus_service_new (void)
+{
+  MvBusService *service = g_new0 (MvBusService, 1);
+
+  service->views = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                          (GDestroyNotify) view_free);
+  service->observer.changed = on_changed;
+  service->observer.added = on_added;
+  service->observer.settled = on_settled;
+  service->observer.removed = on_removed;
+  service->observer.data = service;
+  return service;
+}
+
+void
+mv_bus_service_free (MvBusService *service)
+{
+  if (!service)
+    return;
+  g_hash_table_unref (service->views);
+  g_free (service);
+}
+
+const MvObserver *
+mv_bus_service_observer (MvBusService *service)
+{
+  return &service->observer;
+}
+
+int
+mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconciler,
+                      GPtrArray *invalid)
+{
+  g_autoptr (GPtrArray) machines = mv_reconciler_list (reconciler);
+  int r;
+
+  service->bus = bus;
+  service->reconciler = reconciler;
+  service->invalid = invalid;
+  mv_bus_errors_register ();
+  r = mv_manager_object_register (service);
+  if (r >= 0)
+    r = mv_machine_object_register (service);
+  if (r < 0)
+    return r;
+
+  /* What recovery changed is the starting point, not news. */
+  for (guint i = 0; i < machines->len; i++)
+    {
+      MvMachineView *view = mv_bus_view (service, machines->pdata[i]);
+
+      view->announced = TRUE;
+      view->dirty = 0;
+      view->announced_state = view->machine->status->state;
+    }
+  service->serving = TRUE;
+  return sd_bus_request_name (bus, MV_BUS_NAME, 0);
+}
+
+sd_bus *
+mv_bus_service_bus (MvBusService *service)
+{
+  return service->bus;
+}
+
+MvReconciler *
+mv_bus_service_reconciler (MvBusService *service)
+{
+  return service->reconciler;
+}
+
+GPtrArray *
+mv_bus_service_invalid (MvBusService *service)
+{
+  return service->invalid;
+}

@@ -1,0 +1,52 @@
+/* The bus side of microvmd: a view of the reconciler's machines. It
+ * implements the reconciler's observer, keeps each machine object's
+ * announcement state and the calls waiting on it, and serves the manager
+ * and machine objects. Main thread only. */
+#pragma once
+#include "bus-util.h"
+#include "reconcile/reconciler.h"
+
+typedef struct _MvBusService MvBusService;
+
+/* What the bus keeps for one machine object. */
+typedef struct {
+  MvBusService *service;
+  MvMachine    *machine;
+  char         *path;
+  GQueue        waiters;         /* calls answered when a wish is settled */
+  gboolean      announced;       /* InterfacesAdded went out (or it was there at start) */
+  guint         dirty;           /* MvMachineProp bits not yet announced */
+  guint         flush_id;
+  MvState       announced_state;
+} MvMachineView;
+
+/* How a waiting call is answered once its wish is reached. */
+typedef enum {
+  MV_REPLY_EMPTY,
+  MV_REPLY_PATH,                 /* (o) the machine's path */
+  MV_REPLY_TRUE,                 /* (b) TRUE */
+} MvReplyKind;
+
+MvBusService *mv_bus_service_new (void);
+/* Answers nothing more; the reconciler is freed before. */
+void          mv_bus_service_free (MvBusService *service);
+/* The observer to give the reconciler; it lives as long as @service. */
+const MvObserver *mv_bus_service_observer (MvBusService *service);
+
+/* Serves the objects on @bus for @reconciler's machines and takes the bus
+ * name. @invalid: the records found invalid at startup (MvInvalidRecord*),
+ * which outlive the service. */
+int           mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconciler,
+                                    GPtrArray *invalid);
+
+sd_bus       *mv_bus_service_bus (MvBusService *service);
+MvReconciler *mv_bus_service_reconciler (MvBusService *service);
+GPtrArray    *mv_bus_service_invalid (MvBusService *service);
+
+MvMachineView *mv_bus_view (MvBusService *service, MvMachine *machine);
+/* Answers @call once what is desired of @machine now is settled, then
+ * looks at the machine. */
+void          mv_bus_wait (MvMachineView *view, sd_bus_message *call, MvReplyKind kind);
+
+/* The object path of the machine with @id. */
+char         *mv_machine_object_path (const char *id);

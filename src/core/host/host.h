@@ -1,0 +1,32 @@
+/* The host as the reconciler sees it: the layers it drives, each behind a
+ * small interface declared beside this file, and what a machine holds in
+ * each of them. Pure: it only calls through the interfaces. */
+#pragma once
+#include "network.h"
+#include "records.h"
+#include "runtimes.h"
+#include "snapshots.h"
+#include "storage.h"
+
+typedef struct {
+  MvRuntimes  *runtimes;
+  MvRecords   *records;
+  MvStorage   *storage;
+  MvNetwork   *network;      /* NULL: this host has no networks */
+  MvSnapshots *snapshots;    /* NULL: this host keeps no snapshots */
+} MvHost;
+
+/* One thing a machine holds on the host, given back by a destroy. */
+typedef struct {
+  const char *name;          /* recorded in status.destroyed once released */
+  /* Blocks; worker thread. @runtime is NULL when the machine's hypervisor
+   * is gone from the host (its VMM cannot be running then). */
+  gboolean  (*release) (const MvHost *host, MvRuntime *runtime, const MvRuntimeRequest *req,
+                        GError **error);
+} MvHostResource;
+
+/* What a destroy releases, in order (records last), and how many. An
+ * interrupted destroy resumes with the first one not recorded as done. */
+const MvHostResource *mv_host_destroy_order (guint *n_resources);
+/* The resource called @name, or NULL. */
+const MvHostResource *mv_host_resource (const char *name);

@@ -1,0 +1,36 @@
+/* Records: where a machine's desired and observed records are kept (the
+ * store, src/store/, fills this in; tests use an in-memory fake).
+ * Contract:
+ * - every write is atomic and durable when it returns TRUE: a crash at any
+ *   point leaves the previous record or the new one, never a mix;
+ * - writes of one machine's records never overlap: the reconciler writes
+ *   them on the main thread, except remove(), which runs in the worker of
+ *   that machine's last destroy step, when nothing else touches it;
+ * - functions touch only the files of the machine they name and keep no
+ *   shared state, so they are safe from any thread under that rule. */
+#pragma once
+#include "core/machine.h"
+
+typedef struct _MvRecords MvRecords;
+
+struct _MvRecords {
+  gpointer data;
+
+  /* A new machine appears whole or not at all; MV_ERROR_ALREADY_EXISTS if
+   * its records exist. */
+  gboolean (*create) (MvRecords *records, const MvConfig *config, const MvStatus *status,
+                      GError **error);
+  gboolean (*save_config) (MvRecords *records, const MvConfig *config, GError **error);
+  gboolean (*save_status) (MvRecords *records, const char *id, const MvStatus *status,
+                           GError **error);
+  /* Removes the machine's records; blocks; the directory goes last. */
+  gboolean (*remove) (MvRecords *records, const char *id, GError **error);
+  /* The machine's directories: its state directory (records, saved guest)
+   * and its runtime directory (sockets, logs). Pure; the caller frees. */
+  char    *(*machine_dir) (MvRecords *records, const char *id);
+  char    *(*runtime_dir) (MvRecords *records, const char *id);
+  /* Block: create the runtime directory (0700) before a start, and remove
+   * it with everything in it when the machine is destroyed. */
+  gboolean (*make_runtime_dir) (MvRecords *records, const char *id, GError **error);
+  gboolean (*remove_runtime_dir) (MvRecords *records, const char *id, GError **error);
+};

@@ -1,0 +1,67 @@
+/* A machine as the reconciler owns it: its two records and what the
+ * reconciler keeps in memory beside them. Only the reconciler changes a
+ * machine; everyone else reads it on the main thread and hears of its
+ * changes through the observer (reconciler.h). */
+#pragma once
+#include "core/machine.h"
+
+typedef struct _MvReconciler MvReconciler;
+typedef struct _MvMachine MvMachine;
+
+/* What of a machine changed, as bits: the bus turns them into properties. */
+typedef enum {
+  MV_PROP_NAME                     = 1 << 0,
+  MV_PROP_STATE                    = 1 << 1,
+  MV_PROP_STATE_ERROR              = 1 << 2,
+  MV_PROP_DESIRED_STATE            = 1 << 3,
+  MV_PROP_DESIRED_GENERATION       = 1 << 4,
+  MV_PROP_OBSERVED_GENERATION      = 1 << 5,
+  MV_PROP_SPECIFICATION_GENERATION = 1 << 6,
+  MV_PROP_RESTART_GENERATION       = 1 << 7,
+  MV_PROP_SPEC                     = 1 << 8,  /* Spec and everything derived from it */
+  MV_PROP_PHASE                    = 1 << 9,  /* Phase and OperationId */
+  MV_PROP_STARTED_AT               = 1 << 10,
+  MV_PROP_UPDATED_AT               = 1 << 11,
+  MV_PROP_EXIT_CODE                = 1 << 12,
+  MV_PROP_RESTART_COUNT            = 1 << 13,
+  MV_PROP_ALL_CONFIG               = MV_PROP_NAME | MV_PROP_DESIRED_STATE |
+                                     MV_PROP_DESIRED_GENERATION |
+                                     MV_PROP_SPECIFICATION_GENERATION |
+                                     MV_PROP_RESTART_GENERATION | MV_PROP_SPEC |
+                                     MV_PROP_UPDATED_AT,
+  MV_PROP_ALL_STATUS               = MV_PROP_STATE | MV_PROP_STATE_ERROR |
+                                     MV_PROP_OBSERVED_GENERATION | MV_PROP_PHASE |
+                                     MV_PROP_STARTED_AT | MV_PROP_EXIT_CODE |
+                                     MV_PROP_RESTART_COUNT,
+} MvMachineProp;
+
+struct _MvMachine {
+  MvReconciler *reconciler;
+  char         *id;
+  MvConfig     *config;
+  MvStatus     *status;
+
+  /* One operation at a time: a step, or recovery at startup. */
+  gboolean      busy;
+  gboolean      gone;            /* records removed; freed once the observer heard */
+  guint         watch_id;
+  guint         restart_timer;
+
+  /* Idleness, kept in memory only. */
+  guint64       idle_cpu_ns;     /* the VMM's CPU time at the last sample */
+  gint64        idle_sampled_at; /* µs, monotonic; 0 = not sampled yet */
+  gint64        idle_since;      /* µs, monotonic; 0 = busy */
+
+  /* The observer's own state for this machine (the bus object); set and
+   * freed by the observer, never touched by the reconciler. */
+  gpointer      view;
+};
+
+/* Logs about @machine with its ID, operation ID and phase as structured
+ * fields. */
+void mv_machine_log (const MvMachine *machine, GLogLevelFlags level, const char *format, ...)
+  G_GNUC_PRINTF (3, 4);
+
+/* Starting, running, paused, on standby, stopping, or with a step under
+ * way: a Delete needs force. */
+gboolean mv_machine_is_active (const MvMachine *machine);

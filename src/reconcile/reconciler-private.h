@@ -1,0 +1,69 @@
+/* What the reconciler's files share among themselves. */
+#pragma once
+#include "reconciler.h"
+
+/* Until the spec check lands in core. */
+#define mv_spec_check_implemented(spec, error) TRUE
+
+struct _MvReconciler {
+  const MvHost        *host;
+  MvReconcilerOptions  options;
+  MvObserver           observer;
+  const MvClock       *clock;
+  GHashTable          *machines;     /* id -> MvMachine* */
+  guint                resync_timer;
+  guint                idle_timer;
+  guint                recovering;   /* machines whose recovery is under way */
+  void               (*recovered) (gpointer data);
+  gpointer             recovered_data;
+};
+
+gint64     mv_reconciler_now (MvReconciler *rec);
+/* Every machine in the table, gone or not, in no order; free the array. */
+GPtrArray *mv_reconciler_all (MvReconciler *rec);
+MvRuntime *mv_reconciler_runtime_for (MvMachine *machine, GError **error);
+gboolean   mv_reconciler_is_migrating (MvMachine *machine);
+
+/* Reports to the observer. */
+void       mv_machine_changed (MvMachine *machine, guint props);
+void       mv_machine_settled (MvMachine *machine, const GError *failure);
+
+/* Records: a status or config write that fails is logged; the caller that
+ * must not go on without it checks the result. */
+gboolean   mv_machine_save_status (MvMachine *machine, GError **error);
+gboolean   mv_machine_save_config (MvMachine *machine, GError **error);
+void       mv_machine_set_state (MvMachine *machine, MvState state, const char *error);
+void       mv_machine_set_failed (MvMachine *machine, const char *why);
+void       mv_machine_clear_vmm (MvMachine *machine);
+/* The request every host layer is given for @machine: borrowed from the
+ * machine, for the main thread only. @runtime_dir is the caller's. */
+MvRuntimeRequest mv_machine_request (MvMachine *machine, const char *runtime_dir);
+
+/* A copy of a VMM identity that shares nothing with @vmm: what a worker
+ * thread is given. */
+JsonObject *mv_reconciler_copy_vmm (JsonObject *vmm);
+
+/* Steps and what follows them. */
+void       mv_reconciler_reconcile (MvMachine *machine);
+void       mv_reconciler_handle_end (MvMachine *machine, gboolean has_exit_code, int exit_code,
+                                     const char *reason);
+void       mv_reconciler_watch_vmm (MvMachine *machine, MvRuntime *runtime);
+void       mv_reconciler_unwatch_vmm (MvMachine *machine);
+void       mv_reconciler_schedule_restart (MvMachine *machine);
+void       mv_reconciler_cancel_restart (MvMachine *machine);
+/* Moves the frozen guest out of the way now and deletes it off the main
+ * loop. */
+void       mv_reconciler_retire_saved_state (MvMachine *machine);
+/* Deletes, off the main loop, what was retired of @machine_id's storage. */
+void       mv_reconciler_sweep_later (MvReconciler *rec, const char *machine_id);
+
+/* Runs @func (@data freed with @free) in a worker thread, then @done on
+ * the main thread. */
+void       mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done,
+                                        gpointer data, GDestroyNotify free);
+
+/* Idleness (idle.c). */
+void       mv_reconciler_sample_idle (MvMachine *machine);
+void       mv_machine_reset_idle (MvMachine *machine);
+
+void       mv_machine_free (MvMachine *machine);

@@ -1,0 +1,388 @@
+/* What clients ask of machines: each request is checked, becomes a change
+ * of the desired record (written before anything else happens, or nothing
+ * happens), and wakes the reconciler. */
+#include "reconciler-private.h"
+#include "core/errors.h"
+#include "util/fault.h"
+
+#include <stdarg.h>
+
+static gboolean
+fail (GError **error, MvError code, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
+static gboolean
+fail (GError **error, MvError code, const char *format, ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  g_set_error_literal (error, MV_ERROR, code, "");
+  g_free ((*error)->message);
+  (*error)->message = g_strdup_vprintf (format, args);
+  va_end (args);
+  return FALSE;
+}
+
+/* Writes the changed config; if it cannot be written, @previous is what
+ * the machine keeps: nothing changes unless it is on disk. */
+static gboolean
+commit_config (MvMachine *machine, MvConfig *previous, GError **error)
+{
+  if (mv_machine_save_config (machine, error))
+    {
+      mv_config_free (previous);
+      return TRUE;
+    }
+  mv_config_free (machine->config);
+  machine->config = previous;
+  return FALSE;
+}
+
+#define STATES(...) (state_bits ((const MvState[]) { __VA_ARGS__, MV_STATE_COUNT }))
+
+static guint
+state_bits (const MvState *states)
+{
+  guint bits = 0;
+
+  for (; *states != MV_STATE_COUNT; states++)
+    bits |= 1u << *states;
+  return bits;
+}
+
+static gboolean
+check_state (MvMachine *machine, const char *verb, guint allowed, GError **error)
+{
+  if (allowed & (1u << machine->status->state))
+    return TRUE;
+  return fail (error, MV_ERROR_INVALID_STATE, "Cannot %s machine %s: it is %s", verb,
+               machine->config->spec->name, mv_state_to_string (machine->status->state));
+}
+
+static gboolean
+validate (MvReconciler *rec, MvSpec *spec, GError **error)
+{
+  return mv_spec_validate_with_standby_min (spec, rec->options.standby_min_seconds, error) &&
+         mv_spec_check_implemented (spec, error) &&
+         mv_runtimes_for_spec (rec->host->runtimes, spec, error) != NULL;
+}
+
+MvMachine *
+mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboolean *existed,
+                      GError **error)
+{
+  g_autoptr (MvSpec) spec = spec_in;
+  g_autoptr (MvConfig) config = NULL;
+  g_autoptr (MvStatus) status = NULL;
+  g_autofree char *fingerprint = NULL;
+  MvMachine *machine;
+  MvRuntime *runtime;
+  gint64 now = mv_reconciler_now (rec);
+
+  *existed = FALSE;
+  if (!mv_spec_validate_with_standby_min (spec, rec->options.standby_min_seconds, error) ||
+      !mv_spec_check_implemented (spec, error))
+    return NULL;
+
+  /* A client retrying with the same ID gets the same machine. */
+  fingerprint = mv_spec_fingerprint (spec);
+  if (spec->id && (machine = mv_reconciler_lookup (rec, spec->id)))
+    {
+      MvConfig *previous;
+
+      if (g_strcmp0 (machine->config->fingerprint, fingerprint) != 0)
+        {
+          fail (error, MV_ERROR_CONFLICT, "id: machine %s exists with a different spec", spec->id);
+          return NULL;
+        }
+      *existed = TRUE;
+      previous = mv_config_copy (machine->config);
+      if (start && mv_config_set_desired (machine->config, MV_DESIRED_RUNNING, now))
+        {
+          if (!commit_config (machine, previous, error))
+            return NULL;
+        }
+      else
+        mv_config_free (previous);
+      return machine;
+    }
+  if (mv_reconciler_find (rec, spec->name))
+    {
+      fail (error, MV_ERROR_ALREADY_EXISTS, "name: a machine called %s exists already",
+            spec->name);
+      return NULL;
+    }
+  if (!(runtime = mv_runtimes_for_spec (rec->host->runtimes, spec, error)))
+    return NULL;
+
+  /* A machine keeps the hypervisor it was created with, even when the
+   * host's default changes; its fingerprint stays that of what was sent. */
+  if (!spec->hypervisor_type)
+    spec->hypervisor_type = g_strdup (runtime->type);
+  if (!spec->id)
+    spec->id = mv_id_new ();
+  g_autofree char *id = g_strdup (spec->id);
+  config = mv_config_new (id, g_steal_pointer (&spec), now);
+  g_free (config->fingerprint);
+  config->fingerprint = g_steal_pointer (&fingerprint);
+  if (start)
+    mv_config_set_desired (config, MV_DESIRED_RUNNING, config->created_at);
+  status = mv_status_new ();
+  if (!rec->host->records->create (rec->host->records, config, status, error))
+    return NULL;
+  mv_fault_point ("create", "published");
+
+  machine = mv_reconciler_add_loaded (rec, g_steal_pointer (&config), g_steal_pointer (&status));
+  mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) defined",
+                  machine->config->spec->name, machine->id);
+  if (rec->observer.added)
+    rec->observer.added (machine, rec->observer.data);
+  return machine;
+}
+
+/* Sets what is desired (or asks again after a failure). */
+static gboolean
+request_desired (MvMachine *machine, MvDesired desired, gboolean restart, gboolean by_user_stop,
+                 GError **error)
+{
+  MvConfig *previous = mv_config_copy (machine->config);
+  MvConfig *config = machine->config;
+  gint64 now = mv_reconciler_now (machine->reconciler);
+  gboolean changed;
+
+  if (restart)
+    mv_config_request_restart (config, now);
+  /* Any of these wakes a guest on standby (Stop by discarding it). */
+  changed = mv_config_set_standby (config, FALSE, now);
+  changed |= mv_config_set_desired (config, desired, now);
+  if (!changed && !restart &&
+      machine->status->failed_generation == config->desired_generation &&
+      !mv_machine_desired_reached (config, machine->status))
+    mv_config_retry (config, now);
+  config->stopped_by_user = by_user_stop;
+  if (!commit_config (machine, previous, error))
+    return FALSE;
+  /* A user's start or stop ends what the restart policy had pending. */
+  if (desired == MV_DESIRED_RUNNING || desired == MV_DESIRED_STOPPED)
+    mv_reconciler_cancel_restart (machine);
+  return TRUE;
+}
+
+static gboolean
+request_standby (MvMachine *machine, GError **error)
+{
+  MvConfig *previous;
+
+  if (!check_state (machine, "put on standby",
+                    STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STANDBY), error))
+    return FALSE;
+  previous = mv_config_copy (machine->config);
+  mv_config_set_standby (machine->config, TRUE, mv_reconciler_now (machine->reconciler));
+  return commit_config (machine, previous, error);
+}
+
+static gboolean
+request_delete (MvMachine *machine, GError **error)
+{
+  MvConfig *previous = mv_config_copy (machine->config);
+
+  mv_config_set_desired (machine->config, MV_DESIRED_DESTROYED,
+                         mv_reconciler_now (machine->reconciler));
+  return commit_config (machine, previous, error);
+}
+
+static gboolean
+take_request (MvMachine *machine, MvRequest request, GError **error)
+{
+  switch (request)
+    {
+    case MV_REQUEST_START:
+      return request_desired (machine, MV_DESIRED_RUNNING, FALSE, FALSE, error);
+    case MV_REQUEST_STOP:
+      return request_desired (machine, MV_DESIRED_STOPPED, FALSE, TRUE, error);
+    case MV_REQUEST_PAUSE:
+      return check_state (machine, "pause",
+                          STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STARTING), error) &&
+             request_desired (machine, MV_DESIRED_PAUSED, FALSE, FALSE, error);
+    case MV_REQUEST_RESUME:
+      return check_state (machine, "resume",
+                          STATES (MV_STATE_PAUSED, MV_STATE_RUNNING, MV_STATE_STARTING), error) &&
+             request_desired (machine, MV_DESIRED_RUNNING, FALSE, FALSE, error);
+    case MV_REQUEST_RESTART:
+      /* A machine that does not run is simply started. */
+      return request_desired (machine, MV_DESIRED_RUNNING,
+                              mv_state_holds_resources (machine->status->state), FALSE, error);
+    case MV_REQUEST_STANDBY:
+      return request_standby (machine, error);
+    case MV_REQUEST_DELETE:
+      return request_delete (machine, error);
+    }
+  g_return_val_if_reached (FALSE);
+}
+
+gboolean
+mv_reconciler_request (MvReconciler *rec, MvMachine *machine, MvRequest request, GError **error)
+{
+  return take_request (machine, request, error);
+}
+
+gboolean
+mv_reconciler_set_desired (MvReconciler *rec, MvMachine *machine, MvDesired desired,
+                           GError **error)
+{
+  MvConfig *previous;
+
+  if (desired == MV_DESIRED_DESTROYED || desired >= MV_DESIRED_COUNT)
+    return fail (error, MV_ERROR_INVALID_ARGUMENT,
+                 "state: '%s' is not one of running, paused, stopped (use Delete to destroy)",
+                 desired < MV_DESIRED_COUNT ? mv_desired_to_string (desired) : "");
+  previous = mv_config_copy (machine->config);
+  if (mv_config_set_desired (machine->config, desired, mv_reconciler_now (rec)))
+    {
+      machine->config->stopped_by_user = desired == MV_DESIRED_STOPPED;
+      if (!commit_config (machine, previous, error))
+        return FALSE;
+    }
+  else
+    mv_config_free (previous);
+  return TRUE;
+}
+
+/* What may change while the machine runs: restart policy, labels, the
+ * standby time and remove_on_exit. Everything else needs it stopped. */
+static gboolean
+only_live_fields_differ (const MvSpec *current, const MvSpec *wanted)
+{
+  g_autoptr (MvSpec) masked = mv_spec_copy (wanted);
+  GHashTableIter iter;
+  gpointer k, v;
+
+  masked->restart_mode = current->restart_mode;
+  masked->restart_max_retries = current->restart_max_retries;
+  masked->standby_after_seconds = current->standby_after_seconds;
+  masked->remove_on_exit = current->remove_on_exit;
+  g_hash_table_remove_all (masked->labels);
+  g_hash_table_iter_init (&iter, current->labels);
+  while (g_hash_table_iter_next (&iter, &k, &v))
+    g_hash_table_insert (masked->labels, g_strdup (k), g_strdup (v));
+  return mv_spec_equal (current, masked);
+}
+
+/* The frozen guest cannot wake into another shape: it is thrown away, and
+ * a machine on standby becomes Stopped, to boot afresh when next started. */
+static void
+discard_saved_state (MvMachine *machine)
+{
+  MvReconciler *rec = machine->reconciler;
+
+  g_clear_pointer (&machine->status->saved_state, g_free);
+  if (machine->status->state == MV_STATE_STANDBY)
+    {
+      gint64 now = mv_reconciler_now (rec);
+      gboolean changed = mv_config_set_standby (machine->config, FALSE, now);
+
+      changed |= mv_config_set_desired (machine->config, MV_DESIRED_STOPPED, now);
+      if (changed)
+        mv_machine_save_config (machine, NULL);
+      mv_machine_set_state (machine, MV_STATE_STOPPED, NULL);
+    }
+  /* The status no longer names it before it goes. */
+  mv_machine_save_status (machine, NULL);
+  mv_reconciler_retire_saved_state (machine);
+}
+
+gboolean
+mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GError **error)
+{
+  g_autoptr (MvSpec) spec = spec_in;
+  MvSpec *current = machine->config->spec;
+  MvConfig *previous;
+  gboolean discard;
+
+  if (!validate (rec, spec, error))
+    return FALSE;
+  if (spec->id && g_strcmp0 (spec->id, machine->id) != 0)
+    return fail (error, MV_ERROR_INVALID_ARGUMENT, "id: %s is not this machine's ID (%s)",
+                 spec->id, machine->id);
+  if (g_strcmp0 (spec->name, current->name) != 0)
+    return fail (error, MV_ERROR_INVALID_ARGUMENT,
+                 "name: %s differs from the machine's name %s; use Rename", spec->name,
+                 current->name);
+  g_free (spec->id);
+  spec->id = g_strdup (current->id);
+  if (!only_live_fields_differ (current, spec) &&
+      !check_state (machine, "update", STATES (MV_STATE_STOPPED, MV_STATE_FAILED, MV_STATE_STANDBY),
+                    error))
+    return FALSE;
+
+  discard = machine->status->saved_state && mv_spec_shape_differs (current, spec);
+  previous = mv_config_copy (machine->config);
+  if (mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec)))
+    {
+      if (!commit_config (machine, previous, error))
+        return FALSE;
+    }
+  else
+    mv_config_free (previous);
+  if (discard)
+    discard_saved_state (machine);
+  return TRUE;
+}
+
+gboolean
+mv_reconciler_rename (MvReconciler *rec, MvMachine *machine, const char *name, GError **error)
+{
+  g_autoptr (MvSpec) spec = NULL;
+  MvMachine *other;
+  MvConfig *previous;
+
+  if (!mv_name_validate ("name", name, error))
+    return FALSE;
+  if (g_strcmp0 (name, machine->config->spec->name) == 0)
+    return TRUE;
+  other = mv_reconciler_find (rec, name);
+  if (other && other != machine)
+    return fail (error, MV_ERROR_ALREADY_EXISTS, "name: a machine called %s exists already", name);
+  if (!check_state (machine, "rename", STATES (MV_STATE_STOPPED, MV_STATE_FAILED), error))
+    return FALSE;
+
+  previous = mv_config_copy (machine->config);
+  spec = mv_spec_copy (machine->config->spec);
+  g_free (spec->name);
+  spec->name = g_strdup (name);
+  mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec));
+  return commit_config (machine, previous, error);
+}
+
+gboolean
+mv_reconciler_traffic (MvReconciler *rec, MvMachine *machine, guint64 sequence, gboolean *waking,
+                       GError **error)
+{
+  MvStatus *status = machine->status;
+  MvConfig *previous;
+
+  *waking = FALSE;
+  /* Events are handled in order, each once: an older or repeated one is
+   * stale and changes nothing. */
+  if (sequence <= status->traffic_sequence)
+    return TRUE;
+  status->traffic_sequence = sequence;
+  mv_machine_save_status (machine, NULL);
+  if (!machine->config->standby)
+    return TRUE;
+
+  mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s): traffic, waking it",
+                  machine->config->spec->name, machine->id);
+  previous = mv_config_copy (machine->config);
+  mv_config_set_standby (machine->config, FALSE, mv_reconciler_now (rec));
+  if (!commit_config (machine, previous, error))
+    return FALSE;
+  *waking = TRUE;
+  return TRUE;
+}
+
+void
+mv_reconciler_kick (MvMachine *machine)
+{
+  mv_reconciler_reconcile (machine);
+}
