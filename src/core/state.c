@@ -21,11 +21,17 @@ static const char *const desired_names[MV_DESIRED_COUNT] = {
 #define BIT(s) (1u << (s))
 
 /* Row: from; bits: the states it may move to. Failed is reachable from
- * every state, since any host call can fail. */
+ * every state, since any host call can fail. Stopping is entered from any
+ * state a stop step may find: a stop also ends what an interrupted step
+ * left and removes a frozen guest. The reconciler checks every move it
+ * makes against this table. */
 static const guint transitions[MV_STATE_COUNT] = {
-  [MV_STATE_STOPPED] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_FAILED),
+  [MV_STATE_STOPPED] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPING) | BIT (MV_STATE_FAILED),
+  /* Standby: a restore that failed keeps the frozen guest; Restarting: a
+   * start by the restart policy that failed is another end. */
   [MV_STATE_STARTING] = BIT (MV_STATE_RUNNING) | BIT (MV_STATE_PAUSED) |
-                        BIT (MV_STATE_STOPPING) | BIT (MV_STATE_STOPPED) |
+                        BIT (MV_STATE_STANDBY) | BIT (MV_STATE_STOPPING) |
+                        BIT (MV_STATE_STOPPED) | BIT (MV_STATE_RESTARTING) |
                         BIT (MV_STATE_FAILED),
   [MV_STATE_RUNNING] = BIT (MV_STATE_PAUSED) | BIT (MV_STATE_STANDBY) |
                        BIT (MV_STATE_STOPPING) | BIT (MV_STATE_STOPPED) |
@@ -33,13 +39,13 @@ static const guint transitions[MV_STATE_COUNT] = {
   [MV_STATE_PAUSED] = BIT (MV_STATE_RUNNING) | BIT (MV_STATE_STANDBY) |
                       BIT (MV_STATE_STOPPING) | BIT (MV_STATE_STOPPED) |
                       BIT (MV_STATE_RESTARTING) | BIT (MV_STATE_FAILED),
-  [MV_STATE_STANDBY] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPED) |
-                       BIT (MV_STATE_FAILED),
+  [MV_STATE_STANDBY] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPING) |
+                       BIT (MV_STATE_STOPPED) | BIT (MV_STATE_FAILED),
   [MV_STATE_STOPPING] = BIT (MV_STATE_STOPPED) | BIT (MV_STATE_FAILED),
-  [MV_STATE_RESTARTING] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPED) |
-                          BIT (MV_STATE_FAILED),
-  [MV_STATE_FAILED] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPED) |
-                      BIT (MV_STATE_RESTARTING),
+  [MV_STATE_RESTARTING] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPING) |
+                          BIT (MV_STATE_STOPPED) | BIT (MV_STATE_FAILED),
+  [MV_STATE_FAILED] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPING) |
+                      BIT (MV_STATE_STOPPED) | BIT (MV_STATE_RESTARTING),
 };
 
 const char *

@@ -19,6 +19,9 @@ struct _MvReconciler {
 };
 
 gint64     mv_reconciler_now (MvReconciler *rec);
+/* Timers on the reconciler's clock; remove sets *@id to 0. */
+guint      mv_reconciler_timeout (MvReconciler *rec, guint ms, GSourceFunc func, gpointer data);
+void       mv_reconciler_remove_timeout (MvReconciler *rec, guint *id);
 /* Every machine in the table, gone or not, in no order; free the array. */
 GPtrArray *mv_reconciler_all (MvReconciler *rec);
 MvRuntime *mv_reconciler_runtime_for (MvMachine *machine, GError **error);
@@ -66,4 +69,5 @@ void       mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallbac
 void       mv_reconciler_sample_idle (MvMachine *machine);
 void       mv_machine_reset_idle (MvMachine *machine);
 
+MvMachine *mv_machine_new (MvReconciler *rec, MvConfig *config, MvStatus *status);
 void       mv_machine_free (MvMachine *machine);

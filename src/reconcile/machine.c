@@ -1,0 +1,203 @@
+/* A machine as the reconciler keeps it: how it logs, records itself and
+ * tells the observer what changed. */
+#include "reconciler-private.h"
+#include "core/errors.h"
+#include "names.h"
+
+#include <stdarg.h>
+
+/* syslog's priorities, as GLib gives them to the journal. */
+static const char *
+log_priority (GLogLevelFlags level)
+{
+  if (level & G_LOG_LEVEL_ERROR)
+    return "3";
+  if (level & (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING))
+    return "4";
+  if (level & G_LOG_LEVEL_MESSAGE)
+    return "5";
+  if (level & G_LOG_LEVEL_INFO)
+    return "6";
+  return "7";
+}
+
+void
+mv_machine_log (const MvMachine *machine, GLogLevelFlags level, const char *format, ...)
+{
+  g_autofree char *message = NULL;
+  const MvStatus *status = machine->status;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  const GLogField fields[] = {
+    { "MESSAGE", message, -1 },
+    { "PRIORITY", log_priority (level), -1 },
+    { "GLIB_DOMAIN", G_LOG_DOMAIN, -1 },
+    { MV_LOG_FIELD_MACHINE_ID, machine->id, -1 },
+    { MV_LOG_FIELD_OPERATION, status->operation_id ? status->operation_id : "", -1 },
+    { MV_LOG_FIELD_PHASE, status->phase ? status->phase : "", -1 },
+  };
+  g_log_structured_array (level, fields, G_N_ELEMENTS (fields));
+}
+
+gboolean
+mv_machine_is_active (const MvMachine *machine)
+{
+  MvState s = machine->status->state;
+
+  return mv_state_holds_resources (s) || s == MV_STATE_STANDBY || s == MV_STATE_STOPPING ||
+         machine->busy;
+}
+
+void
+mv_machine_changed (MvMachine *machine, guint props)
+{
+  MvReconciler *rec = machine->reconciler;
+
+  if (props && rec->observer.changed)
+    rec->observer.changed (machine, props, rec->observer.data);
+}
+
+void
+mv_machine_settled (MvMachine *machine, const GError *failure)
+{
+  MvReconciler *rec = machine->reconciler;
+
+  if (rec->observer.settled)
+    rec->observer.settled (machine, failure, rec->observer.data);
+}
+
+gboolean
+mv_machine_save_status (MvMachine *machine, GError **error)
+{
+  MvRecords *records = machine->reconciler->host->records;
+  g_autoptr (GError) local = NULL;
+
+  if (records->save_status (records, machine->id, machine->status, &local))
+    return TRUE;
+  mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Machine %s: could not record its status: %s",
+                  machine->id, local->message);
+  g_propagate_prefixed_error (error, g_steal_pointer (&local), "Could not record the status: ");
+  return FALSE;
+}
+
+gboolean
+mv_machine_save_config (MvMachine *machine, GError **error)
+{
+  MvRecords *records = machine->reconciler->host->records;
+  g_autoptr (GError) local = NULL;
+
+  if (records->save_config (records, machine->config, &local))
+    {
+      mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
+      return TRUE;
+    }
+  mv_machine_log (machine, G_LOG_LEVEL_WARNING,
+                  "Machine %s: could not record its configuration: %s", machine->id,
+                  local->message);
+  g_propagate_prefixed_error (error, g_steal_pointer (&local), "Could not record the change: ");
+  return FALSE;
+}
+
+void
+mv_machine_set_state (MvMachine *machine, MvState state, const char *error)
+{
+  MvStatus *status = machine->status;
+  guint props = 0;
+
+  if (status->state != state)
+    {
+      /* A move the state machine does not know is a bug here. */
+      if (!mv_state_can_transition (status->state, state))
+        mv_machine_log (machine, G_LOG_LEVEL_CRITICAL, "Machine %s: unexpected move from %s to %s",
+                        machine->id, mv_state_to_string (status->state),
+                        mv_state_to_string (state));
+      mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s): %s -> %s%s%s",
+                      machine->config->spec->name, machine->id,
+                      mv_state_to_string (status->state), mv_state_to_string (state),
+                      error ? ": " : "", error ? error : "");
+      status->state = state;
+      props |= MV_PROP_STATE;
+    }
+  if (g_strcmp0 (status->state_error, error) != 0)
+    {
+      g_free (status->state_error);
+      status->state_error = g_strdup (error);
+      props |= MV_PROP_STATE_ERROR;
+    }
+  mv_machine_changed (machine, props);
+}
+
+void
+mv_machine_set_failed (MvMachine *machine, const char *why)
+{
+  machine->status->failed_generation = machine->config->desired_generation;
+  mv_machine_set_state (machine, MV_STATE_FAILED, why);
+}
+
+void
+mv_machine_clear_vmm (MvMachine *machine)
+{
+  MvStatus *status = machine->status;
+
+  g_clear_pointer (&status->vmm, json_object_unref);
+  status->started_at = 0;
+  mv_machine_reset_idle (machine);
+  mv_machine_changed (machine, MV_PROP_STARTED_AT);
+}
+
+MvRuntimeRequest
+mv_machine_request (MvMachine *machine, const char *runtime_dir)
+{
+  MvRuntimeRequest req = {
+    .machine_id = machine->id,
+    .spec = machine->config->spec,
+    .runtime_dir = runtime_dir,
+    .vmm = machine->status->vmm,
+  };
+  return req;
+}
+
+MvRuntime *
+mv_reconciler_runtime_for (MvMachine *machine, GError **error)
+{
+  return mv_runtimes_for_spec (machine->reconciler->host->runtimes, machine->config->spec, error);
+}
+
+gboolean
+mv_reconciler_is_migrating (MvMachine *machine)
+{
+  MvReconcilerOptions *o = &machine->reconciler->options;
+
+  return o->migration_guard && o->migration_guard (machine->id, o->migration_guard_data);
+}
+
+void
+mv_machine_free (MvMachine *machine)
+{
+  MvReconciler *rec = machine->reconciler;
+
+  mv_reconciler_remove_timeout (rec, &machine->restart_timer);
+  mv_reconciler_unwatch_vmm (machine);
+  mv_config_free (machine->config);
+  mv_status_free (machine->status);
+  g_free (machine->id);
+  g_free (machine);
+}
+
+MvMachine *
+mv_machine_new (MvReconciler *rec, MvConfig *config, MvStatus *status)
+{
+  MvMachine *machine = g_new0 (MvMachine, 1);
+
+  machine->reconciler = rec;
+  machine->id = g_strdup (config->id);
+  machine->config = config;
+  machine->status = status;
+  g_hash_table_insert (rec->machines, machine->id, machine);
+  return machine;
+}
+

@@ -1,0 +1,443 @@
+/* Steps: one host call for a machine, taken in a worker thread. The phase
+ * and a fresh operation ID are written before it, so that a crash leaves
+ * enough to finish or undo it (recover.c); a step whose phase cannot be
+ * written is not taken. What came of it is recorded on the main thread,
+ * and the machine is looked at again. */
+#include "reconciler-private.h"
+#include "core/errors.h"
+#include "core/json-util.h"
+#include "core/plan.h"
+#include "util/fault.h"
+
+typedef struct {
+  MvReconciler *rec;
+  char         *machine_id;
+  MvRuntime    *runtime;         /* NULL only for a destroy of a type gone from the host */
+  MvStep        step;
+  char         *phase;           /* as recorded; also names the fault points */
+  char         *runtime_dir;
+  MvSpec       *spec;            /* copies: nothing here is shared with the main thread */
+  JsonObject   *vmm;
+  gboolean      restore;         /* START: from the saved guest */
+  gboolean      restarting;      /* START: by the restart policy */
+  const MvHostResource *resource; /* DESTROY: the one resource this step releases */
+  /* Results, read on the main thread once the task is done. */
+  JsonObject   *started_vmm;     /* START */
+  MvVmmState    probed;          /* STANDBY that failed: what the VMM does now */
+} StepTask;
+
+/* Steps, in a worker thread ---------------------------------------------------- */
+
+/* A copy that shares nothing with @object: the worker gets its own. */
+JsonObject *
+mv_reconciler_copy_vmm (JsonObject *object)
+{
+  g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), object);
+  g_autoptr (JsonNode) copy = mv_json_deep_copy (node);
+
+  return json_object_ref (json_node_get_object (copy));
+}
+
+static void
+step_task_free (StepTask *task)
+{
+  g_free (task->machine_id);
+  g_free (task->phase);
+  g_free (task->runtime_dir);
+  mv_spec_free (task->spec);
+  g_clear_pointer (&task->vmm, json_object_unref);
+  g_clear_pointer (&task->started_vmm, json_object_unref);
+  g_free (task);
+}
+
+/* Freezes the guest into a staged directory, then makes it the machine's
+ * frozen guest in one rename. If that fails, what the VMM does now is
+ * asked here too: the VMM may be slow to answer. */
+static gboolean
+standby_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
+{
+  MvStorage *storage = task->rec->host->storage;
+  MvRuntime *rt = task->runtime;
+  g_autofree char *staged = NULL;
+
+  if (!rt->save)
+    g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                 "The %s hypervisor cannot freeze a guest to disk", rt->type);
+  else if ((staged = storage->stage_saved_state (storage, task->machine_id, error)) &&
+           rt->save (rt, req, staged, error) &&
+           storage->commit_saved_state (storage, task->machine_id, error))
+    return TRUE;
+
+  if (staged)
+    storage->discard_saved_state (storage, task->machine_id, NULL);
+  task->probed = rt->probe (rt, req);
+  return FALSE;
+}
+
+static gboolean
+start_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
+{
+  const MvHost *host = task->rec->host;
+  MvRuntime *rt = task->runtime;
+  g_autofree char *saved = NULL;
+
+  if (!host->records->make_runtime_dir (host->records, task->machine_id, error))
+    return FALSE;
+  if (!task->restore)
+    task->started_vmm = rt->start (rt, req, error);
+  else if (!rt->restore)
+    g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                 "The %s hypervisor cannot restore a frozen guest", rt->type);
+  else
+    {
+      saved = host->storage->saved_state_dir (host->storage, task->machine_id);
+      task->started_vmm = rt->restore (rt, req, saved, error);
+    }
+  return task->started_vmm != NULL;
+}
+
+static void
+run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  StepTask *task = task_data;
+  const MvHost *host = task->rec->host;
+  MvRuntime *rt = task->runtime;
+  MvRuntimeRequest req = {
+    .machine_id = task->machine_id,
+    .spec = task->spec,
+    .runtime_dir = task->runtime_dir,
+    .vmm = task->vmm,
+  };
+  GError *error = NULL;
+  gboolean ok = FALSE;
+
+  mv_fault_point (task->phase, "recorded");
+
+  switch (task->step)
+    {
+    case MV_STEP_START:
+      ok = start_in_thread (task, &req, &error);
+      break;
+    case MV_STEP_STOP:
+    case MV_STEP_FORCE_STOP:
+      /* Stopped means booting afresh next time: what was frozen goes. */
+      ok = rt->stop (rt, &req, task->step == MV_STEP_FORCE_STOP, &error) &&
+           host->storage->discard_saved_state (host->storage, task->machine_id, &error);
+      break;
+    case MV_STEP_PAUSE:
+      ok = rt->pause (rt, &req, &error);
+      break;
+    case MV_STEP_RESUME:
+      ok = rt->resume (rt, &req, &error);
+      break;
+    case MV_STEP_STANDBY:
+      ok = standby_in_thread (task, &req, &error);
+      break;
+    case MV_STEP_DESTROY:
+      ok = task->resource->release (host, rt, &req, &error);
+      break;
+    case MV_STEP_NONE:
+      ok = TRUE;
+      break;
+    }
+
+  if (!ok)
+    {
+      g_task_return_error (gtask, error);
+      return;
+    }
+  mv_fault_point (task->phase, "done");
+  g_task_return_boolean (gtask, TRUE);
+}
+
+/* Back on the main thread ------------------------------------------------------ */
+
+static void
+step_failed (MvMachine *machine, StepTask *task, GError *error)
+{
+  MvStatus *status = machine->status;
+  g_autoptr (GError) reported = NULL;
+
+  if (error->domain == MV_ERROR)
+    reported = g_error_copy (error);
+  else
+    reported = g_error_new (MV_ERROR, MV_ERROR_FAILED, "%s", error->message);
+
+  if (task->step == MV_STEP_START && task->restarting)
+    {
+      /* The restart policy tried and failed: that is another end. */
+      mv_reconciler_handle_end (machine, FALSE, 0, error->message);
+      return;
+    }
+  if (task->step == MV_STEP_START)
+    mv_machine_clear_vmm (machine);
+  if (task->step == MV_STEP_START && task->restore)
+    {
+      /* A restore failure keeps the saved guest, to be tried again. */
+      status->failed_generation = machine->config->desired_generation;
+      mv_machine_set_state (machine, MV_STATE_STANDBY, error->message);
+    }
+  else if (task->step == MV_STEP_STANDBY)
+    {
+      /* Nothing was frozen; the guest runs on if its VMM still does. */
+      status->failed_generation = machine->config->desired_generation;
+      if (task->probed == MV_VMM_GONE)
+        {
+          mv_machine_clear_vmm (machine);
+          mv_machine_set_state (machine, MV_STATE_FAILED, error->message);
+        }
+      else
+        mv_machine_set_state (machine,
+                              task->probed == MV_VMM_PAUSED ? MV_STATE_PAUSED : MV_STATE_RUNNING,
+                              error->message);
+    }
+  else
+    mv_machine_set_failed (machine, error->message);
+  mv_machine_save_status (machine, NULL);
+  mv_machine_settled (machine, reported);
+}
+
+/* Returns FALSE if the machine is gone (freed) once its records are. */
+static gboolean
+step_succeeded (MvMachine *machine, StepTask *task)
+{
+  MvReconciler *rec = machine->reconciler;
+  MvStatus *status = machine->status;
+  gboolean retire = FALSE;
+
+  switch (task->step)
+    {
+    case MV_STEP_START:
+      g_clear_pointer (&status->vmm, json_object_unref);
+      status->vmm = g_steal_pointer (&task->started_vmm);
+      status->started_at = mv_reconciler_now (rec);
+      status->has_exit_code = FALSE;
+      status->observed_restart_generation = machine->config->restart_generation;
+      status->next_restart_at = 0;
+      mv_machine_changed (machine, MV_PROP_STARTED_AT | MV_PROP_EXIT_CODE);
+      /* The guest runs on from it: the saved state is stale now. It goes
+       * once the status no longer names it, off the main loop. */
+      retire = task->restore;
+      if (task->restore)
+        g_clear_pointer (&status->saved_state, g_free);
+      mv_machine_set_state (machine, MV_STATE_RUNNING, NULL);
+      mv_reconciler_watch_vmm (machine, task->runtime);
+      break;
+    case MV_STEP_STOP:
+    case MV_STEP_FORCE_STOP:
+      mv_reconciler_unwatch_vmm (machine);
+      mv_machine_clear_vmm (machine);
+      g_clear_pointer (&status->saved_state, g_free);
+      mv_machine_set_state (machine, MV_STATE_STOPPED, NULL);
+      break;
+    case MV_STEP_PAUSE:
+      mv_machine_set_state (machine, MV_STATE_PAUSED, NULL);
+      break;
+    case MV_STEP_RESUME:
+      mv_machine_set_state (machine, MV_STATE_RUNNING, NULL);
+      break;
+    case MV_STEP_STANDBY:
+      mv_reconciler_unwatch_vmm (machine);
+      mv_machine_clear_vmm (machine);
+      g_free (status->saved_state);
+      status->saved_state = rec->host->storage->saved_state_dir (rec->host->storage, machine->id);
+      mv_machine_set_state (machine, MV_STATE_STANDBY, NULL);
+      break;
+    case MV_STEP_DESTROY:
+      if (g_str_equal (task->resource->name, "records"))
+        {
+          mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) deleted",
+                          machine->config->spec->name, machine->id);
+          machine->gone = TRUE;
+          if (rec->observer.removed)
+            rec->observer.removed (machine, rec->observer.data);
+          g_hash_table_remove (rec->machines, machine->id);
+          return FALSE;
+        }
+      if (g_str_equal (task->resource->name, "vmm"))
+        {
+          mv_reconciler_unwatch_vmm (machine);
+          mv_machine_clear_vmm (machine);
+          if (status->state != MV_STATE_STANDBY)
+            mv_machine_set_state (machine, MV_STATE_STOPPED, NULL);
+        }
+      if (g_str_equal (task->resource->name, "saved-state"))
+        g_clear_pointer (&status->saved_state, g_free);
+      g_ptr_array_add (status->destroyed, g_strdup (task->resource->name));
+      break;
+    case MV_STEP_NONE:
+      break;
+    }
+  mv_machine_save_status (machine, NULL);
+  if (retire)
+    mv_reconciler_retire_saved_state (machine);
+  return TRUE;
+}
+
+static void
+on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  StepTask *task = g_task_get_task_data (G_TASK (result));
+  MvMachine *machine = mv_reconciler_lookup (task->rec, task->machine_id);
+  g_autoptr (GError) error = NULL;
+  MvStatus *status;
+
+  g_task_propagate_boolean (G_TASK (result), &error);
+  g_return_if_fail (machine != NULL);
+  status = machine->status;
+  machine->busy = FALSE;
+  mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s %s%s%s", machine->id,
+                  task->phase, error ? "failed" : "done", error ? ": " : "",
+                  error ? error->message : "");
+  g_clear_pointer (&status->phase, g_free);
+  g_clear_pointer (&status->operation_id, g_free);
+  mv_machine_changed (machine, MV_PROP_PHASE);
+
+  if (error)
+    step_failed (machine, task, error);
+  else if (!step_succeeded (machine, task))
+    return;
+  mv_reconciler_reconcile (machine);
+}
+
+static MvState
+transitional_state (MvStep step, MvState current)
+{
+  switch (step)
+    {
+    case MV_STEP_START:
+      return MV_STATE_STARTING;
+    case MV_STEP_STOP:
+    case MV_STEP_FORCE_STOP:
+      return MV_STATE_STOPPING;
+    default:
+      return current;
+    }
+}
+
+static const MvHostResource *
+next_destroy_resource (const MvStatus *status)
+{
+  guint n = 0;
+  const MvHostResource *order = mv_host_destroy_order (&n);
+
+  for (guint i = 0; i < n; i++)
+    if (!g_ptr_array_find_with_equal_func (status->destroyed, order[i].name, g_str_equal, NULL))
+      return &order[i];
+  return &order[n - 1];
+}
+
+static void
+run_step (MvMachine *machine, MvStep step)
+{
+  MvReconciler *rec = machine->reconciler;
+  MvRecords *records = rec->host->records;
+  MvStatus *status = machine->status;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (MvStatus) before = NULL;
+  MvRuntime *runtime = mv_reconciler_runtime_for (machine, &error);
+  StepTask *task;
+
+  if (!runtime && step != MV_STEP_DESTROY)
+    {
+      mv_machine_set_failed (machine, error->message);
+      mv_machine_save_status (machine, NULL);
+      mv_machine_settled (machine, error);
+      return;
+    }
+  g_clear_error (&error);
+
+  task = g_new0 (StepTask, 1);
+  task->rec = rec;
+  task->runtime = runtime;
+  task->step = step;
+  task->machine_id = g_strdup (machine->id);
+  task->runtime_dir = records->runtime_dir (records, machine->id);
+  task->spec = mv_spec_copy (machine->config->spec);
+  task->vmm = status->vmm ? mv_reconciler_copy_vmm (status->vmm) : NULL;
+  task->restore = step == MV_STEP_START && status->saved_state != NULL;
+  task->restarting = step == MV_STEP_START && status->state == MV_STATE_RESTARTING;
+  if (step == MV_STEP_DESTROY)
+    {
+      task->resource = next_destroy_resource (status);
+      task->phase = g_strconcat ("destroy-", task->resource->name, NULL);
+    }
+  else
+    task->phase = g_strdup (task->restore ? "restore" : mv_step_to_string (step));
+
+  /* Record what is about to happen before the host is touched; if that
+   * cannot be written, the host is not touched. */
+  MvState next = transitional_state (step, status->state);
+  if (step == MV_STEP_DESTROY && g_str_equal (task->resource->name, "vmm") &&
+      mv_state_holds_resources (status->state))
+    next = MV_STATE_STOPPING;
+  before = mv_status_copy (status);
+  g_free (status->phase);
+  status->phase = g_strdup (task->phase);
+  g_free (status->operation_id);
+  status->operation_id = mv_id_new ();
+  mv_machine_set_state (machine, next, NULL);
+  if (!mv_machine_save_status (machine, &error))
+    {
+      /* Left as it was, and not tried again until something new is asked. */
+      mv_status_free (machine->status);
+      machine->status = g_steal_pointer (&before);
+      machine->status->failed_generation = machine->config->desired_generation;
+      mv_machine_changed (machine, MV_PROP_ALL_STATUS);
+      step_task_free (task);
+      mv_machine_settled (machine, error);
+      return;
+    }
+  mv_machine_changed (machine, MV_PROP_PHASE);
+  machine->busy = TRUE;
+  mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, task->phase);
+
+  mv_reconciler_run_in_thread (run_step_in_thread, on_step_done, task,
+                               (GDestroyNotify) step_task_free);
+}
+
+void
+mv_reconciler_reconcile (MvMachine *machine)
+{
+  MvReconciler *rec = machine->reconciler;
+  MvConfig *config = machine->config;
+  MvStatus *status = machine->status;
+  MvStep step;
+
+  if (machine->busy || machine->gone || mv_reconciler_is_migrating (machine))
+    return;
+
+  step = mv_plan_next_step (config, status, mv_reconciler_now (rec));
+  if (step != MV_STEP_NONE)
+    {
+      run_step (machine, step);
+      return;
+    }
+
+  if (mv_machine_desired_reached (config, status))
+    {
+      if (status->observed_generation != config->desired_generation)
+        {
+          status->observed_generation = config->desired_generation;
+          mv_machine_changed (machine, MV_PROP_OBSERVED_GENERATION);
+          mv_machine_save_status (machine, NULL);
+        }
+      mv_machine_settled (machine, NULL);
+    }
+  else if (status->state == MV_STATE_RESTARTING)
+    {
+      if (machine->restart_timer == 0)
+        mv_reconciler_schedule_restart (machine);
+    }
+  else
+    {
+      /* Nothing more will be tried for this wish: say why. */
+      g_autoptr (GError) error =
+        g_error_new (MV_ERROR, MV_ERROR_INVALID_STATE, "Machine %s is %s%s%s",
+                     config->spec->name, mv_state_to_string (status->state),
+                     status->state_error ? ": " : "",
+                     status->state_error ? status->state_error : "");
+      mv_machine_settled (machine, error);
+    }
+}
+
