@@ -376,9 +376,6 @@ method_set_desired_state (sd_bus_message *m, void *userdata, sd_bus_error *error
                     do_set_desired);
 }
 
-#define PROP_CHANGE(name, fn) \
-  SD_BUS_PROPERTY (name, NULL, fn, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
-
 static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_VTABLE_START (0),
   SD_BUS_PROPERTY ("Id", "s", get_id, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -407,12 +404,18 @@ static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_PROPERTY ("StoppedByUser", "b", get_stopped_by_user, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("StandbyRequested", "b", get_standby_requested, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("Spec", "s", get_spec, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_SENSITIVE),
-  SD_BUS_METHOD ("Start", "", "", method_start, SD_BUS_VTABLE_UNPRIVILEGED),
-  SD_BUS_METHOD ("Stop", "", "", method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
-  SD_BUS_METHOD ("Pause", "", "", method_pause, SD_BUS_VTABLE_UNPRIVILEGED),
-  SD_BUS_METHOD ("Resume", "", "", method_resume, SD_BUS_VTABLE_UNPRIVILEGED),
-  SD_BUS_METHOD ("Restart", "", "", method_restart, SD_BUS_VTABLE_UNPRIVILEGED),
-  SD_BUS_METHOD ("Standby", "", "", method_standby, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Start", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_start,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Stop", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_stop,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Pause", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_pause,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Resume", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_resume,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Restart", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_restart,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Standby", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_standby,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("Delete", SD_BUS_ARGS ("b", force), SD_BUS_NO_RESULT,
                            method_delete, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("Update", SD_BUS_ARGS ("s", spec_json), SD_BUS_NO_RESULT,
