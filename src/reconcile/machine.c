@@ -3,44 +3,19 @@
 #include "reconciler-private.h"
 #include "core/errors.h"
 #include "names.h"
+#include "util/log.h"
 
 #include <stdarg.h>
-
-/* syslog's priorities, as GLib gives them to the journal. */
-static const char *
-log_priority (GLogLevelFlags level)
-{
-  if (level & G_LOG_LEVEL_ERROR)
-    return "3";
-  if (level & (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING))
-    return "4";
-  if (level & G_LOG_LEVEL_MESSAGE)
-    return "5";
-  if (level & G_LOG_LEVEL_INFO)
-    return "6";
-  return "7";
-}
 
 void
 mv_machine_log (const MvMachine *machine, GLogLevelFlags level, const char *format, ...)
 {
-  g_autofree char *message = NULL;
-  const MvStatus *status = machine->status;
   va_list args;
 
   va_start (args, format);
-  message = g_strdup_vprintf (format, args);
+  mv_log_machine_valist (level, machine->id, machine->status->operation_id,
+                         machine->status->phase, format, args);
   va_end (args);
-
-  const GLogField fields[] = {
-    { "MESSAGE", message, -1 },
-    { "PRIORITY", log_priority (level), -1 },
-    { "GLIB_DOMAIN", G_LOG_DOMAIN, -1 },
-    { MV_LOG_FIELD_MACHINE_ID, machine->id, -1 },
-    { MV_LOG_FIELD_OPERATION, status->operation_id ? status->operation_id : "", -1 },
-    { MV_LOG_FIELD_PHASE, status->phase ? status->phase : "", -1 },
-  };
-  g_log_structured_array (level, fields, G_N_ELEMENTS (fields));
 }
 
 gboolean

@@ -3,6 +3,7 @@
  * timers that look at every machine now and then. Steps are in steps.c,
  * recovery in recover.c, requests in requests.c. */
 #include "reconciler-private.h"
+#include "util/log.h"
 #include "core/errors.h"
 #include "core/restart.h"
 
@@ -234,7 +235,8 @@ sweep_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable
   g_autoptr (GError) error = NULL;
 
   if (!task->storage->sweep (task->storage, task->machine_id, &error))
-    g_warning ("Machine %s: %s", task->machine_id, error->message);
+    mv_log_machine (G_LOG_LEVEL_WARNING, task->machine_id, NULL, NULL, "Machine %s: %s",
+                    task->machine_id, error->message);
   g_task_return_boolean (gtask, TRUE);
 }
 

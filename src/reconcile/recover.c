@@ -3,6 +3,7 @@
  * many at once; the others are settled from their records alone. What the
  * host calls find is applied on the main thread. */
 #include "reconciler-private.h"
+#include "util/log.h"
 #include "core/restart.h"
 
 typedef enum {
@@ -294,7 +295,8 @@ sweep_all_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancell
       g_autoptr (GError) error = NULL;
 
       if (!storage->sweep (storage, ids[i], &error))
-        g_warning ("Machine %s: %s", ids[i], error->message);
+        mv_log_machine (G_LOG_LEVEL_WARNING, ids[i], NULL, NULL, "Machine %s: %s", ids[i],
+                        error->message);
     }
   g_task_return_boolean (gtask, TRUE);
 }

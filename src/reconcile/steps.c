@@ -244,8 +244,9 @@ step_succeeded (MvMachine *machine, StepTask *task)
       mv_machine_set_state (machine, MV_STATE_STANDBY, NULL);
       break;
     case MV_STEP_DESTROY:
-      if (g_str_equal (task->resource->name, "records"))
+      switch (task->resource->role)
         {
+        case MV_RESOURCE_RECORDS:
           mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) deleted",
                           machine->config->spec->name, machine->id);
           machine->gone = TRUE;
@@ -253,16 +254,18 @@ step_succeeded (MvMachine *machine, StepTask *task)
             rec->observer.removed (machine, rec->observer.data);
           g_hash_table_remove (rec->machines, machine->id);
           return FALSE;
-        }
-      if (g_str_equal (task->resource->name, "vmm"))
-        {
+        case MV_RESOURCE_VMM:
           mv_reconciler_unwatch_vmm (machine);
           mv_machine_clear_vmm (machine);
           if (status->state != MV_STATE_STANDBY)
             mv_machine_set_state (machine, MV_STATE_STOPPED, NULL);
+          break;
+        case MV_RESOURCE_SAVED_STATE:
+          g_clear_pointer (&status->saved_state, g_free);
+          break;
+        case MV_RESOURCE_OTHER:
+          break;
         }
-      if (g_str_equal (task->resource->name, "saved-state"))
-        g_clear_pointer (&status->saved_state, g_free);
       g_ptr_array_add (status->destroyed, g_strdup (task->resource->name));
       break;
     case MV_STEP_NONE:
@@ -368,7 +371,7 @@ run_step (MvMachine *machine, MvStep step)
   /* Record what is about to happen before the host is touched; if that
    * cannot be written, the host is not touched. */
   MvState next = transitional_state (step, status->state);
-  if (step == MV_STEP_DESTROY && g_str_equal (task->resource->name, "vmm") &&
+  if (step == MV_STEP_DESTROY && task->resource->role == MV_RESOURCE_VMM &&
       mv_state_holds_resources (status->state))
     next = MV_STATE_STOPPING;
   before = mv_status_copy (status);

@@ -42,11 +42,11 @@ release_records (const MvHost *host, MvRuntime *runtime, const MvRuntimeRequest 
 /* The VMM first, so nothing uses what follows; the records last, so that
  * an interrupted destroy is found and finished at the next start. */
 static const MvHostResource destroy_order[] = {
-  { "vmm", release_vmm },
-  { "runtime", release_runtime },
-  { "network", release_network },
-  { "saved-state", release_saved_state },
-  { "records", release_records },
+  { "vmm", MV_RESOURCE_VMM, release_vmm },
+  { "runtime", MV_RESOURCE_OTHER, release_runtime },
+  { "network", MV_RESOURCE_OTHER, release_network },
+  { "saved-state", MV_RESOURCE_SAVED_STATE, release_saved_state },
+  { "records", MV_RESOURCE_RECORDS, release_records },
 };
 
 const MvHostResource *

@@ -16,9 +16,19 @@ typedef struct {
   MvSnapshots *snapshots;    /* NULL: this host keeps no snapshots */
 } MvHost;
 
+/* What the reconciler notes in a machine's status once a resource is
+ * released, beside adding its name to status.destroyed. */
+typedef enum {
+  MV_RESOURCE_OTHER,         /* nothing more */
+  MV_RESOURCE_VMM,           /* the VMM is gone: no VMM identity, not running */
+  MV_RESOURCE_SAVED_STATE,   /* no frozen guest any more */
+  MV_RESOURCE_RECORDS,       /* the machine is gone: the last one */
+} MvResourceRole;
+
 /* One thing a machine holds on the host, given back by a destroy. */
 typedef struct {
-  const char *name;          /* recorded in status.destroyed once released */
+  const char    *name;       /* recorded in status.destroyed once released */
+  MvResourceRole role;
   /* Blocks; worker thread. @runtime is NULL when the machine's hypervisor
    * is gone from the host (its VMM cannot be running then). */
   gboolean  (*release) (const MvHost *host, MvRuntime *runtime, const MvRuntimeRequest *req,

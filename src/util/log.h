@@ -1,0 +1,13 @@
+/* Structured logging about a machine: every message names the machine by
+ * ID (MICROVMD_MACHINE_ID) and, when one is under way, the operation and
+ * its phase, so that `journalctl MICROVMD_MACHINE_ID=…` tells one
+ * machine's story. Safe from any thread. */
+#pragma once
+#include <glib.h>
+
+/* @operation_id and @phase may be NULL. */
+void mv_log_machine (GLogLevelFlags level, const char *machine_id, const char *operation_id,
+                     const char *phase, const char *format, ...) G_GNUC_PRINTF (5, 6);
+void mv_log_machine_valist (GLogLevelFlags level, const char *machine_id,
+                            const char *operation_id, const char *phase, const char *format,
+                            va_list args) G_GNUC_PRINTF (5, 0);
