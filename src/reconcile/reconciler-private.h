@@ -57,8 +57,9 @@ void       mv_reconciler_cancel_restart (MvMachine *machine);
 /* Moves the frozen guest out of the way now and deletes it off the main
  * loop. */
 void       mv_reconciler_retire_saved_state (MvMachine *machine);
-/* Deletes, off the main loop, what was retired of @machine_id's storage. */
-void       mv_reconciler_sweep_later (MvReconciler *rec, const char *machine_id);
+/* Deletes, off the main loop, what was retired of the storage of the
+ * machines @machine_ids (taken). */
+void       mv_reconciler_sweep_later (MvReconciler *rec, char **machine_ids);
 
 /* Runs @func (@data freed with @free) in a worker thread, then @done on
  * the main thread. */

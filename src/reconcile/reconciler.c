@@ -218,13 +218,13 @@ mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done, gpo
 
 typedef struct {
   MvStorage *storage;
-  char      *machine_id;
+  char     **machine_ids;
 } SweepTask;
 
 static void
 sweep_task_free (SweepTask *task)
 {
-  g_free (task->machine_id);
+  g_strfreev (task->machine_ids);
   g_free (task);
 }
 
@@ -232,21 +232,25 @@ static void
 sweep_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
   SweepTask *task = task_data;
-  g_autoptr (GError) error = NULL;
 
-  if (!task->storage->sweep (task->storage, task->machine_id, &error))
-    mv_log_machine (G_LOG_LEVEL_WARNING, task->machine_id, NULL, NULL, "Machine %s: %s",
-                    task->machine_id, error->message);
+  for (guint i = 0; task->machine_ids[i]; i++)
+    {
+      g_autoptr (GError) error = NULL;
+
+      if (!task->storage->sweep (task->storage, task->machine_ids[i], &error))
+        mv_log_machine (G_LOG_LEVEL_WARNING, task->machine_ids[i], NULL, NULL, "Machine %s: %s",
+                        task->machine_ids[i], error->message);
+    }
   g_task_return_boolean (gtask, TRUE);
 }
 
 void
-mv_reconciler_sweep_later (MvReconciler *rec, const char *machine_id)
+mv_reconciler_sweep_later (MvReconciler *rec, char **machine_ids)
 {
   SweepTask *task = g_new0 (SweepTask, 1);
 
   task->storage = rec->host->storage;
-  task->machine_id = g_strdup (machine_id);
+  task->machine_ids = machine_ids;
   mv_reconciler_run_in_thread (sweep_in_thread, NULL, task, (GDestroyNotify) sweep_task_free);
 }
 
@@ -265,7 +269,7 @@ mv_reconciler_retire_saved_state (MvMachine *machine)
                       error->message);
       return;
     }
-  mv_reconciler_sweep_later (machine->reconciler, machine->id);
+  mv_reconciler_sweep_later (machine->reconciler, g_strdupv ((char *[]) { machine->id, NULL }));
 }
 
 /* Restarts ---------------------------------------------------------------------- */

@@ -271,36 +271,6 @@ start_on_boot (MvMachine *machine)
   mv_machine_save_config (machine, NULL);
 }
 
-typedef struct {
-  MvStorage *storage;
-  char     **ids;
-} SweepAll;
-
-static void
-sweep_all_free (SweepAll *all)
-{
-  g_strfreev (all->ids);
-  g_free (all);
-}
-
-static void
-sweep_all_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
-{
-  SweepAll *all = task_data;
-  MvStorage *storage = all->storage;
-  char **ids = all->ids;
-
-  for (guint i = 0; ids[i]; i++)
-    {
-      g_autoptr (GError) error = NULL;
-
-      if (!storage->sweep (storage, ids[i], &error))
-        mv_log_machine (G_LOG_LEVEL_WARNING, ids[i], NULL, NULL, "Machine %s: %s", ids[i],
-                        error->message);
-    }
-  g_task_return_boolean (gtask, TRUE);
-}
-
 static void
 recovered_one (MvReconciler *rec)
 {
@@ -323,7 +293,6 @@ void
 mv_reconciler_recover (MvReconciler *rec, void (*done) (gpointer data), gpointer data)
 {
   g_autoptr (GPtrArray) machines = mv_reconciler_all (rec);
-  SweepAll *all = g_new0 (SweepAll, 1);
   char **ids = g_new0 (char *, machines->len + 1);
 
   rec->recovered = done;
@@ -368,8 +337,6 @@ mv_reconciler_recover (MvReconciler *rec, void (*done) (gpointer data), gpointer
       g_task_run_in_thread (gtask, recover_in_thread);
     }
   /* What a crash left of retired frozen guests goes, off the main loop. */
-  all->storage = rec->host->storage;
-  all->ids = ids;
-  mv_reconciler_run_in_thread (sweep_all_in_thread, NULL, all, (GDestroyNotify) sweep_all_free);
+  mv_reconciler_sweep_later (rec, ids);
   recovered_one (rec);
 }
