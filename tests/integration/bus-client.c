@@ -309,6 +309,29 @@ fixture_teardown (Fixture *f, gconstpointer data)
   mv_test_env_free (f->env);
 }
 
+void
+client_delete_all (Client *client)
+{
+  g_autoptr (sd_bus_message) list = client_call (client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                 "ListMachines", NULL, NULL, NULL);
+  const char *id, *name, *state, *path;
+
+  if (list && sd_bus_message_enter_container (list, 'a', "(ssso)") >= 0)
+    while (sd_bus_message_read (list, "(ssso)", &id, &name, &state, &path) > 0)
+      {
+        g_autoptr (sd_bus_message) r = client_call (client, path, MV_MACHINE_IFACE, "Delete",
+                                                    NULL, NULL, "b", 1);
+      }
+}
+
+char *
+fixture_runtime_file (Fixture *f, const char *path, const char *name)
+{
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+
+  return g_build_filename (mv_test_env_runtime_dir (f->env), MV_MACHINES_DIR, id, name, NULL);
+}
+
 gboolean
 client_traffic (Client *client, const char *name_or_id, guint64 sequence)
 {

@@ -64,3 +64,9 @@ typedef struct {
 
 void fixture_setup (Fixture *f, gconstpointer data);
 void fixture_teardown (Fixture *f, gconstpointer data);
+/* Deletes every machine, forced: a test's teardown, so that no guest
+ * outlives its test. */
+void client_delete_all (Client *client);
+/* The file @name in the runtime directory of the machine at @path (where
+ * its VMM's socket and console log are). */
+char *fixture_runtime_file (Fixture *f, const char *path, const char *name);

@@ -37,15 +37,7 @@ static void
 guest_fixture_teardown (Fixture *f, gconstpointer data)
 {
   /* No guest outlives its test. */
-  g_autoptr (sd_bus_message) list = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
-                                                 "ListMachines", NULL, NULL, NULL);
-  const char *id, *name, *state, *path;
-  if (list && sd_bus_message_enter_container (list, 'a', "(ssso)") >= 0)
-    while (sd_bus_message_read (list, "(ssso)", &id, &name, &state, &path) > 0)
-      {
-        g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
-                                                    NULL, NULL, "b", 1);
-      }
+  client_delete_all (f->client);
   fixture_teardown (f, data);
 }
 
@@ -81,16 +73,9 @@ get_state (Fixture *f, const char *path)
 }
 
 static char *
-runtime_file (Fixture *f, const char *path, const char *name)
-{
-  g_autofree char *id = client_get_string (f->client, path, "Id");
-  return g_build_filename (mv_test_env_runtime_dir (f->env), "machines", id, name, NULL);
-}
-
-static char *
 console_text (Fixture *f, const char *path)
 {
-  g_autofree char *file = runtime_file (f, path, "console.log");
+  g_autofree char *file = fixture_runtime_file (f, path, "console.log");
   char *text = NULL;
 
   if (!g_file_get_contents (file, &text, NULL, NULL))
@@ -350,7 +335,7 @@ test_missing_files (Fixture *f, gconstpointer data)
       g_assert_nonnull (strstr (msg, fields[i]));
       /* Nothing was started, nothing is left. */
       g_assert_cmpuint (vmm_count (f, path), ==, 0);
-      dir = runtime_file (f, path, ".");
+      dir = fixture_runtime_file (f, path, ".");
       assert_no_sockets (dir);
     }
 }

@@ -8,7 +8,9 @@
  * (unknown fields ignored). The guest is simulated (fake-guest.c). Test
  * code only: never installed.
  *
- * The version it reports is $MICROVMD_FAKE_VERSION (default 53.0.0). */
+ * The version it reports is $MICROVMD_FAKE_VERSION (default 53.0.0).
+ * A test makes vm.snapshot fail and vm.info hang through fake-control.h. */
+#include "fake-control.h"
 #include "fake-guest.h"
 #include "fake-http.h"
 #include "fake-json.h"
@@ -105,6 +107,7 @@ typedef struct {
   int             lock_fd;
   FakeLog         log;
   FakeHttpServer *http;
+  FakeControl     control;
 
   JsonObject     *config;       /* VmConfig once created */
   const char     *state;        /* Created, Running, Paused, Shutdown */
@@ -483,6 +486,8 @@ info (Chv *chv, const FakeRequest *request, FakeResponse *response)
                               fake_json_int (memory, "size") + fake_json_int (memory, "hotplugged_size"));
   json_object_set_object_member (reply, "device_tree", json_object_new ());
   reply_object (response, reply);
+  /* vm.info is how microvmd asks whether the VMM is still there. */
+  fake_control_probe (&chv->control, response);
 }
 
 static void
@@ -765,7 +770,8 @@ snapshot (Chv *chv, const FakeRequest *request, FakeResponse *response)
   dir = url_path (fake_json_str (cfg, "destination_url"), "Error creating VM snapshot", response);
   if (!dir)
     return;
-  if (!write_snapshot (chv, dir, &errnum))
+  errnum = fake_control_snapshot_error (&chv->control);
+  if (errnum || !write_snapshot (chv, dir, &errnum))
     {
       g_autofree char *os = fake_os_error_text (errnum);
       g_autofree char *why = g_strdup_printf ("Failed to write snapshot to %s: %s", dir, os);
@@ -1092,6 +1098,7 @@ main (int argc, char **argv)
     }
   if (!chv.api_socket)
     die ("Error: --api-socket is required by this test double");
+  fake_control_init (&chv.control, chv.api_socket);
   fake_log_init (&chv.log, log_prefix, &chv, chv.verbose ? "info" : "warning");
   if (chv.log_file)
     fake_log_set_path (&chv.log, chv.log_file);
@@ -1108,6 +1115,7 @@ main (int argc, char **argv)
   g_clear_pointer (&chv.config, json_object_unref);
   g_clear_pointer (&chv.counters, json_object_unref);
   fake_log_clear (&chv.log);
+  fake_control_clear (&chv.control);
   close (chv.lock_fd);
   g_free (chv.api_socket);
   g_free (chv.log_file);

@@ -7,7 +7,9 @@
  * simulated (fake-guest.c). Test code only: never installed.
  *
  * The version it reports is $MICROVMD_FAKE_VERSION (default 1.16.0), so
- * that tests can stand up several "versions" with wrapper scripts. */
+ * that tests can stand up several "versions" with wrapper scripts. A
+ * test makes /snapshot/create fail and GET / hang through fake-control.h. */
+#include "fake-control.h"
 #include "fake-guest.h"
 #include "fake-http.h"
 #include "fake-json.h"
@@ -171,6 +173,7 @@ typedef struct {
   gint64          mmds_size_limit;
   FakeLog         log;
   FakeHttpServer *http;
+  FakeControl     control;
 
   const char     *state;          /* "Not started", "Running", "Paused" */
   gboolean        boot_path;      /* boot-specific resources configured */
@@ -291,6 +294,8 @@ instance_info (Firecracker *fc, const FakeRequest *request, FakeResponse *respon
   json_object_set_string_member (info, "state", fc->state);
   json_object_set_string_member (info, "vmm_version", fc->version);
   reply_object (response, info);
+  /* GET / is how microvmd asks whether the VMM is still there. */
+  fake_control_probe (&fc->control, response);
 }
 
 static void
@@ -943,7 +948,9 @@ put_snapshot_create (Firecracker *fc, const FakeRequest *request, FakeResponse *
   text = fake_json_text (node);
   /* The memory file is as large as the guest's memory, and sparse. */
   header = g_strconcat (MEM_HEADER, nonce, "\n", NULL);
-  if (!write_file (fake_json_str (cfg, "mem_file_path"), header, strlen (header),
+  errnum = fake_control_snapshot_error (&fc->control);
+  if (errnum ||
+      !write_file (fake_json_str (cfg, "mem_file_path"), header, strlen (header),
                    fake_json_int (fc->machine, "mem_size_mib") << 20, &errnum) ||
       !write_file (fake_json_str (cfg, "snapshot_path"), text, strlen (text), -1, &errnum))
     {
@@ -1403,6 +1410,7 @@ firecracker_clear (Firecracker *fc)
   g_clear_pointer (&fc->mmds, json_node_unref);
   g_clear_pointer (&fc->hotplug, json_object_unref);
   fake_log_clear (&fc->log);
+  fake_control_clear (&fc->control);
   g_free (fc->serial_path);
   g_free (fc->api_sock);
   g_free (fc->id);
@@ -1425,6 +1433,7 @@ main (int argc, char **argv)
       firecracker_clear (&fc);
       return 0;
     }
+  fake_control_init (&fc.control, fc.api_sock);
   fake_log_init (&fc.log, log_prefix, &fc, fc.level);
   if (fc.log_path)
     fake_log_set_path (&fc.log, fc.log_path);

@@ -37,6 +37,9 @@ typedef struct {
   GString        *input;
   gboolean        continue_sent;
   guint           drain_source;   /* set once the connection only drains */
+  FakeResponse    held;           /* a delayed response, until it goes */
+  guint           held_source;    /* set while a response is held back */
+  gboolean        peer_gone;      /* the client closed while one was held */
 } Connection;
 
 typedef enum { PARSE_MORE, PARSE_DONE, PARSE_ERROR } ParseResult;
@@ -80,6 +83,14 @@ fake_response_after (FakeResponse *response, FakeAfter after, gpointer data)
 {
   response->after = after;
   response->after_data = data;
+}
+
+void
+fake_response_delay (FakeResponse *response, guint ms, FakeAfter due, gpointer data)
+{
+  response->delay_ms = ms;
+  response->due = due;
+  response->due_data = data;
 }
 
 char *
@@ -312,12 +323,30 @@ connection_free (Connection *conn)
     g_source_remove (conn->source);
   if (conn->drain_source)
     g_source_remove (conn->drain_source);
+  if (conn->held_source)
+    g_source_remove (conn->held_source);
+  response_clear (&conn->held);
   close (conn->fd);
   g_string_free (conn->input, TRUE);
   g_free (conn);
 }
 
-/* Answers every complete request in the input, in order. */
+/* Sends @response (and frees it); FALSE if it could not be sent. */
+static gboolean
+deliver (Connection *conn, FakeResponse *response)
+{
+  gboolean sent = send_response (conn, response);
+
+  response_clear (response);
+  if (response->after)
+    response->after (response->after_data);
+  return sent;
+}
+
+static gboolean on_held_due (gpointer data);
+
+/* Answers every complete request in the input, in order, up to one whose
+ * response is held back. */
 static ServeResult
 serve_input (Connection *conn)
 {
@@ -326,9 +355,11 @@ serve_input (Connection *conn)
       FakeRequest request = { 0 };
       FakeResponse response = { 0 };
       g_autofree char *message = NULL;
-      ParseResult result = parse_request (conn, &request, &message);
-      gboolean sent;
+      ParseResult result;
 
+      if (conn->held_source)
+        return SERVE_KEEP;
+      result = parse_request (conn, &request, &message);
       if (result == PARSE_MORE)
         {
           request_clear (&request);
@@ -350,11 +381,13 @@ serve_input (Connection *conn)
         }
       conn->server->handler (&request, &response, conn->server->data);
       request_clear (&request);
-      sent = send_response (conn, &response);
-      response_clear (&response);
-      if (response.after)
-        response.after (response.after_data);
-      if (!sent)
+      if (response.delay_ms > 0)
+        {
+          conn->held = response;
+          conn->held_source = g_timeout_add (response.delay_ms, on_held_due, conn);
+          return SERVE_KEEP;
+        }
+      if (!deliver (conn, &response))
         return SERVE_CLOSE;
     }
 }
@@ -366,6 +399,42 @@ on_drain_timeout (gpointer data)
 
   conn->drain_source = 0;
   connection_free (conn);
+  return G_SOURCE_REMOVE;
+}
+
+/* Acts on what serve_input() gave; FALSE once the connection is freed. */
+static gboolean
+after_serving (Connection *conn, ServeResult result)
+{
+  if (result == SERVE_CLOSE)
+    {
+      connection_free (conn);
+      return FALSE;
+    }
+  if (result == SERVE_DRAIN)
+    {
+      shutdown (conn->fd, SHUT_WR);
+      g_string_truncate (conn->input, 0);
+      conn->drain_source = g_timeout_add (DRAIN_TIMEOUT_MS, on_drain_timeout, conn);
+    }
+  return TRUE;
+}
+
+static gboolean
+on_held_due (gpointer data)
+{
+  Connection *conn = data;
+  FakeResponse response = conn->held;
+
+  conn->held_source = 0;
+  memset (&conn->held, 0, sizeof conn->held);
+  if (response.due)
+    response.due (response.due_data);
+  if (!deliver (conn, &response) || conn->peer_gone)
+    connection_free (conn);
+  else
+    /* What was pipelined behind it. */
+    after_serving (conn, serve_input (conn));
   return G_SOURCE_REMOVE;
 }
 
@@ -382,7 +451,12 @@ on_readable (int fd, GIOCondition condition, gpointer data)
   if (n <= 0)
     {
       conn->source = 0;
-      connection_free (conn);
+      /* A held response still goes when it is due, into the void, as a
+       * hung VMM's does once it gets to it. */
+      if (conn->held_source)
+        conn->peer_gone = TRUE;
+      else
+        connection_free (conn);
       return G_SOURCE_REMOVE;
     }
   if (conn->drain_source)
@@ -390,18 +464,8 @@ on_readable (int fd, GIOCondition condition, gpointer data)
   g_string_append_len (conn->input, buf, n);
   result = serve_input (conn);
   if (result == SERVE_CLOSE)
-    {
-      conn->source = 0;
-      connection_free (conn);
-      return G_SOURCE_REMOVE;
-    }
-  if (result == SERVE_DRAIN)
-    {
-      shutdown (fd, SHUT_WR);
-      g_string_truncate (conn->input, 0);
-      conn->drain_source = g_timeout_add (DRAIN_TIMEOUT_MS, on_drain_timeout, conn);
-    }
-  return G_SOURCE_CONTINUE;
+    conn->source = 0;
+  return after_serving (conn, result) ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
 }
 
 static gboolean

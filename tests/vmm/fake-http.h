@@ -22,6 +22,9 @@ typedef struct {
   GString   *body;         /* NULL: none */
   FakeAfter  after;        /* runs once the response has been sent */
   gpointer   after_data;
+  guint      delay_ms;     /* 0: sent at once */
+  FakeAfter  due;          /* runs as a delayed response is about to go */
+  gpointer   due_data;
 } FakeResponse;
 
 typedef void (*FakeHandler) (const FakeRequest *request, FakeResponse *response, gpointer data);
@@ -39,3 +42,9 @@ char *fake_request_path (const FakeRequest *request);
 void  fake_response_status (FakeResponse *response, guint status);
 void  fake_response_json (FakeResponse *response, guint status, JsonNode *body);
 void  fake_response_after (FakeResponse *response, FakeAfter after, gpointer data);
+/* Holds the response back for @ms, as a VMM that hangs on a request;
+ * @due (may be NULL) runs just before it is sent. Meanwhile its
+ * connection answers nothing else (HTTP answers in order, so later
+ * requests on it wait, and a client that gives up closes it); every other
+ * connection is served as usual. */
+void  fake_response_delay (FakeResponse *response, guint ms, FakeAfter due, gpointer data);
