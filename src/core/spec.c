@@ -33,19 +33,6 @@ string_map_new (void)
   return g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
 
-/* json_node_copy() shares objects and arrays; specs are handed to worker
- * threads, so copies must not share anything. Member order is kept: it
- * feeds the fingerprint. */
-static JsonArray *
-array_deep_copy (JsonArray *array)
-{
-  g_autoptr(JsonArray) copy = json_array_sized_new (json_array_get_length (array));
-
-  for (guint i = 0; i < json_array_get_length (array); i++)
-    json_array_add_element (copy, mv_json_deep_copy (json_array_get_element (array, i)));
-  return g_steal_pointer (&copy);
-}
-
 MvSpec *
 mv_spec_new (void)
 {
@@ -133,7 +120,7 @@ mv_spec_copy (const MvSpec *spec)
   copy->user_data = g_strdup (spec->user_data);
   copy_string_map (copy->metadata, spec->metadata);
   json_array_unref (copy->firewall);
-  copy->firewall = array_deep_copy (spec->firewall);
+  copy->firewall = mv_json_array_deep_copy (spec->firewall);
   copy->restart_mode = spec->restart_mode;
   copy->restart_max_retries = spec->restart_max_retries;
   copy->standby_after_seconds = spec->standby_after_seconds;
@@ -195,118 +182,15 @@ readiness_to_string (const MvSpec *spec)
 
 /* ---- parsing ---- */
 
-/* The member, or NULL when it is absent or JSON null: null stands for an
- * optional field left out. */
-static JsonNode *
-member (JsonObject *object, const char *name)
-{
-  JsonNode *node = json_object_get_member (object, name);
-
-  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
-    return NULL;
-  return node;
-}
-
-/* @where is NULL at the top level, else the path of the nested object. */
-static gboolean
-reject_unknown_members (JsonObject *object, const char *where,
-                        const char *const *known, GError **error)
-{
-  g_autoptr(GList) names = json_object_get_members (object);
-
-  for (GList *l = names; l != NULL; l = l->next)
-    {
-      if (g_strv_contains (known, l->data))
-        continue;
-      if (where != NULL)
-        g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                     "%s: unknown field '%s'", where, (const char *) l->data);
-      else
-        g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                     "unknown field '%s'", (const char *) l->data);
-      return FALSE;
-    }
-  return TRUE;
-}
-
-static gboolean
-read_string (JsonNode *node, const char *field, const char **out, GError **error)
-{
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
-    return mv_json_wrong_type (node, field, "a string", error);
-  /* A node built in code may hold a NULL string. */
-  *out = json_node_get_string (node) != NULL ? json_node_get_string (node) : "";
-  return TRUE;
-}
-
-/* Reads the optional string member @name into *@out (left alone when
- * absent). With @empty_is_absent, "" means the field was left out. */
-static gboolean
-read_string_member (JsonObject *object, const char *name, gboolean empty_is_absent,
-                    char **out, GError **error)
-{
-  JsonNode *node = member (object, name);
-  const char *value = NULL;
-
-  if (node == NULL)
-    return TRUE;
-  if (!read_string (node, name, &value, error))
-    return FALSE;
-  g_free (*out);
-  *out = (empty_is_absent && *value == '\0') ? NULL : g_strdup (value);
-  return TRUE;
-}
-
-/* A non-negative integer no larger than @max. Integral doubles (1000.0,
- * as some encoders write numbers) are accepted. json-glib wraps integers
- * past 64 bits, which then fall outside the range and are refused. */
-static gboolean
-read_uint (JsonNode *node, const char *field, guint64 max, guint64 *out, GError **error)
-{
-  GType type;
-
-  if (!JSON_NODE_HOLDS_VALUE (node))
-    return mv_json_wrong_type (node, field, "an integer", error);
-  type = json_node_get_value_type (node);
-  if (type == G_TYPE_INT64)
-    {
-      gint64 value = json_node_get_int (node);
-
-      if (value >= 0 && (guint64) value <= max)
-        {
-          *out = (guint64) value;
-          return TRUE;
-        }
-    }
-  else if (type == G_TYPE_DOUBLE)
-    {
-      /* Doubles hold integers exactly only up to 2^53. */
-      double value = json_node_get_double (node);
-
-      if (value >= 0 && value <= 9007199254740992.0 && value <= (double) max &&
-          value == (double) (guint64) value)
-        {
-          *out = (guint64) value;
-          return TRUE;
-        }
-    }
-  else
-    return mv_json_wrong_type (node, field, "an integer", error);
-
-  g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-               "%s: expected an integer from 0 to %" G_GUINT64_FORMAT, field, max);
-  return FALSE;
-}
-
 static gboolean
 read_uint32_member (JsonObject *object, const char *name, guint32 *out, GError **error)
 {
-  JsonNode *node = member (object, name);
+  JsonNode *node = mv_json_member (object, name);
   guint64 value;
 
   if (node == NULL)
     return TRUE;
-  if (!read_uint (node, name, G_MAXUINT32, &value, error))
+  if (!mv_json_read_uint (node, name, G_MAXUINT32, &value, error))
     return FALSE;
   *out = (guint32) value;
   return TRUE;
@@ -315,11 +199,11 @@ read_uint32_member (JsonObject *object, const char *name, guint32 *out, GError *
 static gboolean
 read_uint64_member (JsonObject *object, const char *name, guint64 *out, GError **error)
 {
-  JsonNode *node = member (object, name);
+  JsonNode *node = mv_json_member (object, name);
 
   if (node == NULL)
     return TRUE;
-  return read_uint (node, name, G_MAXINT64, out, error);
+  return mv_json_read_uint (node, name, G_MAXINT64, out, error);
 }
 
 static gboolean
@@ -338,7 +222,7 @@ read_string_map (JsonNode *node, const char *field, GHashTable *into, GError **e
       g_autofree char *where = g_strdup_printf ("%s.%s", field, (const char *) l->data);
       const char *s = NULL;
 
-      if (!read_string (value, where, &s, error))
+      if (!mv_json_read_string (value, where, &s, error))
         return FALSE;
       g_hash_table_insert (into, g_strdup (l->data), g_strdup (s));
     }
@@ -368,12 +252,12 @@ parse_disks (JsonNode *node, MvSpec *spec, GError **error)
       if (!JSON_NODE_HOLDS_OBJECT (element))
         return mv_json_wrong_type (element, where, "an object", error);
       object = json_node_get_object (element);
-      if (!reject_unknown_members (object, where, known, error))
+      if (!mv_json_reject_unknown_members (object, where, known, error))
         return FALSE;
-      if ((field = member (object, "path")) != NULL &&
-          !read_string (field, path_field, &path, error))
+      if ((field = mv_json_member (object, "path")) != NULL &&
+          !mv_json_read_string (field, path_field, &path, error))
         return FALSE;
-      if ((field = member (object, "read_only")) != NULL &&
+      if ((field = mv_json_member (object, "read_only")) != NULL &&
           !mv_json_read_bool (field, ro_field, &read_only, error))
         return FALSE;
       g_ptr_array_add (spec->disks, disk_new (path, read_only));
@@ -386,7 +270,7 @@ parse_readiness (JsonNode *node, MvSpec *spec, GError **error)
 {
   const char *value = NULL;
 
-  if (!read_string (node, "readiness", &value, error))
+  if (!mv_json_read_string (node, "readiness", &value, error))
     return FALSE;
   if (strcmp (value, "vmm") == 0)
     spec->readiness = MV_READINESS_VMM;
@@ -420,7 +304,7 @@ parse_ssh_keys (JsonNode *node, MvSpec *spec, GError **error)
       g_autofree char *where = g_strdup_printf ("ssh_keys[%u]", i);
       const char *key = NULL;
 
-      if (!read_string (json_array_get_element (array, i), where, &key, error))
+      if (!mv_json_read_string (json_array_get_element (array, i), where, &key, error))
         return FALSE;
       g_ptr_array_add (spec->ssh_keys, g_strdup (key));
     }
@@ -446,7 +330,7 @@ parse_firewall (JsonNode *node, MvSpec *spec, GError **error)
         }
     }
   json_array_unref (spec->firewall);
-  spec->firewall = array_deep_copy (array);
+  spec->firewall = mv_json_array_deep_copy (array);
   return TRUE;
 }
 
@@ -460,13 +344,13 @@ parse_restart (JsonNode *node, MvSpec *spec, GError **error)
   if (!JSON_NODE_HOLDS_OBJECT (node))
     return mv_json_wrong_type (node, "restart", "an object", error);
   object = json_node_get_object (node);
-  if (!reject_unknown_members (object, "restart", known, error))
+  if (!mv_json_reject_unknown_members (object, "restart", known, error))
     return FALSE;
-  if ((field = member (object, "mode")) != NULL)
+  if ((field = mv_json_member (object, "mode")) != NULL)
     {
       const char *mode = NULL;
 
-      if (!read_string (field, "restart.mode", &mode, error))
+      if (!mv_json_read_string (field, "restart.mode", &mode, error))
         return FALSE;
       if (!restart_mode_from_string (mode, &spec->restart_mode))
         {
@@ -476,11 +360,11 @@ parse_restart (JsonNode *node, MvSpec *spec, GError **error)
           return FALSE;
         }
     }
-  if ((field = member (object, "max_retries")) != NULL)
+  if ((field = mv_json_member (object, "max_retries")) != NULL)
     {
       guint64 value;
 
-      if (!read_uint (field, "restart.max_retries", G_MAXUINT32, &value, error))
+      if (!mv_json_read_uint (field, "restart.max_retries", G_MAXUINT32, &value, error))
         return FALSE;
       spec->restart_max_retries = (guint32) value;
     }
@@ -492,15 +376,15 @@ parse_restart (JsonNode *node, MvSpec *spec, GError **error)
 static gboolean
 parse_standby (JsonObject *object, MvSpec *spec, GError **error)
 {
-  JsonNode *canonical = member (object, "standby_after_seconds");
-  JsonNode *alias = member (object, "sleep_after_idle_seconds");
+  JsonNode *canonical = mv_json_member (object, "standby_after_seconds");
+  JsonNode *alias = mv_json_member (object, "sleep_after_idle_seconds");
   guint64 a = 0, b = 0;
 
   if (canonical != NULL &&
-      !read_uint (canonical, "standby_after_seconds", G_MAXUINT32, &a, error))
+      !mv_json_read_uint (canonical, "standby_after_seconds", G_MAXUINT32, &a, error))
     return FALSE;
   if (alias != NULL &&
-      !read_uint (alias, "sleep_after_idle_seconds", G_MAXUINT32, &b, error))
+      !mv_json_read_uint (alias, "sleep_after_idle_seconds", G_MAXUINT32, &b, error))
     return FALSE;
   if (canonical != NULL && alias != NULL && a != b)
     {
@@ -539,18 +423,18 @@ mv_spec_from_node (JsonNode *node, GError **error)
       return NULL;
     }
   object = json_node_get_object (node);
-  if (!reject_unknown_members (object, NULL, spec_fields, error))
+  if (!mv_json_reject_unknown_members (object, NULL, spec_fields, error))
     return NULL;
 
   /* Empty strings of optional fields mean "the default", as absent ones
    * do; keeping one spelling makes equal specs compare equal. */
-  if (!read_string_member (object, "id", TRUE, &spec->id, error) ||
-      !read_string_member (object, "name", FALSE, &spec->name, error) ||
-      !read_string_member (object, "hypervisor_type", TRUE, &spec->hypervisor_type, error) ||
-      !read_string_member (object, "hypervisor_version", TRUE, &spec->hypervisor_version, error) ||
-      !read_string_member (object, "kernel", FALSE, &spec->kernel, error) ||
-      !read_string_member (object, "initrd", TRUE, &spec->initrd, error) ||
-      !read_string_member (object, "kernel_args", TRUE, &spec->kernel_args, error) ||
+  if (!mv_json_read_string_member (object, "id", TRUE, &spec->id, error) ||
+      !mv_json_read_string_member (object, "name", FALSE, &spec->name, error) ||
+      !mv_json_read_string_member (object, "hypervisor_type", TRUE, &spec->hypervisor_type, error) ||
+      !mv_json_read_string_member (object, "hypervisor_version", TRUE, &spec->hypervisor_version, error) ||
+      !mv_json_read_string_member (object, "kernel", FALSE, &spec->kernel, error) ||
+      !mv_json_read_string_member (object, "initrd", TRUE, &spec->initrd, error) ||
+      !mv_json_read_string_member (object, "kernel_args", TRUE, &spec->kernel_args, error) ||
       !read_uint32_member (object, "cpu_millicores", &spec->cpu_millicores, error) ||
       !read_uint32_member (object, "max_vcpus", &spec->max_vcpus, error) ||
       !read_uint64_member (object, "memory_bytes", &spec->memory_bytes, error) ||
@@ -561,33 +445,33 @@ mv_spec_from_node (JsonNode *node, GError **error)
   if (g_strcmp0 (spec->hypervisor_type, "auto") == 0)
     g_clear_pointer (&spec->hypervisor_type, g_free);
 
-  if ((field = member (object, "disks")) != NULL && !parse_disks (field, spec, error))
+  if ((field = mv_json_member (object, "disks")) != NULL && !parse_disks (field, spec, error))
     return NULL;
-  if ((field = member (object, "readiness")) != NULL && !parse_readiness (field, spec, error))
-    return NULL;
-
-  if (!read_string_member (object, "network_name", TRUE, &spec->network_name, error) ||
-      !read_string_member (object, "static_ip", TRUE, &spec->static_ip, error) ||
-      !read_string_member (object, "hostname", TRUE, &spec->hostname, error))
+  if ((field = mv_json_member (object, "readiness")) != NULL && !parse_readiness (field, spec, error))
     return NULL;
 
-  if ((field = member (object, "ssh_keys")) != NULL && !parse_ssh_keys (field, spec, error))
+  if (!mv_json_read_string_member (object, "network_name", TRUE, &spec->network_name, error) ||
+      !mv_json_read_string_member (object, "static_ip", TRUE, &spec->static_ip, error) ||
+      !mv_json_read_string_member (object, "hostname", TRUE, &spec->hostname, error))
     return NULL;
-  if (!read_string_member (object, "user_data", TRUE, &spec->user_data, error))
+
+  if ((field = mv_json_member (object, "ssh_keys")) != NULL && !parse_ssh_keys (field, spec, error))
     return NULL;
-  if ((field = member (object, "metadata")) != NULL &&
+  if (!mv_json_read_string_member (object, "user_data", TRUE, &spec->user_data, error))
+    return NULL;
+  if ((field = mv_json_member (object, "metadata")) != NULL &&
       !read_string_map (field, "metadata", spec->metadata, error))
     return NULL;
-  if ((field = member (object, "firewall")) != NULL && !parse_firewall (field, spec, error))
+  if ((field = mv_json_member (object, "firewall")) != NULL && !parse_firewall (field, spec, error))
     return NULL;
-  if ((field = member (object, "restart")) != NULL && !parse_restart (field, spec, error))
+  if ((field = mv_json_member (object, "restart")) != NULL && !parse_restart (field, spec, error))
     return NULL;
   if (!parse_standby (object, spec, error))
     return NULL;
-  if ((field = member (object, "labels")) != NULL &&
+  if ((field = mv_json_member (object, "labels")) != NULL &&
       !read_string_map (field, "labels", spec->labels, error))
     return NULL;
-  if ((field = member (object, "remove_on_exit")) != NULL &&
+  if ((field = mv_json_member (object, "remove_on_exit")) != NULL &&
       !mv_json_read_bool (field, "remove_on_exit", &spec->remove_on_exit, error))
     return NULL;
 
@@ -621,44 +505,6 @@ mv_spec_from_json (const char *json, GError **error)
 
 /* ---- serialization ---- */
 
-static int
-compare_strings (gconstpointer a, gconstpointer b)
-{
-  return strcmp (*(const char *const *) a, *(const char *const *) b);
-}
-
-/* The keys of @map in byte order, so that output does not depend on
- * hash order. Free the array only. */
-static const char **
-sorted_keys (GHashTable *map, guint *n_keys)
-{
-  const char **keys = (const char **) g_hash_table_get_keys_as_array (map, n_keys);
-
-  qsort (keys, *n_keys, sizeof (char *), compare_strings);
-  return keys;
-}
-
-static JsonNode *
-string_map_to_node (GHashTable *map, gboolean with_values)
-{
-  g_autoptr(JsonObject) object = json_object_new ();
-  g_autofree const char **keys = NULL;
-  guint n_keys;
-
-  keys = sorted_keys (map, &n_keys);
-  for (guint i = 0; i < n_keys; i++)
-    json_object_set_string_member (object, keys[i],
-                                   with_values ? g_hash_table_lookup (map, keys[i]) : "");
-  return json_node_init_object (json_node_alloc (), object);
-}
-
-static void
-set_optional_string (JsonObject *object, const char *name, const char *value)
-{
-  if (value != NULL)
-    json_object_set_string_member (object, name, value);
-}
-
 /* What a fingerprint or a comparison leaves out of the document. */
 typedef enum {
   CANON_NO_ID_LABELS = 1 << 0,
@@ -691,13 +537,13 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, CanonFlags flags)
   g_autofree char *readiness = readiness_to_string (spec);
 
   if (!(flags & CANON_NO_ID_LABELS))
-    set_optional_string (object, "id", spec->id);
-  set_optional_string (object, "name", spec->name);
-  set_optional_string (object, "hypervisor_type", spec->hypervisor_type);
-  set_optional_string (object, "hypervisor_version", spec->hypervisor_version);
-  set_optional_string (object, "kernel", kernel);
-  set_optional_string (object, "initrd", initrd);
-  set_optional_string (object, "kernel_args", spec->kernel_args);
+    mv_json_set_optional_string (object, "id", spec->id);
+  mv_json_set_optional_string (object, "name", spec->name);
+  mv_json_set_optional_string (object, "hypervisor_type", spec->hypervisor_type);
+  mv_json_set_optional_string (object, "hypervisor_version", spec->hypervisor_version);
+  mv_json_set_optional_string (object, "kernel", kernel);
+  mv_json_set_optional_string (object, "initrd", initrd);
+  mv_json_set_optional_string (object, "kernel_args", spec->kernel_args);
   json_object_set_int_member (object, "cpu_millicores", spec->cpu_millicores);
   json_object_set_int_member (object, "max_vcpus", spec->max_vcpus);
   json_object_set_int_member (object, "memory_bytes", (gint64) spec->memory_bytes);
@@ -709,7 +555,7 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, CanonFlags flags)
       g_autoptr(JsonObject) d = json_object_new ();
       g_autofree char *path = strip ? strip_url_query (disk->path) : g_strdup (disk->path);
 
-      set_optional_string (d, "path", path);
+      mv_json_set_optional_string (d, "path", path);
       json_object_set_boolean_member (d, "read_only", disk->read_only);
       json_array_add_object_element (disks, g_steal_pointer (&d));
     }
@@ -717,9 +563,9 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, CanonFlags flags)
 
   json_object_set_string_member (object, "readiness", readiness);
 
-  set_optional_string (object, "network_name", spec->network_name);
-  set_optional_string (object, "static_ip", spec->static_ip);
-  set_optional_string (object, "hostname", spec->hostname);
+  mv_json_set_optional_string (object, "network_name", spec->network_name);
+  mv_json_set_optional_string (object, "static_ip", spec->static_ip);
+  mv_json_set_optional_string (object, "hostname", spec->hostname);
   if (with_secrets)
     {
       g_autoptr(JsonArray) keys = json_array_new ();
@@ -727,10 +573,10 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, CanonFlags flags)
       for (guint i = 0; i < spec->ssh_keys->len; i++)
         json_array_add_string_element (keys, g_ptr_array_index (spec->ssh_keys, i));
       json_object_set_array_member (object, "ssh_keys", g_steal_pointer (&keys));
-      set_optional_string (object, "user_data", spec->user_data);
+      mv_json_set_optional_string (object, "user_data", spec->user_data);
     }
-  json_object_set_member (object, "metadata", string_map_to_node (spec->metadata, with_secrets));
-  json_object_set_array_member (object, "firewall", array_deep_copy (spec->firewall));
+  json_object_set_member (object, "metadata", mv_json_string_map_to_node (spec->metadata, with_secrets));
+  json_object_set_array_member (object, "firewall", mv_json_array_deep_copy (spec->firewall));
 
   json_object_set_string_member (restart, "mode", mv_restart_mode_to_string (spec->restart_mode));
   json_object_set_int_member (restart, "max_retries", spec->restart_max_retries);
@@ -739,7 +585,7 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, CanonFlags flags)
   if (!(flags & CANON_NO_STANDBY))
     json_object_set_int_member (object, "standby_after_seconds", spec->standby_after_seconds);
   if (!(flags & CANON_NO_ID_LABELS))
-    json_object_set_member (object, "labels", string_map_to_node (spec->labels, TRUE));
+    json_object_set_member (object, "labels", mv_json_string_map_to_node (spec->labels, TRUE));
   json_object_set_boolean_member (object, "remove_on_exit", spec->remove_on_exit);
 
   return json_node_init_object (json_node_alloc (), object);
@@ -1060,7 +906,7 @@ validate_hostname (const MvSpec *spec, GError **error)
 static gsize
 string_map_json_size (GHashTable *map)
 {
-  g_autoptr(JsonNode) node = string_map_to_node (map, TRUE);
+  g_autoptr(JsonNode) node = mv_json_string_map_to_node (map, TRUE);
   g_autofree char *json = json_to_string (node, FALSE);
 
   return strlen (json);
@@ -1232,7 +1078,7 @@ mv_spec_metadata_document (const MvSpec *spec)
   for (guint i = 0; i < spec->ssh_keys->len; i++)
     json_array_add_string_element (keys, g_ptr_array_index (spec->ssh_keys, i));
   json_object_set_array_member (meta, "public-keys", g_steal_pointer (&keys));
-  json_object_set_member (meta, "attributes", string_map_to_node (spec->metadata, TRUE));
+  json_object_set_member (meta, "attributes", mv_json_string_map_to_node (spec->metadata, TRUE));
   json_object_set_object_member (latest, "meta-data", g_steal_pointer (&meta));
   json_object_set_string_member (latest, "user-data",
                                  spec->user_data != NULL ? spec->user_data : "");
