@@ -26,6 +26,8 @@
 #define MV_SSH_KEYS_MAX                   16
 #define MV_SSH_KEY_MAX_BYTES              (2 * 1024)
 #define MV_USER_DATA_MAX_BYTES            (16 * 1024)
+/* The whole guest metadata document (spec-metadata.c); the one place
+ * this limit is set, the metadata service is sized from it. */
 #define MV_METADATA_DOCUMENT_MAX_BYTES    (248 * 1024)
 #define MV_LABELS_MAX                     64
 #define MV_LABEL_KEY_MAX_BYTES            63
