@@ -1,6 +1,7 @@
 /* Detached VMM processes and their identity. */
 #include "process.h"
 #include "core/errors.h"
+#include "util/unix-socket.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,9 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -574,19 +573,12 @@ close_pipe (int p[2])
 static gboolean
 socket_accepts (const char *socket_path)
 {
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  int fd;
-  gboolean ok;
+  int fd = mv_unix_connect (socket_path, 0, NULL);
 
-  if (strlen (socket_path) >= sizeof addr.sun_path)
-    return FALSE;
-  strcpy (addr.sun_path, socket_path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return FALSE;
-  ok = connect (fd, (struct sockaddr *) &addr, sizeof addr) == 0;
   close (fd);
-  return ok;
+  return TRUE;
 }
 
 static void

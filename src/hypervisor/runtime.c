@@ -4,7 +4,9 @@
 #include "runtime.h"
 #include "qemu.h"
 #include "versions.h"
+#include "vsock.h"
 #include "core/spec.h"
+#include "util/unix-socket.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +16,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -275,24 +276,6 @@ console_has (const char *path, goffset offset, const char *text)
   return n > 0 && memmem (buf, n, text, strlen (text)) != NULL;
 }
 
-static int
-connect_unix (const char *path)
-{
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  int fd;
-
-  if (strlen (path) >= sizeof addr.sun_path)
-    return -1;
-  strcpy (addr.sun_path, path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
-    {
-      close (fd);
-      return -1;
-    }
-  return fd;
-}
-
 /* Reads until @expect is in what came, or @timeout_ms passes. */
 static gboolean
 read_until (int fd, const char *expect, guint timeout_ms)
@@ -325,21 +308,13 @@ read_until (int fd, const char *expect, guint timeout_ms)
 static gboolean
 agent_answers (const MvVmSpec *vm)
 {
-  int fd = connect_unix (vm->agent.socket_path);
+  int fd = vm->agent.kind == MV_AGENT_CHANNEL_VSOCK
+           ? mv_vsock_dial (vm->agent.socket_path, MV_AGENT_VSOCK_PORT, AGENT_REPLY_MS, NULL)
+           : mv_unix_connect (vm->agent.socket_path, 0, NULL);
   gboolean ok = FALSE;
 
   if (fd < 0)
     return FALSE;
-  if (vm->agent.kind == MV_AGENT_CHANNEL_VSOCK)
-    {
-      g_autofree char *hello = g_strdup_printf ("CONNECT %u\n", MV_AGENT_VSOCK_PORT);
-      if (send (fd, hello, strlen (hello), MSG_NOSIGNAL) < 0 ||
-          !read_until (fd, "OK ", AGENT_REPLY_MS))
-        {
-          close (fd);
-          return FALSE;
-        }
-    }
   if (send (fd, "ping\n", 5, MSG_NOSIGNAL) == 5)
     ok = read_until (fd, "pong", AGENT_REPLY_MS);
   close (fd);
