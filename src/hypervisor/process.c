@@ -422,6 +422,16 @@ mv_process_from_json (JsonObject *object, GError **error)
   return process;
 }
 
+MvProcess *
+mv_process_attach_recorded (JsonObject *identity)
+{
+  g_autoptr (MvProcess) recorded = identity ? mv_process_from_json (identity, NULL) : NULL;
+
+  if (!recorded)
+    return NULL;
+  return mv_process_attach (recorded->pid, recorded->start_time, recorded->socket_path);
+}
+
 /* ---- starting ---- */
 
 static int

@@ -70,6 +70,10 @@ gboolean    mv_process_cpu_time (const MvProcess *process, guint64 *cpu_ns, GErr
 /* The process's identity as recorded in status.json, and back. */
 void        mv_process_to_json (const MvProcess *process, JsonObject *object);
 MvProcess  *mv_process_from_json (JsonObject *object, GError **error);
+/* The process @identity records, if it still runs; NULL (no error: a VMM
+ * may well be gone) if it does not, if its PID is another's now, or if
+ * @identity is NULL or incomplete. */
+MvProcess  *mv_process_attach_recorded (JsonObject *identity);
 
 /* A main-thread source that fires once when the process ends (for any
  * process, not only children), or at once if it already has. The callback
