@@ -381,3 +381,38 @@ mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GErr
          validate_labels (spec, error) &&
          validate_policies (spec, standby_min, error);
 }
+
+static gboolean
+string_set (const char *value)
+{
+  return value != NULL && *value != '\0';
+}
+
+gboolean
+mv_spec_check_implemented (const MvSpec *spec, GError **error)
+{
+  g_return_val_if_fail (spec != NULL, FALSE);
+
+  /* In the order the fields are documented, so the first is named. */
+  const struct {
+    const char *field;
+    gboolean    set;
+  } pending[] = {
+    { "network_name", string_set (spec->network_name) },
+    { "static_ip", string_set (spec->static_ip) },
+    { "firewall", json_array_get_length (spec->firewall) > 0 },
+    { "hostname", string_set (spec->hostname) },
+    { "ssh_keys", spec->ssh_keys->len > 0 },
+    { "user_data", string_set (spec->user_data) },
+    { "metadata", g_hash_table_size (spec->metadata) > 0 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (pending); i++)
+    if (pending[i].set)
+      {
+        g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                     "%s: not supported by this microvmd yet", pending[i].field);
+        return FALSE;
+      }
+  return TRUE;
+}

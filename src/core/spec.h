@@ -127,6 +127,11 @@ gboolean mv_spec_validate (const MvSpec *spec, GError **error);
 gboolean mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min,
                                             GError **error);
 gboolean mv_name_validate (const char *field, const char *name, GError **error);
+/* Fails with MV_ERROR_UNSUPPORTED naming the first field @spec sets that
+ * this microvmd parses and validates but does not carry out yet:
+ * network_name, static_ip, firewall, hostname, ssh_keys, user_data,
+ * metadata ("network_name: not supported by this microvmd yet"). */
+gboolean mv_spec_check_implemented (const MvSpec *spec, GError **error);
 
 /* ---- the guest metadata document (spec-metadata.c) ---- */
 
