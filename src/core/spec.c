@@ -3,6 +3,7 @@
 #include "spec.h"
 #include "spec-private.h"
 #include "json-util.h"
+#include "enum-names.h"
 
 #include <string.h>
 
@@ -141,26 +142,22 @@ static const char *const restart_mode_names[] = {
 const char *
 mv_restart_mode_to_string (MvRestartMode mode)
 {
-  g_return_val_if_fail ((guint) mode < G_N_ELEMENTS (restart_mode_names), "no");
-  return restart_mode_names[mode];
+  return mv_enum_to_name (restart_mode_names, G_N_ELEMENTS (restart_mode_names), mode, "no");
 }
 
 gboolean
 mv_restart_mode_from_string (const char *s, MvRestartMode *mode)
 {
+  guint value;
+
   /* An empty mode is "no", as in the policy's own definition. */
   if (*s == '\0')
-    {
-      *mode = MV_RESTART_NO;
-      return TRUE;
-    }
-  for (guint i = 0; i < G_N_ELEMENTS (restart_mode_names); i++)
-    if (strcmp (s, restart_mode_names[i]) == 0)
-      {
-        *mode = i;
-        return TRUE;
-      }
-  return FALSE;
+    value = MV_RESTART_NO;
+  else if (!mv_enum_from_name (restart_mode_names, G_N_ELEMENTS (restart_mode_names), s,
+                               &value))
+    return FALSE;
+  *mode = value;
+  return TRUE;
 }
 
 #define READINESS_CONSOLE_PREFIX "console:"

@@ -1,5 +1,6 @@
 /* The VM specification every backend takes, and the checks they share. */
 #include "hypervisor.h"
+#include "core/enum-names.h"
 #include "core/json-util.h"
 
 #include <errno.h>
@@ -170,7 +171,9 @@ mv_vm_spec_to_node (const MvVmSpec *spec)
       json_array_add_object_element (nets, o);
     }
   mv_json_set_optional_string (console, "path", spec->console.path);
-  json_object_set_string_member (agent, "kind", agent_kinds[spec->agent.kind]);
+  json_object_set_string_member (agent, "kind",
+                                 mv_enum_to_name (agent_kinds, G_N_ELEMENTS (agent_kinds),
+                                                  spec->agent.kind, "none"));
   mv_json_set_optional_string (agent, "socket", spec->agent.socket_path);
   json_object_set_int_member (agent, "cid", spec->agent.cid);
 
@@ -191,7 +194,7 @@ mv_vm_spec_from_node (JsonNode *node, GError **error)
   g_autoptr (MvVmSpec) spec = mv_vm_spec_new ();
   JsonObject *root, *boot, *cpu, *memory, *agent;
   JsonArray *array;
-  const char *kind;
+  guint kind;
 
   if (!node || !JSON_NODE_HOLDS_OBJECT (node))
     {
@@ -233,10 +236,9 @@ mv_vm_spec_from_node (JsonNode *node, GError **error)
           mv_vm_spec_add_net (spec, tap, mac);
       }
   spec->console.path = g_strdup (mv_json_get_string (mv_json_get_object (root, "console"), "path"));
-  kind = mv_json_get_string (agent, "kind");
-  for (guint i = 0; i < G_N_ELEMENTS (agent_kinds); i++)
-    if (g_strcmp0 (kind, agent_kinds[i]) == 0)
-      spec->agent.kind = i;
+  if (mv_enum_from_name (agent_kinds, G_N_ELEMENTS (agent_kinds),
+                         mv_json_get_string (agent, "kind"), &kind))
+    spec->agent.kind = kind;
   spec->agent.socket_path = g_strdup (mv_json_get_string (agent, "socket"));
   spec->agent.cid = (guint32) mv_json_get_uint (agent, "cid");
 
