@@ -446,32 +446,20 @@ cloexec_above_stdio (int fd)
   return moved;
 }
 
-static gboolean
-write_all (int fd, const void *buf, gsize len)
-{
-  const char *p = buf;
+typedef enum {
+  READ_ALL,
+  WRITE_ALL,
+} Transfer;
 
-  while (len > 0)
-    {
-      ssize_t n = write (fd, p, len);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return FALSE;
-      p += n;
-      len -= n;
-    }
-  return TRUE;
-}
-
+/* Moves all @len bytes, through EINTR; FALSE at an error or end of file. */
 static gboolean
-read_all (int fd, void *buf, gsize len)
+transfer_all (int fd, void *buf, gsize len, Transfer way)
 {
   char *p = buf;
 
   while (len > 0)
     {
-      ssize_t n = read (fd, p, len);
+      ssize_t n = way == WRITE_ALL ? write (fd, p, len) : read (fd, p, len);
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
@@ -644,7 +632,7 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
     }
   log_offset = lseek (log_fd, 0, SEEK_END);
   header = g_strdup_printf ("microvmd: %s: starting %s\n", stamp, command);
-  write_all (log_fd, header, strlen (header));
+  transfer_all (log_fd, header, strlen (header), WRITE_ALL);
   log_offset += strlen (header);
 
   null_fd = cloexec_above_stdio (g_open ("/dev/null", O_RDONLY | O_CLOEXEC, 0));
@@ -718,7 +706,7 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
   close (log_fd);
   while (waitpid (intermediate, &status, 0) < 0 && errno == EINTR)
     ;
-  if (!read_all (pid_pipe[0], &pid, sizeof pid) || pid <= 0)
+  if (!transfer_all (pid_pipe[0], &pid, sizeof pid, READ_ALL) || pid <= 0)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not start %s: %s", argv[0],
                    pid < 0 ? g_strerror (-pid) : "the intermediate process failed");
@@ -747,7 +735,7 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
   (void) !write (go_pipe[1], "g", 1);
   close_pipe (go_pipe);
   /* EOF once exec has closed the pipe; an errno if exec failed. */
-  if (read_all (err_pipe[0], &exec_errno, sizeof exec_errno))
+  if (transfer_all (err_pipe[0], &exec_errno, sizeof exec_errno, READ_ALL))
     {
       close_pipe (err_pipe);
       wait_pidfd (pidfd, g_get_monotonic_time () + G_USEC_PER_SEC);

@@ -173,36 +173,80 @@ abandon (Adapter *self, const MvProcess *vmm, const char *runtime_dir)
   remove_sockets (self, runtime_dir);
 }
 
+/* A VMM about to be started or restored: its paths, its VM spec, and
+ * where its console and log stood before it ran, so that a failure
+ * quotes only what this VMM wrote. */
+typedef struct {
+  char     *socket_path;
+  char     *log_path;
+  MvVmSpec *vm;
+  goffset   console_offset;
+  goffset   log_offset;
+} Launch;
+
+static void
+launch_init (Launch *launch, Adapter *self, const MvRuntimeRequest *req)
+{
+  launch->socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
+  launch->log_path = mv_vmm_log_path (launch->socket_path);
+  launch->vm = mv_runtime_vm_spec_new (self->starter, req);
+}
+
+static void
+launch_clear (Launch *launch)
+{
+  g_clear_pointer (&launch->socket_path, g_free);
+  g_clear_pointer (&launch->log_path, g_free);
+  g_clear_pointer (&launch->vm, mv_vm_spec_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Launch, launch_clear)
+
+/* Ends what an interrupted start left serving the socket, clears the
+ * sockets away and notes where the console and the log stand. */
+static gboolean
+launch_begin (Adapter *self, const MvRuntimeRequest *req, Launch *launch, GError **error)
+{
+  if (!kill_by_socket (launch->socket_path, error))
+    return FALSE;
+  remove_sockets (self, req->runtime_dir);
+  launch->console_offset = file_size (launch->vm->console.path);
+  launch->log_offset = file_size (launch->log_path);
+  return TRUE;
+}
+
+/* Quotes what the VMM wrote in @error and ends it (@vmm NULL: none ran). */
+static void
+launch_fail (Adapter *self, const MvRuntimeRequest *req, const Launch *launch,
+             const MvProcess *vmm, GError **error)
+{
+  quote_output (error, launch->vm->console.path, launch->console_offset, launch->log_path,
+                launch->log_offset);
+  abandon (self, vmm, req->runtime_dir);
+}
+
 static JsonObject *
 rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
 {
   Adapter *self = adapter_of (rt);
-  g_autofree char *socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
-  g_autofree char *log_path = mv_vmm_log_path (socket_path);
-  g_autoptr (MvVmSpec) vm = mv_runtime_vm_spec_new (self->starter, req);
+  g_auto (Launch) launch = { 0 };
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (MvProcess) vmm = NULL;
-  goffset console_offset, log_offset;
 
-  if (!check_before_start (self, socket_path, vm, req->runtime_dir, error))
+  launch_init (&launch, self, req);
+  if (!check_before_start (self, launch.socket_path, launch.vm, req->runtime_dir, error) ||
+      !launch_begin (self, req, &launch, error))
     return NULL;
-  if (!kill_by_socket (socket_path, error))
-    return NULL;
-  remove_sockets (self, req->runtime_dir);
-
-  console_offset = file_size (vm->console.path);
-  log_offset = file_size (log_path);
-  hv = self->starter->start_vm (self->starter, socket_path, vm, &vmm, error);
+  hv = self->starter->start_vm (self->starter, launch.socket_path, launch.vm, &vmm, error);
   if (!hv)
     {
       remove_sockets (self, req->runtime_dir);
       return NULL;
     }
-  if (!mv_runtime_wait_ready (hv, vmm, vm, req->spec->readiness, req->spec->readiness_text,
-                              console_offset, self->boot_timeout_s, error))
+  if (!mv_runtime_wait_ready (hv, vmm, launch.vm, req->spec->readiness,
+                              req->spec->readiness_text, launch.console_offset,
+                              self->boot_timeout_s, error))
     {
-      quote_output (error, vm->console.path, console_offset, log_path, log_offset);
-      abandon (self, vmm, req->runtime_dir);
+      launch_fail (self, req, &launch, vmm, error);
       return NULL;
     }
   return identity_new (self, vmm);
@@ -413,41 +457,38 @@ static JsonObject *
 rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
 {
   Adapter *self = adapter_of (rt);
-  g_autofree char *socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
-  g_autofree char *log_path = mv_vmm_log_path (socket_path);
-  g_autoptr (MvVmSpec) vm = mv_runtime_vm_spec_new (self->starter, req);
+  g_auto (Launch) launch = { 0 };
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (MvProcess) vmm = NULL;
   MvRestoreSpec rspec = { 0 };
-  goffset console_offset, log_offset;
 
-  if (!mv_check_socket_path ("socket", socket_path, error) ||
-      !self->starter->check (self->starter, socket_path, vm, error))
+  launch_init (&launch, self, req);
+  /* The guest comes from the snapshot, not from this VM spec: only the
+   * socket and what the backend itself needs are checked. */
+  if (!mv_check_socket_path ("socket", launch.socket_path, error) ||
+      !self->starter->check (self->starter, launch.socket_path, launch.vm, error) ||
+      !launch_begin (self, req, &launch, error))
     return NULL;
-  if (!kill_by_socket (socket_path, error))
-    return NULL;
-  remove_sockets (self, req->runtime_dir);
 
-  rspec.console.path = g_strdup (vm->console.path);
-  rspec.agent_socket = g_strdup (vm->agent.socket_path);
-  console_offset = file_size (vm->console.path);
-  log_offset = file_size (log_path);
-  hv = self->starter->restore_vm (self->starter, socket_path, state_dir, &rspec, &vmm, error);
+  rspec.console.path = g_strdup (launch.vm->console.path);
+  rspec.agent_socket = g_strdup (launch.vm->agent.socket_path);
+  hv = self->starter->restore_vm (self->starter, launch.socket_path, state_dir, &rspec, &vmm,
+                                  error);
   mv_restore_spec_clear (&rspec);
   if (!hv)
     {
       /* A snapshot refused before any VMM ran has no console to quote. */
-      if (!g_error_matches (*error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT))
-        quote_output (error, vm->console.path, console_offset, log_path, log_offset);
-      abandon (self, NULL, req->runtime_dir);
+      if (g_error_matches (*error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT))
+        abandon (self, NULL, req->runtime_dir);
+      else
+        launch_fail (self, req, &launch, NULL, error);
       return NULL;
     }
   if (!hv->resume_vm (hv, error) ||
-      !mv_runtime_wait_ready (hv, vmm, vm, MV_READINESS_VMM, NULL, console_offset,
+      !mv_runtime_wait_ready (hv, vmm, launch.vm, MV_READINESS_VMM, NULL, launch.console_offset,
                               self->boot_timeout_s, error))
     {
-      quote_output (error, vm->console.path, console_offset, log_path, log_offset);
-      abandon (self, vmm, req->runtime_dir);
+      launch_fail (self, req, &launch, vmm, error);
       return NULL;
     }
   return identity_new (self, vmm);
