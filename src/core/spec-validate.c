@@ -226,6 +226,39 @@ validate_hostname (const MvSpec *spec, GError **error)
   return TRUE;
 }
 
+/* A map of strings: at most @max_entries (@noun in the message), keys of
+ * 1 to @key_max bytes, values of at most @value_max (0: any), UTF-8. */
+static gboolean
+check_string_map (const char *field, GHashTable *map, const char *noun, guint max_entries,
+                  gsize key_max, gsize value_max, GError **error)
+{
+  GHashTableIter iter;
+  gpointer key, value;
+
+  if (g_hash_table_size (map) > max_entries)
+    return invalid (error, "%s: %u %s, more than the limit of %u",
+                    field, g_hash_table_size (map), noun, max_entries);
+  g_hash_table_iter_init (&iter, map);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      gsize len = strlen (key);
+
+      if (len == 0)
+        return invalid (error, "%s: empty key", field);
+      if (len > key_max)
+        return invalid (error, "%s: a key is longer than %" G_GSIZE_FORMAT " bytes",
+                        field, key_max);
+      if (!check_utf8 (field, key, error))
+        return FALSE;
+      if (value_max != 0 && strlen (value) > value_max)
+        return invalid (error, "%s.%s: value longer than %" G_GSIZE_FORMAT " bytes",
+                        field, (const char *) key, value_max);
+      if (!check_utf8 (field, value, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
 static gsize
 string_map_json_size (GHashTable *map)
 {
@@ -238,8 +271,6 @@ string_map_json_size (GHashTable *map)
 static gboolean
 validate_guest_metadata (const MvSpec *spec, GError **error)
 {
-  GHashTableIter iter;
-  gpointer key, value;
   gsize size;
 
   if (spec->ssh_keys->len > MV_SSH_KEYS_MAX)
@@ -269,22 +300,9 @@ validate_guest_metadata (const MvSpec *spec, GError **error)
         return FALSE;
     }
 
-  if (g_hash_table_size (spec->metadata) > MV_METADATA_MAX_ENTRIES)
-    return invalid (error, "metadata: %u entries, more than the limit of %d",
-                    g_hash_table_size (spec->metadata), MV_METADATA_MAX_ENTRIES);
-  g_hash_table_iter_init (&iter, spec->metadata);
-  while (g_hash_table_iter_next (&iter, &key, &value))
-    {
-      gsize len = strlen (key);
-
-      if (len == 0)
-        return invalid (error, "metadata: empty key");
-      if (len > MV_METADATA_KEY_MAX_BYTES)
-        return invalid (error, "metadata: a key is longer than %d bytes",
-                        MV_METADATA_KEY_MAX_BYTES);
-      if (!check_utf8 ("metadata", key, error) || !check_utf8 ("metadata", value, error))
-        return FALSE;
-    }
+  if (!check_string_map ("metadata", spec->metadata, "entries", MV_METADATA_MAX_ENTRIES,
+                         MV_METADATA_KEY_MAX_BYTES, 0, error))
+    return FALSE;
   size = string_map_json_size (spec->metadata);
   if (size > MV_METADATA_MAX_JSON_BYTES)
     return invalid (error, "metadata: %" G_GSIZE_FORMAT " bytes of JSON, more than the limit of %d",
@@ -301,30 +319,8 @@ validate_guest_metadata (const MvSpec *spec, GError **error)
 static gboolean
 validate_labels (const MvSpec *spec, GError **error)
 {
-  GHashTableIter iter;
-  gpointer key, value;
-
-  if (g_hash_table_size (spec->labels) > MV_LABELS_MAX)
-    return invalid (error, "labels: %u labels, more than the limit of %d",
-                    g_hash_table_size (spec->labels), MV_LABELS_MAX);
-  g_hash_table_iter_init (&iter, spec->labels);
-  while (g_hash_table_iter_next (&iter, &key, &value))
-    {
-      gsize len = strlen (key);
-
-      if (len == 0)
-        return invalid (error, "labels: empty key");
-      if (len > MV_LABEL_KEY_MAX_BYTES)
-        return invalid (error, "labels: a key is longer than %d bytes", MV_LABEL_KEY_MAX_BYTES);
-      if (!check_utf8 ("labels", key, error))
-        return FALSE;
-      if (strlen (value) > MV_LABEL_VALUE_MAX_BYTES)
-        return invalid (error, "labels.%s: value longer than %d bytes",
-                        (const char *) key, MV_LABEL_VALUE_MAX_BYTES);
-      if (!check_utf8 ("labels", value, error))
-        return FALSE;
-    }
-  return TRUE;
+  return check_string_map ("labels", spec->labels, "labels", MV_LABELS_MAX,
+                           MV_LABEL_KEY_MAX_BYTES, MV_LABEL_VALUE_MAX_BYTES, error);
 }
 
 static gboolean
