@@ -1,6 +1,7 @@
 /* HTTP/1.1 over a Unix socket, as micro-http serves it. */
 #include "http.h"
 #include "core/errors.h"
+#include "util/fd.h"
 #include "util/unix-socket.h"
 
 #include <errno.h>
@@ -107,26 +108,6 @@ unavailable (MvHttp *http, GError **error, const char *format, ...)
   return FALSE;
 }
 
-/* Waits for @events until @deadline (monotonic µs). */
-static gboolean
-wait_fd (int fd, short events, gint64 deadline)
-{
-  for (;;)
-    {
-      struct pollfd pfd = { .fd = fd, .events = events };
-      gint64 left = deadline - g_get_monotonic_time ();
-      int r;
-
-      if (left <= 0)
-        return FALSE;
-      r = poll (&pfd, 1, (int) ((left + 999) / 1000));
-      if (r > 0)
-        return TRUE;
-      if (r < 0 && errno != EINTR)
-        return FALSE;
-    }
-}
-
 /* Whether the VMM closed the kept-alive connection while it was idle. */
 static gboolean
 peer_closed (int fd)
@@ -172,7 +153,7 @@ send_all (MvHttp *http, const char *data, gsize length, gint64 deadline, GError 
         continue;
       if (n < 0 && errno == EAGAIN)
         {
-          if (!wait_fd (http->fd, POLLOUT, deadline))
+          if (!mv_fd_wait (http->fd, POLLOUT, deadline))
             return unavailable (http, error, "could not send the request within %u ms",
                                 http->timeout_ms);
           continue;
@@ -210,7 +191,7 @@ read_more (MvHttp *http, gint64 deadline, gboolean *eof, GError **error)
         continue;
       if (errno != EAGAIN)
         return unavailable (http, error, "could not read the response: %s", g_strerror (errno));
-      if (!wait_fd (http->fd, POLLIN, deadline))
+      if (!mv_fd_wait (http->fd, POLLIN, deadline))
         return unavailable (http, error, "no response within %u ms", http->timeout_ms);
     }
 }

@@ -1,6 +1,7 @@
 /* Detached VMM processes and their identity. */
 #include "process.h"
 #include "core/errors.h"
+#include "util/fd.h"
 #include "util/unix-socket.h"
 
 #include <errno.h>
@@ -244,27 +245,6 @@ mv_process_signal (const MvProcess *process, int signo, GError **error)
   return TRUE;
 }
 
-static gboolean
-wait_pidfd (int fd, gint64 deadline_us)
-{
-  for (;;)
-    {
-      struct pollfd pfd = { .fd = fd, .events = POLLIN };
-      gint64 left = deadline_us - g_get_monotonic_time ();
-      int r;
-
-      if (left < 0)
-        left = 0;
-      r = poll (&pfd, 1, (int) ((left + 999) / 1000));
-      if (r > 0)
-        return TRUE;
-      if (r == 0)
-        return FALSE;
-      if (errno != EINTR)
-        return FALSE;
-    }
-}
-
 /* A pidfd for waiting on the process. PID and start time suffice to tell
  * it apart: a process on its way out has no command line left to check,
  * and must still be waited for. */
@@ -311,7 +291,7 @@ mv_process_wait (const MvProcess *process, guint timeout_ms)
 
   if (fd < 0)
     return TRUE;
-  gone = wait_pidfd (fd, g_get_monotonic_time () + (gint64) timeout_ms * 1000);
+  gone = mv_fd_wait (fd, POLLIN, g_get_monotonic_time () + (gint64) timeout_ms * 1000);
   close (fd);
   if (gone && process->socket_path)
     mv_vmm_wait_exit_recorded (process->socket_path);
@@ -345,7 +325,7 @@ mv_process_kill (const MvProcess *process, GError **error)
                    process->pid, g_strerror (saved));
       return FALSE;
     }
-  gone = wait_pidfd (fd, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
+  gone = mv_fd_wait (fd, POLLIN, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
   close (fd);
   if (gone && process->socket_path)
     mv_vmm_wait_exit_recorded (process->socket_path);
@@ -738,7 +718,7 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
   if (transfer_all (err_pipe[0], &exec_errno, sizeof exec_errno, READ_ALL))
     {
       close_pipe (err_pipe);
-      wait_pidfd (pidfd, g_get_monotonic_time () + G_USEC_PER_SEC);
+      mv_fd_wait (pidfd, POLLIN, g_get_monotonic_time () + G_USEC_PER_SEC);
       close (pidfd);
       g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "Could not run %s: %s", argv[0],
                    g_strerror (exec_errno));
@@ -751,7 +731,8 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
     {
       if (socket_accepts (socket_path))
         break;
-      if (wait_pidfd (pidfd, MIN (deadline, g_get_monotonic_time () + SOCKET_POLL_MS * 1000)))
+      if (mv_fd_wait (pidfd, POLLIN,
+                      MIN (deadline, g_get_monotonic_time () + SOCKET_POLL_MS * 1000)))
         {
           close (pidfd);
           fail_with_log (error, log_path, log_offset, "%s ended before serving on %s", argv[0],
@@ -761,7 +742,7 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
       if (g_get_monotonic_time () >= deadline)
         {
           pidfd_send_signal (pidfd, SIGKILL);
-          wait_pidfd (pidfd, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
+          mv_fd_wait (pidfd, POLLIN, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
           close (pidfd);
           fail_with_log (error, log_path, log_offset, "%s did not serve on %s within %u ms",
                          argv[0], socket_path, timeout_ms);

@@ -4,6 +4,7 @@
 #include "hypervisor.h"
 #include "core/json-util.h"
 #include "core/errors.h"
+#include "util/fd.h"
 #include "util/unix-socket.h"
 
 #include <errno.h>
@@ -73,11 +74,8 @@ read_message (MvQmp *qmp, gint64 deadline_us, GError **error)
   for (;;)
     {
       char *newline = memchr (qmp->buffer->str, '\n', qmp->buffer->len);
-      struct pollfd pfd = { .fd = qmp->fd, .events = POLLIN };
       char chunk[READ_CHUNK];
-      gint64 left;
       ssize_t n;
-      int r;
 
       if (newline)
         {
@@ -90,25 +88,12 @@ read_message (MvQmp *qmp, gint64 deadline_us, GError **error)
           continue;   /* a blank line, or noise */
         }
 
-      left = deadline_us - g_get_monotonic_time ();
-      if (left <= 0)
+      if (!mv_fd_wait (qmp->fd, POLLIN, deadline_us))
         {
           g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: no answer in time",
                        qmp->socket_path);
           return NULL;
         }
-      r = poll (&pfd, 1, (int) ((left + 999) / 1000));
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r < 0)
-        {
-          int saved = errno;
-          g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: %s", qmp->socket_path,
-                       g_strerror (saved));
-          return NULL;
-        }
-      if (r == 0)
-        continue;
       n = read (qmp->fd, chunk, sizeof chunk);
       if (n < 0 && (errno == EINTR || errno == EAGAIN))
         continue;

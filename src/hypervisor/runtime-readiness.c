@@ -2,6 +2,7 @@
  * answers, or its console shows a text. */
 #include "runtime-private.h"
 #include "vsock.h"
+#include "util/fd.h"
 #include "util/unix-socket.h"
 
 #include <fcntl.h>
@@ -50,15 +51,11 @@ read_until (int fd, const char *expect, guint timeout_ms)
 
   for (;;)
     {
-      struct pollfd pfd = { .fd = fd, .events = POLLIN };
-      gint64 left = deadline - g_get_monotonic_time ();
       char chunk[256];
       ssize_t n;
 
-      if (left <= 0)
+      if (!mv_fd_wait (fd, POLLIN, deadline))
         return FALSE;
-      if (poll (&pfd, 1, (int) ((left + 999) / 1000)) <= 0)
-        continue;
       n = read (fd, chunk, sizeof chunk);
       if (n <= 0)
         return FALSE;

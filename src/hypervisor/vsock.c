@@ -2,6 +2,7 @@
 #include "vsock.h"
 #include "hypervisor.h"
 #include "core/errors.h"
+#include "util/fd.h"
 #include "util/unix-socket.h"
 
 #include <errno.h>
@@ -54,11 +55,9 @@ mv_vsock_dial (const char *socket_path, guint32 port, guint timeout_ms, GError *
   /* One byte at a time: what follows the reply's newline is the guest's. */
   while (got < HANDSHAKE_MAX_BYTES)
     {
-      struct pollfd pfd = { .fd = fd, .events = POLLIN };
-      gint64 left = deadline - g_get_monotonic_time ();
       ssize_t r;
 
-      if (left <= 0 || poll (&pfd, 1, (int) ((left + 999) / 1000)) == 0)
+      if (!mv_fd_wait (fd, POLLIN, deadline))
         return fail (fd, error, "vsock: guest port %u did not answer within %u ms", port,
                      timeout_ms);
       r = recv (fd, reply + got, 1, 0);

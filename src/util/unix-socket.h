@@ -5,7 +5,7 @@
 
 /* Connects a close-on-exec stream socket to @path and returns its fd, or
  * -1 and a G_IO_ERROR: INVALID_FILENAME if @path does not fit sun_path,
- * TIMED_OUT, or the one of the errno. The message says what failed but
+ * TIMED_OUT, or the code of the errno. The message says what failed but
  * not the path: callers name the socket.
  *
  * With @timeout_ms 0 the socket blocks, and so does the connect while
