@@ -248,8 +248,10 @@ mv_spec_from_node (JsonNode *node, GError **error)
    * do; keeping one spelling makes equal specs compare equal. */
   if (!mv_json_read_string_member (object, "id", TRUE, &spec->id, error) ||
       !mv_json_read_string_member (object, "name", FALSE, &spec->name, error) ||
-      !mv_json_read_string_member (object, "hypervisor_type", TRUE, &spec->hypervisor_type, error) ||
-      !mv_json_read_string_member (object, "hypervisor_version", TRUE, &spec->hypervisor_version, error) ||
+      !mv_json_read_string_member (object, "hypervisor_type", TRUE, &spec->hypervisor_type,
+                                   error) ||
+      !mv_json_read_string_member (object, "hypervisor_version", TRUE,
+                                   &spec->hypervisor_version, error) ||
       !mv_json_read_string_member (object, "kernel", FALSE, &spec->kernel, error) ||
       !mv_json_read_string_member (object, "initrd", TRUE, &spec->initrd, error) ||
       !mv_json_read_string_member (object, "kernel_args", TRUE, &spec->kernel_args, error) ||
@@ -265,7 +267,8 @@ mv_spec_from_node (JsonNode *node, GError **error)
 
   if ((field = mv_json_member (object, "disks")) != NULL && !parse_disks (field, spec, error))
     return NULL;
-  if ((field = mv_json_member (object, "readiness")) != NULL && !parse_readiness (field, spec, error))
+  if ((field = mv_json_member (object, "readiness")) != NULL &&
+      !parse_readiness (field, spec, error))
     return NULL;
 
   if (!mv_json_read_string_member (object, "network_name", TRUE, &spec->network_name, error) ||
