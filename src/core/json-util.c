@@ -2,6 +2,11 @@
 #include "json-util.h"
 #include "errors.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- strict reading ---- */
+
 const char *
 mv_json_node_kind (JsonNode *node)
 {
@@ -39,6 +44,47 @@ mv_json_wrong_type (JsonNode *node, const char *field, const char *expected, GEr
   return FALSE;
 }
 
+JsonNode *
+mv_json_member (JsonObject *object, const char *name)
+{
+  JsonNode *node = json_object_get_member (object, name);
+
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return NULL;
+  return node;
+}
+
+JsonNode *
+mv_json_required_member (JsonObject *object, const char *name, GError **error)
+{
+  JsonNode *node = mv_json_member (object, name);
+
+  if (node == NULL)
+    g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "%s: missing", name);
+  return node;
+}
+
+gboolean
+mv_json_reject_unknown_members (JsonObject *object, const char *where,
+                                const char *const *known, GError **error)
+{
+  g_autoptr(GList) names = json_object_get_members (object);
+
+  for (GList *l = names; l != NULL; l = l->next)
+    {
+      if (g_strv_contains (known, l->data))
+        continue;
+      if (where != NULL)
+        g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                     "%s: unknown field '%s'", where, (const char *) l->data);
+      else
+        g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                     "unknown field '%s'", (const char *) l->data);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 gboolean
 mv_json_read_bool (JsonNode *node, const char *field, gboolean *out, GError **error)
 {
@@ -48,6 +94,145 @@ mv_json_read_bool (JsonNode *node, const char *field, gboolean *out, GError **er
   return TRUE;
 }
 
+gboolean
+mv_json_read_string (JsonNode *node, const char *field, const char **out, GError **error)
+{
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
+    return mv_json_wrong_type (node, field, "a string", error);
+  *out = json_node_get_string (node) != NULL ? json_node_get_string (node) : "";
+  return TRUE;
+}
+
+gboolean
+mv_json_read_string_member (JsonObject *object, const char *name, gboolean empty_is_absent,
+                            char **out, GError **error)
+{
+  JsonNode *node = mv_json_member (object, name);
+  const char *value = NULL;
+
+  if (node == NULL)
+    return TRUE;
+  if (!mv_json_read_string (node, name, &value, error))
+    return FALSE;
+  g_free (*out);
+  *out = (empty_is_absent && *value == '\0') ? NULL : g_strdup (value);
+  return TRUE;
+}
+
+gboolean
+mv_json_read_int (JsonNode *node, const char *field, gint64 min, gint64 max,
+                  gint64 *out, GError **error)
+{
+  gint64 value;
+
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
+    return mv_json_wrong_type (node, field, "an integer", error);
+  value = json_node_get_int (node);
+  if (value < min || value > max)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "%s: %" G_GINT64_FORMAT " is outside %" G_GINT64_FORMAT "–%" G_GINT64_FORMAT,
+                   field, value, min, max);
+      return FALSE;
+    }
+  *out = value;
+  return TRUE;
+}
+
+/* json-glib wraps integers past 64 bits, which then fall outside the
+ * range and are refused. */
+gboolean
+mv_json_read_uint (JsonNode *node, const char *field, guint64 max, guint64 *out, GError **error)
+{
+  GType type;
+
+  if (!JSON_NODE_HOLDS_VALUE (node))
+    return mv_json_wrong_type (node, field, "an integer", error);
+  type = json_node_get_value_type (node);
+  if (type == G_TYPE_INT64)
+    {
+      gint64 value = json_node_get_int (node);
+
+      if (value >= 0 && (guint64) value <= max)
+        {
+          *out = (guint64) value;
+          return TRUE;
+        }
+    }
+  else if (type == G_TYPE_DOUBLE)
+    {
+      /* Doubles hold integers exactly only up to 2^53. */
+      double value = json_node_get_double (node);
+
+      if (value >= 0 && value <= 9007199254740992.0 && value <= (double) max &&
+          value == (double) (guint64) value)
+        {
+          *out = (guint64) value;
+          return TRUE;
+        }
+    }
+  else
+    return mv_json_wrong_type (node, field, "an integer", error);
+
+  g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+               "%s: expected an integer from 0 to %" G_GUINT64_FORMAT, field, max);
+  return FALSE;
+}
+
+/* ---- writing ---- */
+
+void
+mv_json_set_optional_string (JsonObject *object, const char *name, const char *value)
+{
+  if (value != NULL)
+    json_object_set_string_member (object, name, value);
+}
+
+static int
+compare_strings (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+JsonNode *
+mv_json_string_map_to_node (GHashTable *map, gboolean with_values)
+{
+  g_autoptr(JsonObject) object = json_object_new ();
+  g_autofree const char **keys = NULL;
+  guint n_keys;
+
+  keys = (const char **) g_hash_table_get_keys_as_array (map, &n_keys);
+  qsort (keys, n_keys, sizeof (char *), compare_strings);
+  for (guint i = 0; i < n_keys; i++)
+    json_object_set_string_member (object, keys[i],
+                                   with_values ? g_hash_table_lookup (map, keys[i]) : "");
+  return json_node_init_object (json_node_alloc (), object);
+}
+
+/* ---- copies ---- */
+
+JsonObject *
+mv_json_object_deep_copy (JsonObject *object)
+{
+  g_autoptr(JsonObject) copy = json_object_new ();
+  g_autoptr(GList) names = json_object_get_members (object);
+
+  for (GList *l = names; l != NULL; l = l->next)
+    json_object_set_member (copy, l->data,
+                            mv_json_deep_copy (json_object_get_member (object, l->data)));
+  return g_steal_pointer (&copy);
+}
+
+JsonArray *
+mv_json_array_deep_copy (JsonArray *array)
+{
+  g_autoptr(JsonArray) copy = json_array_sized_new (json_array_get_length (array));
+
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    json_array_add_element (copy, mv_json_deep_copy (json_array_get_element (array, i)));
+  return g_steal_pointer (&copy);
+}
+
 JsonNode *
 mv_json_deep_copy (JsonNode *node)
 {
@@ -55,23 +240,15 @@ mv_json_deep_copy (JsonNode *node)
     {
     case JSON_NODE_OBJECT:
       {
-        JsonObject *src = json_node_get_object (node);
-        g_autoptr(JsonObject) dst = json_object_new ();
-        g_autoptr(GList) names = json_object_get_members (src);
+        g_autoptr(JsonObject) copy = mv_json_object_deep_copy (json_node_get_object (node));
 
-        for (GList *l = names; l != NULL; l = l->next)
-          json_object_set_member (dst, l->data,
-                                  mv_json_deep_copy (json_object_get_member (src, l->data)));
-        return json_node_init_object (json_node_alloc (), dst);
+        return json_node_init_object (json_node_alloc (), copy);
       }
     case JSON_NODE_ARRAY:
       {
-        JsonArray *src = json_node_get_array (node);
-        g_autoptr(JsonArray) dst = json_array_sized_new (json_array_get_length (src));
+        g_autoptr(JsonArray) copy = mv_json_array_deep_copy (json_node_get_array (node));
 
-        for (guint i = 0; i < json_array_get_length (src); i++)
-          json_array_add_element (dst, mv_json_deep_copy (json_array_get_element (src, i)));
-        return json_node_init_array (json_node_alloc (), dst);
+        return json_node_init_array (json_node_alloc (), copy);
       }
     case JSON_NODE_VALUE:
     case JSON_NODE_NULL:

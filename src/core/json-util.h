@@ -1,18 +1,64 @@
-/* JSON helpers: typed member lookups that tolerate a missing or mistyped
- * member (json-glib 1.6 offers them only for scalars), and the checks the
- * spec and record parsers share. */
+/* JSON helpers: the strict readers the spec and record parsers share
+ * (each error is MV_ERROR_INVALID_ARGUMENT naming the field), lookups that
+ * tolerate a missing or mistyped member (json-glib 1.6 offers them only
+ * for scalars), and copies that share nothing. Pure. */
 #pragma once
 #include <json-glib/json-glib.h>
 
+/* ---- strict reading ---- */
+
 /* "an object", "a string", ...: what @node holds, for error messages. */
 const char *mv_json_node_kind (JsonNode *node);
-/* Sets MV_ERROR_INVALID_ARGUMENT "@field: expected @expected, got ..."
- * and returns FALSE. */
+/* Sets "@field: expected @expected, got ..." and returns FALSE. */
 gboolean    mv_json_wrong_type (JsonNode *node, const char *field, const char *expected,
                                 GError **error);
+
+/* The member @name, or NULL when it is absent or JSON null: null stands
+ * for an optional field left out. */
+JsonNode   *mv_json_member (JsonObject *object, const char *name);
+/* The same, but a missing member is the error "@name: missing". */
+JsonNode   *mv_json_required_member (JsonObject *object, const char *name, GError **error);
+/* Fails with "unknown field 'x'" for a member not in @known; @where,
+ * when not NULL, is the path of a nested object and prefixes the message. */
+gboolean    mv_json_reject_unknown_members (JsonObject *object, const char *where,
+                                            const char *const *known, GError **error);
+
 gboolean    mv_json_read_bool (JsonNode *node, const char *field, gboolean *out, GError **error);
-/* A copy that shares nothing with @node. */
+/* *@out points into @node; a node built in code may hold a NULL string,
+ * which reads as "". */
+gboolean    mv_json_read_string (JsonNode *node, const char *field, const char **out,
+                                 GError **error);
+/* Reads the optional string member @name into *@out, a copy (left alone
+ * when absent). With @empty_is_absent, "" means the field was left out. */
+gboolean    mv_json_read_string_member (JsonObject *object, const char *name,
+                                        gboolean empty_is_absent, char **out, GError **error);
+/* An integer from @min to @max, written as one: what the daemon's own
+ * records hold. */
+gboolean    mv_json_read_int (JsonNode *node, const char *field, gint64 min, gint64 max,
+                              gint64 *out, GError **error);
+/* A non-negative integer no larger than @max, also written as an integral
+ * double (1000.0), as some clients' encoders do. */
+gboolean    mv_json_read_uint (JsonNode *node, const char *field, guint64 max, guint64 *out,
+                               GError **error);
+
+/* ---- writing ---- */
+
+/* Sets the string member @name unless @value is NULL. */
+void        mv_json_set_optional_string (JsonObject *object, const char *name, const char *value);
+/* An object of the char* -> char* @map with its keys in byte order, so
+ * that the text does not depend on hash order; without @with_values
+ * every value is "". */
+JsonNode   *mv_json_string_map_to_node (GHashTable *map, gboolean with_values);
+
+/* ---- copies ---- */
+
+/* Copies that share nothing with the original (json_node_copy() shares
+ * objects and arrays), member order kept. */
 JsonNode   *mv_json_deep_copy (JsonNode *node);
+JsonObject *mv_json_object_deep_copy (JsonObject *object);
+JsonArray  *mv_json_array_deep_copy (JsonArray *array);
+
+/* ---- tolerant lookups ---- */
 
 /* The member @name of @object if it is an object, else NULL. */
 static inline JsonObject *
@@ -30,6 +76,16 @@ mv_json_get_array (JsonObject *object, const char *name)
   JsonNode *node = object ? json_object_get_member (object, name) : NULL;
 
   return node && JSON_NODE_HOLDS_ARRAY (node) ? json_node_get_array (node) : NULL;
+}
+
+/* The member @name of @object if it is a string, else NULL. */
+static inline const char *
+mv_json_get_string (JsonObject *object, const char *name)
+{
+  JsonNode *node = object ? json_object_get_member (object, name) : NULL;
+
+  return node && json_node_get_value_type (node) == G_TYPE_STRING ? json_node_get_string (node)
+                                                                 : NULL;
 }
 
 /* The member @name of @object if it is a non-negative integer, else 0. */

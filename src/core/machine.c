@@ -132,18 +132,6 @@ mv_status_free (MvStatus *status)
   g_free (status);
 }
 
-/* json_object_ref() would share the object with the copy, and statuses
- * are handed between threads: copy it through its text, which keeps the
- * member order. */
-static JsonObject *
-object_deep_copy (JsonObject *object)
-{
-  g_autoptr(JsonNode) node = json_node_init_object (json_node_alloc (), object);
-  g_autoptr(JsonNode) copy = mv_json_deep_copy (node);
-
-  return json_node_dup_object (copy);
-}
-
 MvStatus *
 mv_status_copy (const MvStatus *status)
 {
@@ -155,7 +143,7 @@ mv_status_copy (const MvStatus *status)
   copy->state_error = g_strdup (status->state_error);
   copy->phase = g_strdup (status->phase);
   copy->operation_id = g_strdup (status->operation_id);
-  copy->vmm = status->vmm != NULL ? object_deep_copy (status->vmm) : NULL;
+  copy->vmm = status->vmm != NULL ? mv_json_object_deep_copy (status->vmm) : NULL;
   copy->saved_state = g_strdup (status->saved_state);
   copy->destroyed = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; i < status->destroyed->len; i++)
@@ -255,87 +243,38 @@ mv_config_update_spec (MvConfig *config, MvSpec *spec, gint64 now)
   return TRUE;
 }
 
-/* ---- JSON helpers ---- */
+/* ---- record fields ---- */
 
-/* The member, or NULL when absent or null. A required member that is
- * missing is an error naming it. */
-static JsonNode *
-member (JsonObject *object, const char *name, gboolean required, GError **error)
-{
-  JsonNode *node = json_object_get_member (object, name);
-
-  if (node != NULL && !JSON_NODE_HOLDS_NULL (node))
-    return node;
-  if (required)
-    g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "%s: missing", name);
-  return NULL;
-}
-
+/* A generation counts from @min on. */
 static gboolean
-reject_unknown_members (JsonObject *object, const char *const *known, GError **error)
+read_optional_generation (JsonObject *object, const char *name, gint64 min, guint64 *out,
+                          GError **error)
 {
-  g_autoptr(GList) names = json_object_get_members (object);
-
-  for (GList *l = names; l != NULL; l = l->next)
-    if (!g_strv_contains (known, l->data))
-      {
-        g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                     "unknown field '%s'", (const char *) l->data);
-        return FALSE;
-      }
-  return TRUE;
-}
-
-static gboolean
-read_string (JsonNode *node, const char *field, char **out, GError **error)
-{
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
-    return mv_json_wrong_type (node, field, "a string", error);
-  g_free (*out);
-  *out = g_strdup (json_node_get_string (node));
-  return TRUE;
-}
-
-/* Records are written by the daemon, so numbers are plain integers. */
-static gboolean
-read_int (JsonNode *node, const char *field, gint64 min, gint64 max,
-          gint64 *out, GError **error)
-{
+  JsonNode *node = mv_json_member (object, name);
   gint64 value;
 
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
-    return mv_json_wrong_type (node, field, "an integer", error);
-  value = json_node_get_int (node);
-  if (value < min || value > max)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "%s: %" G_GINT64_FORMAT " is outside %" G_GINT64_FORMAT "–%" G_GINT64_FORMAT,
-                   field, value, min, max);
-      return FALSE;
-    }
-  *out = value;
-  return TRUE;
-}
-
-static gboolean
-read_generation (JsonObject *object, const char *name, gint64 min, guint64 *out, GError **error)
-{
-  JsonNode *node = member (object, name, TRUE, error);
-  gint64 value;
-
-  if (node == NULL || !read_int (node, name, min, G_MAXINT64, &value, error))
+  if (node == NULL)
+    return TRUE;
+  if (!mv_json_read_int (node, name, min, G_MAXINT64, &value, error))
     return FALSE;
   *out = (guint64) value;
   return TRUE;
 }
 
 static gboolean
+read_generation (JsonObject *object, const char *name, gint64 min, guint64 *out, GError **error)
+{
+  return mv_json_required_member (object, name, error) != NULL &&
+         read_optional_generation (object, name, min, out, error);
+}
+
+static gboolean
 check_format (JsonObject *object, gint64 current, GError **error)
 {
-  JsonNode *node = member (object, "format", TRUE, error);
+  JsonNode *node = mv_json_required_member (object, "format", error);
   gint64 format;
 
-  if (node == NULL || !read_int (node, "format", G_MININT64, G_MAXINT64, &format, error))
+  if (node == NULL || !mv_json_read_int (node, "format", G_MININT64, G_MAXINT64, &format, error))
     return FALSE;
   if (format != current)
     {
@@ -374,10 +313,10 @@ timestamp_to_string (gint64 usec)
 static gboolean
 read_timestamp (JsonNode *node, const char *field, gint64 *out, GError **error)
 {
-  g_autofree char *text = NULL;
+  const char *text = NULL;
   g_autoptr(GDateTime) dt = NULL;
 
-  if (!read_string (node, field, &text, error))
+  if (!mv_json_read_string (node, field, &text, error))
     return FALSE;
   dt = g_date_time_new_from_iso8601 (text, NULL);
   if (dt == NULL)
@@ -446,7 +385,7 @@ mv_config_from_node (JsonNode *node, GError **error)
   };
   g_autoptr(MvConfig) config = g_new0 (MvConfig, 1);
   g_autoptr(GError) local_error = NULL;
-  g_autofree char *desired = NULL;
+  const char *text = NULL;
   JsonObject *object;
   JsonNode *field;
 
@@ -460,22 +399,23 @@ mv_config_from_node (JsonNode *node, GError **error)
   object = json_node_get_object (node);
   /* The format first: another format may have other fields. */
   if (!check_format (object, MV_CONFIG_FORMAT, error) ||
-      !reject_unknown_members (object, known, error))
+      !mv_json_reject_unknown_members (object, NULL, known, error))
     return NULL;
 
-  if ((field = member (object, "id", TRUE, error)) == NULL ||
-      !read_string (field, "id", &config->id, error) ||
-      !mv_id_validate (config->id, error))
+  if ((field = mv_json_required_member (object, "id", error)) == NULL ||
+      !mv_json_read_string (field, "id", &text, error) ||
+      !mv_id_validate (text, error))
     return NULL;
+  config->id = g_strdup (text);
 
-  if ((field = member (object, "desired_state", TRUE, error)) == NULL ||
-      !read_string (field, "desired_state", &desired, error))
+  if ((field = mv_json_required_member (object, "desired_state", error)) == NULL ||
+      !mv_json_read_string (field, "desired_state", &text, error))
     return NULL;
-  if (!mv_desired_from_string (desired, &config->desired))
+  if (!mv_desired_from_string (text, &config->desired))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                    "desired_state: '%s' is not one of running, paused, stopped, destroyed",
-                   desired);
+                   text);
       return NULL;
     }
 
@@ -486,33 +426,30 @@ mv_config_from_node (JsonNode *node, GError **error)
       !read_generation (object, "restart_generation", 0, &config->restart_generation, error))
     return NULL;
 
-  if ((field = member (object, "fingerprint", FALSE, NULL)) != NULL)
+  if (!mv_json_read_string_member (object, "fingerprint", FALSE, &config->fingerprint, error))
+    return NULL;
+  if (config->fingerprint != NULL && !valid_fingerprint (config->fingerprint))
     {
-      if (!read_string (field, "fingerprint", &config->fingerprint, error))
-        return NULL;
-      if (!valid_fingerprint (config->fingerprint))
-        {
-          g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                               "fingerprint: not 64 lowercase hex digits (SHA-256)");
-          return NULL;
-        }
+      g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                           "fingerprint: not 64 lowercase hex digits (SHA-256)");
+      return NULL;
     }
 
-  if ((field = member (object, "created_at", TRUE, error)) == NULL ||
+  if ((field = mv_json_required_member (object, "created_at", error)) == NULL ||
       !read_timestamp (field, "created_at", &config->created_at, error))
     return NULL;
   config->updated_at = config->created_at;
-  if ((field = member (object, "updated_at", FALSE, NULL)) != NULL &&
+  if ((field = mv_json_member (object, "updated_at")) != NULL &&
       !read_timestamp (field, "updated_at", &config->updated_at, error))
     return NULL;
-  if ((field = member (object, "standby", FALSE, NULL)) != NULL &&
+  if ((field = mv_json_member (object, "standby")) != NULL &&
       !mv_json_read_bool (field, "standby", &config->standby, error))
     return NULL;
-  if ((field = member (object, "stopped_by_user", FALSE, NULL)) != NULL &&
+  if ((field = mv_json_member (object, "stopped_by_user")) != NULL &&
       !mv_json_read_bool (field, "stopped_by_user", &config->stopped_by_user, error))
     return NULL;
 
-  if ((field = member (object, "spec", TRUE, error)) == NULL)
+  if ((field = mv_json_required_member (object, "spec", error)) == NULL)
     return NULL;
   config->spec = mv_spec_from_node (field, &local_error);
   /* The shortest standby time is the daemon's policy when a change is
@@ -569,7 +506,7 @@ mv_status_to_node (const MvStatus *status)
     json_object_set_int_member (object, "exit_code", status->exit_code);
   json_object_set_int_member (object, "restart_count", status->restart_count);
   if (status->vmm != NULL)
-    json_object_set_object_member (object, "vmm", object_deep_copy (status->vmm));
+    json_object_set_object_member (object, "vmm", mv_json_object_deep_copy (status->vmm));
   if (status->saved_state != NULL)
     json_object_set_string_member (object, "saved_state", status->saved_state);
   if (status->traffic_sequence != 0)
@@ -585,33 +522,11 @@ mv_status_to_node (const MvStatus *status)
 }
 
 static gboolean
-read_optional_string (JsonObject *object, const char *name, char **out, GError **error)
-{
-  JsonNode *node = member (object, name, FALSE, NULL);
-
-  return node == NULL || read_string (node, name, out, error);
-}
-
-static gboolean
 read_optional_timestamp (JsonObject *object, const char *name, gint64 *out, GError **error)
 {
-  JsonNode *node = member (object, name, FALSE, NULL);
+  JsonNode *node = mv_json_member (object, name);
 
   return node == NULL || read_timestamp (node, name, out, error);
-}
-
-static gboolean
-read_optional_generation (JsonObject *object, const char *name, guint64 *out, GError **error)
-{
-  JsonNode *node = member (object, name, FALSE, NULL);
-  gint64 value;
-
-  if (node == NULL)
-    return TRUE;
-  if (!read_int (node, name, 0, G_MAXINT64, &value, error))
-    return FALSE;
-  *out = (guint64) value;
-  return TRUE;
 }
 
 MvStatus *
@@ -623,7 +538,7 @@ mv_status_from_node (JsonNode *node, GError **error)
     "exit_code", "restart_count", "vmm", "saved_state", "traffic_sequence", "destroyed", NULL
   };
   g_autoptr(MvStatus) status = mv_status_new ();
-  g_autofree char *state = NULL;
+  const char *state = NULL;
   JsonObject *object;
   JsonNode *field;
   gint64 value;
@@ -637,11 +552,11 @@ mv_status_from_node (JsonNode *node, GError **error)
     }
   object = json_node_get_object (node);
   if (!check_format (object, MV_STATUS_FORMAT, error) ||
-      !reject_unknown_members (object, known, error))
+      !mv_json_reject_unknown_members (object, NULL, known, error))
     return NULL;
 
-  if ((field = member (object, "state", TRUE, error)) == NULL ||
-      !read_string (field, "state", &state, error))
+  if ((field = mv_json_required_member (object, "state", error)) == NULL ||
+      !mv_json_read_string (field, "state", &state, error))
     return NULL;
   if (!mv_state_from_string (state, &status->state))
     {
@@ -650,20 +565,22 @@ mv_status_from_node (JsonNode *node, GError **error)
       return NULL;
     }
 
-  if (!read_optional_string (object, "state_error", &status->state_error, error) ||
-      !read_optional_string (object, "phase", &status->phase, error) ||
-      !read_optional_string (object, "operation_id", &status->operation_id, error) ||
+  if (!mv_json_read_string_member (object, "state_error", FALSE, &status->state_error, error) ||
+      !mv_json_read_string_member (object, "phase", FALSE, &status->phase, error) ||
+      !mv_json_read_string_member (object, "operation_id", FALSE, &status->operation_id, error) ||
       !read_generation (object, "observed_generation", 0, &status->observed_generation, error) ||
-      !read_optional_generation (object, "observed_restart_generation",
+      !read_optional_generation (object, "observed_restart_generation", 0,
                                  &status->observed_restart_generation, error) ||
-      !read_optional_generation (object, "failed_generation", &status->failed_generation, error) ||
+      !read_optional_generation (object, "failed_generation", 0, &status->failed_generation,
+                                 error) ||
       !read_optional_timestamp (object, "started_at", &status->started_at, error) ||
       !read_optional_timestamp (object, "finished_at", &status->finished_at, error) ||
       !read_optional_timestamp (object, "next_restart_at", &status->next_restart_at, error) ||
-      !read_optional_generation (object, "traffic_sequence", &status->traffic_sequence, error))
+      !read_optional_generation (object, "traffic_sequence", 0, &status->traffic_sequence,
+                                 error))
     return NULL;
 
-  if ((field = member (object, "destroyed", FALSE, NULL)) != NULL)
+  if ((field = mv_json_member (object, "destroyed")) != NULL)
     {
       if (!JSON_NODE_HOLDS_ARRAY (field))
         {
@@ -673,36 +590,36 @@ mv_status_from_node (JsonNode *node, GError **error)
       JsonArray *done = json_node_get_array (field);
       for (guint i = 0; i < json_array_get_length (done); i++)
         {
-          char *name = NULL;
-          if (!read_string (json_array_get_element (done, i), "destroyed", &name, error))
+          const char *name = NULL;
+          if (!mv_json_read_string (json_array_get_element (done, i), "destroyed", &name, error))
             return NULL;
-          g_ptr_array_add (status->destroyed, name);
+          g_ptr_array_add (status->destroyed, g_strdup (name));
         }
     }
 
-  if ((field = member (object, "exit_code", FALSE, NULL)) != NULL)
+  if ((field = mv_json_member (object, "exit_code")) != NULL)
     {
-      if (!read_int (field, "exit_code", G_MININT32, G_MAXINT32, &value, error))
+      if (!mv_json_read_int (field, "exit_code", G_MININT32, G_MAXINT32, &value, error))
         return NULL;
       status->has_exit_code = TRUE;
       status->exit_code = (gint32) value;
     }
-  if ((field = member (object, "restart_count", FALSE, NULL)) != NULL)
+  if ((field = mv_json_member (object, "restart_count")) != NULL)
     {
-      if (!read_int (field, "restart_count", 0, G_MAXUINT32, &value, error))
+      if (!mv_json_read_int (field, "restart_count", 0, G_MAXUINT32, &value, error))
         return NULL;
       status->restart_count = (guint32) value;
     }
-  if ((field = member (object, "vmm", FALSE, NULL)) != NULL)
+  if ((field = mv_json_member (object, "vmm")) != NULL)
     {
       if (!JSON_NODE_HOLDS_OBJECT (field))
         {
           mv_json_wrong_type (field, "vmm", "an object", error);
           return NULL;
         }
-      status->vmm = object_deep_copy (json_node_get_object (field));
+      status->vmm = mv_json_object_deep_copy (json_node_get_object (field));
     }
-  if (!read_optional_string (object, "saved_state", &status->saved_state, error))
+  if (!mv_json_read_string_member (object, "saved_state", FALSE, &status->saved_state, error))
     return NULL;
 
   return g_steal_pointer (&status);

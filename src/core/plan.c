@@ -1,4 +1,5 @@
 #include "plan.h"
+#include "enum-names.h"
 
 static const char *const step_names[] = {
   [MV_STEP_NONE] = "none",
@@ -14,8 +15,7 @@ static const char *const step_names[] = {
 const char *
 mv_step_to_string (MvStep step)
 {
-  g_return_val_if_fail (step < G_N_ELEMENTS (step_names), "none");
-  return step_names[step];
+  return mv_enum_to_name (step_names, G_N_ELEMENTS (step_names), step, "none");
 }
 
 static gboolean

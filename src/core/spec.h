@@ -1,10 +1,11 @@
-/* The spec document: what a machine is, as clients send it and as
- * config.json keeps it. Parsing and validation are pure (no I/O). */
+/* The spec: what a machine is, as clients send it and as config.json
+ * keeps it. This header holds all of MvSpec; each section names the file
+ * that implements it. Pure (no I/O). */
 #pragma once
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
-/* Limits (seed 000, seed 004 and DESIGN §2a). */
+/* Limits (seed 000, seed 004 and DESIGN §2a), checked by spec-validate.c. */
 #define MV_NAME_MAX_BYTES                 63
 #define MV_ID_MAX_BYTES                   63
 #define MV_HOSTNAME_MAX_BYTES             253
@@ -25,6 +26,8 @@
 #define MV_SSH_KEYS_MAX                   16
 #define MV_SSH_KEY_MAX_BYTES              (2 * 1024)
 #define MV_USER_DATA_MAX_BYTES            (16 * 1024)
+/* The whole guest metadata document (spec-metadata.c); the one place
+ * this limit is set, the metadata service is sized from it. */
 #define MV_METADATA_DOCUMENT_MAX_BYTES    (248 * 1024)
 #define MV_LABELS_MAX                     64
 #define MV_LABEL_KEY_MAX_BYTES            63
@@ -81,28 +84,12 @@ typedef struct {
   gboolean       remove_on_exit;
 } MvSpec;
 
+/* ---- the model (spec.c) ---- */
+
 MvSpec  *mv_spec_new (void);        /* defaults filled in */
 void     mv_spec_free (MvSpec *spec);
 MvSpec  *mv_spec_copy (const MvSpec *spec);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvSpec, mv_spec_free)
-
-/* Parses a spec document. Unknown fields, wrong types and malformed JSON
- * are MV_ERROR_INVALID_ARGUMENT naming the field. Does not validate limits. */
-MvSpec  *mv_spec_from_json (const char *json, GError **error);
-MvSpec  *mv_spec_from_node (JsonNode *node, GError **error);
-/* Serializes; without @with_secrets, ssh_keys, user_data and metadata
- * values are left out (metadata keys stay, values become ""). */
-JsonNode *mv_spec_to_node (const MvSpec *spec, gboolean with_secrets);
-char     *mv_spec_to_json (const MvSpec *spec, gboolean with_secrets);
-
-/* Checks every limit; the message names the field and the limit:
- * "memory_bytes: 1000 is below the minimum of 33554432". */
-gboolean mv_spec_validate (const MvSpec *spec, GError **error);
-/* The same, with the shortest standby time the daemon accepts set by its
- * configuration rather than MV_STANDBY_AFTER_MIN_SECONDS. */
-gboolean mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min,
-                                            GError **error);
-gboolean mv_name_validate (const char *field, const char *name, GError **error);
 
 guint    mv_spec_vcpus (const MvSpec *spec);   /* ceil(cpu_millicores / 1000) */
 /* SHA-256 hex of the canonical document without id, labels excluded;
@@ -114,11 +101,43 @@ gboolean mv_spec_equal (const MvSpec *a, const MvSpec *b);
 gboolean mv_spec_differs_beyond_standby (const MvSpec *a, const MvSpec *b);
 /* vCPUs, memory, disks or hypervisor differ: saved state becomes useless. */
 gboolean mv_spec_shape_differs (const MvSpec *a, const MvSpec *b);
-/* Size of the metadata document (hostname, ssh keys, user data, custom
- * metadata) as the VMM's metadata service would hold it. */
-gsize    mv_spec_metadata_document_size (const MvSpec *spec);
-/* That document: {"latest":{"meta-data":{"hostname","public-keys",
- * "attributes"},"user-data"}}. */
-JsonNode *mv_spec_metadata_document (const MvSpec *spec);
 
 const char *mv_restart_mode_to_string (MvRestartMode mode);
+/* "vmm", "agent" or "console:TEXT", as the spec document spells it. */
+char       *mv_readiness_to_string (MvReadiness readiness, const char *readiness_text);
+
+/* ---- the JSON document (spec-json.c) ---- */
+
+/* Parses a spec document. Unknown fields, wrong types and malformed JSON
+ * are MV_ERROR_INVALID_ARGUMENT naming the field. Does not validate limits. */
+MvSpec  *mv_spec_from_json (const char *json, GError **error);
+MvSpec  *mv_spec_from_node (JsonNode *node, GError **error);
+/* Serializes; without @with_secrets, ssh_keys, user_data and metadata
+ * values are left out (metadata keys stay, values become ""). */
+JsonNode *mv_spec_to_node (const MvSpec *spec, gboolean with_secrets);
+char     *mv_spec_to_json (const MvSpec *spec, gboolean with_secrets);
+
+/* ---- validation (spec-validate.c) ---- */
+
+/* Checks every limit; the message names the field and the limit:
+ * "memory_bytes: 1000 is below the minimum of 33554432". */
+gboolean mv_spec_validate (const MvSpec *spec, GError **error);
+/* The same, with the shortest standby time the daemon accepts set by its
+ * configuration rather than MV_STANDBY_AFTER_MIN_SECONDS. */
+gboolean mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min,
+                                            GError **error);
+gboolean mv_name_validate (const char *field, const char *name, GError **error);
+/* Fails with MV_ERROR_UNSUPPORTED naming the first field @spec sets that
+ * this microvmd parses and validates but does not carry out yet:
+ * network_name, static_ip, firewall, hostname, ssh_keys, user_data,
+ * metadata ("network_name: not supported by this microvmd yet"). */
+gboolean mv_spec_check_implemented (const MvSpec *spec, GError **error);
+
+/* ---- the guest metadata document (spec-metadata.c) ---- */
+
+/* What the VMM's metadata service serves the guest:
+ * {"latest":{"meta-data":{"hostname","public-keys","attributes"},
+ * "user-data"}}, the custom metadata at latest/meta-data/attributes. */
+JsonNode *mv_spec_metadata_document (const MvSpec *spec);
+/* Its size, compact: what MV_METADATA_DOCUMENT_MAX_BYTES bounds. */
+gsize     mv_spec_metadata_document_size (const MvSpec *spec);

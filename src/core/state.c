@@ -1,4 +1,5 @@
 #include "state.h"
+#include "enum-names.h"
 
 static const char *const state_names[MV_STATE_COUNT] = {
   [MV_STATE_STOPPED] = "Stopped",
@@ -51,20 +52,18 @@ static const guint transitions[MV_STATE_COUNT] = {
 const char *
 mv_state_to_string (MvState state)
 {
-  g_return_val_if_fail (state < MV_STATE_COUNT, "Failed");
-  return state_names[state];
+  return mv_enum_to_name (state_names, MV_STATE_COUNT, state, "Failed");
 }
 
 gboolean
 mv_state_from_string (const char *s, MvState *out)
 {
-  for (guint i = 0; i < MV_STATE_COUNT; i++)
-    if (g_strcmp0 (s, state_names[i]) == 0)
-      {
-        *out = i;
-        return TRUE;
-      }
-  return FALSE;
+  guint value;
+
+  if (!mv_enum_from_name (state_names, MV_STATE_COUNT, s, &value))
+    return FALSE;
+  *out = value;
+  return TRUE;
 }
 
 gboolean
@@ -85,20 +84,18 @@ mv_state_holds_resources (MvState state)
 const char *
 mv_desired_to_string (MvDesired desired)
 {
-  g_return_val_if_fail (desired < MV_DESIRED_COUNT, "stopped");
-  return desired_names[desired];
+  return mv_enum_to_name (desired_names, MV_DESIRED_COUNT, desired, "stopped");
 }
 
 gboolean
 mv_desired_from_string (const char *s, MvDesired *out)
 {
-  for (guint i = 0; i < MV_DESIRED_COUNT; i++)
-    if (g_strcmp0 (s, desired_names[i]) == 0)
-      {
-        *out = i;
-        return TRUE;
-      }
-  return FALSE;
+  guint value;
+
+  if (!mv_enum_from_name (desired_names, MV_DESIRED_COUNT, s, &value))
+    return FALSE;
+  *out = value;
+  return TRUE;
 }
 
 gboolean

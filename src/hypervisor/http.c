@@ -1,12 +1,13 @@
 /* HTTP/1.1 over a Unix socket, as micro-http serves it. */
 #include "http.h"
 #include "core/errors.h"
+#include "util/fd.h"
+#include "util/unix-socket.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 /* micro-http's lines are at most 1 KiB; a head this size is broken. */
@@ -107,26 +108,6 @@ unavailable (MvHttp *http, GError **error, const char *format, ...)
   return FALSE;
 }
 
-/* Waits for @events until @deadline (monotonic µs). */
-static gboolean
-wait_fd (int fd, short events, gint64 deadline)
-{
-  for (;;)
-    {
-      struct pollfd pfd = { .fd = fd, .events = events };
-      gint64 left = deadline - g_get_monotonic_time ();
-      int r;
-
-      if (left <= 0)
-        return FALSE;
-      r = poll (&pfd, 1, (int) ((left + 999) / 1000));
-      if (r > 0)
-        return TRUE;
-      if (r < 0 && errno != EINTR)
-        return FALSE;
-    }
-}
-
 /* Whether the VMM closed the kept-alive connection while it was idle. */
 static gboolean
 peer_closed (int fd)
@@ -142,35 +123,20 @@ peer_closed (int fd)
   return recv (fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
 }
 
+/* The first step of a request, so the whole timeout is the connect's;
+ * the socket is non-blocking, as sending and reading expect. */
 static gboolean
-ensure_connected (MvHttp *http, gint64 deadline, GError **error)
+ensure_connected (MvHttp *http, GError **error)
 {
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  g_autoptr (GError) local = NULL;
   int fd;
 
   if (http->fd >= 0 && !peer_closed (http->fd))
     return TRUE;
   disconnect (http);
-  if (strlen (http->socket_path) >= sizeof addr.sun_path)
-    return unavailable (http, error, "the socket path is too long");
-  strcpy (addr.sun_path, http->socket_path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  fd = mv_unix_connect (http->socket_path, MAX (http->timeout_ms, 1), &local);
   if (fd < 0)
-    return unavailable (http, error, "%s", g_strerror (errno));
-  if (connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
-    {
-      int saved = errno;
-      if (saved != EINPROGRESS && saved != EAGAIN)
-        {
-          close (fd);
-          return unavailable (http, error, "could not connect: %s", g_strerror (saved));
-        }
-      if (!wait_fd (fd, POLLOUT, deadline))
-        {
-          close (fd);
-          return unavailable (http, error, "could not connect within %u ms", http->timeout_ms);
-        }
-    }
+    return unavailable (http, error, "%s", local->message);
   http->fd = fd;
   http->connections++;
   return TRUE;
@@ -187,7 +153,7 @@ send_all (MvHttp *http, const char *data, gsize length, gint64 deadline, GError 
         continue;
       if (n < 0 && errno == EAGAIN)
         {
-          if (!wait_fd (http->fd, POLLOUT, deadline))
+          if (!mv_fd_wait (http->fd, POLLOUT, deadline))
             return unavailable (http, error, "could not send the request within %u ms",
                                 http->timeout_ms);
           continue;
@@ -225,7 +191,7 @@ read_more (MvHttp *http, gint64 deadline, gboolean *eof, GError **error)
         continue;
       if (errno != EAGAIN)
         return unavailable (http, error, "could not read the response: %s", g_strerror (errno));
-      if (!wait_fd (http->fd, POLLIN, deadline))
+      if (!mv_fd_wait (http->fd, POLLIN, deadline))
         return unavailable (http, error, "no response within %u ms", http->timeout_ms);
     }
 }
@@ -376,7 +342,7 @@ mv_http_request (MvHttp *http, const char *method, const char *path, const char 
   g_autoptr (GString) request = g_string_new (NULL);
 
   memset (response, 0, sizeof *response);
-  if (!ensure_connected (http, deadline, error))
+  if (!ensure_connected (http, error))
     return FALSE;
   /* micro-http accepts exactly "application/json", no parameters, and
    * needs Content-Length for a body. */

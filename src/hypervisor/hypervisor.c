@@ -1,5 +1,6 @@
 /* The VM specification every backend takes, and the checks they share. */
 #include "hypervisor.h"
+#include "core/enum-names.h"
 #include "core/json-util.h"
 
 #include <errno.h>
@@ -128,13 +129,6 @@ static const char *const agent_kinds[] = {
   [MV_AGENT_CHANNEL_VSOCK] = "vsock",
 };
 
-static void
-set_optional_string (JsonObject *object, const char *name, const char *value)
-{
-  if (value)
-    json_object_set_string_member (object, name, value);
-}
-
 JsonNode *
 mv_vm_spec_to_node (const MvVmSpec *spec)
 {
@@ -148,9 +142,9 @@ mv_vm_spec_to_node (const MvVmSpec *spec)
   JsonArray *nets = json_array_new ();
   JsonNode *node = json_node_new (JSON_NODE_OBJECT);
 
-  set_optional_string (boot, "kernel", spec->boot.kernel_path);
-  set_optional_string (boot, "kernel_args", spec->boot.kernel_args);
-  set_optional_string (boot, "initrd", spec->boot.initrd_path);
+  mv_json_set_optional_string (boot, "kernel", spec->boot.kernel_path);
+  mv_json_set_optional_string (boot, "kernel_args", spec->boot.kernel_args);
+  mv_json_set_optional_string (boot, "initrd", spec->boot.initrd_path);
   json_object_set_int_member (cpu, "count", spec->cpu.count);
   json_object_set_int_member (cpu, "max_count", spec->cpu.max_count);
   json_object_set_int_member (memory, "size_bytes", (gint64) spec->memory.size_bytes);
@@ -173,12 +167,14 @@ mv_vm_spec_to_node (const MvVmSpec *spec)
       MvNetConfig *n = spec->nets->pdata[i];
       JsonObject *o = json_object_new ();
       json_object_set_string_member (o, "tap", n->tap_device);
-      set_optional_string (o, "mac", n->mac);
+      mv_json_set_optional_string (o, "mac", n->mac);
       json_array_add_object_element (nets, o);
     }
-  set_optional_string (console, "path", spec->console.path);
-  json_object_set_string_member (agent, "kind", agent_kinds[spec->agent.kind]);
-  set_optional_string (agent, "socket", spec->agent.socket_path);
+  mv_json_set_optional_string (console, "path", spec->console.path);
+  json_object_set_string_member (agent, "kind",
+                                 mv_enum_to_name (agent_kinds, G_N_ELEMENTS (agent_kinds),
+                                                  spec->agent.kind, "none"));
+  mv_json_set_optional_string (agent, "socket", spec->agent.socket_path);
   json_object_set_int_member (agent, "cid", spec->agent.cid);
 
   json_object_set_object_member (root, "boot", boot);
@@ -192,38 +188,13 @@ mv_vm_spec_to_node (const MvVmSpec *spec)
   return node;
 }
 
-static JsonObject *
-object_member (JsonObject *object, const char *name)
-{
-  JsonNode *node = json_object_get_member (object, name);
-
-  return node && JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-}
-
-static char *
-string_member (JsonObject *object, const char *name)
-{
-  JsonNode *node = object ? json_object_get_member (object, name) : NULL;
-
-  return node && json_node_get_value_type (node) == G_TYPE_STRING
-    ? g_strdup (json_node_get_string (node)) : NULL;
-}
-
-static gint64
-int_member (JsonObject *object, const char *name)
-{
-  JsonNode *node = object ? json_object_get_member (object, name) : NULL;
-
-  return node && json_node_get_value_type (node) == G_TYPE_INT64 ? json_node_get_int (node) : 0;
-}
-
 MvVmSpec *
 mv_vm_spec_from_node (JsonNode *node, GError **error)
 {
   g_autoptr (MvVmSpec) spec = mv_vm_spec_new ();
   JsonObject *root, *boot, *cpu, *memory, *agent;
   JsonArray *array;
-  g_autofree char *kind = NULL;
+  guint kind;
 
   if (!node || !JSON_NODE_HOLDS_OBJECT (node))
     {
@@ -231,46 +202,45 @@ mv_vm_spec_from_node (JsonNode *node, GError **error)
       return NULL;
     }
   root = json_node_get_object (node);
-  boot = object_member (root, "boot");
-  cpu = object_member (root, "cpu");
-  memory = object_member (root, "memory");
-  agent = object_member (root, "agent");
-  spec->boot.kernel_path = string_member (boot, "kernel");
-  spec->boot.kernel_args = string_member (boot, "kernel_args");
-  spec->boot.initrd_path = string_member (boot, "initrd");
-  spec->cpu.count = (guint) int_member (cpu, "count");
-  spec->cpu.max_count = (guint) int_member (cpu, "max_count");
-  spec->memory.size_bytes = (guint64) int_member (memory, "size_bytes");
-  spec->memory.hotplug_bytes = (guint64) int_member (memory, "hotplug_bytes");
+  boot = mv_json_get_object (root, "boot");
+  cpu = mv_json_get_object (root, "cpu");
+  memory = mv_json_get_object (root, "memory");
+  agent = mv_json_get_object (root, "agent");
+  spec->boot.kernel_path = g_strdup (mv_json_get_string (boot, "kernel"));
+  spec->boot.kernel_args = g_strdup (mv_json_get_string (boot, "kernel_args"));
+  spec->boot.initrd_path = g_strdup (mv_json_get_string (boot, "initrd"));
+  spec->cpu.count = (guint) mv_json_get_uint (cpu, "count");
+  spec->cpu.max_count = (guint) mv_json_get_uint (cpu, "max_count");
+  spec->memory.size_bytes = mv_json_get_uint (memory, "size_bytes");
+  spec->memory.hotplug_bytes = mv_json_get_uint (memory, "hotplug_bytes");
   if ((array = mv_json_get_array (root, "disks")))
     for (guint i = 0; i < json_array_get_length (array); i++)
       {
         JsonObject *o = json_array_get_object_element (array, i);
-        g_autofree char *path = string_member (o, "path");
+        const char *path = mv_json_get_string (o, "path");
         if (path)
           {
             mv_vm_spec_add_disk (spec, path,
                                  json_object_get_boolean_member_with_default (o, "read_only", FALSE));
-            mv_vm_spec_set_disk_rate_limit (spec, (guint64) int_member (o, "rate_limit_bytes_per_second"),
-                                            (guint64) int_member (o, "rate_limit_iops"));
+            mv_vm_spec_set_disk_rate_limit (spec, mv_json_get_uint (o, "rate_limit_bytes_per_second"),
+                                            mv_json_get_uint (o, "rate_limit_iops"));
           }
       }
   if ((array = mv_json_get_array (root, "nets")))
     for (guint i = 0; i < json_array_get_length (array); i++)
       {
         JsonObject *o = json_array_get_object_element (array, i);
-        g_autofree char *tap = string_member (o, "tap");
-        g_autofree char *mac = string_member (o, "mac");
+        const char *tap = mv_json_get_string (o, "tap");
+        const char *mac = mv_json_get_string (o, "mac");
         if (tap)
           mv_vm_spec_add_net (spec, tap, mac);
       }
-  spec->console.path = string_member (object_member (root, "console"), "path");
-  kind = string_member (agent, "kind");
-  for (guint i = 0; i < G_N_ELEMENTS (agent_kinds); i++)
-    if (g_strcmp0 (kind, agent_kinds[i]) == 0)
-      spec->agent.kind = i;
-  spec->agent.socket_path = string_member (agent, "socket");
-  spec->agent.cid = (guint32) int_member (agent, "cid");
+  spec->console.path = g_strdup (mv_json_get_string (mv_json_get_object (root, "console"), "path"));
+  if (mv_enum_from_name (agent_kinds, G_N_ELEMENTS (agent_kinds),
+                         mv_json_get_string (agent, "kind"), &kind))
+    spec->agent.kind = kind;
+  spec->agent.socket_path = g_strdup (mv_json_get_string (agent, "socket"));
+  spec->agent.cid = (guint32) mv_json_get_uint (agent, "cid");
 
   if (!spec->boot.kernel_path || spec->cpu.count == 0 || spec->memory.size_bytes == 0)
     {

@@ -90,7 +90,7 @@ typedef struct {
   GPtrArray      *nets;     /* MvNetConfig*, never NULL */
   MvConsoleConfig console;
   MvAgentChannel  agent;
-  /* The guest's metadata document (mv_metadata_document_new()), served
+  /* The guest's metadata document (mv_spec_metadata_document()), served
    * where the hypervisor has a metadata service; NULL: none. A secret: it
    * is not kept by mv_vm_spec_to_node(). */
   JsonNode       *metadata;

@@ -1,14 +1,8 @@
-/* The guest's metadata document. */
+/* The guest's metadata document as the metadata service is sent it. */
 #include "metadata.h"
 #include "core/errors.h"
 
 #include <string.h>
-
-JsonNode *
-mv_metadata_document_new (const MvSpec *spec)
-{
-  return mv_spec_metadata_document (spec);
-}
 
 char *
 mv_metadata_document_serialize (JsonNode *document, GError **error)
@@ -24,13 +18,13 @@ mv_metadata_document_serialize (JsonNode *document, GError **error)
     }
   text = json_to_string (document, FALSE);
   size = strlen (text);
-  if (size > MV_MMDS_DOCUMENT_MAX_BYTES)
+  if (size > MV_METADATA_DOCUMENT_MAX_BYTES)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                    "metadata: the guest metadata document is %" G_GSIZE_FORMAT " bytes, over the "
-                   "limit of %d (%d of the metadata service's %d, less %d kept free)",
-                   size, MV_MMDS_DOCUMENT_MAX_BYTES, MV_MMDS_DOCUMENT_MAX_BYTES,
-                   MV_MMDS_SIZE_LIMIT_BYTES, MV_MMDS_RESERVED_BYTES);
+                   "limit of %d (the metadata service's %d, less %d kept free)",
+                   size, MV_METADATA_DOCUMENT_MAX_BYTES, MV_MMDS_SIZE_LIMIT_BYTES,
+                   MV_MMDS_RESERVED_BYTES);
       return NULL;
     }
   return g_steal_pointer (&text);

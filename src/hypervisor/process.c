@@ -1,6 +1,8 @@
 /* Detached VMM processes and their identity. */
 #include "process.h"
 #include "core/errors.h"
+#include "util/fd.h"
+#include "util/unix-socket.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,9 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,7 +20,6 @@
 #endif
 
 #define LOG_TAIL_LINES   10
-#define TAIL_MAX_BYTES   (64 * 1024)
 #define SOCKET_POLL_MS   20
 
 void
@@ -246,27 +245,6 @@ mv_process_signal (const MvProcess *process, int signo, GError **error)
   return TRUE;
 }
 
-static gboolean
-wait_pidfd (int fd, gint64 deadline_us)
-{
-  for (;;)
-    {
-      struct pollfd pfd = { .fd = fd, .events = POLLIN };
-      gint64 left = deadline_us - g_get_monotonic_time ();
-      int r;
-
-      if (left < 0)
-        left = 0;
-      r = poll (&pfd, 1, (int) ((left + 999) / 1000));
-      if (r > 0)
-        return TRUE;
-      if (r == 0)
-        return FALSE;
-      if (errno != EINTR)
-        return FALSE;
-    }
-}
-
 /* A pidfd for waiting on the process. PID and start time suffice to tell
  * it apart: a process on its way out has no command line left to check,
  * and must still be waited for. */
@@ -313,7 +291,7 @@ mv_process_wait (const MvProcess *process, guint timeout_ms)
 
   if (fd < 0)
     return TRUE;
-  gone = wait_pidfd (fd, g_get_monotonic_time () + (gint64) timeout_ms * 1000);
+  gone = mv_fd_wait (fd, POLLIN, g_get_monotonic_time () + (gint64) timeout_ms * 1000);
   close (fd);
   if (gone && process->socket_path)
     mv_vmm_wait_exit_recorded (process->socket_path);
@@ -347,7 +325,7 @@ mv_process_kill (const MvProcess *process, GError **error)
                    process->pid, g_strerror (saved));
       return FALSE;
     }
-  gone = wait_pidfd (fd, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
+  gone = mv_fd_wait (fd, POLLIN, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
   close (fd);
   if (gone && process->socket_path)
     mv_vmm_wait_exit_recorded (process->socket_path);
@@ -424,50 +402,14 @@ mv_process_from_json (JsonObject *object, GError **error)
   return process;
 }
 
-char *
-mv_file_tail (const char *path, goffset offset, guint lines)
+MvProcess *
+mv_process_attach_recorded (JsonObject *identity)
 {
-  g_autofree char *buf = NULL;
-  g_auto (GStrv) split = NULL;
-  g_autoptr (GPtrArray) kept = g_ptr_array_new ();
-  GStatBuf st;
-  goffset from;
-  gssize n;
-  int fd;
-  guint total;
+  g_autoptr (MvProcess) recorded = identity ? mv_process_from_json (identity, NULL) : NULL;
 
-  fd = g_open (path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0)
-    return g_strdup ("");
-  if (fstat (fd, &st) < 0 || st.st_size <= offset)
-    {
-      close (fd);
-      return g_strdup ("");
-    }
-  from = MAX (offset, st.st_size - TAIL_MAX_BYTES);
-  buf = g_malloc0 (st.st_size - from + 1);
-  n = pread (fd, buf, st.st_size - from, from);
-  close (fd);
-  if (n <= 0)
-    return g_strdup ("");
-  buf[n] = '\0';
-
-  /* Consoles carry CRs and the odd control byte; keep printable text. */
-  for (gssize i = 0; i < n; i++)
-    if (buf[i] == '\r' || buf[i] == '\0' || ((guchar) buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\t'))
-      buf[i] = ' ';
-  split = g_strsplit (buf, "\n", -1);
-  total = g_strv_length (split);
-  for (guint i = 0; i < total; i++)
-    {
-      g_strchomp (split[i]);
-      if (split[i][0])
-        g_ptr_array_add (kept, split[i]);
-    }
-  if (kept->len > lines)
-    g_ptr_array_remove_range (kept, 0, kept->len - lines);
-  g_ptr_array_add (kept, NULL);
-  return g_strjoinv ("\n", (char **) kept->pdata);
+  if (!recorded)
+    return NULL;
+  return mv_process_attach (recorded->pid, recorded->start_time, recorded->socket_path);
 }
 
 /* ---- starting ---- */
@@ -484,32 +426,20 @@ cloexec_above_stdio (int fd)
   return moved;
 }
 
-static gboolean
-write_all (int fd, const void *buf, gsize len)
-{
-  const char *p = buf;
+typedef enum {
+  READ_ALL,
+  WRITE_ALL,
+} Transfer;
 
-  while (len > 0)
-    {
-      ssize_t n = write (fd, p, len);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return FALSE;
-      p += n;
-      len -= n;
-    }
-  return TRUE;
-}
-
+/* Moves all @len bytes, through EINTR; FALSE at an error or end of file. */
 static gboolean
-read_all (int fd, void *buf, gsize len)
+transfer_all (int fd, void *buf, gsize len, Transfer way)
 {
   char *p = buf;
 
   while (len > 0)
     {
-      ssize_t n = read (fd, p, len);
+      ssize_t n = way == WRITE_ALL ? write (fd, p, len) : read (fd, p, len);
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
@@ -621,19 +551,12 @@ close_pipe (int p[2])
 static gboolean
 socket_accepts (const char *socket_path)
 {
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  int fd;
-  gboolean ok;
+  int fd = mv_unix_connect (socket_path, 0, NULL);
 
-  if (strlen (socket_path) >= sizeof addr.sun_path)
-    return FALSE;
-  strcpy (addr.sun_path, socket_path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return FALSE;
-  ok = connect (fd, (struct sockaddr *) &addr, sizeof addr) == 0;
   close (fd);
-  return ok;
+  return TRUE;
 }
 
 static void
@@ -689,7 +612,7 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
     }
   log_offset = lseek (log_fd, 0, SEEK_END);
   header = g_strdup_printf ("microvmd: %s: starting %s\n", stamp, command);
-  write_all (log_fd, header, strlen (header));
+  transfer_all (log_fd, header, strlen (header), WRITE_ALL);
   log_offset += strlen (header);
 
   null_fd = cloexec_above_stdio (g_open ("/dev/null", O_RDONLY | O_CLOEXEC, 0));
@@ -763,7 +686,7 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
   close (log_fd);
   while (waitpid (intermediate, &status, 0) < 0 && errno == EINTR)
     ;
-  if (!read_all (pid_pipe[0], &pid, sizeof pid) || pid <= 0)
+  if (!transfer_all (pid_pipe[0], &pid, sizeof pid, READ_ALL) || pid <= 0)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not start %s: %s", argv[0],
                    pid < 0 ? g_strerror (-pid) : "the intermediate process failed");
@@ -792,10 +715,10 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
   (void) !write (go_pipe[1], "g", 1);
   close_pipe (go_pipe);
   /* EOF once exec has closed the pipe; an errno if exec failed. */
-  if (read_all (err_pipe[0], &exec_errno, sizeof exec_errno))
+  if (transfer_all (err_pipe[0], &exec_errno, sizeof exec_errno, READ_ALL))
     {
       close_pipe (err_pipe);
-      wait_pidfd (pidfd, g_get_monotonic_time () + G_USEC_PER_SEC);
+      mv_fd_wait (pidfd, POLLIN, g_get_monotonic_time () + G_USEC_PER_SEC);
       close (pidfd);
       g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "Could not run %s: %s", argv[0],
                    g_strerror (exec_errno));
@@ -808,7 +731,8 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
     {
       if (socket_accepts (socket_path))
         break;
-      if (wait_pidfd (pidfd, MIN (deadline, g_get_monotonic_time () + SOCKET_POLL_MS * 1000)))
+      if (mv_fd_wait (pidfd, POLLIN,
+                      MIN (deadline, g_get_monotonic_time () + SOCKET_POLL_MS * 1000)))
         {
           close (pidfd);
           fail_with_log (error, log_path, log_offset, "%s ended before serving on %s", argv[0],
@@ -818,7 +742,7 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
       if (g_get_monotonic_time () >= deadline)
         {
           pidfd_send_signal (pidfd, SIGKILL);
-          wait_pidfd (pidfd, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
+          mv_fd_wait (pidfd, POLLIN, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
           close (pidfd);
           fail_with_log (error, log_path, log_offset, "%s did not serve on %s within %u ms",
                          argv[0], socket_path, timeout_ms);

@@ -5,6 +5,9 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+/* mv_file_tail() reads the end of a VMM's log (mv_vmm_log_path()). */
+#include "util/files.h"
+
 typedef struct {
   int      pid;
   guint64  start_time;    /* /proc/PID/stat field 22, in clock ticks after boot */
@@ -67,9 +70,10 @@ gboolean    mv_process_cpu_time (const MvProcess *process, guint64 *cpu_ns, GErr
 /* The process's identity as recorded in status.json, and back. */
 void        mv_process_to_json (const MvProcess *process, JsonObject *object);
 MvProcess  *mv_process_from_json (JsonObject *object, GError **error);
-
-/* The last @lines lines of @path, from byte @offset on; "" if unreadable. */
-char       *mv_file_tail (const char *path, goffset offset, guint lines);
+/* The process @identity records, if it still runs; NULL (no error: a VMM
+ * may well be gone) if it does not, if its PID is another's now, or if
+ * @identity is NULL or incomplete. */
+MvProcess  *mv_process_attach_recorded (JsonObject *identity);
 
 /* A main-thread source that fires once when the process ends (for any
  * process, not only children), or at once if it already has. The callback

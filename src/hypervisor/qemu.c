@@ -7,6 +7,7 @@
 #include "qemu.h"
 #include "qmp.h"
 #include "core/json-util.h"
+#include "util/unix-socket.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +15,6 @@
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #define SOCKET_NAME          "qmp.sock"
@@ -792,25 +792,28 @@ static MvVmEvents *
 qemu_open_events (MvStarter *starter, const char *socket_path, GError **error)
 {
   g_autofree char *path = sibling_path (socket_path, EVENTS_SOCKET_NAME);
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
   static const char negotiate[] = "{\"execute\":\"qmp_capabilities\"}\n";
+  g_autoptr (GError) local = NULL;
   QemuEvents *self;
   int fd;
 
   if (!mv_check_socket_path ("socket", path, error))
     return NULL;
-  strcpy (addr.sun_path, path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  /* A Unix socket connects at once (or fails); only reads must not block.
-   * The negotiation is sent unasked: QEMU reads it after its greeting,
+  /* A Unix socket connects at once (or fails); only reads must not block. */
+  fd = mv_unix_connect (path, 0, &local);
+  if (fd < 0)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP events %s: %s", path,
+                   local->message);
+      return NULL;
+    }
+  /* The negotiation is sent unasked: QEMU reads it after its greeting,
    * and events flow from then on. */
-  if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0 ||
-      send (fd, negotiate, strlen (negotiate), MSG_NOSIGNAL) < 0 ||
+  if (send (fd, negotiate, strlen (negotiate), MSG_NOSIGNAL) < 0 ||
       !g_unix_set_fd_nonblocking (fd, TRUE, NULL))
     {
       int saved = errno;
-      if (fd >= 0)
-        close (fd);
+      close (fd);
       g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP events %s: %s", path,
                    g_strerror (saved));
       return NULL;

@@ -1,14 +1,16 @@
 /* QMP client. Each server message is one JSON object on a line of its own;
  * events may come before the reply to the command that caused them. */
 #include "qmp.h"
+#include "hypervisor.h"
 #include "core/json-util.h"
 #include "core/errors.h"
+#include "util/fd.h"
+#include "util/unix-socket.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #define READ_CHUNK 4096
@@ -72,11 +74,8 @@ read_message (MvQmp *qmp, gint64 deadline_us, GError **error)
   for (;;)
     {
       char *newline = memchr (qmp->buffer->str, '\n', qmp->buffer->len);
-      struct pollfd pfd = { .fd = qmp->fd, .events = POLLIN };
       char chunk[READ_CHUNK];
-      gint64 left;
       ssize_t n;
-      int r;
 
       if (newline)
         {
@@ -89,25 +88,12 @@ read_message (MvQmp *qmp, gint64 deadline_us, GError **error)
           continue;   /* a blank line, or noise */
         }
 
-      left = deadline_us - g_get_monotonic_time ();
-      if (left <= 0)
+      if (!mv_fd_wait (qmp->fd, POLLIN, deadline_us))
         {
           g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: no answer in time",
                        qmp->socket_path);
           return NULL;
         }
-      r = poll (&pfd, 1, (int) ((left + 999) / 1000));
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r < 0)
-        {
-          int saved = errno;
-          g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: %s", qmp->socket_path,
-                       g_strerror (saved));
-          return NULL;
-        }
-      if (r == 0)
-        continue;
       n = read (qmp->fd, chunk, sizeof chunk);
       if (n < 0 && (errno == EINTR || errno == EAGAIN))
         continue;
@@ -233,32 +219,25 @@ mv_qmp_execute_with_fd (MvQmp *qmp, const char *command, JsonObject *arguments, 
 MvQmp *
 mv_qmp_connect (const char *socket_path, guint timeout_ms, GError **error)
 {
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
   g_autoptr (MvQmp) qmp = NULL;
   g_autoptr (JsonObject) greeting = NULL;
   g_autoptr (JsonNode) ret = NULL;
+  g_autoptr (GError) local = NULL;
   JsonObject *q, *version;
 
-  if (strlen (socket_path) >= sizeof addr.sun_path)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "QMP socket path %s is longer than %zu bytes", socket_path,
-                   sizeof addr.sun_path - 1);
-      return NULL;
-    }
-  strcpy (addr.sun_path, socket_path);
+  if (!mv_check_socket_path ("QMP socket", socket_path, error))
+    return NULL;
 
   qmp = g_new0 (MvQmp, 1);
   qmp->socket_path = g_strdup (socket_path);
   qmp->buffer = g_string_new (NULL);
   qmp->events = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
-  qmp->fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (qmp->fd < 0 || connect (qmp->fd, (struct sockaddr *) &addr, sizeof addr) < 0)
+  qmp->fd = mv_unix_connect (socket_path, 0, &local);
+  if (qmp->fd < 0)
     {
-      int saved = errno;
       g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: %s", socket_path,
-                   g_strerror (saved));
+                   local->message);
       return NULL;
     }
 

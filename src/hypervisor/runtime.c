@@ -1,90 +1,33 @@
 /* MvRuntime over an MvStarter. A machine's runtime directory holds the
  * VMM's API socket (the starter's socket_name), whatever the starter puts
- * beside it, the VMM's log, console.log and the agent's socket. */
+ * beside it, the VMM's log, console.log and the agent's socket. The VM
+ * spec, readiness and exit watches have files of their own
+ * (runtime-private.h). */
 #include "runtime.h"
+#include "runtime-private.h"
 #include "qemu.h"
 #include "versions.h"
 #include "core/spec.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <glib-unix.h>
 #include <glib/gstdio.h>
-#include <poll.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#define VSOCK_SOCKET_NAME      "vsock.sock"
-#define VSOCK_GUEST_CID        3
-#define READY_POLL_US          (100 * 1000)
-#define AGENT_REPLY_MS         1000
 #define QUIT_TIMEOUT_MS        10000
 #define CONSOLE_QUOTE_LINES    10
 #define LOG_QUOTE_LINES        5
-#define CONSOLE_SCAN_MAX       (16 * 1024 * 1024)
 
 typedef struct {
-  MvRuntime   runtime;
-  MvStarter  *starter;
-  guint       boot_timeout_s;
-  guint       stop_timeout_s;
-  GHashTable *watches;         /* main thread only: id -> Watch* */
-  guint       next_watch_id;
+  MvRuntime         runtime;
+  MvStarter        *starter;
+  guint             boot_timeout_s;
+  guint             stop_timeout_s;
+  MvRuntimeWatches *watches;
 } Adapter;
-
-typedef struct {
-  Adapter           *adapter;
-  guint              id;
-  char              *machine_id;
-  MvProcess         *vmm;
-  MvVmEvents        *events;
-  MvVmEnd            end;
-  GSource           *exit_source;
-  GSource           *events_source;
-  GSource           *gone_source;
-  char              *socket_path;   /* as recorded, even once the VMM is gone */
-  guint              exit_poll;     /* waiting for the exit status */
-  guint              exit_polls;
-  MvRuntimeExitFunc  func;
-  gpointer           user_data;
-} Watch;
 
 static Adapter *
 adapter_of (MvRuntime *rt)
 {
   return (Adapter *) rt;
-}
-
-/* ---- paths ---- */
-
-static char *
-api_socket_path (Adapter *self, const char *runtime_dir)
-{
-  return g_build_filename (runtime_dir, self->starter->socket_name, NULL);
-}
-
-static char *
-console_path (const char *runtime_dir)
-{
-  return g_build_filename (runtime_dir, MV_CONSOLE_LOG_NAME, NULL);
-}
-
-static MvAgentChannelKind
-agent_kind (Adapter *self)
-{
-  return self->starter->capabilities (self->starter).vsock ? MV_AGENT_CHANNEL_VSOCK
-                                                           : MV_AGENT_CHANNEL_SERIAL;
-}
-
-static char *
-agent_socket_path (Adapter *self, const char *runtime_dir)
-{
-  return g_build_filename (runtime_dir, agent_kind (self) == MV_AGENT_CHANNEL_VSOCK
-                                          ? VSOCK_SOCKET_NAME : MV_AGENT_SOCKET_NAME, NULL);
 }
 
 static goffset
@@ -93,38 +36,6 @@ file_size (const char *path)
   GStatBuf st;
 
   return g_stat (path, &st) == 0 ? st.st_size : 0;
-}
-
-/* ---- the VM spec ---- */
-
-static MvVmSpec *
-build_vm_spec (Adapter *self, const MvRuntimeRequest *req)
-{
-  const MvSpec *spec = req->spec;
-  MvVmSpec *vm = mv_vm_spec_new ();
-
-  vm->boot.kernel_path = g_strdup (spec->kernel);
-  vm->boot.initrd_path = g_strdup (spec->initrd);
-  vm->boot.kernel_args = g_strdup (spec->kernel_args && *spec->kernel_args
-                                   ? spec->kernel_args
-                                   : self->starter->default_kernel_args (self->starter));
-  vm->cpu.count = mv_spec_vcpus (spec);
-  vm->cpu.max_count = MAX (spec->max_vcpus, vm->cpu.count);
-  vm->memory.size_bytes = spec->memory_bytes;
-  vm->memory.hotplug_bytes = spec->max_memory_bytes > spec->memory_bytes
-                             ? spec->max_memory_bytes - spec->memory_bytes : 0;
-  for (guint i = 0; i < spec->disks->len; i++)
-    {
-      MvDisk *disk = spec->disks->pdata[i];
-      mv_vm_spec_add_disk (vm, disk->path, disk->read_only);
-    }
-  /* spec->network_name is for the network layer, which will hand over a
-   * TAP device; until then guests have no NIC. */
-  vm->console.path = console_path (req->runtime_dir);
-  vm->agent.kind = agent_kind (self);
-  vm->agent.socket_path = agent_socket_path (self, req->runtime_dir);
-  vm->agent.cid = vm->agent.kind == MV_AGENT_CHANNEL_VSOCK ? VSOCK_GUEST_CID : 0;
-  return vm;
 }
 
 /* Everything that can be checked before a process starts or a file is
@@ -143,10 +54,9 @@ check_before_start (Adapter *self, const char *socket_path, const MvVmSpec *vm,
 static void
 remove_sockets (Adapter *self, const char *runtime_dir)
 {
-  g_autofree char *socket_path = api_socket_path (self, runtime_dir);
+  g_autofree char *socket_path = mv_runtime_api_socket_path (self->starter, runtime_dir);
   g_autofree char *agent = g_build_filename (runtime_dir, MV_AGENT_SOCKET_NAME, NULL);
-  g_autofree char *vsock = g_build_filename (runtime_dir, VSOCK_SOCKET_NAME, NULL);
-
+  g_autofree char *vsock = g_build_filename (runtime_dir, MV_RUNTIME_VSOCK_SOCKET_NAME, NULL);
   g_autofree char *exit_path = mv_vmm_exit_path (socket_path);
   g_autofree char *exit_temp = g_strconcat (exit_path, ".tmp", NULL);
 
@@ -175,22 +85,10 @@ kill_by_socket (const char *socket_path, GError **error)
   return TRUE;
 }
 
-/* The recorded VMM if it still runs; NULL (without error) if it is gone.
- * A recorded PID that now belongs to another process is not ours. */
-static MvProcess *
-attach_recorded (JsonObject *vmm)
-{
-  g_autoptr (MvProcess) recorded = vmm ? mv_process_from_json (vmm, NULL) : NULL;
-
-  if (!recorded)
-    return NULL;
-  return mv_process_attach (recorded->pid, recorded->start_time, recorded->socket_path);
-}
-
 static MvProcess *
 attach_running (const MvRuntimeRequest *req, GError **error)
 {
-  MvProcess *process = attach_recorded (req->vmm);
+  MvProcess *process = mv_process_attach_recorded (req->vmm);
 
   if (!process)
     g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
@@ -247,175 +145,6 @@ quote_output (GError **error, const char *console, goffset console_offset, const
   (*error)->message = g_string_free (message, FALSE);
 }
 
-/* ---- readiness ---- */
-
-static gboolean
-console_has (const char *path, goffset offset, const char *text)
-{
-  g_autofree char *buf = NULL;
-  goffset size;
-  gssize n;
-  int fd;
-
-  if (!text || !*text)
-    return TRUE;
-  fd = g_open (path, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0)
-    return FALSE;
-  size = lseek (fd, 0, SEEK_END);
-  if (size <= offset)
-    {
-      close (fd);
-      return FALSE;
-    }
-  size = MIN (size - offset, CONSOLE_SCAN_MAX);
-  buf = g_malloc (size);
-  n = pread (fd, buf, size, offset);
-  close (fd);
-  return n > 0 && memmem (buf, n, text, strlen (text)) != NULL;
-}
-
-static int
-connect_unix (const char *path)
-{
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  int fd;
-
-  if (strlen (path) >= sizeof addr.sun_path)
-    return -1;
-  strcpy (addr.sun_path, path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
-    {
-      close (fd);
-      return -1;
-    }
-  return fd;
-}
-
-/* Reads until @expect is in what came, or @timeout_ms passes. */
-static gboolean
-read_until (int fd, const char *expect, guint timeout_ms)
-{
-  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
-  g_autoptr (GString) got = g_string_new (NULL);
-
-  for (;;)
-    {
-      struct pollfd pfd = { .fd = fd, .events = POLLIN };
-      gint64 left = deadline - g_get_monotonic_time ();
-      char chunk[256];
-      ssize_t n;
-
-      if (left <= 0)
-        return FALSE;
-      if (poll (&pfd, 1, (int) ((left + 999) / 1000)) <= 0)
-        continue;
-      n = read (fd, chunk, sizeof chunk);
-      if (n <= 0)
-        return FALSE;
-      g_string_append_len (got, chunk, n);
-      if (strstr (got->str, expect))
-        return TRUE;
-    }
-}
-
-/* One exchange with the guest agent: "ping" answered by "pong". Over
- * vsock the VMM first wants to know the guest port. */
-static gboolean
-agent_answers (const MvVmSpec *vm)
-{
-  int fd = connect_unix (vm->agent.socket_path);
-  gboolean ok = FALSE;
-
-  if (fd < 0)
-    return FALSE;
-  if (vm->agent.kind == MV_AGENT_CHANNEL_VSOCK)
-    {
-      g_autofree char *hello = g_strdup_printf ("CONNECT %u\n", MV_AGENT_VSOCK_PORT);
-      if (send (fd, hello, strlen (hello), MSG_NOSIGNAL) < 0 ||
-          !read_until (fd, "OK ", AGENT_REPLY_MS))
-        {
-          close (fd);
-          return FALSE;
-        }
-    }
-  if (send (fd, "ping\n", 5, MSG_NOSIGNAL) == 5)
-    ok = read_until (fd, "pong", AGENT_REPLY_MS);
-  close (fd);
-  return ok;
-}
-
-static gboolean
-vcpus_run (MvHypervisor *hv)
-{
-  MvVmInfo info;
-
-  return hv->vm_info (hv, &info, NULL) && info.state == MV_VM_STATE_RUNNING;
-}
-
-static char *
-readiness_label (const MvSpec *spec)
-{
-  switch (spec->readiness)
-    {
-    case MV_READINESS_AGENT:
-      return g_strdup ("agent");
-    case MV_READINESS_CONSOLE:
-      return g_strdup_printf ("console:%s", spec->readiness_text ? spec->readiness_text : "");
-    case MV_READINESS_VMM:
-    default:
-      return g_strdup ("vmm");
-    }
-}
-
-static gboolean
-is_ready (MvReadiness readiness, const MvSpec *spec, MvHypervisor *hv, const MvVmSpec *vm,
-          goffset console_offset)
-{
-  switch (readiness)
-    {
-    case MV_READINESS_AGENT:
-      return agent_answers (vm);
-    case MV_READINESS_CONSOLE:
-      return console_has (vm->console.path, console_offset, spec->readiness_text);
-    case MV_READINESS_VMM:
-    default:
-      return vcpus_run (hv);
-    }
-}
-
-/* Waits for @readiness; on failure the VMM is still there for the caller
- * to end. */
-static gboolean
-wait_ready (Adapter *self, const MvSpec *spec, MvReadiness readiness, MvHypervisor *hv,
-            const MvProcess *vmm, const MvVmSpec *vm, goffset console_offset, GError **error)
-{
-  gint64 deadline = g_get_monotonic_time () + (gint64) self->boot_timeout_s * G_USEC_PER_SEC;
-  g_autofree char *label = readiness == MV_READINESS_VMM ? g_strdup ("vmm")
-                                                         : readiness_label (spec);
-
-  for (;;)
-    {
-      if (is_ready (readiness, spec, hv, vm, console_offset))
-        return TRUE;
-      if (!mv_process_alive (vmm))
-        {
-          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
-                       "The VMM ended before the guest was ready (readiness %s)", label);
-          return FALSE;
-        }
-      if (g_get_monotonic_time () > deadline)
-        {
-          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
-                       "The guest was not ready (readiness %s) within %u s", label,
-                       self->boot_timeout_s);
-          return FALSE;
-        }
-      g_usleep (READY_POLL_US);
-    }
-}
-
 /* ---- MvRuntime ---- */
 
 static char *
@@ -444,35 +173,80 @@ abandon (Adapter *self, const MvProcess *vmm, const char *runtime_dir)
   remove_sockets (self, runtime_dir);
 }
 
+/* A VMM about to be started or restored: its paths, its VM spec, and
+ * where its console and log stood before it ran, so that a failure
+ * quotes only what this VMM wrote. */
+typedef struct {
+  char     *socket_path;
+  char     *log_path;
+  MvVmSpec *vm;
+  goffset   console_offset;
+  goffset   log_offset;
+} Launch;
+
+static void
+launch_init (Launch *launch, Adapter *self, const MvRuntimeRequest *req)
+{
+  launch->socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
+  launch->log_path = mv_vmm_log_path (launch->socket_path);
+  launch->vm = mv_runtime_vm_spec_new (self->starter, req);
+}
+
+static void
+launch_clear (Launch *launch)
+{
+  g_clear_pointer (&launch->socket_path, g_free);
+  g_clear_pointer (&launch->log_path, g_free);
+  g_clear_pointer (&launch->vm, mv_vm_spec_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Launch, launch_clear)
+
+/* Ends what an interrupted start left serving the socket, clears the
+ * sockets away and notes where the console and the log stand. */
+static gboolean
+launch_begin (Adapter *self, const MvRuntimeRequest *req, Launch *launch, GError **error)
+{
+  if (!kill_by_socket (launch->socket_path, error))
+    return FALSE;
+  remove_sockets (self, req->runtime_dir);
+  launch->console_offset = file_size (launch->vm->console.path);
+  launch->log_offset = file_size (launch->log_path);
+  return TRUE;
+}
+
+/* Quotes what the VMM wrote in @error and ends it (@vmm NULL: none ran). */
+static void
+launch_fail (Adapter *self, const MvRuntimeRequest *req, const Launch *launch,
+             const MvProcess *vmm, GError **error)
+{
+  quote_output (error, launch->vm->console.path, launch->console_offset, launch->log_path,
+                launch->log_offset);
+  abandon (self, vmm, req->runtime_dir);
+}
+
 static JsonObject *
 rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
 {
   Adapter *self = adapter_of (rt);
-  g_autofree char *socket_path = api_socket_path (self, req->runtime_dir);
-  g_autofree char *log_path = mv_vmm_log_path (socket_path);
-  g_autoptr (MvVmSpec) vm = build_vm_spec (self, req);
+  g_auto (Launch) launch = { 0 };
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (MvProcess) vmm = NULL;
-  goffset console_offset, log_offset;
 
-  if (!check_before_start (self, socket_path, vm, req->runtime_dir, error))
+  launch_init (&launch, self, req);
+  if (!check_before_start (self, launch.socket_path, launch.vm, req->runtime_dir, error) ||
+      !launch_begin (self, req, &launch, error))
     return NULL;
-  if (!kill_by_socket (socket_path, error))
-    return NULL;
-  remove_sockets (self, req->runtime_dir);
-
-  console_offset = file_size (vm->console.path);
-  log_offset = file_size (log_path);
-  hv = self->starter->start_vm (self->starter, socket_path, vm, &vmm, error);
+  hv = self->starter->start_vm (self->starter, launch.socket_path, launch.vm, &vmm, error);
   if (!hv)
     {
       remove_sockets (self, req->runtime_dir);
       return NULL;
     }
-  if (!wait_ready (self, req->spec, req->spec->readiness, hv, vmm, vm, console_offset, error))
+  if (!mv_runtime_wait_ready (hv, vmm, launch.vm, req->spec->readiness,
+                              req->spec->readiness_text, launch.console_offset,
+                              self->boot_timeout_s, error))
     {
-      quote_output (error, vm->console.path, console_offset, log_path, log_offset);
-      abandon (self, vmm, req->runtime_dir);
+      launch_fail (self, req, &launch, vmm, error);
       return NULL;
     }
   return identity_new (self, vmm);
@@ -511,7 +285,7 @@ static gboolean
 rt_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **error)
 {
   Adapter *self = adapter_of (rt);
-  g_autofree char *socket_path = api_socket_path (self, req->runtime_dir);
+  g_autofree char *socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
   g_autoptr (MvProcess) vmm = NULL;
 
   if (!req->vmm)
@@ -524,7 +298,7 @@ rt_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **er
       return TRUE;
     }
 
-  vmm = attach_recorded (req->vmm);
+  vmm = mv_process_attach_recorded (req->vmm);
   if (!vmm)
     {
       g_autoptr (GPtrArray) others = mv_process_find_by_socket (socket_path);
@@ -580,7 +354,7 @@ static MvVmmState
 rt_probe (MvRuntime *rt, const MvRuntimeRequest *req)
 {
   Adapter *self = adapter_of (rt);
-  g_autoptr (MvProcess) vmm = attach_recorded (req->vmm);
+  g_autoptr (MvProcess) vmm = mv_process_attach_recorded (req->vmm);
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (GError) local = NULL;
   MvVmInfo info;
@@ -611,10 +385,10 @@ static gboolean
 rt_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
 {
   Adapter *self = adapter_of (rt);
-  g_autofree char *socket_path = api_socket_path (self, req->runtime_dir);
+  g_autofree char *socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
   g_autofree char *log_path = mv_vmm_log_path (socket_path);
-  g_autofree char *console = console_path (req->runtime_dir);
-  g_autoptr (MvProcess) vmm = attach_recorded (req->vmm);
+  g_autofree char *console = mv_runtime_console_path (req->runtime_dir);
+  g_autoptr (MvProcess) vmm = mv_process_attach_recorded (req->vmm);
 
   if (vmm && !mv_process_kill (vmm, error))
     return FALSE;
@@ -649,7 +423,7 @@ static gboolean
 rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
 {
   Adapter *self = adapter_of (rt);
-  g_autoptr (MvVmSpec) vm = build_vm_spec (self, req);
+  g_autoptr (MvVmSpec) vm = mv_runtime_vm_spec_new (self->starter, req);
   g_autoptr (MvProcess) vmm = attach_running (req, error);
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (GError) local = NULL;
@@ -683,40 +457,38 @@ static JsonObject *
 rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
 {
   Adapter *self = adapter_of (rt);
-  g_autofree char *socket_path = api_socket_path (self, req->runtime_dir);
-  g_autofree char *log_path = mv_vmm_log_path (socket_path);
-  g_autoptr (MvVmSpec) vm = build_vm_spec (self, req);
+  g_auto (Launch) launch = { 0 };
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (MvProcess) vmm = NULL;
   MvRestoreSpec rspec = { 0 };
-  goffset console_offset, log_offset;
 
-  if (!mv_check_socket_path ("socket", socket_path, error) ||
-      !self->starter->check (self->starter, socket_path, vm, error))
+  launch_init (&launch, self, req);
+  /* The guest comes from the snapshot, not from this VM spec: only the
+   * socket and what the backend itself needs are checked. */
+  if (!mv_check_socket_path ("socket", launch.socket_path, error) ||
+      !self->starter->check (self->starter, launch.socket_path, launch.vm, error) ||
+      !launch_begin (self, req, &launch, error))
     return NULL;
-  if (!kill_by_socket (socket_path, error))
-    return NULL;
-  remove_sockets (self, req->runtime_dir);
 
-  rspec.console.path = g_strdup (vm->console.path);
-  rspec.agent_socket = g_strdup (vm->agent.socket_path);
-  console_offset = file_size (vm->console.path);
-  log_offset = file_size (log_path);
-  hv = self->starter->restore_vm (self->starter, socket_path, state_dir, &rspec, &vmm, error);
+  rspec.console.path = g_strdup (launch.vm->console.path);
+  rspec.agent_socket = g_strdup (launch.vm->agent.socket_path);
+  hv = self->starter->restore_vm (self->starter, launch.socket_path, state_dir, &rspec, &vmm,
+                                  error);
   mv_restore_spec_clear (&rspec);
   if (!hv)
     {
       /* A snapshot refused before any VMM ran has no console to quote. */
-      if (!g_error_matches (*error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT))
-        quote_output (error, vm->console.path, console_offset, log_path, log_offset);
-      abandon (self, NULL, req->runtime_dir);
+      if (g_error_matches (*error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT))
+        abandon (self, NULL, req->runtime_dir);
+      else
+        launch_fail (self, req, &launch, NULL, error);
       return NULL;
     }
   if (!hv->resume_vm (hv, error) ||
-      !wait_ready (self, req->spec, MV_READINESS_VMM, hv, vmm, vm, console_offset, error))
+      !mv_runtime_wait_ready (hv, vmm, launch.vm, MV_READINESS_VMM, NULL, launch.console_offset,
+                              self->boot_timeout_s, error))
     {
-      quote_output (error, vm->console.path, console_offset, log_path, log_offset);
-      abandon (self, vmm, req->runtime_dir);
+      launch_fail (self, req, &launch, vmm, error);
       return NULL;
     }
   return identity_new (self, vmm);
@@ -732,188 +504,17 @@ rt_usage (MvRuntime *rt, const MvRuntimeRequest *req, guint64 *cpu_ns, GError **
 
 /* ---- watching ---- */
 
-static gboolean on_vmm_exit (gpointer user_data);
-
-static gboolean
-on_vmm_exit_poll (gpointer user_data)
-{
-  Watch *w = user_data;
-
-  w->exit_poll = 0;
-  on_vmm_exit (w);
-  return G_SOURCE_REMOVE;
-}
-
-static void
-watch_free (Watch *w)
-{
-  g_clear_handle_id (&w->exit_poll, g_source_remove);
-  if (w->exit_source)
-    {
-      g_source_destroy (w->exit_source);
-      g_source_unref (w->exit_source);
-    }
-  if (w->events_source)
-    {
-      g_source_destroy (w->events_source);
-      g_source_unref (w->events_source);
-    }
-  if (w->gone_source)
-    {
-      g_source_destroy (w->gone_source);
-      g_source_unref (w->gone_source);
-    }
-  mv_vm_events_free (w->events);
-  mv_process_free (w->vmm);
-  g_free (w->socket_path);
-  g_free (w->machine_id);
-  g_free (w);
-}
-
-/* Tells the watcher, once, and forgets the watch. */
-static void
-watch_report (Watch *w)
-{
-  gboolean has_exit_code = TRUE;
-  int exit_code = 0, status = 0;
-  g_autofree char *reason = NULL;
-
-  switch (w->end)
-    {
-    case MV_VM_END_GUEST_POWEROFF:
-      reason = g_strdup ("the guest powered off");
-      break;
-    case MV_VM_END_GUEST_RESET:
-      exit_code = 1;
-      reason = g_strdup ("the guest rebooted or panicked, which ends its VMM");
-      break;
-    case MV_VM_END_HOST_REQUEST:
-      reason = g_strdup ("the VMM was told to quit");
-      break;
-    case MV_VM_END_HOST_SIGNAL:
-      has_exit_code = FALSE;
-      reason = g_strdup ("the VMM was ended by a signal");
-      break;
-    case MV_VM_END_UNKNOWN:
-    default:
-      /* The VMM said nothing; its parent wrote down how it ended. A VMM
-       * whose guest powers off exits with status 0. */
-      if (!w->socket_path || !mv_vmm_read_exit (w->socket_path, &status))
-        {
-          has_exit_code = FALSE;
-          reason = g_strdup ("the VMM process ended unexpectedly");
-        }
-      else if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
-        reason = g_strdup ("the guest ended itself: its VMM exited with status 0");
-      else if (WIFEXITED (status))
-        {
-          exit_code = WEXITSTATUS (status);
-          reason = g_strdup_printf ("the VMM exited with status %d", exit_code);
-        }
-      else
-        {
-          has_exit_code = FALSE;
-          reason = g_strdup_printf ("the VMM was killed by signal %d (%s)", WTERMSIG (status),
-                                    g_strsignal (WTERMSIG (status)));
-        }
-      break;
-    }
-  g_hash_table_steal (w->adapter->watches, GUINT_TO_POINTER (w->id));
-  w->func (w->machine_id, has_exit_code, exit_code, reason, w->user_data);
-  watch_free (w);
-}
-
-/* How long the VMM's parent may take to write down how it ended. */
-#define EXIT_STATUS_WAIT_MS  1000
-#define EXIT_STATUS_POLL_MS  20
-
-static gboolean
-on_vmm_exit (gpointer user_data)
-{
-  Watch *w = user_data;
-  int status;
-
-  /* The VMM said why before it went; what it said may still be unread. */
-  if (w->events)
-    w->events->read (w->events, &w->end);
-  if (w->end == MV_VM_END_UNKNOWN && w->socket_path &&
-      !mv_vmm_read_exit (w->socket_path, &status) &&
-      w->exit_polls++ < EXIT_STATUS_WAIT_MS / EXIT_STATUS_POLL_MS)
-    {
-      /* The pidfd fires as the VMM ends, before its parent reaps it. */
-      if (!w->exit_poll)
-        w->exit_poll = g_timeout_add (EXIT_STATUS_POLL_MS, on_vmm_exit_poll, w);
-      return G_SOURCE_REMOVE;
-    }
-  watch_report (w);
-  return G_SOURCE_REMOVE;
-}
-
-static gboolean
-on_vmm_event (int fd, GIOCondition condition, gpointer user_data)
-{
-  Watch *w = user_data;
-
-  if (w->events->read (w->events, &w->end))
-    return G_SOURCE_CONTINUE;
-  g_clear_pointer (&w->events_source, g_source_unref);
-  return G_SOURCE_REMOVE;
-}
-
 static guint
 rt_watch (MvRuntime *rt, const char *machine_id, JsonObject *vmm, MvRuntimeExitFunc func,
           gpointer user_data)
 {
-  Adapter *self = adapter_of (rt);
-  Watch *w = g_new0 (Watch, 1);
-  g_autoptr (GError) local = NULL;
-
-  w->adapter = self;
-  w->id = ++self->next_watch_id;
-  w->machine_id = g_strdup (machine_id);
-  w->func = func;
-  w->user_data = user_data;
-  w->end = MV_VM_END_UNKNOWN;
-  w->vmm = attach_recorded (vmm);
-  w->socket_path = g_strdup (json_object_get_string_member_with_default (vmm, "socket", NULL));
-  g_hash_table_insert (self->watches, GUINT_TO_POINTER (w->id), w);
-
-  if (!w->vmm)
-    {
-      /* Gone already: say so from the main loop, as for any other end. */
-      w->gone_source = g_idle_source_new ();
-      g_source_set_callback (w->gone_source, on_vmm_exit, w, NULL);
-      g_source_attach (w->gone_source, NULL);
-      return w->id;
-    }
-
-  w->exit_source = mv_process_exit_source_new (w->vmm);
-  g_source_set_callback (w->exit_source, on_vmm_exit, w, NULL);
-  g_source_attach (w->exit_source, NULL);
-
-  if (self->starter->open_events)
-    w->events = self->starter->open_events (self->starter, w->vmm->socket_path, &local);
-  if (w->events)
-    {
-      w->events_source = g_unix_fd_source_new (w->events->fd, G_IO_IN | G_IO_HUP | G_IO_ERR);
-      g_source_set_callback (w->events_source, G_SOURCE_FUNC (on_vmm_event), w, NULL);
-      g_source_attach (w->events_source, NULL);
-    }
-  else if (local)
-    g_debug ("No events from VMM %d: %s", w->vmm->pid, local->message);
-  return w->id;
+  return mv_runtime_watches_add (adapter_of (rt)->watches, machine_id, vmm, func, user_data);
 }
 
 static void
 rt_unwatch (MvRuntime *rt, guint watch_id)
 {
-  Adapter *self = adapter_of (rt);
-  Watch *w = g_hash_table_lookup (self->watches, GUINT_TO_POINTER (watch_id));
-
-  if (!w)
-    return;
-  g_hash_table_steal (self->watches, GUINT_TO_POINTER (watch_id));
-  watch_free (w);
+  mv_runtime_watches_remove (adapter_of (rt)->watches, watch_id);
 }
 
 /* ---- construction ---- */
@@ -927,7 +528,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, guint boot_timeout_seconds,
   self->starter = starter;
   self->boot_timeout_s = boot_timeout_seconds;
   self->stop_timeout_s = stop_timeout_seconds;
-  self->watches = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) watch_free);
+  self->watches = mv_runtime_watches_new (starter);
   self->runtime.type = starter->type;
   self->runtime.data = self;
   self->runtime.version = rt_version;
@@ -953,7 +554,7 @@ mv_hypervisor_runtime_free (MvRuntime *runtime)
   if (!runtime)
     return;
   self = adapter_of (runtime);
-  g_hash_table_unref (self->watches);
+  mv_runtime_watches_free (self->watches);
   self->starter->free (self->starter);
   g_free (self);
 }

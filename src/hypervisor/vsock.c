@@ -1,6 +1,9 @@
 /* Hybrid vsock over a Unix socket. */
 #include "vsock.h"
+#include "hypervisor.h"
 #include "core/errors.h"
+#include "util/fd.h"
+#include "util/unix-socket.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -12,21 +15,6 @@
 
 /* "OK 4294967295\n" and then some. */
 #define HANDSHAKE_MAX_BYTES 32
-
-static gboolean
-fill_address (struct sockaddr_un *addr, const char *path, GError **error)
-{
-  memset (addr, 0, sizeof *addr);
-  addr->sun_family = AF_UNIX;
-  if (strlen (path) >= sizeof addr->sun_path)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "vsock: the socket path %s is over %zu bytes", path, sizeof addr->sun_path - 1);
-      return FALSE;
-    }
-  strcpy (addr->sun_path, path);
-  return TRUE;
-}
 
 static int
 fail (int fd, GError **error, const char *format, ...) G_GNUC_PRINTF (3, 4);
@@ -48,24 +36,18 @@ fail (int fd, GError **error, const char *format, ...)
 int
 mv_vsock_dial (const char *socket_path, guint32 port, guint timeout_ms, GError **error)
 {
-  struct sockaddr_un addr;
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
   char request[32], reply[HANDSHAKE_MAX_BYTES + 1];
+  g_autoptr (GError) local = NULL;
   gsize got = 0;
   guint64 host_port;
   int fd, n;
 
-  if (!fill_address (&addr, socket_path, error))
+  if (!mv_check_socket_path ("vsock", socket_path, error))
     return -1;
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  fd = mv_unix_connect (socket_path, 0, &local);
   if (fd < 0)
-    return fail (-1, error, "vsock: %s", g_strerror (errno));
-  if (connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
-    {
-      int saved = errno;
-      return fail (fd, error, "vsock: could not connect to %s: %s", socket_path,
-                   g_strerror (saved));
-    }
+    return fail (-1, error, "vsock: %s: %s", socket_path, local->message);
   n = g_snprintf (request, sizeof request, "CONNECT %u\n", port);
   if (send (fd, request, n, MSG_NOSIGNAL) != n)
     return fail (fd, error, "vsock: could not send the handshake to %s", socket_path);
@@ -73,11 +55,9 @@ mv_vsock_dial (const char *socket_path, guint32 port, guint timeout_ms, GError *
   /* One byte at a time: what follows the reply's newline is the guest's. */
   while (got < HANDSHAKE_MAX_BYTES)
     {
-      struct pollfd pfd = { .fd = fd, .events = POLLIN };
-      gint64 left = deadline - g_get_monotonic_time ();
       ssize_t r;
 
-      if (left <= 0 || poll (&pfd, 1, (int) ((left + 999) / 1000)) == 0)
+      if (!mv_fd_wait (fd, POLLIN, deadline))
         return fail (fd, error, "vsock: guest port %u did not answer within %u ms", port,
                      timeout_ms);
       r = recv (fd, reply + got, 1, 0);
@@ -109,11 +89,12 @@ int
 mv_vsock_listen (const char *socket_path, guint32 port, GError **error)
 {
   g_autofree char *path = mv_vsock_listen_path (socket_path, port);
-  struct sockaddr_un addr;
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
   int fd;
 
-  if (!fill_address (&addr, path, error))
+  if (!mv_check_socket_path ("vsock", path, error))
     return -1;
+  strcpy (addr.sun_path, path);
   fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return fail (-1, error, "vsock: %s", g_strerror (errno));

@@ -6,6 +6,10 @@
 #include <unistd.h>
 
 #include <gio/gio.h>
+#include <glib/gstdio.h>
+
+/* How much of a file's end mv_file_tail() reads. */
+#define TAIL_MAX_BYTES (64 * 1024)
 
 gboolean
 mv_set_errno_error (GError **error, int errsv, const char *format, ...)
@@ -84,4 +88,50 @@ gboolean
 mv_remove_tree (const char *path, GError **error)
 {
   return remove_tree_at (AT_FDCWD, path, path, error);
+}
+
+char *
+mv_file_tail (const char *path, goffset offset, guint lines)
+{
+  g_autofree char *buf = NULL;
+  g_auto (GStrv) split = NULL;
+  g_autoptr (GPtrArray) kept = g_ptr_array_new ();
+  GStatBuf st;
+  goffset from;
+  gssize n;
+  int fd;
+  guint total;
+
+  fd = g_open (path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0)
+    return g_strdup ("");
+  if (fstat (fd, &st) < 0 || st.st_size <= offset)
+    {
+      close (fd);
+      return g_strdup ("");
+    }
+  from = MAX (offset, st.st_size - TAIL_MAX_BYTES);
+  buf = g_malloc0 (st.st_size - from + 1);
+  n = pread (fd, buf, st.st_size - from, from);
+  close (fd);
+  if (n <= 0)
+    return g_strdup ("");
+  buf[n] = '\0';
+
+  /* Consoles carry CRs and the odd control byte; keep printable text. */
+  for (gssize i = 0; i < n; i++)
+    if (buf[i] == '\r' || buf[i] == '\0' || ((guchar) buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\t'))
+      buf[i] = ' ';
+  split = g_strsplit (buf, "\n", -1);
+  total = g_strv_length (split);
+  for (guint i = 0; i < total; i++)
+    {
+      g_strchomp (split[i]);
+      if (split[i][0])
+        g_ptr_array_add (kept, split[i]);
+    }
+  if (kept->len > lines)
+    g_ptr_array_remove_range (kept, 0, kept->len - lines);
+  g_ptr_array_add (kept, NULL);
+  return g_strjoinv ("\n", (char **) kept->pdata);
 }

@@ -10,3 +10,7 @@ gboolean    mv_set_errno_error (GError **error, int errsv, const char *format, .
 /* Removes @path and everything below it, without following symbolic
  * links; a missing path is not an error. */
 gboolean    mv_remove_tree (const char *path, GError **error);
+
+/* The last @lines non-empty lines of @path, from byte @offset on (and
+ * within its last 64 KiB), control characters blanked; "" if unreadable. */
+char       *mv_file_tail (const char *path, goffset offset, guint lines);

@@ -166,77 +166,45 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
 {
   g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
   g_autoptr (MvProcess) vmm = NULL;
-  g_autoptr (MvProcess) restored = NULL;
   g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
-  g_autoptr (MvHypervisor) hv2 = NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (JsonObject) config = NULL;
-  g_autofree char *snapshot = g_build_filename (fixture->dir, "snapshot", NULL);
-  g_autofree char *dir2 = g_build_filename (fixture->dir, "vm2", NULL);
-  g_autofree char *socket2 = g_build_filename (dir2, "api.sock", NULL);
-  g_autofree char *console2 = g_build_filename (dir2, "console.log", NULL);
-  g_autofree char *console2_text = NULL;
-  MvRestoreSpec restore = { 0 };
-  int counter;
-
-  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-COUNTER 1",
-                                           VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
-  g_assert_cmpint (g_mkdir (snapshot, 0700), ==, 0);
-  g_assert_cmpint (g_mkdir (dir2, 0700), ==, 0);
+  g_autofree char *running = g_build_filename (fixture->dir, "running", NULL);
+  g_autofree char *console_text = NULL;
+  VmmRestored restored = { 0 };
 
   /* Only a paused guest can be snapshotted; the VMM says why not. */
-  g_assert_false (hv->snapshot_vm (hv, snapshot, &error));
+  g_assert_cmpint (g_mkdir (running, 0700), ==, 0);
+  g_assert_false (hv->snapshot_vm (hv, running, &error));
   g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_STATE);
   g_assert_nonnull (strstr (error->message, "Trying to snapshot while VM is running"));
   g_clear_error (&error);
 
-  g_assert_true (hv->pause_vm (hv, &error));
-  counter = vmm_fixture_last_counter (fixture->console_path);
-  g_assert_true (hv->snapshot_vm (hv, snapshot, &error));
-  g_assert_no_error (error);
-  g_assert_true (hv->shutdown (hv, &error));
-  g_assert_no_error (error);
-  g_assert_true (mv_process_wait (vmm, 5000));
-
-  /* A fresh VMM in another directory, with another TAP and console. */
-  restore.console.path = g_strdup (console2);
-  restore.tap_device = g_strdup ("mvtap9");
-  restore.agent_socket = g_build_filename (dir2, "vsock.sock", NULL);
-  hv2 = starter->restore_vm (starter, socket2, snapshot, &restore, &restored, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (hv2);
-  vmm_fixture_assert_state (hv2, MV_VM_STATE_PAUSED);
-  config = vm_config (socket2);
+  vmm_fixture_snapshot_restore (fixture, starter, hv, vmm, &restored);
+  config = vm_config (restored.socket_path);
   g_assert_cmpstr (json_object_get_string_member (
                      json_array_get_object_element (json_object_get_array_member (config, "net"), 0),
                      "tap"), ==, "mvtap9");
   /* The snapshot itself is kept as it was. */
   {
-    g_autofree char *path = g_build_filename (snapshot, "config.json", NULL);
+    g_autofree char *path = g_build_filename (restored.snapshot, "config.json", NULL);
     g_autofree char *text = NULL;
     g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
     g_assert_nonnull (strstr (text, "mvtap0"));
     g_assert_null (strstr (text, "mvtap9"));
   }
 
-  g_assert_true (hv2->resume_vm (hv2, &error));
-  g_assert_no_error (error);
-  {
-    g_autofree char *next = g_strdup_printf ("MICROVMD-COUNTER %d", counter + 1);
-    g_assert_true (vmm_fixture_wait_console (console2, next, VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
-  }
+  vmm_fixture_resume_restored (&restored);
   /* The guest went on where it was: it did not boot again. */
-  g_assert_true (g_file_get_contents (console2, &console2_text, NULL, NULL));
-  g_assert_null (strstr (console2_text, "Linux version"));
-
-  g_assert_true (hv2->shutdown (hv2, &error));
-  g_assert_true (mv_process_wait (restored, 5000));
-  starter->cleanup (starter, socket2);
+  g_assert_true (g_file_get_contents (restored.spec.console.path, &console_text, NULL, NULL));
+  g_assert_null (strstr (console_text, "Linux version"));
+  starter->cleanup (starter, restored.socket_path);
   {
-    g_autofree char *restore_dir = g_build_filename (dir2, MV_CLOUD_HYPERVISOR_RESTORE_DIR, NULL);
+    g_autofree char *restore_dir = g_build_filename (restored.dir,
+                                                     MV_CLOUD_HYPERVISOR_RESTORE_DIR, NULL);
     g_assert_false (g_file_test (restore_dir, G_FILE_TEST_EXISTS));
   }
-  mv_restore_spec_clear (&restore);
+  vmm_restored_clear (&restored);
 }
 
 static void

@@ -217,48 +217,19 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
 {
   g_autoptr (MvStarter) starter = vmm_fixture_starter ("firecracker");
   g_autoptr (MvProcess) vmm = NULL;
-  g_autoptr (MvProcess) restored = NULL;
   g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
-  g_autoptr (MvHypervisor) hv2 = NULL;
-  g_autoptr (GError) error = NULL;
   g_autoptr (JsonObject) config = NULL;
-  g_autofree char *snapshot = g_build_filename (fixture->dir, "snapshot", NULL);
-  g_autofree char *dir2 = g_build_filename (fixture->dir, "vm2", NULL);
-  g_autofree char *socket2 = g_build_filename (dir2, "api.sock", NULL);
-  g_autofree char *console2 = g_build_filename (dir2, "console.log", NULL);
-  g_autofree char *next = NULL;
-  MvRestoreSpec restore = { 0 };
-  int counter;
+  VmmRestored restored = { 0 };
 
-  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-COUNTER 1",
-                                           VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
-  g_assert_cmpint (g_mkdir (snapshot, 0700), ==, 0);
-  g_assert_cmpint (g_mkdir (dir2, 0700), ==, 0);
-  g_assert_true (hv->pause_vm (hv, &error));
-  counter = vmm_fixture_last_counter (fixture->console_path);
-  g_assert_true (hv->snapshot_vm (hv, snapshot, &error));
-  g_assert_no_error (error);
-  g_assert_true (hv->shutdown (hv, &error));
-  g_assert_no_error (error);
-
-  restore.console.path = g_strdup (console2);
-  restore.tap_device = g_strdup ("mvtap9");
-  restore.agent_socket = g_build_filename (dir2, "vsock.sock", NULL);
-  hv2 = starter->restore_vm (starter, socket2, snapshot, &restore, &restored, &error);
-  g_assert_no_error (error);
-  vmm_fixture_assert_state (hv2, MV_VM_STATE_PAUSED);
-  config = get (socket2, "/vm/config");
+  vmm_fixture_snapshot_restore (fixture, starter, hv, vmm, &restored);
+  config = get (restored.socket_path, "/vm/config");
   g_assert_cmpstr (json_object_get_string_member (
                      json_array_get_object_element (json_object_get_array_member (config, "network-interfaces"), 0),
                      "host_dev_name"), ==, "mvtap9");
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (config, "vsock"),
-                                                  "uds_path"), ==, restore.agent_socket);
-  g_assert_true (hv2->resume_vm (hv2, &error));
-  next = g_strdup_printf ("MICROVMD-COUNTER %d", counter + 1);
-  g_assert_true (vmm_fixture_wait_console (console2, next, VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
-  g_assert_true (hv2->shutdown (hv2, &error));
-  g_assert_false (mv_process_alive (restored));
-  mv_restore_spec_clear (&restore);
+                                                  "uds_path"), ==, restored.spec.agent_socket);
+  vmm_fixture_resume_restored (&restored);
+  vmm_restored_clear (&restored);
 }
 
 static void

@@ -46,7 +46,7 @@ test_document (void)
   g_ptr_array_add (spec->ssh_keys, g_strdup ("ssh-ed25519 AAAA test"));
   spec->user_data = g_strdup ("#cloud-config\n");
   g_hash_table_insert (spec->metadata, g_strdup ("role"), g_strdup ("frontend"));
-  document = mv_metadata_document_new (spec);
+  document = mv_spec_metadata_document (spec);
   latest = json_object_get_object_member (json_node_get_object (document), "latest");
   meta = json_object_get_object_member (latest, "meta-data");
   /* No hostname given: the machine's name. */
@@ -63,12 +63,12 @@ test_document (void)
 static void
 test_limit (void)
 {
-  g_autoptr (JsonNode) at = document_of_size (MV_MMDS_DOCUMENT_MAX_BYTES);
-  g_autoptr (JsonNode) over = document_of_size (MV_MMDS_DOCUMENT_MAX_BYTES + 1);
+  g_autoptr (JsonNode) at = document_of_size (MV_METADATA_DOCUMENT_MAX_BYTES);
+  g_autoptr (JsonNode) over = document_of_size (MV_METADATA_DOCUMENT_MAX_BYTES + 1);
   g_autoptr (GError) error = NULL;
   g_autofree char *text = mv_metadata_document_serialize (at, &error);
 
-  g_assert_cmpint (MV_MMDS_DOCUMENT_MAX_BYTES, ==, 248 * 1024);
+  g_assert_cmpint (MV_METADATA_DOCUMENT_MAX_BYTES, ==, 248 * 1024);
   g_assert_no_error (error);
   g_assert_cmpuint (strlen (text), ==, 248 * 1024);
   g_assert_null (mv_metadata_document_serialize (over, &error));
@@ -88,7 +88,7 @@ test_boot_with_document (VmmFixture *fixture, gconstpointer data)
   g_autofree char *expected = NULL;
 
   /* 248 KiB goes through: the VMM was given room for it. */
-  spec->metadata = document_of_size (MV_MMDS_DOCUMENT_MAX_BYTES);
+  spec->metadata = document_of_size (MV_METADATA_DOCUMENT_MAX_BYTES);
   hv = starter->start_vm (starter, fixture->socket_path, spec, &vmm, &error);
   g_assert_no_error (error);
   served = mmds (fixture->socket_path);
@@ -105,7 +105,7 @@ test_over_limit_sends_nothing (VmmFixture *fixture, gconstpointer data)
   g_autoptr (GError) error = NULL;
   g_autofree char *log = mv_vmm_log_path (fixture->socket_path);
 
-  spec->metadata = document_of_size (MV_MMDS_DOCUMENT_MAX_BYTES + 1);
+  spec->metadata = document_of_size (MV_METADATA_DOCUMENT_MAX_BYTES + 1);
   g_assert_null (starter->start_vm (starter, fixture->socket_path, spec, &vmm, &error));
   g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
   g_assert_nonnull (strstr (error->message, "metadata:"));
@@ -124,7 +124,7 @@ test_replace_whole (VmmFixture *fixture, gconstpointer data)
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (JsonNode) second = json_from_string ("{\"latest\":{\"meta-data\":{\"attributes\":{\"c\":\"3\"}}}}", NULL);
-  g_autoptr (JsonNode) over = document_of_size (MV_MMDS_DOCUMENT_MAX_BYTES + 1);
+  g_autoptr (JsonNode) over = document_of_size (MV_METADATA_DOCUMENT_MAX_BYTES + 1);
   g_autofree char *served = NULL;
   g_autofree char *still = NULL;
 

@@ -2,6 +2,7 @@
 #include "vmm-fixture.h"
 #include "hypervisor/cloud-hypervisor.h"
 #include "hypervisor/firecracker.h"
+#include "util/files.h"
 
 #include <glib/gstdio.h>
 #include <stdlib.h>
@@ -84,12 +85,12 @@ assert_no_sanitizer_report (const char *dir)
 void
 vmm_fixture_teardown (VmmFixture *fixture, gconstpointer data)
 {
-  g_autofree char *command = NULL;
+  g_autoptr (GError) error = NULL;
 
   vmm_fixture_kill (fixture);
   assert_no_sanitizer_report (fixture->dir);
-  command = g_strdup_printf ("rm -rf '%s'", fixture->dir);
-  g_assert_cmpint (system (command), ==, 0);
+  mv_remove_tree (fixture->dir, &error);
+  g_assert_no_error (error);
   g_free (fixture->dir);
   g_free (fixture->vm_dir);
   g_free (fixture->socket_path);
@@ -186,4 +187,63 @@ vmm_fixture_assert_state (MvHypervisor *hv, MvVmState state)
   g_assert_true (hv->vm_info (hv, &info, &error));
   g_assert_no_error (error);
   g_assert_cmpstr (mv_vm_state_to_string (info.state), ==, mv_vm_state_to_string (state));
+}
+
+void
+vmm_fixture_snapshot_restore (VmmFixture *fixture, MvStarter *starter, MvHypervisor *hv,
+                              MvProcess *vmm, VmmRestored *restored)
+{
+  g_autoptr (GError) error = NULL;
+
+  restored->snapshot = g_build_filename (fixture->dir, "snapshot", NULL);
+  restored->dir = g_build_filename (fixture->dir, "vm2", NULL);
+  restored->socket_path = g_build_filename (restored->dir, "api.sock", NULL);
+  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-COUNTER 1",
+                                           VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
+  g_assert_cmpint (g_mkdir (restored->snapshot, 0700), ==, 0);
+  g_assert_cmpint (g_mkdir (restored->dir, 0700), ==, 0);
+
+  g_assert_true (hv->pause_vm (hv, &error));
+  g_assert_no_error (error);
+  restored->counter = vmm_fixture_last_counter (fixture->console_path);
+  g_assert_true (hv->snapshot_vm (hv, restored->snapshot, &error));
+  g_assert_no_error (error);
+  g_assert_true (hv->shutdown (hv, &error));
+  g_assert_no_error (error);
+  g_assert_true (mv_process_wait (vmm, 5000));
+
+  restored->spec.console.path = g_build_filename (restored->dir, "console.log", NULL);
+  restored->spec.tap_device = g_strdup ("mvtap9");
+  restored->spec.agent_socket = g_build_filename (restored->dir, "vsock.sock", NULL);
+  restored->hv = starter->restore_vm (starter, restored->socket_path, restored->snapshot,
+                                      &restored->spec, &restored->vmm, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (restored->hv);
+  vmm_fixture_assert_state (restored->hv, MV_VM_STATE_PAUSED);
+}
+
+void
+vmm_fixture_resume_restored (VmmRestored *restored)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *next = g_strdup_printf ("MICROVMD-COUNTER %d", restored->counter + 1);
+
+  g_assert_true (restored->hv->resume_vm (restored->hv, &error));
+  g_assert_no_error (error);
+  g_assert_true (vmm_fixture_wait_console (restored->spec.console.path, next,
+                                           VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
+  g_assert_true (restored->hv->shutdown (restored->hv, &error));
+  g_assert_no_error (error);
+  g_assert_true (mv_process_wait (restored->vmm, 5000));
+}
+
+void
+vmm_restored_clear (VmmRestored *restored)
+{
+  g_clear_pointer (&restored->hv, mv_hypervisor_free);
+  g_clear_pointer (&restored->vmm, mv_process_free);
+  mv_restore_spec_clear (&restored->spec);
+  g_clear_pointer (&restored->snapshot, g_free);
+  g_clear_pointer (&restored->dir, g_free);
+  g_clear_pointer (&restored->socket_path, g_free);
 }

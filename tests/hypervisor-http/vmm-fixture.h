@@ -46,3 +46,25 @@ MvStarter    *vmm_fixture_starter (const char *name);
 MvHypervisor *vmm_fixture_boot (VmmFixture *fixture, MvStarter *starter, MvProcess **vmm);
 /* Fails the test unless vm_info reports @state. */
 void          vmm_fixture_assert_state (MvHypervisor *hv, MvVmState state);
+
+/* A guest snapshotted and restored into a second VMM directory. */
+typedef struct {
+  char          *snapshot;      /* <dir>/snapshot, kept */
+  char          *dir;           /* <dir>/vm2 */
+  char          *socket_path;   /* <dir>/vm2/api.sock */
+  MvRestoreSpec  spec;          /* <dir>/vm2/console.log, TAP mvtap9, <dir>/vm2/vsock.sock */
+  int            counter;       /* the guest's last counter when it was paused */
+  MvProcess     *vmm;
+  MvHypervisor  *hv;
+} VmmRestored;
+
+/* Pauses @hv's guest once it counts, snapshots it and shuts @vmm down;
+ * then restores it with @starter into <dir>/vm2, given TAP mvtap9 and a
+ * console and agent socket of its own. The restored guest is paused. */
+void          vmm_fixture_snapshot_restore (VmmFixture *fixture, MvStarter *starter,
+                                            MvHypervisor *hv, MvProcess *vmm,
+                                            VmmRestored *restored);
+/* Resumes the restored guest and waits for it to count on from where it
+ * was; then shuts its VMM down. */
+void          vmm_fixture_resume_restored (VmmRestored *restored);
+void          vmm_restored_clear (VmmRestored *restored);

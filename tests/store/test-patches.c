@@ -1,6 +1,5 @@
 /* The record patches: each one on its own, the runner that chains them,
  * and the store applying them to records on disk. */
-#include <ftw.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -9,6 +8,7 @@
 #include "core/errors.h"
 #include "store/patches.h"
 #include "store/store.h"
+#include "store-test.h"
 
 static JsonObject *
 parse_object (const char *json)
@@ -289,30 +289,6 @@ typedef struct {
 
 static GPtrArray *warnings;
 
-static GLogWriterOutput
-capture_warnings (GLogLevelFlags level, const GLogField *fields, gsize n_fields,
-                  gpointer user_data)
-{
-  if ((level & G_LOG_LEVEL_MASK) != G_LOG_LEVEL_WARNING)
-    return g_log_writer_default (level, fields, n_fields, user_data);
-
-  for (gsize i = 0; i < n_fields; i++)
-    if (g_str_equal (fields[i].key, "MESSAGE"))
-      {
-        const char *message = fields[i].value;
-
-        g_test_message ("warning: %s", message);
-        g_ptr_array_add (warnings, g_strdup (message));
-      }
-  return G_LOG_WRITER_HANDLED;
-}
-
-static int
-remove_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-  return remove (path);
-}
-
 static void
 fixture_set_up (Fixture *fixture, gconstpointer data)
 {
@@ -333,7 +309,7 @@ static void
 fixture_tear_down (Fixture *fixture, gconstpointer data)
 {
   g_clear_pointer (&fixture->store, mv_store_free);
-  g_assert_cmpint (nftw (fixture->tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS), ==, 0);
+  store_test_remove_all (fixture->tmp);
   g_clear_pointer (&fixture->tmp, g_free);
 }
 
@@ -477,8 +453,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  warnings = g_ptr_array_new_with_free_func (g_free);
-  g_log_set_writer_func (capture_warnings, NULL, NULL);
+  warnings = store_test_capture_warnings ();
 
   g_test_add_func ("/patches/config/1-to-2", test_config_1_to_2);
   g_test_add_func ("/patches/config/1-to-2-without-updated-at",

@@ -2,7 +2,6 @@
  * save, remove, and what is left after a crash or by hand. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 
 #include "core/errors.h"
 #include "store/store.h"
+#include "store-test.h"
 
 typedef struct {
   char    *tmp;
@@ -21,47 +21,6 @@ typedef struct {
 } Fixture;
 
 static GPtrArray *warnings;
-
-/* Invalid records are logged as warnings, which GTest would make fatal;
- * they are collected instead so tests can check them. */
-static GLogWriterOutput
-capture_warnings (GLogLevelFlags level, const GLogField *fields, gsize n_fields,
-                  gpointer user_data)
-{
-  if ((level & G_LOG_LEVEL_MASK) != G_LOG_LEVEL_WARNING)
-    return g_log_writer_default (level, fields, n_fields, user_data);
-
-  for (gsize i = 0; i < n_fields; i++)
-    if (g_str_equal (fields[i].key, "MESSAGE"))
-      {
-        const char *message = fields[i].value;
-
-        g_test_message ("warning: %s", message);
-        g_ptr_array_add (warnings, g_strdup (message));
-      }
-  return G_LOG_WRITER_HANDLED;
-}
-
-static gboolean
-warned_about (const char *path)
-{
-  for (guint i = 0; i < warnings->len; i++)
-    if (strstr (g_ptr_array_index (warnings, i), path) != NULL)
-      return TRUE;
-  return FALSE;
-}
-
-static int
-remove_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-  return remove (path);
-}
-
-static void
-remove_all (const char *path)
-{
-  g_assert_cmpint (nftw (path, remove_one, 16, FTW_DEPTH | FTW_PHYS), ==, 0);
-}
 
 static void
 fixture_set_up (Fixture *fixture, gconstpointer data)
@@ -82,7 +41,7 @@ static void
 fixture_tear_down (Fixture *fixture, gconstpointer data)
 {
   g_clear_pointer (&fixture->store, mv_store_free);
-  remove_all (fixture->tmp);
+  store_test_remove_all (fixture->tmp);
   g_clear_pointer (&fixture->tmp, g_free);
   g_clear_pointer (&fixture->state, g_free);
   g_clear_pointer (&fixture->runtime, g_free);
@@ -705,7 +664,7 @@ test_invalid_record (Fixture *fixture, gconstpointer data)
   g_assert_cmpstr (reported->path, ==, bad_path);
   g_assert_nonnull (reported->reason);
   g_assert_cmpstr (reported->reason, !=, "");
-  g_assert_true (warned_about (bad_path));
+  g_assert_true (store_test_warned_about (bad_path));
 
   /* The valid machines beside it load. */
   g_assert_cmpuint (records->len, ==, 2);
@@ -745,7 +704,7 @@ test_invalid_reasons (Fixture *fixture, gconstpointer data)
   g_clear_pointer (&records, g_ptr_array_unref);
   records = load (fixture, NULL);
   g_assert_cmpuint (records->len, ==, 0);
-  g_assert_true (warned_about (path));
+  g_assert_true (store_test_warned_about (path));
 }
 
 /* Leftovers of interrupted operations */
@@ -972,8 +931,7 @@ main (int argc, char **argv)
   };
 
   g_test_init (&argc, &argv, NULL);
-  warnings = g_ptr_array_new_with_free_func (g_free);
-  g_log_set_writer_func (capture_warnings, NULL, NULL);
+  warnings = store_test_capture_warnings ();
 
 #define ADD(path, func) \
   g_test_add (path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)

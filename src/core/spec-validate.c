@@ -1,0 +1,414 @@
+/* The limits of a spec: every field checked, the message naming the
+ * field and the limit. Pure. */
+#include "spec.h"
+#include "json-util.h"
+
+#include <string.h>
+
+#include "errors.h"
+#include "machine.h"
+
+static gboolean
+invalid (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
+
+static gboolean
+invalid (GError **error, const char *format, ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  g_propagate_error (error, g_error_new_valist (MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                                                format, args));
+  va_end (args);
+  return FALSE;
+}
+
+static gboolean
+check_utf8 (const char *field, const char *value, GError **error)
+{
+  if (value != NULL && !g_utf8_validate (value, -1, NULL))
+    return invalid (error, "%s: not valid UTF-8", field);
+  return TRUE;
+}
+
+gboolean
+mv_name_validate (const char *field, const char *name, GError **error)
+{
+  gsize len;
+
+  if (name == NULL)
+    return invalid (error, "%s: required", field);
+  len = strlen (name);
+  if (len == 0)
+    return invalid (error, "%s: empty", field);
+  if (len > MV_NAME_MAX_BYTES)
+    return invalid (error, "%s: longer than %d bytes", field, MV_NAME_MAX_BYTES);
+  if (!g_utf8_validate (name, len, NULL))
+    return invalid (error, "%s: not valid UTF-8", field);
+  /* Names become path components and command-line arguments: no
+   * separators, no ".", "..", hidden files or things that look like
+   * options. */
+  if (name[0] == '-' || name[0] == '.')
+    return invalid (error, "%s: starts with '%c'", field, name[0]);
+  for (const char *p = name; *p != '\0'; p++)
+    {
+      if (*p == '/')
+        return invalid (error, "%s: contains '/'", field);
+      if ((guchar) *p < 0x20 || *p == 0x7f)
+        return invalid (error, "%s: contains a control character", field);
+    }
+  return TRUE;
+}
+
+static gboolean
+check_path (const char *field, const char *path, gboolean required, GError **error)
+{
+  if (path == NULL)
+    return required ? invalid (error, "%s: required", field) : TRUE;
+  if (*path == '\0')
+    return invalid (error, "%s: empty", field);
+  if (strlen (path) > MV_PATH_MAX_BYTES)
+    return invalid (error, "%s: longer than %d bytes", field, MV_PATH_MAX_BYTES);
+  if (!check_utf8 (field, path, error))
+    return FALSE;
+  if (path[0] != '/')
+    return invalid (error, "%s: '%s' is not an absolute path", field, path);
+  return TRUE;
+}
+
+static gboolean
+valid_dns_name (const char *name)
+{
+  const char *label = name;
+
+  for (;;)
+    {
+      gsize len = strcspn (label, ".");
+
+      if (len < 1 || len > 63 || label[0] == '-' || label[len - 1] == '-')
+        return FALSE;
+      for (gsize i = 0; i < len; i++)
+        if (!g_ascii_isalnum (label[i]) && label[i] != '-')
+          return FALSE;
+      if (label[len] == '\0')
+        return TRUE;
+      label += len + 1;
+    }
+}
+
+static gboolean
+validate_hypervisor (const MvSpec *spec, GError **error)
+{
+  /* "test" is the runtime the daemon's own tests run machines on. */
+  static const char *const types[] = {
+    "cloud-hypervisor", "firecracker", "qemu", "test", NULL
+  };
+
+  if (spec->hypervisor_type != NULL && !g_strv_contains (types, spec->hypervisor_type))
+    {
+      if (!check_utf8 ("hypervisor_type", spec->hypervisor_type, error))
+        return FALSE;
+      return invalid (error, "hypervisor_type: '%s' is not one of "
+                      "cloud-hypervisor, firecracker, qemu",
+                      spec->hypervisor_type);
+    }
+  return check_utf8 ("hypervisor_version", spec->hypervisor_version, error);
+}
+
+static gboolean
+validate_boot (const MvSpec *spec, GError **error)
+{
+  if (!check_path ("kernel", spec->kernel, TRUE, error) ||
+      !check_path ("initrd", spec->initrd, FALSE, error))
+    return FALSE;
+  if (spec->kernel_args != NULL)
+    {
+      if (strlen (spec->kernel_args) > MV_KERNEL_ARGS_MAX_BYTES)
+        return invalid (error, "kernel_args: longer than %d bytes", MV_KERNEL_ARGS_MAX_BYTES);
+      if (!check_utf8 ("kernel_args", spec->kernel_args, error))
+        return FALSE;
+      if (strpbrk (spec->kernel_args, "\r\n") != NULL)
+        return invalid (error, "kernel_args: contains a newline");
+    }
+  return TRUE;
+}
+
+static gboolean
+validate_resources (const MvSpec *spec, GError **error)
+{
+  guint vcpus = mv_spec_vcpus (spec);
+
+  if (spec->cpu_millicores < MV_CPU_MILLICORES_MIN || spec->cpu_millicores > MV_CPU_MILLICORES_MAX)
+    return invalid (error, "cpu_millicores: %u is outside %d–%d",
+                    spec->cpu_millicores, MV_CPU_MILLICORES_MIN, MV_CPU_MILLICORES_MAX);
+  if (spec->max_vcpus != 0 && (spec->max_vcpus < vcpus || spec->max_vcpus > MV_VCPUS_MAX))
+    return invalid (error, "max_vcpus: %u is outside %u–%d "
+                    "(from the vCPUs of cpu_millicores to the maximum)",
+                    spec->max_vcpus, vcpus, MV_VCPUS_MAX);
+
+  if (spec->memory_bytes < MV_MEMORY_MIN_BYTES)
+    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is below the minimum of %"
+                    G_GUINT64_FORMAT, spec->memory_bytes, MV_MEMORY_MIN_BYTES);
+  if (spec->memory_bytes > MV_MEMORY_MAX_BYTES)
+    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is above the maximum of %"
+                    G_GUINT64_FORMAT, spec->memory_bytes, MV_MEMORY_MAX_BYTES);
+  if (spec->memory_bytes % MV_MEMORY_STEP_BYTES != 0)
+    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is not a multiple of %"
+                    G_GUINT64_FORMAT " (2 MiB)", spec->memory_bytes, MV_MEMORY_STEP_BYTES);
+
+  if (spec->max_memory_bytes != 0)
+    {
+      if (spec->max_memory_bytes < spec->memory_bytes)
+        return invalid (error, "max_memory_bytes: %" G_GUINT64_FORMAT " is below "
+                        "memory_bytes %" G_GUINT64_FORMAT,
+                        spec->max_memory_bytes, spec->memory_bytes);
+      if (spec->max_memory_bytes > MV_MEMORY_MAX_BYTES)
+        return invalid (error, "max_memory_bytes: %" G_GUINT64_FORMAT " is above the maximum of %"
+                        G_GUINT64_FORMAT, spec->max_memory_bytes, MV_MEMORY_MAX_BYTES);
+      if (spec->max_memory_bytes % MV_MEMORY_STEP_BYTES != 0)
+        return invalid (error, "max_memory_bytes: %" G_GUINT64_FORMAT " is not a multiple of %"
+                        G_GUINT64_FORMAT " (2 MiB)", spec->max_memory_bytes, MV_MEMORY_STEP_BYTES);
+    }
+  return TRUE;
+}
+
+static gboolean
+validate_disks (const MvSpec *spec, GError **error)
+{
+  if (spec->disks->len > MV_DISKS_MAX)
+    return invalid (error, "disks: %u disks, more than the limit of %d",
+                    spec->disks->len, MV_DISKS_MAX);
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      const MvDisk *disk = g_ptr_array_index (spec->disks, i);
+      g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
+
+      if (!check_path (field, disk->path, TRUE, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+validate_readiness (const MvSpec *spec, GError **error)
+{
+  switch (spec->readiness)
+    {
+    case MV_READINESS_VMM:
+    case MV_READINESS_AGENT:
+      return TRUE;
+    case MV_READINESS_CONSOLE:
+      if (spec->readiness_text == NULL || *spec->readiness_text == '\0')
+        return invalid (error, "readiness: the console text is empty");
+      if (strlen (spec->readiness_text) > MV_READINESS_TEXT_MAX_BYTES)
+        return invalid (error, "readiness: the console text is longer than %d bytes",
+                        MV_READINESS_TEXT_MAX_BYTES);
+      return check_utf8 ("readiness", spec->readiness_text, error);
+    }
+  return invalid (error, "readiness: unknown kind %d", (int) spec->readiness);
+}
+
+static gboolean
+validate_hostname (const MvSpec *spec, GError **error)
+{
+  /* Empty is the machine's name. */
+  if (spec->hostname == NULL || *spec->hostname == '\0')
+    return TRUE;
+  if (strlen (spec->hostname) > MV_HOSTNAME_MAX_BYTES)
+    return invalid (error, "hostname: longer than %d bytes", MV_HOSTNAME_MAX_BYTES);
+  if (!valid_dns_name (spec->hostname))
+    {
+      if (!check_utf8 ("hostname", spec->hostname, error))
+        return FALSE;
+      return invalid (error, "hostname: '%s' is not a DNS name (labels of 1–63 letters, "
+                      "digits and '-', not starting or ending with '-')", spec->hostname);
+    }
+  return TRUE;
+}
+
+/* A map of strings: at most @max_entries (@noun in the message), keys of
+ * 1 to @key_max bytes, values of at most @value_max (0: any), UTF-8. */
+static gboolean
+check_string_map (const char *field, GHashTable *map, const char *noun, guint max_entries,
+                  gsize key_max, gsize value_max, GError **error)
+{
+  GHashTableIter iter;
+  gpointer key, value;
+
+  if (g_hash_table_size (map) > max_entries)
+    return invalid (error, "%s: %u %s, more than the limit of %u",
+                    field, g_hash_table_size (map), noun, max_entries);
+  g_hash_table_iter_init (&iter, map);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      gsize len = strlen (key);
+
+      if (len == 0)
+        return invalid (error, "%s: empty key", field);
+      if (len > key_max)
+        return invalid (error, "%s: a key is longer than %" G_GSIZE_FORMAT " bytes",
+                        field, key_max);
+      if (!check_utf8 (field, key, error))
+        return FALSE;
+      if (value_max != 0 && strlen (value) > value_max)
+        return invalid (error, "%s.%s: value longer than %" G_GSIZE_FORMAT " bytes",
+                        field, (const char *) key, value_max);
+      if (!check_utf8 (field, value, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static gsize
+string_map_json_size (GHashTable *map)
+{
+  g_autoptr(JsonNode) node = mv_json_string_map_to_node (map, TRUE);
+  g_autofree char *json = json_to_string (node, FALSE);
+
+  return strlen (json);
+}
+
+static gboolean
+validate_guest_metadata (const MvSpec *spec, GError **error)
+{
+  gsize size;
+
+  if (spec->ssh_keys->len > MV_SSH_KEYS_MAX)
+    return invalid (error, "ssh_keys: %u keys, more than the limit of %d",
+                    spec->ssh_keys->len, MV_SSH_KEYS_MAX);
+  for (guint i = 0; i < spec->ssh_keys->len; i++)
+    {
+      const char *key_text = g_ptr_array_index (spec->ssh_keys, i);
+      g_autofree char *field = g_strdup_printf ("ssh_keys[%u]", i);
+      gsize len = key_text != NULL ? strlen (key_text) : 0;
+
+      if (len == 0)
+        return invalid (error, "%s: empty", field);
+      if (len > MV_SSH_KEY_MAX_BYTES)
+        return invalid (error, "%s: longer than %d bytes", field, MV_SSH_KEY_MAX_BYTES);
+      if (!check_utf8 (field, key_text, error))
+        return FALSE;
+      if (strpbrk (key_text, "\r\n") != NULL)
+        return invalid (error, "%s: contains a newline (one key per entry)", field);
+    }
+
+  if (spec->user_data != NULL)
+    {
+      if (strlen (spec->user_data) > MV_USER_DATA_MAX_BYTES)
+        return invalid (error, "user_data: longer than %d bytes", MV_USER_DATA_MAX_BYTES);
+      if (!check_utf8 ("user_data", spec->user_data, error))
+        return FALSE;
+    }
+
+  if (!check_string_map ("metadata", spec->metadata, "entries", MV_METADATA_MAX_ENTRIES,
+                         MV_METADATA_KEY_MAX_BYTES, 0, error))
+    return FALSE;
+  size = string_map_json_size (spec->metadata);
+  if (size > MV_METADATA_MAX_JSON_BYTES)
+    return invalid (error, "metadata: %" G_GSIZE_FORMAT " bytes of JSON, more than the limit of %d",
+                    size, MV_METADATA_MAX_JSON_BYTES);
+
+  size = mv_spec_metadata_document_size (spec);
+  if (size > MV_METADATA_DOCUMENT_MAX_BYTES)
+    return invalid (error, "metadata: the guest metadata document (hostname, ssh_keys, "
+                    "user_data and metadata) is %" G_GSIZE_FORMAT " bytes, "
+                    "more than the limit of %d", size, MV_METADATA_DOCUMENT_MAX_BYTES);
+  return TRUE;
+}
+
+static gboolean
+validate_labels (const MvSpec *spec, GError **error)
+{
+  return check_string_map ("labels", spec->labels, "labels", MV_LABELS_MAX,
+                           MV_LABEL_KEY_MAX_BYTES, MV_LABEL_VALUE_MAX_BYTES, error);
+}
+
+static gboolean
+validate_policies (const MvSpec *spec, guint32 standby_min, GError **error)
+{
+  guint n_rules = json_array_get_length (spec->firewall);
+
+  if (n_rules > MV_FIREWALL_RULES_MAX)
+    return invalid (error, "firewall: %u rules, more than the limit of %d",
+                    n_rules, MV_FIREWALL_RULES_MAX);
+  for (guint i = 0; i < n_rules; i++)
+    if (!JSON_NODE_HOLDS_OBJECT (json_array_get_element (spec->firewall, i)))
+      return invalid (error, "firewall[%u]: expected an object", i);
+
+  if ((guint) spec->restart_mode > MV_RESTART_ALWAYS)
+    return invalid (error, "restart.mode: unknown mode %d", (int) spec->restart_mode);
+  if (spec->restart_max_retries > MV_RESTART_MAX_RETRIES_MAX)
+    return invalid (error, "restart.max_retries: %u is above the maximum of %d",
+                    spec->restart_max_retries, MV_RESTART_MAX_RETRIES_MAX);
+  if (spec->restart_max_retries != 0 && spec->restart_mode != MV_RESTART_ON_FAILURE)
+    return invalid (error, "restart.max_retries: only applies to mode on-failure, not %s",
+                    mv_restart_mode_to_string (spec->restart_mode));
+
+  if (spec->standby_after_seconds != 0 && spec->standby_after_seconds < standby_min)
+    return invalid (error, "standby_after_seconds: %u is below the minimum of %u "
+                    "(0 turns standby off)",
+                    spec->standby_after_seconds, standby_min);
+  return TRUE;
+}
+
+gboolean
+mv_spec_validate (const MvSpec *spec, GError **error)
+{
+  return mv_spec_validate_with_standby_min (spec, MV_STANDBY_AFTER_MIN_SECONDS, error);
+}
+
+gboolean
+mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GError **error)
+{
+  g_return_val_if_fail (spec != NULL, FALSE);
+
+  if (spec->id != NULL && !mv_id_validate (spec->id, error))
+    return FALSE;
+  return mv_name_validate ("name", spec->name, error) &&
+         validate_hypervisor (spec, error) &&
+         validate_boot (spec, error) &&
+         validate_resources (spec, error) &&
+         validate_disks (spec, error) &&
+         validate_readiness (spec, error) &&
+         check_utf8 ("network_name", spec->network_name, error) &&
+         check_utf8 ("static_ip", spec->static_ip, error) &&
+         validate_hostname (spec, error) &&
+         validate_guest_metadata (spec, error) &&
+         validate_labels (spec, error) &&
+         validate_policies (spec, standby_min, error);
+}
+
+static gboolean
+string_set (const char *value)
+{
+  return value != NULL && *value != '\0';
+}
+
+gboolean
+mv_spec_check_implemented (const MvSpec *spec, GError **error)
+{
+  g_return_val_if_fail (spec != NULL, FALSE);
+
+  /* In the order the fields are documented, so the first is named. */
+  const struct {
+    const char *field;
+    gboolean    set;
+  } pending[] = {
+    { "network_name", string_set (spec->network_name) },
+    { "static_ip", string_set (spec->static_ip) },
+    { "firewall", json_array_get_length (spec->firewall) > 0 },
+    { "hostname", string_set (spec->hostname) },
+    { "ssh_keys", spec->ssh_keys->len > 0 },
+    { "user_data", string_set (spec->user_data) },
+    { "metadata", g_hash_table_size (spec->metadata) > 0 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (pending); i++)
+    if (pending[i].set)
+      {
+        g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                     "%s: not supported by this microvmd yet", pending[i].field);
+        return FALSE;
+      }
+  return TRUE;
+}
