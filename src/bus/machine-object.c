@@ -6,7 +6,7 @@
 #include "core/errors.h"
 #include "names.h"
 #include "polkit.h"
-#include "hypervisor/process.h"  /* mv_file_tail */
+#include "util/files.h"
 
 #include <errno.h>
 

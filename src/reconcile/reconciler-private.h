@@ -2,9 +2,6 @@
 #pragma once
 #include "reconciler.h"
 
-/* Until the spec check lands in core. */
-#define mv_spec_check_implemented(spec, error) TRUE
-
 struct _MvReconciler {
   const MvHost        *host;
   MvReconcilerOptions  options;
