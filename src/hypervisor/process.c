@@ -338,19 +338,42 @@ mv_process_kill (const MvProcess *process, GError **error)
   return TRUE;
 }
 
+/* read_bytes and write_bytes of /proc/PID/io: what the process made the
+ * block layer read and write. */
+static void
+read_io (const MvProcess *process, MvRuntimeUsage *usage)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/io", process->pid);
+  g_autofree char *contents = NULL;
+  g_auto (GStrv) lines = NULL;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL))
+    return;
+  lines = g_strsplit (contents, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    {
+      if (g_str_has_prefix (lines[i], "read_bytes: "))
+        usage->disk_read_bytes = g_ascii_strtoull (lines[i] + 12, NULL, 10);
+      else if (g_str_has_prefix (lines[i], "write_bytes: "))
+        usage->disk_write_bytes = g_ascii_strtoull (lines[i] + 13, NULL, 10);
+    }
+}
+
 gboolean
-mv_process_cpu_time (const MvProcess *process, guint64 *cpu_ns, GError **error)
+mv_process_usage (const MvProcess *process, MvRuntimeUsage *usage, GError **error)
 {
   g_autofree char *path = g_strdup_printf ("/proc/%d/stat", process->pid);
   g_autofree char *contents = NULL;
   g_auto (GStrv) fields = NULL;
-  guint64 utime, stime, start_time;
+  guint64 utime, stime, start_time, rss_pages;
   long ticks = sysconf (_SC_CLK_TCK);
+  long page_size = sysconf (_SC_PAGESIZE);
   const char *p;
 
+  *usage = (MvRuntimeUsage) { 0 };
   if (!g_file_get_contents (path, &contents, NULL, NULL) ||
       !(p = strrchr (contents, ')')) ||
-      g_strv_length (fields = g_strsplit_set (p + 1, " \n", -1)) < 21 ||
+      g_strv_length (fields = g_strsplit_set (p + 1, " \n", -1)) < 23 ||
       !g_ascii_string_to_unsigned (fields[20], 10, 0, G_MAXUINT64, &start_time, NULL) ||
       start_time != process->start_time || fields[1][0] == 'Z' ||
       !mv_process_alive (process))
@@ -359,15 +382,20 @@ mv_process_cpu_time (const MvProcess *process, guint64 *cpu_ns, GError **error)
                    process->pid);
       return FALSE;
     }
-  /* Fields 14 and 15 (utime, stime), counted as fields[] does above. */
+  /* Fields 14, 15 and 24 of stat(5) (utime, stime, rss), counted from the
+   * state, field 3, at fields[1]. */
   if (!g_ascii_string_to_unsigned (fields[12], 10, 0, G_MAXUINT64, &utime, NULL) ||
-      !g_ascii_string_to_unsigned (fields[13], 10, 0, G_MAXUINT64, &stime, NULL) || ticks <= 0)
+      !g_ascii_string_to_unsigned (fields[13], 10, 0, G_MAXUINT64, &stime, NULL) ||
+      !g_ascii_string_to_unsigned (fields[22], 10, 0, G_MAXUINT64, &rss_pages, NULL) ||
+      ticks <= 0 || page_size <= 0)
     {
-      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not read the CPU time of process %d",
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not read the usage of process %d",
                    process->pid);
       return FALSE;
     }
-  *cpu_ns = (utime + stime) * (G_GUINT64_CONSTANT (1000000000) / (guint64) ticks);
+  usage->cpu_ns = (utime + stime) * (G_GUINT64_CONSTANT (1000000000) / (guint64) ticks);
+  usage->memory_bytes = rss_pages * (guint64) page_size;
+  read_io (process, usage);
   return TRUE;
 }
 

@@ -7,6 +7,7 @@
 
 /* mv_file_tail() reads the end of a VMM's log (mv_vmm_log_path()). */
 #include "util/files.h"
+#include "core/host/runtime.h"
 
 typedef struct {
   int      pid;
@@ -62,10 +63,9 @@ gboolean    mv_process_wait (const MvProcess *process, guint timeout_ms);
 /* SIGKILL and wait for the end, checking identity first. */
 gboolean    mv_process_kill (const MvProcess *process, GError **error);
 
-/* The CPU time (user and system) the process has used, in ns, after
- * checking that it is still the recorded one; MV_ERROR_INVALID_STATE if
- * it is gone. */
-gboolean    mv_process_cpu_time (const MvProcess *process, guint64 *cpu_ns, GError **error);
+/* What @process has used so far: CPU time, resident memory, block I/O.
+ * MV_ERROR_INVALID_STATE if it is not running. */
+gboolean    mv_process_usage (const MvProcess *process, MvRuntimeUsage *usage, GError **error);
 
 /* The process's identity as recorded in status.json, and back. */
 void        mv_process_to_json (const MvProcess *process, JsonObject *object);

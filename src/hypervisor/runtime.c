@@ -5,6 +5,7 @@
  * (runtime-private.h). */
 #include "runtime.h"
 #include "runtime-private.h"
+#include "util/log.h"
 #include "qemu.h"
 #include "versions.h"
 #include "core/spec.h"
@@ -70,7 +71,7 @@ remove_sockets (Adapter *self, const char *runtime_dir)
 /* Ends every process that serves @socket_path: what an interrupted start
  * left behind without recording it. */
 static gboolean
-kill_by_socket (const char *socket_path, GError **error)
+kill_by_socket (const char *machine_id, const char *socket_path, GError **error)
 {
   g_autoptr (GPtrArray) found = mv_process_find_by_socket (socket_path);
 
@@ -78,7 +79,8 @@ kill_by_socket (const char *socket_path, GError **error)
     {
       MvProcess *process = found->pdata[i];
 
-      g_message ("Ending VMM process %d, left serving %s", process->pid, socket_path);
+      mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
+                      "Ending VMM process %d, left serving %s", process->pid, socket_path);
       if (!mv_process_kill (process, error))
         return FALSE;
     }
@@ -164,12 +166,13 @@ rt_version (MvRuntime *rt, GError **error)
 
 /* Ends a VMM that failed to come up and removes its sockets. */
 static void
-abandon (Adapter *self, const MvProcess *vmm, const char *runtime_dir)
+abandon (Adapter *self, const char *machine_id, const MvProcess *vmm, const char *runtime_dir)
 {
   g_autoptr (GError) local = NULL;
 
   if (vmm && !mv_process_kill (vmm, &local))
-    g_warning ("Could not end VMM process %d: %s", vmm->pid, local->message);
+    mv_log_machine (G_LOG_LEVEL_WARNING, machine_id, NULL, NULL, "Could not end VMM process %d: %s",
+                    vmm->pid, local->message);
   remove_sockets (self, runtime_dir);
 }
 
@@ -206,7 +209,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Launch, launch_clear)
 static gboolean
 launch_begin (Adapter *self, const MvRuntimeRequest *req, Launch *launch, GError **error)
 {
-  if (!kill_by_socket (launch->socket_path, error))
+  if (!kill_by_socket (req->machine_id, launch->socket_path, error))
     return FALSE;
   remove_sockets (self, req->runtime_dir);
   launch->console_offset = file_size (launch->vm->console.path);
@@ -221,7 +224,7 @@ launch_fail (Adapter *self, const MvRuntimeRequest *req, const Launch *launch,
 {
   quote_output (error, launch->vm->console.path, launch->console_offset, launch->log_path,
                 launch->log_offset);
-  abandon (self, vmm, req->runtime_dir);
+  abandon (self, req->machine_id, vmm, req->runtime_dir);
 }
 
 static JsonObject *
@@ -255,7 +258,7 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
 /* Asks the guest to power off and waits for the VMM to end. FALSE if it
  * did not within the stop timeout. */
 static gboolean
-stop_gracefully (Adapter *self, const MvProcess *vmm)
+stop_gracefully (Adapter *self, const char *machine_id, const MvProcess *vmm)
 {
   g_autoptr (GError) local = NULL;
   g_autoptr (MvHypervisor) hv = self->starter->connect (self->starter, vmm->socket_path, &local);
@@ -263,19 +266,23 @@ stop_gracefully (Adapter *self, const MvProcess *vmm)
 
   if (!hv)
     {
-      g_message ("Could not reach VMM %d to shut its guest down: %s", vmm->pid, local->message);
+      mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
+                      "Could not reach VMM %d to shut its guest down: %s", vmm->pid, local->message);
       return FALSE;
     }
   /* A paused guest cannot see the power button. */
   if (hv->vm_info (hv, &info, NULL) && info.state == MV_VM_STATE_PAUSED &&
       !hv->resume_vm (hv, &local))
     {
-      g_message ("Could not resume VMM %d's guest to shut it down: %s", vmm->pid, local->message);
+      mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
+                      "Could not resume VMM %d's guest to shut it down: %s", vmm->pid,
+                      local->message);
       return FALSE;
     }
   if (!hv->shutdown_vm (hv, &local))
     {
-      g_message ("Could not ask VMM %d's guest to shut down: %s", vmm->pid, local->message);
+      mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
+                      "Could not ask VMM %d's guest to shut down: %s", vmm->pid, local->message);
       return FALSE;
     }
   return mv_process_wait (vmm, self->stop_timeout_s * 1000);
@@ -292,7 +299,7 @@ rt_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **er
     {
       /* Never recorded: a start was interrupted. Nothing to shut down
        * gracefully; end whatever it left. */
-      if (!kill_by_socket (socket_path, error))
+      if (!kill_by_socket (req->machine_id, socket_path, error))
         return FALSE;
       remove_sockets (self, req->runtime_dir);
       return TRUE;
@@ -315,9 +322,10 @@ rt_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **er
       return TRUE;
     }
 
-  if (!force && !stop_gracefully (self, vmm))
-    g_message ("VMM %d did not end within %u s of a graceful stop; ending it", vmm->pid,
-               self->stop_timeout_s);
+  if (!force && !stop_gracefully (self, req->machine_id, vmm))
+    mv_log_machine (G_LOG_LEVEL_MESSAGE, req->machine_id, NULL, NULL,
+                    "VMM %d did not end within %u s of a graceful stop; ending it", vmm->pid,
+                    self->stop_timeout_s);
   if (!mv_process_kill (vmm, error))
     return FALSE;
   remove_sockets (self, req->runtime_dir);
@@ -366,7 +374,8 @@ rt_probe (MvRuntime *rt, const MvRuntimeRequest *req)
     {
       /* The process is ours and alive: calling it gone would leave it
        * running unmanaged. */
-      g_warning ("VMM %d runs but does not answer: %s", vmm->pid, local->message);
+      mv_log_machine (G_LOG_LEVEL_WARNING, req->machine_id, NULL, NULL,
+                      "VMM %d runs but does not answer: %s", vmm->pid, local->message);
       return MV_VMM_RUNNING;
     }
   switch (info.state)
@@ -392,7 +401,7 @@ rt_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
 
   if (vmm && !mv_process_kill (vmm, error))
     return FALSE;
-  if (!kill_by_socket (socket_path, error))
+  if (!kill_by_socket (req->machine_id, socket_path, error))
     return FALSE;
   remove_sockets (self, req->runtime_dir);
   g_unlink (log_path);
@@ -439,14 +448,16 @@ rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GErr
     {
       /* Nothing is lost: the guest goes on as it was. */
       if (was_running && !hv->resume_vm (hv, &local))
-        g_warning ("Could not resume VMM %d's guest after a failed save: %s", vmm->pid,
-                   local->message);
+        mv_log_machine (G_LOG_LEVEL_WARNING, req->machine_id, NULL, NULL,
+                        "Could not resume VMM %d's guest after a failed save: %s", vmm->pid,
+                        local->message);
       return FALSE;
     }
 
   if (!hv->shutdown (hv, &local) || !mv_process_wait (vmm, QUIT_TIMEOUT_MS))
-    g_message ("VMM %d did not quit after its guest was saved (%s); ending it", vmm->pid,
-               local ? local->message : "timed out");
+    mv_log_machine (G_LOG_LEVEL_MESSAGE, req->machine_id, NULL, NULL,
+                    "VMM %d did not quit after its guest was saved (%s); ending it", vmm->pid,
+                    local ? local->message : "timed out");
   if (!mv_process_kill (vmm, error))
     return FALSE;
   remove_sockets (self, req->runtime_dir);
@@ -479,7 +490,7 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
     {
       /* A snapshot refused before any VMM ran has no console to quote. */
       if (g_error_matches (*error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT))
-        abandon (self, NULL, req->runtime_dir);
+        abandon (self, req->machine_id, NULL, req->runtime_dir);
       else
         launch_fail (self, req, &launch, NULL, error);
       return NULL;
@@ -495,11 +506,11 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
 }
 
 static gboolean
-rt_usage (MvRuntime *rt, const MvRuntimeRequest *req, guint64 *cpu_ns, GError **error)
+rt_usage (MvRuntime *rt, const MvRuntimeRequest *req, MvRuntimeUsage *usage, GError **error)
 {
   g_autoptr (MvProcess) vmm = attach_running (req, error);
 
-  return vmm && mv_process_cpu_time (vmm, cpu_ns, error);
+  return vmm && mv_process_usage (vmm, usage, error);
 }
 
 /* ---- watching ---- */

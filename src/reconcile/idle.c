@@ -18,7 +18,8 @@ mv_reconciler_sample_idle (MvMachine *machine)
   MvSpec *spec = machine->config->spec;
   MvRuntime *runtime = mv_reconciler_runtime_for (machine, NULL);
   g_autofree char *runtime_dir = NULL;
-  guint64 cpu_ns = 0;
+  MvRuntimeUsage usage = { 0 };
+  guint64 cpu_ns;
   gint64 now = rec->clock->monotonic_time (rec->clock->data);
 
   if (spec->standby_after_seconds == 0 || machine->status->state != MV_STATE_RUNNING ||
@@ -31,11 +32,12 @@ mv_reconciler_sample_idle (MvMachine *machine)
 
   runtime_dir = records->runtime_dir (records, machine->id);
   MvRuntimeRequest req = mv_machine_request (machine, runtime_dir);
-  if (!runtime->usage (runtime, &req, &cpu_ns, NULL))
+  if (!runtime->usage (runtime, &req, &usage, NULL))
     {
       mv_machine_reset_idle (machine);
       return;
     }
+  cpu_ns = usage.cpu_ns;
 
   if (machine->idle_sampled_at != 0 && cpu_ns >= machine->idle_cpu_ns)
     {

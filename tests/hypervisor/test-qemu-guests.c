@@ -150,7 +150,7 @@ test_lifecycle (void)
   ExitRecord record = { 0 };
   gint64 paused_at, saved_at, after_restore;
   goffset restore_offset;
-  guint64 cpu_ns = 0;
+  MvRuntimeUsage usage = { 0 };
   guint watch_id;
   int pid;
 
@@ -162,9 +162,11 @@ test_lifecycle (void)
   pid = hv_test_identity_pid (identity);
   g_assert_true (hv_test_wait_file_has (console, 0, "MICROVMD-GUEST-READY", 10));
   g_assert_cmpint (rt->probe (rt, &req), ==, MV_VMM_RUNNING);
-  g_assert_true (rt->usage (rt, &req, &cpu_ns, &error));
+  g_assert_true (rt->usage (rt, &req, &usage, &error));
   g_assert_no_error (error);
-  g_assert_cmpuint (cpu_ns, >, 0);
+  g_assert_cmpuint (usage.cpu_ns, >, 0);
+  /* A booted guest has touched memory of its own. */
+  g_assert_cmpuint (usage.memory_bytes, >, 16 * 1024 * 1024);
 
   /* What the backend says it can do, it does; what microvm cannot, it
    * refuses as unsupported. */
@@ -274,7 +276,7 @@ test_lifecycle (void)
   {
     MvRuntimeRequest wrong_req = { .machine_id = "life", .spec = spec, .runtime_dir = dir,
                                    .vmm = wrong };
-    guint64 ns;
+    MvRuntimeUsage ns;
 
     g_assert_cmpint (rt2->probe (rt2, &wrong_req), ==, MV_VMM_GONE);
     g_assert_false (rt2->pause (rt2, &wrong_req, &error));

@@ -207,12 +207,12 @@ test_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
 }
 
 static gboolean
-test_usage (MvRuntime *rt, const MvRuntimeRequest *req, guint64 *cpu_ns, GError **error)
+test_usage (MvRuntime *rt, const MvRuntimeRequest *req, MvRuntimeUsage *usage, GError **error)
 {
   g_autofree char *path = g_build_filename (req->runtime_dir, "test-vmm.cpu", NULL);
   g_autofree char *value = read_state (path);
 
-  *cpu_ns = value ? g_ascii_strtoull (value, NULL, 10) : 0;
+  *usage = (MvRuntimeUsage) { .cpu_ns = value ? g_ascii_strtoull (value, NULL, 10) : 0 };
   return TRUE;
 }
 

@@ -75,6 +75,6 @@ struct _MvRuntime {
   JsonObject *(*restore) (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
                           GError **error);
   /* What the VMM has used so far. Main thread; cheap (reads /proc). */
-  gboolean    (*usage) (MvRuntime *rt, const MvRuntimeRequest *req, guint64 *cpu_ns,
+  gboolean    (*usage) (MvRuntime *rt, const MvRuntimeRequest *req, MvRuntimeUsage *usage,
                         GError **error);
 };
