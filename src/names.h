@@ -50,6 +50,9 @@
 #define MV_CONFIG_RECORD         "config.json"
 #define MV_STATUS_RECORD         "status.json"
 #define MV_METRICS_DIR           "metrics"
+/* An empty file beside the records: the machine is to be destroyed. Made
+ * when config.json cannot be rewritten (a full disk): it needs no space. */
+#define MV_DESTROY_MARKER        "destroy-requested"
 /* In a machine's runtime directory. */
 #define MV_CONSOLE_LOG_NAME      "console.log"
 #define MV_AGENT_SOCKET_NAME     "agent.sock"

@@ -211,6 +211,7 @@ REQUEST_ACTION (do_resume, MV_REQUEST_RESUME)
 REQUEST_ACTION (do_restart, MV_REQUEST_RESTART)
 REQUEST_ACTION (do_standby, MV_REQUEST_STANDBY)
 REQUEST_ACTION (do_delete, MV_REQUEST_DELETE)
+REQUEST_ACTION (do_force_delete, MV_REQUEST_FORCE_DELETE)
 
 #define LIFECYCLE_METHOD(fn, verb, action)                                          \
   static int fn (sd_bus_message *m, void *userdata, sd_bus_error *error)            \
@@ -234,6 +235,9 @@ method_delete (sd_bus_message *m, void *userdata, sd_bus_error *error)
 
   if (r < 0)
     return r;
+  /* The action asked for follows the state now; the request made once the
+   * caller is authorized is only as strong as that action, and checks the
+   * state again. */
   if (mv_machine_is_active (machine))
     {
       if (!force)
@@ -241,7 +245,7 @@ method_delete (sd_bus_message *m, void *userdata, sd_bus_error *error)
                                   "Machine %s is %s: stop it first, or delete with force",
                                   machine->config->spec->name,
                                   mv_state_to_string (machine->status->state));
-      return authorize (machine, m, MV_ACTION_MACHINE_FORCE, "delete", do_delete);
+      return authorize (machine, m, MV_ACTION_MACHINE_FORCE, "delete", do_force_delete);
     }
   return authorize (machine, m, MV_ACTION_MACHINE_DELETE, "delete", do_delete);
 }
@@ -403,7 +407,12 @@ static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_PROPERTY ("FinishedAt", "t", get_finished_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("StoppedByUser", "b", get_stopped_by_user, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("StandbyRequested", "b", get_standby_requested, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-  SD_BUS_PROPERTY ("Spec", "s", get_spec, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_SENSITIVE),
+  /* Explicit: left out of GetAll and GetManagedObjects, which would
+   * otherwise carry every machine's whole spec in one message; a change
+   * invalidates it rather than sending it. */
+  SD_BUS_PROPERTY ("Spec", "s", get_spec, 0,
+                   SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION | SD_BUS_VTABLE_PROPERTY_EXPLICIT |
+                   SD_BUS_VTABLE_SENSITIVE),
   SD_BUS_METHOD_WITH_ARGS ("Start", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_start,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("Stop", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_stop,

@@ -91,8 +91,21 @@ on_polkit_reply (sd_bus_message *reply, void *user_data, sd_bus_error *ret_error
   if (sd_bus_message_is_method_error (reply, NULL))
     {
       const sd_bus_error *e = sd_bus_message_get_error (reply);
-      g_warning ("polkit could not check %s for %s: %s", check->action_id,
-                 sd_bus_message_get_sender (check->call), e->message ? e->message : e->name);
+      static gint64 warned_at;
+      static guint suppressed;
+      gint64 now = g_get_monotonic_time ();
+
+      /* With polkitd down every call fails here: say so once a minute. */
+      if (warned_at == 0 || now - warned_at >= 60 * G_USEC_PER_SEC)
+        {
+          g_warning ("polkit could not check %s for %s: %s (%u more such failures since the "
+                     "last warning)", check->action_id, sd_bus_message_get_sender (check->call),
+                     e->message ? e->message : e->name, suppressed);
+          warned_at = now;
+          suppressed = 0;
+        }
+      else
+        suppressed++;
       auth_check_deny (check, SD_BUS_ERROR_ACCESS_DENIED,
                        "Authorization is unavailable: polkit did not answer");
       return 1;

@@ -60,7 +60,7 @@ reply_ok (MvMachineView *view, MvWaiter *w)
 /* Replies to every waiting call whose wish is settled: reached, replaced
  * by another wish, failed with @failure, or the machine gone. */
 static void
-settle_waiters (MvMachineView *view, const GError *failure)
+settle_waiters (MvMachineView *view, const GError *failure, guint64 failed_generation)
 {
   MvMachine *machine = view->machine;
   GList *l = view->waiters.head;
@@ -85,7 +85,7 @@ settle_waiters (MvMachineView *view, const GError *failure)
                                     "Superseded: machine %s is now wanted %s",
                                     machine->config->spec->name,
                                     mv_desired_to_string (machine->config->desired));
-      else if (failure)
+      else if (failure && w->generation <= failed_generation)
         mv_bus_reply_gerror (w->call, failure);
       else if (outcome == MV_WISH_REACHED)
         reply_ok (view, w);
@@ -176,12 +176,12 @@ on_added (MvMachine *machine, gpointer data)
 }
 
 static void
-on_settled (MvMachine *machine, const GError *failure, gpointer data)
+on_settled (MvMachine *machine, const GError *failure, guint64 generation, gpointer data)
 {
   MvMachineView *view = machine->view;
 
   if (view)
-    settle_waiters (view, failure);
+    settle_waiters (view, failure, generation);
 }
 
 static void
@@ -195,7 +195,7 @@ on_removed (MvMachine *machine, gpointer data)
   g_clear_handle_id (&view->flush_id, g_source_remove);
   mv_machine_object_flush (view);
   mv_manager_announce_removed (service->bus, view);
-  settle_waiters (view, NULL);
+  settle_waiters (view, NULL, 0);
   machine->view = NULL;
   g_hash_table_remove (service->views, machine->id);
 }

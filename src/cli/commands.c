@@ -101,6 +101,19 @@ get_machine_properties (MvCtl *ctl, const char *path, sd_bus_error *error, GPtrA
   if (r < 0)
     return sd_bus_error_set_errnof (error, r, "Failed to parse the properties of %s: %s",
                                     path, g_strerror (-r));
+
+  /* The spec is not among them (it can be large): it is read by itself. */
+  g_autoptr(sd_bus_message) spec_reply = NULL;
+  const char *spec = NULL;
+  r = mv_call (ctl, path, DBUS_PROPERTIES_IFACE, "Get", 0, error, &spec_reply, "ss",
+               MV_MACHINE_IFACE, "Spec");
+  if (r < 0)
+    return r;
+  r = sd_bus_message_read (spec_reply, "v", "s", &spec);
+  if (r < 0)
+    return sd_bus_error_set_errnof (error, r, "Failed to parse the spec of %s: %s", path,
+                                    g_strerror (-r));
+  mv_properties_add_string (props, "Spec", spec);
   return 0;
 }
 

@@ -251,6 +251,17 @@ mv_properties_read (sd_bus_message *m, GPtrArray *props)
   return sd_bus_message_exit_container (m);
 }
 
+void
+mv_properties_add_string (GPtrArray *props, const char *name, const char *value)
+{
+  MvProperty *prop = g_new0 (MvProperty, 1);
+
+  prop->name = g_strdup (name);
+  prop->signature = g_strdup ("s");
+  prop->value = json_node_init_string (json_node_alloc (), value);
+  g_ptr_array_add (props, prop);
+}
+
 const MvProperty *
 mv_properties_lookup (GPtrArray *props, const char *name)
 {

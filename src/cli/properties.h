@@ -22,6 +22,9 @@ int mv_properties_read (sd_bus_message *m, GPtrArray *props);
  * structs JSON arrays, dictionaries JSON objects; variants are unwrapped. */
 int mv_bus_read_value (sd_bus_message *m, JsonNode **out);
 
+/* Appends a string property: one read on its own (Get), not with GetAll. */
+void mv_properties_add_string (GPtrArray *props, const char *name, const char *value);
+
 const MvProperty *mv_properties_lookup (GPtrArray *props, const char *name);
 
 /* The value of a string property, or "" when it is missing or not a string. */

@@ -33,6 +33,7 @@ struct _MvDaemon {
   char               *config_path;
   GKeyFile           *config;
   gboolean            recovered;
+  gboolean            bus_lost;
 };
 
 static GPtrArray *registered_runtimes;
@@ -284,6 +285,7 @@ on_bus_failed (gpointer user_data)
   MvDaemon *daemon = user_data;
 
   g_warning ("Lost the bus connection; exiting");
+  daemon->bus_lost = TRUE;
   g_main_loop_quit (daemon->loop);
   return G_SOURCE_REMOVE;
 }
@@ -346,6 +348,12 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   /* Let operations under way finish writing their records. */
   while (mv_reconciler_busy (daemon->reconciler))
     g_main_context_iteration (NULL, TRUE);
+  if (daemon->bus_lost)
+    {
+      /* A failure, so that a service manager starts it again. */
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_BROKEN_PIPE, "Lost the bus connection");
+      return 1;
+    }
   sd_bus_release_name (daemon->bus, MV_BUS_NAME);
   return 0;
 }

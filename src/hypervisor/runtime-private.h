@@ -20,10 +20,11 @@ MvVmSpec *mv_runtime_vm_spec_new (MvStarter *starter, const MvRuntimeRequest *re
 /* Waits up to @timeout_s until the guest of @vm is ready as @readiness
  * (and @readiness_text, for the console) says, looking at the console
  * from @console_offset on. MV_ERROR_INVALID_STATE if @vmm ends first or
- * time runs out; the VMM is then left for the caller to end. */
+ * time runs out, MV_ERROR_UNAVAILABLE once @cancellable is cancelled; the VMM is then left for the caller to end. */
 gboolean  mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *vm,
                                  MvReadiness readiness, const char *readiness_text,
-                                 goffset console_offset, guint timeout_s, GError **error);
+                                 goffset console_offset, guint timeout_s,
+                                 GCancellable *cancellable, GError **error);
 
 /* ---- exit watches (runtime-watch.c) ---- */
 

@@ -110,7 +110,8 @@ is_ready (MvReadiness readiness, const char *readiness_text, MvHypervisor *hv,
 gboolean
 mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *vm,
                        MvReadiness readiness, const char *readiness_text,
-                       goffset console_offset, guint timeout_s, GError **error)
+                       goffset console_offset, guint timeout_s, GCancellable *cancellable,
+                       GError **error)
 {
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
   g_autofree char *label = mv_readiness_to_string (readiness, readiness_text);
@@ -123,6 +124,13 @@ mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *v
         {
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
                        "The VMM ended before the guest was ready (readiness %s)", label);
+          return FALSE;
+        }
+      if (g_cancellable_is_cancelled (cancellable))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE,
+                       "Given up waiting for the guest (readiness %s): the machine is being "
+                       "deleted", label);
           return FALSE;
         }
       if (g_get_monotonic_time () > deadline)

@@ -247,7 +247,7 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
     }
   if (!mv_runtime_wait_ready (hv, vmm, launch.vm, req->spec->readiness,
                               req->spec->readiness_text, launch.console_offset,
-                              self->boot_timeout_s, error))
+                              self->boot_timeout_s, req->cancellable, error))
     {
       launch_fail (self, req, &launch, vmm, error);
       return NULL;
@@ -497,7 +497,7 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
     }
   if (!hv->resume_vm (hv, error) ||
       !mv_runtime_wait_ready (hv, vmm, launch.vm, MV_READINESS_VMM, NULL, launch.console_offset,
-                              self->boot_timeout_s, error))
+                              self->boot_timeout_s, req->cancellable, error))
     {
       launch_fail (self, req, &launch, vmm, error);
       return NULL;

@@ -37,12 +37,18 @@ mv_machine_changed (MvMachine *machine, guint props)
 }
 
 void
-mv_machine_settled (MvMachine *machine, const GError *failure)
+mv_machine_settled (MvMachine *machine, const GError *failure, guint64 generation)
 {
   MvReconciler *rec = machine->reconciler;
 
   if (rec->observer.settled)
-    rec->observer.settled (machine, failure, rec->observer.data);
+    rec->observer.settled (machine, failure, generation, rec->observer.data);
+}
+
+void
+mv_machine_failed_now (MvMachine *machine, const GError *failure)
+{
+  mv_machine_settled (machine, failure, machine->config->desired_generation);
 }
 
 gboolean
@@ -51,7 +57,8 @@ mv_machine_save_status (MvMachine *machine, GError **error)
   MvRecords *records = machine->reconciler->host->records;
   g_autoptr (GError) local = NULL;
 
-  if (records->save_status (records, machine->id, machine->status, &local))
+  machine->status_unsaved = !records->save_status (records, machine->id, machine->status, &local);
+  if (!machine->status_unsaved)
     return TRUE;
   mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Machine %s: could not record its status: %s",
                   machine->id, local->message);
@@ -157,6 +164,7 @@ mv_machine_free (MvMachine *machine)
 
   mv_reconciler_remove_timeout (rec, &machine->restart_timer);
   mv_reconciler_unwatch_vmm (machine);
+  g_clear_object (&machine->step_cancellable);
   mv_config_free (machine->config);
   mv_status_free (machine->status);
   g_free (machine->id);

@@ -44,8 +44,10 @@ struct _MvMachine {
   /* One operation at a time: a step, or recovery at startup. */
   gboolean      busy;
   gboolean      gone;            /* records removed; freed once the observer heard */
+  gboolean      status_unsaved;  /* the last status write failed; written again later */
   guint         watch_id;
   guint         restart_timer;
+  GCancellable *step_cancellable;  /* of the step under way; a forced delete cancels it */
 
   /* Idleness, kept in memory only. */
   guint64       idle_cpu_ns;     /* the VMM's CPU time at the last sample */

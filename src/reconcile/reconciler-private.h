@@ -26,7 +26,11 @@ gboolean   mv_reconciler_is_migrating (MvMachine *machine);
 
 /* Reports to the observer. */
 void       mv_machine_changed (MvMachine *machine, guint props);
-void       mv_machine_settled (MvMachine *machine, const GError *failure);
+/* @generation: the desired generation @failure is about (see MvObserver);
+ * ignored without a failure. */
+void       mv_machine_settled (MvMachine *machine, const GError *failure, guint64 generation);
+/* Settled with @failure about what is desired now. */
+void       mv_machine_failed_now (MvMachine *machine, const GError *failure);
 
 /* Records: a status or config write that fails is logged; the caller that
  * must not go on without it checks the result. */

@@ -94,7 +94,7 @@ mv_reconciler_free (MvReconciler *rec)
   error = g_error_new (MV_ERROR, MV_ERROR_UNAVAILABLE, "The daemon is shutting down");
   g_hash_table_iter_init (&iter, rec->machines);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    mv_machine_settled (machine, error);
+    mv_machine_settled (machine, error, G_MAXUINT64);
   mv_reconciler_remove_timeout (rec, &rec->resync_timer);
   mv_reconciler_remove_timeout (rec, &rec->idle_timer);
   g_hash_table_unref (rec->machines);
@@ -366,7 +366,7 @@ mv_reconciler_handle_end (MvMachine *machine, gboolean has_exit_code, int exit_c
       mv_machine_save_config (machine, NULL);
     }
   if (error)
-    mv_machine_settled (machine, error);
+    mv_machine_failed_now (machine, error);
   mv_reconciler_reconcile (machine);
 }
 
@@ -422,10 +422,20 @@ for_each_machine (MvReconciler *rec, void (*func) (MvMachine *machine))
 
 /* Looks at every machine again now and then: catches what no event
  * reported (a migration that ended, a clock that jumped). */
+/* What is observed reaches the disk once it can: a status that could
+ * not be written (a full disk) is written again. */
+static void
+resync (MvMachine *machine)
+{
+  if (machine->status_unsaved && !machine->busy)
+    mv_machine_save_status (machine, NULL);
+  mv_reconciler_reconcile (machine);
+}
+
 static gboolean
 on_resync (gpointer user_data)
 {
-  for_each_machine (user_data, mv_reconciler_reconcile);
+  for_each_machine (user_data, resync);
   return G_SOURCE_CONTINUE;
 }
 

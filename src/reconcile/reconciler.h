@@ -25,8 +25,11 @@ typedef struct {
   /* A machine was defined (not called for those loaded at startup). */
   void (*added) (MvMachine *machine, gpointer data);
   /* @machine is at rest for now: its wish reached (@failure NULL) or
-   * given up on (@failure says why). Whoever waits on it may be answered. */
-  void (*settled) (MvMachine *machine, const GError *failure, gpointer data);
+   * given up on (@failure says why). A failure is about what was desired
+   * up to @generation (the desired generation); a wish made since is still
+   * pending. Whoever waits on it may be answered. */
+  void (*settled) (MvMachine *machine, const GError *failure, guint64 generation,
+                   gpointer data);
   /* @machine's records are gone; it is freed when this returns. */
   void (*removed) (MvMachine *machine, gpointer data);
   gpointer data;
@@ -93,7 +96,8 @@ typedef enum {
   MV_REQUEST_RESUME,
   MV_REQUEST_RESTART,
   MV_REQUEST_STANDBY,
-  MV_REQUEST_DELETE,
+  MV_REQUEST_DELETE,          /* refused while the machine is active */
+  MV_REQUEST_FORCE_DELETE,    /* also gives up a step under way */
 } MvRequest;
 
 gboolean      mv_reconciler_request (MvReconciler *reconciler, MvMachine *machine,

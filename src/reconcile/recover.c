@@ -153,8 +153,10 @@ apply (MvMachine *machine, RecoverTask *task)
     case RECOVER_STOP:
       mv_machine_clear_vmm (machine);
       g_clear_pointer (&status->saved_state, g_free);
-      /* What was asked is what was being done: finish it. */
-      if (config->desired == MV_DESIRED_STOPPED)
+      /* What was asked is what was being done: finish it. A restart
+       * stops first, then boots afresh. */
+      if (config->desired == MV_DESIRED_STOPPED ||
+          status->observed_restart_generation < config->restart_generation)
         mv_machine_set_state (machine, MV_STATE_STOPPED, NULL);
       else
         mv_machine_set_failed (machine, "interrupted while stopping");

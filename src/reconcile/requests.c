@@ -181,14 +181,43 @@ request_standby (MvMachine *machine, GError **error)
   return commit_config (machine, previous, error);
 }
 
+/* Checked when the change is made, not when the call came: a machine
+ * may have started while its caller was being authorized. */
 static gboolean
-request_delete (MvMachine *machine, GError **error)
+request_delete (MvMachine *machine, gboolean force, GError **error)
 {
-  MvConfig *previous = mv_config_copy (machine->config);
+  MvConfig *previous;
+  gint64 now = mv_reconciler_now (machine->reconciler);
 
-  mv_config_set_desired (machine->config, MV_DESIRED_DESTROYED,
-                         mv_reconciler_now (machine->reconciler));
-  return commit_config (machine, previous, error);
+  if (!force && mv_machine_is_active (machine))
+    return fail (error, MV_ERROR_INVALID_STATE,
+                 "Machine %s is %s: stop it first, or delete with force",
+                 machine->config->spec->name, mv_state_to_string (machine->status->state));
+  previous = mv_config_copy (machine->config);
+  /* A delete that failed is tried again when asked again. */
+  if (!mv_config_set_desired (machine->config, MV_DESIRED_DESTROYED, now) &&
+      machine->status->failed_generation == machine->config->desired_generation)
+    mv_config_retry (machine->config, now);
+  if (!mv_machine_save_config (machine, NULL))
+    {
+      MvRecords *records = machine->reconciler->host->records;
+
+      /* Deleting is how space is freed: on a full disk it is noted where
+       * it takes none, and the destroy goes on. */
+      if (!records->mark_destroyed (records, machine->id, error))
+        {
+          mv_config_free (machine->config);
+          machine->config = previous;
+          g_prefix_error (error, "Could not record the change: ");
+          return FALSE;
+        }
+      mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
+    }
+  mv_config_free (previous);
+  /* What is under way (a start waiting for its guest) gives up. */
+  if (force && machine->step_cancellable)
+    g_cancellable_cancel (machine->step_cancellable);
+  return TRUE;
 }
 
 static gboolean
@@ -215,7 +244,9 @@ take_request (MvMachine *machine, MvRequest request, GError **error)
     case MV_REQUEST_STANDBY:
       return request_standby (machine, error);
     case MV_REQUEST_DELETE:
-      return request_delete (machine, error);
+      return request_delete (machine, FALSE, error);
+    case MV_REQUEST_FORCE_DELETE:
+      return request_delete (machine, TRUE, error);
     }
   g_return_val_if_reached (FALSE);
 }
@@ -299,6 +330,14 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
   MvConfig *previous;
   gboolean discard;
 
+  /* A machine keeps the hypervisor it was created with unless the new
+   * spec names another: the host's default is only for new machines. */
+  if (!spec->hypervisor_type)
+    {
+      spec->hypervisor_type = g_strdup (current->hypervisor_type);
+      g_free (spec->hypervisor_version);
+      spec->hypervisor_version = g_strdup (current->hypervisor_version);
+    }
   if (!validate (rec, spec, error))
     return FALSE;
   if (spec->id && g_strcmp0 (spec->id, machine->id) != 0)

@@ -18,9 +18,11 @@ typedef struct {
   char         *runtime_dir;
   MvSpec       *spec;            /* copies: nothing here is shared with the main thread */
   JsonObject   *vmm;
+  GCancellable *cancellable;
   gboolean      restore;         /* START: from the saved guest */
   gboolean      restarting;      /* START: by the restart policy */
   const MvHostResource *resource; /* DESTROY: the one resource this step releases */
+  guint64       generation;      /* the desired generation the step works towards */
   /* Results, read on the main thread once the task is done. */
   JsonObject   *started_vmm;     /* START */
   MvVmmState    probed;          /* STANDBY that failed: what the VMM does now */
@@ -47,6 +49,7 @@ step_task_free (StepTask *task)
   mv_spec_free (task->spec);
   g_clear_pointer (&task->vmm, json_object_unref);
   g_clear_pointer (&task->started_vmm, json_object_unref);
+  g_clear_object (&task->cancellable);
   g_free (task);
 }
 
@@ -107,6 +110,7 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
     .spec = task->spec,
     .runtime_dir = task->runtime_dir,
     .vmm = task->vmm,
+    .cancellable = task->cancellable,
   };
   GError *error = NULL;
   gboolean ok = FALSE;
@@ -174,13 +178,13 @@ step_failed (MvMachine *machine, StepTask *task, GError *error)
   if (task->step == MV_STEP_START && task->restore)
     {
       /* A restore failure keeps the saved guest, to be tried again. */
-      status->failed_generation = machine->config->desired_generation;
+      status->failed_generation = task->generation;
       mv_machine_set_state (machine, MV_STATE_STANDBY, error->message);
     }
   else if (task->step == MV_STEP_STANDBY)
     {
       /* Nothing was frozen; the guest runs on if its VMM still does. */
-      status->failed_generation = machine->config->desired_generation;
+      status->failed_generation = task->generation;
       if (task->probed == MV_VMM_GONE)
         {
           mv_machine_clear_vmm (machine);
@@ -192,9 +196,14 @@ step_failed (MvMachine *machine, StepTask *task, GError *error)
                               error->message);
     }
   else
-    mv_machine_set_failed (machine, error->message);
+    {
+      /* The failure is that of the wish the step worked for; one made
+       * since (a Delete, say) is tried next. */
+      mv_machine_set_state (machine, MV_STATE_FAILED, error->message);
+      status->failed_generation = task->generation;
+    }
   mv_machine_save_status (machine, NULL);
-  mv_machine_settled (machine, reported);
+  mv_machine_settled (machine, reported, task->generation);
 }
 
 /* Returns FALSE if the machine is gone (freed) once its records are. */
@@ -289,6 +298,7 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
   g_return_if_fail (machine != NULL);
   status = machine->status;
   machine->busy = FALSE;
+  g_clear_object (&machine->step_cancellable);
   mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s %s%s%s", machine->id,
                   task->phase, error ? "failed" : "done", error ? ": " : "",
                   error ? error->message : "");
@@ -345,7 +355,7 @@ run_step (MvMachine *machine, MvStep step)
     {
       mv_machine_set_failed (machine, error->message);
       mv_machine_save_status (machine, NULL);
-      mv_machine_settled (machine, error);
+      mv_machine_failed_now (machine, error);
       return;
     }
   g_clear_error (&error);
@@ -360,6 +370,8 @@ run_step (MvMachine *machine, MvStep step)
   task->vmm = status->vmm ? mv_reconciler_copy_vmm (status->vmm) : NULL;
   task->restore = step == MV_STEP_START && status->saved_state != NULL;
   task->restarting = step == MV_STEP_START && status->state == MV_STATE_RESTARTING;
+  task->generation = machine->config->desired_generation;
+  task->cancellable = g_cancellable_new ();
   if (step == MV_STEP_DESTROY)
     {
       task->resource = next_destroy_resource (status);
@@ -380,7 +392,9 @@ run_step (MvMachine *machine, MvStep step)
   g_free (status->operation_id);
   status->operation_id = mv_id_new ();
   mv_machine_set_state (machine, next, NULL);
-  if (!mv_machine_save_status (machine, &error))
+  /* Every destroy step can be repeated: one whose phase cannot be written
+   * (a full disk) goes on, since what it removes is what frees the disk. */
+  if (!mv_machine_save_status (machine, &error) && step != MV_STEP_DESTROY)
     {
       /* Left as it was, and not tried again until something new is asked. */
       mv_status_free (machine->status);
@@ -388,11 +402,12 @@ run_step (MvMachine *machine, MvStep step)
       machine->status->failed_generation = machine->config->desired_generation;
       mv_machine_changed (machine, MV_PROP_ALL_STATUS);
       step_task_free (task);
-      mv_machine_settled (machine, error);
+      mv_machine_failed_now (machine, error);
       return;
     }
   mv_machine_changed (machine, MV_PROP_PHASE);
   machine->busy = TRUE;
+  machine->step_cancellable = g_object_ref (task->cancellable);
   mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, task->phase);
 
   mv_reconciler_run_in_thread (run_step_in_thread, on_step_done, task,
@@ -425,7 +440,7 @@ mv_reconciler_reconcile (MvMachine *machine)
           mv_machine_changed (machine, MV_PROP_OBSERVED_GENERATION);
           mv_machine_save_status (machine, NULL);
         }
-      mv_machine_settled (machine, NULL);
+      mv_machine_settled (machine, NULL, 0);
     }
   else if (status->state == MV_STATE_RESTARTING)
     {
@@ -440,7 +455,7 @@ mv_reconciler_reconcile (MvMachine *machine)
                      config->spec->name, mv_state_to_string (status->state),
                      status->state_error ? ": " : "",
                      status->state_error ? status->state_error : "");
-      mv_machine_settled (machine, error);
+      mv_machine_failed_now (machine, error);
     }
 }
 

@@ -25,6 +25,12 @@ records_save_status (MvRecords *records, const char *id, const MvStatus *status,
 }
 
 static gboolean
+records_mark_destroyed (MvRecords *records, const char *id, GError **error)
+{
+  return mv_store_mark_destroyed (records->data, id, error);
+}
+
+static gboolean
 records_remove (MvRecords *records, const char *id, GError **error)
 {
   return mv_store_remove_machine (records->data, id, error);
@@ -69,6 +75,7 @@ mv_store_records_new (MvStore *store)
   records->create = records_create;
   records->save_config = records_save_config;
   records->save_status = records_save_status;
+  records->mark_destroyed = records_mark_destroyed;
   records->remove = records_remove;
   records->machine_dir = records_machine_dir;
   records->runtime_dir = records_runtime_dir;

@@ -420,6 +420,19 @@ finish_removal (MvStore *store, const char *removing, GError **error)
 }
 
 gboolean
+mv_store_mark_destroyed (MvStore *store, const char *id, GError **error)
+{
+  g_autofree char *dir = mv_store_machine_dir (store, id);
+  g_autofree char *marker = g_build_filename (dir, MV_DESTROY_MARKER, NULL);
+  int fd = open (marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+  if (fd < 0)
+    return mv_set_errno_error (error, errno, "Cannot create %s", marker);
+  close (fd);
+  return fsync_dir (dir, error);
+}
+
+gboolean
 mv_store_remove_machine (MvStore *store, const char *id, GError **error)
 {
   g_autofree char *final = NULL;
@@ -599,6 +612,11 @@ load_record (const char *dir, const char *name, char **bad_path, GError **error)
     return NULL;
 
   g_clear_pointer (bad_path, g_free);
+
+  /* A delete asked for when config.json could not be written. */
+  g_autofree char *marker = g_build_filename (dir, MV_DESTROY_MARKER, NULL);
+  if (g_file_test (marker, G_FILE_TEST_EXISTS))
+    config->desired = MV_DESIRED_DESTROYED;
 
   /* Only a record that is valid as a whole is written back upgraded. A
    * failed write-back is not fatal: the record is still read correctly

@@ -41,6 +41,9 @@ gboolean    mv_store_create_machine (MvStore *store, const MvConfig *config,
 gboolean    mv_store_save_config (MvStore *store, const MvConfig *config, GError **error);
 gboolean    mv_store_save_status (MvStore *store, const char *id,
                                   const MvStatus *status, GError **error);
+/* Notes that the machine is to be destroyed without rewriting its config
+ * (an empty file, for a full disk); loading then says desired destroyed. */
+gboolean    mv_store_mark_destroyed (MvStore *store, const char *id, GError **error);
 /* Removes the machine's records; the directory disappears last. */
 gboolean    mv_store_remove_machine (MvStore *store, const char *id, GError **error);
 

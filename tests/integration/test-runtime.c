@@ -75,8 +75,18 @@ test_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   guint delay = arg_value (req->spec, "test.start-delay-ms");
   JsonObject *vmm;
 
-  if (delay)
-    g_usleep (delay * G_TIME_SPAN_MILLISECOND);
+  /* Like a guest slow to become ready: the wait gives up once cancelled. */
+  for (gint64 end = g_get_monotonic_time () + delay * G_TIME_SPAN_MILLISECOND;
+       g_get_monotonic_time () < end;)
+    {
+      if (g_cancellable_is_cancelled (req->cancellable))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE,
+                       "Given up waiting for the guest: the machine is being deleted");
+          return NULL;
+        }
+      g_usleep (10 * G_TIME_SPAN_MILLISECOND);
+    }
   if (req->spec->kernel_args && strstr (req->spec->kernel_args, "test.fail-start"))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,

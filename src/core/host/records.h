@@ -23,6 +23,9 @@ struct _MvRecords {
   gboolean (*save_config) (MvRecords *records, const MvConfig *config, GError **error);
   gboolean (*save_status) (MvRecords *records, const char *id, const MvStatus *status,
                            GError **error);
+  /* Cheap, needs no free space: records that the machine is to be
+   * destroyed, for when its config cannot be written (a full disk). */
+  gboolean (*mark_destroyed) (MvRecords *records, const char *id, GError **error);
   /* Removes the machine's records; blocks; the directory goes last. */
   gboolean (*remove) (MvRecords *records, const char *id, GError **error);
   /* The machine's directories: its state directory (records, saved guest)

@@ -14,6 +14,8 @@
 #include "core/spec.h"
 #include "core/state.h"
 
+#include <gio/gio.h>
+
 typedef struct _MvRuntime MvRuntime;
 
 /* One machine, as every host layer is told of it. */
@@ -22,6 +24,9 @@ typedef struct {
   const MvSpec *spec;
   const char   *runtime_dir;   /* <runtime>/machines/<id>, exists, 0700 */
   JsonObject   *vmm;           /* identity recorded at start, or NULL */
+  /* Cancelled when the machine is deleted by force: a start that waits
+   * for its guest gives up (and ends what it started). May be NULL. */
+  GCancellable *cancellable;
 } MvRuntimeRequest;
 
 typedef enum {
