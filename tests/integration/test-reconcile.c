@@ -398,7 +398,7 @@ test_migration_guard (Fixture *f, gconstpointer data)
 
 /* ----- crash safety: a daemon killed at every phase ----- */
 
-typedef enum { OP_CREATE, OP_START, OP_STOP, OP_STANDBY, OP_RESTORE, OP_DESTROY } Operation;
+typedef enum { OP_CREATE, OP_START, OP_STOP, OP_STANDBY, OP_RESTORE, OP_RESTART, OP_DESTROY } Operation;
 
 typedef struct {
   const char *fault;
@@ -416,6 +416,9 @@ static const FaultCase fault_cases[] = {
   { "standby:done", OP_STANDBY },
   { "restore:recorded", OP_RESTORE },
   { "restore:done", OP_RESTORE },
+  /* A restart stops, then boots afresh: a crash in between finishes it. */
+  { "stop:recorded", OP_RESTART },
+  { "stop:done", OP_RESTART },
   { "destroy-vmm:recorded", OP_DESTROY },
   { "destroy-vmm:done", OP_DESTROY },
   { "destroy-runtime:recorded", OP_DESTROY },
@@ -562,8 +565,10 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
     case OP_RESTORE:
     case OP_STOP:
     case OP_STANDBY:
+    case OP_RESTART:
       {
-        const char *method = c->op == OP_STOP ? "Stop" : c->op == OP_STANDBY ? "Standby" : "Start";
+        const char *method = c->op == OP_STOP ? "Stop" : c->op == OP_STANDBY ? "Standby"
+                             : c->op == OP_RESTART ? "Restart" : "Start";
         g_autofree char *err = client_machine_call (f->client, path, method, NULL);
         g_assert_nonnull (err);
       }
@@ -620,6 +625,7 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
             g_assert_cmpstr (state, ==, "Standby");
             break;
           case OP_RESTORE:
+          case OP_RESTART:
             g_assert_cmpstr (state, ==, "Running");
             break;
           default:
