@@ -1,0 +1,301 @@
+/* What a hostile or unlucky caller found, each kept as a test: reads that
+ * stay small whatever the specs hold, a forced Delete during a start that
+ * never gets ready, Update keeping the hypervisor, deletion on a full
+ * disk, and a daemon that loses its bus exiting with failure. */
+#include "bus-client.h"
+#include "names.h"
+#include "util/files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SPEC_WITH(name, extra) \
+  "{\"name\":\"" name "\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\"" extra "}"
+#define SPEC(name) SPEC_WITH (name, "")
+
+static const char quick_resync[] = "[lifecycle]\nresync-seconds=1\n";
+
+/* GetManagedObjects, which everyone may call, carries the typed properties
+ * of every machine but no spec: its size does not grow with what specs
+ * hold. The spec is read with Get. */
+static void
+test_spec_not_in_get_all (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create_ok (f->client, SPEC_WITH ("big", ",\"kernel_args\":\"marker-in-spec\""));
+  g_autoptr (sd_bus_message) objects = client_call (f->client, MV_MANAGER_PATH,
+                                                    "org.freedesktop.DBus.ObjectManager",
+                                                    "GetManagedObjects", NULL, NULL, NULL);
+  g_autoptr (sd_bus_message) all = client_call (f->client, path, "org.freedesktop.DBus.Properties",
+                                                "GetAll", NULL, NULL, "s", MV_MACHINE_IFACE);
+  g_autofree char *spec = client_get_string (f->client, path, "Spec");
+  const char *name;
+  gboolean saw_name = FALSE;
+
+  g_assert_nonnull (objects);
+  g_assert_nonnull (all);
+  g_assert_nonnull (strstr (spec, "marker-in-spec"));
+
+  g_assert_cmpint (sd_bus_message_enter_container (all, 'a', "{sv}"), >, 0);
+  while (sd_bus_message_enter_container (all, 'e', "sv") > 0)
+    {
+      g_assert_cmpint (sd_bus_message_read (all, "s", &name), >, 0);
+      g_assert_cmpstr (name, !=, "Spec");
+      saw_name |= g_str_equal (name, "Name");
+      g_assert_cmpint (sd_bus_message_skip (all, "v"), >=, 0);
+      g_assert_cmpint (sd_bus_message_exit_container (all), >=, 0);
+    }
+  g_assert_true (saw_name);
+}
+
+/* A forced Delete while a start waits for a guest that is never ready
+ * gives the start up at once; the machine goes, nothing is left. */
+static void
+test_force_delete_during_start (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create_ok (f->client, SPEC_WITH ("slow", ",\"kernel_args\":\"test.start-delay-ms=120000\""));
+  g_autoptr (sd_bus_slot) slot = NULL;
+  g_autoptr (sd_bus_message) reply = NULL;
+  g_autofree char *err = NULL, *msg = NULL;
+
+  g_assert_cmpint (sd_bus_call_method_async (f->client->bus, &slot, MV_BUS_NAME, path,
+                                             MV_MACHINE_IFACE, "Start", NULL, NULL, NULL), >=, 0);
+  client_assert_state_soon (f->client, path, "Starting", 5000);
+
+  /* Within the client's call timeout, far below the start's two minutes. */
+  reply = client_call (f->client, path, MV_MACHINE_IFACE, "Delete", &err, &msg, "b", 1);
+  if (!reply)
+    g_error ("Delete(true) during a start: %s: %s", err, msg);
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+
+  /* Asking again for something gone is a clean NotFound. */
+  g_autofree char *again = NULL;
+  g_autoptr (sd_bus_message) second = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                   "GetMachine", &again, NULL, "s", "slow");
+  g_assert_null (second);
+  g_assert_cmpstr (again, ==, MV_BUS_ERROR_NOT_FOUND);
+}
+
+/* Update from a spec that leaves out hypervisor_type keeps the machine on
+ * the hypervisor it was created with (here QEMU, not the default). */
+static void
+test_update_keeps_hypervisor (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create_ok (f->client,
+    "{\"name\":\"pinned\",\"hypervisor_type\":\"qemu\",\"kernel\":\"/boot/vmlinuz\"}");
+  g_autofree char *before = client_get_string (f->client, path, "Hypervisor");
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autoptr (sd_bus_message) reply = client_call (f->client, path, MV_MACHINE_IFACE, "Update",
+                                                  &err, &msg, "s",
+                                                  "{\"name\":\"pinned\",\"kernel\":\"/boot/vmlinuz\","
+                                                  "\"labels\":{\"changed\":\"yes\"}}");
+
+  if (!reply)
+    g_error ("Update: %s: %s", err, msg);
+  g_assert_cmpstr (before, ==, "qemu");
+  g_autofree char *after = client_get_string (f->client, path, "Hypervisor");
+  g_assert_cmpstr (after, ==, "qemu");
+}
+
+/* ----- a full disk ----- */
+
+static void
+fill (const char *path)
+{
+  int fd = open (path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  char block[4096] = { 0 };
+
+  g_assert_cmpint (fd, >=, 0);
+  while (write (fd, block, sizeof block) > 0)
+    ;
+  g_assert_cmpint (errno, ==, ENOSPC);
+  close (fd);
+}
+
+static char *
+status_on_disk (const char *state_dir, const char *id)
+{
+  g_autofree char *file = g_build_filename (state_dir, "machines", id, "status.json", NULL);
+  char *text = NULL;
+
+  g_assert_true (g_file_get_contents (file, &text, NULL, NULL));
+  return text;
+}
+
+/* With the state file system full, a create is refused and leaves
+ * nothing, a Delete still works (it is how space is freed), and what a
+ * machine did meanwhile reaches its status.json once there is room. */
+static void
+test_full_disk (Fixture *f, gconstpointer data)
+{
+  g_autofree char *small = g_build_filename (mv_test_env_dir (f->env), "small", NULL);
+  g_autofree char *filler = g_build_filename (small, "filler", NULL);
+  const char *args[] = { "--state-dir", small, NULL };
+  g_autofree char *running = NULL, *stopped = NULL, *id = NULL, *vmm = NULL;
+
+  g_assert_cmpint (g_mkdir (small, 0700), ==, 0);
+  g_assert_cmpint (mount ("tmpfs", small, "tmpfs", 0, "size=512k,mode=0700"), ==, 0);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_write_config (f->env, quick_resync);
+  mv_test_env_start_daemon (f->env, args);
+
+  running = client_create_ok (f->client, SPEC ("runs"));
+  stopped = client_create_ok (f->client, SPEC ("stays"));
+  client_call_ok (f->client, running, "Start");
+  id = client_get_string (f->client, running, "Id");
+  vmm = g_build_filename (mv_test_env_runtime_dir (f->env), "machines", id, "test-vmm.state", NULL);
+
+  fill (filler);
+  {
+    g_autofree char *err = NULL;
+    g_autofree char *p = client_create (f->client, SPEC ("refused"), 0, &err, NULL);
+    g_assert_null (p);
+    g_assert_nonnull (err);
+  }
+  g_assert_cmpuint (count_machine_dirs (small), ==, 2);
+
+  {
+    g_autofree char *err = NULL, *msg = NULL;
+    g_autoptr (sd_bus_message) r = client_call (f->client, stopped, MV_MACHINE_IFACE, "Delete",
+                                                &err, &msg, "b", 0);
+    if (!r)
+      g_error ("Delete on a full disk: %s: %s", err, msg);
+  }
+  g_assert_cmpuint (count_machine_dirs (small), ==, 1);
+
+  /* The VMM crashes while nothing can be written (the delete freed some
+   * room: take it too). */
+  g_autofree char *more = g_build_filename (small, "more", NULL);
+  fill (more);
+  g_assert_true (g_file_set_contents (vmm, "crashed", -1, NULL));
+  client_assert_state_soon (f->client, running, "Failed", 5000);
+  {
+    g_autofree char *text = status_on_disk (small, id);
+    g_assert_nonnull (strstr (text, "Running"));
+  }
+
+  /* Room again: the status catches up. */
+  g_assert_cmpint (g_unlink (filler), ==, 0);
+  g_assert_cmpint (g_unlink (more), ==, 0);
+  for (guint i = 0; i < 100; i++)
+    {
+      g_autofree char *text = status_on_disk (small, id);
+      if (strstr (text, "Failed"))
+        break;
+      g_assert_cmpuint (i, <, 99);
+      client_settle (f->client, 100);
+    }
+
+  client_delete_all (f->client);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  g_assert_cmpint (umount (small), ==, 0);
+  mv_test_env_start_daemon (f->env, NULL);
+}
+
+/* ----- losing the bus ----- */
+
+static GPid
+spawn (const char *const *argv, int *stdout_fd)
+{
+  g_autoptr (GError) error = NULL;
+  GPid pid = 0;
+
+  if (!g_spawn_async_with_pipes (NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH, NULL,
+                                 NULL, &pid, NULL, stdout_fd, NULL, &error))
+    g_error ("%s: %s", argv[0], error->message);
+  return pid;
+}
+
+static int
+wait_exit (GPid pid, guint timeout_ms)
+{
+  int status = 0;
+
+  for (guint waited = 0; waited < timeout_ms; waited += 20)
+    {
+      pid_t r = waitpid (pid, &status, WNOHANG);
+
+      if (r == pid)
+        return status;
+      g_usleep (20 * 1000);
+    }
+  kill (pid, SIGKILL);
+  waitpid (pid, &status, 0);
+  g_error ("process %d did not exit within %u ms", pid, timeout_ms);
+}
+
+static gboolean
+name_owned (const char *address)
+{
+  g_autoptr (sd_bus) bus = NULL;
+  int r = sd_bus_new (&bus);
+
+  if (r >= 0)
+    r = sd_bus_set_address (bus, address);
+  if (r >= 0)
+    r = sd_bus_set_bus_client (bus, 1);
+  if (r >= 0)
+    r = sd_bus_start (bus);
+  return r >= 0 && sd_bus_call_method (bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "GetNameOwner", NULL, NULL, "s",
+                                       MV_BUS_NAME) >= 0;
+}
+
+/* A daemon dropped by its bus exits with a failure status, so that a
+ * service manager's Restart=on-failure starts it again. Its own bus, so
+ * that killing it harms nothing else. */
+static void
+test_bus_lost_is_failure (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("microvmd-bus-lost-XXXXXX", NULL);
+  g_autofree char *socket = g_build_filename (dir, "bus", NULL);
+  g_autofree char *address = g_strconcat ("unix:path=", socket, NULL);
+  g_autofree char *listen = g_strconcat ("--address=", address, NULL);
+  g_autofree char *bus_arg = g_strconcat ("--bus=", address, NULL);
+  g_autofree char *state = g_build_filename (dir, "state", NULL);
+  g_autofree char *runtime = g_build_filename (dir, "run", NULL);
+  g_autofree char *config = g_build_filename (dir, "microvmd.conf", NULL);
+  g_autofree char *daemon = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "tests",
+                                              "integration", "microvmd-test", NULL);
+  const char *bus_argv[] = { "dbus-daemon", "--session", "--nofork", "--nopidfile", listen, NULL };
+  const char *daemon_argv[] = { daemon, bus_arg, "--state-dir", state, "--runtime-dir", runtime,
+                                "--config", config, NULL };
+  GPid bus, microvmd;
+  int status;
+
+  g_assert_true (g_file_set_contents (config, "", 0, NULL));
+  bus = spawn (bus_argv, NULL);
+  for (guint i = 0; i < 250 && !g_file_test (socket, G_FILE_TEST_EXISTS); i++)
+    g_usleep (20 * 1000);
+  microvmd = spawn (daemon_argv, NULL);
+  for (guint i = 0; i < 500 && !name_owned (address); i++)
+    g_usleep (20 * 1000);
+  g_assert_true (name_owned (address));
+
+  kill (bus, SIGKILL);
+  waitpid (bus, NULL, 0);
+  status = wait_exit (microvmd, 10000);
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), !=, 0);
+
+  g_autoptr (GError) error = NULL;
+  g_assert_true (mv_remove_tree (dir, &error));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD(name, fn) g_test_add ("/hostile/" name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+  ADD ("spec-not-in-get-all", test_spec_not_in_get_all);
+  ADD ("force-delete-during-start", test_force_delete_during_start);
+  ADD ("update-keeps-hypervisor", test_update_keeps_hypervisor);
+  ADD ("full-disk", test_full_disk);
+  g_test_add_func ("/hostile/bus-lost-is-failure", test_bus_lost_is_failure);
+  return g_test_run ();
+}
