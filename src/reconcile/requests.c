@@ -59,12 +59,20 @@ check_state (MvMachine *machine, const char *verb, guint allowed, GError **error
                machine->config->spec->name, mv_state_to_string (machine->status->state));
 }
 
-static gboolean
+/* Everything a spec must pass before it is recorded: its own limits,
+ * this daemon's features, and the runtime that is to run it. */
+static MvRuntime *
 validate (MvReconciler *rec, MvSpec *spec, GError **error)
 {
-  return mv_spec_validate_with_standby_min (spec, rec->options.standby_min_seconds, error) &&
-         mv_spec_check_implemented (spec, error) &&
-         mv_runtimes_for_spec (rec->host->runtimes, spec, error) != NULL;
+  MvRuntime *runtime;
+
+  if (!mv_spec_validate_with_standby_min (spec, rec->options.standby_min_seconds, error) ||
+      !mv_spec_check_implemented (spec, error) ||
+      !(runtime = mv_runtimes_for_spec (rec->host->runtimes, spec, error)))
+    return NULL;
+  if (runtime->check && !runtime->check (runtime, spec, error))
+    return NULL;
+  return runtime;
 }
 
 MvMachine *
@@ -80,8 +88,7 @@ mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboole
   gint64 now = mv_reconciler_now (rec);
 
   *existed = FALSE;
-  if (!mv_spec_validate_with_standby_min (spec, rec->options.standby_min_seconds, error) ||
-      !mv_spec_check_implemented (spec, error))
+  if (!(runtime = validate (rec, spec, error)))
     return NULL;
 
   /* A client retrying with the same ID gets the same machine. */
@@ -112,9 +119,6 @@ mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboole
             spec->name);
       return NULL;
     }
-  if (!(runtime = mv_runtimes_for_spec (rec->host->runtimes, spec, error)))
-    return NULL;
-
   /* A machine keeps the hypervisor it was created with, even when the
    * host's default changes; its fingerprint stays that of what was sent. */
   if (!spec->hypervisor_type)

@@ -54,6 +54,12 @@ struct _MvRuntime {
 
   /* The hypervisor's version, asked once at startup. */
   char       *(*version) (MvRuntime *rt, GError **error);
+  /* Main thread, cheap (a few stat calls); may be NULL: refuses a spec
+   * this runtime will not run on this host, such as a host path outside
+   * the directories machines may use, with MV_ERROR_INVALID_ARGUMENT (or
+   * MV_ERROR_UNSUPPORTED) naming the field. Called at create and update,
+   * before anything is recorded. */
+  gboolean    (*check) (MvRuntime *rt, const MvSpec *spec, GError **error);
   /* Boots the guest as @req->spec says and waits for its readiness;
    * returns the VMM identity to record. */
   JsonObject *(*start) (MvRuntime *rt, const MvRuntimeRequest *req, GError **error);
