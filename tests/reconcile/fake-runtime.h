@@ -1,0 +1,53 @@
+/* A Runtime that keeps its VMMs in a table in memory, one per machine. A
+ * test scripts failures of the next call of a kind, what the next probe
+ * answers, and the CPU time a VMM has used; it makes a watched VMM end by
+ * itself. The fake notes breaches of the Runtime contract (runtime.h): a
+ * blocking call on the main thread, two calls for one machine at once, a
+ * start beside a VMM that still runs. */
+#pragma once
+#include "core/host/runtime.h"
+#include "fake-log.h"
+
+typedef enum {
+  FAKE_RUNTIME_START,
+  FAKE_RUNTIME_STOP,
+  FAKE_RUNTIME_PAUSE,
+  FAKE_RUNTIME_RESUME,
+  FAKE_RUNTIME_SAVE,
+  FAKE_RUNTIME_RESTORE,
+  FAKE_RUNTIME_DESTROY,
+  FAKE_RUNTIME_PROBE,
+  FAKE_RUNTIME_USAGE,
+  FAKE_RUNTIME_N_CALLS,
+} FakeRuntimeCall;
+
+typedef struct _FakeRuntime FakeRuntime;
+
+FakeRuntime *fake_runtime_new (const char *type, FakeLog *log);
+void         fake_runtime_free (FakeRuntime *fake);
+MvRuntime   *fake_runtime_iface (FakeRuntime *fake);
+
+/* The next @call fails with @message (MV_ERROR_FAILED); with @ends_vmm the
+ * machine's VMM is gone afterwards, as when a save kills it. */
+void         fake_runtime_fail_next (FakeRuntime *fake, FakeRuntimeCall call, const char *message,
+                                     gboolean ends_vmm);
+/* The next probe of @machine_id answers @state, whatever the table says. */
+void         fake_runtime_script_probe (FakeRuntime *fake, const char *machine_id, MvVmmState state);
+/* The thread the last probe ran on, and how many there were. */
+GThread     *fake_runtime_probe_thread (FakeRuntime *fake);
+guint        fake_runtime_probes (FakeRuntime *fake);
+FakeHold    *fake_runtime_hold (FakeRuntime *fake);
+
+/* A VMM of @machine_id in @state, as a daemon before this one left it;
+ * returns its identity for the status record (the caller's). */
+JsonObject  *fake_runtime_spawn (FakeRuntime *fake, const char *machine_id, MvVmmState state);
+MvVmmState   fake_runtime_vmm_state (FakeRuntime *fake, const char *machine_id);
+void         fake_runtime_set_cpu (FakeRuntime *fake, const char *machine_id, guint64 cpu_ns);
+/* Whether the reconciler watches @machine_id's VMM. */
+gboolean     fake_runtime_watched (FakeRuntime *fake, const char *machine_id);
+/* @machine_id's VMM ends by itself; the watch, if any, is told on this
+ * (the main) thread. Returns whether anyone watched it. */
+gboolean     fake_runtime_end_vmm (FakeRuntime *fake, const char *machine_id,
+                                   gboolean has_exit_code, int exit_code, const char *reason);
+/* Without save and restore, as a hypervisor that cannot freeze a guest. */
+void         fake_runtime_set_can_freeze (FakeRuntime *fake, gboolean can_freeze);
