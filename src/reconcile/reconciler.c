@@ -391,6 +391,8 @@ mv_reconciler_busy (MvReconciler *rec)
   GHashTableIter iter;
   MvMachine *machine;
 
+  if (rec->background)
+    return TRUE;
   g_hash_table_iter_init (&iter, rec->machines);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
     if (machine->busy)
@@ -418,6 +420,25 @@ mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done, gpo
 {
   g_autoptr (GTask) gtask = g_task_new (NULL, NULL, done, NULL);
 
+  g_task_set_task_data (gtask, data, free);
+  g_task_run_in_thread (gtask, func);
+}
+
+static void
+on_background_done (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  MvReconciler *rec = user_data;
+
+  rec->background--;
+}
+
+void
+mv_reconciler_run_in_background (MvReconciler *rec, GTaskThreadFunc func, gpointer data,
+                                 GDestroyNotify free)
+{
+  g_autoptr (GTask) gtask = g_task_new (NULL, NULL, on_background_done, rec);
+
+  rec->background++;
   g_task_set_task_data (gtask, data, free);
   g_task_run_in_thread (gtask, func);
 }
@@ -452,7 +473,7 @@ mv_reconciler_sweep_later (MvReconciler *rec, const char *machine_id)
 
   task->storage = rec->host->storage;
   task->machine_id = g_strdup (machine_id);
-  mv_reconciler_run_in_thread (sweep_in_thread, NULL, task, (GDestroyNotify) sweep_task_free);
+  mv_reconciler_run_in_background (rec, sweep_in_thread, task, (GDestroyNotify) sweep_task_free);
 }
 
 void

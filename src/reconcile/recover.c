@@ -368,6 +368,6 @@ mv_reconciler_recover (MvReconciler *rec, void (*done) (gpointer data), gpointer
   /* What a crash left of retired frozen guests goes, off the main loop. */
   all->storage = rec->host->storage;
   all->ids = ids;
-  mv_reconciler_run_in_thread (sweep_all_in_thread, NULL, all, (GDestroyNotify) sweep_all_free);
+  mv_reconciler_run_in_background (rec, sweep_all_in_thread, all, (GDestroyNotify) sweep_all_free);
   recovered_one (rec);
 }
