@@ -97,7 +97,7 @@ fixture_setup (Fixture *f, gconstpointer data)
   g_mutex_unlock (&warnings_lock);
 
   f->log = fake_log_new ();
-  f->runtime = fake_runtime_new ("fake", f->log);
+  f->runtime = fake_runtime_new ("test", f->log);
   f->records = fake_records_new (f->log);
   f->storage = fake_storage_new (f->log);
   f->network = fake_network_new (f->log);
@@ -322,7 +322,7 @@ fixture_config (Fixture *f, const char *id, MvDesired desired)
   MvSpec *spec = fixture_spec (id);
   MvConfig *config;
 
-  spec->hypervisor_type = g_strdup ("fake");
+  spec->hypervisor_type = g_strdup ("test");
   config = mv_config_new (id, spec, fake_clock_real (f->clock));
   mv_config_set_desired (config, desired, fake_clock_real (f->clock));
   return config;

@@ -1,8 +1,9 @@
 /* What every reconciler test starts from: a reconciler on a host made of
- * fakes (one runtime of type "fake"), a fake clock and a recording
- * observer; helpers that ask for something and wait, on the default main
- * context, until the reconciler has settled it; and checks at teardown
- * that no fake saw its contract broken and no warning went unexpected. */
+ * fakes (one runtime, of the type "test" that specs may name), a fake
+ * clock and a recording observer; helpers that ask for something and
+ * wait, on the default main context, until the reconciler has settled it;
+ * and checks at teardown that no fake saw its contract broken and no
+ * warning went unexpected. */
 #pragma once
 #include "fake-clock.h"
 #include "fake-log.h"
