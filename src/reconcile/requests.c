@@ -209,9 +209,12 @@ take_request (MvMachine *machine, MvRequest request, GError **error)
                           STATES (MV_STATE_PAUSED, MV_STATE_RUNNING, MV_STATE_STARTING), error) &&
              request_desired (machine, MV_DESIRED_RUNNING, FALSE, FALSE, error);
     case MV_REQUEST_RESTART:
-      /* A machine that does not run is simply started. */
+      /* A machine that does not run is simply started; a frozen one is
+       * restarted too, which deletes its saved state. */
       return request_desired (machine, MV_DESIRED_RUNNING,
-                              mv_state_holds_resources (machine->status->state), FALSE, error);
+                              mv_state_holds_resources (machine->status->state) ||
+                                machine->status->state == MV_STATE_STANDBY,
+                              FALSE, error);
     case MV_REQUEST_STANDBY:
       return request_standby (machine, error);
     case MV_REQUEST_DELETE:

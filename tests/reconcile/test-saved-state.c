@@ -126,6 +126,26 @@ test_restart_boots_afresh (Fixture *f, gconstpointer data)
   g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
 }
 
+static void
+test_restart_from_standby_deletes_it (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = fixture_on_standby (f, "m1");
+  guint64 generation = m->config->restart_generation;
+  guint mark = fake_log_len (f->log);
+  g_autoptr (GError) error = NULL;
+
+  fixture_expect_warning (f, "unexpected move from Standby to Stopping");
+  error = fixture_request (f, m, MV_REQUEST_RESTART);
+  g_assert_no_error (error);
+  /* The frozen guest goes with the restart; the guest boots afresh. */
+  fake_assert_order (f->log, "storage.discard m1", "runtime.start m1");
+  g_assert_cmpint (fake_log_find (f->log, mark, "runtime.restore m1"), <, 0);
+  g_assert_false (fake_storage_has_whole (f->storage, "m1"));
+  g_assert_null (m->status->saved_state);
+  g_assert_cmpuint (m->status->observed_restart_generation, ==, generation + 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+}
+
 /* Update with @change applied to a copy of the machine's spec, as the bus
  * does: the reply once it is taken, then a kick. */
 static GError *
@@ -294,6 +314,8 @@ main (int argc, char **argv)
                 test_stale_beside_running_vmm_is_deleted);
   FIXTURE_TEST ("/reconcile/saved-state/restore-failure-keeps-it", test_restore_failure_keeps_it);
   FIXTURE_TEST ("/reconcile/saved-state/restart-boots-afresh", test_restart_boots_afresh);
+  FIXTURE_TEST ("/reconcile/saved-state/restart-from-standby-deletes-it",
+                test_restart_from_standby_deletes_it);
   FIXTURE_TEST ("/reconcile/saved-state/memory-change-deletes-it", test_memory_change_deletes_it);
   FIXTURE_TEST ("/reconcile/saved-state/vcpu-change-deletes-it", test_vcpu_change_deletes_it);
   FIXTURE_TEST ("/reconcile/saved-state/label-change-keeps-it", test_label_change_keeps_it);
