@@ -43,6 +43,8 @@ void        fixture_setup (Fixture *f, gconstpointer data);
 void        fixture_teardown (Fixture *f, gconstpointer data);
 #define FIXTURE_TEST(path, func) \
   g_test_add (path, Fixture, NULL, fixture_setup, func, fixture_teardown)
+#define FIXTURE_TEST_DATA(path, data, func) \
+  g_test_add (path, Fixture, data, fixture_setup, func, fixture_teardown)
 
 /* A warning containing @text is expected before the test ends. */
 void        fixture_expect_warning (Fixture *f, const char *text);
