@@ -120,10 +120,10 @@ static const WriteCase write_cases[] = {
     { "records.make_runtime_dir m1", "runtime.start m1" }, TRUE },
   { "stop", FALSE, FALSE, MV_REQUEST_STOP, { "runtime.stop m1", "storage.discard m1" }, TRUE },
   { "pause", FALSE, FALSE, MV_REQUEST_PAUSE, { "runtime.pause m1" }, TRUE },
-  { "standby", FALSE, FALSE, MV_REQUEST_STANDBY, { "storage.stage m1", "runtime.save m1" }, FALSE },
+  { "standby", FALSE, FALSE, MV_REQUEST_STANDBY, { "storage.stage m1", "runtime.save m1" }, TRUE },
   { "restore", TRUE, FALSE, MV_REQUEST_START,
     { "records.make_runtime_dir m1", "runtime.restore m1" }, TRUE },
-  { "destroy", FALSE, FALSE, MV_REQUEST_DELETE, { "runtime.stop m1", "records.remove m1" }, FALSE },
+  { "destroy", FALSE, FALSE, MV_REQUEST_DELETE, { "runtime.stop m1", "records.remove m1" }, TRUE },
 };
 
 static void

@@ -287,6 +287,33 @@ test_destroyed_from_stopped (Fixture *f, gconstpointer data)
   g_assert_cmpuint (f->recorder->added->len, ==, 1);
 }
 
+static void
+test_destroyed_carries_on_when_asked_again (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = fixture_running (f, "m1");
+  g_autoptr (GError) error = NULL;
+  guint mark;
+
+  fake_network_fail_next_release (f->network, "The bridge is busy");
+  error = fixture_request (f, m, MV_REQUEST_DELETE);
+  g_assert_error (error, MV_ERROR, MV_ERROR_FAILED);
+  g_assert_cmpstr (error->message, ==, "The bridge is busy");
+  g_assert_true (mv_reconciler_lookup (f->rec, "m1") == m);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_FAILED);
+  g_assert_cmpuint (m->status->destroyed->len, ==, 2);
+
+  /* Asked again, the destroy goes on from the resource that failed. */
+  mark = fake_log_len (f->log);
+  g_clear_error (&error);
+  error = fixture_request (f, m, MV_REQUEST_DELETE);
+  g_assert_no_error (error);
+  g_assert_cmpint (fake_log_find (f->log, mark, "runtime.stop m1"), <, 0);
+  g_assert_cmpint (fake_log_find (f->log, mark, "runtime.destroy m1"), <, 0);
+  g_assert_cmpint (fake_log_find (f->log, mark, "network.release m1"), >=, 0);
+  g_assert_cmpint (fake_log_find (f->log, mark, "records.remove m1"), >=, 0);
+  g_assert_true (recorder_was_removed (f->recorder, "m1"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -308,5 +335,7 @@ main (int argc, char **argv)
   FIXTURE_TEST ("/reconcile/table/destroyed/releases-in-order", test_destroyed_releases_in_order);
   FIXTURE_TEST ("/reconcile/table/destroyed/from-standby", test_destroyed_from_standby);
   FIXTURE_TEST ("/reconcile/table/destroyed/from-stopped", test_destroyed_from_stopped);
+  FIXTURE_TEST ("/reconcile/table/destroyed/carries-on-when-asked-again",
+                test_destroyed_carries_on_when_asked_again);
   return g_test_run ();
 }
