@@ -476,10 +476,10 @@ fake_runtime_vmm_state (FakeRuntime *fake, const char *machine_id)
 }
 
 void
-fake_runtime_set_cpu (FakeRuntime *fake, const char *machine_id, guint64 cpu_ns)
+fake_runtime_add_cpu (FakeRuntime *fake, const char *machine_id, guint64 cpu_ns)
 {
   g_mutex_lock (&fake->lock);
-  vmm_of (fake, machine_id)->cpu_ns = cpu_ns;
+  vmm_of (fake, machine_id)->cpu_ns += cpu_ns;
   g_mutex_unlock (&fake->lock);
 }
 

@@ -42,7 +42,8 @@ FakeHold    *fake_runtime_hold (FakeRuntime *fake);
  * returns its identity for the status record (the caller's). */
 JsonObject  *fake_runtime_spawn (FakeRuntime *fake, const char *machine_id, MvVmmState state);
 MvVmmState   fake_runtime_vmm_state (FakeRuntime *fake, const char *machine_id);
-void         fake_runtime_set_cpu (FakeRuntime *fake, const char *machine_id, guint64 cpu_ns);
+/* The VMM has used @cpu_ns more CPU time; a new VMM starts from 0. */
+void         fake_runtime_add_cpu (FakeRuntime *fake, const char *machine_id, guint64 cpu_ns);
 /* Whether the reconciler watches @machine_id's VMM. */
 gboolean     fake_runtime_watched (FakeRuntime *fake, const char *machine_id);
 /* @machine_id's VMM ends by itself; the watch, if any, is told on this
