@@ -26,8 +26,11 @@ typedef struct {
   gboolean  ends_vmm;
 } Failure;
 
+/* Bound to one VMM, as a real watch is bound to its process. */
 typedef struct {
   char             *machine_id;
+  guint             serial;
+  gboolean          ended;      /* its VMM is gone; not reported yet */
   MvRuntimeExitFunc func;
   gpointer          user_data;
 } Watch;
@@ -40,7 +43,7 @@ struct _FakeRuntime {
   GHashTable *vmms;                          /* machine id -> Vmm* */
   Failure    *failures[FAKE_RUNTIME_N_CALLS];
   guint       next_serial;
-  GHashTable *watches;                       /* watch id -> Watch* (main thread only) */
+  GHashTable *watches;                       /* watch id -> Watch* */
   guint       next_watch;
   GThread    *probe_thread;
   guint       probes;
@@ -84,6 +87,21 @@ vmm_of (FakeRuntime *fake, const char *machine_id)
   return vmm;
 }
 
+/* @vmm has ended: its watches will report that, once delivered. Called
+ * with the lock held. */
+static void
+vmm_ended (FakeRuntime *fake, const char *machine_id, Vmm *vmm)
+{
+  GHashTableIter iter;
+  Watch *watch;
+
+  vmm->state = MV_VMM_GONE;
+  g_hash_table_iter_init (&iter, fake->watches);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &watch))
+    if (watch->serial == vmm->serial && g_str_equal (watch->machine_id, machine_id))
+      watch->ended = TRUE;
+}
+
 static JsonObject *
 identity (guint serial, gboolean restored)
 {
@@ -122,7 +140,7 @@ enter (FakeRuntime *fake, FakeRuntimeCall call, const MvRuntimeRequest *req, con
   g_mutex_lock (&fake->lock);
   failure = g_steal_pointer (&fake->failures[call]);
   if (failure && failure->ends_vmm)
-    vmm->state = MV_VMM_GONE;
+    vmm_ended (fake, req->machine_id, vmm);
   g_mutex_unlock (&fake->lock);
   return failure;
 }
@@ -193,7 +211,7 @@ fake_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **
   if (ok)
     {
       g_mutex_lock (&fake->lock);
-      vmm_of (fake, req->machine_id)->state = MV_VMM_GONE;
+      vmm_ended (fake, req->machine_id, vmm_of (fake, req->machine_id));
       g_mutex_unlock (&fake->lock);
     }
   leave (fake, req);
@@ -210,7 +228,9 @@ set_live_state (FakeRuntime *fake, const MvRuntimeRequest *req, MvVmmState state
   g_mutex_lock (&fake->lock);
   vmm = vmm_of (fake, req->machine_id);
   ok = vmm->state != MV_VMM_GONE;
-  if (ok)
+  if (ok && state == MV_VMM_GONE)
+    vmm_ended (fake, req->machine_id, vmm);
+  else if (ok)
     vmm->state = state;
   g_mutex_unlock (&fake->lock);
   if (!ok)
@@ -302,22 +322,44 @@ fake_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
   return vmm;
 }
 
+/* Called with the lock held. */
+static Watch *
+live_watch (FakeRuntime *fake, const char *machine_id, guint serial)
+{
+  GHashTableIter iter;
+  Watch *watch;
+
+  g_hash_table_iter_init (&iter, fake->watches);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &watch))
+    if (watch->serial == serial && !watch->ended && g_str_equal (watch->machine_id, machine_id))
+      return watch;
+  return NULL;
+}
+
 static guint
 fake_watch (MvRuntime *rt, const char *machine_id, JsonObject *vmm, MvRuntimeExitFunc func,
             gpointer user_data)
 {
   FakeRuntime *fake = fake_of (rt);
   Watch *watch = g_new0 (Watch, 1);
-  guint id = ++fake->next_watch;
+  Vmm *current;
+  guint id;
 
   if (!fake_on_main_thread ())
     fake_log_breach (fake->log, "runtime.watch %s off the main thread", machine_id);
-  if (fake_runtime_watched (fake, machine_id))
-    fake_log_breach (fake->log, "runtime.watch %s: watched twice", machine_id);
   watch->machine_id = g_strdup (machine_id);
+  watch->serial = (guint) json_object_get_int_member_with_default (vmm, "serial", 0);
   watch->func = func;
   watch->user_data = user_data;
+  g_mutex_lock (&fake->lock);
+  if (live_watch (fake, machine_id, watch->serial))
+    fake_log_breach (fake->log, "runtime.watch %s: watched twice", machine_id);
+  current = vmm_of (fake, machine_id);
+  /* A VMM that is gone already is reported gone, like any other end. */
+  watch->ended = current->serial != watch->serial || current->state == MV_VMM_GONE;
+  id = ++fake->next_watch;
   g_hash_table_insert (fake->watches, GUINT_TO_POINTER (id), watch);
+  g_mutex_unlock (&fake->lock);
   fake_log_add (fake->log, "runtime.watch %s", machine_id);
   return id;
 }
@@ -326,14 +368,21 @@ static void
 fake_unwatch (MvRuntime *rt, guint watch_id)
 {
   FakeRuntime *fake = fake_of (rt);
-  Watch *watch = g_hash_table_lookup (fake->watches, GUINT_TO_POINTER (watch_id));
+  g_autofree char *machine_id = NULL;
+  Watch *watch;
 
   if (!fake_on_main_thread ())
     fake_log_breach (fake->log, "runtime.unwatch off the main thread");
-  if (!watch)
-    return;
-  fake_log_add (fake->log, "runtime.unwatch %s", watch->machine_id);
-  g_hash_table_remove (fake->watches, GUINT_TO_POINTER (watch_id));
+  g_mutex_lock (&fake->lock);
+  watch = g_hash_table_lookup (fake->watches, GUINT_TO_POINTER (watch_id));
+  if (watch)
+    {
+      machine_id = g_strdup (watch->machine_id);
+      g_hash_table_remove (fake->watches, GUINT_TO_POINTER (watch_id));
+    }
+  g_mutex_unlock (&fake->lock);
+  if (machine_id)
+    fake_log_add (fake->log, "runtime.unwatch %s", machine_id);
 }
 
 static gboolean
@@ -483,46 +532,102 @@ fake_runtime_add_cpu (FakeRuntime *fake, const char *machine_id, guint64 cpu_ns)
   g_mutex_unlock (&fake->lock);
 }
 
-static guint
-find_watch (FakeRuntime *fake, const char *machine_id)
-{
-  GHashTableIter iter;
-  gpointer id;
-  Watch *watch;
-
-  g_hash_table_iter_init (&iter, fake->watches);
-  while (g_hash_table_iter_next (&iter, &id, (gpointer *) &watch))
-    if (g_str_equal (watch->machine_id, machine_id))
-      return GPOINTER_TO_UINT (id);
-  return 0;
-}
-
 gboolean
 fake_runtime_watched (FakeRuntime *fake, const char *machine_id)
 {
-  return find_watch (fake, machine_id) != 0;
+  GHashTableIter iter;
+  Watch *watch;
+  gboolean watched = FALSE;
+  guint serial;
+
+  g_mutex_lock (&fake->lock);
+  serial = vmm_of (fake, machine_id)->serial;
+  g_hash_table_iter_init (&iter, fake->watches);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &watch))
+    watched |= watch->serial == serial && g_str_equal (watch->machine_id, machine_id);
+  g_mutex_unlock (&fake->lock);
+  return watched;
+}
+
+/* Takes the watches that @take says are to report now; they fire once,
+ * so they are gone before anyone is told, as the real runtimes drop
+ * theirs. */
+static GPtrArray *
+take_watches (FakeRuntime *fake, gboolean (*take) (Watch *watch, gpointer data), gpointer data)
+{
+  GPtrArray *taken = g_ptr_array_new_with_free_func ((GDestroyNotify) watch_free);
+  GHashTableIter iter;
+  Watch *watch;
+
+  g_mutex_lock (&fake->lock);
+  g_hash_table_iter_init (&iter, fake->watches);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &watch))
+    if (take (watch, data))
+      {
+        g_ptr_array_add (taken, watch);
+        g_hash_table_iter_steal (&iter);
+      }
+  g_mutex_unlock (&fake->lock);
+  return taken;
+}
+
+typedef struct {
+  const char *machine_id;
+  guint       serial;
+} Which;
+
+static gboolean
+is_of (Watch *watch, gpointer data)
+{
+  Which *which = data;
+
+  return watch->serial == which->serial && g_str_equal (watch->machine_id, which->machine_id);
+}
+
+static gboolean
+has_ended (Watch *watch, gpointer data)
+{
+  return watch->ended;
 }
 
 gboolean
 fake_runtime_end_vmm (FakeRuntime *fake, const char *machine_id, gboolean has_exit_code,
                       int exit_code, const char *reason)
 {
-  guint id = find_watch (fake, machine_id);
-  Watch *watch;
+  g_autoptr (GPtrArray) taken = NULL;
+  Which which = { machine_id, 0 };
+  Vmm *vmm;
 
   g_mutex_lock (&fake->lock);
-  vmm_of (fake, machine_id)->state = MV_VMM_GONE;
+  vmm = vmm_of (fake, machine_id);
+  which.serial = vmm->serial;
+  vmm_ended (fake, machine_id, vmm);
   g_mutex_unlock (&fake->lock);
   fake_log_add (fake->log, "vmm.ended %s", machine_id);
-  if (!id)
-    return FALSE;
-  /* A watch fires once: it is gone before the callback runs, as the real
-   * runtimes drop theirs. */
-  watch = g_hash_table_lookup (fake->watches, GUINT_TO_POINTER (id));
-  g_hash_table_steal (fake->watches, GUINT_TO_POINTER (id));
-  watch->func (watch->machine_id, has_exit_code, exit_code, reason, watch->user_data);
-  watch_free (watch);
-  return TRUE;
+  taken = take_watches (fake, is_of, &which);
+  for (guint i = 0; i < taken->len; i++)
+    {
+      Watch *watch = taken->pdata[i];
+
+      watch->func (watch->machine_id, has_exit_code, exit_code, reason, watch->user_data);
+    }
+  return taken->len > 0;
+}
+
+guint
+fake_runtime_report_ends (FakeRuntime *fake)
+{
+  g_autoptr (GPtrArray) taken = take_watches (fake, has_ended, NULL);
+
+  for (guint i = 0; i < taken->len; i++)
+    {
+      Watch *watch = taken->pdata[i];
+
+      fake_log_add (fake->log, "vmm.reported %s", watch->machine_id);
+      watch->func (watch->machine_id, FALSE, 0, "the VMM process ended unexpectedly",
+                   watch->user_data);
+    }
+  return taken->len;
 }
 
 void

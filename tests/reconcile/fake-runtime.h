@@ -44,11 +44,17 @@ JsonObject  *fake_runtime_spawn (FakeRuntime *fake, const char *machine_id, MvVm
 MvVmmState   fake_runtime_vmm_state (FakeRuntime *fake, const char *machine_id);
 /* The VMM has used @cpu_ns more CPU time; a new VMM starts from 0. */
 void         fake_runtime_add_cpu (FakeRuntime *fake, const char *machine_id, guint64 cpu_ns);
-/* Whether the reconciler watches @machine_id's VMM. */
+/* Whether the reconciler watches @machine_id's VMM, the one there now or
+ * last there. A watch is bound to one VMM, as a real one to its process. */
 gboolean     fake_runtime_watched (FakeRuntime *fake, const char *machine_id);
-/* @machine_id's VMM ends by itself; the watch, if any, is told on this
- * (the main) thread. Returns whether anyone watched it. */
+/* @machine_id's VMM ends by itself; the watches on it are told at once, on
+ * this (the main) thread. Returns whether anyone watched it. */
 gboolean     fake_runtime_end_vmm (FakeRuntime *fake, const char *machine_id,
                                    gboolean has_exit_code, int exit_code, const char *reason);
+/* A VMM that a host call ended (a stop, a save, a call that killed it) is
+ * reported to the watches still on it only when the test says so, as a
+ * real runtime reports it from the main loop at some later turn. Returns
+ * how many were told. */
+guint        fake_runtime_report_ends (FakeRuntime *fake);
 /* Without save and restore, as a hypervisor that cannot freeze a guest. */
 void         fake_runtime_set_can_freeze (FakeRuntime *fake, gboolean can_freeze);
