@@ -782,6 +782,7 @@ step_failed (MvMachine *machine, StepTask *task, GError *error)
       status->failed_generation = machine->config->desired_generation;
       if (task->probed == MV_VMM_GONE)
         {
+          mv_reconciler_unwatch_vmm (machine);
           mv_machine_clear_vmm (machine);
           mv_machine_set_state (machine, MV_STATE_FAILED, error->message);
         }

@@ -134,6 +134,22 @@ test_failed_standby_vmm_gone (Fixture *f, gconstpointer data)
   g_assert_cmpstr (m->status->state_error, ==, "The VMM died while saving");
   g_assert_null (m->status->vmm);
   g_assert_null (m->status->saved_state);
+  g_assert_false (fake_runtime_watched (f->runtime, "m1"));
+
+  /* The next VMM is watched, and the end of the one that died while
+   * saving, reported late, is not taken for its end. */
+  g_clear_error (&error);
+  error = fixture_request (f, m, MV_REQUEST_START);
+  g_assert_no_error (error);
+  g_assert_true (fake_runtime_watched (f->runtime, "m1"));
+  fake_runtime_report_ends (f->runtime);
+  fixture_settle (f);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  g_assert_nonnull (m->status->vmm);
+  g_assert_cmpint (fake_runtime_vmm_state (f->runtime, "m1"), ==, MV_VMM_RUNNING);
+  g_assert_true (fake_runtime_end_vmm (f->runtime, "m1", FALSE, 0, "the VMM crashed"));
+  g_assert_cmpint (m->status->state, ==, MV_STATE_FAILED);
+  g_assert_cmpstr (m->status->state_error, ==, "the VMM crashed");
 }
 
 static void
