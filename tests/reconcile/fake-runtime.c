@@ -146,8 +146,9 @@ enter (FakeRuntime *fake, FakeRuntimeCall call, const MvRuntimeRequest *req, con
 }
 
 static void
-leave (FakeRuntime *fake, const MvRuntimeRequest *req)
+leave (FakeRuntime *fake, FakeRuntimeCall call, const MvRuntimeRequest *req)
 {
+  fake_hold_point (&fake->hold, FAKE_RUNTIME_AFTER (call));
   g_mutex_lock (&fake->lock);
   vmm_of (fake, req->machine_id)->in_call = FALSE;
   g_mutex_unlock (&fake->lock);
@@ -197,7 +198,7 @@ fake_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
       vmm = boot (fake, req, FALSE);
       g_mutex_unlock (&fake->lock);
     }
-  leave (fake, req);
+  leave (fake, FAKE_RUNTIME_START, req);
   return vmm;
 }
 
@@ -214,7 +215,7 @@ fake_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **
       vmm_ended (fake, req->machine_id, vmm_of (fake, req->machine_id));
       g_mutex_unlock (&fake->lock);
     }
-  leave (fake, req);
+  leave (fake, FAKE_RUNTIME_STOP, req);
   return ok;
 }
 
@@ -246,7 +247,7 @@ fake_pause (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   Failure *failure = enter (fake, FAKE_RUNTIME_PAUSE, req, NULL);
   gboolean ok = failure ? fail (failure, error) : set_live_state (fake, req, MV_VMM_PAUSED, error);
 
-  leave (fake, req);
+  leave (fake, FAKE_RUNTIME_PAUSE, req);
   return ok;
 }
 
@@ -257,7 +258,7 @@ fake_resume (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   Failure *failure = enter (fake, FAKE_RUNTIME_RESUME, req, NULL);
   gboolean ok = failure ? fail (failure, error) : set_live_state (fake, req, MV_VMM_RUNNING, error);
 
-  leave (fake, req);
+  leave (fake, FAKE_RUNTIME_RESUME, req);
   return ok;
 }
 
@@ -277,7 +278,7 @@ fake_probe (MvRuntime *rt, const MvRuntimeRequest *req)
   fake->probe_thread = g_thread_self ();
   fake->probes++;
   g_mutex_unlock (&fake->lock);
-  leave (fake, req);
+  leave (fake, FAKE_RUNTIME_PROBE, req);
   return state;
 }
 
@@ -288,7 +289,7 @@ fake_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   Failure *failure = enter (fake, FAKE_RUNTIME_DESTROY, req, NULL);
   gboolean ok = failure ? fail (failure, error) : TRUE;
 
-  leave (fake, req);
+  leave (fake, FAKE_RUNTIME_DESTROY, req);
   return ok;
 }
 
@@ -299,7 +300,7 @@ fake_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GE
   Failure *failure = enter (fake, FAKE_RUNTIME_SAVE, req, state_dir);
   gboolean ok = failure ? fail (failure, error) : set_live_state (fake, req, MV_VMM_GONE, error);
 
-  leave (fake, req);
+  leave (fake, FAKE_RUNTIME_SAVE, req);
   return ok;
 }
 
@@ -318,7 +319,7 @@ fake_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
       vmm = boot (fake, req, TRUE);
       g_mutex_unlock (&fake->lock);
     }
-  leave (fake, req);
+  leave (fake, FAKE_RUNTIME_RESTORE, req);
   return vmm;
 }
 
@@ -612,6 +613,15 @@ fake_runtime_end_vmm (FakeRuntime *fake, const char *machine_id, gboolean has_ex
       watch->func (watch->machine_id, has_exit_code, exit_code, reason, watch->user_data);
     }
   return taken->len > 0;
+}
+
+void
+fake_runtime_kill (FakeRuntime *fake, const char *machine_id)
+{
+  g_mutex_lock (&fake->lock);
+  vmm_ended (fake, machine_id, vmm_of (fake, machine_id));
+  g_mutex_unlock (&fake->lock);
+  fake_log_add (fake->log, "vmm.killed %s", machine_id);
 }
 
 guint

@@ -21,6 +21,10 @@ typedef enum {
   FAKE_RUNTIME_N_CALLS,
 } FakeRuntimeCall;
 
+/* For fake_hold_arm(): hold the worker once @call has returned, before
+ * the reconciler hears of it. */
+#define FAKE_RUNTIME_AFTER(call) ((call) + FAKE_RUNTIME_N_CALLS)
+
 typedef struct _FakeRuntime FakeRuntime;
 
 FakeRuntime *fake_runtime_new (const char *type, FakeLog *log);
@@ -51,10 +55,13 @@ gboolean     fake_runtime_watched (FakeRuntime *fake, const char *machine_id);
  * this (the main) thread. Returns whether anyone watched it. */
 gboolean     fake_runtime_end_vmm (FakeRuntime *fake, const char *machine_id,
                                    gboolean has_exit_code, int exit_code, const char *reason);
-/* A VMM that a host call ended (a stop, a save, a call that killed it) is
- * reported to the watches still on it only when the test says so, as a
- * real runtime reports it from the main loop at some later turn. Returns
- * how many were told. */
+/* @machine_id's VMM is killed (the OOM killer, say); its watches hear of
+ * it once fake_runtime_report_ends() delivers it. */
+void         fake_runtime_kill (FakeRuntime *fake, const char *machine_id);
+/* A VMM that a host call (a stop, a save, a call that killed it) or a
+ * kill ended is reported to the watches still on it only when the test
+ * says so, as a real runtime reports it from a later main loop turn.
+ * Returns how many were told. */
 guint        fake_runtime_report_ends (FakeRuntime *fake);
 /* Without save and restore, as a hypervisor that cannot freeze a guest. */
 void         fake_runtime_set_can_freeze (FakeRuntime *fake, gboolean can_freeze);
