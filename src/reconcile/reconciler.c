@@ -250,6 +250,7 @@ mv_machine_free (MvMachine *machine)
 
   clock_remove (rec, &machine->restart_timer);
   mv_reconciler_unwatch_vmm (machine);
+  g_free (machine->end_reason);
   mv_config_free (machine->config);
   mv_status_free (machine->status);
   g_free (machine->id);
@@ -601,9 +602,17 @@ on_vmm_exit (const char *machine_id, gboolean has_exit_code, int exit_code,
   if (!machine)
     return;
   machine->watch_id = 0;
-  /* An operation under way (a stop, say) accounts for the end itself. */
+  /* An operation under way (a stop, say) may account for the end itself:
+   * whether it did is known once it is done. */
   if (machine->busy)
-    return;
+    {
+      machine->end_heard = TRUE;
+      machine->end_has_exit_code = has_exit_code;
+      machine->end_exit_code = exit_code;
+      g_free (machine->end_reason);
+      machine->end_reason = g_strdup (reason);
+      return;
+    }
   mv_reconciler_handle_end (machine, has_exit_code, exit_code, reason);
 }
 
@@ -897,6 +906,19 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
     step_failed (machine, task, error);
   else if (!step_succeeded (machine, task))
     return;
+  if (machine->end_heard)
+    {
+      g_autofree char *reason = g_steal_pointer (&machine->end_reason);
+
+      machine->end_heard = FALSE;
+      /* The step kept a VMM that has ended since (a pause, say). */
+      if (status->vmm && machine->watch_id == 0)
+        {
+          mv_reconciler_handle_end (machine, machine->end_has_exit_code, machine->end_exit_code,
+                                    reason);
+          return;
+        }
+    }
   mv_reconciler_reconcile (machine);
 }
 

@@ -196,6 +196,47 @@ test_end_during_a_step_is_left_to_it (Fixture *f, gconstpointer data)
   g_assert_cmpuint (fake_clock_n_timers (f->clock), ==, 0);
 }
 
+/* The VMM is killed just after it paused (or resumed) the guest, and its
+ * end reaches the reconciler before the step's result does. */
+static void
+assert_end_after_call_is_noticed (Fixture *f, MvRequest request, FakeRuntimeCall call)
+{
+  MvMachine *m = fixture_running (f, "m1");
+  FakeHold *hold = fake_runtime_hold (f->runtime);
+  g_autoptr (GError) error = NULL;
+
+  if (request == MV_REQUEST_RESUME)
+    {
+      error = fixture_request (f, m, MV_REQUEST_PAUSE);
+      g_assert_no_error (error);
+    }
+  fake_hold_arm (hold, FAKE_RUNTIME_AFTER (call));
+  g_assert_true (mv_reconciler_request (f->rec, m, request, &error));
+  mv_reconciler_kick (m);
+  WAIT_UNTIL (f, fake_hold_holding (hold));
+  fake_runtime_kill (f->runtime, "m1");
+  g_assert_cmpuint (fake_runtime_report_ends (f->runtime), ==, 1);
+  fake_hold_release (hold);
+  fixture_settle (f);
+
+  /* The guest is known to be gone, and its restart policy applied. */
+  g_assert_cmpint (m->status->state, ==, MV_STATE_FAILED);
+  g_assert_null (m->status->vmm);
+  g_assert_cmpstr (m->status->state_error, ==, "the VMM process ended unexpectedly");
+}
+
+static void
+test_end_just_after_a_pause_is_noticed (Fixture *f, gconstpointer data)
+{
+  assert_end_after_call_is_noticed (f, MV_REQUEST_PAUSE, FAKE_RUNTIME_PAUSE);
+}
+
+static void
+test_end_just_after_a_resume_is_noticed (Fixture *f, gconstpointer data)
+{
+  assert_end_after_call_is_noticed (f, MV_REQUEST_RESUME, FAKE_RUNTIME_RESUME);
+}
+
 static MvMachine *
 load_stopped (Fixture *f, const char *id, MvRestartMode mode, gboolean stopped_by_user,
               MvState state)
@@ -322,6 +363,10 @@ main (int argc, char **argv)
                 test_stop_cancels_a_pending_restart);
   FIXTURE_TEST ("/reconcile/restart/end-during-a-step-is-left-to-it",
                 test_end_during_a_step_is_left_to_it);
+  FIXTURE_TEST ("/reconcile/restart/end-just-after-a-pause-is-noticed",
+                test_end_just_after_a_pause_is_noticed);
+  FIXTURE_TEST ("/reconcile/restart/end-just-after-a-resume-is-noticed",
+                test_end_just_after_a_resume_is_noticed);
   FIXTURE_TEST ("/reconcile/restart/start-on-boot", test_start_on_boot);
   FIXTURE_TEST ("/reconcile/restart/pending-restart-survives-daemon-restart",
                 test_pending_restart_survives_daemon_restart);
