@@ -74,6 +74,28 @@ test_busy_while_recovery_sweeps (Fixture *f, gconstpointer data)
   g_assert_cmpuint (fake_storage_count (f->storage, FAKE_STORAGE_SWEEP), ==, 1);
 }
 
+static void
+test_shutdown_answers_waiters (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = fixture_machine (f, "m1");
+  g_autoptr (GError) error = NULL;
+  Waiter *waiter;
+
+  /* A wish the reconciler does not get to before it is freed. */
+  g_hash_table_add (f->migrating, g_strdup ("m1"));
+  g_assert_true (mv_reconciler_set_desired (f->rec, m, MV_DESIRED_RUNNING, &error));
+  waiter = recorder_wait (f->recorder, m);
+  mv_reconciler_kick (m);
+  fixture_settle (f);
+  g_assert_false (waiter->done);
+
+  mv_reconciler_free (f->rec);
+  g_assert_true (waiter->done);
+  g_assert_error (waiter->error, MV_ERROR, MV_ERROR_UNAVAILABLE);
+  f->rec = mv_reconciler_new (&f->host, &f->options, &f->recorder->observer,
+                              fake_clock_iface (f->clock));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -83,5 +105,6 @@ main (int argc, char **argv)
   FIXTURE_TEST ("/reconcile/busy/while-a-woken-guest-is-swept",
                 test_busy_while_a_woken_guest_is_swept);
   FIXTURE_TEST ("/reconcile/busy/while-recovery-sweeps", test_busy_while_recovery_sweeps);
+  FIXTURE_TEST ("/reconcile/busy/shutdown-answers-waiters", test_shutdown_answers_waiters);
   return g_test_run ();
 }

@@ -215,6 +215,75 @@ test_failed_host_call_answers_with_its_error (Fixture *f, gconstpointer data)
   g_assert_null (m->status->state_error);
 }
 
+static void
+test_failed_config_write_changes_nothing (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = fixture_running (f, "m1");
+  g_autoptr (MvConfig) before = mv_config_copy (m->config);
+  g_autoptr (GError) error = NULL;
+  guint mark = fake_log_len (f->log);
+
+  fixture_expect_warning (f, "could not record its configuration: Read-only file system");
+  fake_records_fail_next (f->records, FAKE_RECORDS_SAVE_CONFIG, "Read-only file system");
+  g_assert_false (mv_reconciler_request (f->rec, m, MV_REQUEST_STOP, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_FAILED);
+  g_assert_nonnull (strstr (error->message, "Could not record the change"));
+  /* What is wanted changes only once it is on disk. */
+  g_assert_cmpint (m->config->desired, ==, before->desired);
+  g_assert_cmpuint (m->config->desired_generation, ==, before->desired_generation);
+  g_assert_false (m->config->stopped_by_user);
+  mv_reconciler_kick (m);
+  fixture_settle (f);
+  g_assert_cmpint (fake_log_find (f->log, mark, "runtime.stop m1"), <, 0);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+}
+
+static void
+test_failed_create_leaves_no_machine (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  gboolean existed = TRUE;
+
+  fake_records_fail_next (f->records, FAKE_RECORDS_CREATE, "Quota exceeded");
+  g_assert_null (mv_reconciler_define (f->rec, fixture_spec ("m1"), TRUE, &existed, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_FAILED);
+  g_assert_false (existed);
+  g_assert_cmpuint (mv_reconciler_count (f->rec), ==, 0);
+  g_assert_cmpuint (f->recorder->added->len, ==, 0);
+  g_assert_false (fake_records_exist (f->records, "m1"));
+  g_assert_cmpuint (fake_log_count (f->log, "runtime.start"), ==, 0);
+
+  /* The same spec again makes the machine. */
+  g_clear_error (&error);
+  g_assert_nonnull (mv_reconciler_define (f->rec, fixture_spec ("m1"), FALSE, &existed, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (f->recorder->added->len, ==, 1);
+}
+
+static void
+test_failed_records_removal_is_carried_on (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = fixture_running (f, "m1");
+  g_autoptr (GError) error = NULL;
+  guint mark;
+
+  fake_records_fail_next (f->records, FAKE_RECORDS_REMOVE, "Device or resource busy");
+  error = fixture_request (f, m, MV_REQUEST_DELETE);
+  g_assert_error (error, MV_ERROR, MV_ERROR_FAILED);
+  g_assert_true (mv_reconciler_lookup (f->rec, "m1") == m);
+  g_assert_false (recorder_was_removed (f->recorder, "m1"));
+  g_assert_cmpuint (m->status->destroyed->len, ==, 4);
+
+  mark = fake_log_len (f->log);
+  g_clear_error (&error);
+  error = fixture_request (f, m, MV_REQUEST_DELETE);
+  g_assert_no_error (error);
+  g_assert_cmpint (fake_log_find (f->log, mark, "network.release m1"), <, 0);
+  g_assert_cmpint (fake_log_find (f->log, mark, "records.remove m1"), >=, 0);
+  g_assert_true (recorder_was_removed (f->recorder, "m1"));
+  g_assert_false (fake_records_exist (f->records, "m1"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -231,5 +300,11 @@ main (int argc, char **argv)
     }
   FIXTURE_TEST ("/reconcile/phases/failed-host-call-answers-with-its-error",
                 test_failed_host_call_answers_with_its_error);
+  FIXTURE_TEST ("/reconcile/phases/failed-config-write-changes-nothing",
+                test_failed_config_write_changes_nothing);
+  FIXTURE_TEST ("/reconcile/phases/failed-create-leaves-no-machine",
+                test_failed_create_leaves_no_machine);
+  FIXTURE_TEST ("/reconcile/phases/failed-records-removal-is-carried-on",
+                test_failed_records_removal_is_carried_on);
   return g_test_run ();
 }
