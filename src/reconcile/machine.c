@@ -165,6 +165,7 @@ mv_machine_free (MvMachine *machine)
   mv_reconciler_remove_timeout (rec, &machine->restart_timer);
   mv_reconciler_unwatch_vmm (machine);
   g_clear_object (&machine->step_cancellable);
+  g_free (machine->end_reason);
   mv_config_free (machine->config);
   mv_status_free (machine->status);
   g_free (machine->id);

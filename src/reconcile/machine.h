@@ -48,6 +48,12 @@ struct _MvMachine {
   guint         watch_id;
   guint         restart_timer;
   GCancellable *step_cancellable;  /* of the step under way; a forced delete cancels it */
+  /* The watched VMM's end, heard while a step was under way: a step that
+   * releases the VMM accounts for it; after any other it is handled. */
+  gboolean      end_heard;
+  gboolean      end_has_exit_code;
+  int           end_exit_code;
+  char         *end_reason;
 
   /* Idleness, kept in memory only. */
   guint64       idle_cpu_ns;     /* the VMM's CPU time at the last sample */

@@ -11,6 +11,7 @@ struct _MvReconciler {
   guint                resync_timer;
   guint                idle_timer;
   guint                recovering;   /* machines whose recovery is under way */
+  guint                background;   /* deletions running off the main loop */
   void               (*recovered) (gpointer data);
   gpointer             recovered_data;
 };
@@ -66,6 +67,10 @@ void       mv_reconciler_sweep_later (MvReconciler *rec, char **machine_ids);
  * the main thread. */
 void       mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done,
                                         gpointer data, GDestroyNotify free);
+/* Runs @func in a worker thread with nobody waiting for it; the reconciler
+ * is busy until it is done, so the host layers outlive it. */
+void       mv_reconciler_run_in_background (MvReconciler *rec, GTaskThreadFunc func,
+                                            gpointer data, GDestroyNotify free);
 
 /* Idleness (idle.c). */
 void       mv_reconciler_sample_idle (MvMachine *machine);

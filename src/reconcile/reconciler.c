@@ -185,6 +185,8 @@ mv_reconciler_busy (MvReconciler *rec)
   GHashTableIter iter;
   MvMachine *machine;
 
+  if (rec->background)
+    return TRUE;
   g_hash_table_iter_init (&iter, rec->machines);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
     if (machine->busy)
@@ -212,6 +214,25 @@ mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done, gpo
 {
   g_autoptr (GTask) gtask = g_task_new (NULL, NULL, done, NULL);
 
+  g_task_set_task_data (gtask, data, free);
+  g_task_run_in_thread (gtask, func);
+}
+
+static void
+on_background_done (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  MvReconciler *rec = user_data;
+
+  rec->background--;
+}
+
+void
+mv_reconciler_run_in_background (MvReconciler *rec, GTaskThreadFunc func, gpointer data,
+                                 GDestroyNotify free)
+{
+  g_autoptr (GTask) gtask = g_task_new (NULL, NULL, on_background_done, rec);
+
+  rec->background++;
   g_task_set_task_data (gtask, data, free);
   g_task_run_in_thread (gtask, func);
 }
@@ -251,7 +272,7 @@ mv_reconciler_sweep_later (MvReconciler *rec, char **machine_ids)
 
   task->storage = rec->host->storage;
   task->machine_ids = machine_ids;
-  mv_reconciler_run_in_thread (sweep_in_thread, NULL, task, (GDestroyNotify) sweep_task_free);
+  mv_reconciler_run_in_background (rec, sweep_in_thread, task, (GDestroyNotify) sweep_task_free);
 }
 
 void
@@ -379,9 +400,17 @@ on_vmm_exit (const char *machine_id, gboolean has_exit_code, int exit_code,
   if (!machine)
     return;
   machine->watch_id = 0;
-  /* An operation under way (a stop, say) accounts for the end itself. */
+  /* An operation under way (a stop, say) may account for the end itself:
+   * whether it did is known once it is done. */
   if (machine->busy)
-    return;
+    {
+      machine->end_heard = TRUE;
+      machine->end_has_exit_code = has_exit_code;
+      machine->end_exit_code = exit_code;
+      g_free (machine->end_reason);
+      machine->end_reason = g_strdup (reason);
+      return;
+    }
   mv_reconciler_handle_end (machine, has_exit_code, exit_code, reason);
 }
 

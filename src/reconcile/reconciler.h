@@ -64,7 +64,9 @@ void          mv_reconciler_recover (MvReconciler *reconciler, void (*done) (gpo
 /* Looks at every machine, and keeps looking now and then (resync and
  * idle sampling timers). */
 void          mv_reconciler_run (MvReconciler *reconciler);
-/* Whether a step is under way for any machine. */
+/* Whether a step is under way for any machine, or anything else the
+ * reconciler runs off the main loop (a saved state's deletion): until it
+ * is not, the host layers are still in use. */
 gboolean      mv_reconciler_busy (MvReconciler *reconciler);
 
 /* The table. */

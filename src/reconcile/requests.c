@@ -144,6 +144,16 @@ mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboole
   return machine;
 }
 
+/* A request for what is already wanted, after it failed, asks for it
+ * again: the plan leaves a failed wish alone until then. */
+static void
+retry_if_unchanged (MvMachine *machine, gboolean changed, gint64 now)
+{
+  if (!changed && machine->status->failed_generation == machine->config->desired_generation &&
+      !mv_machine_desired_reached (machine->config, machine->status))
+    mv_config_retry (machine->config, now);
+}
+
 /* Sets what is desired (or asks again after a failure). */
 static gboolean
 request_desired (MvMachine *machine, MvDesired desired, gboolean restart, gboolean by_user_stop,
@@ -159,10 +169,7 @@ request_desired (MvMachine *machine, MvDesired desired, gboolean restart, gboole
   /* Any of these wakes a guest on standby (Stop by discarding it). */
   changed = mv_config_set_standby (config, FALSE, now);
   changed |= mv_config_set_desired (config, desired, now);
-  if (!changed && !restart &&
-      machine->status->failed_generation == config->desired_generation &&
-      !mv_machine_desired_reached (config, machine->status))
-    mv_config_retry (config, now);
+  retry_if_unchanged (machine, changed || restart, now);
   config->stopped_by_user = by_user_stop;
   if (!commit_config (machine, previous, error))
     return FALSE;
@@ -175,13 +182,14 @@ request_desired (MvMachine *machine, MvDesired desired, gboolean restart, gboole
 static gboolean
 request_standby (MvMachine *machine, GError **error)
 {
+  gint64 now = mv_reconciler_now (machine->reconciler);
   MvConfig *previous;
 
   if (!check_state (machine, "put on standby",
                     STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STANDBY), error))
     return FALSE;
   previous = mv_config_copy (machine->config);
-  mv_config_set_standby (machine->config, TRUE, mv_reconciler_now (machine->reconciler));
+  retry_if_unchanged (machine, mv_config_set_standby (machine->config, TRUE, now), now);
   return commit_config (machine, previous, error);
 }
 
@@ -199,9 +207,8 @@ request_delete (MvMachine *machine, gboolean force, GError **error)
                  machine->config->spec->name, mv_state_to_string (machine->status->state));
   previous = mv_config_copy (machine->config);
   /* A delete that failed is tried again when asked again. */
-  if (!mv_config_set_desired (machine->config, MV_DESIRED_DESTROYED, now) &&
-      machine->status->failed_generation == machine->config->desired_generation)
-    mv_config_retry (machine->config, now);
+  retry_if_unchanged (machine, mv_config_set_desired (machine->config, MV_DESIRED_DESTROYED, now),
+                      now);
   if (!mv_machine_save_config (machine, NULL))
     {
       MvRecords *records = machine->reconciler->host->records;
@@ -242,9 +249,12 @@ take_request (MvMachine *machine, MvRequest request, GError **error)
                           STATES (MV_STATE_PAUSED, MV_STATE_RUNNING, MV_STATE_STARTING), error) &&
              request_desired (machine, MV_DESIRED_RUNNING, FALSE, FALSE, error);
     case MV_REQUEST_RESTART:
-      /* A machine that does not run is simply started. */
+      /* A machine that does not run is simply started; a frozen one is
+       * restarted too, which deletes its saved state. */
       return request_desired (machine, MV_DESIRED_RUNNING,
-                              mv_state_holds_resources (machine->status->state), FALSE, error);
+                              mv_state_holds_resources (machine->status->state) ||
+                                machine->status->state == MV_STATE_STANDBY,
+                              FALSE, error);
     case MV_REQUEST_STANDBY:
       return request_standby (machine, error);
     case MV_REQUEST_DELETE:

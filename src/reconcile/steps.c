@@ -187,6 +187,7 @@ step_failed (MvMachine *machine, StepTask *task, GError *error)
       status->failed_generation = task->generation;
       if (task->probed == MV_VMM_GONE)
         {
+          mv_reconciler_unwatch_vmm (machine);
           mv_machine_clear_vmm (machine);
           mv_machine_set_state (machine, MV_STATE_FAILED, error->message);
         }
@@ -310,6 +311,19 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
     step_failed (machine, task, error);
   else if (!step_succeeded (machine, task))
     return;
+  if (machine->end_heard)
+    {
+      g_autofree char *reason = g_steal_pointer (&machine->end_reason);
+
+      machine->end_heard = FALSE;
+      /* The step kept a VMM that has ended since (a pause, say). */
+      if (status->vmm && machine->watch_id == 0)
+        {
+          mv_reconciler_handle_end (machine, machine->end_has_exit_code, machine->end_exit_code,
+                                    reason);
+          return;
+        }
+    }
   mv_reconciler_reconcile (machine);
 }
 

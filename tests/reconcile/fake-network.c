@@ -1,0 +1,107 @@
+#include "fake-network.h"
+#include "core/errors.h"
+
+struct _FakeNetwork {
+  MvNetwork   iface;
+  FakeLog    *log;
+  GMutex      lock;
+  GHashTable *attached;       /* machine id set */
+  char       *release_failure;
+};
+
+static FakeNetwork *
+fake_of (MvNetwork *network)
+{
+  return network->data;
+}
+
+static MvNetworkAttachment *
+fake_attach (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
+{
+  FakeNetwork *fake = fake_of (network);
+  MvNetworkAttachment *attachment = g_new0 (MvNetworkAttachment, 1);
+
+  if (fake_on_main_thread ())
+    fake_log_breach (fake->log, "network.attach %s ran on the main thread", req->machine_id);
+  fake_log_add (fake->log, "network.attach %s", req->machine_id);
+  g_mutex_lock (&fake->lock);
+  g_hash_table_add (fake->attached, g_strdup (req->machine_id));
+  g_mutex_unlock (&fake->lock);
+  attachment->tap_device = g_strdup_printf ("tap-%.8s", req->machine_id);
+  attachment->mac_address = g_strdup ("02:00:00:00:00:01");
+  attachment->address = g_strdup ("10.0.0.2/24");
+  attachment->gateway = g_strdup ("10.0.0.1");
+  return attachment;
+}
+
+static gboolean
+fake_release (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
+{
+  FakeNetwork *fake = fake_of (network);
+  g_autofree char *failure = NULL;
+
+  if (fake_on_main_thread ())
+    fake_log_breach (fake->log, "network.release %s ran on the main thread", req->machine_id);
+  fake_log_add (fake->log, "network.release %s", req->machine_id);
+  g_mutex_lock (&fake->lock);
+  failure = g_steal_pointer (&fake->release_failure);
+  if (!failure)
+    g_hash_table_remove (fake->attached, req->machine_id);
+  g_mutex_unlock (&fake->lock);
+  if (failure)
+    g_set_error_literal (error, MV_ERROR, MV_ERROR_FAILED, failure);
+  return failure == NULL;
+}
+
+FakeNetwork *
+fake_network_new (FakeLog *log)
+{
+  FakeNetwork *fake = g_new0 (FakeNetwork, 1);
+
+  fake->log = log;
+  g_mutex_init (&fake->lock);
+  fake->attached = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  fake->iface = (MvNetwork) {
+    .data = fake,
+    .attach = fake_attach,
+    .release = fake_release,
+  };
+  return fake;
+}
+
+void
+fake_network_free (FakeNetwork *fake)
+{
+  if (!fake)
+    return;
+  g_free (fake->release_failure);
+  g_hash_table_unref (fake->attached);
+  g_mutex_clear (&fake->lock);
+  g_free (fake);
+}
+
+MvNetwork *
+fake_network_iface (FakeNetwork *fake)
+{
+  return &fake->iface;
+}
+
+void
+fake_network_fail_next_release (FakeNetwork *fake, const char *message)
+{
+  g_mutex_lock (&fake->lock);
+  g_free (fake->release_failure);
+  fake->release_failure = g_strdup (message);
+  g_mutex_unlock (&fake->lock);
+}
+
+gboolean
+fake_network_attached (FakeNetwork *fake, const char *machine_id)
+{
+  gboolean attached;
+
+  g_mutex_lock (&fake->lock);
+  attached = g_hash_table_contains (fake->attached, machine_id);
+  g_mutex_unlock (&fake->lock);
+  return attached;
+}

@@ -1,0 +1,164 @@
+/* Idle standby (seed 002, Sleepy VMs): a running machine with
+ * standby_after_seconds goes on standby once its VMM has used less than
+ * idle_cpu_percent of one CPU for that long, judged every
+ * idle_sample_seconds from the runtime's usage on the injected monotonic
+ * clock. The fixture samples every second, with a 10 % threshold. */
+#include "fixture.h"
+
+#define SECOND_NS  (G_GUINT64_CONSTANT (1000000000))
+
+static MvMachine *
+sleepy (Fixture *f, const char *id, guint32 standby_after)
+{
+  MvSpec *spec = fixture_spec (id);
+  MvMachine *m;
+  g_autoptr (GError) error = NULL;
+
+  spec->standby_after_seconds = standby_after;
+  m = fixture_define (f, spec);
+  error = fixture_request (f, m, MV_REQUEST_START);
+  g_assert_no_error (error);
+  return m;
+}
+
+/* One idle sample later, with each machine's VMM having used @used_ns
+ * more CPU time. */
+static void
+one_second (Fixture *f, MvMachine **machines, const guint64 *used_ns, guint n)
+{
+  for (guint i = 0; i < n && used_ns; i++)
+    fake_runtime_add_cpu (f->runtime, machines[i]->id, used_ns[i]);
+  fake_clock_advance (f->clock, 1000);
+  fixture_settle (f);
+}
+
+static void
+test_idle_goes_on_standby (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = sleepy (f, "m1", 3);
+  MvMachine *machines[] = { m };
+
+  mv_reconciler_run (f->rec);
+  /* The first sample is the baseline; then three idle seconds. */
+  for (guint i = 0; i < 3; i++)
+    one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  g_assert_cmpuint (fake_log_count (f->log, "runtime.save m1"), ==, 0);
+  g_assert_cmpuint (fake_log_count (f->log, "runtime.usage m1"), ==, 3);
+  one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_STANDBY);
+  g_assert_true (m->config->standby);
+  g_assert_cmpint (m->config->desired, ==, MV_DESIRED_RUNNING);
+  g_assert_cmpuint (fake_log_count (f->log, "runtime.save m1"), ==, 1);
+  g_assert_null (m->status->state_error);
+
+  /* On standby it is not sampled. */
+  one_second (f, machines, NULL, 1);
+  g_assert_cmpuint (fake_log_count (f->log, "runtime.usage m1"), ==, 4);
+}
+
+static void
+test_busy_stays_awake (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = sleepy (f, "m1", 3);
+  MvMachine *machines[] = { m };
+  const guint64 half_a_cpu[] = { SECOND_NS / 2 };
+
+  mv_reconciler_run (f->rec);
+  for (guint i = 0; i < 10; i++)
+    one_second (f, machines, half_a_cpu, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+
+  /* Once it stops working, it sleeps after the same idle time. */
+  for (guint i = 0; i < 2; i++)
+    one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_STANDBY);
+}
+
+static void
+test_threshold (Fixture *f, gconstpointer data)
+{
+  MvMachine *machines[] = { sleepy (f, "m1", 2), sleepy (f, "m2", 2) };
+  /* Just below and just above 10 % of one CPU. */
+  const guint64 used[] = { SECOND_NS * 9 / 100, SECOND_NS * 11 / 100 };
+
+  mv_reconciler_run (f->rec);
+  for (guint i = 0; i < 3; i++)
+    one_second (f, machines, used, 2);
+  g_assert_cmpint (machines[0]->status->state, ==, MV_STATE_STANDBY);
+  g_assert_cmpint (machines[1]->status->state, ==, MV_STATE_RUNNING);
+}
+
+static void
+test_never_without_standby_after (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = fixture_running (f, "m1");
+  MvMachine *machines[] = { m };
+
+  mv_reconciler_run (f->rec);
+  for (guint i = 0; i < 20; i++)
+    one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  g_assert_cmpuint (fake_log_count (f->log, "runtime.usage m1"), ==, 0);
+}
+
+static void
+test_woken_guest_idles_afresh (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = sleepy (f, "m1", 2);
+  MvMachine *machines[] = { m };
+  g_autoptr (GError) error = NULL;
+  gboolean waking = FALSE;
+
+  mv_reconciler_run (f->rec);
+  for (guint i = 0; i < 3; i++)
+    one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_STANDBY);
+
+  g_assert_true (mv_reconciler_traffic (f->rec, m, 1, &waking, &error));
+  g_assert_true (waking);
+  error = fixture_kick (f, m);
+  g_assert_no_error (error);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  /* What it used before it slept does not count: a new baseline first. */
+  for (guint i = 0; i < 2; i++)
+    one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_STANDBY);
+}
+
+static void
+test_usage_failure_restarts_the_count (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = sleepy (f, "m1", 2);
+  MvMachine *machines[] = { m };
+
+  mv_reconciler_run (f->rec);
+  for (guint i = 0; i < 2; i++)
+    one_second (f, machines, NULL, 1);
+  fake_runtime_fail_next (f->runtime, FAKE_RUNTIME_USAGE, "/proc is not readable", FALSE);
+  one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  for (guint i = 0; i < 2; i++)
+    one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_STANDBY);
+}
+
+int
+main (int argc, char **argv)
+{
+  fixture_init (&argc, &argv);
+  FIXTURE_TEST ("/reconcile/idle/goes-on-standby", test_idle_goes_on_standby);
+  FIXTURE_TEST ("/reconcile/idle/busy-stays-awake", test_busy_stays_awake);
+  FIXTURE_TEST ("/reconcile/idle/threshold", test_threshold);
+  FIXTURE_TEST ("/reconcile/idle/never-without-standby-after", test_never_without_standby_after);
+  FIXTURE_TEST ("/reconcile/idle/woken-guest-idles-afresh", test_woken_guest_idles_afresh);
+  FIXTURE_TEST ("/reconcile/idle/usage-failure-restarts-the-count",
+                test_usage_failure_restarts_the_count);
+  return g_test_run ();
+}
