@@ -133,7 +133,7 @@ get_spec (sd_bus *bus, const char *path, const char *interface, const char *prop
 
 /* ---- methods ---- */
 
-typedef void (*MachineAction) (MvMachine *machine, sd_bus_message *call);
+typedef void (*MachineAction) (MvMachine *machine, sd_bus_message *call, gboolean root);
 
 typedef struct {
   MvBusService *service;
@@ -149,7 +149,7 @@ pending_call_free (PendingCall *pending)
 }
 
 static void
-on_authorized (sd_bus_message *call, gpointer user_data)
+on_authorized (sd_bus_message *call, gboolean root, gpointer user_data)
 {
   PendingCall *pending = user_data;
   MvMachine *machine = mv_reconciler_lookup (mv_bus_service_reconciler (pending->service),
@@ -162,7 +162,7 @@ on_authorized (sd_bus_message *call, gpointer user_data)
                                   pending->id);
       return;
     }
-  pending->action (machine, call);
+  pending->action (machine, call, root);
 }
 
 static int
@@ -188,20 +188,20 @@ authorize (MvMachine *machine, sd_bus_message *call, const char *action_id, cons
 
 /* Asks the reconciler and waits for the outcome. */
 static void
-request_and_wait (MvMachine *machine, sd_bus_message *call, MvRequest request)
+request_and_wait (MvMachine *machine, sd_bus_message *call, gboolean root, MvRequest request)
 {
   g_autoptr (GError) error = NULL;
 
   if (!mv_reconciler_request (machine->reconciler, machine, request, &error))
     mv_bus_reply_gerror (call, error);
   else
-    mv_bus_wait (machine->view, call, MV_REPLY_EMPTY);
+    mv_bus_wait (machine->view, call, MV_REPLY_EMPTY, root);
 }
 
-#define REQUEST_ACTION(fn, request)                                       \
-  static void fn (MvMachine *machine, sd_bus_message *call)              \
-  {                                                                       \
-    request_and_wait (machine, call, request);                            \
+#define REQUEST_ACTION(fn, request)                                           \
+  static void fn (MvMachine *machine, sd_bus_message *call, gboolean root)   \
+  {                                                                           \
+    request_and_wait (machine, call, root, request);                          \
   }
 
 REQUEST_ACTION (do_start, MV_REQUEST_START)
@@ -253,7 +253,7 @@ method_delete (sd_bus_message *m, void *userdata, sd_bus_error *error)
 /* Update: the spec arrives as an argument, so it is parsed after the
  * caller is authorized, from the message itself. */
 static void
-do_update (MvMachine *machine, sd_bus_message *call)
+do_update (MvMachine *machine, sd_bus_message *call, gboolean root)
 {
   const char *json = NULL;
   g_autoptr (GError) error = NULL;
@@ -282,7 +282,7 @@ method_update (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static void
-do_rename (MvMachine *machine, sd_bus_message *call)
+do_rename (MvMachine *machine, sd_bus_message *call, gboolean root)
 {
   const char *name = NULL;
   g_autoptr (GError) error = NULL;
@@ -306,7 +306,7 @@ method_rename (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static void
-do_set_desired (MvMachine *machine, sd_bus_message *call)
+do_set_desired (MvMachine *machine, sd_bus_message *call, gboolean root)
 {
   const char *value = NULL;
   g_autoptr (GError) error = NULL;
@@ -333,7 +333,7 @@ do_set_desired (MvMachine *machine, sd_bus_message *call)
 #define CONSOLE_TAIL_LINES_MAX 10000
 
 static void
-do_get_console_log (MvMachine *machine, sd_bus_message *call)
+do_get_console_log (MvMachine *machine, sd_bus_message *call, gboolean root)
 {
   uint32_t lines = 0;
   g_autofree char *dir = NULL, *path = NULL, *text = NULL;
@@ -360,7 +360,7 @@ method_get_console_log (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static void
-do_get_spec (MvMachine *machine, sd_bus_message *call)
+do_get_spec (MvMachine *machine, sd_bus_message *call, gboolean root)
 {
   g_autofree char *json = mv_spec_to_json (machine->config->spec, TRUE);
 

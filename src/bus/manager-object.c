@@ -42,7 +42,7 @@ mv_manager_announce_removed (sd_bus *bus, MvMachineView *view)
 }
 
 static void
-do_create (sd_bus_message *call, gpointer user_data)
+do_create (sd_bus_message *call, gboolean root, gpointer user_data)
 {
   MvBusService *service = user_data;
   MvReconciler *rec = mv_bus_service_reconciler (service);
@@ -75,7 +75,7 @@ do_create (sd_bus_message *call, gpointer user_data)
       return;
     }
   if (flags & MV_CREATE_START)
-    mv_bus_wait (mv_bus_view (service, machine), call, MV_REPLY_PATH);
+    mv_bus_wait (mv_bus_view (service, machine), call, MV_REPLY_PATH, root);
   else
     sd_bus_reply_method_return (call, "o", mv_bus_view (service, machine)->path);
 }
@@ -131,7 +131,7 @@ traffic_call_free (TrafficCall *t)
 }
 
 static void
-do_restore_after_traffic (sd_bus_message *call, gpointer user_data)
+do_restore_after_traffic (sd_bus_message *call, gboolean root, gpointer user_data)
 {
   TrafficCall *t = user_data;
   MvReconciler *rec = mv_bus_service_reconciler (t->service);
@@ -148,7 +148,7 @@ do_restore_after_traffic (sd_bus_message *call, gpointer user_data)
   if (!mv_reconciler_traffic (rec, machine, t->sequence, &waking, &error))
     mv_bus_reply_gerror (call, error);
   else if (waking)
-    mv_bus_wait (mv_bus_view (t->service, machine), call, MV_REPLY_TRUE);
+    mv_bus_wait (mv_bus_view (t->service, machine), call, MV_REPLY_TRUE, root);
   else
     sd_bus_reply_method_return (call, "b", 0);
 }

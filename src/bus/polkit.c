@@ -14,6 +14,7 @@
 
 typedef struct {
   sd_bus_message   *call;
+  gboolean          root;
   char             *action_id;
   char            **details;
   MvAuthorizedFunc  func;
@@ -21,9 +22,25 @@ typedef struct {
   GDestroyNotify    destroy;
 } AuthCheck;
 
+/* sender -> number of its calls waiting for authorization */
+static GHashTable *pending_by_sender;
+
+static void
+pending_drop (sd_bus_message *call)
+{
+  const char *sender = sd_bus_message_get_sender (call) ? sd_bus_message_get_sender (call) : "";
+  guint n = GPOINTER_TO_UINT (g_hash_table_lookup (pending_by_sender, sender));
+
+  if (n > 1)
+    g_hash_table_insert (pending_by_sender, g_strdup (sender), GUINT_TO_POINTER (n - 1));
+  else
+    g_hash_table_remove (pending_by_sender, sender);
+}
+
 static void
 auth_check_free (AuthCheck *check)
 {
+  pending_drop (check->call);
   if (check->destroy)
     check->destroy (check->user_data);
   sd_bus_message_unref (check->call);
@@ -42,7 +59,7 @@ auth_check_deny (AuthCheck *check, const char *name, const char *message)
 static void
 auth_check_grant (AuthCheck *check)
 {
-  check->func (check->call, check->user_data);
+  check->func (check->call, check->root, check->user_data);
   auth_check_free (check);
 }
 
@@ -186,6 +203,7 @@ on_caller_uid (sd_bus_message *reply, void *user_data, sd_bus_error *ret_error)
       return 1;
     }
 
+  check->root = uid == 0;
   if (uid == 0)
     auth_check_grant (check);
   else
@@ -201,9 +219,27 @@ mv_polkit_check (sd_bus_message    *call,
                  gpointer           user_data,
                  GDestroyNotify     destroy)
 {
-  AuthCheck *check = g_new0 (AuthCheck, 1);
+  const char *sender = sd_bus_message_get_sender (call);
+  AuthCheck *check;
+  guint pending;
   int r;
 
+  if (!pending_by_sender)
+    pending_by_sender = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  pending = GPOINTER_TO_UINT (g_hash_table_lookup (pending_by_sender, sender ? sender : ""));
+  if (pending >= MV_POLKIT_PENDING_PER_SENDER_MAX)
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_RESOURCE_EXHAUSTED,
+                                  "%u calls of %s wait for authorization already (the limit is %u)",
+                                  pending, sender, MV_POLKIT_PENDING_PER_SENDER_MAX);
+      if (destroy)
+        destroy (user_data);
+      return;
+    }
+  g_hash_table_insert (pending_by_sender, g_strdup (sender ? sender : ""),
+                       GUINT_TO_POINTER (pending + 1));
+
+  check = g_new0 (AuthCheck, 1);
   check->call = sd_bus_message_ref (call);
   check->action_id = g_strdup (action_id);
   check->details = g_strdupv ((char **) details);

@@ -9,6 +9,7 @@
 typedef struct {
   sd_bus_message *call;
   MvReplyKind     kind;
+  gboolean        root;
   MvDesired       target;
   guint64         generation;
 } MvWaiter;
@@ -57,6 +58,26 @@ reply_ok (MvMachineView *view, MvWaiter *w)
     }
 }
 
+/* A failure's first line is its reason; the rest quotes the console,
+ * which only a caller allowed to read it may see: others are pointed to
+ * GetConsoleLog, which asks for that permission. */
+static void
+reply_failure (MvWaiter *w, const GError *failure)
+{
+  const char *detail = strchr (failure->message, '\n');
+  g_autoptr (GError) reason = NULL;
+
+  if (w->root || !detail)
+    {
+      mv_bus_reply_gerror (w->call, failure);
+      return;
+    }
+  reason = g_error_new (failure->domain, failure->code,
+                        "%.*s (the console log, GetConsoleLog, tells more)",
+                        (int) (detail - failure->message), failure->message);
+  mv_bus_reply_gerror (w->call, reason);
+}
+
 /* Replies to every waiting call whose wish is settled: reached, replaced
  * by another wish, failed with @failure, or the machine gone. */
 static void
@@ -86,7 +107,7 @@ settle_waiters (MvMachineView *view, const GError *failure, guint64 failed_gener
                                     machine->config->spec->name,
                                     mv_desired_to_string (machine->config->desired));
       else if (failure && w->generation <= failed_generation)
-        mv_bus_reply_gerror (w->call, failure);
+        reply_failure (w, failure);
       else if (outcome == MV_WISH_REACHED)
         reply_ok (view, w);
       else
@@ -129,12 +150,13 @@ mv_bus_view (MvBusService *service, MvMachine *machine)
 }
 
 void
-mv_bus_wait (MvMachineView *view, sd_bus_message *call, MvReplyKind kind)
+mv_bus_wait (MvMachineView *view, sd_bus_message *call, MvReplyKind kind, gboolean root)
 {
   MvWaiter *w = g_new0 (MvWaiter, 1);
 
   w->call = sd_bus_message_ref (call);
   w->kind = kind;
+  w->root = root;
   w->target = view->machine->config->desired;
   w->generation = view->machine->config->desired_generation;
   g_queue_push_tail (&view->waiters, w);

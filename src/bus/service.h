@@ -45,8 +45,10 @@ GPtrArray    *mv_bus_service_invalid (MvBusService *service);
 
 MvMachineView *mv_bus_view (MvBusService *service, MvMachine *machine);
 /* Answers @call once what is desired of @machine now is settled, then
- * looks at the machine. */
-void          mv_bus_wait (MvMachineView *view, sd_bus_message *call, MvReplyKind kind);
+ * looks at the machine. A failure's detail (the console's last lines)
+ * goes only to @root; others are told where to read it. */
+void          mv_bus_wait (MvMachineView *view, sd_bus_message *call, MvReplyKind kind,
+                           gboolean root);
 
 /* The object path of the machine with @id. */
 char         *mv_machine_object_path (const char *id);

@@ -6,6 +6,7 @@
 #include "util/log.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 void
 mv_machine_log (const MvMachine *machine, GLogLevelFlags level, const char *format, ...)
@@ -85,10 +86,13 @@ mv_machine_save_config (MvMachine *machine, GError **error)
 }
 
 void
-mv_machine_set_state (MvMachine *machine, MvState state, const char *error)
+mv_machine_set_state (MvMachine *machine, MvState state, const char *why)
 {
   MvStatus *status = machine->status;
   guint props = 0;
+  /* Everyone reads StateError: it keeps a failure's reason, its first
+   * line, and not the console's lines that may follow. */
+  g_autofree char *error = why ? g_strndup (why, strcspn (why, "\n")) : NULL;
 
   if (status->state != state)
     {

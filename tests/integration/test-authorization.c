@@ -201,6 +201,37 @@ test_rule_opens_one_action_on_one_machine (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 2);
 }
 
+/* A failed boot's console lines go to those allowed to read the console:
+ * a caller allowed only to start gets the reason and where to look;
+ * StateError, which everyone reads, carries the reason only. */
+static void
+test_console_quote_only_for_console_readers (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create (f->client,
+    "{\"name\":\"broken\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\","
+    "\"kernel_args\":\"test.fail-start\"}", 0, NULL, NULL);
+  g_autofree char *output = NULL, *why = NULL, *root_msg = NULL, *root_err = NULL;
+
+  mv_test_env_add_polkit_rule (f->env, "lifecycle-only",
+    "polkit.addRule(function(action, subject) {\n"
+    "  if (action.id == \"" MV_ACTION_MACHINE_LIFECYCLE "\" && subject.user == \"nobody\")\n"
+    "    return polkit.Result.YES;\n"
+    "});\n");
+
+  g_assert_cmpint (call_as_nobody (f, path, MV_MACHINE_IFACE ".Start", NULL, &output), !=, 0);
+  g_assert_nonnull (strstr (output, "The guest did not boot"));
+  g_assert_nonnull (strstr (output, "GetConsoleLog"));
+  g_assert_null (strstr (output, "Kernel panic"));
+
+  why = client_get_string (f->client, path, "StateError");
+  g_assert_cmpstr (why, ==, "The guest did not boot");
+
+  /* Root may read the console, and is told what it said. */
+  root_err = client_machine_call (f->client, path, "Start", &root_msg);
+  g_assert_nonnull (root_err);
+  g_assert_nonnull (strstr (root_msg, "Kernel panic"));
+}
+
 static void
 test_no_polkit_denies_non_root (Fixture *f, gconstpointer data)
 {
@@ -273,6 +304,7 @@ main (int argc, char **argv)
   ADD ("nobody-reads-but-changes-nothing", test_nobody_reads_but_changes_nothing);
   ADD ("rule-opens-one-action-on-one-machine", test_rule_opens_one_action_on_one_machine);
   ADD ("no-polkit-denies-non-root", test_no_polkit_denies_non_root);
+  ADD ("console-quote-only-for-console-readers", test_console_quote_only_for_console_readers);
   ADD ("caller-leaving-gets-nothing-done", test_caller_leaving_gets_nothing_done);
   return g_test_run ();
 }

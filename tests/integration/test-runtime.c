@@ -90,7 +90,7 @@ test_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   if (req->spec->kernel_args && strstr (req->spec->kernel_args, "test.fail-start"))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
-                   "The guest did not boot: console ends with \"Kernel panic - not syncing\"");
+                   "The guest did not boot\nThe console's last lines:\nKernel panic - not syncing");
       return NULL;
     }
   if (!write_state (path, "running", error))

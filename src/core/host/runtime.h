@@ -44,6 +44,10 @@ typedef struct {
   guint64 disk_write_bytes;
 } MvRuntimeUsage;
 
+/* A failure's message: its first line is the reason, shown to everyone
+ * (StateError); what follows it (the console's and the VMM's last lines)
+ * only to callers allowed to read the machine's console. */
+
 /* Called on the main thread when a watched VMM ends by itself. */
 typedef void (*MvRuntimeExitFunc) (const char *machine_id, gboolean has_exit_code,
                                    int exit_code, const char *reason, gpointer user_data);
