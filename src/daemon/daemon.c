@@ -15,6 +15,7 @@
 
 #include <glib-unix.h>
 #include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 struct _MvDaemon {
   char               *bus_address;
@@ -297,6 +298,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   int r;
 
   daemon->host.runtimes = runtimes_new (daemon);
+  daemon->host.memory_bytes = (guint64) sysconf (_SC_PHYS_PAGES) * (guint64) sysconf (_SC_PAGESIZE);
   daemon->host.records = mv_store_records_new (daemon->store);
   daemon->host.storage = mv_storage_new (daemon->host.records);
   daemon->service = mv_bus_service_new ();

@@ -59,6 +59,38 @@ check_state (MvMachine *machine, const char *verb, guint allowed, GError **error
                machine->config->spec->name, mv_state_to_string (machine->status->state));
 }
 
+/* "1.0 TiB", with a plain space, as messages are read in any terminal. */
+static char *
+format_bytes (guint64 bytes)
+{
+  g_autofree char *size = g_format_size_full (bytes, G_FORMAT_SIZE_IEC_UNITS);
+  GString *text = g_string_new (size);
+
+  g_string_replace (text, "\u00a0", " ", 0);
+  return g_string_free (text, FALSE);
+}
+
+/* A machine that could never run here is refused at once. */
+static gboolean
+fits_host (const MvHost *host, const MvSpec *spec, GError **error)
+{
+  g_autofree char *have = format_bytes (host->memory_bytes);
+  g_autofree char *wanted = NULL;
+  const char *field = "memory_bytes";
+  guint64 bytes = spec->memory_bytes;
+
+  if (spec->max_memory_bytes > bytes)
+    {
+      field = "max_memory_bytes";
+      bytes = spec->max_memory_bytes;
+    }
+  if (host->memory_bytes == 0 || bytes <= host->memory_bytes)
+    return TRUE;
+  wanted = format_bytes (bytes);
+  return fail (error, MV_ERROR_INVALID_ARGUMENT, "%s: %s is more than this host's memory (%s)",
+               field, wanted, have);
+}
+
 /* Everything a spec must pass before it is recorded: its own limits,
  * this daemon's features, and the runtime that is to run it. */
 static MvRuntime *
@@ -67,7 +99,7 @@ validate (MvReconciler *rec, MvSpec *spec, GError **error)
   MvRuntime *runtime;
 
   if (!mv_spec_validate_with_standby_min (spec, rec->options.standby_min_seconds, error) ||
-      !mv_spec_check_implemented (spec, error) ||
+      !mv_spec_check_implemented (spec, error) || !fits_host (rec->host, spec, error) ||
       !(runtime = mv_runtimes_for_spec (rec->host->runtimes, spec, error)))
     return NULL;
   if (runtime->check && !runtime->check (runtime, spec, error))

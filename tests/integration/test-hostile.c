@@ -101,6 +101,21 @@ test_update_keeps_hypervisor (Fixture *f, gconstpointer data)
   g_assert_cmpstr (after, ==, "qemu");
 }
 
+/* A machine bigger than the host could never run: refused at create. */
+static void
+test_memory_beyond_host (Fixture *f, gconstpointer data)
+{
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autofree char *path = client_create (f->client, SPEC_WITH ("huge", ",\"memory_bytes\":1099511627776"),
+                                         0, &err, &msg);
+
+  g_assert_null (path);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+  if (!g_str_has_prefix (msg, "memory_bytes: 1.0 TiB is more than this host's memory"))
+    g_error ("unexpected: %s", msg);
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+}
+
 /* ----- a full disk ----- */
 
 static void
@@ -295,6 +310,7 @@ main (int argc, char **argv)
   ADD ("spec-not-in-get-all", test_spec_not_in_get_all);
   ADD ("force-delete-during-start", test_force_delete_during_start);
   ADD ("update-keeps-hypervisor", test_update_keeps_hypervisor);
+  ADD ("memory-beyond-host", test_memory_beyond_host);
   ADD ("full-disk", test_full_disk);
   g_test_add_func ("/hostile/bus-lost-is-failure", test_bus_lost_is_failure);
   return g_test_run ();

@@ -14,6 +14,7 @@ typedef struct {
   MvStorage   *storage;
   MvNetwork   *network;      /* NULL: this host has no networks */
   MvSnapshots *snapshots;    /* NULL: this host keeps no snapshots */
+  guint64      memory_bytes; /* the host's memory; 0 = unknown */
 } MvHost;
 
 /* What the reconciler notes in a machine's status once a resource is
