@@ -2,6 +2,7 @@
  * keeps, and writing it back. Reading checks types, not limits. Pure. */
 #include "spec.h"
 #include "spec-private.h"
+#include "json-strict.h"
 #include "json-util.h"
 
 #include <string.h>
@@ -299,29 +300,33 @@ mv_spec_from_node (JsonNode *node, GError **error)
   return g_steal_pointer (&spec);
 }
 
+static const MvJsonLimits spec_limits = {
+  .max_bytes = MV_SPEC_MAX_BYTES,
+  .max_depth = MV_SPEC_MAX_DEPTH,
+};
+
 MvSpec *
 mv_spec_from_json (const char *json, GError **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
-  g_autoptr(GError) local_error = NULL;
-  JsonNode *root;
+  g_autoptr(JsonNode) root = NULL;
 
   g_return_val_if_fail (json != NULL, NULL);
 
-  if (!json_parser_load_from_data (parser, json, -1, &local_error))
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "spec: not valid JSON: %s", local_error->message);
-      return NULL;
-    }
-  root = json_parser_get_root (parser);
+  root = mv_json_parse (json, -1, &spec_limits, "spec", error);
   if (root == NULL)
-    {
-      g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                           "spec: empty document");
-      return NULL;
-    }
+    return NULL;
   return mv_spec_from_node (root, error);
+}
+
+gboolean
+mv_spec_json_check_size (const char *json, GError **error)
+{
+  g_return_val_if_fail (json != NULL, FALSE);
+
+  if (strnlen (json, MV_SPEC_MAX_BYTES + 1) <= MV_SPEC_MAX_BYTES)
+    return TRUE;
+  /* Refused on its size alone, with the reader's own message. */
+  return mv_json_check (json, -1, &spec_limits, "spec", error);
 }
 
 /* ---- writing ---- */

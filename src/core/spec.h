@@ -5,6 +5,11 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+/* The document as a whole, as spec-json.c reads it: well below a D-Bus
+ * message, and deep enough for every field. */
+#define MV_SPEC_MAX_BYTES                 (1024 * 1024)
+#define MV_SPEC_MAX_DEPTH                 32
+
 /* Limits (seed 000, seed 004 and DESIGN §2a), checked by spec-validate.c. */
 #define MV_NAME_MAX_BYTES                 63
 #define MV_ID_MAX_BYTES                   63
@@ -108,9 +113,14 @@ char       *mv_readiness_to_string (MvReadiness readiness, const char *readiness
 
 /* ---- the JSON document (spec-json.c) ---- */
 
-/* Parses a spec document. Unknown fields, wrong types and malformed JSON
- * are MV_ERROR_INVALID_ARGUMENT naming the field. Does not validate limits. */
+/* Parses a spec document with the strict reader (core/json-strict.h)
+ * within MV_SPEC_MAX_BYTES and MV_SPEC_MAX_DEPTH. Unknown fields, wrong
+ * types and anything that is not strictly JSON are MV_ERROR_INVALID_ARGUMENT
+ * naming the field. Does not validate limits. */
 MvSpec  *mv_spec_from_json (const char *json, GError **error);
+/* Only the size of @json, without reading past MV_SPEC_MAX_BYTES: what can
+ * be refused before anything else is done with a document. */
+gboolean mv_spec_json_check_size (const char *json, GError **error);
 MvSpec  *mv_spec_from_node (JsonNode *node, GError **error);
 /* Serializes; without @with_secrets, ssh_keys, user_data and metadata
  * values are left out (metadata keys stay, values become ""). */

@@ -430,6 +430,98 @@ test_malformed (void)
   assert_parse_fails ("{'name':'web'} x", "spec: ");
 }
 
+/* Each kind of text that json-glib takes and JSON does not. The documents
+ * are written as they are sent: no single-quote shorthand here. */
+static void
+test_strict_document (void)
+{
+  static const struct {
+    const char *text;
+    const char *message;
+  } cases[] = {
+    { "{\"name\":\"web\" /* c */}", "spec: not JSON at byte 14: comments are not allowed" },
+    { "// c\n{\"name\":\"web\"}", "spec: not JSON at byte 0: comments are not allowed" },
+    { "{'name':'web'}",
+      "spec: not JSON at byte 1: single quotes are not allowed (strings take double quotes)" },
+    { "{\"name\":\"web\"}{}",
+      "spec: not JSON at byte 14: only one value is allowed, and more follows it" },
+    { "\xef\xbb\xbf{\"name\":\"web\"}", "spec: not JSON at byte 0: a byte order mark is not allowed" },
+    { "{\"name\":\"web\",}", "spec: not JSON at byte 13: trailing commas are not allowed" },
+    { "{\"memory_bytes\":NaN}", "spec: not JSON at byte 16: NaN and Infinity are not JSON numbers" },
+    { "{\"name\":\"a\\u0000b\"}", "spec: name: \\u0000 (NUL) is not allowed in a string" },
+    { "{\"name\":\"\\ud800\"}", "spec: name: \\uD800 is a lone surrogate, not a character" },
+    { "{\"labels\":{\"a\\u0000\":\"x\"}}", "spec: labels: \\u0000 (NUL) is not allowed in a string" },
+    { "{\"name\":\"web\",\"name\":\"db\"}", "spec: at byte 14: the key \"name\" appears twice" },
+    { "{\"name\":\"w\xff" "b\"}", "spec: not JSON at byte 10: not valid UTF-8" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(MvSpec) spec = mv_spec_from_json (cases[i].text, &error);
+
+      g_assert_null (spec);
+      g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+      g_assert_cmpstr (error->message, ==, cases[i].message);
+    }
+}
+
+/* A spec nested far deeper than any field needs, in a field that takes
+ * any object (firewall rules): refused by its depth, quickly, without
+ * json-glib recursing through it. */
+static void
+test_strict_depth (void)
+{
+  GString *deep = g_string_new ("{\"name\":\"web\",\"firewall\":[");
+  g_autofree char *text = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MvSpec) spec = NULL;
+
+  for (guint i = 0; i < 100000; i++)
+    g_string_append (deep, "{\"a\":");
+  g_string_append (deep, "1");
+  for (guint i = 0; i < 100000; i++)
+    g_string_append_c (deep, '}');
+  g_string_append (deep, "]}");
+  text = g_string_free (deep, FALSE);
+
+  spec = mv_spec_from_json (text, &error);
+  g_assert_null (spec);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, "spec: nesting depth 33 is more than the limit of 32");
+}
+
+static void
+test_strict_size (void)
+{
+  g_autofree char *padding = g_strnfill (MV_SPEC_MAX_BYTES, ' ');
+  g_autofree char *text = g_strconcat ("{\"name\":\"web\"}", padding, NULL);
+  g_autofree char *expected = g_strdup_printf ("spec: %" G_GSIZE_FORMAT " bytes is more than the "
+                                               "limit of %d", strlen (text), MV_SPEC_MAX_BYTES);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MvSpec) spec = NULL;
+
+  /* Exactly the limit is a spec. */
+  text[MV_SPEC_MAX_BYTES] = '\0';
+  g_assert_true (mv_spec_json_check_size (text, &error));
+  g_assert_no_error (error);
+  spec = mv_spec_from_json (text, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (spec);
+  g_clear_pointer (&spec, mv_spec_free);
+  text[MV_SPEC_MAX_BYTES] = ' ';
+
+  g_assert_false (mv_spec_json_check_size (text, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, expected);
+  g_clear_error (&error);
+
+  spec = mv_spec_from_json (text, &error);
+  g_assert_null (spec);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, expected);
+}
+
 static void
 test_standby_alias (void)
 {
@@ -1267,6 +1359,9 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/wrong-types", test_wrong_types);
   g_test_add_func ("/spec/integers", test_integers);
   g_test_add_func ("/spec/malformed", test_malformed);
+  g_test_add_func ("/spec/strict/document", test_strict_document);
+  g_test_add_func ("/spec/strict/depth", test_strict_depth);
+  g_test_add_func ("/spec/strict/size", test_strict_size);
   g_test_add_func ("/spec/standby-alias", test_standby_alias);
   g_test_add_func ("/spec/secrets", test_secrets);
   g_test_add_func ("/spec/fingerprint", test_fingerprint);
