@@ -11,15 +11,37 @@
 
 /* ---- reading ---- */
 
+/* An integer that the spec's field of type up to @type_max holds. What
+ * the type cannot hold is refused here with the field's own bounds,
+ * which lie within it; the rest is for validation to judge. */
+static gboolean
+read_number (JsonNode *node, const char *field, gint64 type_max, gint64 *out, GError **error)
+{
+  g_autofree char *written = NULL;
+  gint64 value;
+
+  if (!mv_json_read_integer (node, field, &value, &written, error))
+    return FALSE;
+  if (value < 0 || value > type_max || written != NULL)
+    {
+      gboolean in_bounds = mv_spec_check_number (field, value, written, error);
+
+      g_return_val_if_fail (!in_bounds, FALSE);
+      return FALSE;
+    }
+  *out = value;
+  return TRUE;
+}
+
 static gboolean
 read_uint32_member (JsonObject *object, const char *name, guint32 *out, GError **error)
 {
   JsonNode *node = mv_json_member (object, name);
-  guint64 value;
+  gint64 value;
 
   if (node == NULL)
     return TRUE;
-  if (!mv_json_read_uint (node, name, G_MAXUINT32, &value, error))
+  if (!read_number (node, name, G_MAXUINT32, &value, error))
     return FALSE;
   *out = (guint32) value;
   return TRUE;
@@ -29,10 +51,14 @@ static gboolean
 read_uint64_member (JsonObject *object, const char *name, guint64 *out, GError **error)
 {
   JsonNode *node = mv_json_member (object, name);
+  gint64 value;
 
   if (node == NULL)
     return TRUE;
-  return mv_json_read_uint (node, name, G_MAXINT64, out, error);
+  if (!read_number (node, name, G_MAXINT64, &value, error))
+    return FALSE;
+  *out = (guint64) value;
+  return TRUE;
 }
 
 static gboolean
@@ -181,9 +207,9 @@ parse_restart (JsonNode *node, MvSpec *spec, GError **error)
     }
   if ((field = mv_json_member (object, "max_retries")) != NULL)
     {
-      guint64 value;
+      gint64 value;
 
-      if (!mv_json_read_uint (field, "restart.max_retries", G_MAXUINT32, &value, error))
+      if (!read_number (field, "restart.max_retries", G_MAXUINT32, &value, error))
         return FALSE;
       spec->restart_max_retries = (guint32) value;
     }
@@ -197,19 +223,19 @@ parse_standby (JsonObject *object, MvSpec *spec, GError **error)
 {
   JsonNode *canonical = mv_json_member (object, "standby_after_seconds");
   JsonNode *alias = mv_json_member (object, "sleep_after_idle_seconds");
-  guint64 a = 0, b = 0;
+  gint64 a = 0, b = 0;
 
   if (canonical != NULL &&
-      !mv_json_read_uint (canonical, "standby_after_seconds", G_MAXUINT32, &a, error))
+      !read_number (canonical, "standby_after_seconds", G_MAXUINT32, &a, error))
     return FALSE;
   if (alias != NULL &&
-      !mv_json_read_uint (alias, "sleep_after_idle_seconds", G_MAXUINT32, &b, error))
+      !read_number (alias, "sleep_after_idle_seconds", G_MAXUINT32, &b, error))
     return FALSE;
   if (canonical != NULL && alias != NULL && a != b)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "standby_after_seconds: %" G_GUINT64_FORMAT " differs from "
-                   "sleep_after_idle_seconds %" G_GUINT64_FORMAT " (the same field)",
+                   "standby_after_seconds: %" G_GINT64_FORMAT " differs from "
+                   "sleep_after_idle_seconds %" G_GINT64_FORMAT " (the same field)",
                    a, b);
       return FALSE;
     }

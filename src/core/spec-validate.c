@@ -1,7 +1,9 @@
 /* The limits of a spec: every field checked, the message naming the
  * field and the limit. Pure. */
 #include "spec.h"
+#include "spec-private.h"
 #include "json-util.h"
+#include "text.h"
 
 #include <string.h>
 
@@ -21,6 +23,54 @@ invalid (GError **error, const char *format, ...)
                                                 format, args));
   va_end (args);
   return FALSE;
+}
+
+/* The bounds of every numeric field, for reading and validation alike. */
+static const struct {
+  const char *field;
+  gint64      min;
+  gint64      max;
+  gboolean    bytes;
+} number_bounds[] = {
+  { "cpu_millicores", MV_CPU_MILLICORES_MIN, MV_CPU_MILLICORES_MAX, FALSE },
+  { "max_vcpus", 0, MV_VCPUS_MAX, FALSE },
+  { "memory_bytes", MV_MEMORY_MIN_BYTES, MV_MEMORY_MAX_BYTES, TRUE },
+  { "max_memory_bytes", 0, MV_MEMORY_MAX_BYTES, TRUE },
+  { "restart.max_retries", 0, MV_RESTART_MAX_RETRIES_MAX, FALSE },
+  { "standby_after_seconds", 0, MV_STANDBY_AFTER_MAX_SECONDS, FALSE },
+  { "sleep_after_idle_seconds", 0, MV_STANDBY_AFTER_MAX_SECONDS, FALSE },
+};
+
+static char *
+number_text (gint64 value, gboolean bytes)
+{
+  if (bytes && value >= 0)
+    return mv_text_bytes ((guint64) value);
+  return g_strdup_printf ("%" G_GINT64_FORMAT, value);
+}
+
+gboolean
+mv_spec_check_number (const char *field, gint64 value, const char *written, GError **error)
+{
+  g_autofree char *shown = NULL;
+  g_autofree char *bound = NULL;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (number_bounds); i++)
+    if (strcmp (number_bounds[i].field, field) == 0)
+      break;
+  g_return_val_if_fail (i < G_N_ELEMENTS (number_bounds), FALSE);
+
+  if (written == NULL && value >= number_bounds[i].min && value <= number_bounds[i].max)
+    return TRUE;
+  shown = written != NULL ? g_strdup (written) : number_text (value, number_bounds[i].bytes);
+  if (value < number_bounds[i].min)
+    {
+      bound = number_text (number_bounds[i].min, number_bounds[i].bytes);
+      return invalid (error, "%s: %s is below the minimum of %s", field, shown, bound);
+    }
+  bound = number_text (number_bounds[i].max, number_bounds[i].bytes);
+  return invalid (error, "%s: %s is more than the limit of %s", field, shown, bound);
 }
 
 static gboolean
@@ -134,27 +184,42 @@ validate_boot (const MvSpec *spec, GError **error)
 }
 
 static gboolean
+check_memory_step (const char *field, guint64 value, GError **error)
+{
+  if (value % MV_MEMORY_STEP_BYTES == 0)
+    return TRUE;
+  return invalid (error, "%s: %" G_GUINT64_FORMAT " is not a multiple of %" G_GUINT64_FORMAT
+                  " (2 MiB)", field, value, MV_MEMORY_STEP_BYTES);
+}
+
+/* A guint64 beyond G_MAXINT64 is past every limit; it is shown as it is. */
+static gboolean
+check_bytes (const char *field, guint64 value, GError **error)
+{
+  if (value > G_MAXINT64)
+    {
+      g_autofree char *shown = g_strdup_printf ("%" G_GUINT64_FORMAT, value);
+
+      return mv_spec_check_number (field, G_MAXINT64, shown, error);
+    }
+  return mv_spec_check_number (field, (gint64) value, NULL, error);
+}
+
+static gboolean
 validate_resources (const MvSpec *spec, GError **error)
 {
   guint vcpus = mv_spec_vcpus (spec);
 
-  if (spec->cpu_millicores < MV_CPU_MILLICORES_MIN || spec->cpu_millicores > MV_CPU_MILLICORES_MAX)
-    return invalid (error, "cpu_millicores: %u is outside %d–%d",
-                    spec->cpu_millicores, MV_CPU_MILLICORES_MIN, MV_CPU_MILLICORES_MAX);
+  if (!mv_spec_check_number ("cpu_millicores", spec->cpu_millicores, NULL, error))
+    return FALSE;
   if (spec->max_vcpus != 0 && (spec->max_vcpus < vcpus || spec->max_vcpus > MV_VCPUS_MAX))
     return invalid (error, "max_vcpus: %u is outside %u–%d "
                     "(from the vCPUs of cpu_millicores to the maximum)",
                     spec->max_vcpus, vcpus, MV_VCPUS_MAX);
 
-  if (spec->memory_bytes < MV_MEMORY_MIN_BYTES)
-    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is below the minimum of %"
-                    G_GUINT64_FORMAT, spec->memory_bytes, MV_MEMORY_MIN_BYTES);
-  if (spec->memory_bytes > MV_MEMORY_MAX_BYTES)
-    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is above the maximum of %"
-                    G_GUINT64_FORMAT, spec->memory_bytes, MV_MEMORY_MAX_BYTES);
-  if (spec->memory_bytes % MV_MEMORY_STEP_BYTES != 0)
-    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is not a multiple of %"
-                    G_GUINT64_FORMAT " (2 MiB)", spec->memory_bytes, MV_MEMORY_STEP_BYTES);
+  if (!check_bytes ("memory_bytes", spec->memory_bytes, error) ||
+      !check_memory_step ("memory_bytes", spec->memory_bytes, error))
+    return FALSE;
 
   if (spec->max_memory_bytes != 0)
     {
@@ -162,12 +227,9 @@ validate_resources (const MvSpec *spec, GError **error)
         return invalid (error, "max_memory_bytes: %" G_GUINT64_FORMAT " is below "
                         "memory_bytes %" G_GUINT64_FORMAT,
                         spec->max_memory_bytes, spec->memory_bytes);
-      if (spec->max_memory_bytes > MV_MEMORY_MAX_BYTES)
-        return invalid (error, "max_memory_bytes: %" G_GUINT64_FORMAT " is above the maximum of %"
-                        G_GUINT64_FORMAT, spec->max_memory_bytes, MV_MEMORY_MAX_BYTES);
-      if (spec->max_memory_bytes % MV_MEMORY_STEP_BYTES != 0)
-        return invalid (error, "max_memory_bytes: %" G_GUINT64_FORMAT " is not a multiple of %"
-                        G_GUINT64_FORMAT " (2 MiB)", spec->max_memory_bytes, MV_MEMORY_STEP_BYTES);
+      if (!check_bytes ("max_memory_bytes", spec->max_memory_bytes, error) ||
+          !check_memory_step ("max_memory_bytes", spec->max_memory_bytes, error))
+        return FALSE;
     }
   return TRUE;
 }
@@ -337,13 +399,14 @@ validate_policies (const MvSpec *spec, guint32 standby_min, GError **error)
 
   if ((guint) spec->restart_mode > MV_RESTART_ALWAYS)
     return invalid (error, "restart.mode: unknown mode %d", (int) spec->restart_mode);
-  if (spec->restart_max_retries > MV_RESTART_MAX_RETRIES_MAX)
-    return invalid (error, "restart.max_retries: %u is above the maximum of %d",
-                    spec->restart_max_retries, MV_RESTART_MAX_RETRIES_MAX);
+  if (!mv_spec_check_number ("restart.max_retries", spec->restart_max_retries, NULL, error))
+    return FALSE;
   if (spec->restart_max_retries != 0 && spec->restart_mode != MV_RESTART_ON_FAILURE)
     return invalid (error, "restart.max_retries: only applies to mode on-failure, not %s",
                     mv_restart_mode_to_string (spec->restart_mode));
 
+  if (!mv_spec_check_number ("standby_after_seconds", spec->standby_after_seconds, NULL, error))
+    return FALSE;
   if (spec->standby_after_seconds != 0 && spec->standby_after_seconds < standby_min)
     return invalid (error, "standby_after_seconds: %u is below the minimum of %u "
                     "(0 turns standby off)",

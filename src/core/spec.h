@@ -39,6 +39,7 @@
 #define MV_LABEL_VALUE_MAX_BYTES          255
 #define MV_FIREWALL_RULES_MAX             256
 #define MV_STANDBY_AFTER_MIN_SECONDS      60
+#define MV_STANDBY_AFTER_MAX_SECONDS      (365 * 24 * 3600)   /* a year */
 #define MV_RESTART_MAX_RETRIES_MAX        1000
 #define MV_READINESS_TEXT_MAX_BYTES       256
 
@@ -130,7 +131,7 @@ char     *mv_spec_to_json (const MvSpec *spec, gboolean with_secrets);
 /* ---- validation (spec-validate.c) ---- */
 
 /* Checks every limit; the message names the field and the limit:
- * "memory_bytes: 1000 is below the minimum of 33554432". */
+ * "memory_bytes: 1000 is below the minimum of 33554432 (32 MiB)". */
 gboolean mv_spec_validate (const MvSpec *spec, GError **error);
 /* The same, with the shortest standby time the daemon accepts set by its
  * configuration rather than MV_STANDBY_AFTER_MIN_SECONDS. */
