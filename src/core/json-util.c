@@ -180,6 +180,40 @@ mv_json_read_integer (JsonNode *node, const char *field, gint64 *out, char **wri
   return TRUE;
 }
 
+guint
+mv_json_node_depth (JsonNode *node)
+{
+  g_autoptr(GArray) pending = g_array_new (FALSE, FALSE, sizeof (JsonNode *));
+  g_autoptr(GArray) depths = g_array_new (FALSE, FALSE, sizeof (guint));
+  guint deepest = 0;
+  guint zero = 0;
+
+  g_array_append_val (pending, node);
+  g_array_append_val (depths, zero);
+  while (pending->len > 0)
+    {
+      JsonNode *current = g_array_index (pending, JsonNode *, pending->len - 1);
+      guint depth = g_array_index (depths, guint, depths->len - 1) + 1;
+      g_autoptr(GList) members = NULL;
+
+      g_array_set_size (pending, pending->len - 1);
+      g_array_set_size (depths, depths->len - 1);
+      if (JSON_NODE_HOLDS_OBJECT (current))
+        members = json_object_get_values (json_node_get_object (current));
+      else if (JSON_NODE_HOLDS_ARRAY (current))
+        members = json_array_get_elements (json_node_get_array (current));
+      else
+        continue;
+      deepest = MAX (deepest, depth);
+      for (GList *l = members; l != NULL; l = l->next)
+        {
+          g_array_append_val (pending, l->data);
+          g_array_append_val (depths, depth);
+        }
+    }
+  return deepest;
+}
+
 /* ---- writing ---- */
 
 void

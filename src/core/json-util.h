@@ -44,6 +44,10 @@ gboolean    mv_json_read_int (JsonNode *node, const char *field, gint64 min, gin
 gboolean    mv_json_read_integer (JsonNode *node, const char *field, gint64 *out, char **written,
                                   GError **error);
 
+/* How deep @node nests: 0 for a value, 1 for [] or {}, and so on; found
+ * without recursion, as for a tree of any depth. */
+guint       mv_json_node_depth (JsonNode *node);
+
 /* ---- writing ---- */
 
 /* Sets the string member @name unless @value is NULL. */

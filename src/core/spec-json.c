@@ -4,6 +4,7 @@
 #include "spec-private.h"
 #include "json-strict.h"
 #include "json-util.h"
+#include "text.h"
 
 #include <string.h>
 
@@ -129,8 +130,10 @@ parse_readiness (JsonNode *node, MvSpec *spec, GError **error)
     return FALSE;
   if (!mv_readiness_from_string (value, &spec->readiness, &spec->readiness_text))
     {
+      g_autofree char *shown = mv_text_excerpt (value, -1, MV_EXCERPT_MAX_BYTES);
+
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "readiness: '%s' is not one of vmm, agent, console:TEXT", value);
+                   "readiness: \"%s\" is not one of vmm, agent, console:TEXT", shown);
       return FALSE;
     }
   return TRUE;
@@ -199,9 +202,11 @@ parse_restart (JsonNode *node, MvSpec *spec, GError **error)
         return FALSE;
       if (!mv_restart_mode_from_string (mode, &spec->restart_mode))
         {
+          g_autofree char *shown = mv_text_excerpt (mode, -1, MV_EXCERPT_MAX_BYTES);
+
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                       "restart.mode: '%s' is not one of no, on-failure, unless-stopped, always",
-                       mode);
+                       "restart.mode: \"%s\" is not one of no, on-failure, unless-stopped, always",
+                       shown);
           return FALSE;
         }
     }
