@@ -128,55 +128,90 @@ mv_json_read_int (JsonNode *node, const char *field, gint64 min, gint64 max,
   if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
     return mv_json_wrong_type (node, field, "an integer", error);
   value = json_node_get_int (node);
-  if (value < min || value > max)
+  if (value < min)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "%s: %" G_GINT64_FORMAT " is outside %" G_GINT64_FORMAT "–%" G_GINT64_FORMAT,
-                   field, value, min, max);
+                   "%s: %" G_GINT64_FORMAT " is below the minimum of %" G_GINT64_FORMAT,
+                   field, value, min);
+      return FALSE;
+    }
+  if (value > max)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "%s: %" G_GINT64_FORMAT " is more than the limit of %" G_GINT64_FORMAT,
+                   field, value, max);
       return FALSE;
     }
   *out = value;
   return TRUE;
 }
 
-/* json-glib wraps integers past 64 bits, which then fall outside the
- * range and are refused. */
 gboolean
-mv_json_read_uint (JsonNode *node, const char *field, guint64 max, guint64 *out, GError **error)
+mv_json_read_integer (JsonNode *node, const char *field, gint64 *out, char **written,
+                      GError **error)
 {
-  GType type;
+  double value;
 
-  if (!JSON_NODE_HOLDS_VALUE (node))
-    return mv_json_wrong_type (node, field, "an integer", error);
-  type = json_node_get_value_type (node);
-  if (type == G_TYPE_INT64)
+  *written = NULL;
+  if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_INT64)
     {
-      gint64 value = json_node_get_int (node);
-
-      if (value >= 0 && (guint64) value <= max)
-        {
-          *out = (guint64) value;
-          return TRUE;
-        }
+      *out = json_node_get_int (node);
+      return TRUE;
     }
-  else if (type == G_TYPE_DOUBLE)
-    {
-      /* Doubles hold integers exactly only up to 2^53. */
-      double value = json_node_get_double (node);
-
-      if (value >= 0 && value <= 9007199254740992.0 && value <= (double) max &&
-          value == (double) (guint64) value)
-        {
-          *out = (guint64) value;
-          return TRUE;
-        }
-    }
-  else
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_DOUBLE)
     return mv_json_wrong_type (node, field, "an integer", error);
 
-  g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-               "%s: expected an integer from 0 to %" G_GUINT64_FORMAT, field, max);
-  return FALSE;
+  value = json_node_get_double (node);
+  /* -2^63 and 2^63 are exact doubles; the integers lie between them.
+   * Doubles beyond hold only whole numbers. */
+  if (value >= -9223372036854775808.0 && value < 9223372036854775808.0)
+    {
+      if ((double) (gint64) value != value)
+        return mv_json_wrong_type (node, field, "an integer", error);
+      *out = (gint64) value;
+      return TRUE;
+    }
+  {
+    char text[G_ASCII_DTOSTR_BUF_SIZE];
+
+    *written = g_strdup (g_ascii_formatd (text, sizeof text, "%g", value));
+  }
+  *out = value < 0 ? G_MININT64 : G_MAXINT64;
+  return TRUE;
+}
+
+guint
+mv_json_node_depth (JsonNode *node)
+{
+  g_autoptr(GArray) pending = g_array_new (FALSE, FALSE, sizeof (JsonNode *));
+  g_autoptr(GArray) depths = g_array_new (FALSE, FALSE, sizeof (guint));
+  guint deepest = 0;
+  guint zero = 0;
+
+  g_array_append_val (pending, node);
+  g_array_append_val (depths, zero);
+  while (pending->len > 0)
+    {
+      JsonNode *current = g_array_index (pending, JsonNode *, pending->len - 1);
+      guint depth = g_array_index (depths, guint, depths->len - 1) + 1;
+      g_autoptr(GList) members = NULL;
+
+      g_array_set_size (pending, pending->len - 1);
+      g_array_set_size (depths, depths->len - 1);
+      if (JSON_NODE_HOLDS_OBJECT (current))
+        members = json_object_get_values (json_node_get_object (current));
+      else if (JSON_NODE_HOLDS_ARRAY (current))
+        members = json_array_get_elements (json_node_get_array (current));
+      else
+        continue;
+      deepest = MAX (deepest, depth);
+      for (GList *l = members; l != NULL; l = l->next)
+        {
+          g_array_append_val (pending, l->data);
+          g_array_append_val (depths, depth);
+        }
+    }
+  return deepest;
 }
 
 /* ---- writing ---- */

@@ -36,10 +36,17 @@ gboolean    mv_json_read_string_member (JsonObject *object, const char *name,
  * records hold. */
 gboolean    mv_json_read_int (JsonNode *node, const char *field, gint64 min, gint64 max,
                               gint64 *out, GError **error);
-/* A non-negative integer no larger than @max, also written as an integral
- * double (1000.0), as some clients' encoders do. */
-gboolean    mv_json_read_uint (JsonNode *node, const char *field, guint64 max, guint64 *out,
-                               GError **error);
+/* An integer, also written as an integral double (1000.0), as some
+ * clients' encoders do; bounds are the caller's. An integral double that
+ * no 64-bit integer holds (1e300) reads as G_MININT64 or G_MAXINT64 with
+ * *@written set to how it reads ("1e+300"), for the caller's message;
+ * otherwise *@written is NULL. */
+gboolean    mv_json_read_integer (JsonNode *node, const char *field, gint64 *out, char **written,
+                                  GError **error);
+
+/* How deep @node nests: 0 for a value, 1 for [] or {}, and so on; found
+ * without recursion, as for a tree of any depth. */
+guint       mv_json_node_depth (JsonNode *node);
 
 /* ---- writing ---- */
 

@@ -1,5 +1,6 @@
 #include "machine.h"
 #include "json-util.h"
+#include "text.h"
 
 #include <string.h>
 
@@ -321,8 +322,10 @@ read_timestamp (JsonNode *node, const char *field, gint64 *out, GError **error)
   dt = g_date_time_new_from_iso8601 (text, NULL);
   if (dt == NULL)
     {
+      g_autofree char *shown = mv_text_excerpt (text, -1, MV_EXCERPT_MAX_BYTES);
+
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "%s: '%s' is not an ISO 8601 time with a time zone", field, text);
+                   "%s: '%s' is not an ISO 8601 time with a time zone", field, shown);
       return FALSE;
     }
   *out = g_date_time_to_unix (dt) * G_USEC_PER_SEC + g_date_time_get_microsecond (dt);
@@ -413,9 +416,11 @@ mv_config_from_node (JsonNode *node, GError **error)
     return NULL;
   if (!mv_desired_from_string (text, &config->desired))
     {
+      g_autofree char *shown = mv_text_excerpt (text, -1, MV_EXCERPT_MAX_BYTES);
+
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                    "desired_state: '%s' is not one of running, paused, stopped, destroyed",
-                   text);
+                   shown);
       return NULL;
     }
 
@@ -465,6 +470,7 @@ mv_config_from_node (JsonNode *node, GError **error)
     config->spec->id = g_strdup (config->id);
   else if (strcmp (config->spec->id, config->id) != 0)
     {
+      /* Both IDs are valid by now, and short. */
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                    "spec: id '%s' differs from the record's id '%s'",
                    config->spec->id, config->id);
@@ -486,7 +492,13 @@ mv_status_to_node (const MvStatus *status)
   json_object_set_int_member (object, "format", MV_STATUS_FORMAT);
   json_object_set_string_member (object, "state", mv_state_to_string (status->state));
   if (status->state_error != NULL)
-    json_object_set_string_member (object, "state_error", status->state_error);
+    {
+      /* A message for people that may quote a VMM's output: bytes that
+       * are not UTF-8 would make the record unreadable, so they go. */
+      g_autofree char *text = g_utf8_make_valid (status->state_error, -1);
+
+      json_object_set_string_member (object, "state_error", text);
+    }
   if (status->phase != NULL)
     json_object_set_string_member (object, "phase", status->phase);
   if (status->operation_id != NULL)
@@ -560,8 +572,10 @@ mv_status_from_node (JsonNode *node, GError **error)
     return NULL;
   if (!mv_state_from_string (state, &status->state))
     {
+      g_autofree char *shown = mv_text_excerpt (state, -1, MV_EXCERPT_MAX_BYTES);
+
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "state: '%s' is not a machine state", state);
+                   "state: '%s' is not a machine state", shown);
       return NULL;
     }
 

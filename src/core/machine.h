@@ -7,6 +7,12 @@
 #define MV_CONFIG_FORMAT  2
 #define MV_STATUS_FORMAT  1
 
+/* A record file as the store reads and writes it: config.json holds a
+ * spec (MV_SPEC_MAX_BYTES, MV_SPEC_MAX_DEPTH) one level down, with room
+ * for the record's own fields. */
+#define MV_RECORD_MAX_BYTES  (MV_SPEC_MAX_BYTES + 64 * 1024)
+#define MV_RECORD_MAX_DEPTH  (MV_SPEC_MAX_DEPTH + 2)
+
 typedef struct {
   char      *id;
   MvSpec    *spec;

@@ -2,7 +2,9 @@
  * keeps, and writing it back. Reading checks types, not limits. Pure. */
 #include "spec.h"
 #include "spec-private.h"
+#include "json-strict.h"
 #include "json-util.h"
+#include "text.h"
 
 #include <string.h>
 
@@ -10,15 +12,37 @@
 
 /* ---- reading ---- */
 
+/* An integer that the spec's field of type up to @type_max holds. What
+ * the type cannot hold is refused here with the field's own bounds,
+ * which lie within it; the rest is for validation to judge. */
+static gboolean
+read_number (JsonNode *node, const char *field, gint64 type_max, gint64 *out, GError **error)
+{
+  g_autofree char *written = NULL;
+  gint64 value;
+
+  if (!mv_json_read_integer (node, field, &value, &written, error))
+    return FALSE;
+  if (value < 0 || value > type_max || written != NULL)
+    {
+      gboolean in_bounds = mv_spec_check_number (field, value, written, error);
+
+      g_return_val_if_fail (!in_bounds, FALSE);
+      return FALSE;
+    }
+  *out = value;
+  return TRUE;
+}
+
 static gboolean
 read_uint32_member (JsonObject *object, const char *name, guint32 *out, GError **error)
 {
   JsonNode *node = mv_json_member (object, name);
-  guint64 value;
+  gint64 value;
 
   if (node == NULL)
     return TRUE;
-  if (!mv_json_read_uint (node, name, G_MAXUINT32, &value, error))
+  if (!read_number (node, name, G_MAXUINT32, &value, error))
     return FALSE;
   *out = (guint32) value;
   return TRUE;
@@ -28,10 +52,14 @@ static gboolean
 read_uint64_member (JsonObject *object, const char *name, guint64 *out, GError **error)
 {
   JsonNode *node = mv_json_member (object, name);
+  gint64 value;
 
   if (node == NULL)
     return TRUE;
-  return mv_json_read_uint (node, name, G_MAXINT64, out, error);
+  if (!read_number (node, name, G_MAXINT64, &value, error))
+    return FALSE;
+  *out = (guint64) value;
+  return TRUE;
 }
 
 static gboolean
@@ -102,8 +130,10 @@ parse_readiness (JsonNode *node, MvSpec *spec, GError **error)
     return FALSE;
   if (!mv_readiness_from_string (value, &spec->readiness, &spec->readiness_text))
     {
+      g_autofree char *shown = mv_text_excerpt (value, -1, MV_EXCERPT_MAX_BYTES);
+
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "readiness: '%s' is not one of vmm, agent, console:TEXT", value);
+                   "readiness: \"%s\" is not one of vmm, agent, console:TEXT", shown);
       return FALSE;
     }
   return TRUE;
@@ -172,17 +202,19 @@ parse_restart (JsonNode *node, MvSpec *spec, GError **error)
         return FALSE;
       if (!mv_restart_mode_from_string (mode, &spec->restart_mode))
         {
+          g_autofree char *shown = mv_text_excerpt (mode, -1, MV_EXCERPT_MAX_BYTES);
+
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                       "restart.mode: '%s' is not one of no, on-failure, unless-stopped, always",
-                       mode);
+                       "restart.mode: \"%s\" is not one of no, on-failure, unless-stopped, always",
+                       shown);
           return FALSE;
         }
     }
   if ((field = mv_json_member (object, "max_retries")) != NULL)
     {
-      guint64 value;
+      gint64 value;
 
-      if (!mv_json_read_uint (field, "restart.max_retries", G_MAXUINT32, &value, error))
+      if (!read_number (field, "restart.max_retries", G_MAXUINT32, &value, error))
         return FALSE;
       spec->restart_max_retries = (guint32) value;
     }
@@ -196,19 +228,19 @@ parse_standby (JsonObject *object, MvSpec *spec, GError **error)
 {
   JsonNode *canonical = mv_json_member (object, "standby_after_seconds");
   JsonNode *alias = mv_json_member (object, "sleep_after_idle_seconds");
-  guint64 a = 0, b = 0;
+  gint64 a = 0, b = 0;
 
   if (canonical != NULL &&
-      !mv_json_read_uint (canonical, "standby_after_seconds", G_MAXUINT32, &a, error))
+      !read_number (canonical, "standby_after_seconds", G_MAXUINT32, &a, error))
     return FALSE;
   if (alias != NULL &&
-      !mv_json_read_uint (alias, "sleep_after_idle_seconds", G_MAXUINT32, &b, error))
+      !read_number (alias, "sleep_after_idle_seconds", G_MAXUINT32, &b, error))
     return FALSE;
   if (canonical != NULL && alias != NULL && a != b)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "standby_after_seconds: %" G_GUINT64_FORMAT " differs from "
-                   "sleep_after_idle_seconds %" G_GUINT64_FORMAT " (the same field)",
+                   "standby_after_seconds: %" G_GINT64_FORMAT " differs from "
+                   "sleep_after_idle_seconds %" G_GINT64_FORMAT " (the same field)",
                    a, b);
       return FALSE;
     }
@@ -299,29 +331,33 @@ mv_spec_from_node (JsonNode *node, GError **error)
   return g_steal_pointer (&spec);
 }
 
+static const MvJsonLimits spec_limits = {
+  .max_bytes = MV_SPEC_MAX_BYTES,
+  .max_depth = MV_SPEC_MAX_DEPTH,
+};
+
 MvSpec *
 mv_spec_from_json (const char *json, GError **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
-  g_autoptr(GError) local_error = NULL;
-  JsonNode *root;
+  g_autoptr(JsonNode) root = NULL;
 
   g_return_val_if_fail (json != NULL, NULL);
 
-  if (!json_parser_load_from_data (parser, json, -1, &local_error))
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "spec: not valid JSON: %s", local_error->message);
-      return NULL;
-    }
-  root = json_parser_get_root (parser);
+  root = mv_json_parse (json, -1, &spec_limits, "spec", error);
   if (root == NULL)
-    {
-      g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                           "spec: empty document");
-      return NULL;
-    }
+    return NULL;
   return mv_spec_from_node (root, error);
+}
+
+gboolean
+mv_spec_json_check_size (const char *json, GError **error)
+{
+  g_return_val_if_fail (json != NULL, FALSE);
+
+  if (strnlen (json, MV_SPEC_MAX_BYTES + 1) <= MV_SPEC_MAX_BYTES)
+    return TRUE;
+  /* Refused on its size alone, with the reader's own message. */
+  return mv_json_check (json, -1, &spec_limits, "spec", error);
 }
 
 /* ---- writing ---- */

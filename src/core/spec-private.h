@@ -11,6 +11,13 @@ gboolean mv_restart_mode_from_string (const char *s, MvRestartMode *mode);
 gboolean mv_readiness_from_string (const char *s, MvReadiness *readiness,
                                    char **readiness_text);
 
+/* Checks @value of the numeric field @field, named as the document names
+ * it ("restart.max_retries"), against the field's own bounds, which
+ * spec-validate.c keeps; the message states them. @written, when not
+ * NULL, is how the document wrote a number no integer holds ("1e+300"). */
+gboolean mv_spec_check_number (const char *field, gint64 value, const char *written,
+                               GError **error);
+
 /* What a fingerprint or a comparison leaves out of the document. */
 typedef enum {
   MV_SPEC_CANON_NO_ID_LABELS = 1 << 0,

@@ -1,7 +1,9 @@
 /* The limits of a spec: every field checked, the message naming the
  * field and the limit. Pure. */
 #include "spec.h"
+#include "spec-private.h"
 #include "json-util.h"
+#include "text.h"
 
 #include <string.h>
 
@@ -21,6 +23,54 @@ invalid (GError **error, const char *format, ...)
                                                 format, args));
   va_end (args);
   return FALSE;
+}
+
+/* The bounds of every numeric field, for reading and validation alike. */
+static const struct {
+  const char *field;
+  gint64      min;
+  gint64      max;
+  gboolean    bytes;
+} number_bounds[] = {
+  { "cpu_millicores", MV_CPU_MILLICORES_MIN, MV_CPU_MILLICORES_MAX, FALSE },
+  { "max_vcpus", 0, MV_VCPUS_MAX, FALSE },
+  { "memory_bytes", MV_MEMORY_MIN_BYTES, MV_MEMORY_MAX_BYTES, TRUE },
+  { "max_memory_bytes", 0, MV_MEMORY_MAX_BYTES, TRUE },
+  { "restart.max_retries", 0, MV_RESTART_MAX_RETRIES_MAX, FALSE },
+  { "standby_after_seconds", 0, MV_STANDBY_AFTER_MAX_SECONDS, FALSE },
+  { "sleep_after_idle_seconds", 0, MV_STANDBY_AFTER_MAX_SECONDS, FALSE },
+};
+
+static char *
+number_text (gint64 value, gboolean bytes)
+{
+  if (bytes && value >= 0)
+    return mv_text_bytes ((guint64) value);
+  return g_strdup_printf ("%" G_GINT64_FORMAT, value);
+}
+
+gboolean
+mv_spec_check_number (const char *field, gint64 value, const char *written, GError **error)
+{
+  g_autofree char *shown = NULL;
+  g_autofree char *bound = NULL;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (number_bounds); i++)
+    if (strcmp (number_bounds[i].field, field) == 0)
+      break;
+  g_return_val_if_fail (i < G_N_ELEMENTS (number_bounds), FALSE);
+
+  if (written == NULL && value >= number_bounds[i].min && value <= number_bounds[i].max)
+    return TRUE;
+  shown = written != NULL ? g_strdup (written) : number_text (value, number_bounds[i].bytes);
+  if (value < number_bounds[i].min)
+    {
+      bound = number_text (number_bounds[i].min, number_bounds[i].bytes);
+      return invalid (error, "%s: %s is below the minimum of %s", field, shown, bound);
+    }
+  bound = number_text (number_bounds[i].max, number_bounds[i].bytes);
+  return invalid (error, "%s: %s is more than the limit of %s", field, shown, bound);
 }
 
 static gboolean
@@ -57,6 +107,17 @@ mv_name_validate (const char *field, const char *name, GError **error)
       if ((guchar) *p < 0x20 || *p == 0x7f)
         return invalid (error, "%s: contains a control character", field);
     }
+  return mv_text_check_name_chars (field, "name", name, error);
+}
+
+/* C0 controls and DEL: nothing a path or a command line needs, and they
+ * change how logs and messages display. */
+static gboolean
+check_no_controls (const char *field, const char *value, GError **error)
+{
+  for (const char *p = value; p != NULL && *p != '\0'; p++)
+    if ((guchar) *p < 0x20 || *p == 0x7f)
+      return invalid (error, "%s: contains a control character (0x%02x)", field, (guchar) *p);
   return TRUE;
 }
 
@@ -69,10 +130,34 @@ check_path (const char *field, const char *path, gboolean required, GError **err
     return invalid (error, "%s: empty", field);
   if (strlen (path) > MV_PATH_MAX_BYTES)
     return invalid (error, "%s: longer than %d bytes", field, MV_PATH_MAX_BYTES);
-  if (!check_utf8 (field, path, error))
+  if (!check_utf8 (field, path, error) || !check_no_controls (field, path, error))
     return FALSE;
   if (path[0] != '/')
-    return invalid (error, "%s: '%s' is not an absolute path", field, path);
+    {
+      g_autofree char *shown = mv_text_excerpt (path, -1, MV_EXCERPT_MAX_BYTES);
+
+      return invalid (error, "%s: \"%s\" is not an absolute path", field, shown);
+    }
+  return TRUE;
+}
+
+/* Only the bytes in @allowed (and, with @alnum, ASCII letters and
+ * digits), at most @max_bytes of them; @what says what the field holds. */
+static gboolean
+check_ascii_field (const char *field, const char *value, gsize max_bytes, gboolean alnum,
+                   const char *allowed, const char *what, GError **error)
+{
+  gsize len;
+
+  if (value == NULL)
+    return TRUE;
+  len = strlen (value);
+  if (len > max_bytes)
+    return invalid (error, "%s: %" G_GSIZE_FORMAT " bytes, more than the limit of %" G_GSIZE_FORMAT,
+                    field, len, max_bytes);
+  for (const char *p = value; *p != '\0'; p++)
+    if (!(alnum && g_ascii_isalnum (*p)) && strchr (allowed, *p) == NULL)
+      return invalid (error, "%s: may hold only %s", field, what);
   return TRUE;
 }
 
@@ -106,13 +191,14 @@ validate_hypervisor (const MvSpec *spec, GError **error)
 
   if (spec->hypervisor_type != NULL && !g_strv_contains (types, spec->hypervisor_type))
     {
-      if (!check_utf8 ("hypervisor_type", spec->hypervisor_type, error))
-        return FALSE;
-      return invalid (error, "hypervisor_type: '%s' is not one of "
-                      "cloud-hypervisor, firecracker, qemu",
-                      spec->hypervisor_type);
+      g_autofree char *shown = mv_text_excerpt (spec->hypervisor_type, -1, MV_EXCERPT_MAX_BYTES);
+
+      return invalid (error, "hypervisor_type: \"%s\" is not one of "
+                      "cloud-hypervisor, firecracker, qemu", shown);
     }
-  return check_utf8 ("hypervisor_version", spec->hypervisor_version, error);
+  return check_ascii_field ("hypervisor_version", spec->hypervisor_version,
+                            MV_HYPERVISOR_VERSION_MAX_BYTES, TRUE, "._+-",
+                            "letters, digits, '.', '_', '+' and '-'", error);
 }
 
 static gboolean
@@ -129,8 +215,32 @@ validate_boot (const MvSpec *spec, GError **error)
         return FALSE;
       if (strpbrk (spec->kernel_args, "\r\n") != NULL)
         return invalid (error, "kernel_args: contains a newline");
+      if (!check_no_controls ("kernel_args", spec->kernel_args, error))
+        return FALSE;
     }
   return TRUE;
+}
+
+static gboolean
+check_memory_step (const char *field, guint64 value, GError **error)
+{
+  if (value % MV_MEMORY_STEP_BYTES == 0)
+    return TRUE;
+  return invalid (error, "%s: %" G_GUINT64_FORMAT " is not a multiple of %" G_GUINT64_FORMAT
+                  " (2 MiB)", field, value, MV_MEMORY_STEP_BYTES);
+}
+
+/* A guint64 beyond G_MAXINT64 is past every limit; it is shown as it is. */
+static gboolean
+check_bytes (const char *field, guint64 value, GError **error)
+{
+  if (value > G_MAXINT64)
+    {
+      g_autofree char *shown = g_strdup_printf ("%" G_GUINT64_FORMAT, value);
+
+      return mv_spec_check_number (field, G_MAXINT64, shown, error);
+    }
+  return mv_spec_check_number (field, (gint64) value, NULL, error);
 }
 
 static gboolean
@@ -138,23 +248,16 @@ validate_resources (const MvSpec *spec, GError **error)
 {
   guint vcpus = mv_spec_vcpus (spec);
 
-  if (spec->cpu_millicores < MV_CPU_MILLICORES_MIN || spec->cpu_millicores > MV_CPU_MILLICORES_MAX)
-    return invalid (error, "cpu_millicores: %u is outside %d–%d",
-                    spec->cpu_millicores, MV_CPU_MILLICORES_MIN, MV_CPU_MILLICORES_MAX);
+  if (!mv_spec_check_number ("cpu_millicores", spec->cpu_millicores, NULL, error))
+    return FALSE;
   if (spec->max_vcpus != 0 && (spec->max_vcpus < vcpus || spec->max_vcpus > MV_VCPUS_MAX))
     return invalid (error, "max_vcpus: %u is outside %u–%d "
                     "(from the vCPUs of cpu_millicores to the maximum)",
                     spec->max_vcpus, vcpus, MV_VCPUS_MAX);
 
-  if (spec->memory_bytes < MV_MEMORY_MIN_BYTES)
-    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is below the minimum of %"
-                    G_GUINT64_FORMAT, spec->memory_bytes, MV_MEMORY_MIN_BYTES);
-  if (spec->memory_bytes > MV_MEMORY_MAX_BYTES)
-    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is above the maximum of %"
-                    G_GUINT64_FORMAT, spec->memory_bytes, MV_MEMORY_MAX_BYTES);
-  if (spec->memory_bytes % MV_MEMORY_STEP_BYTES != 0)
-    return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is not a multiple of %"
-                    G_GUINT64_FORMAT " (2 MiB)", spec->memory_bytes, MV_MEMORY_STEP_BYTES);
+  if (!check_bytes ("memory_bytes", spec->memory_bytes, error) ||
+      !check_memory_step ("memory_bytes", spec->memory_bytes, error))
+    return FALSE;
 
   if (spec->max_memory_bytes != 0)
     {
@@ -162,12 +265,9 @@ validate_resources (const MvSpec *spec, GError **error)
         return invalid (error, "max_memory_bytes: %" G_GUINT64_FORMAT " is below "
                         "memory_bytes %" G_GUINT64_FORMAT,
                         spec->max_memory_bytes, spec->memory_bytes);
-      if (spec->max_memory_bytes > MV_MEMORY_MAX_BYTES)
-        return invalid (error, "max_memory_bytes: %" G_GUINT64_FORMAT " is above the maximum of %"
-                        G_GUINT64_FORMAT, spec->max_memory_bytes, MV_MEMORY_MAX_BYTES);
-      if (spec->max_memory_bytes % MV_MEMORY_STEP_BYTES != 0)
-        return invalid (error, "max_memory_bytes: %" G_GUINT64_FORMAT " is not a multiple of %"
-                        G_GUINT64_FORMAT " (2 MiB)", spec->max_memory_bytes, MV_MEMORY_STEP_BYTES);
+      if (!check_bytes ("max_memory_bytes", spec->max_memory_bytes, error) ||
+          !check_memory_step ("max_memory_bytes", spec->max_memory_bytes, error))
+        return FALSE;
     }
   return TRUE;
 }
@@ -218,19 +318,21 @@ validate_hostname (const MvSpec *spec, GError **error)
     return invalid (error, "hostname: longer than %d bytes", MV_HOSTNAME_MAX_BYTES);
   if (!valid_dns_name (spec->hostname))
     {
-      if (!check_utf8 ("hostname", spec->hostname, error))
-        return FALSE;
-      return invalid (error, "hostname: '%s' is not a DNS name (labels of 1–63 letters, "
-                      "digits and '-', not starting or ending with '-')", spec->hostname);
+      g_autofree char *shown = mv_text_excerpt (spec->hostname, -1, MV_EXCERPT_MAX_BYTES);
+
+      return invalid (error, "hostname: \"%s\" is not a DNS name (labels of 1–63 letters, "
+                      "digits and '-', not starting or ending with '-')", shown);
     }
   return TRUE;
 }
 
 /* A map of strings: at most @max_entries (@noun in the message), keys of
- * 1 to @key_max bytes, values of at most @value_max (0: any), UTF-8. */
+ * 1 to @key_max bytes that display as themselves (core/text.h), values of
+ * at most @value_max (0: any), UTF-8; with @value_text, values hold no
+ * control characters either, being for people. */
 static gboolean
 check_string_map (const char *field, GHashTable *map, const char *noun, guint max_entries,
-                  gsize key_max, gsize value_max, GError **error)
+                  gsize key_max, gsize value_max, gboolean value_text, GError **error)
 {
   GHashTableIter iter;
   gpointer key, value;
@@ -248,13 +350,21 @@ check_string_map (const char *field, GHashTable *map, const char *noun, guint ma
       if (len > key_max)
         return invalid (error, "%s: a key is longer than %" G_GSIZE_FORMAT " bytes",
                         field, key_max);
-      if (!check_utf8 (field, key, error))
+      if (!check_utf8 (field, key, error) ||
+          !mv_text_check_name_chars (field, "key", key, error))
         return FALSE;
       if (value_max != 0 && strlen (value) > value_max)
         return invalid (error, "%s.%s: value longer than %" G_GSIZE_FORMAT " bytes",
                         field, (const char *) key, value_max);
       if (!check_utf8 (field, value, error))
         return FALSE;
+      if (value_text)
+        {
+          g_autofree char *where = g_strdup_printf ("%s.%s", field, (const char *) key);
+
+          if (!check_no_controls (where, value, error))
+            return FALSE;
+        }
     }
   return TRUE;
 }
@@ -301,7 +411,7 @@ validate_guest_metadata (const MvSpec *spec, GError **error)
     }
 
   if (!check_string_map ("metadata", spec->metadata, "entries", MV_METADATA_MAX_ENTRIES,
-                         MV_METADATA_KEY_MAX_BYTES, 0, error))
+                         MV_METADATA_KEY_MAX_BYTES, 0, FALSE, error))
     return FALSE;
   size = string_map_json_size (spec->metadata);
   if (size > MV_METADATA_MAX_JSON_BYTES)
@@ -320,7 +430,7 @@ static gboolean
 validate_labels (const MvSpec *spec, GError **error)
 {
   return check_string_map ("labels", spec->labels, "labels", MV_LABELS_MAX,
-                           MV_LABEL_KEY_MAX_BYTES, MV_LABEL_VALUE_MAX_BYTES, error);
+                           MV_LABEL_KEY_MAX_BYTES, MV_LABEL_VALUE_MAX_BYTES, TRUE, error);
 }
 
 static gboolean
@@ -332,22 +442,70 @@ validate_policies (const MvSpec *spec, guint32 standby_min, GError **error)
     return invalid (error, "firewall: %u rules, more than the limit of %d",
                     n_rules, MV_FIREWALL_RULES_MAX);
   for (guint i = 0; i < n_rules; i++)
-    if (!JSON_NODE_HOLDS_OBJECT (json_array_get_element (spec->firewall, i)))
-      return invalid (error, "firewall[%u]: expected an object", i);
+    {
+      JsonNode *rule = json_array_get_element (spec->firewall, i);
+      g_autofree char *json = NULL;
+      guint depth;
+      gsize size;
+
+      if (!JSON_NODE_HOLDS_OBJECT (rule))
+        return invalid (error, "firewall[%u]: expected an object", i);
+      /* The depth first: writing out a deep rule to measure it is what
+       * the limit is there to prevent. */
+      depth = mv_json_node_depth (rule);
+      if (depth > MV_FIREWALL_RULE_MAX_DEPTH)
+        return invalid (error, "firewall[%u]: nesting depth %u is more than the limit of %d",
+                        i, depth, MV_FIREWALL_RULE_MAX_DEPTH);
+      json = json_to_string (rule, FALSE);
+      size = strlen (json);
+      if (size > MV_FIREWALL_RULE_MAX_BYTES)
+        return invalid (error, "firewall[%u]: %" G_GSIZE_FORMAT " bytes of JSON, more than the "
+                        "limit of %d", i, size, MV_FIREWALL_RULE_MAX_BYTES);
+    }
 
   if ((guint) spec->restart_mode > MV_RESTART_ALWAYS)
     return invalid (error, "restart.mode: unknown mode %d", (int) spec->restart_mode);
-  if (spec->restart_max_retries > MV_RESTART_MAX_RETRIES_MAX)
-    return invalid (error, "restart.max_retries: %u is above the maximum of %d",
-                    spec->restart_max_retries, MV_RESTART_MAX_RETRIES_MAX);
+  if (!mv_spec_check_number ("restart.max_retries", spec->restart_max_retries, NULL, error))
+    return FALSE;
   if (spec->restart_max_retries != 0 && spec->restart_mode != MV_RESTART_ON_FAILURE)
     return invalid (error, "restart.max_retries: only applies to mode on-failure, not %s",
                     mv_restart_mode_to_string (spec->restart_mode));
 
+  if (!mv_spec_check_number ("standby_after_seconds", spec->standby_after_seconds, NULL, error))
+    return FALSE;
   if (spec->standby_after_seconds != 0 && spec->standby_after_seconds < standby_min)
     return invalid (error, "standby_after_seconds: %u is below the minimum of %u "
                     "(0 turns standby off)",
                     spec->standby_after_seconds, standby_min);
+  return TRUE;
+}
+
+static gboolean
+validate_network (const MvSpec *spec, GError **error)
+{
+  if (spec->network_name != NULL && !mv_name_validate ("network_name", spec->network_name, error))
+    return FALSE;
+  return check_ascii_field ("static_ip", spec->static_ip, MV_STATIC_IP_MAX_BYTES, FALSE,
+                            "0123456789abcdefABCDEF.:/",
+                            "an IP address and a prefix length", error);
+}
+
+/* The field limits keep a spec well below this; it holds the document,
+ * and the record around it, to a size the readers accept whatever a
+ * field allows. */
+static gboolean
+validate_size (const MvSpec *spec, GError **error)
+{
+  g_autofree char *json = mv_spec_canonical_json (spec, 0);
+  gsize size = strlen (json);
+
+  if (size > MV_SPEC_MAX_BYTES)
+    {
+      g_autofree char *limit = mv_text_bytes (MV_SPEC_MAX_BYTES);
+
+      return invalid (error, "spec: %" G_GSIZE_FORMAT " bytes of JSON, more than the limit of %s",
+                      size, limit);
+    }
   return TRUE;
 }
 
@@ -370,12 +528,12 @@ mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GErr
          validate_resources (spec, error) &&
          validate_disks (spec, error) &&
          validate_readiness (spec, error) &&
-         check_utf8 ("network_name", spec->network_name, error) &&
-         check_utf8 ("static_ip", spec->static_ip, error) &&
+         validate_network (spec, error) &&
          validate_hostname (spec, error) &&
          validate_guest_metadata (spec, error) &&
          validate_labels (spec, error) &&
-         validate_policies (spec, standby_min, error);
+         validate_policies (spec, standby_min, error) &&
+         validate_size (spec, error);
 }
 
 static gboolean

@@ -5,6 +5,11 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+/* The document as a whole, as spec-json.c reads it: well below a D-Bus
+ * message, and deep enough for every field. */
+#define MV_SPEC_MAX_BYTES                 (1024 * 1024)
+#define MV_SPEC_MAX_DEPTH                 32
+
 /* Limits (seed 000, seed 004 and DESIGN §2a), checked by spec-validate.c. */
 #define MV_NAME_MAX_BYTES                 63
 #define MV_ID_MAX_BYTES                   63
@@ -19,6 +24,9 @@
 #define MV_DEFAULT_MEMORY_BYTES           (G_GUINT64_CONSTANT (256) << 20)
 #define MV_DISKS_MAX                      16
 #define MV_PATH_MAX_BYTES                 4095
+#define MV_HYPERVISOR_VERSION_MAX_BYTES   64
+/* An IPv6 address written with an IPv4 tail, and a prefix length. */
+#define MV_STATIC_IP_MAX_BYTES            49
 #define MV_KERNEL_ARGS_MAX_BYTES          4096
 #define MV_METADATA_MAX_ENTRIES           16
 #define MV_METADATA_MAX_JSON_BYTES        (48 * 1024)
@@ -33,7 +41,11 @@
 #define MV_LABEL_KEY_MAX_BYTES            63
 #define MV_LABEL_VALUE_MAX_BYTES          255
 #define MV_FIREWALL_RULES_MAX             256
+/* One rule as compact JSON, and how deep it nests (the rule itself is 1). */
+#define MV_FIREWALL_RULE_MAX_BYTES        1024
+#define MV_FIREWALL_RULE_MAX_DEPTH        8
 #define MV_STANDBY_AFTER_MIN_SECONDS      60
+#define MV_STANDBY_AFTER_MAX_SECONDS      (365 * 24 * 3600)   /* a year */
 #define MV_RESTART_MAX_RETRIES_MAX        1000
 #define MV_READINESS_TEXT_MAX_BYTES       256
 
@@ -108,9 +120,14 @@ char       *mv_readiness_to_string (MvReadiness readiness, const char *readiness
 
 /* ---- the JSON document (spec-json.c) ---- */
 
-/* Parses a spec document. Unknown fields, wrong types and malformed JSON
- * are MV_ERROR_INVALID_ARGUMENT naming the field. Does not validate limits. */
+/* Parses a spec document with the strict reader (core/json-strict.h)
+ * within MV_SPEC_MAX_BYTES and MV_SPEC_MAX_DEPTH. Unknown fields, wrong
+ * types and anything that is not strictly JSON are MV_ERROR_INVALID_ARGUMENT
+ * naming the field. Does not validate limits. */
 MvSpec  *mv_spec_from_json (const char *json, GError **error);
+/* Only the size of @json, without reading past MV_SPEC_MAX_BYTES: what can
+ * be refused before anything else is done with a document. */
+gboolean mv_spec_json_check_size (const char *json, GError **error);
 MvSpec  *mv_spec_from_node (JsonNode *node, GError **error);
 /* Serializes; without @with_secrets, ssh_keys, user_data and metadata
  * values are left out (metadata keys stay, values become ""). */
@@ -120,12 +137,17 @@ char     *mv_spec_to_json (const MvSpec *spec, gboolean with_secrets);
 /* ---- validation (spec-validate.c) ---- */
 
 /* Checks every limit; the message names the field and the limit:
- * "memory_bytes: 1000 is below the minimum of 33554432". */
+ * "memory_bytes: 1000 is below the minimum of 33554432 (32 MiB)". The
+ * document as a whole, with its secrets, is at most MV_SPEC_MAX_BYTES. */
 gboolean mv_spec_validate (const MvSpec *spec, GError **error);
 /* The same, with the shortest standby time the daemon accepts set by its
  * configuration rather than MV_STANDBY_AFTER_MIN_SECONDS. */
 gboolean mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min,
                                             GError **error);
+/* Names of machines and networks: at most MV_NAME_MAX_BYTES, safe as a
+ * path component, and nothing that makes one name display as another
+ * (core/text.h: controls, bidirectional and invisible characters, other
+ * spaces, not in NFC). */
 gboolean mv_name_validate (const char *field, const char *name, GError **error);
 /* Fails with MV_ERROR_UNSUPPORTED naming the first field @spec sets that
  * this microvmd parses and validates but does not carry out yet:

@@ -421,7 +421,7 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
 {
   g_autofree char *config_path = g_build_filename (snapshot_dir, "config.json", NULL);
   g_autofree char *out_path = g_build_filename (restore_dir, "config.json", NULL);
-  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (JsonNode) root = NULL;
   g_autoptr (JsonGenerator) generator = NULL;
   g_autoptr (GDir) dir = NULL;
   g_autofree char *snapshot_abs = NULL;
@@ -429,17 +429,18 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
   JsonArray *nets;
   const char *name;
 
-  if (!json_parser_load_from_file (parser, config_path, error))
+  root = mv_snapshot_json_load (config_path, error);
+  if (root == NULL)
     {
       g_prefix_error (error, "The snapshot's config cannot be read: ");
       return FALSE;
     }
-  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+  if (!JSON_NODE_HOLDS_OBJECT (root))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s is not a VM config", config_path);
       return FALSE;
     }
-  config = json_node_get_object (json_parser_get_root (parser));
+  config = json_node_get_object (root);
   if (spec->console.path)
     {
       JsonObject *serial = json_object_new ();
@@ -472,7 +473,7 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
       return FALSE;
     }
   generator = json_generator_new ();
-  json_generator_set_root (generator, json_parser_get_root (parser));
+  json_generator_set_root (generator, root);
   if (!json_generator_to_file (generator, out_path, error))
     return FALSE;
 

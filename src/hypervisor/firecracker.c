@@ -162,7 +162,7 @@ write_devices (MvRestHypervisor *hv, const char *dir, GError **error)
   vsock = mv_json_get_object (config, "vsock");
   json_object_set_boolean_member (devices, "vsock", vsock != NULL);
   json_node_set_object (node, devices);
-  text = json_to_string (node, TRUE);
+  text = json_to_string (node, FALSE);
   return g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
 }
 
@@ -511,19 +511,19 @@ static JsonObject *
 read_devices (const char *snapshot_dir, GError **error)
 {
   g_autofree char *path = g_build_filename (snapshot_dir, MV_FIRECRACKER_SNAPSHOT_DEVICES, NULL);
-  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (JsonNode) root = mv_snapshot_json_load (path, error);
 
-  if (!json_parser_load_from_file (parser, path, error))
+  if (root == NULL)
     {
       g_prefix_error (error, "The snapshot is incomplete: ");
       return NULL;
     }
-  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+  if (!JSON_NODE_HOLDS_OBJECT (root))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s is not a JSON object", path);
       return NULL;
     }
-  return json_object_ref (json_node_get_object (json_parser_get_root (parser)));
+  return json_object_ref (json_node_get_object (root));
 }
 
 static MvHypervisor *

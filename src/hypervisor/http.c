@@ -1,6 +1,8 @@
 /* HTTP/1.1 over a Unix socket, as micro-http serves it. */
 #include "http.h"
 #include "core/errors.h"
+#include "core/json-strict.h"
+#include "core/text.h"
 #include "util/fd.h"
 #include "util/unix-socket.h"
 
@@ -280,7 +282,11 @@ read_response (MvHttp *http, gint64 deadline, MvHttpResponse *response, GError *
       {
         g_autofree char *text = g_strndup ((char *) http->pending->data, head_length - 4);
         if (!parse_head (text, &head))
-          return unavailable (http, error, "a malformed response: %s", text);
+          {
+            g_autofree char *shown = mv_text_excerpt (text, -1, MV_EXCERPT_MAX_BYTES);
+
+            return unavailable (http, error, "a malformed response: \"%s\"", shown);
+          }
       }
       g_byte_array_remove_range (http->pending, 0, head_length);
 
@@ -377,19 +383,22 @@ shorten (const char *text, gsize length)
   return g_strstrip (g_steal_pointer (&valid));
 }
 
+static const MvJsonLimits reply_limits = {
+  .max_bytes = MV_HTTP_RESPONSE_MAX_BYTES,
+  .max_depth = MV_HTTP_JSON_MAX_DEPTH,
+};
+
 char *
 mv_http_error_text (GBytes *body)
 {
-  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (JsonNode) root = NULL;
   const char *data;
   gsize length;
-  JsonNode *root;
 
   if (!body || g_bytes_get_size (body) == 0)
     return g_strdup ("(no message)");
   data = g_bytes_get_data (body, &length);
-  if (json_parser_load_from_data (parser, data, (gssize) length, NULL) &&
-      (root = json_parser_get_root (parser)))
+  if ((root = mv_json_parse (data, (gssize) length, &reply_limits, "body", NULL)))
     {
       if (JSON_NODE_HOLDS_OBJECT (root))
         {
@@ -487,18 +496,20 @@ mv_http_call_json (MvHttp *http, const char *method, const char *path, JsonNode 
     }
   if (reply && response.body)
     {
-      g_autoptr (JsonParser) parser = json_parser_new ();
+      MvJsonLimits limits = { .max_bytes = http->max_response, .max_depth = MV_HTTP_JSON_MAX_DEPTH };
       g_autoptr (GError) local = NULL;
       gsize length;
       const char *data = g_bytes_get_data (response.body, &length);
 
-      if (!json_parser_load_from_data (parser, data, (gssize) length, &local))
+      /* A VMM that says what is not JSON misbehaves: FAILED, not the
+       * caller's invalid argument. */
+      *reply = mv_json_parse (data, (gssize) length, &limits, "body", &local);
+      if (*reply == NULL)
         {
           g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s answered %s %s with malformed JSON: %s",
                        http->server_name, method, path, local->message);
           return FALSE;
         }
-      *reply = json_node_copy (json_parser_get_root (parser));
     }
   return TRUE;
 }

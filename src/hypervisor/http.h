@@ -10,6 +10,9 @@
 /* Larger answers are refused: a VMM's replies are a few KiB at most
  * (vm.info with many devices, GET /mmds with the whole document). */
 #define MV_HTTP_RESPONSE_MAX_BYTES  (1024 * 1024)
+/* How deep a reply's JSON may nest: vm.info's device tree goes about six
+ * levels down, the guest metadata document four. */
+#define MV_HTTP_JSON_MAX_DEPTH      16
 #define MV_HTTP_TIMEOUT_MS          10000
 
 typedef struct _MvHttp MvHttp;
@@ -49,7 +52,8 @@ gboolean    mv_http_request (MvHttp *http, const char *method, const char *path,
 char       *mv_http_error_text (GBytes *body);
 
 /* Sends @body (may be NULL) as JSON and parses a 2xx reply's body into
- * *@reply (NULL when it had none; @reply may be NULL). Another status is
+ * *@reply (NULL when it had none; @reply may be NULL), strictly
+ * (core/json-strict.h) and at most MV_HTTP_JSON_MAX_DEPTH deep. Another status is
  * an error whose message names the request and quotes the VMM, with the
  * status in *@status (may be NULL) for the caller to refine. */
 gboolean    mv_http_call_json (MvHttp *http, const char *method, const char *path,

@@ -1,7 +1,11 @@
 /* The VM specification every backend takes, and the checks they share. */
 #include "hypervisor.h"
 #include "core/enum-names.h"
+#include "core/json-strict.h"
 #include "core/json-util.h"
+#include "util/files.h"
+
+#include <gio/gio.h>
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -305,6 +309,30 @@ mv_check_socket_path (const char *field, const char *path, GError **error)
                     "(sun_path); use a shorter runtime directory", field, path, length,
                     MV_UNIX_PATH_MAX_BYTES);
   return TRUE;
+}
+
+JsonNode *
+mv_snapshot_json_load (const char *path, GError **error)
+{
+  static const MvJsonLimits limits = {
+    .max_bytes = MV_SNAPSHOT_JSON_MAX_BYTES,
+    .max_depth = MV_SNAPSHOT_JSON_MAX_DEPTH,
+  };
+  g_autofree char *name = g_path_get_basename (path);
+  g_autofree char *data = NULL;
+  g_autoptr (GError) local = NULL;
+  gsize length;
+
+  if (!mv_file_read_bounded (path, limits.max_bytes, name, &data, &length, &local))
+    {
+      /* Too large is a property of the document, like too deep. */
+      if (g_error_matches (local, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE))
+        g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, local->message);
+      else
+        g_propagate_error (error, g_steal_pointer (&local));
+      return NULL;
+    }
+  return mv_json_parse (data, (gssize) length, &limits, name, error);
 }
 
 static gboolean

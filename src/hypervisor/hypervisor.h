@@ -31,6 +31,13 @@
  * that a backend's restore_vm can rebuild the same machine. */
 #define MV_SNAPSHOT_VM_SPEC_NAME     "vm-spec.json"
 
+/* The JSON files beside a snapshot that this layer reads back
+ * (vm-spec.json, Firecracker's devices.json, Cloud Hypervisor's
+ * config.json): a few KiB each, the guest metadata document (at most
+ * 256 KiB) the largest part of any, a handful of levels deep. */
+#define MV_SNAPSHOT_JSON_MAX_BYTES   (1024 * 1024)
+#define MV_SNAPSHOT_JSON_MAX_DEPTH   16
+
 /* Linux's limits on the names the VMM is given. */
 #define MV_UNIX_PATH_MAX_BYTES       107   /* sizeof sun_path, less the NUL */
 #define MV_IFNAME_MAX_BYTES          15    /* IFNAMSIZ, less the NUL */
@@ -254,6 +261,10 @@ MvVmSpec   *mv_vm_spec_from_node (JsonNode *node, GError **error);
 gboolean    mv_vm_spec_check (const MvVmSpec *spec, const char *dir, GError **error);
 /* MV_ERROR_INVALID_ARGUMENT unless @path fits sun_path. */
 gboolean    mv_check_socket_path (const char *field, const char *path, GError **error);
+/* Reads one of a snapshot's JSON files strictly (core/json-strict.h)
+ * within the limits above: MV_ERROR_INVALID_ARGUMENT naming the file for
+ * what is not JSON or is over a limit, an I/O error if it cannot be read. */
+JsonNode   *mv_snapshot_json_load (const char *path, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvVmSpec, mv_vm_spec_free)
 
 void        mv_restore_spec_clear (MvRestoreSpec *spec);

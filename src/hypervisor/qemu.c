@@ -599,16 +599,17 @@ static MvVmSpec *
 load_snapshot_spec (const char *snapshot_dir, GError **error)
 {
   g_autofree char *path = g_build_filename (snapshot_dir, MV_SNAPSHOT_VM_SPEC_NAME, NULL);
-  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (JsonNode) root = NULL;
   g_autoptr (GError) local = NULL;
 
-  if (!json_parser_load_from_file (parser, path, &local))
+  root = mv_snapshot_json_load (path, &local);
+  if (root == NULL)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "The snapshot in %s is unusable: %s",
                    snapshot_dir, local->message);
       return NULL;
     }
-  return mv_vm_spec_from_node (json_parser_get_root (parser), error);
+  return mv_vm_spec_from_node (root, error);
 }
 
 /* Waits for the incoming state to be loaded: QEMU then sits "paused"

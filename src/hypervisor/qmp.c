@@ -2,6 +2,7 @@
  * events may come before the reply to the command that caused them. */
 #include "qmp.h"
 #include "hypervisor.h"
+#include "core/json-strict.h"
 #include "core/json-util.h"
 #include "core/errors.h"
 #include "util/fd.h"
@@ -56,12 +57,12 @@ mv_qmp_take_events (MvQmp *qmp)
 JsonObject *
 mv_qmp_parse_line (const char *line, gsize length)
 {
-  g_autoptr (JsonParser) parser = json_parser_new_immutable ();
-  JsonNode *root;
+  static const MvJsonLimits limits = {
+    .max_bytes = MV_QMP_MESSAGE_MAX_BYTES,
+    .max_depth = MV_QMP_JSON_MAX_DEPTH,
+  };
+  g_autoptr (JsonNode) root = mv_json_parse (line, (gssize) length, &limits, "QMP", NULL);
 
-  if (!json_parser_load_from_data (parser, line, (gssize) length, NULL))
-    return NULL;
-  root = json_parser_get_root (parser);
   if (!root || !JSON_NODE_HOLDS_OBJECT (root))
     return NULL;
   return json_object_ref (json_node_get_object (root));
@@ -88,6 +89,15 @@ read_message (MvQmp *qmp, gint64 deadline_us, GError **error)
           continue;   /* a blank line, or noise */
         }
 
+      /* Without a newline in sight, the monitor would have the buffer grow
+       * for as long as it talks. */
+      if (qmp->buffer->len > MV_QMP_MESSAGE_MAX_BYTES)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
+                       "QMP %s: a message of more than %d bytes", qmp->socket_path,
+                       MV_QMP_MESSAGE_MAX_BYTES);
+          return NULL;
+        }
       if (!mv_fd_wait (qmp->fd, POLLIN, deadline_us))
         {
           g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP %s: no answer in time",

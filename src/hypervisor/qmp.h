@@ -4,6 +4,12 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
+/* QEMU's messages to the daemon (the greeting, replies to the queries it
+ * makes, events) are a few KiB and a handful of levels deep; a line
+ * longer than this is a broken monitor. */
+#define MV_QMP_MESSAGE_MAX_BYTES  (1024 * 1024)
+#define MV_QMP_JSON_MAX_DEPTH     16
+
 typedef struct _MvQmp MvQmp;
 
 /* Connects, reads the greeting and leaves capabilities negotiation mode.
@@ -30,5 +36,6 @@ JsonNode   *mv_qmp_execute_with_fd (MvQmp *qmp, const char *command, JsonObject 
  * the array. */
 GPtrArray  *mv_qmp_take_events (MvQmp *qmp);
 
-/* Parses one line a QMP server sent; NULL if it is not a JSON object. */
+/* Parses one line a QMP server sent, strictly and within the limits
+ * above; NULL if it is not a JSON object. */
 JsonObject *mv_qmp_parse_line (const char *line, gsize length);

@@ -416,7 +416,7 @@ write_vm_spec (const MvVmSpec *vm, const char *state_dir, GError **error)
 {
   g_autofree char *path = g_build_filename (state_dir, MV_SNAPSHOT_VM_SPEC_NAME, NULL);
   g_autoptr (JsonNode) node = mv_vm_spec_to_node (vm);
-  g_autofree char *text = json_to_string (node, TRUE);
+  g_autofree char *text = json_to_string (node, FALSE);
   g_autoptr (GError) local = NULL;
 
   if (!g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, &local))

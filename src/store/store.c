@@ -10,6 +10,7 @@
 #include <glib/gstdio.h>
 
 #include "core/errors.h"
+#include "core/json-strict.h"
 #include "util/files.h"
 #include "names.h"
 #include "util/fault.h"
@@ -240,29 +241,45 @@ mv_invalid_record_free (MvInvalidRecord *invalid)
   g_free (invalid);
 }
 
-/* Records are kept pretty-printed: administrators read them. */
+static const MvJsonLimits record_limits = {
+  .max_bytes = MV_RECORD_MAX_BYTES,
+  .max_depth = MV_RECORD_MAX_DEPTH,
+};
+
+/* One member or element per line, for people and grep, but never
+ * indented: indentation grows with the depth on every line, so a deeply
+ * nested record would grow with the square of its depth. What cannot be
+ * read back (too large, too deep, not UTF-8) is refused here, so that a
+ * write that succeeds is a record the next start can load. */
 static char *
-node_to_data (JsonNode *node, gsize *len)
+node_to_data (JsonNode *node, const char *what, gsize *len, GError **error)
 {
   g_autoptr(JsonGenerator) generator = json_generator_new ();
   g_autofree char *text = NULL;
-  char *data;
+  g_autofree char *data = NULL;
 
   json_generator_set_pretty (generator, TRUE);
-  json_generator_set_indent (generator, 2);
+  json_generator_set_indent (generator, 0);
   json_generator_set_root (generator, node);
   text = json_generator_to_data (generator, NULL);
   data = g_strconcat (text, "\n", NULL);
   *len = strlen (data);
-  return data;
+  if (!mv_json_check (data, (gssize) *len, &record_limits, what, error))
+    return NULL;
+  return g_steal_pointer (&data);
 }
 
 static gboolean
-write_node (const char *path, JsonNode *node, GError **error)
+write_node (const char *path, const char *what, JsonNode *node, GError **error)
 {
   gsize len;
-  g_autofree char *data = node_to_data (node, &len);
+  g_autofree char *data = node_to_data (node, what, &len, error);
 
+  if (data == NULL)
+    {
+      g_prefix_error (error, "Cannot write %s: ", path);
+      return FALSE;
+    }
   return mv_write_file_atomic (path, data, len, error);
 }
 
@@ -272,7 +289,7 @@ write_config (const char *dir, const MvConfig *config, GError **error)
   g_autofree char *path = g_build_filename (dir, MV_CONFIG_RECORD, NULL);
   g_autoptr(JsonNode) node = mv_config_to_node (config);
 
-  return write_node (path, node, error);
+  return write_node (path, MV_CONFIG_RECORD, node, error);
 }
 
 static gboolean
@@ -281,7 +298,7 @@ write_status (const char *dir, const MvStatus *status, GError **error)
   g_autofree char *path = g_build_filename (dir, MV_STATUS_RECORD, NULL);
   g_autoptr(JsonNode) node = mv_status_to_node (status);
 
-  return write_node (path, node, error);
+  return write_node (path, MV_STATUS_RECORD, node, error);
 }
 
 static gboolean
@@ -495,12 +512,14 @@ add_invalid (GPtrArray *invalid, const char *id, const char *path, const char *r
 
 /* Reads a record file into a JSON object node and brings it up to the
  * current format. *@missing tells a file that is not there from one that
- * cannot be read, for the optional status.json. */
+ * cannot be read, for the optional status.json. The file is read only
+ * within the record limits, and strictly: anything else is an invalid
+ * record, never a tree json-glib would recurse through. */
 static JsonNode *
-read_record (const char *path, gboolean (*upgrade) (JsonObject *, gboolean *, GError **),
+read_record (const char *path, const char *what,
+             gboolean (*upgrade) (JsonObject *, gboolean *, GError **),
              gboolean *changed, gboolean *missing, GError **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
   g_autoptr(JsonNode) root = NULL;
   g_autofree char *data = NULL;
   g_autoptr(GError) local_error = NULL;
@@ -515,18 +534,17 @@ read_record (const char *path, gboolean (*upgrade) (JsonObject *, gboolean *, GE
       g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "not a regular file");
       return NULL;
     }
-  if (!g_file_get_contents (path, &data, &len, &local_error))
+  if (!mv_file_read_bounded (path, MV_RECORD_MAX_BYTES, what, &data, &len, &local_error))
     {
-      *missing = g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT);
+      *missing = g_error_matches (local_error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND);
       g_propagate_error (error, g_steal_pointer (&local_error));
       return NULL;
     }
 
-  if (!json_parser_load_from_data (parser, data, (gssize) len, error))
+  root = mv_json_parse (data, (gssize) len, &record_limits, what, error);
+  if (root == NULL)
     return NULL;
-
-  root = json_parser_steal_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+  if (!JSON_NODE_HOLDS_OBJECT (root))
     {
       g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                            "expected a JSON object");
@@ -580,8 +598,8 @@ load_record (const char *dir, const char *name, char **bad_path, GError **error)
   MvRecord *record;
 
   *bad_path = g_strdup (config_path);
-  config_node = read_record (config_path, mv_patches_upgrade_config, &config_changed,
-                             &missing, error);
+  config_node = read_record (config_path, MV_CONFIG_RECORD, mv_patches_upgrade_config,
+                             &config_changed, &missing, error);
   if (config_node == NULL)
     return NULL;
   config = mv_config_from_node (config_node, error);
@@ -600,8 +618,8 @@ load_record (const char *dir, const char *name, char **bad_path, GError **error)
 
   g_free (*bad_path);
   *bad_path = g_strdup (status_path);
-  status_node = read_record (status_path, mv_patches_upgrade_status, &status_changed,
-                             &missing, &status_error);
+  status_node = read_record (status_path, MV_STATUS_RECORD, mv_patches_upgrade_status,
+                             &status_changed, &missing, &status_error);
   if (status_node != NULL)
     status = mv_status_from_node (status_node, error);
   else if (missing)

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -88,6 +89,85 @@ gboolean
 mv_remove_tree (const char *path, GError **error)
 {
   return remove_tree_at (AT_FDCWD, path, path, error);
+}
+
+static gboolean
+too_large (GError **error, const char *what, guint64 size, gsize max_bytes)
+{
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE,
+               "%s: %" G_GUINT64_FORMAT " bytes is more than the limit of %" G_GSIZE_FORMAT,
+               what, size, max_bytes);
+  return FALSE;
+}
+
+gboolean
+mv_file_read_bounded (const char *path, gsize max_bytes, const char *what, char **contents,
+                      gsize *length, GError **error)
+{
+  g_autofree char *buf = NULL;
+  gsize capacity, used = 0;
+  struct stat st;
+  int fd;
+
+  /* Non-blocking, so that opening a FIFO does not wait for a writer. */
+  fd = g_open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
+  if (fd < 0)
+    return mv_set_errno_error (error, errno, "Cannot open %s", path);
+  if (fstat (fd, &st) < 0)
+    {
+      int errsv = errno;
+
+      close (fd);
+      return mv_set_errno_error (error, errsv, "Cannot read %s", path);
+    }
+  if (!S_ISREG (st.st_mode))
+    {
+      close (fd);
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE, "%s is not a regular file",
+                   path);
+      return FALSE;
+    }
+  if ((guint64) st.st_size > max_bytes)
+    {
+      close (fd);
+      return too_large (error, what, (guint64) st.st_size, max_bytes);
+    }
+
+  /* The file may grow while it is read: never past one byte over. */
+  capacity = (gsize) st.st_size + 1;
+  buf = g_malloc (capacity + 1);
+  for (;;)
+    {
+      gssize n = read (fd, buf + used, capacity - used);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          int errsv = errno;
+
+          close (fd);
+          return mv_set_errno_error (error, errsv, "Cannot read %s", path);
+        }
+      if (n == 0)
+        break;
+      used += (gsize) n;
+      if (used > max_bytes)
+        {
+          close (fd);
+          return too_large (error, what, used, max_bytes);
+        }
+      if (used == capacity)
+        {
+          capacity = MIN (capacity * 2, max_bytes + 1);
+          buf = g_realloc (buf, capacity + 1);
+        }
+    }
+  close (fd);
+  buf[used] = '\0';
+  *contents = g_steal_pointer (&buf);
+  *length = used;
+  return TRUE;
 }
 
 char *

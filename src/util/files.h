@@ -11,6 +11,14 @@ gboolean    mv_set_errno_error (GError **error, int errsv, const char *format, .
  * links; a missing path is not an error. */
 gboolean    mv_remove_tree (const char *path, GError **error);
 
+/* Reads the regular file @path whole, if it holds at most @max_bytes;
+ * *@contents is NUL-terminated. A larger file is G_IO_ERROR_MESSAGE_TOO_LARGE
+ * ("@what: N bytes is more than the limit of M") without being read; one
+ * that is not a regular file (a FIFO that would block) is
+ * G_IO_ERROR_NOT_REGULAR_FILE; a missing one G_IO_ERROR_NOT_FOUND. */
+gboolean    mv_file_read_bounded (const char *path, gsize max_bytes, const char *what,
+                                  char **contents, gsize *length, GError **error);
+
 /* The last @lines non-empty lines of @path, from byte @offset on (and
  * within its last 64 KiB), control characters blanked; "" if unreadable. */
 char       *mv_file_tail (const char *path, goffset offset, guint lines);

@@ -395,20 +395,48 @@ test_wrong_types (void)
 static void
 test_integers (void)
 {
+  /* Out-of-range numbers are refused with the field's own bounds, never
+   * with the range of the C type that holds the field. */
+  static const struct {
+    const char *doc;
+    const char *message;
+  } cases[] = {
+    { "{'cpu_millicores':-1}", "cpu_millicores: -1 is below the minimum of 100" },
+    { "{'cpu_millicores':1.5}", "cpu_millicores: expected an integer, got a number" },
+    { "{'cpu_millicores':4294967296}", "cpu_millicores: 4294967296 is more than the limit of 32000" },
+    { "{'max_vcpus':-5}", "max_vcpus: -5 is below the minimum of 0" },
+    { "{'max_vcpus':5000000000}", "max_vcpus: 5000000000 is more than the limit of 32" },
+    { "{'memory_bytes':-1}", "memory_bytes: -1 is below the minimum of 33554432 (32 MiB)" },
+    { "{'memory_bytes':1e300}",
+      "memory_bytes: 1e+300 is more than the limit of 1099511627776 (1 TiB)" },
+    { "{'max_memory_bytes':-2097152}", "max_memory_bytes: -2097152 is below the minimum of 0" },
+    { "{'restart':{'max_retries':-1}}", "restart.max_retries: -1 is below the minimum of 0" },
+    { "{'restart':{'max_retries':4294967296}}",
+      "restart.max_retries: 4294967296 is more than the limit of 1000" },
+    { "{'standby_after_seconds':4294967296}",
+      "standby_after_seconds: 4294967296 is more than the limit of 31536000" },
+    { "{'sleep_after_idle_seconds':-60}", "sleep_after_idle_seconds: -60 is below the minimum of 0" },
+    /* Past 64 bits: json-glib would saturate these; the reader refuses
+     * them, naming the field. */
+    { "{'memory_bytes':18446744073709551617}", "spec: memory_bytes: the number at byte 16 is too large" },
+    { "{'memory_bytes':99999999999999999999}", "spec: memory_bytes: the number at byte 16 is too large" },
+    { "{'max_memory_bytes':9223372036854775808}", "spec: max_memory_bytes: the number at byte 20 is too large" },
+  };
   g_autoptr(MvSpec) spec = NULL;
 
-  assert_parse_fails ("{'cpu_millicores':-1}", "cpu_millicores: expected an integer from 0 to 4294967295");
-  assert_parse_fails ("{'cpu_millicores':1.5}", "cpu_millicores: expected an integer from 0 to");
-  assert_parse_fails ("{'cpu_millicores':4294967296}", "cpu_millicores: expected an integer from 0 to");
-  assert_parse_fails ("{'max_vcpus':-5}", "max_vcpus: ");
-  assert_parse_fails ("{'memory_bytes':-1}", "memory_bytes: expected an integer from 0 to");
-  assert_parse_fails ("{'memory_bytes':1e300}", "memory_bytes: expected an integer from 0 to");
-  /* Past 64 bits: json-glib wraps these, and they must still fail. */
-  assert_parse_fails ("{'memory_bytes':18446744073709551617}", "memory_bytes: ");
-  assert_parse_fails ("{'memory_bytes':99999999999999999999}", "memory_bytes: ");
-  assert_parse_fails ("{'max_memory_bytes':9223372036854775808}", "max_memory_bytes: ");
-  assert_parse_fails ("{'restart':{'max_retries':-1}}", "restart.max_retries: ");
-  assert_parse_fails ("{'standby_after_seconds':4294967296}", "standby_after_seconds: ");
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *json = q (cases[i].doc);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(MvSpec) refused = mv_spec_from_json (json, &error);
+
+      g_assert_null (refused);
+      g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+      if (!g_str_has_prefix (error->message, cases[i].message))
+        g_assert_cmpstr (error->message, ==, cases[i].message);
+      g_assert_null (strstr (error->message, "4294967295"));
+      g_assert_null (strstr (error->message, "9223372036854775807"));
+    }
 
   /* Integral numbers written as floating point are integers. */
   spec = parse_ok ("{'cpu_millicores':2000.0,'memory_bytes':5.36870912e8}");
@@ -416,9 +444,20 @@ test_integers (void)
   g_assert_cmpuint (spec->memory_bytes, ==, 512 * MiB);
   g_clear_pointer (&spec, mv_spec_free);
 
-  /* The type's own maximum parses; validation judges it. */
-  spec = parse_ok ("{'cpu_millicores':4294967295}");
+  /* What the field's type holds parses; validation judges it by the same
+   * bounds. */
+  spec = parse_ok ("{'name':'web','kernel':'/k','cpu_millicores':4294967295}");
   g_assert_cmpuint (spec->cpu_millicores, ==, G_MAXUINT32);
+  assert_invalid_message (spec, "cpu_millicores: 4294967295 is more than the limit of 32000");
+  g_clear_pointer (&spec, mv_spec_free);
+  spec = parse_ok ("{'name':'web','kernel':'/k','memory_bytes':2199023255552}");
+  assert_invalid_message (spec, "memory_bytes: 2199023255552 (2 TiB) is more than the limit of "
+                          "1099511627776 (1 TiB)");
+  g_clear_pointer (&spec, mv_spec_free);
+  spec = base_spec ();
+  spec->memory_bytes = G_MAXUINT64;
+  assert_invalid_message (spec, "memory_bytes: 18446744073709551615 is more than the limit of "
+                          "1099511627776 (1 TiB)");
 }
 
 static void
@@ -428,6 +467,98 @@ test_malformed (void)
   assert_parse_fails ("{'name':'web',}", "spec: ");
   assert_parse_fails ("", "spec: ");
   assert_parse_fails ("{'name':'web'} x", "spec: ");
+}
+
+/* Each kind of text that json-glib takes and JSON does not. The documents
+ * are written as they are sent: no single-quote shorthand here. */
+static void
+test_strict_document (void)
+{
+  static const struct {
+    const char *text;
+    const char *message;
+  } cases[] = {
+    { "{\"name\":\"web\" /* c */}", "spec: not JSON at byte 14: comments are not allowed" },
+    { "// c\n{\"name\":\"web\"}", "spec: not JSON at byte 0: comments are not allowed" },
+    { "{'name':'web'}",
+      "spec: not JSON at byte 1: single quotes are not allowed (strings take double quotes)" },
+    { "{\"name\":\"web\"}{}",
+      "spec: not JSON at byte 14: only one value is allowed, and more follows it" },
+    { "\xef\xbb\xbf{\"name\":\"web\"}", "spec: not JSON at byte 0: a byte order mark is not allowed" },
+    { "{\"name\":\"web\",}", "spec: not JSON at byte 13: trailing commas are not allowed" },
+    { "{\"memory_bytes\":NaN}", "spec: not JSON at byte 16: NaN and Infinity are not JSON numbers" },
+    { "{\"name\":\"a\\u0000b\"}", "spec: name: \\u0000 (NUL) is not allowed in a string" },
+    { "{\"name\":\"\\ud800\"}", "spec: name: \\uD800 is a lone surrogate, not a character" },
+    { "{\"labels\":{\"a\\u0000\":\"x\"}}", "spec: labels: \\u0000 (NUL) is not allowed in a string" },
+    { "{\"name\":\"web\",\"name\":\"db\"}", "spec: at byte 14: the key \"name\" appears twice" },
+    { "{\"name\":\"w\xff" "b\"}", "spec: not JSON at byte 10: not valid UTF-8" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(MvSpec) spec = mv_spec_from_json (cases[i].text, &error);
+
+      g_assert_null (spec);
+      g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+      g_assert_cmpstr (error->message, ==, cases[i].message);
+    }
+}
+
+/* A spec nested far deeper than any field needs, in a field that takes
+ * any object (firewall rules): refused by its depth, quickly, without
+ * json-glib recursing through it. */
+static void
+test_strict_depth (void)
+{
+  GString *deep = g_string_new ("{\"name\":\"web\",\"firewall\":[");
+  g_autofree char *text = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MvSpec) spec = NULL;
+
+  for (guint i = 0; i < 100000; i++)
+    g_string_append (deep, "{\"a\":");
+  g_string_append (deep, "1");
+  for (guint i = 0; i < 100000; i++)
+    g_string_append_c (deep, '}');
+  g_string_append (deep, "]}");
+  text = g_string_free (deep, FALSE);
+
+  spec = mv_spec_from_json (text, &error);
+  g_assert_null (spec);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, "spec: nesting depth 33 is more than the limit of 32");
+}
+
+static void
+test_strict_size (void)
+{
+  g_autofree char *padding = g_strnfill (MV_SPEC_MAX_BYTES, ' ');
+  g_autofree char *text = g_strconcat ("{\"name\":\"web\"}", padding, NULL);
+  g_autofree char *expected = g_strdup_printf ("spec: %" G_GSIZE_FORMAT " bytes is more than the "
+                                               "limit of %d", strlen (text), MV_SPEC_MAX_BYTES);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MvSpec) spec = NULL;
+
+  /* Exactly the limit is a spec. */
+  text[MV_SPEC_MAX_BYTES] = '\0';
+  g_assert_true (mv_spec_json_check_size (text, &error));
+  g_assert_no_error (error);
+  spec = mv_spec_from_json (text, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (spec);
+  g_clear_pointer (&spec, mv_spec_free);
+  text[MV_SPEC_MAX_BYTES] = ' ';
+
+  g_assert_false (mv_spec_json_check_size (text, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, expected);
+  g_clear_error (&error);
+
+  spec = mv_spec_from_json (text, &error);
+  g_assert_null (spec);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, expected);
 }
 
 static void
@@ -643,6 +774,108 @@ test_equal_and_differences (void)
 
 /* ---- limits ---- */
 
+static char *
+dns_name_of_length (gsize length)
+{
+  GString *s = g_string_new (NULL);
+
+  /* Labels of 63 joined by dots, then a shorter last one. */
+  while (s->len + 64 < length)
+    g_string_append (s, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.");
+  while (s->len < length)
+    g_string_append_c (s, 'b');
+  return g_string_free (s, FALSE);
+}
+
+/* {"a":{"a":...{}}}, @depth objects deep. */
+static JsonNode *
+nested_rule (guint depth)
+{
+  JsonNode *node = json_node_init_object (json_node_alloc (), json_object_new ());
+
+  for (guint i = 1; i < depth; i++)
+    {
+      g_autoptr(JsonObject) outer = json_object_new ();
+
+      json_object_set_member (outer, "a", node);
+      node = json_node_init_object (json_node_alloc (), outer);
+    }
+  return node;
+}
+
+/* {"allow":"xxx..."}, @size bytes of compact JSON. */
+static JsonNode *
+rule_of_size (gsize size)
+{
+  g_autoptr(JsonObject) rule = json_object_new ();
+  g_autofree char *value = g_strnfill (size - strlen ("{\"allow\":\"\"}"), 'x');
+
+  json_object_set_string_member (rule, "allow", value);
+  return json_node_init_object (json_node_alloc (), rule);
+}
+
+static char *
+path_of_length (gsize length, char fill)
+{
+  char *path = g_strnfill (length, fill);
+
+  path[0] = '/';
+  return path;
+}
+
+static MvSpec *
+largest_spec (void)
+{
+  MvSpec *spec = base_spec ();
+  GString *user_data = g_string_new (NULL);
+
+  set_string (&spec->id, g_strnfill (MV_ID_MAX_BYTES, 'i'));
+  set_string (&spec->name, g_strnfill (MV_NAME_MAX_BYTES, 'n'));
+  set_string (&spec->hypervisor_type, g_strdup ("cloud-hypervisor"));
+  set_string (&spec->hypervisor_version, g_strnfill (MV_HYPERVISOR_VERSION_MAX_BYTES, '9'));
+  set_string (&spec->kernel, path_of_length (MV_PATH_MAX_BYTES, '"'));
+  set_string (&spec->initrd, path_of_length (MV_PATH_MAX_BYTES, '\\'));
+  set_string (&spec->kernel_args, g_strnfill (MV_KERNEL_ARGS_MAX_BYTES, '"'));
+  spec->cpu_millicores = MV_CPU_MILLICORES_MAX;
+  spec->max_vcpus = MV_VCPUS_MAX;
+  spec->memory_bytes = MV_MEMORY_MAX_BYTES;
+  spec->max_memory_bytes = MV_MEMORY_MAX_BYTES;
+  for (guint i = 0; i < MV_DISKS_MAX; i++)
+    {
+      MvDisk *disk = g_new0 (MvDisk, 1);
+
+      disk->path = path_of_length (MV_PATH_MAX_BYTES, '"');
+      disk->read_only = TRUE;
+      g_ptr_array_add (spec->disks, disk);
+    }
+  spec->readiness = MV_READINESS_CONSOLE;
+  set_string (&spec->readiness_text, g_strnfill (MV_READINESS_TEXT_MAX_BYTES, '\x01'));
+  set_string (&spec->network_name, g_strnfill (MV_NAME_MAX_BYTES, 'l'));
+  set_string (&spec->static_ip, g_strnfill (MV_STATIC_IP_MAX_BYTES, ':'));
+  set_string (&spec->hostname, dns_name_of_length (MV_HOSTNAME_MAX_BYTES));
+  for (guint i = 0; i < MV_SSH_KEYS_MAX; i++)
+    g_ptr_array_add (spec->ssh_keys, g_strnfill (MV_SSH_KEY_MAX_BYTES, '"'));
+  for (gsize i = 0; i < MV_USER_DATA_MAX_BYTES; i++)
+    g_string_append_c (user_data, '"');
+  set_string (&spec->user_data, g_string_free (user_data, FALSE));
+  /* {"k":"<value>"} is 8 bytes around the value. */
+  g_hash_table_insert (spec->metadata, g_strdup ("k"),
+                       g_strnfill (MV_METADATA_MAX_JSON_BYTES - 8, 'm'));
+  for (guint i = 0; i < MV_FIREWALL_RULES_MAX; i++)
+    json_array_add_element (spec->firewall, rule_of_size (MV_FIREWALL_RULE_MAX_BYTES));
+  spec->restart_mode = MV_RESTART_ON_FAILURE;
+  spec->restart_max_retries = MV_RESTART_MAX_RETRIES_MAX;
+  spec->standby_after_seconds = MV_STANDBY_AFTER_MAX_SECONDS;
+  for (guint i = 0; i < MV_LABELS_MAX; i++)
+    {
+      g_autofree char *key = g_strdup_printf ("%0*u", MV_LABEL_KEY_MAX_BYTES, i);
+
+      g_hash_table_insert (spec->labels, g_steal_pointer (&key),
+                           g_strnfill (MV_LABEL_VALUE_MAX_BYTES, '"'));
+    }
+  return spec;
+}
+
 static void
 test_limit_name (void)
 {
@@ -650,6 +883,10 @@ test_limit_name (void)
   static const char *const bad[] = {
     "", "a/b", "/", ".", "..", ".hidden", "-rf", "tab\there", "new\nline",
     "del\x7f", "\xff\xfe",
+    /* Names that display as another name. */
+    "web\xe2\x80\xae" "gpj", "\xe2\x81\xa6web\xe2\x81\xa9", "we\xc2\x85" "b",
+    "we\xe2\x80\x8b" "b", "web\xef\xbb\xbf", "web\xc2\xa0" "1", "web\xe3\x80\x80",
+    " web", "web ", "cafe\xcc\x81", "\xcc\x81web", "web\xc2\xad", "\xee\x80\x80",
   };
   static const char *const good[] = {
     "a", "web-1", "web_1.example", "Web 1", "caf\xc3\xa9", "a..b", "x-",
@@ -684,6 +921,10 @@ test_limit_name (void)
     }
   set_string (&spec->name, NULL);
   assert_invalid_message (spec, "name: required");
+  set_string (&spec->name, g_strdup ("web\xe2\x80\xae" "gpj.exe"));
+  assert_invalid_message (spec, "name: U+202E is not allowed in a name (a bidirectional control)");
+  set_string (&spec->name, g_strdup ("web\xc2\x9b"));
+  assert_invalid_message (spec, "name: U+009B is not allowed in a name (a C1 control character)");
 
   /* The field name is the caller's. */
   {
@@ -733,6 +974,26 @@ test_limit_hypervisor (void)
   assert_invalid (spec, "hypervisor_type");
   set_string (&spec->hypervisor_type, g_strdup ("QEMU"));
   assert_invalid (spec, "hypervisor_type");
+
+  /* The message quotes only the start of what it refuses. */
+  set_string (&spec->hypervisor_type, g_strnfill (10000, 'x'));
+  {
+    g_autoptr(GError) error = NULL;
+
+    g_assert_false (mv_spec_validate (spec, &error));
+    g_assert_cmpuint (strlen (error->message), <, 150);
+  }
+  set_string (&spec->hypervisor_type, g_strdup ("qemu"));
+
+  set_string (&spec->hypervisor_version, g_strdup ("7.2.0+dfsg-7_deb12u1"));
+  assert_valid (spec);
+  set_string (&spec->hypervisor_version, g_strnfill (MV_HYPERVISOR_VERSION_MAX_BYTES, '7'));
+  assert_valid (spec);
+  set_string (&spec->hypervisor_version, g_strnfill (MV_HYPERVISOR_VERSION_MAX_BYTES + 1, '7'));
+  assert_invalid_message (spec, "hypervisor_version: 65 bytes, more than the limit of 64");
+  set_string (&spec->hypervisor_version, g_strdup ("7.2 ; rm"));
+  assert_invalid_message (spec, "hypervisor_version: may hold only letters, digits, '.', '_', "
+                          "'+' and '-'");
 }
 
 static void
@@ -769,6 +1030,14 @@ test_limit_boot (void)
   assert_invalid_message (spec, "kernel_args: longer than 4096 bytes");
   set_string (&spec->kernel_args, g_strdup ("console=ttyS0\ninit=/bin/sh"));
   assert_invalid (spec, "kernel_args");
+  set_string (&spec->kernel_args, g_strdup ("console=ttyS0 \x1b[2J"));
+  assert_invalid_message (spec, "kernel_args: contains a control character (0x1b)");
+  set_string (&spec->kernel_args, NULL);
+
+  set_string (&spec->kernel, g_strdup ("/boot/vm\x01linuz"));
+  assert_invalid_message (spec, "kernel: contains a control character (0x01)");
+  set_string (&spec->kernel, g_strdup ("vmlinuz"));
+  assert_invalid_message (spec, "kernel: \"vmlinuz\" is not an absolute path");
 }
 
 static void
@@ -779,13 +1048,13 @@ test_limit_cpu (void)
   spec->cpu_millicores = MV_CPU_MILLICORES_MIN;
   assert_valid (spec);
   spec->cpu_millicores = MV_CPU_MILLICORES_MIN - 1;
-  assert_invalid_message (spec, "cpu_millicores: 99 is outside 100–32000");
+  assert_invalid_message (spec, "cpu_millicores: 99 is below the minimum of 100");
   spec->cpu_millicores = 50;
-  assert_invalid_message (spec, "cpu_millicores: 50 is outside 100–32000");
+  assert_invalid_message (spec, "cpu_millicores: 50 is below the minimum of 100");
   spec->cpu_millicores = MV_CPU_MILLICORES_MAX;
   assert_valid (spec);
   spec->cpu_millicores = MV_CPU_MILLICORES_MAX + 1;
-  assert_invalid (spec, "cpu_millicores");
+  assert_invalid_message (spec, "cpu_millicores: 32001 is more than the limit of 32000");
   spec->cpu_millicores = 0;
   assert_invalid (spec, "cpu_millicores");
 
@@ -816,7 +1085,7 @@ test_limit_memory (void)
   spec->memory_bytes = MV_MEMORY_MIN_BYTES - MV_MEMORY_STEP_BYTES;
   assert_invalid (spec, "memory_bytes");
   spec->memory_bytes = 1000;
-  assert_invalid_message (spec, "memory_bytes: 1000 is below the minimum of 33554432");
+  assert_invalid_message (spec, "memory_bytes: 1000 is below the minimum of 33554432 (32 MiB)");
   spec->memory_bytes = MV_MEMORY_MAX_BYTES;
   assert_valid (spec);
   spec->memory_bytes = MV_MEMORY_MAX_BYTES + MV_MEMORY_STEP_BYTES;
@@ -886,19 +1155,6 @@ test_limit_readiness (void)
     g_autoptr(MvSpec) parsed = parse_ok ("{'name':'web','kernel':'/k','readiness':'console:'}");
     assert_invalid (parsed, "readiness");
   }
-}
-
-static char *
-dns_name_of_length (gsize length)
-{
-  GString *s = g_string_new (NULL);
-
-  /* Labels of 63 joined by dots, then a shorter last one. */
-  while (s->len + 64 < length)
-    g_string_append (s, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.");
-  while (s->len < length)
-    g_string_append_c (s, 'b');
-  return g_string_free (s, FALSE);
 }
 
 static void
@@ -996,6 +1252,13 @@ test_limit_metadata (void)
   g_hash_table_insert (spec->metadata, g_strdup ("k"), g_strnfill (MV_METADATA_MAX_JSON_BYTES - 7, 'v'));
   assert_invalid (spec, "metadata");
 
+  /* Keys are names the guest and people read. */
+  g_hash_table_remove_all (spec->metadata);
+  g_hash_table_insert (spec->metadata, g_strdup ("ro\xe2\x81\xa7le"), g_strdup ("v"));
+  assert_invalid_message (spec, "metadata: U+2067 is not allowed in a key (a bidirectional control)");
+  g_hash_table_remove_all (spec->metadata);
+  g_hash_table_insert (spec->metadata, g_strdup ("k"), g_strnfill (MV_METADATA_MAX_JSON_BYTES - 8, 'v'));
+
   /* Escapes count as written: a quote takes two bytes. */
   g_hash_table_insert (spec->metadata, g_strdup ("k"), g_strnfill ((MV_METADATA_MAX_JSON_BYTES - 8) / 2 + 1, '"'));
   assert_invalid (spec, "metadata");
@@ -1065,6 +1328,20 @@ test_limit_labels (void)
   g_hash_table_insert (spec->labels, g_strdup (""), g_strdup ("v"));
   assert_invalid (spec, "labels");
 
+  /* Keys display as themselves; values are text without controls. */
+  g_hash_table_remove_all (spec->labels);
+  g_hash_table_insert (spec->labels, g_strdup ("team\xe2\x80\xae"), g_strdup ("v"));
+  assert_invalid_message (spec, "labels: U+202E is not allowed in a key (a bidirectional control)");
+  g_hash_table_remove_all (spec->labels);
+  g_hash_table_insert (spec->labels, g_strdup ("te\xe2\x80\x8d" "am"), g_strdup ("v"));
+  assert_invalid (spec, "labels");
+  g_hash_table_remove_all (spec->labels);
+  g_hash_table_insert (spec->labels, g_strdup ("team"), g_strdup ("web\nrm -rf"));
+  assert_invalid_message (spec, "labels.team: contains a control character (0x0a)");
+  g_hash_table_remove_all (spec->labels);
+  g_hash_table_insert (spec->labels, g_strdup ("team"), g_strdup ("caf\xc3\xa9 \xe2\x80\xae"));
+  assert_valid (spec);
+
   /* An empty value is a label all the same. */
   g_hash_table_remove_all (spec->labels);
   g_hash_table_insert (spec->labels, g_strdup ("flag"), g_strdup (""));
@@ -1091,6 +1368,72 @@ test_limit_firewall (void)
   json_array_add_object_element (spec->firewall, json_object_new ());
   json_array_add_string_element (spec->firewall, "allow all");
   assert_invalid (spec, "firewall[1]");
+
+  /* Each rule: its depth, then its size. */
+  json_array_unref (spec->firewall);
+  spec->firewall = json_array_new ();
+  json_array_add_element (spec->firewall, nested_rule (MV_FIREWALL_RULE_MAX_DEPTH));
+  assert_valid (spec);
+  json_array_add_element (spec->firewall, nested_rule (MV_FIREWALL_RULE_MAX_DEPTH + 1));
+  assert_invalid_message (spec, "firewall[1]: nesting depth 9 is more than the limit of 8");
+
+  json_array_unref (spec->firewall);
+  spec->firewall = json_array_new ();
+  json_array_add_element (spec->firewall, rule_of_size (MV_FIREWALL_RULE_MAX_BYTES));
+  assert_valid (spec);
+  json_array_add_element (spec->firewall, rule_of_size (MV_FIREWALL_RULE_MAX_BYTES + 1));
+  assert_invalid_message (spec, "firewall[1]: 1025 bytes of JSON, more than the limit of 1024");
+}
+
+static void
+test_limit_network (void)
+{
+  g_autoptr(MvSpec) spec = base_spec ();
+  static const char *const good_ips[] = { "10.0.0.5", "10.0.0.5/24", "fd00::5/64",
+                                          "::ffff:192.168.100.200/128" };
+  static const char *const bad_ips[] = { "10.0.0.5 ", "10.0.0.5\n", "host.example", "[fd00::5]" };
+
+  set_string (&spec->network_name, g_strdup ("lan"));
+  assert_valid (spec);
+  set_string (&spec->network_name, g_strnfill (MV_NAME_MAX_BYTES + 1, 'n'));
+  assert_invalid_message (spec, "network_name: longer than 63 bytes");
+  set_string (&spec->network_name, g_strdup ("../lan"));
+  assert_invalid (spec, "network_name");
+  set_string (&spec->network_name, g_strdup ("lan\xe2\x80\xae"));
+  assert_invalid (spec, "network_name");
+  set_string (&spec->network_name, NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (good_ips); i++)
+    {
+      set_string (&spec->static_ip, g_strdup (good_ips[i]));
+      assert_valid (spec);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (bad_ips); i++)
+    {
+      set_string (&spec->static_ip, g_strdup (bad_ips[i]));
+      assert_invalid_message (spec, "static_ip: may hold only an IP address and a prefix length");
+    }
+  set_string (&spec->static_ip, g_strnfill (MV_STATIC_IP_MAX_BYTES + 1, '1'));
+  assert_invalid_message (spec, "static_ip: 50 bytes, more than the limit of 49");
+}
+
+/* Every field at its limit, with characters that take two bytes in JSON
+ * where a field allows them: still a spec, and one the reader takes back. */
+static void
+test_limit_whole_spec (void)
+{
+  g_autoptr(MvSpec) spec = largest_spec ();
+  g_autofree char *json = NULL;
+  g_autoptr(MvSpec) again = NULL;
+  g_autoptr(GError) error = NULL;
+
+  assert_valid (spec);
+  json = mv_spec_to_json (spec, TRUE);
+  g_test_message ("the largest spec is %" G_GSIZE_FORMAT " bytes", strlen (json));
+  g_assert_cmpuint (strlen (json), <=, MV_SPEC_MAX_BYTES);
+  again = mv_spec_from_json (json, &error);
+  g_assert_no_error (error);
+  g_assert_true (mv_spec_equal (spec, again));
 }
 
 static void
@@ -1130,8 +1473,11 @@ test_limit_standby (void)
   assert_invalid (spec, "standby_after_seconds");
   spec->standby_after_seconds = 1;
   assert_invalid (spec, "standby_after_seconds");
-  spec->standby_after_seconds = G_MAXUINT32;
+  spec->standby_after_seconds = MV_STANDBY_AFTER_MAX_SECONDS;
   assert_valid (spec);
+  spec->standby_after_seconds = MV_STANDBY_AFTER_MAX_SECONDS + 1;
+  assert_invalid_message (spec, "standby_after_seconds: 31536001 is more than the limit of "
+                          "31536000");
 }
 
 static void
@@ -1267,6 +1613,9 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/wrong-types", test_wrong_types);
   g_test_add_func ("/spec/integers", test_integers);
   g_test_add_func ("/spec/malformed", test_malformed);
+  g_test_add_func ("/spec/strict/document", test_strict_document);
+  g_test_add_func ("/spec/strict/depth", test_strict_depth);
+  g_test_add_func ("/spec/strict/size", test_strict_size);
   g_test_add_func ("/spec/standby-alias", test_standby_alias);
   g_test_add_func ("/spec/secrets", test_secrets);
   g_test_add_func ("/spec/fingerprint", test_fingerprint);
@@ -1288,6 +1637,8 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/limits/metadata-document", test_metadata_document);
   g_test_add_func ("/spec/limits/labels", test_limit_labels);
   g_test_add_func ("/spec/limits/firewall", test_limit_firewall);
+  g_test_add_func ("/spec/limits/network", test_limit_network);
+  g_test_add_func ("/spec/limits/whole-spec", test_limit_whole_spec);
   g_test_add_func ("/spec/limits/restart", test_limit_restart);
   g_test_add_func ("/spec/limits/standby", test_limit_standby);
   g_test_add_func ("/spec/limits/utf8", test_limit_utf8);

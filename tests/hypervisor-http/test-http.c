@@ -18,6 +18,7 @@ typedef enum {
   REPLY_HUGE,          /* announces a body over the client's cap */
   REPLY_STALL,         /* never answers */
   REPLY_CLOSE,         /* 204, then closes the connection */
+  REPLY_BODY,          /* 200 with the test's own body */
 } Reply;
 
 typedef struct {
@@ -28,6 +29,7 @@ typedef struct {
   Reply      reply;
   GMutex     lock;
   GPtrArray *requests;     /* raw text of each request */
+  char      *body;         /* REPLY_BODY's, set before the request */
   guint      accepted;
   gboolean   stop;
 } Server;
@@ -133,6 +135,21 @@ serve (gpointer data)
               break;
             case REPLY_STALL:
               break;
+            case REPLY_BODY:
+              {
+                g_autofree char *own = NULL;
+                g_autofree char *head = NULL;
+
+                /* The test sets the next body as soon as it has this one. */
+                g_mutex_lock (&server->lock);
+                own = g_strdup (server->body);
+                g_mutex_unlock (&server->lock);
+                head = g_strdup_printf ("HTTP/1.1 200 \r\nContent-Type: application/json\r\n"
+                                        "Content-Length: %zu\r\n\r\n", strlen (own));
+                send_text (fd, head);
+                send_text (fd, own);
+              }
+              break;
             }
           if (server->reply == REPLY_CLOSE)
             break;
@@ -178,6 +195,7 @@ server_stop (Server *server, gconstpointer data)
   g_free (server->path);
   g_free (server->dir);
   g_ptr_array_unref (server->requests);
+  g_free (server->body);
   g_mutex_clear (&server->lock);
 }
 
@@ -335,6 +353,92 @@ test_error_text (void)
     }
 }
 
+static char *
+nested (guint depth)
+{
+  GString *s = g_string_new (NULL);
+
+  for (guint i = 0; i < depth; i++)
+    g_string_append_c (s, '[');
+  for (guint i = 0; i < depth; i++)
+    g_string_append_c (s, ']');
+  return g_string_free (s, FALSE);
+}
+
+static void
+set_body (Server *server, const char *body)
+{
+  g_mutex_lock (&server->lock);
+  g_free (server->body);
+  server->body = g_strdup (body);
+  g_mutex_unlock (&server->lock);
+}
+
+/* A reply that json-glib would recurse through, or take though it is not
+ * JSON, is a VMM misbehaving: FAILED, quickly, the reason named. */
+static void
+test_reply_not_strict (Server *server, gconstpointer data)
+{
+  g_autofree char *deep = nested (100000);
+  g_autofree char *at_limit = nested (MV_HTTP_JSON_MAX_DEPTH);
+  g_autofree char *depth_reason = g_strdup_printf ("nesting depth %d is more than the limit of %d",
+                                                   MV_HTTP_JSON_MAX_DEPTH + 1,
+                                                   MV_HTTP_JSON_MAX_DEPTH);
+  const struct {
+    const char *body;
+    const char *reason;
+  } cases[] = {
+    { deep, depth_reason },
+    { "{\"state\":\"Running\"} // fine", "comments are not allowed" },
+    { "{'state':'Running'}", "single quotes are not allowed" },
+    { "{\"state\":\"Running\"}{}", "only one value is allowed" },
+    { "{\"state\":\"Run\\u0000ning\"}", "state: \\u0000 (NUL) is not allowed in a string" },
+    { "{\"memory\":1e400}", "memory: the number at byte 10 is too large" },
+  };
+  g_autoptr (MvHttp) http = mv_http_new (server->path, "Firecracker");
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autoptr (JsonNode) reply = NULL;
+
+      set_body (server, cases[i].body);
+      g_assert_false (mv_http_call_json (http, "GET", "/vm/config", NULL, &reply, NULL, &error));
+      g_assert_null (reply);
+      g_assert_error (error, MV_ERROR, MV_ERROR_FAILED);
+      g_test_message ("%s", error->message);
+      g_assert_true (g_str_has_prefix (error->message, "Firecracker answered GET /vm/config with "
+                                       "malformed JSON: body: "));
+      g_assert_nonnull (strstr (error->message, cases[i].reason));
+      g_assert_cmpuint (strlen (error->message), <, 300);
+    }
+
+  /* As deep as a reply may be is a reply. */
+  {
+    g_autoptr (GError) error = NULL;
+    g_autoptr (JsonNode) reply = NULL;
+
+    set_body (server, at_limit);
+    g_assert_true (mv_http_call_json (http, "GET", "/vm/config", NULL, &reply, NULL, &error));
+    g_assert_no_error (error);
+    g_assert_true (JSON_NODE_HOLDS_ARRAY (reply));
+  }
+}
+
+/* An error body that is not strictly JSON is quoted as text, shortened. */
+static void
+test_error_text_not_strict (void)
+{
+  g_autofree char *deep = nested (100000);
+  g_autoptr (GBytes) deep_body = g_bytes_new_static (deep, strlen (deep));
+  g_autoptr (GBytes) quoted = g_bytes_new_static ("{'fault_message':'x'}", 21);
+  g_autofree char *deep_text = mv_http_error_text (deep_body);
+  g_autofree char *quoted_text = mv_http_error_text (quoted);
+
+  g_assert_cmpuint (strlen (deep_text), <=, 1024 + strlen ("…"));
+  g_assert_cmpstr (quoted_text, ==, "{'fault_message':'x'}");
+}
+
 #define SERVER_TEST(name, reply, func) \
   g_test_add (name, Server, GINT_TO_POINTER (reply), server_start, func, server_stop)
 
@@ -351,5 +455,7 @@ main (int argc, char **argv)
   SERVER_TEST ("/http/stall-times-out", REPLY_STALL, test_stall_times_out);
   g_test_add_func ("/http/nothing-listens", test_nothing_listens);
   g_test_add_func ("/http/error-text", test_error_text);
+  g_test_add_func ("/http/error-text-not-strict", test_error_text_not_strict);
+  SERVER_TEST ("/http/reply-not-strict", REPLY_BODY, test_reply_not_strict);
   return g_test_run ();
 }

@@ -6,6 +6,7 @@
 #include "hypervisor/qmp.h"
 
 #include <errno.h>
+#include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -194,6 +195,138 @@ test_qmp_parse_line (void)
   g_assert_null (mv_qmp_parse_line ("[1, 2]", 6));
   g_assert_null (mv_qmp_parse_line ("{\"return\": ", 11));
   g_assert_null (mv_qmp_parse_line ("", 0));
+
+  /* Only strict JSON, within the limits, is a message. */
+  {
+    static const char *const refused[] = {
+      "{\"return\": {}} /* and more */",
+      "{'return': {}}",
+      "{\"return\": {}}{\"return\": {}}",
+      "{\"return\": {\"status\": \"run\\u0000ning\"}}",
+      "{\"return\": {},}",
+      "\xef\xbb\xbf{\"return\": {}}",
+    };
+    GString *deep = g_string_new ("{\"return\": ");
+
+    for (guint i = 0; i < G_N_ELEMENTS (refused); i++)
+      g_assert_null (mv_qmp_parse_line (refused[i], strlen (refused[i])));
+    for (guint i = 0; i < 100000; i++)
+      g_string_append_c (deep, '[');
+    for (guint i = 0; i < 100000; i++)
+      g_string_append_c (deep, ']');
+    g_string_append_c (deep, '}');
+    g_assert_null (mv_qmp_parse_line (deep->str, deep->len));
+    g_string_free (deep, TRUE);
+  }
+}
+
+/* A monitor that never ends its line: refused once the line is past the
+ * limit, rather than read for as long as it talks. */
+static gpointer
+endless_line_serve (gpointer data)
+{
+  int listener = GPOINTER_TO_INT (data);
+  int fd = accept (listener, NULL, NULL);
+  g_autofree char *chunk = g_strnfill (64 * 1024, 'x');
+  char c;
+
+  g_assert_cmpint (fd, >=, 0);
+  for (gsize sent = 0; sent <= MV_QMP_MESSAGE_MAX_BYTES;)
+    {
+      ssize_t n = send (fd, chunk, 64 * 1024, MSG_NOSIGNAL);
+
+      if (n <= 0)
+        break;
+      sent += (gsize) n;
+    }
+  /* Until the client hangs up. */
+  while (read (fd, &c, 1) > 0)
+    ;
+  close (fd);
+  return NULL;
+}
+
+static void
+test_qmp_endless_line (void)
+{
+  g_autofree char *dir = hv_test_make_dir ();
+  g_autofree char *path = g_build_filename (dir, "qmp.sock", NULL);
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  int listener = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_autoptr (GError) error = NULL;
+  GThread *thread;
+  MvQmp *qmp;
+
+  strcpy (addr.sun_path, path);
+  g_assert_cmpint (bind (listener, (struct sockaddr *) &addr, sizeof addr), ==, 0);
+  g_assert_cmpint (listen (listener, 1), ==, 0);
+  thread = g_thread_new ("endless-line", endless_line_serve, GINT_TO_POINTER (listener));
+
+  qmp = mv_qmp_connect (path, 10000, &error);
+  g_assert_null (qmp);
+  g_assert_error (error, MV_ERROR, MV_ERROR_FAILED);
+  g_assert_nonnull (strstr (error->message, "a message of more than 1048576 bytes"));
+
+  g_thread_join (thread);
+  close (listener);
+  hv_test_remove_tree (dir);
+}
+
+/* ---- snapshot files ---- */
+
+static void
+test_snapshot_json_load (void)
+{
+  g_autofree char *dir = hv_test_make_dir ();
+  g_autofree char *path = g_build_filename (dir, MV_SNAPSHOT_VM_SPEC_NAME, NULL);
+  g_autofree char *missing = g_build_filename (dir, "devices.json", NULL);
+  g_autofree char *expected = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonNode) node = NULL;
+  GString *deep = g_string_new (NULL);
+  g_autofree char *large = NULL;
+
+  g_assert_true (g_file_set_contents (path, "{\"boot\":{\"kernel\":\"/k\"}}\n", -1, NULL));
+  node = mv_snapshot_json_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_true (JSON_NODE_HOLDS_OBJECT (node));
+  g_clear_pointer (&node, json_node_unref);
+
+  for (guint i = 0; i < 100000; i++)
+    g_string_append (deep, "{\"a\":");
+  g_string_append (deep, "1");
+  for (guint i = 0; i < 100000; i++)
+    g_string_append_c (deep, '}');
+  g_assert_true (g_file_set_contents (path, deep->str, deep->len, NULL));
+  g_string_free (deep, TRUE);
+  node = mv_snapshot_json_load (path, &error);
+  g_assert_null (node);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, "vm-spec.json: nesting depth 17 is more than the limit of 16");
+  g_clear_error (&error);
+
+  large = g_strnfill (MV_SNAPSHOT_JSON_MAX_BYTES + 1, ' ');
+  large[0] = '1';
+  g_assert_true (g_file_set_contents (path, large, -1, NULL));
+  node = mv_snapshot_json_load (path, &error);
+  g_assert_null (node);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  expected = g_strdup_printf ("vm-spec.json: %d bytes is more than the limit of %d",
+                              MV_SNAPSHOT_JSON_MAX_BYTES + 1, MV_SNAPSHOT_JSON_MAX_BYTES);
+  g_assert_cmpstr (error->message, ==, expected);
+  g_clear_error (&error);
+
+  g_assert_true (g_file_set_contents (path, "{\"boot\":1} // edited", -1, NULL));
+  node = mv_snapshot_json_load (path, &error);
+  g_assert_null (node);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_clear_error (&error);
+
+  node = mv_snapshot_json_load (missing, &error);
+  g_assert_null (node);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND);
+
+  hv_test_remove_tree (dir);
 }
 
 /* A QMP server in a thread that answers as QEMU does: a greeting, then
@@ -455,6 +588,8 @@ main (int argc, char **argv)
   g_test_add_func ("/hypervisor/memory-resize", test_memory_resize);
   g_test_add_func ("/hypervisor/qmp/parse-line", test_qmp_parse_line);
   g_test_add_func ("/hypervisor/qmp/exchange", test_qmp_exchange);
+  g_test_add_func ("/hypervisor/qmp/endless-line", test_qmp_endless_line);
+  g_test_add_func ("/hypervisor/snapshot-json-load", test_snapshot_json_load);
   g_test_add_func ("/hypervisor/qmp/events-reason", test_events_reason);
   g_test_add_func ("/hypervisor/vm-spec-json", test_vm_spec_json);
   return g_test_run ();

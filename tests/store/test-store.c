@@ -10,6 +10,7 @@
 #include <glib/gstdio.h>
 
 #include "core/errors.h"
+#include "core/json-strict.h"
 #include "store/store.h"
 #include "store-test.h"
 
@@ -509,7 +510,28 @@ typedef enum {
   CORRUPT_NOT_A_DIRECTORY,
   CORRUPT_SYMLINK,
   CORRUPT_CONFIG_SYMLINK,
+  CORRUPT_DEEP_STATUS,
+  CORRUPT_OVERSIZED_CONFIG,
+  CORRUPT_COMMENT_CONFIG,
+  CORRUPT_DUPLICATE_KEY_CONFIG,
+  CORRUPT_NUL_STATUS,
+  CORRUPT_SECOND_VALUE_STATUS,
 } Corruption;
+
+/* A status.json that json-glib would recurse 100,000 levels into. */
+static char *
+deep_status (void)
+{
+  GString *s = g_string_new ("{\"format\":1,\"state\":\"Stopped\",\"observed_generation\":0,"
+                             "\"vmm\":{\"a\":");
+
+  for (guint i = 0; i < 100000; i++)
+    g_string_append_c (s, '[');
+  for (guint i = 0; i < 100000; i++)
+    g_string_append_c (s, ']');
+  g_string_append (s, "}}\n");
+  return g_string_free (s, FALSE);
+}
 
 /* Edits the top level of a JSON record file and writes it back. */
 static void
@@ -623,6 +645,47 @@ corrupt (Fixture *fixture, const MvConfig *config, Corruption corruption)
         g_assert_cmpint (symlink (elsewhere, config_path), ==, 0);
         return g_steal_pointer (&config_path);
       }
+    case CORRUPT_DEEP_STATUS:
+      {
+        g_autofree char *deep = deep_status ();
+
+        write_file (status_path, deep);
+        return g_steal_pointer (&status_path);
+      }
+    case CORRUPT_OVERSIZED_CONFIG:
+      {
+        /* Valid JSON and a valid record but for its size. */
+        g_autofree char *contents = read_file (config_path);
+        g_autofree char *padding = g_strnfill (2 * 1024 * 1024, ' ');
+        g_autofree char *padded = g_strconcat (contents, padding, NULL);
+
+        write_file (config_path, padded);
+        return g_steal_pointer (&config_path);
+      }
+    case CORRUPT_COMMENT_CONFIG:
+      {
+        g_autofree char *contents = read_file (config_path);
+        g_autofree char *commented = g_strconcat ("/* edited by hand */\n", contents, NULL);
+
+        write_file (config_path, commented);
+        return g_steal_pointer (&config_path);
+      }
+    case CORRUPT_DUPLICATE_KEY_CONFIG:
+      {
+        g_autofree char *contents = read_file (config_path);
+        g_autofree char *twice = g_strconcat ("{\"desired_state\":\"running\",", contents + 1, NULL);
+
+        write_file (config_path, twice);
+        return g_steal_pointer (&config_path);
+      }
+    case CORRUPT_NUL_STATUS:
+      write_file (status_path, "{\"format\":1,\"state\":\"Stopped\",\"observed_generation\":0,"
+                  "\"state_error\":\"a\\u0000b\"}\n");
+      return g_steal_pointer (&status_path);
+    case CORRUPT_SECOND_VALUE_STATUS:
+      write_file (status_path, "{\"format\":1,\"state\":\"Stopped\",\"observed_generation\":0}"
+                  "{\"format\":1,\"state\":\"Running\",\"observed_generation\":0}\n");
+      return g_steal_pointer (&status_path);
     default:
       g_assert_not_reached ();
     }
@@ -705,6 +768,196 @@ test_invalid_reasons (Fixture *fixture, gconstpointer data)
   records = load (fixture, NULL);
   g_assert_cmpuint (records->len, ==, 0);
   g_assert_true (store_test_warned_about (path));
+}
+
+/* What a record too deep or too large is reported as: the file and the
+ * limit, without the daemon ever reading it as a tree. */
+static void
+test_invalid_limits (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(MvConfig) deep = create_machine (fixture, "deep");
+  g_autoptr(MvConfig) large = create_machine (fixture, "large");
+  g_autoptr(GPtrArray) invalid = new_invalid_array ();
+  g_autoptr(GPtrArray) records = NULL;
+  g_autofree char *deep_path = corrupt (fixture, deep, CORRUPT_DEEP_STATUS);
+  g_autofree char *large_path = corrupt (fixture, large, CORRUPT_OVERSIZED_CONFIG);
+  g_autofree char *deep_reason = g_strdup_printf ("status.json: nesting depth %d is more than "
+                                                  "the limit of %d", MV_RECORD_MAX_DEPTH + 1,
+                                                  MV_RECORD_MAX_DEPTH);
+  g_autofree char *large_reason = NULL;
+  GStatBuf buf;
+
+  g_assert_cmpint (g_stat (large_path, &buf), ==, 0);
+  large_reason = g_strdup_printf ("config.json: %ld bytes is more than the limit of %d",
+                                  (long) buf.st_size, MV_RECORD_MAX_BYTES);
+
+  records = load (fixture, invalid);
+  g_assert_cmpuint (records->len, ==, 0);
+  g_assert_cmpuint (invalid->len, ==, 2);
+  for (guint i = 0; i < invalid->len; i++)
+    {
+      MvInvalidRecord *reported = g_ptr_array_index (invalid, i);
+
+      if (g_strcmp0 (reported->path, deep_path) == 0)
+        g_assert_cmpstr (reported->reason, ==, deep_reason);
+      else
+        {
+          g_assert_cmpstr (reported->path, ==, large_path);
+          g_assert_cmpstr (reported->reason, ==, large_reason);
+        }
+    }
+}
+
+/* Records as written */
+
+/* config.json and status.json hold one member or element per line, none
+ * of them indented, and read back strictly. */
+static void
+test_written_without_indentation (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(MvConfig) config = create_machine (fixture, "plain");
+  g_autofree char *dir = mv_store_machine_dir (fixture->store, config->id);
+  static const char *const files[] = { "config.json", "status.json" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (files); i++)
+    {
+      g_autofree char *path = g_build_filename (dir, files[i], NULL);
+      g_autofree char *contents = read_file (path);
+      g_auto(GStrv) lines = g_strsplit (contents, "\n", -1);
+      static const MvJsonLimits limits = { MV_RECORD_MAX_BYTES, MV_RECORD_MAX_DEPTH };
+      g_autoptr(GError) error = NULL;
+
+      for (guint j = 0; lines[j] != NULL; j++)
+        g_assert_false (g_ascii_isspace (lines[j][0]));
+      g_assert_true (mv_json_check (contents, -1, &limits, files[i], &error));
+      g_assert_no_error (error);
+    }
+}
+
+/* {"name":"deep","kernel":"/k","firewall":[{"a":[[...[1,1,...]...]]}]},
+ * nested to the spec's own limit with @breadth elements at the bottom. */
+static char *
+deep_spec_json (guint breadth)
+{
+  GString *s = g_string_new ("{\"name\":\"deep\",\"kernel\":\"/boot/vmlinuz\",\"firewall\":[{\"a\":");
+  /* The spec, the firewall and the rule take three levels. */
+  guint arrays = MV_SPEC_MAX_DEPTH - 3;
+
+  for (guint i = 0; i < arrays; i++)
+    g_string_append_c (s, '[');
+  for (guint i = 0; i < breadth; i++)
+    g_string_append (s, i == 0 ? "1" : ",1");
+  for (guint i = 0; i < arrays; i++)
+    g_string_append_c (s, ']');
+  g_string_append (s, "}]}");
+  return g_string_free (s, FALSE);
+}
+
+/* A spec that nests as deep as the reader takes makes a record that grows
+ * with its input, not with the square of its depth; the record is one the
+ * reader takes back. */
+static void
+test_record_size_linear (Fixture *fixture, gconstpointer data)
+{
+  g_autofree char *json = deep_spec_json (20000);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MvSpec) spec = mv_spec_from_json (json, &error);
+  g_autoptr(MvConfig) config = NULL;
+  g_autoptr(MvStatus) status = mv_status_new ();
+  g_autofree char *id = mv_id_new ();
+  g_autofree char *dir = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *contents = NULL;
+  static const MvJsonLimits limits = { MV_RECORD_MAX_BYTES, MV_RECORD_MAX_DEPTH };
+
+  g_assert_no_error (error);
+  config = mv_config_new (id, g_steal_pointer (&spec), g_get_real_time ());
+  g_assert_true (mv_store_create_machine (fixture->store, config, status, &error));
+  g_assert_no_error (error);
+
+  dir = mv_store_machine_dir (fixture->store, config->id);
+  path = g_build_filename (dir, "config.json", NULL);
+  contents = read_file (path);
+  g_test_message ("a spec of %" G_GSIZE_FORMAT " bytes made a config.json of %" G_GSIZE_FORMAT,
+                  strlen (json), strlen (contents));
+  /* Each value costs a newline and " : " at most, whatever its depth. */
+  g_assert_cmpuint (strlen (contents), <=, 3 * strlen (json) + 4096);
+  g_assert_true (mv_json_check (contents, -1, &limits, "config.json", &error));
+  g_assert_no_error (error);
+}
+
+/* The deepest and largest firewall a spec may have is a record that loads. */
+static void
+test_record_deepest_valid_spec (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(MvConfig) config = make_config ("rules");
+  g_autoptr(MvStatus) status = mv_status_new ();
+  g_autoptr(GPtrArray) invalid = new_invalid_array ();
+  g_autoptr(GPtrArray) records = NULL;
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; i < MV_FIREWALL_RULES_MAX; i++)
+    {
+      g_autoptr(JsonObject) rule = json_object_new ();
+      JsonObject *inner = rule;
+
+      for (guint depth = 1; depth < MV_FIREWALL_RULE_MAX_DEPTH; depth++)
+        {
+          JsonObject *next = json_object_new ();
+
+          json_object_set_int_member (inner, "port", i);
+          json_object_set_object_member (inner, "a", next);
+          inner = next;
+        }
+      json_array_add_object_element (config->spec->firewall, g_steal_pointer (&rule));
+    }
+  g_assert_true (mv_spec_validate (config->spec, &error));
+  g_assert_no_error (error);
+  g_assert_true (mv_store_create_machine (fixture->store, config, status, &error));
+  g_assert_no_error (error);
+
+  records = load (fixture, invalid);
+  g_assert_cmpuint (invalid->len, ==, 0);
+  g_assert_cmpuint (records->len, ==, 1);
+  assert_same_config (((MvRecord *) g_ptr_array_index (records, 0))->config, config);
+}
+
+/* A record the reader would not take back is never written: the create
+ * fails and leaves nothing, a save fails and leaves the record as it was. */
+static void
+test_record_too_large_refused (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(MvConfig) huge = make_config ("huge");
+  g_autoptr(MvConfig) saved = create_machine (fixture, "saved");
+  g_autoptr(MvStatus) status = mv_status_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *machines = g_build_filename (fixture->state, "machines", NULL);
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *listing = NULL;
+  g_autofree char *saved_id = g_strdup (saved->id);
+
+  /* The store does not validate specs; its readers' limits hold all the same. */
+  huge->spec->user_data = g_strnfill (MV_RECORD_MAX_BYTES, 'u');
+  g_assert_false (mv_store_create_machine (fixture->store, huge, status, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "config.json: "));
+  g_assert_nonnull (strstr (error->message, "bytes is more than the limit of"));
+  g_clear_error (&error);
+  listing = list_dir (machines);
+  g_assert_cmpstr (listing, ==, saved_id);
+
+  before = snapshot (machines);
+  saved->spec->user_data = g_strnfill (MV_RECORD_MAX_BYTES, 'u');
+  g_assert_false (mv_store_save_config (fixture->store, saved, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_clear_error (&error);
+  status->state_error = g_strnfill (MV_RECORD_MAX_BYTES, 'e');
+  g_assert_false (mv_store_save_status (fixture->store, saved->id, status, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "status.json: "));
+  after = snapshot (machines);
+  g_assert_cmpstr (after, ==, before);
 }
 
 /* Leftovers of interrupted operations */
@@ -928,6 +1181,12 @@ main (int argc, char **argv)
     { "not-a-directory", CORRUPT_NOT_A_DIRECTORY },
     { "symlink", CORRUPT_SYMLINK },
     { "config-symlink", CORRUPT_CONFIG_SYMLINK },
+    { "deep-status", CORRUPT_DEEP_STATUS },
+    { "oversized-config", CORRUPT_OVERSIZED_CONFIG },
+    { "comment-config", CORRUPT_COMMENT_CONFIG },
+    { "duplicate-key-config", CORRUPT_DUPLICATE_KEY_CONFIG },
+    { "nul-status", CORRUPT_NUL_STATUS },
+    { "second-value-status", CORRUPT_SECOND_VALUE_STATUS },
   };
 
   g_test_init (&argc, &argv, NULL);
@@ -946,6 +1205,11 @@ main (int argc, char **argv)
   ADD ("/store/create-bad-id", test_create_bad_id);
   ADD ("/store/save", test_save);
   ADD ("/store/invalid-reasons", test_invalid_reasons);
+  ADD ("/store/invalid-limits", test_invalid_limits);
+  ADD ("/store/written-without-indentation", test_written_without_indentation);
+  ADD ("/store/record-size-linear", test_record_size_linear);
+  ADD ("/store/record-deepest-valid-spec", test_record_deepest_valid_spec);
+  ADD ("/store/record-too-large-refused", test_record_too_large_refused);
   ADD ("/store/leftovers-cleaned", test_leftovers_cleaned);
   ADD ("/store/interrupted-write", test_interrupted_write);
   ADD ("/store/remove", test_remove);

@@ -1,0 +1,28 @@
+/* The one way microvmd reads a JSON document that comes from outside:
+ * RFC 8259 exactly, within limits of size and nesting, checked in one
+ * pass without recursion before json-glib (which recurses, and accepts
+ * comments, single quotes and more) sees any of it. Pure. */
+#pragma once
+#include <json-glib/json-glib.h>
+
+typedef struct {
+  gsize max_bytes;   /* the whole text */
+  guint max_depth;   /* arrays and objects inside each other; {} is 1 */
+} MvJsonLimits;
+
+/* Checks that @text (@length bytes, or up to its NUL when negative) is
+ * exactly one JSON value with nothing but whitespace around it, at most
+ * @limits->max_bytes long and @limits->max_depth deep; that no string
+ * holds a raw control character, the escape \u0000 or a lone surrogate;
+ * that it is UTF-8 without a byte order mark; that no object has a key
+ * twice; and that every number is held exactly enough: integers in 64
+ * bits, others finite. Errors are MV_ERROR_INVALID_ARGUMENT, start with
+ * "@what: " and give the byte offset (from 0) or the field; they never
+ * quote the document beyond a key's short excerpt. */
+gboolean  mv_json_check (const char *text, gssize length, const MvJsonLimits *limits,
+                         const char *what, GError **error);
+
+/* mv_json_check(), then json-glib's parse: the root node (free with
+ * json_node_unref), never NULL on success. */
+JsonNode *mv_json_parse (const char *text, gssize length, const MvJsonLimits *limits,
+                         const char *what, GError **error);
