@@ -278,6 +278,16 @@ do_update (MvMachine *machine, sd_bus_message *call, gboolean root)
 static int
 method_update (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
+  const char *json = NULL;
+  g_autoptr (GError) local = NULL;
+  int r = sd_bus_message_read (m, "s", &json);
+
+  if (r < 0)
+    return r;
+  /* Refused on its size before anyone is asked; read once authorized. */
+  if (!mv_spec_json_check_size (json, &local))
+    return mv_bus_error_from_gerror (error, local);
+  sd_bus_message_rewind (m, TRUE);
   return authorize (userdata, m, MV_ACTION_MACHINE_MODIFY, "update", do_update);
 }
 

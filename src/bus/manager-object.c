@@ -84,16 +84,22 @@ static int
 method_create_machine (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
   const char *json = NULL;
-  g_autoptr (MvSpec) spec = NULL;
+  g_autoptr (GError) local = NULL;
+  g_autofree char *name = NULL;
+  int r = sd_bus_message_read (m, "s", &json);
 
-  /* The name is only for polkit's rules and prompt; the spec is parsed
-   * again, and checked, once the caller is authorized. */
-  if (sd_bus_message_read (m, "s", &json) >= 0)
-    spec = mv_spec_from_json (json, NULL);
+  if (r < 0)
+    return r;
+  /* An oversized spec is refused on its size, before anyone is asked. */
+  if (!mv_spec_json_check_size (json, &local))
+    return mv_bus_error_from_gerror (error, local);
   sd_bus_message_rewind (m, TRUE);
 
+  /* Only the name is read now, for polkit's rules and prompt: the spec is
+   * read and checked once the caller is authorized. */
+  name = mv_spec_json_peek_name (json);
   const char *details[] = {
-    "machine", spec && spec->name ? spec->name : "",
+    "machine", name ? name : "",
     "verb", "create",
     NULL,
   };

@@ -360,6 +360,18 @@ mv_spec_json_check_size (const char *json, GError **error)
   return mv_json_check (json, -1, &spec_limits, "spec", error);
 }
 
+char *
+mv_spec_json_peek_name (const char *json)
+{
+  g_autoptr (JsonNode) root = mv_json_parse (json, -1, &spec_limits, "spec", NULL);
+  JsonObject *object = root && JSON_NODE_HOLDS_OBJECT (root) ? json_node_get_object (root) : NULL;
+  JsonNode *name = object ? json_object_get_member (object, "name") : NULL;
+  const char *text = name && json_node_get_value_type (name) == G_TYPE_STRING
+                     ? json_node_get_string (name) : NULL;
+
+  return text && mv_name_validate ("name", text, NULL) ? g_strdup (text) : NULL;
+}
+
 /* ---- writing ---- */
 
 /* Signed image URLs carry a fresh signature in their query each time;

@@ -128,6 +128,10 @@ MvSpec  *mv_spec_from_json (const char *json, GError **error);
 /* Only the size of @json, without reading past MV_SPEC_MAX_BYTES: what can
  * be refused before anything else is done with a document. */
 gboolean mv_spec_json_check_size (const char *json, GError **error);
+/* The document's "name" if it reads strictly within the spec's limits and
+ * is a valid name, else NULL: what a prompt may show before the caller is
+ * authorized, without the spec being read for anything else. */
+char    *mv_spec_json_peek_name (const char *json);
 MvSpec  *mv_spec_from_node (JsonNode *node, GError **error);
 /* Serializes; without @with_secrets, ssh_keys, user_data and metadata
  * values are left out (metadata keys stay, values become ""). */

@@ -7,6 +7,7 @@
 #include "util/files.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <signal.h>
@@ -19,6 +20,82 @@
 #define SPEC(name) SPEC_WITH (name, "")
 
 static const char quick_resync[] = "[lifecycle]\nresync-seconds=1\n";
+
+/* CreateMachine(@json, 0) as uid 65534 on its own connection (a child
+ * process, so that no command line limits @json's size); returns the
+ * error name, NULL on success. */
+static char *
+create_as_nobody (Fixture *f, const char *json)
+{
+  int fds[2];
+  pid_t pid;
+  char buf[256] = { 0 };
+  int status = 0;
+
+  g_assert_cmpint (pipe (fds), ==, 0);
+  pid = fork ();
+  g_assert_cmpint (pid, >=, 0);
+  if (pid == 0)
+    {
+      sd_bus *bus = NULL;
+      sd_bus_error error = SD_BUS_ERROR_NULL;
+      sd_bus_message *reply = NULL;
+      const char *answer = "ok";
+
+      close (fds[0]);
+      if (setgroups (0, NULL) < 0 || setresgid (65534, 65534, 65534) < 0 ||
+          setresuid (65534, 65534, 65534) < 0)
+        _exit (3);
+      if (sd_bus_new (&bus) < 0 || sd_bus_set_address (bus, mv_test_env_bus_address (f->env)) < 0 ||
+          sd_bus_set_bus_client (bus, 1) < 0 || sd_bus_start (bus) < 0)
+        _exit (4);
+      if (sd_bus_call_method (bus, MV_BUS_NAME, MV_MANAGER_PATH, MV_MANAGER_IFACE, "CreateMachine",
+                              &error, &reply, "st", json, (uint64_t) 0) < 0)
+        answer = error.name ? error.name : "unknown";
+      if (write (fds[1], answer, strlen (answer)) < 0)
+        _exit (5);
+      _exit (0);
+    }
+  close (fds[1]);
+  while (read (fds[0], buf, sizeof buf - 1) < 0 && errno == EINTR)
+    ;
+  close (fds[0]);
+  g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+  g_assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  return g_str_equal (buf, "ok") ? NULL : g_strdup (buf);
+}
+
+/* Nothing an unauthorized caller sends is read beyond what the check
+ * needs: a spec nested 100,000 deep, which used to overflow the stack
+ * while its name was read for polkit, and a 30 MB one, which is refused
+ * on its size before polkit is asked. The daemon serves on. */
+static void
+test_unauthorized_input_is_not_read (Fixture *f, gconstpointer data)
+{
+  GString *deep = g_string_new ("{\"a\":");
+  g_autofree char *huge = NULL;
+  g_autofree char *err = NULL;
+
+  for (guint i = 0; i < 100000; i++)
+    g_string_append_c (deep, '[');
+  for (guint i = 0; i < 100000; i++)
+    g_string_append_c (deep, ']');
+  g_string_append_c (deep, '}');
+  err = create_as_nobody (f, deep->str);
+  g_string_free (deep, TRUE);
+  g_assert_nonnull (err);
+
+  huge = g_strnfill (30 * 1024 * 1024, ' ');
+  huge[0] = '{';
+  huge[30 * 1024 * 1024 - 1] = '}';
+  g_clear_pointer (&err, g_free);
+  err = create_as_nobody (f, huge);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+
+  /* Still here, and nothing was made. */
+  g_autofree char *path = client_create_ok (f->client, SPEC ("after"));
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 1);
+}
 
 /* GetManagedObjects, which everyone may call, carries the typed properties
  * of every machine but no spec: its size does not grow with what specs
@@ -307,6 +384,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
 
 #define ADD(name, fn) g_test_add ("/hostile/" name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+  ADD ("unauthorized-input-is-not-read", test_unauthorized_input_is_not_read);
   ADD ("spec-not-in-get-all", test_spec_not_in_get_all);
   ADD ("force-delete-during-start", test_force_delete_during_start);
   ADD ("update-keeps-hypervisor", test_update_keeps_hypervisor);
