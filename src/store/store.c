@@ -85,9 +85,9 @@ fill_temp_file (int fd, const char *data, gsize len, const char *path, GError **
   if (fchmod (owned, 0600) < 0)
     return mv_set_errno_error (error, errno, "Cannot set the mode of a temporary file for %s",
                                path);
-  if (!write_all (owned, data, len, path, error))
-    return FALSE;
-  if (fsync (owned) < 0)
+  if ((errno = mv_fault_io ("write")) || !write_all (owned, data, len, path, error))
+    return errno ? mv_set_errno_error (error, errno, "Cannot write %s", path) : FALSE;
+  if ((errno = mv_fault_io ("fsync")) || fsync (owned) < 0)
     return mv_set_errno_error (error, errno, "Cannot sync %s", path);
 
   raw = g_steal_fd (&owned);
@@ -105,6 +105,8 @@ mv_write_file_atomic (const char *path, const char *data, gsize len, GError **er
   g_autofree char *temp = g_strdup_printf ("%s/.%s.XXXXXX", dir, base);
   int fd;
 
+  if ((errno = mv_fault_io ("create")))
+    return mv_set_errno_error (error, errno, "Cannot create a temporary file for %s", path);
   fd = g_mkstemp_full (temp, O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0)
     return mv_set_errno_error (error, errno, "Cannot create a temporary file for %s", path);
@@ -115,7 +117,7 @@ mv_write_file_atomic (const char *path, const char *data, gsize len, GError **er
       return FALSE;
     }
 
-  if (rename (temp, path) < 0)
+  if ((errno = mv_fault_io ("rename")) || rename (temp, path) < 0)
     {
       int errsv = errno;
 
@@ -124,6 +126,8 @@ mv_write_file_atomic (const char *path, const char *data, gsize len, GError **er
     }
 
   /* Without this the rename itself may not survive a power cut. */
+  if ((errno = mv_fault_io ("dirsync")))
+    return mv_set_errno_error (error, errno, "Cannot sync directory %s", dir);
   return fsync_dir (dir, error);
 }
 

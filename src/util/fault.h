@@ -6,3 +6,10 @@
 
 /* Aborts if @phase ":" @when is the configured fault point. */
 void mv_fault_point (const char *phase, const char *when);
+
+/* I/O failures for tests of a full or failing disk: with
+ * MICROVMD_FAULT_IO_FILE=PATH in the environment, the record write that
+ * reaches step @step ("create", "write", "fsync", "rename", "dirsync")
+ * while PATH names that step fails there with EIO, once: PATH is removed.
+ * Returns the errno to fail with, or 0. Unset, always 0. */
+int  mv_fault_io (const char *step);

@@ -288,6 +288,78 @@ test_full_disk (Fixture *f, gconstpointer data)
   mv_test_env_start_daemon (f->env, NULL);
 }
 
+/* A record write that fails at any step (making the temporary file,
+ * writing, syncing it, renaming it into place, syncing the directory)
+ * fails the call that needed it and changes nothing, except a Delete,
+ * which goes on: a full disk must not keep anything from being deleted.
+ * Asking again succeeds; every record left is whole. */
+static void
+test_failed_writes (Fixture *f, gconstpointer data)
+{
+  static const char *const steps[] = { "create", "write", "fsync", "rename", "dirsync" };
+  g_autofree char *control = g_build_filename (mv_test_env_dir (f->env), "fault-io", NULL);
+
+  g_setenv ("MICROVMD_FAULT_IO_FILE", control, TRUE);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_unsetenv ("MICROVMD_FAULT_IO_FILE");
+
+  for (guint i = 0; i < G_N_ELEMENTS (steps); i++)
+    {
+      g_autofree char *spec = g_strdup_printf (SPEC_WITH ("%s", ""), steps[i]);
+      g_autofree char *err = NULL, *msg = NULL, *path = NULL, *state = NULL;
+      guint before = count_machine_dirs (mv_test_env_state_dir (f->env));
+
+      g_test_message ("failing at %s", steps[i]);
+      g_assert_true (g_file_set_contents (control, steps[i], -1, NULL));
+      path = client_create (f->client, spec, 0, &err, &msg);
+      g_assert_null (path);
+      g_assert_cmpstr (err, ==, MV_BUS_ERROR_FAILED);
+      g_assert_false (g_file_test (control, G_FILE_TEST_EXISTS));
+      g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, before);
+
+      path = client_create_ok (f->client, spec);
+      g_assert_true (g_file_set_contents (control, steps[i], -1, NULL));
+      g_clear_pointer (&err, g_free);
+      err = client_machine_call (f->client, path, "Start", NULL);
+      g_assert_cmpstr (err, ==, MV_BUS_ERROR_FAILED);
+      state = client_get_string (f->client, path, "State");
+      g_assert_cmpstr (state, ==, "Stopped");
+      client_call_ok (f->client, path, "Start");
+
+      g_assert_true (g_file_set_contents (control, steps[i], -1, NULL));
+      g_clear_pointer (&err, g_free);
+      err = client_machine_call (f->client, path, "Stop", NULL);
+      g_assert_cmpstr (err, ==, MV_BUS_ERROR_FAILED);
+      g_free (state);
+      state = client_get_string (f->client, path, "State");
+      g_assert_cmpstr (state, ==, "Running");
+      client_call_ok (f->client, path, "Stop");
+
+      if (i % 2 == 0)
+        {
+          g_autoptr (sd_bus_message) r = NULL;
+
+          g_assert_true (g_file_set_contents (control, steps[i], -1, NULL));
+          r = client_call (f->client, path, MV_MACHINE_IFACE, "Delete", NULL, NULL, "b", 0);
+          g_assert_nonnull (r);
+          g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, before);
+        }
+    }
+
+  /* What is left loads whole: no invalid record, each machine Stopped. */
+  mv_test_env_stop_daemon (f->env, SIGKILL);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_autoptr (sd_bus_message) invalid = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  g_assert_cmpint (sd_bus_get_property (f->client->bus, MV_BUS_NAME, MV_MANAGER_PATH,
+                                        MV_MANAGER_IFACE, "InvalidRecords", &error, &invalid,
+                                        "a(ss)"), >=, 0);
+  g_assert_cmpint (sd_bus_message_enter_container (invalid, 'a', "(ss)"), >=, 0);
+  g_assert_cmpint (sd_bus_message_at_end (invalid, FALSE), >, 0);
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 2);
+}
+
 /* ----- losing the bus ----- */
 
 static GPid
@@ -390,6 +462,7 @@ main (int argc, char **argv)
   ADD ("update-keeps-hypervisor", test_update_keeps_hypervisor);
   ADD ("memory-beyond-host", test_memory_beyond_host);
   ADD ("full-disk", test_full_disk);
+  ADD ("failed-writes", test_failed_writes);
   g_test_add_func ("/hostile/bus-lost-is-failure", test_bus_lost_is_failure);
   return g_test_run ();
 }
