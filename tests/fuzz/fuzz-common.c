@@ -1,0 +1,87 @@
+#include "fuzz-common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static GLogWriterOutput
+quiet_writer (GLogLevelFlags level, const GLogField *fields, gsize n_fields, gpointer data)
+{
+  if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL))
+    return g_log_writer_default (level, fields, n_fields, data);
+  return G_LOG_WRITER_HANDLED;
+}
+
+void
+mv_fuzz_init (void)
+{
+  g_log_set_always_fatal (G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL);
+  g_log_set_writer_func (quiet_writer, NULL, NULL);
+}
+
+gboolean
+mv_fuzz_json_has_second_value (const char *data, gsize size)
+{
+  gboolean seen = FALSE;   /* anything but white space at depth 0 */
+  char quote = 0;
+  int depth = 0;
+
+  for (gsize i = 0; i < size; i++)
+    {
+      char c = data[i];
+
+      if (quote)
+        {
+          if (c == '\\')
+            i++;
+          else if (c == quote)
+            quote = 0;
+          continue;
+        }
+      if (c == '/' && i + 1 < size && data[i + 1] == '*')
+        {
+          const char *end = memmem (data + i + 2, size - i - 2, "*/", 2);
+
+          if (!end)
+            return FALSE;
+          i = end + 1 - data;
+          seen = seen || depth == 0;
+          continue;
+        }
+      switch (c)
+        {
+        case ' ': case '\t': case '\n': case '\r':
+          break;
+        case '"': case '\'':
+          quote = c;
+          seen = seen || depth == 0;
+          break;
+        case '{': case '[':
+          if (depth == 0 && seen)
+            return TRUE;
+          depth++;
+          break;
+        case '}': case ']':
+          if (depth > 0)
+            depth--;
+          seen = seen || depth == 0;
+          break;
+        default:
+          seen = seen || depth == 0;
+          break;
+        }
+    }
+  return FALSE;
+}
+
+void
+mv_fuzz_fail (const char *format, ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  vfprintf (stderr, format, args);
+  va_end (args);
+  fputc ('\n', stderr);
+  abort ();
+}
