@@ -19,8 +19,10 @@
 #include "storage/storage.h"
 #include "store/store.h"
 #include "test-runtime.h"
+#include "util/files.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -83,6 +85,7 @@ static const Method methods[] = {
 };
 
 /* The daemon's pieces, made once. */
+static char *scratch;
 static MvHost host;
 static MvReconciler *reconciler;
 static sd_bus *daemon_bus;
@@ -143,6 +146,12 @@ scratch_dir (void)
 }
 
 static void
+remove_scratch (void)
+{
+  mv_remove_tree (scratch, NULL);
+}
+
+static void
 on_recovered (gpointer data)
 {
   *(gboolean *) data = TRUE;
@@ -180,15 +189,18 @@ int
 LLVMFuzzerInitialize (int *argc, char ***argv)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree char *dir = scratch_dir ();
-  g_autofree char *state = g_build_filename (dir, "state", NULL);
-  g_autofree char *runtime = g_build_filename (dir, "run", NULL);
+  g_autofree char *state = NULL;
+  g_autofree char *runtime = NULL;
   MvStore *store;
   MvBusService *service;
   gboolean recovered = FALSE;
   int r;
 
   mv_fuzz_init ();
+  scratch = scratch_dir ();
+  atexit (remove_scratch);
+  state = g_build_filename (scratch, "state", NULL);
+  runtime = g_build_filename (scratch, "run", NULL);
   store = mv_store_new (state, runtime, &error);
   g_assert_no_error (error);
 
@@ -302,7 +314,7 @@ append_args (sd_bus_message *call, const Method *method, Reader *r, GPtrArray *m
     case ARGS_CREATE:
       b = take_byte (r);
       text = take_spec (r);
-      if (mv_fuzz_json_has_second_value (text, strlen (text)) ||
+      if (mv_fuzz_json_glib_leaks (text, strlen (text)) ||
           strstr (text, "start-delay") != NULL)
         return FALSE;
       /* Bit 0 is MV_CREATE_START; bit 7 an unknown flag. */
@@ -331,7 +343,7 @@ append_args (sd_bus_message *call, const Method *method, Reader *r, GPtrArray *m
       return TRUE;
     case ARGS_SPEC:
       text = take_spec (r);
-      if (mv_fuzz_json_has_second_value (text, strlen (text)) ||
+      if (mv_fuzz_json_glib_leaks (text, strlen (text)) ||
           strstr (text, "start-delay") != NULL)
         return FALSE;
       check (sd_bus_message_append (call, "s", text), method->member);

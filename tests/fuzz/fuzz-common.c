@@ -22,8 +22,8 @@ mv_fuzz_init (void)
   g_log_set_writer_func (quiet_writer, NULL, NULL);
 }
 
-gboolean
-mv_fuzz_json_has_second_value (const char *data, gsize size)
+static gboolean
+has_second_value (const char *data, gsize size)
 {
   gboolean seen = FALSE;   /* anything but white space at depth 0 */
   char quote = 0;
@@ -75,6 +75,23 @@ mv_fuzz_json_has_second_value (const char *data, gsize size)
         }
     }
   return FALSE;
+}
+
+/* \uD8.. to \uDB.., then another \u anywhere after it. */
+static gboolean
+has_surrogate_then_escape (const char *data, gsize size)
+{
+  for (gsize i = 0; i + 4 <= size; i++)
+    if (data[i] == '\\' && data[i + 1] == 'u' && g_ascii_tolower (data[i + 2]) == 'd' &&
+        data[i + 3] != '\0' && strchr ("89abAB", data[i + 3]) != NULL)
+      return memmem (data + i + 2, size - i - 2, "\\u", 2) != NULL;
+  return FALSE;
+}
+
+gboolean
+mv_fuzz_json_glib_leaks (const char *data, gsize size)
+{
+  return has_second_value (data, size) || has_surrogate_then_escape (data, size);
 }
 
 void

@@ -59,7 +59,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   g_autoptr (GError) error = NULL;
   g_autoptr (MvSpec) spec = NULL;
 
-  if (mv_fuzz_json_has_second_value (json, strlen (json)))
+  if (mv_fuzz_json_glib_leaks (json, strlen (json)))
     return -1;
   spec = mv_spec_from_json (json, &error);
   if (!spec)
