@@ -56,9 +56,12 @@ for target in "${targets[@]}"; do
     grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1
     grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$log"
   else
-    echo "$target FAILED; the last of its log:"
-    tail -n 60 "$log"
-    grep -E '^artifact_prefix|Test unit written' "$log" || true
+    echo "$target FAILED:"
+    # From the first report of a sanitizer, libFuzzer, GLib or the target.
+    first=$(grep -n -m 1 -E '^==[0-9]+==|ERROR: libFuzzer|^ALARM|-CRITICAL \*\*|^invariant: ' \
+              "$log" | cut -d: -f1)
+    tail -n +"${first:-1}" "$log" | head -n 80
+    grep -E 'Test unit written' "$log" || true
     failed+=("$target")
   fi
 done

@@ -77,21 +77,23 @@ has_second_value (const char *data, gsize size)
   return FALSE;
 }
 
-/* \uD8.. to \uDB.., then another \u anywhere after it. */
+/* \uD800 to \uDBFF: after one, json-glib's scanner reads on in ways of
+ * its own (a quote may not end the string), and leaks on a malformed
+ * pair. */
 static gboolean
-has_surrogate_then_escape (const char *data, gsize size)
+has_high_surrogate (const char *data, gsize size)
 {
   for (gsize i = 0; i + 4 <= size; i++)
     if (data[i] == '\\' && data[i + 1] == 'u' && g_ascii_tolower (data[i + 2]) == 'd' &&
         data[i + 3] != '\0' && strchr ("89abAB", data[i + 3]) != NULL)
-      return memmem (data + i + 2, size - i - 2, "\\u", 2) != NULL;
+      return TRUE;
   return FALSE;
 }
 
 gboolean
 mv_fuzz_json_glib_leaks (const char *data, gsize size)
 {
-  return has_second_value (data, size) || has_surrogate_then_escape (data, size);
+  return has_second_value (data, size) || has_high_surrogate (data, size);
 }
 
 void
@@ -99,6 +101,7 @@ mv_fuzz_fail (const char *format, ...)
 {
   va_list args;
 
+  fputs ("invariant: ", stderr);
   va_start (args, format);
   vfprintf (stderr, format, args);
   va_end (args);

@@ -13,9 +13,9 @@ void mv_fuzz_init (void);
 /* Whether json-glib 1.6 would leak memory parsing @data, which is not
  * ours to fix: a value followed by another object or array (it returns
  * the first as the document and leaks the rest), or a high surrogate
- * escape followed by another escape (its scanner's "malformed surrogate
- * pair" leaks the string). Conservative: it also says TRUE for some
- * inputs that would not leak. Targets skip such inputs so that the leak
+ * escape (its scanner's "malformed surrogate pair" leaks the string, and
+ * after a lone one it reads on past the closing quote). Conservative: it
+ * also says TRUE for some inputs that would not leak. Targets skip such inputs so that the leak
  * does not end every run; note that the spec and records parsers accept
  * a document with a second value after it. */
 gboolean mv_fuzz_json_glib_leaks (const char *data, gsize size);
