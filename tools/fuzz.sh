@@ -66,8 +66,8 @@ for target in "${targets[@]}"; do
   fi
 done
 
+echo "fuzzing: $(( ${#targets[@]} - ${#failed[@]} )) passed, ${#failed[@]} failed"
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "fuzzing failed: ${failed[*]}"
+  echo "failed: ${failed[*]}"
   exit 1
 fi
-echo "fuzzing: ${#targets[@]} targets, ${seconds}s each, no crash"
