@@ -15,6 +15,8 @@ packages=(
   busybox-static cpio kmod xz-utils zstd
   # tests
   valgrind
+  # fuzzing: clang with libFuzzer and the sanitizer runtimes
+  clang-14 libclang-rt-14-dev libfuzzer-14-dev
 )
 
 missing=()

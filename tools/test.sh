@@ -1,8 +1,10 @@
 #!/bin/bash
 # Builds microvmd and runs the whole test suite twice: once as built for
 # use, once under AddressSanitizer and UndefinedBehaviorSanitizer, where a
-# leak or undefined behaviour fails the run. Runs as root (the tests start
-# a private system bus, polkitd and QEMU guests).
+# leak or undefined behaviour fails the run. In CI (CI=true) the fuzz
+# targets then run for a minute each (tools/fuzz.sh; FUZZ_SECONDS sets
+# how long). Runs as root (the tests start a private system bus, polkitd
+# and QEMU guests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,3 +26,7 @@ run_suite build
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-sanitize -Db_sanitize=address,undefined -Db_lundef=false
+
+if [ "${CI:-}" = true ]; then
+  ./tools/fuzz.sh
+fi

@@ -44,6 +44,13 @@ mv_bus_error_from_gerror (sd_bus_error *ret, const GError *error)
   if (error->domain == MV_ERROR && error->code >= 0 &&
       (gsize) error->code < G_N_ELEMENTS (error_names))
     name = error_names[error->code];
+  /* sd-bus sends only UTF-8: a message quoting a VMM's or a caller's
+   * stray bytes would leave the call unanswered. */
+  if (!g_utf8_validate (error->message, -1, NULL))
+    {
+      g_autofree char *valid = g_utf8_make_valid (error->message, -1);
+      return sd_bus_error_set (ret, name, valid);
+    }
   return sd_bus_error_set (ret, name, error->message);
 }
 
@@ -53,6 +60,7 @@ mv_bus_reply_gerror (sd_bus_message *call, const GError *error)
   sd_bus_error e = SD_BUS_ERROR_NULL;
 
   mv_bus_error_from_gerror (&e, error);
-  sd_bus_reply_method_error (call, &e);
+  if (sd_bus_reply_method_error (call, &e) < 0)
+    sd_bus_reply_method_errorf (call, e.name, "The error could not be sent as it was");
   sd_bus_error_free (&e);
 }

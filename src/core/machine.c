@@ -307,7 +307,7 @@ timestamp_to_string (gint64 usec)
     }
   seconds = CLAMP (seconds, UNIX_SECONDS_MIN, UNIX_SECONDS_MAX);
   dt = g_date_time_new_from_unix_utc (seconds);
-  base = g_date_time_format (dt, "%Y-%m-%dT%H:%M:%S");
+  base = g_date_time_format (dt, "%C%y-%m-%dT%H:%M:%S");   /* %Y has no padding */
   return g_strdup_printf ("%s.%06dZ", base, (int) micro);
 }
 

@@ -259,84 +259,119 @@ parse_head (const char *text, Head *head)
   return TRUE;
 }
 
-static gboolean
-read_response (MvHttp *http, gint64 deadline, MvHttpResponse *response, GError **error)
+static MvHttpParse
+parse_failed (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
+
+static MvHttpParse
+parse_failed (GError **error, const char *format, ...)
+{
+  g_autofree char *what = NULL;
+  va_list args;
+
+  va_start (args, format);
+  what = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_set_error_literal (error, MV_ERROR, MV_ERROR_UNAVAILABLE, what);
+  return MV_HTTP_PARSE_FAILED;
+}
+
+MvHttpParse
+mv_http_parse_response (GByteArray *pending, gboolean eof, gsize max_response,
+                        MvHttpResponse *response, gboolean *close, GError **error)
 {
   for (;;)
     {
-      const guint8 *end;
-      gsize head_length;
-      gboolean eof;
+      const guint8 *end = find_head_end (pending);
+      gsize head_length, available;
       Head head;
 
-      while (!(end = find_head_end (http->pending)))
+      if (!end)
         {
-          if (http->pending->len > HEAD_MAX_BYTES)
-            return unavailable (http, error, "the response's header is over %d bytes",
-                                HEAD_MAX_BYTES);
-          if (!read_more (http, deadline, &eof, error))
-            return eof ? unavailable (http, error, "the connection closed before a response")
-                       : FALSE;
+          if (pending->len > HEAD_MAX_BYTES)
+            return parse_failed (error, "the response's header is over %d bytes", HEAD_MAX_BYTES);
+          if (eof)
+            return parse_failed (error, "the connection closed before a response");
+          return MV_HTTP_PARSE_MORE;
         }
-      head_length = end - http->pending->data + 4;
+      head_length = end - pending->data + 4;
       {
-        g_autofree char *text = g_strndup ((char *) http->pending->data, head_length - 4);
+        g_autofree char *text = g_strndup ((char *) pending->data, head_length - 4);
         if (!parse_head (text, &head))
           {
             g_autofree char *shown = mv_text_excerpt (text, -1, MV_EXCERPT_MAX_BYTES);
 
-            return unavailable (http, error, "a malformed response: \"%s\"", shown);
+            return parse_failed (error, "a malformed response: \"%s\"", shown);
           }
       }
-      g_byte_array_remove_range (http->pending, 0, head_length);
 
       /* Expect: 100-continue is never sent, but an interim reply is
        * harmless to skip. */
       if (head.status >= 100 && head.status < 200)
-        continue;
+        {
+          g_byte_array_remove_range (pending, 0, head_length);
+          continue;
+        }
       if (head.chunked)
-        return unavailable (http, error, "a chunked response, which micro-http never sends");
+        return parse_failed (error, "a chunked response, which micro-http never sends");
 
-      response->status = head.status;
       if (head.status == 204 || head.status == 304)
         {
           head.has_length = TRUE;
           head.length = 0;
         }
-      if (head.has_length && head.length > http->max_response)
-        return unavailable (http, error, "a response of %" G_GUINT64_FORMAT " bytes, over the "
-                            "limit of %" G_GSIZE_FORMAT, head.length, http->max_response);
-      if (head.has_length)
-        {
-          while (http->pending->len < head.length)
-            if (!read_more (http, deadline, &eof, error))
-              return eof ? unavailable (http, error, "the connection closed within a response")
-                         : FALSE;
-        }
-      else
+      if (head.has_length && head.length > max_response)
+        return parse_failed (error, "a response of %" G_GUINT64_FORMAT " bytes, over the "
+                             "limit of %" G_GSIZE_FORMAT, head.length, max_response);
+      available = pending->len - head_length;
+      if (head.has_length && available < head.length)
+        return eof ? parse_failed (error, "the connection closed within a response")
+                   : MV_HTTP_PARSE_MORE;
+      if (!head.has_length)
         {
           /* No length: the body runs to the end of the stream. */
-          for (;;)
-            {
-              if (http->pending->len > http->max_response)
-                return unavailable (http, error, "a response over the limit of %" G_GSIZE_FORMAT
-                                    " bytes", http->max_response);
-              if (!read_more (http, deadline, &eof, error))
-                {
-                  if (!eof)
-                    return FALSE;
-                  break;
-                }
-            }
-          head.length = http->pending->len;
+          if (available > max_response)
+            return parse_failed (error, "a response over the limit of %" G_GSIZE_FORMAT
+                                 " bytes", max_response);
+          if (!eof)
+            return MV_HTTP_PARSE_MORE;
+          head.length = available;
           head.close = TRUE;
         }
-      if (head.length > 0)
-        response->body = g_bytes_new (http->pending->data, head.length);
-      g_byte_array_remove_range (http->pending, 0, head.length);
-      if (head.close)
-        disconnect (http);
-      return TRUE;
+
+      response->status = head.status;
+      response->body = head.length > 0 ? g_bytes_new (pending->data + head_length, head.length)
+                                       : NULL;
+      g_byte_array_remove_range (pending, 0, head_length + head.length);
+      *close = head.close;
+      return MV_HTTP_PARSE_DONE;
+    }
+}
+
+static gboolean
+read_response (MvHttp *http, gint64 deadline, MvHttpResponse *response, GError **error)
+{
+  gboolean eof = FALSE;
+
+  for (;;)
+    {
+      g_autoptr (GError) local = NULL;
+      gboolean close = FALSE;
+
+      switch (mv_http_parse_response (http->pending, eof, http->max_response, response, &close,
+                                      &local))
+        {
+        case MV_HTTP_PARSE_DONE:
+          if (close)
+            disconnect (http);
+          return TRUE;
+        case MV_HTTP_PARSE_FAILED:
+          return unavailable (http, error, "%s", local->message);
+        case MV_HTTP_PARSE_MORE:
+          break;
+        }
+      /* The parser always decides once the stream has ended. */
+      if (!read_more (http, deadline, &eof, error) && !eof)
+        return FALSE;
     }
 }
 

@@ -46,6 +46,21 @@ gboolean    mv_http_request (MvHttp *http, const char *method, const char *path,
                              const char *body, gsize body_length, MvHttpResponse *response,
                              GError **error);
 
+typedef enum {
+  MV_HTTP_PARSE_MORE,      /* no whole response yet: read more */
+  MV_HTTP_PARSE_DONE,      /* *response was taken off the front */
+  MV_HTTP_PARSE_FAILED,    /* malformed, over a limit, or cut short */
+} MvHttpParse;
+
+/* Takes the first whole response off the front of @pending, what the
+ * connection has delivered so far (@eof: and then its end), skipping
+ * interim 1xx responses. A response without Content-Length runs to the
+ * end of the stream. *@close: the connection is not to be used again.
+ * The client's reading is this on what it reads; it never returns MORE
+ * at @eof. A failure is MV_ERROR_UNAVAILABLE saying what was wrong. */
+MvHttpParse mv_http_parse_response (GByteArray *pending, gboolean eof, gsize max_response,
+                                    MvHttpResponse *response, gboolean *close, GError **error);
+
 /* The VMM's own words in an error body: Firecracker's fault_message,
  * Cloud Hypervisor's error chain joined with ": ", micro-http's "error",
  * or the text itself, shortened. */

@@ -216,9 +216,11 @@ mv_qmp_execute_with_fd (MvQmp *qmp, const char *command, JsonObject *arguments, 
       if ((member = json_object_get_member (message, "error")) && JSON_NODE_HOLDS_OBJECT (member))
         {
           JsonObject *e = json_node_get_object (member);
+          const char *class = mv_json_get_string (e, "class");
+          const char *desc = mv_json_get_string (e, "desc");
+
           g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "QMP %s failed: %s: %s", command,
-                       json_object_get_string_member_with_default (e, "class", "Error"),
-                       json_object_get_string_member_with_default (e, "desc", "(no description)"));
+                       class ? class : "Error", desc ? desc : "(no description)");
           return NULL;
         }
       if ((member = json_object_get_member (message, "return")))
@@ -268,10 +270,10 @@ mv_qmp_connect (const char *socket_path, guint timeout_ms, GError **error)
   version = mv_json_get_object (q, "version");
   version = version ? mv_json_get_object (version, "qemu") : NULL;
   if (version)
-    qmp->version = g_strdup_printf ("%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT ".%" G_GINT64_FORMAT,
-                                    json_object_get_int_member_with_default (version, "major", 0),
-                                    json_object_get_int_member_with_default (version, "minor", 0),
-                                    json_object_get_int_member_with_default (version, "micro", 0));
+    qmp->version = g_strdup_printf ("%" G_GUINT64_FORMAT ".%" G_GUINT64_FORMAT ".%" G_GUINT64_FORMAT,
+                                    mv_json_get_uint (version, "major"),
+                                    mv_json_get_uint (version, "minor"),
+                                    mv_json_get_uint (version, "micro"));
 
   ret = mv_qmp_execute (qmp, "qmp_capabilities", NULL,
                         (guint) MAX (1, (deadline - g_get_monotonic_time ()) / 1000), error);

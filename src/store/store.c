@@ -514,21 +514,15 @@ add_invalid (GPtrArray *invalid, const char *id, const char *path, const char *r
   g_ptr_array_add (invalid, record);
 }
 
-/* Reads a record file into a JSON object node and brings it up to the
- * current format. *@missing tells a file that is not there from one that
- * cannot be read, for the optional status.json. The file is read only
- * within the record limits, and strictly: anything else is an invalid
- * record, never a tree json-glib would recurse through. */
-static JsonNode *
-read_record (const char *path, const char *what,
-             gboolean (*upgrade) (JsonObject *, gboolean *, GError **),
-             gboolean *changed, gboolean *missing, GError **error)
+/* Reads a record file, only within the record limits. *@missing tells a
+ * file that is not there from one that cannot be read, for the optional
+ * status.json. */
+static gboolean
+read_record_file (const char *path, const char *what, char **data, gsize *len,
+                  gboolean *missing, GError **error)
 {
-  g_autoptr(JsonNode) root = NULL;
-  g_autofree char *data = NULL;
   g_autoptr(GError) local_error = NULL;
   GStatBuf buf;
-  gsize len;
 
   *missing = FALSE;
   /* Records are regular files the daemon wrote; anything else (a link,
@@ -536,14 +530,26 @@ read_record (const char *path, const char *what,
   if (g_lstat (path, &buf) == 0 && !S_ISREG (buf.st_mode))
     {
       g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "not a regular file");
-      return NULL;
+      return FALSE;
     }
-  if (!mv_file_read_bounded (path, MV_RECORD_MAX_BYTES, what, &data, &len, &local_error))
+  if (!mv_file_read_bounded (path, MV_RECORD_MAX_BYTES, what, data, len, &local_error))
     {
       *missing = g_error_matches (local_error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND);
       g_propagate_error (error, g_steal_pointer (&local_error));
-      return NULL;
+      return FALSE;
     }
+  return TRUE;
+}
+
+/* Parses a record's text into a JSON object node and brings it up to the
+ * current format. It is read strictly: anything else is an invalid
+ * record, never a tree json-glib would recurse through. */
+static JsonNode *
+parse_record (const char *data, gsize len, const char *what,
+              gboolean (*upgrade) (JsonObject *, gboolean *, GError **),
+              gboolean *changed, GError **error)
+{
+  g_autoptr(JsonNode) root = NULL;
 
   root = mv_json_parse (data, (gssize) len, &record_limits, what, error);
   if (root == NULL)
@@ -559,6 +565,26 @@ read_record (const char *path, const char *what,
     return NULL;
 
   return g_steal_pointer (&root);
+}
+
+MvConfig *
+mv_store_parse_config (const char *data, gsize len, gboolean *upgraded, GError **error)
+{
+  g_autoptr(JsonNode) node = NULL;
+
+  *upgraded = FALSE;
+  node = parse_record (data, len, MV_CONFIG_RECORD, mv_patches_upgrade_config, upgraded, error);
+  return node != NULL ? mv_config_from_node (node, error) : NULL;
+}
+
+MvStatus *
+mv_store_parse_status (const char *data, gsize len, gboolean *upgraded, GError **error)
+{
+  g_autoptr(JsonNode) node = NULL;
+
+  *upgraded = FALSE;
+  node = parse_record (data, len, MV_STATUS_RECORD, mv_patches_upgrade_status, upgraded, error);
+  return node != NULL ? mv_status_from_node (node, error) : NULL;
 }
 
 /* Temporary files of writes that a crash interrupted: the record they
@@ -591,22 +617,21 @@ load_record (const char *dir, const char *name, char **bad_path, GError **error)
 {
   g_autofree char *config_path = g_build_filename (dir, MV_CONFIG_RECORD, NULL);
   g_autofree char *status_path = g_build_filename (dir, MV_STATUS_RECORD, NULL);
-  g_autoptr(JsonNode) config_node = NULL;
-  g_autoptr(JsonNode) status_node = NULL;
+  g_autofree char *config_data = NULL;
+  g_autofree char *status_data = NULL;
   g_autoptr(MvConfig) config = NULL;
   g_autoptr(MvStatus) status = NULL;
   g_autoptr(GError) status_error = NULL;
   gboolean config_changed = FALSE;
   gboolean status_changed = FALSE;
   gboolean missing;
+  gsize len;
   MvRecord *record;
 
   *bad_path = g_strdup (config_path);
-  config_node = read_record (config_path, MV_CONFIG_RECORD, mv_patches_upgrade_config,
-                             &config_changed, &missing, error);
-  if (config_node == NULL)
+  if (!read_record_file (config_path, MV_CONFIG_RECORD, &config_data, &len, &missing, error))
     return NULL;
-  config = mv_config_from_node (config_node, error);
+  config = mv_store_parse_config (config_data, len, &config_changed, error);
   if (config == NULL)
     return NULL;
 
@@ -622,10 +647,9 @@ load_record (const char *dir, const char *name, char **bad_path, GError **error)
 
   g_free (*bad_path);
   *bad_path = g_strdup (status_path);
-  status_node = read_record (status_path, MV_STATUS_RECORD, mv_patches_upgrade_status,
-                             &status_changed, &missing, &status_error);
-  if (status_node != NULL)
-    status = mv_status_from_node (status_node, error);
+  if (read_record_file (status_path, MV_STATUS_RECORD, &status_data, &len, &missing,
+                        &status_error))
+    status = mv_store_parse_status (status_data, len, &status_changed, error);
   else if (missing)
     status = mv_status_new ();
   else

@@ -33,6 +33,14 @@ char       *mv_store_machine_runtime_dir (MvStore *store, const char *id);
  * by the patches (and written back upgraded, atomically). */
 GPtrArray  *mv_store_load_machines (MvStore *store, GPtrArray *invalid /* MvInvalidRecord* */);
 
+/* A record file's text as loading reads it: parsed, brought up to the
+ * current format by the patches (*@upgraded then TRUE: it is to be written
+ * back) and checked. */
+MvConfig   *mv_store_parse_config (const char *data, gsize len, gboolean *upgraded,
+                                   GError **error);
+MvStatus   *mv_store_parse_status (const char *data, gsize len, gboolean *upgraded,
+                                   GError **error);
+
 /* A new machine appears whole or not at all: written into a staging
  * directory, then renamed into place. Fails with MV_ERROR_ALREADY_EXISTS
  * if the directory exists. */

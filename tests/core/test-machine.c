@@ -333,6 +333,9 @@ test_timestamps (void)
     { -1, "1969-12-31T23:59:59.999999Z" },
     { T0, "2026-11-29T10:00:00.123456Z" },
     { G_GINT64_CONSTANT (1795946400999999), "2026-11-29T10:00:00.999999Z" },
+    /* Years before 1000 keep their four digits, or they would not read back. */
+    { G_GINT64_CONSTANT (-61340000000) * G_USEC_PER_SEC, "0026-03-19T07:06:40.000000Z" },
+    { G_GINT64_CONSTANT (-62135596800) * G_USEC_PER_SEC, "0001-01-01T00:00:00.000000Z" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)

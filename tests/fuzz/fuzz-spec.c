@@ -1,0 +1,81 @@
+/* A spec document as a client sends it to CreateMachine or Update: parsed,
+ * validated and checked as the reconciler does, then written the way
+ * config.json keeps it and read back. A valid spec must come back equal
+ * to itself with the same fingerprint, or a machine would change across
+ * a restart of the daemon. */
+#include "fuzz-common.h"
+#include "core/spec.h"
+
+#include <string.h>
+
+int
+LLVMFuzzerInitialize (int *argc, char ***argv)
+{
+  mv_fuzz_init ();
+  return 0;
+}
+
+static void
+check_round_trip (const MvSpec *spec)
+{
+  g_autofree char *json = mv_spec_to_json (spec, TRUE);
+  g_autofree char *public_json = mv_spec_to_json (spec, FALSE);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (MvSpec) again = mv_spec_from_json (json, &error);
+  g_autoptr (MvSpec) copy = mv_spec_copy (spec);
+  g_autoptr (MvSpec) public_spec = NULL;
+  g_autofree char *fingerprint = NULL;
+  g_autofree char *fingerprint_again = NULL;
+
+  if (!again)
+    mv_fuzz_fail ("a valid spec was written as a document that does not parse: %s\n%s",
+                  error->message, json);
+  if (!mv_spec_validate (again, &error))
+    mv_fuzz_fail ("a valid spec read back is invalid: %s\n%s", error->message, json);
+  if (!mv_spec_equal (spec, again))
+    mv_fuzz_fail ("a valid spec read back differs from itself:\n%s", json);
+  fingerprint = mv_spec_fingerprint (spec);
+  fingerprint_again = mv_spec_fingerprint (again);
+  if (strcmp (fingerprint, fingerprint_again) != 0)
+    mv_fuzz_fail ("a valid spec read back has another fingerprint:\n%s", json);
+  if (!mv_spec_equal (spec, copy) || mv_spec_shape_differs (spec, copy) ||
+      mv_spec_differs_beyond_standby (spec, copy))
+    mv_fuzz_fail ("a copy of a valid spec differs from it:\n%s", json);
+
+  /* What the bus shows without secrets is a document too. */
+  public_spec = mv_spec_from_json (public_json, &error);
+  if (!public_spec)
+    mv_fuzz_fail ("the public document of a valid spec does not parse: %s\n%s",
+                  error->message, public_json);
+
+  g_assert (mv_spec_metadata_document_size (spec) <= MV_METADATA_DOCUMENT_MAX_BYTES);
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  /* D-Bus strings end at their first NUL, as the parser's input does. */
+  g_autofree char *json = g_strndup ((const char *) data, size);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (MvSpec) spec = NULL;
+
+  if (mv_fuzz_json_glib_leaks (json, strlen (json)))
+    return -1;
+  spec = mv_spec_from_json (json, &error);
+  if (!spec)
+    {
+      g_assert (error != NULL);
+      return 0;
+    }
+  /* Both checks the reconciler makes before it takes a spec; the first
+   * with a shorter standby minimum than the default, as a daemon may be
+   * configured. */
+  if (!mv_spec_validate_with_standby_min (spec, 1, &error))
+    return 0;
+  if (!mv_spec_validate (spec, &error))
+    return 0;
+  if (!mv_spec_check_implemented (spec, &error))
+    g_clear_error (&error);
+  check_round_trip (spec);
+  return 0;
+}
