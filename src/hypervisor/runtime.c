@@ -5,6 +5,7 @@
  * (runtime-private.h). */
 #include "runtime.h"
 #include "runtime-private.h"
+#include "sandbox.h"
 #include "util/log.h"
 #include "qemu.h"
 #include "versions.h"
@@ -20,6 +21,7 @@
 typedef struct {
   MvRuntime         runtime;
   MvStarter        *starter;
+  MvSandbox        *sandbox;          /* NULL: no rules for host files, no wall */
   guint             boot_timeout_s;
   guint             stop_timeout_s;
   MvRuntimeWatches *watches;
@@ -39,14 +41,40 @@ file_size (const char *path)
   return g_stat (path, &st) == 0 ? st.st_size : 0;
 }
 
-/* Everything that can be checked before a process starts or a file is
- * made; MV_ERROR_INVALID_ARGUMENT naming the field. */
+/* The host files @spec names, against [paths] allowed-directories;
+ * MV_ERROR_INVALID_ARGUMENT naming the field. */
 static gboolean
-check_before_start (Adapter *self, const char *socket_path, const MvVmSpec *vm,
-                    const char *runtime_dir, GError **error)
+check_host_files (Adapter *self, const MvSpec *spec, GError **error)
+{
+  MvHostPaths *paths = self->sandbox ? mv_sandbox_host_paths (self->sandbox) : NULL;
+
+  if (!paths)
+    return TRUE;
+  if (spec->kernel && !mv_host_paths_check (paths, "kernel", spec->kernel, error))
+    return FALSE;
+  if (spec->initrd && !mv_host_paths_check (paths, "initrd", spec->initrd, error))
+    return FALSE;
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      MvDisk *disk = spec->disks->pdata[i];
+      g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
+
+      if (!mv_host_paths_check (paths, field, disk->path, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Everything that can be checked before a process starts or a file is
+ * made; MV_ERROR_INVALID_ARGUMENT naming the field. The host files are
+ * checked again: one may have been swapped since the spec was accepted. */
+static gboolean
+check_before_start (Adapter *self, const MvRuntimeRequest *req, const char *socket_path,
+                    const MvVmSpec *vm, GError **error)
 {
   return mv_check_socket_path ("socket", socket_path, error) &&
-         mv_vm_spec_check (vm, runtime_dir, error) &&
+         check_host_files (self, req->spec, error) &&
+         mv_vm_spec_check (vm, req->runtime_dir, error) &&
          self->starter->check (self->starter, socket_path, vm, error);
 }
 
@@ -149,6 +177,12 @@ quote_output (GError **error, const char *console, goffset console_offset, const
 
 /* ---- MvRuntime ---- */
 
+static gboolean
+rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
+{
+  return check_host_files (adapter_of (rt), spec, error);
+}
+
 static char *
 rt_version (MvRuntime *rt, GError **error)
 {
@@ -236,7 +270,7 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   g_autoptr (MvProcess) vmm = NULL;
 
   launch_init (&launch, self, req);
-  if (!check_before_start (self, launch.socket_path, launch.vm, req->runtime_dir, error) ||
+  if (!check_before_start (self, req, launch.socket_path, launch.vm, error) ||
       !launch_begin (self, req, &launch, error))
     return NULL;
   hv = self->starter->start_vm (self->starter, launch.socket_path, launch.vm, &vmm, error);
@@ -531,18 +565,20 @@ rt_unwatch (MvRuntime *rt, guint watch_id)
 /* ---- construction ---- */
 
 MvRuntime *
-mv_hypervisor_runtime_new (MvStarter *starter, guint boot_timeout_seconds,
+mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_timeout_seconds,
                            guint stop_timeout_seconds)
 {
   Adapter *self = g_new0 (Adapter, 1);
 
   self->starter = starter;
+  self->sandbox = sandbox ? mv_sandbox_ref (sandbox) : NULL;
   self->boot_timeout_s = boot_timeout_seconds;
   self->stop_timeout_s = stop_timeout_seconds;
   self->watches = mv_runtime_watches_new (starter);
   self->runtime.type = starter->type;
   self->runtime.data = self;
   self->runtime.version = rt_version;
+  self->runtime.check = rt_check;
   self->runtime.start = rt_start;
   self->runtime.stop = rt_stop;
   self->runtime.pause = rt_pause;
@@ -567,6 +603,7 @@ mv_hypervisor_runtime_free (MvRuntime *runtime)
   self = adapter_of (runtime);
   mv_runtime_watches_free (self->watches);
   self->starter->free (self->starter);
+  g_clear_pointer (&self->sandbox, mv_sandbox_unref);
   g_free (self);
 }
 
@@ -623,9 +660,11 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
 {
   g_autoptr (GPtrArray) runtimes =
     g_ptr_array_new_with_free_func ((GDestroyNotify) mv_hypervisor_runtime_free);
+  g_autoptr (MvSandbox) sandbox = NULL;
   guint boot_timeout, stop_timeout;
 
-  if (!read_seconds (config, "lifecycle", "boot-timeout-seconds", MV_DEFAULT_BOOT_TIMEOUT_SECONDS,
+  if (!(sandbox = mv_sandbox_new_from_config (config, error)) ||
+      !read_seconds (config, "lifecycle", "boot-timeout-seconds", MV_DEFAULT_BOOT_TIMEOUT_SECONDS,
                      &boot_timeout, error) ||
       !read_seconds (config, "lifecycle", "stop-timeout-seconds", MV_DEFAULT_STOP_TIMEOUT_SECONDS,
                      &stop_timeout, error))
@@ -637,7 +676,7 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
     return NULL;
   for (guint i = 0; i < rest->len; i++)
     g_ptr_array_add (runtimes, mv_hypervisor_runtime_new (g_ptr_array_steal_index (rest, i--),
-                                                          boot_timeout, stop_timeout));
+                                                          sandbox, boot_timeout, stop_timeout));
 
   for (guint i = 0; i < G_N_ELEMENTS (builtin); i++)
     {
@@ -645,7 +684,8 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
 
       if (!starter)
         return NULL;
-      g_ptr_array_add (runtimes, mv_hypervisor_runtime_new (starter, boot_timeout, stop_timeout));
+      g_ptr_array_add (runtimes, mv_hypervisor_runtime_new (starter, sandbox, boot_timeout,
+                                                            stop_timeout));
     }
   return g_steal_pointer (&runtimes);
 }

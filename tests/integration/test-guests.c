@@ -311,25 +311,31 @@ test_unbootable_quotes_console (Fixture *f, gconstpointer data)
   g_assert_cmpuint (vmm_count (f, path), ==, 0);
 }
 
+/* A kernel or initrd that was there when the machine was created and is
+ * gone when it starts. */
 static void
 test_missing_files (Fixture *f, gconstpointer data)
 {
   const GuestCase *c = data;
+  g_autofree char *gone = g_build_filename (mv_test_env_images_dir (f->env), "gone", NULL);
   g_autofree char *spec = g_strdup_printf ("{\"name\":\"nokernel\",\"hypervisor_type\":\"%s\","
-                                           "\"kernel\":\"/nonexistent/vmlinuz\",\"initrd\":\"%s\"}",
-                                           c->type, guest_initrd);
+                                           "\"kernel\":\"%s\",\"initrd\":\"%s\"}",
+                                           c->type, gone, guest_initrd);
   g_autofree char *spec2 = g_strdup_printf ("{\"name\":\"noinitrd\",\"hypervisor_type\":\"%s\","
-                                            "\"kernel\":\"%s\",\"initrd\":\"/nonexistent/initrd\"}",
-                                            c->type, guest_kernel);
+                                            "\"kernel\":\"%s\",\"initrd\":\"%s\"}",
+                                            c->type, guest_kernel, gone);
   const char *specs[] = { spec, spec2 };
   const char *fields[] = { "kernel", "initrd" };
 
   for (guint i = 0; i < G_N_ELEMENTS (specs); i++)
     {
-      g_autofree char *path = client_create (f->client, specs[i], 0, NULL, NULL);
+      g_autofree char *path = NULL;
       g_autofree char *msg = NULL, *err = NULL, *dir = NULL;
 
+      g_assert_true (g_file_set_contents (gone, "", 0, NULL));
+      path = client_create (f->client, specs[i], 0, NULL, NULL);
       g_assert_nonnull (path);
+      g_assert_cmpint (g_unlink (gone), ==, 0);
       err = client_machine_call (f->client, path, "Start", &msg);
       g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
       g_assert_nonnull (strstr (msg, fields[i]));
