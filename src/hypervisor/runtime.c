@@ -5,14 +5,17 @@
  * (runtime-private.h). */
 #include "runtime.h"
 #include "runtime-private.h"
+#include "jail.h"
 #include "sandbox.h"
 #include "util/log.h"
 #include "qemu.h"
 #include "versions.h"
 #include "core/spec.h"
 
+#include <errno.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define QUIT_TIMEOUT_MS        10000
 #define CONSOLE_QUOTE_LINES    10
@@ -94,6 +97,9 @@ remove_sockets (Adapter *self, const char *runtime_dir)
   g_unlink (vsock);
   g_unlink (exit_temp);
   g_unlink (exit_path);
+  /* The VMM's parent gives it back as the VMM ends; this covers a parent
+   * that was killed first. */
+  mv_jail_reclaim_runtime_dir (runtime_dir);
 }
 
 /* Ends every process that serves @socket_path: what an interrupted start
@@ -217,6 +223,7 @@ typedef struct {
   char     *socket_path;
   char     *log_path;
   MvVmSpec *vm;
+  MvJail   *jail;           /* NULL: the sandbox is off */
   goffset   console_offset;
   goffset   log_offset;
 } Launch;
@@ -235,11 +242,15 @@ launch_clear (Launch *launch)
   g_clear_pointer (&launch->socket_path, g_free);
   g_clear_pointer (&launch->log_path, g_free);
   g_clear_pointer (&launch->vm, mv_vm_spec_free);
+  /* After the VMM spec: the jail is the spec's only by reference. */
+  g_clear_pointer (&launch->jail, mv_jail_free);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Launch, launch_clear)
 
 /* Ends what an interrupted start left serving the socket, clears the
- * sockets away and notes where the console and the log stand. */
+ * sockets away, notes where the console and the log stand, and, unless
+ * the sandbox is off, builds the wall the VMM is to run behind (leasing
+ * its UID). */
 static gboolean
 launch_begin (Adapter *self, const MvRuntimeRequest *req, Launch *launch, GError **error)
 {
@@ -248,7 +259,11 @@ launch_begin (Adapter *self, const MvRuntimeRequest *req, Launch *launch, GError
   remove_sockets (self, req->runtime_dir);
   launch->console_offset = file_size (launch->vm->console.path);
   launch->log_offset = file_size (launch->log_path);
-  return TRUE;
+  if (!self->sandbox || !mv_sandbox_enabled (self->sandbox))
+    return TRUE;
+  launch->jail = mv_jail_new (self->sandbox, req->machine_id, req->runtime_dir, error);
+  launch->vm->jail = launch->jail;
+  return launch->jail != NULL;
 }
 
 /* Quotes what the VMM wrote in @error and ends it (@vmm NULL: none ran). */
@@ -462,6 +477,34 @@ write_vm_spec (const MvVmSpec *vm, const char *state_dir, GError **error)
   return TRUE;
 }
 
+/* Has the guest written into @state_dir. A walled-in VMM that writes its
+ * snapshot itself is shown the directory for the while. */
+static gboolean
+snapshot (Adapter *self, const MvProcess *vmm, MvHypervisor *hv, const char *state_dir,
+          GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  int pidfd;
+  gboolean ok;
+
+  if (vmm->uid < 0 || !self->starter->opens_paths)
+    return hv->snapshot_vm (hv, state_dir, error);
+  pidfd = mv_process_open_pidfd (vmm);
+  if (pidfd < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The VMM %d is gone: %s", vmm->pid,
+                   g_strerror (saved));
+      return FALSE;
+    }
+  ok = mv_jail_show_dir_to_running (pidfd, (uid_t) vmm->uid, state_dir, error) &&
+       hv->snapshot_vm (hv, state_dir, error);
+  if (!mv_jail_hide_dir_from_running (pidfd, state_dir, &local))
+    g_warning ("%s", local->message);
+  close (pidfd);
+  return ok;
+}
+
 static gboolean
 rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
 {
@@ -478,7 +521,7 @@ rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GErr
   was_running = hv->vm_info (hv, &info, NULL) && info.state == MV_VM_STATE_RUNNING;
   if (!hv->pause_vm (hv, error))
     return FALSE;
-  if (!hv->snapshot_vm (hv, state_dir, error) || !write_vm_spec (vm, state_dir, error))
+  if (!snapshot (self, vmm, hv, state_dir, error) || !write_vm_spec (vm, state_dir, error))
     {
       /* Nothing is lost: the guest goes on as it was. */
       if (was_running && !hv->resume_vm (hv, &local))
@@ -515,8 +558,21 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
       !launch_begin (self, req, &launch, error))
     return NULL;
 
+  /* A VMM that opens the guest's disks itself is shown them, as at start. */
+  for (guint i = 0; launch.jail && self->starter->opens_paths && i < launch.vm->disks->len; i++)
+    {
+      MvDiskConfig *disk = launch.vm->disks->pdata[i];
+      g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
+
+      if (!mv_jail_show_host_file (launch.jail, field, disk->path, !disk->read_only, error))
+        {
+          abandon (self, req->machine_id, NULL, req->runtime_dir);
+          return NULL;
+        }
+    }
   rspec.console.path = g_strdup (launch.vm->console.path);
   rspec.agent_socket = g_strdup (launch.vm->agent.socket_path);
+  rspec.jail = launch.jail;
   hv = self->starter->restore_vm (self->starter, launch.socket_path, state_dir, &rspec, &vmm,
                                   error);
   mv_restore_spec_clear (&rspec);

@@ -12,5 +12,6 @@ gboolean    mv_set_errno_error (GError **error, int errsv, const char *format, .
 gboolean    mv_remove_tree (const char *path, GError **error);
 
 /* The last @lines non-empty lines of @path, from byte @offset on (and
- * within its last 64 KiB), control characters blanked; "" if unreadable. */
+ * within its last 64 KiB), control characters blanked; "" if unreadable,
+ * a symbolic link or not a regular file. */
 char       *mv_file_tail (const char *path, goffset offset, guint lines);

@@ -13,6 +13,7 @@
 #include <json-glib/json-glib.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static char *guest_kernel;
 static char *guest_initrd;
@@ -569,7 +570,8 @@ test_fault_sweep_real (Fixture *f, gconstpointer data)
 
 /* ----- several versions of one hypervisor ----- */
 
-/* A script that runs the Cloud Hypervisor test VMM as @version. */
+/* The Cloud Hypervisor test VMM as @version: a link whose name ends in
+ * it (a walled-in VMM is shown its binary and nothing a script would run). */
 static char *
 versioned_binary (Fixture *f, const char *version)
 {
@@ -577,11 +579,8 @@ versioned_binary (Fixture *f, const char *version)
                                             "fake-cloud-hypervisor", NULL);
   g_autofree char *name = g_strdup_printf ("cloud-hypervisor-%s", version);
   char *path = g_build_filename (mv_test_env_dir (f->env), name, NULL);
-  g_autofree char *script = g_strdup_printf ("#!/bin/sh\nMICROVMD_FAKE_VERSION=%s exec %s \"$@\"\n",
-                                             version, fake);
 
-  g_assert_true (g_file_set_contents (path, script, -1, NULL));
-  g_assert_cmpint (g_chmod (path, 0755), ==, 0);
+  g_assert_cmpint (symlink (fake, path), ==, 0);
   return path;
 }
 
