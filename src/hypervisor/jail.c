@@ -283,7 +283,8 @@ idmap_userns (MvJail *jail, uid_t owner_uid, gid_t owner_gid, GError **error)
       for (int i = 0; i < 2; i++)
         if (ready[i] >= 0)
           close (ready[i]);
-      return set_errno (error, saved, "a pipe"), -1;
+      set_errno (error, saved, "a pipe");
+      return -1;
     }
   pid = fork ();
   if (pid == 0)
@@ -331,7 +332,10 @@ idmap_userns (MvJail *jail, uid_t owner_uid, gid_t owner_gid, GError **error)
     while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
       ;
   if (saved)
-    return set_errno (error, saved, "a user namespace to map the owner of its files"), -1;
+    {
+      set_errno (error, saved, "a user namespace to map the owner of its files");
+      return -1;
+    }
   keep_fd (jail, ns);
   g_hash_table_insert (jail->userns, g_steal_pointer (&key), GINT_TO_POINTER (ns));
   return ns;
@@ -347,7 +351,10 @@ tree_of (MvJail *jail, int fd, guint64 attr, gboolean idmap, const char *what, G
   int tree = open_tree (fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 
   if (tree < 0)
-    return set_errno (error, errno, "a mount of %s", what), -1;
+    {
+      set_errno (error, errno, "a mount of %s", what);
+      return -1;
+    }
   if (idmap && fstat (fd, &st) == 0 && st.st_uid != jail->uid &&
       !(st.st_mode & (S_ISDIR (st.st_mode) ? S_IXOTH : S_IROTH)))
     {
@@ -377,7 +384,8 @@ tree_of (MvJail *jail, int fd, guint64 attr, gboolean idmap, const char *what, G
           saved = errno;
         }
       close (tree);
-      return set_errno (error, saved, "the mount of %s", what), -1;
+      set_errno (error, saved, "the mount of %s", what);
+      return -1;
     }
   return tree;
 }
