@@ -71,4 +71,6 @@ void     bench_row_polkit (Bench *bench);         /* #6 */
 void     bench_row_signals (Bench *bench);        /* #8 */
 void     bench_row_create (Bench *bench);         /* #4 */
 void     bench_row_qemu (Bench *bench);           /* #7 */
+/* Restarts the daemon: run it where no other row's daemon is running. */
+void     bench_row_sandbox (Bench *bench);        /* #9 */
 void     bench_rows_scale (Bench *bench);         /* #2, #3, #5 */

@@ -123,6 +123,8 @@ main (int argc, char **argv)
   bench_daemon_stop (&bench);
   bench_clear_state (&bench);
 
+  bench_row_sandbox (&bench);
+
   bench_rows_scale (&bench);
 
   bench_echo_stop (&bench);

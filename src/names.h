@@ -43,6 +43,10 @@
 #define MV_DEFAULT_STATE_DIR     "/var/lib/microvmd"
 #define MV_DEFAULT_RUNTIME_DIR   "/run/microvmd"
 #define MV_DEFAULT_CONFIG_FILE   "/etc/microvmd/microvmd.conf"
+/* Where VMMs' user IDs are leased (hypervisor/sandbox.h): one directory
+ * for the host, whatever runtime directory a daemon is given, since UIDs
+ * are the host's. */
+#define MV_UID_LEASE_DIR         MV_DEFAULT_RUNTIME_DIR "/vmm-uids"
 
 /* Record layout under the state and runtime directories. */
 #define MV_MACHINES_DIR          "machines"

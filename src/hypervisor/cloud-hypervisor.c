@@ -363,7 +363,7 @@ chv_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GErro
 }
 
 static MvProcess *
-launch (MvRestStarter *starter, const char *socket_path, GError **error)
+launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, GError **error)
 {
   g_autofree char *option = g_strconcat ("path=", socket_path, NULL);
   const char *argv[] = { starter->binary, "--api-socket", option, "-v", NULL };
@@ -385,7 +385,7 @@ launch (MvRestStarter *starter, const char *socket_path, GError **error)
           return NULL;
         }
     }
-  return mv_process_start (socket_path, argv, START_TIMEOUT_MS, error);
+  return mv_process_start (socket_path, argv, jail, START_TIMEOUT_MS, error);
 }
 
 static MvHypervisor *
@@ -397,9 +397,10 @@ chv_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, Mv
   g_autoptr (JsonObject) config = NULL;
   MvRestHypervisor *hv;
 
-  if (!chv_check (base, socket_path, spec, error))
+  if (!chv_check (base, socket_path, spec, error) ||
+      (spec->jail && !mv_rest_furnish_jail (starter, spec, error)))
     return NULL;
-  process = launch (starter, socket_path, error);
+  process = launch (starter, socket_path, spec->jail, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);
@@ -425,6 +426,7 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
   g_autoptr (JsonGenerator) generator = NULL;
   g_autoptr (GDir) dir = NULL;
   g_autofree char *snapshot_abs = NULL;
+  g_autofree char *text = NULL;
   JsonObject *config;
   JsonArray *nets;
   const char *name;
@@ -474,7 +476,9 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
     }
   generator = json_generator_new ();
   json_generator_set_root (generator, root);
-  if (!json_generator_to_file (generator, out_path, error))
+  text = json_generator_to_data (generator, NULL);
+  /* 0600 whatever the daemon's umask: it is in the runtime directory. */
+  if (!g_file_set_contents_full (out_path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error))
     return FALSE;
 
   /* Everything else is read where it is: the memory may be large. */
@@ -518,9 +522,10 @@ chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_d
 
   if (!check_socket (socket_path, error))
     return NULL;
-  if (!write_restore_dir (snapshot_dir, restore_dir, spec, error))
+  if (!write_restore_dir (snapshot_dir, restore_dir, spec, error) ||
+      (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir, error)))
     return NULL;
-  process = launch (starter, socket_path, error);
+  process = launch (starter, socket_path, spec->jail, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);

@@ -459,7 +459,7 @@ instance_id (const char *socket_path)
 }
 
 static MvProcess *
-launch (MvRestStarter *starter, const char *socket_path, GError **error)
+launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, GError **error)
 {
   g_autofree char *id = instance_id (socket_path);
   g_autofree char *limit = g_strdup_printf ("%d", MV_MMDS_SIZE_LIMIT_BYTES);
@@ -480,7 +480,7 @@ launch (MvRestStarter *starter, const char *socket_path, GError **error)
                    "there, or a stale socket was left)", socket_path);
       return NULL;
     }
-  return mv_process_start (socket_path, argv, START_TIMEOUT_MS, error);
+  return mv_process_start (socket_path, argv, jail, START_TIMEOUT_MS, error);
 }
 
 static MvHypervisor *
@@ -497,7 +497,9 @@ fc_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, MvP
   /* The whole document is checked before the VMM is started. */
   if (spec->metadata && !(mmds = mv_metadata_document_serialize (spec->metadata, error)))
     return NULL;
-  process = launch (starter, socket_path, error);
+  if (spec->jail && !mv_rest_furnish_jail (starter, spec, error))
+    return NULL;
+  process = launch (starter, socket_path, spec->jail, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);
@@ -574,7 +576,9 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
       json_object_set_object_member (load, "vsock_override", o);
     }
 
-  process = launch (starter, socket_path, error);
+  if (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir, error))
+    return NULL;
+  process = launch (starter, socket_path, spec->jail, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);

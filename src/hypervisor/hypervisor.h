@@ -101,6 +101,11 @@ typedef struct {
    * where the hypervisor has a metadata service; NULL: none. A secret: it
    * is not kept by mv_vm_spec_to_node(). */
   JsonNode       *metadata;
+  /* The wall the VMM is to run behind (jail.h), the caller's; NULL: none,
+   * the VMM opens the paths above itself. The backend shows it the host
+   * files it needs, or passes them as descriptors. Not copied, not kept
+   * by mv_vm_spec_to_node(). */
+  MvJail         *jail;
 } MvVmSpec;
 
 /* What a guest restored from a snapshot is given afresh rather than taken
@@ -109,6 +114,7 @@ typedef struct {
   MvConsoleConfig console;
   char           *tap_device;     /* NULL: the one it was snapshotted with */
   char           *agent_socket;   /* NULL: beside the API socket, as before */
+  MvJail         *jail;           /* as MvVmSpec's; the caller's */
 } MvRestoreSpec;
 
 typedef struct {
@@ -209,6 +215,10 @@ struct _MvVmEvents {
 struct _MvStarter {
   const char *type;          /* "qemu", "cloud-hypervisor", "firecracker" */
   const char *socket_name;   /* the API socket's name in the VMM's directory */
+  /* Whether the VMM opens the guest's files and writes its snapshots by
+   * path itself, taking no descriptors: a walled-in one must then be
+   * shown the directory a snapshot goes to, and a restored guest's disks. */
+  gboolean    opens_paths;
   gpointer    data;
 
   /* The VMM's version, such as "7.2.22". */

@@ -1,5 +1,6 @@
 /* Detached VMM processes and their identity. */
 #include "process.h"
+#include "jail.h"
 #include "core/errors.h"
 #include "util/fd.h"
 #include "util/unix-socket.h"
@@ -7,10 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +43,7 @@ mv_process_copy (const MvProcess *process)
   copy->pid = process->pid;
   copy->start_time = process->start_time;
   copy->socket_path = g_strdup (process->socket_path);
+  copy->uid = process->uid;
   return copy;
 }
 
@@ -47,7 +52,7 @@ mv_vmm_log_path (const char *socket_path)
 {
   g_autofree char *dir = g_path_get_dirname (socket_path);
 
-  return g_build_filename (dir, "vmm.log", NULL);
+  return g_build_filename (dir, MV_VMM_LOG_NAME, NULL);
 }
 
 char *
@@ -55,19 +60,27 @@ mv_vmm_exit_path (const char *socket_path)
 {
   g_autofree char *dir = g_path_get_dirname (socket_path);
 
-  return g_build_filename (dir, "vmm.exit", NULL);
+  return g_build_filename (dir, MV_VMM_EXIT_NAME, NULL);
 }
 
 gboolean
 mv_vmm_read_exit (const char *socket_path, int *wait_status)
 {
   g_autofree char *path = mv_vmm_exit_path (socket_path);
-  g_autofree char *text = NULL;
+  char text[32];
   char *end = NULL;
   gint64 value;
+  ssize_t n;
+  /* The directory is shared with the VMM: no link is followed. */
+  int fd = open (path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
-  if (!g_file_get_contents (path, &text, NULL, NULL))
+  if (fd < 0)
     return FALSE;
+  n = read (fd, text, sizeof text - 1);
+  close (fd);
+  if (n <= 0)
+    return FALSE;
+  text[n] = '\0';
   value = g_ascii_strtoll (text, &end, 10);
   if (end == text || value < 0 || value > G_MAXINT)
     return FALSE;
@@ -131,8 +144,21 @@ cmdline_has (int pid, const char *socket_path)
   return FALSE;
 }
 
+/* The real UID of @pid, from /proc/PID/status; -1 if it cannot be read. */
+static gint64
+read_uid (int pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", pid);
+  g_autofree char *contents = NULL;
+  const char *line;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL) || !(line = strstr (contents, "\nUid:")))
+    return -1;
+  return g_ascii_strtoll (line + strlen ("\nUid:"), NULL, 10);
+}
+
 static gboolean
-is_recorded (int pid, guint64 start_time, const char *socket_path)
+is_recorded (int pid, guint64 start_time, const char *socket_path, gint64 uid)
 {
   guint64 actual = 0;
   char state = 0;
@@ -141,20 +167,23 @@ is_recorded (int pid, guint64 start_time, const char *socket_path)
     return FALSE;
   if (state == 'Z' || state == 'X' || actual != start_time)
     return FALSE;
+  if (uid >= 0 && read_uid (pid) != uid)
+    return FALSE;
   return socket_path == NULL || cmdline_has (pid, socket_path);
 }
 
 MvProcess *
-mv_process_attach (int pid, guint64 start_time, const char *socket_path)
+mv_process_attach (int pid, guint64 start_time, const char *socket_path, gint64 uid)
 {
   MvProcess *process;
 
-  if (!is_recorded (pid, start_time, socket_path))
+  if (!is_recorded (pid, start_time, socket_path, uid))
     return NULL;
   process = g_new0 (MvProcess, 1);
   process->pid = pid;
   process->start_time = start_time;
   process->socket_path = g_strdup (socket_path);
+  process->uid = uid;
   return process;
 }
 
@@ -165,6 +194,7 @@ mv_process_find_by_socket (const char *socket_path)
   g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
   g_autofree char *parent = g_path_get_dirname (socket_path);
   g_autofree char *dir = realpath (parent, NULL);
+  g_autofree char *lexical = g_canonicalize_filename (parent, NULL);
   const char *name;
 
   while (proc && dir && (name = g_dir_read_name (proc)))
@@ -179,15 +209,18 @@ mv_process_find_by_socket (const char *socket_path)
           state == 'Z' || state == 'X')
         continue;
       /* A VMM runs in its socket's directory; a process that merely names
-       * the socket (a shell, a tail -f) does not. */
+       * the socket (a shell, a tail -f) does not. A walled-in VMM's is
+       * the directory as its own root shows it, at the path it was given. */
       cwd_link = g_strdup_printf ("/proc/%s/cwd", name);
       cwd = g_file_read_link (cwd_link, NULL);
-      if (g_strcmp0 (cwd, dir) == 0 && cmdline_has ((int) pid, socket_path))
+      if ((g_strcmp0 (cwd, dir) == 0 || g_strcmp0 (cwd, lexical) == 0) &&
+          cmdline_has ((int) pid, socket_path))
         {
           MvProcess *process = g_new0 (MvProcess, 1);
           process->pid = (int) pid;
           process->start_time = start_time;
           process->socket_path = g_strdup (socket_path);
+          process->uid = -1;
           g_ptr_array_add (found, process);
         }
     }
@@ -197,7 +230,7 @@ mv_process_find_by_socket (const char *socket_path)
 gboolean
 mv_process_alive (const MvProcess *process)
 {
-  return is_recorded (process->pid, process->start_time, process->socket_path);
+  return is_recorded (process->pid, process->start_time, process->socket_path, process->uid);
 }
 
 int
@@ -209,7 +242,7 @@ mv_process_open_pidfd (const MvProcess *process)
     return -1;
   /* The pidfd pins whatever process has the PID now; only once it is known
    * to be ours may it be used. */
-  if (!is_recorded (process->pid, process->start_time, process->socket_path))
+  if (!is_recorded (process->pid, process->start_time, process->socket_path, process->uid))
     {
       close (fd);
       errno = ESRCH;
@@ -405,6 +438,12 @@ mv_process_to_json (const MvProcess *process, JsonObject *object)
   json_object_set_int_member (object, "pid", process->pid);
   json_object_set_int_member (object, "start_time", (gint64) process->start_time);
   json_object_set_string_member (object, "socket", process->socket_path);
+  if (process->uid >= 0)
+    {
+      /* One number for the user and the group (jail.h). */
+      json_object_set_int_member (object, "uid", process->uid);
+      json_object_set_int_member (object, "gid", process->uid);
+    }
 }
 
 MvProcess *
@@ -413,6 +452,7 @@ mv_process_from_json (JsonObject *object, GError **error)
   JsonNode *pid = object ? json_object_get_member (object, "pid") : NULL;
   JsonNode *start = object ? json_object_get_member (object, "start_time") : NULL;
   JsonNode *socket = object ? json_object_get_member (object, "socket") : NULL;
+  JsonNode *uid = object ? json_object_get_member (object, "uid") : NULL;
   MvProcess *process;
 
   if (!pid || json_node_get_value_type (pid) != G_TYPE_INT64 ||
@@ -427,6 +467,9 @@ mv_process_from_json (JsonObject *object, GError **error)
   process->pid = (int) json_node_get_int (pid);
   process->start_time = (guint64) json_node_get_int (start);
   process->socket_path = g_strdup (json_node_get_string (socket));
+  /* Older records name no user: the VMM ran as root. */
+  process->uid = uid && json_node_get_value_type (uid) == G_TYPE_INT64 ? json_node_get_int (uid)
+                                                                        : -1;
   return process;
 }
 
@@ -437,7 +480,8 @@ mv_process_attach_recorded (JsonObject *identity)
 
   if (!recorded)
     return NULL;
-  return mv_process_attach (recorded->pid, recorded->start_time, recorded->socket_path);
+  return mv_process_attach (recorded->pid, recorded->start_time, recorded->socket_path,
+                            recorded->uid);
 }
 
 /* ---- starting ---- */
@@ -478,34 +522,53 @@ transfer_all (int fd, void *buf, gsize len, Transfer way)
   return TRUE;
 }
 
+/* Why the VMM did not get to exec: an errno and, if it was the wall,
+ * which step of it (a static string, the same in the daemon). */
+typedef struct {
+  int         err;
+  const char *step;
+} ExecFailure;
+
 /* Runs in the forked grandchild, so only async-signal-safe calls. */
 G_GNUC_NORETURN static void
 exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, const char *dir,
-          char *const *argv, char *const *envp)
+          char *const *argv, char *const *envp, const MvJail *jail, const int *passed,
+          guint n_passed)
 {
   struct sigaction dfl = { .sa_handler = SIG_DFL };
+  ExecFailure failure = { 0, NULL };
   sigset_t none;
   char go;
-  int err;
+  int r;
 
   /* Park until the parent holds a pidfd for this process; EOF if it died. */
   close (go_pipe[1]);
   if (read (go_pipe[0], &go, 1) != 1)
     _exit (127);
-  if (dup2 (null_fd, 0) >= 0 && dup2 (log_fd, 1) >= 0 && dup2 (log_fd, 2) >= 0 &&
-      chdir (dir) == 0)
+  if (dup2 (null_fd, 0) < 0 || dup2 (log_fd, 1) < 0 || dup2 (log_fd, 2) < 0)
+    failure.err = errno;
+  else if (jail && (r = mv_jail_enter (jail, &failure.step)) < 0)
+    failure.err = -r;
+  else if (chdir (dir) < 0)
+    failure.err = errno;
+  else
     {
       sigemptyset (&none);
       sigprocmask (SIG_SETMASK, &none, NULL);
       for (int sig = 1; sig < NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
           sigaction (sig, &dfl, NULL);
-      /* Nothing of the daemon's but stdio crosses exec. */
+      /* Nothing of the daemon's but stdio and what is passed on purpose
+       * crosses exec. */
       syscall (SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+      for (guint i = 0; i < n_passed; i++)
+        fcntl (passed[i], F_SETFD, 0);
+      /* What the VMM creates is its own alone, whatever the daemon's umask. */
+      umask (077);
       execve (argv[0], argv, envp);
+      failure.err = errno;
     }
-  err = errno;
-  (void) !write (err_fd, &err, sizeof err);
+  (void) !write (err_fd, &failure, sizeof failure);
   _exit (127);
 }
 
@@ -526,14 +589,62 @@ format_decimal (char *buf, unsigned int value)
   return len;
 }
 
+/* Closes every descriptor from 1 up but the @n in @keep. */
+static void
+close_all_but (const int *keep, guint n)
+{
+  int sorted[64];
+  guint count = 0;
+  unsigned int next = 1;
+
+  for (guint i = 0; i < n && count < G_N_ELEMENTS (sorted); i++)
+    sorted[count++] = keep[i];
+  for (guint i = 1; i < count; i++)
+    for (guint j = i; j > 0 && sorted[j - 1] > sorted[j]; j--)
+      {
+        int t = sorted[j];
+        sorted[j] = sorted[j - 1];
+        sorted[j - 1] = t;
+      }
+  for (guint i = 0; i < count; i++)
+    {
+      if ((unsigned int) sorted[i] > next)
+        syscall (SYS_close_range, next, (unsigned int) sorted[i] - 1, 0);
+      if ((unsigned int) sorted[i] >= next)
+        next = (unsigned int) sorted[i] + 1;
+    }
+  syscall (SYS_close_range, next, ~0U, 0);
+}
+
+/* The parent of a walled-in VMM stays root, so that the VMM, which runs
+ * as another user, can neither signal nor trace it; but it keeps only
+ * what taking ACL entries back needs (CAP_FOWNER), and gains nothing by
+ * exec. */
+static void
+reaper_drop_privileges (void)
+{
+  struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+
+  for (int cap = 0; cap < 64; cap++)
+    if (cap != CAP_FOWNER)
+      prctl (PR_CAPBSET_DROP, cap, 0, 0, 0);
+  caps[0].effective = caps[0].permitted = 1u << CAP_FOWNER;
+  syscall (SYS_capset, &header, caps);
+  prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
 /* The VMM's parent, for as long as the VMM lives: reaps it and writes its
  * wait status to @path (through @temp, so the file is whole or absent),
  * for whoever watches the VMM, which is not its parent and could not learn
- * how it ended otherwise. Holds nothing of the daemon's: no descriptor, no
- * signal handler. Only async-signal-safe calls: this is a fork of a
- * threaded process. */
+ * how it ended otherwise. Of the daemon's it holds only what @jail needs
+ * kept for the VMM's lifetime (the UID lease, the files whose grants it
+ * takes back once the VMM is gone); no signal handler. Only
+ * async-signal-safe calls: this is a fork of a threaded process. */
 static void G_GNUC_NORETURN
-reap_vmm (pid_t pid, const char *path, const char *temp)
+reap_vmm (pid_t pid, const char *path, const char *temp, const MvJail *jail,
+          const int *keep, guint n_keep)
 {
   struct sigaction dfl = { .sa_handler = SIG_DFL };
   sigset_t none;
@@ -545,19 +656,24 @@ reap_vmm (pid_t pid, const char *path, const char *temp)
   /* The file is opened now and kept as descriptor 0: whoever cleans the
    * directory up before the VMM's end is written removes it, and then the
    * rename below fails and leaves nothing behind. */
-  fd = open (temp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  fd = open (temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
   if (fd < 0 || dup2 (fd, 0) < 0)
     _exit (1);
-  syscall (SYS_close_range, 1, ~0U, 0);
+  close_all_but (keep, n_keep);
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
   for (int sig = 1; sig < NSIG; sig++)
     if (sig != SIGKILL && sig != SIGSTOP)
       sigaction (sig, &dfl, NULL);
+  if (jail)
+    reaper_drop_privileges ();
 
   while (waitpid (pid, &status, 0) < 0)
     if (errno != EINTR)
       _exit (1);
+  /* Before the end is written: whoever sees it sees the grants gone. */
+  if (jail)
+    mv_jail_release (jail);
   len = format_decimal (text, (unsigned int) status);
   if (write (0, text, len) != (ssize_t) len || fsync (0) < 0)
     _exit (1);
@@ -609,8 +725,8 @@ fail_with_log (GError **error, const char *log_path, goffset log_offset, const c
 }
 
 MvProcess *
-mv_process_start (const char *socket_path, const char *const *argv, guint timeout_ms,
-                  GError **error)
+mv_process_start (const char *socket_path, const char *const *argv, MvJail *jail,
+                  guint timeout_ms, GError **error)
 {
   g_autofree char *dir = g_path_get_dirname (socket_path);
   g_autofree char *log_path = mv_vmm_log_path (socket_path);
@@ -622,7 +738,10 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
   g_autofree char *stamp = g_date_time_format_iso8601 (now);
   g_auto (GStrv) envp = g_get_environ ();
   int pid_pipe[2] = { -1, -1 }, go_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
-  int log_fd, null_fd, pidfd = -1, status, exec_errno = 0;
+  int log_fd, null_fd, pidfd = -1, status;
+  ExecFailure failure = { 0, NULL };
+  const int *keep = NULL, *passed = NULL;
+  guint n_keep = 0, n_passed = 0;
   goffset log_offset;
   pid_t intermediate, pid = -1;
   guint64 start_time = 0;
@@ -630,7 +749,16 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
   gint64 deadline;
   MvProcess *process;
 
-  log_fd = cloexec_above_stdio (g_open (log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  if (jail && !mv_jail_prepare (jail, error))
+    return NULL;
+  if (jail)
+    {
+      keep = mv_jail_parent_fds (jail, &n_keep);
+      passed = mv_jail_passed_fds (jail, &n_passed);
+    }
+  /* No link is followed in a directory the VMM shares. */
+  log_fd = cloexec_above_stdio (g_open (log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+                                        O_NOFOLLOW, 0600));
   if (log_fd < 0)
     {
       int saved = errno;
@@ -676,13 +804,14 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
         {
           vmm = fork ();
           if (vmm == 0)
-            exec_vmm (go_pipe, err_pipe[1], null_fd, log_fd, dir, (char *const *) argv, envp);
+            exec_vmm (go_pipe, err_pipe[1], null_fd, log_fd, dir, (char *const *) argv, envp,
+                      jail, passed, n_passed);
           if (vmm < 0)
             vmm = -errno;
           (void) !write (pid_pipe[1], &vmm, sizeof vmm);
           if (vmm < 0)
             _exit (0);
-          reap_vmm (vmm, exit_path, exit_temp);
+          reap_vmm (vmm, exit_path, exit_temp, jail, keep, n_keep);
         }
       if (reaper < 0)
         {
@@ -724,6 +853,9 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
       return NULL;
     }
   close_pipe (pid_pipe);
+  /* The reaper runs: it holds the lease and takes the grants back. */
+  if (jail)
+    mv_jail_hand_over (jail);
 
   pidfd = pidfd_open (pid);
   if (pidfd < 0 || !read_stat (pid, &state, &start_time))
@@ -743,13 +875,17 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
   (void) !write (go_pipe[1], "g", 1);
   close_pipe (go_pipe);
   /* EOF once exec has closed the pipe; an errno if exec failed. */
-  if (transfer_all (err_pipe[0], &exec_errno, sizeof exec_errno, READ_ALL))
+  if (transfer_all (err_pipe[0], &failure, sizeof failure, READ_ALL))
     {
       close_pipe (err_pipe);
       mv_fd_wait (pidfd, POLLIN, g_get_monotonic_time () + G_USEC_PER_SEC);
       close (pidfd);
-      g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "Could not run %s: %s", argv[0],
-                   g_strerror (exec_errno));
+      if (failure.step)
+        g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not wall in %s (%s): %s",
+                     argv[0], failure.step, g_strerror (failure.err));
+      else
+        g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "Could not run %s: %s", argv[0],
+                     g_strerror (failure.err));
       return NULL;
     }
   close_pipe (err_pipe);
@@ -783,6 +919,7 @@ mv_process_start (const char *socket_path, const char *const *argv, guint timeou
   process->pid = pid;
   process->start_time = start_time;
   process->socket_path = g_strdup (socket_path);
+  process->uid = jail ? (gint64) mv_jail_uid (jail) : -1;
   return process;
 }
 

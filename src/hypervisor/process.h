@@ -9,11 +9,20 @@
 #include "util/files.h"
 #include "core/host/runtime.h"
 
+typedef struct _MvJail MvJail;
+
 typedef struct {
   int      pid;
   guint64  start_time;    /* /proc/PID/stat field 22, in clock ticks after boot */
   char    *socket_path;   /* the API socket; it is among the VMM's arguments */
+  gint64   uid;           /* the user it runs as if walled in (jail.h); -1 if not */
 } MvProcess;
+
+/* Beside the API socket: what the VMM writes to its stdout and stderr,
+ * and the wait status its parent writes when it ends. The daemon's files:
+ * a walled-in VMM cannot replace them. */
+#define MV_VMM_LOG_NAME   "vmm.log"
+#define MV_VMM_EXIT_NAME  "vmm.exit"
 
 void        mv_process_free (MvProcess *process);
 MvProcess  *mv_process_copy (const MvProcess *process);
@@ -38,15 +47,19 @@ void        mv_vmm_wait_exit_recorded (const char *socket_path);
 
 /* Starts @argv (argv[0] a path) in its own session, reparented away from
  * the daemon, with stdin on /dev/null, stdout and stderr appended to
- * mv_vmm_log_path(), in the directory holding @socket_path, and waits up
- * to @timeout_ms for the socket to accept a connection. On failure the
- * process is killed and the error quotes the end of its log. */
-MvProcess  *mv_process_start (const char *socket_path, const char *const *argv,
+ * mv_vmm_log_path(), umask 077, in the directory holding @socket_path,
+ * behind @jail's wall if @jail is not NULL (it is prepared here and handed
+ * over to the VMM's parent once that runs), and waits up to @timeout_ms
+ * for the socket to accept a connection. On failure the process is killed
+ * and the error quotes the end of its log. */
+MvProcess  *mv_process_start (const char *socket_path, const char *const *argv, MvJail *jail,
                               guint timeout_ms, GError **error);
 
-/* The process recorded as @pid, @start_time, @socket_path, if that
- * process still runs; NULL otherwise (and for a PID reused since). */
-MvProcess  *mv_process_attach (int pid, guint64 start_time, const char *socket_path);
+/* The process recorded as @pid, @start_time, @socket_path (and running
+ * as @uid, unless that is -1), if that process still runs; NULL otherwise
+ * (and for a PID reused since). */
+MvProcess  *mv_process_attach (int pid, guint64 start_time, const char *socket_path,
+                               gint64 uid);
 /* Every running process with @socket_path among its arguments: what an
  * interrupted start may have left without recording it. */
 GPtrArray  *mv_process_find_by_socket (const char *socket_path);

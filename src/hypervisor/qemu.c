@@ -5,6 +5,7 @@
  * the watcher keeps open to learn why the VMM ends (QEMU serves one client
  * per monitor, so a watcher on the API socket would block every call). */
 #include "qemu.h"
+#include "jail.h"
 #include "qmp.h"
 #include "core/json-util.h"
 #include "util/unix-socket.h"
@@ -31,6 +32,10 @@
 /* Under TCG, microvm's guests hang at TSC calibration in about half the
  * boots unless the kernel is told the TSC's rate (DESIGN §5). */
 #define TCG_TSC_ARG          "tsc_early_khz=2000000"
+/* QEMU's own seccomp filter, for a VMM behind the wall: no obsolete
+ * calls, no set*id, no fork or exec, no scheduler or resource changes. */
+#define SANDBOX_OPTION       "on,obsolete=deny,elevateprivileges=deny,spawn=deny," \
+                             "resourcecontrol=deny"
 #define DEFAULT_KERNEL_ARGS  "console=ttyS0 reboot=t panic=-1"
 
 typedef struct {
@@ -470,13 +475,68 @@ add_printf (GPtrArray *argv, const char *format, ...)
   va_end (args);
 }
 
+/* What the walled-in VMM needs of the host: the kernel and initrd shown
+ * read-only (QEMU reads them by path), its devices. Disks go as
+ * descriptors, see add_disks(). */
+static gboolean
+furnish_jail (QemuStarter *self, const MvVmSpec *spec, GError **error)
+{
+  MvJail *jail = spec->jail;
+
+  if (!mv_jail_show_binary (jail, self->binary, error) ||
+      !mv_jail_show_host_file (jail, "kernel", spec->boot.kernel_path, FALSE, error) ||
+      (spec->boot.initrd_path && *spec->boot.initrd_path &&
+       !mv_jail_show_host_file (jail, "initrd", spec->boot.initrd_path, FALSE, error)))
+    return FALSE;
+  if (g_str_equal (self->accel, "kvm") && !mv_jail_add_device (jail, "/dev/kvm", error))
+    return FALSE;
+  if (spec->nets->len > 0 && !mv_jail_add_device (jail, "/dev/net/tun", error))
+    return FALSE;
+  return TRUE;
+}
+
+/* A walled-in QEMU gets each disk as a descriptor the daemon opened,
+ * through an fd set (-add-fd; /dev/fdset/N): it needs no path to it. */
+static gboolean
+add_disks (GPtrArray *argv, const MvVmSpec *spec, GError **error)
+{
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      MvDiskConfig *disk = spec->disks->pdata[i];
+      g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
+      g_autofree char *path = NULL;
+      int fd;
+
+      if (spec->jail)
+        {
+          fd = mv_jail_open_host_file (spec->jail, field, disk->path, !disk->read_only, error);
+          if (fd < 0)
+            return FALSE;
+          mv_jail_pass_fd (spec->jail, fd);
+          add (argv, "-add-fd");
+          add_printf (argv, "fd=%d,set=%u,opaque=disk%u", fd, i + 1, i);
+          path = g_strdup_printf ("/dev/fdset/%u", i + 1);
+        }
+      else
+        path = opt_value (disk->path);
+      add (argv, "-drive");
+      /* auto-read-only=off: QEMU asks the fd set for the mode it needs at
+       * once instead of trying read-only first. */
+      add_printf (argv, "id=disk%u,file=%s,format=raw,if=none%s%s", i, path,
+                  spec->jail ? ",auto-read-only=off" : "", disk->read_only ? ",readonly=on" : "");
+      add (argv, "-device");
+      add_printf (argv, "virtio-blk-device,drive=disk%u", i);
+    }
+  return TRUE;
+}
+
 /* The command line for @spec; @incoming (may be NULL) is a migration
  * source, and the guest then waits, paused, for a "cont". */
 static GPtrArray *
 build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
-            const char *incoming)
+            const char *incoming, GError **error)
 {
-  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *events = sibling_path (socket_path, EVENTS_SOCKET_NAME);
   g_autofree char *qmp_path = opt_value (socket_path);
   g_autofree char *events_path = opt_value (events);
@@ -501,6 +561,13 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   add (argv, "-nographic");
   /* A guest reset (reboot, panic with panic=-1) ends the VMM. */
   add (argv, "-no-reboot");
+  if (spec->jail)
+    {
+      if (!furnish_jail (self, spec, error))
+        return NULL;
+      add (argv, "-sandbox");
+      add (argv, SANDBOX_OPTION);
+    }
 
   add (argv, "-kernel");
   add (argv, spec->boot.kernel_path);
@@ -532,16 +599,8 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
       add (argv, "virtserialport,chardev=agent,name=" MV_AGENT_PORT_NAME);
     }
 
-  for (guint i = 0; i < spec->disks->len; i++)
-    {
-      MvDiskConfig *disk = spec->disks->pdata[i];
-      g_autofree char *path = opt_value (disk->path);
-      add (argv, "-drive");
-      add_printf (argv, "id=disk%u,file=%s,format=raw,if=none%s", i, path,
-                  disk->read_only ? ",readonly=on" : "");
-      add (argv, "-device");
-      add_printf (argv, "virtio-blk-device,drive=disk%u", i);
-    }
+  if (!add_disks (argv, spec, error))
+    return NULL;
 
   for (guint i = 0; i < spec->nets->len; i++)
     {
@@ -569,20 +628,46 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
       add (argv, incoming);
     }
   g_ptr_array_add (argv, NULL);
-  return argv;
+  return g_steal_pointer (&argv);
 }
 
+/* @state (may be NULL) is a saved guest's state file to take the guest
+ * from: a walled-in QEMU reads it from a descriptor the daemon opened
+ * (it may neither see the file nor spawn a helper), another through cat. */
 static MvHypervisor *
-launch (QemuStarter *self, const char *socket_path, const MvVmSpec *spec, const char *incoming,
+launch (QemuStarter *self, const char *socket_path, const MvVmSpec *spec, const char *state,
         MvProcess **vmm, GError **error)
 {
   g_autoptr (GPtrArray) argv = NULL;
   g_autofree char *dir = g_path_get_dirname (socket_path);
+  g_autofree char *incoming = NULL;
 
   if (!mv_vm_spec_check (spec, dir, error) || !qemu_check (&self->starter, socket_path, spec, error))
     return NULL;
-  argv = build_argv (self, socket_path, spec, incoming);
-  *vmm = mv_process_start (socket_path, (const char *const *) argv->pdata, SERVE_TIMEOUT_MS, error);
+  if (state && spec->jail)
+    {
+      int fd = open (state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+      if (fd < 0)
+        {
+          int saved = errno;
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not open %s: %s", state,
+                       g_strerror (saved));
+          return NULL;
+        }
+      incoming = g_strdup_printf ("fd:%d",
+                                  mv_jail_pass_fd (spec->jail, mv_jail_take_fd (spec->jail, fd)));
+    }
+  else if (state)
+    {
+      g_autofree char *quoted = g_shell_quote (state);
+      incoming = g_strconcat ("exec:cat ", quoted, NULL);
+    }
+  argv = build_argv (self, socket_path, spec, incoming, error);
+  if (!argv)
+    return NULL;
+  *vmm = mv_process_start (socket_path, (const char *const *) argv->pdata, spec->jail,
+                           SERVE_TIMEOUT_MS, error);
   if (!*vmm)
     return NULL;
   return hypervisor_new (socket_path);
@@ -653,8 +738,6 @@ qemu_restore_vm (MvStarter *starter, const char *socket_path, const char *snapsh
 {
   QemuStarter *self = self_of (starter);
   g_autofree char *state = g_build_filename (snapshot_dir, STATE_FILE_NAME, NULL);
-  g_autofree char *quoted = g_shell_quote (state);
-  g_autofree char *incoming = g_strconcat ("exec:cat ", quoted, NULL);
   g_autoptr (MvVmSpec) spec = load_snapshot_spec (snapshot_dir, error);
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (MvProcess) process = NULL;
@@ -683,8 +766,9 @@ qemu_restore_vm (MvStarter *starter, const char *socket_path, const char *snapsh
       g_free (net->tap_device);
       net->tap_device = g_strdup (rspec->tap_device);
     }
+  spec->jail = rspec->jail;
 
-  hv = launch (self, socket_path, spec, incoming, &process, error);
+  hv = launch (self, socket_path, spec, state, &process, error);
   if (!hv)
     return NULL;
   if (!wait_incoming (socket_path, error))

@@ -1,5 +1,6 @@
 /* What the REST backends share. */
 #include "rest.h"
+#include "jail.h"
 #include "versions.h"
 #include "core/errors.h"
 
@@ -57,6 +58,7 @@ mv_rest_starter_new (const char *type, const char *binary, const char *version_p
   starter->version = g_steal_pointer (&version);
   starter->base.type = type;
   starter->base.socket_name = "api.sock";
+  starter->base.opens_paths = TRUE;
   starter->base.data = starter;
   starter->base.version = rest_version;
   starter->base.default_kernel_args = rest_default_kernel_args;
@@ -204,4 +206,47 @@ mv_rest_absolute_path (const char *path)
     return g_strdup (path);
   cwd = g_get_current_dir ();
   return g_build_filename (cwd, path, NULL);
+}
+
+/* ---- the wall ---- */
+
+/* Firecracker and Cloud Hypervisor run only on KVM. */
+static gboolean
+furnish_devices (MvJail *jail, gboolean nics, GError **error)
+{
+  if (g_file_test ("/dev/kvm", G_FILE_TEST_EXISTS) && !mv_jail_add_device (jail, "/dev/kvm", error))
+    return FALSE;
+  return !nics || mv_jail_add_device (jail, "/dev/net/tun", error);
+}
+
+gboolean
+mv_rest_furnish_jail (MvRestStarter *starter, const MvVmSpec *spec, GError **error)
+{
+  MvJail *jail = spec->jail;
+
+  if (!mv_jail_show_binary (jail, starter->binary, error) ||
+      !mv_jail_show_host_file (jail, "kernel", spec->boot.kernel_path, FALSE, error) ||
+      (spec->boot.initrd_path && *spec->boot.initrd_path &&
+       !mv_jail_show_host_file (jail, "initrd", spec->boot.initrd_path, FALSE, error)))
+    return FALSE;
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      MvDiskConfig *disk = spec->disks->pdata[i];
+      g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
+
+      if (!mv_jail_show_host_file (jail, field, disk->path, !disk->read_only, error))
+        return FALSE;
+    }
+  return furnish_devices (jail, spec->nets->len > 0, error);
+}
+
+gboolean
+mv_rest_furnish_restore_jail (MvRestStarter *starter, MvJail *jail, const char *snapshot_dir,
+                              GError **error)
+{
+  g_autofree char *dir = mv_rest_absolute_path (snapshot_dir);
+
+  return mv_jail_show_binary (jail, starter->binary, error) &&
+         mv_jail_show_dir (jail, dir, error) &&
+         furnish_devices (jail, FALSE, error);
 }

@@ -67,3 +67,14 @@ JsonObject       *mv_rest_rate_limiter (const MvDiskConfig *disk);
 /* @path made absolute against the daemon's working directory: the VMM
  * runs in another one. */
 char             *mv_rest_absolute_path (const char *path);
+
+/* What a walled-in VMM of these needs to boot @spec (spec->jail): its
+ * binary, the kernel and initrd, the disks (writable unless read-only),
+ * /dev/kvm and /dev/net/tun where it has NICs. Both VMMs open every file
+ * by path. */
+gboolean          mv_rest_furnish_jail (MvRestStarter *starter, const MvVmSpec *spec,
+                                        GError **error);
+/* The same for a VMM that restores a guest from @snapshot_dir, which it
+ * is shown read-only; the guest's disks are the caller's to show. */
+gboolean          mv_rest_furnish_restore_jail (MvRestStarter *starter, MvJail *jail,
+                                                const char *snapshot_dir, GError **error);

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define READY_POLL_US     (100 * 1000)
@@ -20,15 +21,22 @@ static gboolean
 console_has (const char *path, goffset offset, const char *text)
 {
   g_autofree char *buf = NULL;
+  struct stat st;
   goffset size;
   gssize n;
   int fd;
 
   if (!text || !*text)
     return TRUE;
-  fd = g_open (path, O_RDONLY | O_CLOEXEC, 0);
+  /* The VMM writes the console: it could put a link or a FIFO there. */
+  fd = g_open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
   if (fd < 0)
     return FALSE;
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    {
+      close (fd);
+      return FALSE;
+    }
   size = lseek (fd, 0, SEEK_END);
   if (size <= offset)
     {

@@ -5,13 +5,17 @@
  * (runtime-private.h). */
 #include "runtime.h"
 #include "runtime-private.h"
+#include "jail.h"
+#include "sandbox.h"
 #include "util/log.h"
 #include "qemu.h"
 #include "versions.h"
 #include "core/spec.h"
 
+#include <errno.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define QUIT_TIMEOUT_MS        10000
 #define CONSOLE_QUOTE_LINES    10
@@ -20,6 +24,7 @@
 typedef struct {
   MvRuntime         runtime;
   MvStarter        *starter;
+  MvSandbox        *sandbox;          /* NULL: no rules for host files, no wall */
   guint             boot_timeout_s;
   guint             stop_timeout_s;
   MvRuntimeWatches *watches;
@@ -39,14 +44,40 @@ file_size (const char *path)
   return g_stat (path, &st) == 0 ? st.st_size : 0;
 }
 
-/* Everything that can be checked before a process starts or a file is
- * made; MV_ERROR_INVALID_ARGUMENT naming the field. */
+/* The host files @spec names, against [paths] allowed-directories;
+ * MV_ERROR_INVALID_ARGUMENT naming the field. */
 static gboolean
-check_before_start (Adapter *self, const char *socket_path, const MvVmSpec *vm,
-                    const char *runtime_dir, GError **error)
+check_host_files (Adapter *self, const MvSpec *spec, GError **error)
+{
+  MvHostPaths *paths = self->sandbox ? mv_sandbox_host_paths (self->sandbox) : NULL;
+
+  if (!paths)
+    return TRUE;
+  if (spec->kernel && !mv_host_paths_check (paths, "kernel", spec->kernel, error))
+    return FALSE;
+  if (spec->initrd && !mv_host_paths_check (paths, "initrd", spec->initrd, error))
+    return FALSE;
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      MvDisk *disk = spec->disks->pdata[i];
+      g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
+
+      if (!mv_host_paths_check (paths, field, disk->path, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Everything that can be checked before a process starts or a file is
+ * made; MV_ERROR_INVALID_ARGUMENT naming the field. The host files are
+ * checked again: one may have been swapped since the spec was accepted. */
+static gboolean
+check_before_start (Adapter *self, const MvRuntimeRequest *req, const char *socket_path,
+                    const MvVmSpec *vm, GError **error)
 {
   return mv_check_socket_path ("socket", socket_path, error) &&
-         mv_vm_spec_check (vm, runtime_dir, error) &&
+         check_host_files (self, req->spec, error) &&
+         mv_vm_spec_check (vm, req->runtime_dir, error) &&
          self->starter->check (self->starter, socket_path, vm, error);
 }
 
@@ -66,6 +97,9 @@ remove_sockets (Adapter *self, const char *runtime_dir)
   g_unlink (vsock);
   g_unlink (exit_temp);
   g_unlink (exit_path);
+  /* The VMM's parent gives it back as the VMM ends; this covers a parent
+   * that was killed first. */
+  mv_jail_reclaim_runtime_dir (runtime_dir);
 }
 
 /* Ends every process that serves @socket_path: what an interrupted start
@@ -149,6 +183,12 @@ quote_output (GError **error, const char *console, goffset console_offset, const
 
 /* ---- MvRuntime ---- */
 
+static gboolean
+rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
+{
+  return check_host_files (adapter_of (rt), spec, error);
+}
+
 static char *
 rt_version (MvRuntime *rt, GError **error)
 {
@@ -183,6 +223,7 @@ typedef struct {
   char     *socket_path;
   char     *log_path;
   MvVmSpec *vm;
+  MvJail   *jail;           /* NULL: the sandbox is off */
   goffset   console_offset;
   goffset   log_offset;
 } Launch;
@@ -201,11 +242,15 @@ launch_clear (Launch *launch)
   g_clear_pointer (&launch->socket_path, g_free);
   g_clear_pointer (&launch->log_path, g_free);
   g_clear_pointer (&launch->vm, mv_vm_spec_free);
+  /* After the VMM spec: the jail is the spec's only by reference. */
+  g_clear_pointer (&launch->jail, mv_jail_free);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Launch, launch_clear)
 
 /* Ends what an interrupted start left serving the socket, clears the
- * sockets away and notes where the console and the log stand. */
+ * sockets away, notes where the console and the log stand, and, unless
+ * the sandbox is off, builds the wall the VMM is to run behind (leasing
+ * its UID). */
 static gboolean
 launch_begin (Adapter *self, const MvRuntimeRequest *req, Launch *launch, GError **error)
 {
@@ -214,7 +259,11 @@ launch_begin (Adapter *self, const MvRuntimeRequest *req, Launch *launch, GError
   remove_sockets (self, req->runtime_dir);
   launch->console_offset = file_size (launch->vm->console.path);
   launch->log_offset = file_size (launch->log_path);
-  return TRUE;
+  if (!self->sandbox || !mv_sandbox_enabled (self->sandbox))
+    return TRUE;
+  launch->jail = mv_jail_new (self->sandbox, req->machine_id, req->runtime_dir, error);
+  launch->vm->jail = launch->jail;
+  return launch->jail != NULL;
 }
 
 /* Quotes what the VMM wrote in @error and ends it (@vmm NULL: none ran). */
@@ -236,7 +285,7 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   g_autoptr (MvProcess) vmm = NULL;
 
   launch_init (&launch, self, req);
-  if (!check_before_start (self, launch.socket_path, launch.vm, req->runtime_dir, error) ||
+  if (!check_before_start (self, req, launch.socket_path, launch.vm, error) ||
       !launch_begin (self, req, &launch, error))
     return NULL;
   hv = self->starter->start_vm (self->starter, launch.socket_path, launch.vm, &vmm, error);
@@ -428,6 +477,34 @@ write_vm_spec (const MvVmSpec *vm, const char *state_dir, GError **error)
   return TRUE;
 }
 
+/* Has the guest written into @state_dir. A walled-in VMM that writes its
+ * snapshot itself is shown the directory for the while. */
+static gboolean
+snapshot (Adapter *self, const MvProcess *vmm, MvHypervisor *hv, const char *state_dir,
+          GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  int pidfd;
+  gboolean ok;
+
+  if (vmm->uid < 0 || !self->starter->opens_paths)
+    return hv->snapshot_vm (hv, state_dir, error);
+  pidfd = mv_process_open_pidfd (vmm);
+  if (pidfd < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The VMM %d is gone: %s", vmm->pid,
+                   g_strerror (saved));
+      return FALSE;
+    }
+  ok = mv_jail_show_dir_to_running (pidfd, (uid_t) vmm->uid, state_dir, error) &&
+       hv->snapshot_vm (hv, state_dir, error);
+  if (!mv_jail_hide_dir_from_running (pidfd, state_dir, &local))
+    g_warning ("%s", local->message);
+  close (pidfd);
+  return ok;
+}
+
 static gboolean
 rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
 {
@@ -444,7 +521,7 @@ rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GErr
   was_running = hv->vm_info (hv, &info, NULL) && info.state == MV_VM_STATE_RUNNING;
   if (!hv->pause_vm (hv, error))
     return FALSE;
-  if (!hv->snapshot_vm (hv, state_dir, error) || !write_vm_spec (vm, state_dir, error))
+  if (!snapshot (self, vmm, hv, state_dir, error) || !write_vm_spec (vm, state_dir, error))
     {
       /* Nothing is lost: the guest goes on as it was. */
       if (was_running && !hv->resume_vm (hv, &local))
@@ -481,8 +558,21 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
       !launch_begin (self, req, &launch, error))
     return NULL;
 
+  /* A VMM that opens the guest's disks itself is shown them, as at start. */
+  for (guint i = 0; launch.jail && self->starter->opens_paths && i < launch.vm->disks->len; i++)
+    {
+      MvDiskConfig *disk = launch.vm->disks->pdata[i];
+      g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
+
+      if (!mv_jail_show_host_file (launch.jail, field, disk->path, !disk->read_only, error))
+        {
+          abandon (self, req->machine_id, NULL, req->runtime_dir);
+          return NULL;
+        }
+    }
   rspec.console.path = g_strdup (launch.vm->console.path);
   rspec.agent_socket = g_strdup (launch.vm->agent.socket_path);
+  rspec.jail = launch.jail;
   hv = self->starter->restore_vm (self->starter, launch.socket_path, state_dir, &rspec, &vmm,
                                   error);
   mv_restore_spec_clear (&rspec);
@@ -531,18 +621,20 @@ rt_unwatch (MvRuntime *rt, guint watch_id)
 /* ---- construction ---- */
 
 MvRuntime *
-mv_hypervisor_runtime_new (MvStarter *starter, guint boot_timeout_seconds,
+mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_timeout_seconds,
                            guint stop_timeout_seconds)
 {
   Adapter *self = g_new0 (Adapter, 1);
 
   self->starter = starter;
+  self->sandbox = sandbox ? mv_sandbox_ref (sandbox) : NULL;
   self->boot_timeout_s = boot_timeout_seconds;
   self->stop_timeout_s = stop_timeout_seconds;
   self->watches = mv_runtime_watches_new (starter);
   self->runtime.type = starter->type;
   self->runtime.data = self;
   self->runtime.version = rt_version;
+  self->runtime.check = rt_check;
   self->runtime.start = rt_start;
   self->runtime.stop = rt_stop;
   self->runtime.pause = rt_pause;
@@ -567,6 +659,7 @@ mv_hypervisor_runtime_free (MvRuntime *runtime)
   self = adapter_of (runtime);
   mv_runtime_watches_free (self->watches);
   self->starter->free (self->starter);
+  g_clear_pointer (&self->sandbox, mv_sandbox_unref);
   g_free (self);
 }
 
@@ -623,9 +716,11 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
 {
   g_autoptr (GPtrArray) runtimes =
     g_ptr_array_new_with_free_func ((GDestroyNotify) mv_hypervisor_runtime_free);
+  g_autoptr (MvSandbox) sandbox = NULL;
   guint boot_timeout, stop_timeout;
 
-  if (!read_seconds (config, "lifecycle", "boot-timeout-seconds", MV_DEFAULT_BOOT_TIMEOUT_SECONDS,
+  if (!(sandbox = mv_sandbox_new_from_config (config, error)) ||
+      !read_seconds (config, "lifecycle", "boot-timeout-seconds", MV_DEFAULT_BOOT_TIMEOUT_SECONDS,
                      &boot_timeout, error) ||
       !read_seconds (config, "lifecycle", "stop-timeout-seconds", MV_DEFAULT_STOP_TIMEOUT_SECONDS,
                      &stop_timeout, error))
@@ -637,7 +732,7 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
     return NULL;
   for (guint i = 0; i < rest->len; i++)
     g_ptr_array_add (runtimes, mv_hypervisor_runtime_new (g_ptr_array_steal_index (rest, i--),
-                                                          boot_timeout, stop_timeout));
+                                                          sandbox, boot_timeout, stop_timeout));
 
   for (guint i = 0; i < G_N_ELEMENTS (builtin); i++)
     {
@@ -645,7 +740,8 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
 
       if (!starter)
         return NULL;
-      g_ptr_array_add (runtimes, mv_hypervisor_runtime_new (starter, boot_timeout, stop_timeout));
+      g_ptr_array_add (runtimes, mv_hypervisor_runtime_new (starter, sandbox, boot_timeout,
+                                                            stop_timeout));
     }
   return g_steal_pointer (&runtimes);
 }

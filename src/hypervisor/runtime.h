@@ -10,10 +10,14 @@
 #define MV_TIMEOUT_SECONDS_MAX           3600
 
 
-/* Takes @starter. Readiness is awaited for @boot_timeout_seconds; a
- * graceful stop waits @stop_timeout_seconds before it ends the VMM. */
-MvRuntime *mv_hypervisor_runtime_new (MvStarter *starter, guint boot_timeout_seconds,
-                                      guint stop_timeout_seconds);
+typedef struct _MvSandbox MvSandbox;
+
+/* Takes @starter; keeps a reference to @sandbox (NULL: host files are not
+ * checked and VMMs are not walled in). Readiness is awaited for
+ * @boot_timeout_seconds; a graceful stop waits @stop_timeout_seconds
+ * before it ends the VMM. */
+MvRuntime *mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox,
+                                      guint boot_timeout_seconds, guint stop_timeout_seconds);
 /* No watch may be live; main thread. */
 void       mv_hypervisor_runtime_free (MvRuntime *runtime);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvRuntime, mv_hypervisor_runtime_free)
@@ -25,6 +29,7 @@ MvStarter *mv_hypervisor_runtime_starter (MvRuntime *runtime);
  * array), configured from the daemon's @config (may be NULL: defaults):
  * every configured or installed Cloud Hypervisor and Firecracker version
  * (versions.h), then QEMU from [qemu] binary and accel; [lifecycle]
- * boot-timeout-seconds and stop-timeout-seconds. A bad value is MV_ERROR_INVALID_ARGUMENT naming
- * the group and key. */
+ * boot-timeout-seconds and stop-timeout-seconds; [paths] and [sandbox]
+ * (sandbox.h). A bad value is MV_ERROR_INVALID_ARGUMENT naming the group
+ * and key. */
 GPtrArray *mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error);

@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/json-strict.h"
 #include "util/files.h"
+#include "util/reserved-dirs.h"
 #include "names.h"
 #include "util/fault.h"
 #include "patches.h"
@@ -171,6 +172,7 @@ MvStore *
 mv_store_new (const char *state_dir, const char *runtime_dir, GError **error)
 {
   g_autoptr(MvStore) store = g_new0 (MvStore, 1);
+  g_autofree char *snapshots = NULL;
 
   g_return_val_if_fail (state_dir != NULL, NULL);
   g_return_val_if_fail (runtime_dir != NULL, NULL);
@@ -186,6 +188,11 @@ mv_store_new (const char *state_dir, const char *runtime_dir, GError **error)
       !ensure_dir (store->runtime_machines_dir, error))
     return NULL;
 
+  /* Records and runtime files are never a machine's disk or kernel. */
+  snapshots = g_build_filename (state_dir, MV_SNAPSHOTS_DIR, NULL);
+  mv_reserved_dirs_add (store->machines_dir);
+  mv_reserved_dirs_add (snapshots);
+  mv_reserved_dirs_add (store->runtime_dir);
   return g_steal_pointer (&store);
 }
 

@@ -182,10 +182,12 @@ mv_file_tail (const char *path, goffset offset, guint lines)
   int fd;
   guint total;
 
-  fd = g_open (path, O_RDONLY | O_CLOEXEC, 0);
+  /* The file may lie where a VMM writes too: no link is followed, and
+   * a FIFO put in its place neither blocks nor is read. */
+  fd = g_open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
   if (fd < 0)
     return g_strdup ("");
-  if (fstat (fd, &st) < 0 || st.st_size <= offset)
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_size <= offset)
     {
       close (fd);
       return g_strdup ("");

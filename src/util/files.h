@@ -20,5 +20,6 @@ gboolean    mv_file_read_bounded (const char *path, gsize max_bytes, const char 
                                   char **contents, gsize *length, GError **error);
 
 /* The last @lines non-empty lines of @path, from byte @offset on (and
- * within its last 64 KiB), control characters blanked; "" if unreadable. */
+ * within its last 64 KiB), control characters blanked; "" if unreadable,
+ * a symbolic link or not a regular file. */
 char       *mv_file_tail (const char *path, goffset offset, guint lines);

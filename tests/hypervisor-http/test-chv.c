@@ -252,7 +252,7 @@ test_not_created (VmmFixture *fixture, gconstpointer data)
   g_autofree char *option = g_strconcat ("path=", fixture->socket_path, NULL);
   const char *argv[] = { binary, "--api-socket", option, NULL };
   g_autoptr (GError) error = NULL;
-  g_autoptr (MvProcess) vmm = mv_process_start (fixture->socket_path, argv, 10000, &error);
+  g_autoptr (MvProcess) vmm = mv_process_start (fixture->socket_path, argv, NULL, 10000, &error);
   g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
   g_autoptr (MvHypervisor) hv = NULL;
   MvVmInfo info;

@@ -183,7 +183,7 @@ test_stale_socket (VmmFixture *fixture, gconstpointer data)
 
   /* Firecracker itself fails on a path that exists, and says so. */
   g_assert_true (g_file_set_contents (fixture->socket_path, "", 0, NULL));
-  vmm = mv_process_start (fixture->socket_path, argv, 10000, &error);
+  vmm = mv_process_start (fixture->socket_path, argv, NULL, 10000, &error);
   g_assert_null (vmm);
   g_assert_nonnull (strstr (error->message, "Check that it is not already used"));
 }
@@ -194,7 +194,7 @@ test_payload_limit (VmmFixture *fixture, gconstpointer data)
   g_autofree char *binary = vmm_fixture_binary ("firecracker");
   const char *argv[] = { binary, "--api-sock", fixture->socket_path, NULL };
   g_autoptr (GError) error = NULL;
-  g_autoptr (MvProcess) vmm = mv_process_start (fixture->socket_path, argv, 10000, &error);
+  g_autoptr (MvProcess) vmm = mv_process_start (fixture->socket_path, argv, NULL, 10000, &error);
   g_autoptr (MvHttp) http = mv_http_new (fixture->socket_path, "Firecracker");
   g_auto (MvHttpResponse) response = { 0 };
   g_autofree char *big = g_strnfill (51201, ' ');

@@ -153,7 +153,7 @@ test_vmm_limit (VmmFixture *fixture, gconstpointer data)
   const char *argv[] = { binary, "--api-sock", fixture->socket_path, "--mmds-size-limit", "1024",
                          NULL };
   g_autoptr (GError) error = NULL;
-  g_autoptr (MvProcess) vmm = mv_process_start (fixture->socket_path, argv, 10000, &error);
+  g_autoptr (MvProcess) vmm = mv_process_start (fixture->socket_path, argv, NULL, 10000, &error);
   g_autoptr (MvHttp) http = mv_http_new (fixture->socket_path, "Firecracker");
   g_autoptr (JsonNode) big = document_of_size (2048);
   guint status = 0;

@@ -50,8 +50,13 @@ GPtrArray *
 hv_test_runtimes (const char *config_extra, GError **error)
 {
   g_autoptr (GKeyFile) config = g_key_file_new ();
+  const char *kernel = g_getenv ("MICROVMD_TEST_KERNEL");
+  g_autofree char *guest_dir = kernel ? g_path_get_dirname (kernel) : g_strdup ("/nonexistent");
+  g_autofree char *paths = config_extra && strstr (config_extra, "[paths]") ? g_strdup ("")
+    : g_strdup_printf ("[paths]\nallowed-directories=%s\n", guest_dir);
+  /* [paths] last: config_extra's keys belong to the groups it names. */
   g_autofree char *text = g_strconcat ("[qemu]\naccel=tcg\n", config_extra ? config_extra : "",
-                                       NULL);
+                                       "\n", paths, NULL);
 
   g_assert_true (g_key_file_load_from_data (config, text, -1, G_KEY_FILE_NONE, NULL));
   return mv_hypervisor_builtin_runtimes (config, error);

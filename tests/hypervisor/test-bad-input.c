@@ -35,6 +35,17 @@ fixture_teardown (Fixture *f, gconstpointer data)
   g_free (f->runtime_dir);
 }
 
+/* The qemu runtime, with @extra for its [qemu] group, that lets machines
+ * use the fixture's files. */
+static MvRuntime *
+qemu_runtime (Fixture *f, const char *extra, GError **error)
+{
+  g_autofree char *config = g_strdup_printf ("%s[paths]\nallowed-directories=%s\n",
+                                             extra ? extra : "", f->files);
+
+  return hv_test_qemu_runtime (config, error);
+}
+
 static MvSpec *
 spec_new (Fixture *f)
 {
@@ -71,7 +82,7 @@ expect_refused (MvRuntime *rt, const MvSpec *spec, const char *runtime_dir, cons
 static void
 test_missing_kernel (Fixture *f, gconstpointer data)
 {
-  g_autoptr (MvRuntime) rt = hv_test_qemu_runtime (NULL, NULL);
+  g_autoptr (MvRuntime) rt = qemu_runtime (f, NULL, NULL);
   g_autoptr (MvSpec) spec = spec_new (f);
 
   g_free (spec->kernel);
@@ -85,7 +96,7 @@ test_missing_kernel (Fixture *f, gconstpointer data)
 static void
 test_missing_initrd (Fixture *f, gconstpointer data)
 {
-  g_autoptr (MvRuntime) rt = hv_test_qemu_runtime (NULL, NULL);
+  g_autoptr (MvRuntime) rt = qemu_runtime (f, NULL, NULL);
   g_autoptr (MvSpec) spec = spec_new (f);
 
   g_free (spec->initrd);
@@ -97,7 +108,7 @@ static void
 test_missing_binary (Fixture *f, gconstpointer data)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (MvRuntime) rt = hv_test_qemu_runtime ("binary=/nonexistent\n", &error);
+  g_autoptr (MvRuntime) rt = qemu_runtime (f, "binary=/nonexistent\n", &error);
   g_autoptr (MvSpec) spec = spec_new (f);
   g_autofree char *version = NULL;
 
@@ -112,7 +123,7 @@ test_missing_binary (Fixture *f, gconstpointer data)
 static void
 test_socket_path_too_long (Fixture *f, gconstpointer data)
 {
-  g_autoptr (MvRuntime) rt = hv_test_qemu_runtime (NULL, NULL);
+  g_autoptr (MvRuntime) rt = qemu_runtime (f, NULL, NULL);
   g_autoptr (MvSpec) spec = spec_new (f);
   g_autofree char *deep = g_strdup (f->runtime_dir);
 

@@ -162,14 +162,18 @@ test_force_delete_during_start (Fixture *f, gconstpointer data)
 static void
 test_update_keeps_hypervisor (Fixture *f, gconstpointer data)
 {
-  g_autofree char *path = client_create_ok (f->client,
-    "{\"name\":\"pinned\",\"hypervisor_type\":\"qemu\",\"kernel\":\"/boot/vmlinuz\"}");
+  /* A QEMU machine's kernel must be a file under an allowed directory. */
+  g_autofree char *kernel = g_build_filename (mv_test_env_images_dir (f->env), "vmlinuz", NULL);
+  g_assert_true (g_file_set_contents (kernel, "kernel", -1, NULL));
+  g_autofree char *spec = g_strdup_printf ("{\"name\":\"pinned\",\"hypervisor_type\":\"qemu\","
+                                           "\"kernel\":\"%s\"}", kernel);
+  g_autofree char *update = g_strdup_printf ("{\"name\":\"pinned\",\"kernel\":\"%s\","
+                                             "\"labels\":{\"changed\":\"yes\"}}", kernel);
+  g_autofree char *path = client_create_ok (f->client, spec);
   g_autofree char *before = client_get_string (f->client, path, "Hypervisor");
   g_autofree char *err = NULL, *msg = NULL;
   g_autoptr (sd_bus_message) reply = client_call (f->client, path, MV_MACHINE_IFACE, "Update",
-                                                  &err, &msg, "s",
-                                                  "{\"name\":\"pinned\",\"kernel\":\"/boot/vmlinuz\","
-                                                  "\"labels\":{\"changed\":\"yes\"}}");
+                                                  &err, &msg, "s", update);
 
   if (!reply)
     g_error ("Update: %s: %s", err, msg);

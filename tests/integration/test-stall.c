@@ -131,8 +131,8 @@ static void
 test_stalled_probe_holds_up_nobody_else (Fixture *f, gconstpointer data)
 {
   /* The test VMM never reads the guest's files; they only have to be. */
-  g_autofree char *kernel = g_build_filename (mv_test_env_dir (f->env), "vmlinuz", NULL);
-  g_autofree char *initrd = g_build_filename (mv_test_env_dir (f->env), "initrd.img", NULL);
+  g_autofree char *kernel = g_build_filename (mv_test_env_images_dir (f->env), "vmlinuz", NULL);
+  g_autofree char *initrd = g_build_filename (mv_test_env_images_dir (f->env), "initrd.img", NULL);
   g_autofree char *spec_a = machine_spec ("stalling", kernel, initrd);
   g_autofree char *spec_b = machine_spec ("bystander", kernel, initrd);
   g_autofree char *a = NULL, *b = NULL;

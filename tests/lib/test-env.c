@@ -50,6 +50,7 @@ struct _MvTestEnv
   char      *dir;
   char      *state_dir;
   char      *runtime_dir;
+  char      *images_dir;
   char      *config_path;
   char      *daemon_log_path;
   gboolean   daemon_log_printed;
@@ -800,7 +801,20 @@ void
 mv_test_env_write_config (MvTestEnv  *env,
                           const char *keyfile_text)
 {
-  write_file (env, env->config_path, keyfile_text, -1);
+  g_autofree char *guests = NULL;
+  g_autofree char *text = NULL;
+
+  if (strstr (keyfile_text, "[paths]"))
+    {
+      write_file (env, env->config_path, keyfile_text, -1);
+      return;
+    }
+  /* Machines may use the test guest and what tests put in images/. */
+  guests = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR") ? g_getenv ("MICROVMD_BUILD_DIR")
+                                                             : ".", "tests", "guest", NULL);
+  text = g_strdup_printf ("%s\n[paths]\nallowed-directories=%s;%s\n", keyfile_text, guests,
+                          env->images_dir);
+  write_file (env, env->config_path, text, -1);
 }
 
 char *
@@ -1026,6 +1040,12 @@ mv_test_env_runtime_dir (MvTestEnv *env)
 }
 
 const char *
+mv_test_env_images_dir (MvTestEnv *env)
+{
+  return env->images_dir;
+}
+
+const char *
 mv_test_env_config_path (MvTestEnv *env)
 {
   return env->config_path;
@@ -1149,10 +1169,12 @@ mv_test_env_new_full (const char *const *extra_bus_policies)
 
   env->state_dir = g_build_filename (env->dir, "state", NULL);
   env->runtime_dir = g_build_filename (env->dir, "run", NULL);
+  env->images_dir = g_build_filename (env->dir, "images", NULL);
   env->config_path = g_build_filename (env->dir, "microvmd.conf", NULL);
   env->daemon_log_path = g_build_filename (env->dir, "daemon.log", NULL);
 
-  if (g_mkdir (env->state_dir, 0755) < 0 || g_mkdir (env->runtime_dir, 0755) < 0)
+  if (g_mkdir (env->state_dir, 0755) < 0 || g_mkdir (env->runtime_dir, 0755) < 0 ||
+      g_mkdir (env->images_dir, 0755) < 0)
     env_fail (env, "cannot create directories in %s: %s", env->dir, g_strerror (errno));
   mv_test_env_write_config (env, "# microvmd test configuration\n");
 
@@ -1176,6 +1198,7 @@ mv_test_env_free (MvTestEnv *env)
 
   g_free (env->state_dir);
   g_free (env->runtime_dir);
+  g_free (env->images_dir);
   g_free (env->config_path);
   g_free (env->daemon_log_path);
   g_free (env->policy_original);

@@ -35,6 +35,10 @@ void        mv_test_env_free                 (MvTestEnv *env);
 const char *mv_test_env_dir                  (MvTestEnv *env);
 const char *mv_test_env_state_dir            (MvTestEnv *env);
 const char *mv_test_env_runtime_dir          (MvTestEnv *env);
+/* A directory for the test's own kernels and disks, among [paths]
+ * allowed-directories with the build tree's test guest (tests/guest):
+ * mv_test_env_write_config() adds that group to a text without one. */
+const char *mv_test_env_images_dir           (MvTestEnv *env);
 /* The file passed to the daemon as --config. */
 const char *mv_test_env_config_path          (MvTestEnv *env);
 /* Where the daemon's stdout and stderr go (appended across restarts). */
@@ -67,7 +71,8 @@ void        mv_test_env_add_polkit_rule      (MvTestEnv  *env,
                                               const char *name,
                                               const char *js);
 
-/* Replaces the text of the daemon's configuration file. */
+/* Replaces the text of the daemon's configuration file; see
+ * mv_test_env_images_dir() for the [paths] group it adds. */
 void        mv_test_env_write_config         (MvTestEnv  *env,
                                               const char *keyfile_text);
 

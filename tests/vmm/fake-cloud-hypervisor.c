@@ -8,7 +8,8 @@
  * (unknown fields ignored). The guest is simulated (fake-guest.c). Test
  * code only: never installed.
  *
- * The version it reports is $MICROVMD_FAKE_VERSION (default 53.0.0).
+ * The version it reports is $MICROVMD_FAKE_VERSION, or the one its name
+ * ends in (fake_vmm_version()), by default 53.0.0.
  * A test makes vm.snapshot fail and vm.info hang through fake-control.h. */
 #include "fake-control.h"
 #include "fake-guest.h"
@@ -1086,9 +1087,7 @@ main (int argc, char **argv)
   guint sigterm, sigint;
   int code;
 
-  chv.version = g_getenv ("MICROVMD_FAKE_VERSION");
-  if (!chv.version)
-    chv.version = DEFAULT_VERSION;
+  chv.version = fake_vmm_version (argv[0], DEFAULT_VERSION);
   if (!parse_args (&chv, argc, argv))
     {
       printf ("cloud-hypervisor v%s\n", chv.version);

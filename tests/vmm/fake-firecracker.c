@@ -1424,9 +1424,7 @@ main (int argc, char **argv)
   Firecracker fc = { 0 };
   int listener, code;
 
-  fc.version = g_getenv ("MICROVMD_FAKE_VERSION");
-  if (!fc.version)
-    fc.version = DEFAULT_VERSION;
+  fc.version = fake_vmm_version (argv[0], DEFAULT_VERSION);
   if (!parse_args (&fc, argc, argv))
     {
       printf ("Firecracker v%s\n\n", fc.version);

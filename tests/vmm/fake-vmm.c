@@ -240,3 +240,16 @@ fake_read_file (const char *path, char **contents, gsize *length, int *errnum)
   *contents = g_string_free (g_steal_pointer (&data), FALSE);
   return TRUE;
 }
+
+const char *
+fake_vmm_version (const char *argv0, const char *fallback)
+{
+  const char *env = g_getenv ("MICROVMD_FAKE_VERSION");
+  const char *dash = argv0 ? strrchr (argv0, '-') : NULL;
+
+  if (env)
+    return env;
+  if (dash && g_ascii_isdigit (dash[1]) && strspn (dash + 1, "0123456789.") == strlen (dash + 1))
+    return dash + 1;
+  return fallback;
+}

@@ -4,6 +4,11 @@
 #pragma once
 #include <glib.h>
 
+/* The version to report: $MICROVMD_FAKE_VERSION, else what the name the
+ * binary was run by ends in after its last '-' if that is a version
+ * ("cloud-hypervisor-40.0.0", a link to the test VMM), else @fallback. */
+const char *fake_vmm_version (const char *argv0, const char *fallback);
+
 /* Runs the main loop until fake_vmm_exit(); returns the exit code. */
 int   fake_vmm_run (void);
 /* Ends the process with @code once the current callback returns, as a
