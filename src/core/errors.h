@@ -17,3 +17,7 @@ typedef enum {
   MV_ERROR_UNSUPPORTED,
   MV_ERROR_FAILED,
 } MvError;
+
+/* Sets @error to @code of MV_ERROR with a formatted message; returns FALSE,
+ * for `return mv_error_set (error, ...);`. */
+gboolean mv_error_set (GError **error, MvError code, const char *format, ...) G_GNUC_PRINTF (3, 4);

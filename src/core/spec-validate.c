@@ -10,20 +10,7 @@
 #include "errors.h"
 #include "machine.h"
 
-static gboolean
-invalid (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
-
-static gboolean
-invalid (GError **error, const char *format, ...)
-{
-  va_list args;
-
-  va_start (args, format);
-  g_propagate_error (error, g_error_new_valist (MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                                                format, args));
-  va_end (args);
-  return FALSE;
-}
+#define invalid(error, ...) mv_error_set ((error), MV_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
 /* The bounds of every numeric field, for reading and validation alike. */
 static const struct {

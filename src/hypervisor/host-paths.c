@@ -21,20 +21,7 @@ struct _MvHostPaths {
  * a regular file too. */
 static const char *const kernel_trees[] = { "/proc", "/sys", "/dev", NULL };
 
-static gboolean
-invalid (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
-
-static gboolean
-invalid (GError **error, const char *format, ...)
-{
-  va_list args;
-
-  va_start (args, format);
-  g_propagate_error (error, g_error_new_valist (MV_ERROR, MV_ERROR_INVALID_ARGUMENT, format,
-                                                args));
-  va_end (args);
-  return FALSE;
-}
+#define invalid(error, ...) mv_error_set ((error), MV_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
 const char *
 mv_host_path_below (const char *path, const char *dir)

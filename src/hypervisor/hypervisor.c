@@ -257,22 +257,7 @@ mv_vm_spec_from_node (JsonNode *node, GError **error)
 
 /* ---- checks ---- */
 
-static gboolean
-invalid (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
-
-static gboolean
-invalid (GError **error, const char *format, ...)
-{
-  va_list args;
-
-  if (!error)
-    return FALSE;
-  g_return_val_if_fail (*error == NULL, FALSE);
-  va_start (args, format);
-  *error = g_error_new_valist (MV_ERROR, MV_ERROR_INVALID_ARGUMENT, format, args);
-  va_end (args);
-  return FALSE;
-}
+#define invalid(error, ...) mv_error_set ((error), MV_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
 static gboolean
 check_file (const char *field, const char *path, const char *dir, gboolean writable,

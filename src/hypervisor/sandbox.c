@@ -18,20 +18,7 @@ struct _MvSandbox {
   MvHostPaths     *paths;
 };
 
-static gboolean
-invalid (GError **error, const char *format, ...) G_GNUC_PRINTF (2, 3);
-
-static gboolean
-invalid (GError **error, const char *format, ...)
-{
-  va_list args;
-
-  va_start (args, format);
-  g_propagate_error (error, g_error_new_valist (MV_ERROR, MV_ERROR_INVALID_ARGUMENT, format,
-                                                args));
-  va_end (args);
-  return FALSE;
-}
+#define invalid(error, ...) mv_error_set ((error), MV_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
 static gboolean
 parse_range (const char *text, uid_t *first, uid_t *last, GError **error)

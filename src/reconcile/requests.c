@@ -7,21 +7,7 @@
 
 #include <stdarg.h>
 
-static gboolean
-fail (GError **error, MvError code, const char *format, ...) G_GNUC_PRINTF (3, 4);
-
-static gboolean
-fail (GError **error, MvError code, const char *format, ...)
-{
-  va_list args;
-
-  va_start (args, format);
-  g_set_error_literal (error, MV_ERROR, code, "");
-  g_free ((*error)->message);
-  (*error)->message = g_strdup_vprintf (format, args);
-  va_end (args);
-  return FALSE;
-}
+#define fail mv_error_set
 
 /* Writes the changed config; if it cannot be written, @previous is what
  * the machine keeps: nothing changes unless it is on disk. */
