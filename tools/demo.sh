@@ -55,6 +55,10 @@ fi
 cat > "$demo/microvmd.conf" <<CONF
 [qemu]
 accel=tcg
+
+# The demo guest is built in the build directory: machines may use it.
+[paths]
+allowed-directories=$top/build/tests/guest
 CONF
 setsid "$top/build/src/daemon/microvmd" --bus="$address" --state-dir="$demo/state" \
   --runtime-dir="$demo/run" --config="$demo/microvmd.conf" >"$demo/microvmd.log" 2>&1 < /dev/null &
