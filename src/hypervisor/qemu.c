@@ -873,6 +873,9 @@ events_free (MvVmEvents *events)
   g_free (self);
 }
 
+/* How long opening the events socket may wait for a full backlog. */
+#define EVENTS_CONNECT_MS 200
+
 static MvVmEvents *
 qemu_open_events (MvStarter *starter, const char *socket_path, GError **error)
 {
@@ -884,8 +887,9 @@ qemu_open_events (MvStarter *starter, const char *socket_path, GError **error)
 
   if (!mv_check_socket_path ("socket", path, error))
     return NULL;
-  /* A Unix socket connects at once (or fails); only reads must not block. */
-  fd = mv_unix_connect (path, 0, &local);
+  /* This runs on the main loop: a QEMU that hangs with its listen backlog
+   * full holds it up for EVENTS_CONNECT_MS at most, not until it answers. */
+  fd = mv_unix_connect (path, EVENTS_CONNECT_MS, &local);
   if (fd < 0)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE, "QMP events %s: %s", path,
