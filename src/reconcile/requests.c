@@ -3,6 +3,7 @@
  * happens), and wakes the reconciler. */
 #include "reconciler-private.h"
 #include "core/errors.h"
+#include "core/text.h"
 #include "util/fault.h"
 
 #include <stdarg.h>
@@ -45,22 +46,11 @@ check_state (MvMachine *machine, const char *verb, guint allowed, GError **error
                machine->config->spec->name, mv_state_to_string (machine->status->state));
 }
 
-/* "1.0 TiB", with a plain space, as messages are read in any terminal. */
-static char *
-format_bytes (guint64 bytes)
-{
-  g_autofree char *size = g_format_size_full (bytes, G_FORMAT_SIZE_IEC_UNITS);
-  GString *text = g_string_new (size);
-
-  g_string_replace (text, "\u00a0", " ", 0);
-  return g_string_free (text, FALSE);
-}
-
 /* A machine that could never run here is refused at once. */
 static gboolean
 fits_host (const MvHost *host, const MvSpec *spec, GError **error)
 {
-  g_autofree char *have = format_bytes (host->memory_bytes);
+  g_autofree char *have = mv_text_bytes (host->memory_bytes);
   g_autofree char *wanted = NULL;
   const char *field = "memory_bytes";
   guint64 bytes = spec->memory_bytes;
@@ -72,7 +62,7 @@ fits_host (const MvHost *host, const MvSpec *spec, GError **error)
     }
   if (host->memory_bytes == 0 || bytes <= host->memory_bytes)
     return TRUE;
-  wanted = format_bytes (bytes);
+  wanted = mv_text_bytes (bytes);
   return fail (error, MV_ERROR_INVALID_ARGUMENT, "%s: %s is more than this host's memory (%s)",
                field, wanted, have);
 }
