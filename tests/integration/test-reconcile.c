@@ -423,6 +423,8 @@ static const FaultCase fault_cases[] = {
   { "destroy-vmm:done", OP_DESTROY },
   { "destroy-runtime:recorded", OP_DESTROY },
   { "destroy-runtime:done", OP_DESTROY },
+  { "destroy-network:recorded", OP_DESTROY },
+  { "destroy-network:done", OP_DESTROY },
   { "destroy-saved-state:recorded", OP_DESTROY },
   { "destroy-saved-state:done", OP_DESTROY },
   { "destroy-records:recorded", OP_DESTROY },
