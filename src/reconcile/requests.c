@@ -8,7 +8,6 @@
 
 #include <stdarg.h>
 
-#define fail mv_error_set
 
 /* Writes the changed config; if it cannot be written, @previous is what
  * the machine keeps: nothing changes unless it is on disk. */
@@ -42,8 +41,8 @@ check_state (MvMachine *machine, const char *verb, guint allowed, GError **error
 {
   if (allowed & (1u << machine->status->state))
     return TRUE;
-  return fail (error, MV_ERROR_INVALID_STATE, "Cannot %s machine %s: it is %s", verb,
-               machine->config->spec->name, mv_state_to_string (machine->status->state));
+  return mv_error_set (error, MV_ERROR_INVALID_STATE, "Cannot %s machine %s: it is %s", verb,
+                       machine->config->spec->name, mv_state_to_string (machine->status->state));
 }
 
 /* A machine that could never run here is refused at once. */
@@ -63,8 +62,8 @@ fits_host (const MvHost *host, const MvSpec *spec, GError **error)
   if (host->memory_bytes == 0 || bytes <= host->memory_bytes)
     return TRUE;
   wanted = mv_text_bytes (bytes);
-  return fail (error, MV_ERROR_INVALID_ARGUMENT, "%s: %s is more than this host's memory (%s)",
-               field, wanted, have);
+  return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                       "%s: %s is more than this host's memory (%s)", field, wanted, have);
 }
 
 /* Everything a spec must pass before it is recorded: its own limits,
@@ -107,7 +106,8 @@ mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboole
 
       if (g_strcmp0 (machine->config->fingerprint, fingerprint) != 0)
         {
-          fail (error, MV_ERROR_CONFLICT, "id: machine %s exists with a different spec", spec->id);
+          mv_error_set (error, MV_ERROR_CONFLICT, "id: machine %s exists with a different spec",
+                        spec->id);
           return NULL;
         }
       *existed = TRUE;
@@ -123,8 +123,8 @@ mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboole
     }
   if (mv_reconciler_find (rec, spec->name))
     {
-      fail (error, MV_ERROR_ALREADY_EXISTS, "name: a machine called %s exists already",
-            spec->name);
+      mv_error_set (error, MV_ERROR_ALREADY_EXISTS, "name: a machine called %s exists already",
+                    spec->name);
       return NULL;
     }
   /* A machine keeps the hypervisor it was created with, even when the
@@ -210,9 +210,9 @@ request_delete (MvMachine *machine, gboolean force, GError **error)
   gint64 now = mv_reconciler_now (machine->reconciler);
 
   if (!force && mv_machine_is_active (machine))
-    return fail (error, MV_ERROR_INVALID_STATE,
-                 "Machine %s is %s: stop it first, or delete with force",
-                 machine->config->spec->name, mv_state_to_string (machine->status->state));
+    return mv_error_set (error, MV_ERROR_INVALID_STATE,
+                         "Machine %s is %s: stop it first, or delete with force",
+                         machine->config->spec->name, mv_state_to_string (machine->status->state));
   previous = mv_config_copy (machine->config);
   /* A delete that failed is tried again when asked again. */
   retry_if_unchanged (machine, mv_config_set_desired (machine->config, MV_DESIRED_DESTROYED, now),
@@ -286,9 +286,9 @@ mv_reconciler_set_desired (MvReconciler *rec, MvMachine *machine, MvDesired desi
   MvConfig *previous;
 
   if (desired == MV_DESIRED_DESTROYED || desired >= MV_DESIRED_COUNT)
-    return fail (error, MV_ERROR_INVALID_ARGUMENT,
-                 "state: '%s' is not one of running, paused, stopped (use Delete to destroy)",
-                 desired < MV_DESIRED_COUNT ? mv_desired_to_string (desired) : "");
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                         "state: '%s' is not one of running, paused, stopped (use Delete to destroy)",
+                         desired < MV_DESIRED_COUNT ? mv_desired_to_string (desired) : "");
   previous = mv_config_copy (machine->config);
   if (mv_config_set_desired (machine->config, desired, mv_reconciler_now (rec)))
     {
@@ -363,12 +363,12 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
   if (!validate (rec, spec, error))
     return FALSE;
   if (spec->id && g_strcmp0 (spec->id, machine->id) != 0)
-    return fail (error, MV_ERROR_INVALID_ARGUMENT, "id: %s is not this machine's ID (%s)",
-                 spec->id, machine->id);
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "id: %s is not this machine's ID (%s)",
+                         spec->id, machine->id);
   if (g_strcmp0 (spec->name, current->name) != 0)
-    return fail (error, MV_ERROR_INVALID_ARGUMENT,
-                 "name: %s differs from the machine's name %s; use Rename", spec->name,
-                 current->name);
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                         "name: %s differs from the machine's name %s; use Rename", spec->name,
+                         current->name);
   g_free (spec->id);
   spec->id = g_strdup (current->id);
   if (!only_live_fields_differ (current, spec) &&
@@ -403,7 +403,8 @@ mv_reconciler_rename (MvReconciler *rec, MvMachine *machine, const char *name, G
     return TRUE;
   other = mv_reconciler_find (rec, name);
   if (other && other != machine)
-    return fail (error, MV_ERROR_ALREADY_EXISTS, "name: a machine called %s exists already", name);
+    return mv_error_set (error, MV_ERROR_ALREADY_EXISTS,
+                         "name: a machine called %s exists already", name);
   if (!check_state (machine, "rename", STATES (MV_STATE_STOPPED, MV_STATE_FAILED), error))
     return FALSE;
 
