@@ -346,3 +346,25 @@ client_traffic (Client *client, const char *name_or_id, guint64 sequence)
   g_assert_cmpint (sd_bus_message_read (reply, "b", &woken), >, 0);
   return woken;
 }
+
+char *
+guest_config (const char *type, const char *more)
+{
+  g_autofree char *name = NULL, *binary = NULL;
+
+  if (g_str_equal (type, "qemu"))
+    return g_strconcat ("[qemu]\naccel=tcg\n", more, NULL);
+  name = g_strconcat ("fake-", type, NULL);
+  binary = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "tests", "vmm", name, NULL);
+  return g_strdup_printf ("[%s]\nbinaries=%s\n%s", type, binary, more);
+}
+
+char *
+guest_spec_json (const char *type, const char *name, const char *kernel, const char *initrd,
+                 const char *extra)
+{
+  return g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"%s\",\"kernel\":\"%s\","
+                          "\"initrd\":\"%s\",\"memory_bytes\":268435456,"
+                          "\"readiness\":\"console:MICROVMD-GUEST-READY\"%s%s}",
+                          name, type, kernel, initrd, extra ? "," : "", extra ? extra : "");
+}

@@ -51,6 +51,16 @@ void     client_assert_state_soon (Client *client, const char *path, const char 
 
 guint    client_count_signals (Client *client, const char *path, const char *member_prefix);
 void     client_clear_signals (Client *client);
+/* The daemon's configuration for guests of @type: QEMU under TCG, or the
+ * test VMM of $MICROVMD_BUILD_DIR as the only binary of its type; then
+ * @more. */
+char    *guest_config (const char *type, const char *more);
+/* A spec for the test guest of @type called @name, booting @kernel and
+ * @initrd, ready when its console says so; @extra is more JSON members
+ * (may be NULL). */
+char    *guest_spec_json (const char *type, const char *name, const char *kernel,
+                          const char *initrd, const char *extra);
+
 /* Whether the machines dir of @state_dir holds no entries. */
 guint    count_machine_dirs (const char *state_dir);
 

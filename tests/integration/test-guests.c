@@ -46,11 +46,7 @@ guest_fixture_teardown (Fixture *f, gconstpointer data)
 static char *
 guest_spec (const GuestCase *c, const char *name, const char *extra)
 {
-  return g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"%s\",\"kernel\":\"%s\","
-                          "\"initrd\":\"%s\",\"memory_bytes\":268435456,"
-                          "\"readiness\":\"console:MICROVMD-GUEST-READY\"%s%s}",
-                          name, c->type, guest_kernel, guest_initrd, extra ? "," : "",
-                          extra ? extra : "");
+  return guest_spec_json (c->type, name, guest_kernel, guest_initrd, extra);
 }
 
 static void
@@ -670,18 +666,6 @@ static GuestCase cases[] = {
   { "firecracker", NULL },
 };
 
-/* The daemon's configuration for @c: QEMU under TCG; the test VMMs as the
- * only binaries of their types. */
-static char *
-case_config (const GuestCase *c, const char *build)
-{
-  if (g_str_equal (c->type, "qemu"))
-    return g_strconcat ("[qemu]\naccel=tcg\n", lifecycle_config, NULL);
-  g_autofree char *name = g_strconcat ("fake-", c->type, NULL);
-  g_autofree char *binary = g_build_filename (build, "tests", "vmm", name, NULL);
-  return g_strdup_printf ("[%s]\nbinaries=%s\n%s", c->type, binary, lifecycle_config);
-}
-
 int
 main (int argc, char **argv)
 {
@@ -699,7 +683,7 @@ main (int argc, char **argv)
 
       if (only && !g_str_equal (only, c->type))
         continue;
-      c->config = case_config (c, build);
+      c->config = guest_config (c->type, lifecycle_config);
 #define ADD(name, fn)                                                                   \
       do {                                                                              \
         g_autofree char *test_path = g_strdup_printf ("/guests/%s/%s", c->type, name);   \

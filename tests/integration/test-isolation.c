@@ -56,11 +56,7 @@ case_teardown (Fixture *f, gconstpointer data)
 static char *
 spec_of (const Case *c, const char *name, const char *kernel, const char *extra)
 {
-  return g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"%s\",\"kernel\":\"%s\","
-                          "\"initrd\":\"%s\",\"memory_bytes\":268435456,"
-                          "\"readiness\":\"console:MICROVMD-GUEST-READY\"%s%s}",
-                          name, c->type, kernel ? kernel : guest_kernel, guest_initrd,
-                          extra ? "," : "", extra ? extra : "");
+  return guest_spec_json (c->type, name, kernel ? kernel : guest_kernel, guest_initrd, extra);
 }
 
 static char *
@@ -541,18 +537,6 @@ static Case cases[] = {
   { "firecracker", NULL },
 };
 
-static char *
-case_config (const Case *c, const char *build)
-{
-  g_autofree char *name = NULL, *binary = NULL;
-
-  if (g_str_equal (c->type, "qemu"))
-    return g_strconcat ("[qemu]\naccel=tcg\n", lifecycle_config, NULL);
-  name = g_strconcat ("fake-", c->type, NULL);
-  binary = g_build_filename (build, "tests", "vmm", name, NULL);
-  return g_strdup_printf ("[%s]\nbinaries=%s\n%s", c->type, binary, lifecycle_config);
-}
-
 int
 main (int argc, char **argv)
 {
@@ -567,7 +551,7 @@ main (int argc, char **argv)
     {
       Case *c = &cases[i];
 
-      c->config = case_config (c, build);
+      c->config = guest_config (c->type, lifecycle_config);
 #define ADD(name, fn)                                                                     \
       do {                                                                                \
         g_autofree char *test_path = g_strdup_printf ("/isolation/%s/%s", c->type, name);  \
