@@ -48,6 +48,19 @@
 #define MV_STANDBY_AFTER_MAX_SECONDS      (365 * 24 * 3600)   /* a year */
 #define MV_RESTART_MAX_RETRIES_MAX        1000
 #define MV_READINESS_TEXT_MAX_BYTES       256
+/* The workload (seed 002, Spec: Cmd, Env, User; MaxFileMountBytes). */
+#define MV_CMD_MAX_ARGS                   256
+#define MV_CMD_MAX_BYTES                  (128 * 1024)   /* all of argv together */
+#define MV_ENV_MAX                        256
+#define MV_ENV_MAX_BYTES                  (128 * 1024)   /* all "KEY=VALUE" together */
+#define MV_USER_MAX_BYTES                 256
+#define MV_MOUNTS_MAX                     64
+#define MV_FILE_MOUNT_MAX_BYTES           (1024 * 1024)  /* all of a machine's file mounts */
+#define MV_HEALTH_EXEC_MAX_ARGS           64
+#define MV_HEALTH_INTERVAL_MAX_SECONDS    3600
+#define MV_HEALTH_RETRIES_MAX             100
+#define MV_HEALTH_START_PERIOD_MAX_SECONDS 3600
+#define MV_HEALTH_HTTP_PATH_MAX_BYTES     1024
 
 typedef enum {
   MV_RESTART_NO,
@@ -57,6 +70,7 @@ typedef enum {
 } MvRestartMode;
 
 typedef enum {
+  MV_READINESS_AUTO,      /* agent if the guest boots microvmd's initramfs, else vmm */
   MV_READINESS_VMM,       /* the vCPUs run */
   MV_READINESS_AGENT,     /* the guest agent answers */
   MV_READINESS_CONSOLE,   /* readiness_text appears on the console */
@@ -65,7 +79,49 @@ typedef enum {
 typedef struct {
   char     *path;
   gboolean  read_only;
+  gboolean  root;          /* the guest's root file system; at most one disk */
 } MvDisk;
+
+typedef enum {
+  MV_INIT_MODE_AUTO,       /* systemd if cmd is systemd (or /sbin/init), else exec */
+  MV_INIT_MODE_EXEC,       /* microvmd-agent is PID 1 and runs cmd */
+  MV_INIT_MODE_SYSTEMD,    /* the root's systemd is PID 1, the agent its service */
+} MvInitMode;
+
+typedef enum {
+  MV_MOUNT_FILE,           /* content written afresh at every start */
+  MV_MOUNT_TMPFS,
+  MV_MOUNT_VOLUME,         /* not carried out yet: Unsupported */
+  MV_MOUNT_DIRECTORY,      /* not carried out yet: Unsupported */
+} MvMountType;
+
+typedef struct {
+  MvMountType type;
+  char       *source;      /* volume name or host directory; NULL for file, tmpfs */
+  char       *target;      /* absolute, normalized, in the guest */
+  gboolean    read_only;
+  GBytes     *content;     /* file: the decoded bytes ("content" is base64); else NULL */
+  guint32     mode;        /* permission bits; file default 0644, tmpfs 01777 */
+  guint64     size_bytes;  /* tmpfs; 0 = the guest kernel's default */
+} MvMount;
+
+typedef enum {
+  MV_HEALTH_CHECK_EXEC,    /* the command exits 0 */
+  MV_HEALTH_CHECK_TCP,     /* a connection to 127.0.0.1:port opens */
+  MV_HEALTH_CHECK_HTTP,    /* GET path on 127.0.0.1:port answers 2xx or 3xx */
+} MvHealthCheckKind;
+
+typedef struct {
+  MvHealthCheckKind kind;
+  char            **exec;             /* argv, NULL-terminated, for EXEC */
+  guint32           port;             /* TCP, HTTP: 1-65535 */
+  char             *http_path;        /* HTTP: starts with '/', default "/" */
+  guint32           interval_seconds; /* default 30 */
+  guint32           timeout_seconds;  /* default 5, at most the interval */
+  guint32           retries;          /* default 3 */
+  guint32           start_period_seconds;
+  gboolean          disabled;
+} MvHealthCheck;
 
 typedef struct {
   char          *id;                 /* may be NULL before create */
@@ -94,6 +150,14 @@ typedef struct {
   guint32        standby_after_seconds;  /* 0 = never */
   GHashTable    *labels;             /* char* -> char*, never NULL */
   gboolean       remove_on_exit;
+  /* The workload (seed 002). */
+  char         **cmd;                /* argv, NULL-terminated; NULL = none */
+  GHashTable    *env;                /* char* -> char*, never NULL */
+  char          *user;               /* user, uid, user:group, uid:gid; NULL = root */
+  char          *working_dir;        /* absolute; NULL = the user's home */
+  MvInitMode     init_mode;
+  GPtrArray     *mounts;             /* MvMount*, never NULL */
+  MvHealthCheck *health_check;       /* NULL = none */
 } MvSpec;
 
 /* ---- the model (spec.c) ---- */
@@ -115,6 +179,16 @@ gboolean mv_spec_differs_beyond_standby (const MvSpec *a, const MvSpec *b);
 gboolean mv_spec_shape_differs (const MvSpec *a, const MvSpec *b);
 
 const char *mv_restart_mode_to_string (MvRestartMode mode);
+const char *mv_init_mode_to_string (MvInitMode mode);
+const char *mv_mount_type_to_string (MvMountType type);
+/* The disk marked root, or NULL. */
+const MvDisk *mv_spec_root_disk (const MvSpec *spec);
+/* The init mode the guest is told: auto resolved against cmd. */
+MvInitMode mv_spec_effective_init_mode (const MvSpec *spec);
+/* Whether a and b differ only in hostname, ssh_keys, user_data and
+ * metadata (and the standby time): a change applied to a running guest at
+ * once, accepted in any state. */
+gboolean mv_spec_differs_only_in_guest_metadata (const MvSpec *a, const MvSpec *b);
 /* "vmm", "agent" or "console:TEXT", as the spec document spells it. */
 char       *mv_readiness_to_string (MvReadiness readiness, const char *readiness_text);
 
