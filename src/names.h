@@ -36,6 +36,7 @@
 #define MV_ACTION_MACHINE_FORCE         MV_ACTION_PREFIX "machine.force"
 #define MV_ACTION_MACHINE_CONSOLE       MV_ACTION_PREFIX "machine.console"
 #define MV_ACTION_MACHINE_READ_SECRETS  MV_ACTION_PREFIX "machine.read-secrets"
+#define MV_ACTION_MACHINE_EXEC          MV_ACTION_PREFIX "machine.exec"
 #define MV_ACTION_SNAPSHOT_CREATE       MV_ACTION_PREFIX "snapshot.create"
 #define MV_ACTION_SNAPSHOT_RESTORE      MV_ACTION_PREFIX "snapshot.restore"
 #define MV_ACTION_SNAPSHOT_DELETE       MV_ACTION_PREFIX "snapshot.delete"

@@ -3,6 +3,7 @@
  * turn into a change of the desired record, and reply once reconciliation
  * has reached it. */
 #include "machine-object.h"
+#include "machine-guest.h"
 #include "core/errors.h"
 #include "names.h"
 #include "polkit.h"
@@ -89,6 +90,9 @@ NUMBER_PROPERTY (get_next_restart_at, "t", uint64_t, (uint64_t) MAX (machine->st
 NUMBER_PROPERTY (get_finished_at, "t", uint64_t, (uint64_t) MAX (machine->status->finished_at, 0))
 NUMBER_PROPERTY (get_stopped_by_user, "b", int, machine->config->stopped_by_user)
 NUMBER_PROPERTY (get_standby_requested, "b", int, machine->config->standby)
+STRING_PROPERTY (get_health, machine->health)
+NUMBER_PROPERTY (get_health_failing_streak, "u", uint32_t, machine->health_failing_streak)
+STRING_PROPERTY (get_agent_version, machine->agent_version)
 
 static int
 get_hypervisor (sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -133,12 +137,11 @@ get_spec (sd_bus *bus, const char *path, const char *interface, const char *prop
 
 /* ---- methods ---- */
 
-typedef void (*MachineAction) (MvMachine *machine, sd_bus_message *call, gboolean root);
 
 typedef struct {
   MvBusService *service;
   char         *id;
-  MachineAction action;
+  MvMachineAction action;
 } PendingCall;
 
 static void
@@ -167,7 +170,7 @@ on_authorized (sd_bus_message *call, gboolean root, gpointer user_data)
 
 static int
 authorize (MvMachine *machine, sd_bus_message *call, const char *action_id, const char *verb,
-           MachineAction action)
+           MvMachineAction action)
 {
   PendingCall *pending = g_new0 (PendingCall, 1);
   MvMachineView *view = machine->view;
@@ -384,6 +387,18 @@ method_get_spec (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static int
+method_exec (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return mv_machine_method_exec (m, userdata, authorize, error);
+}
+
+static int
+method_wait (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return mv_machine_method_wait (m, userdata, error);
+}
+
+static int
 method_set_desired_state (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
   return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "set-desired-state",
@@ -417,6 +432,9 @@ static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_PROPERTY ("FinishedAt", "t", get_finished_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("StoppedByUser", "b", get_stopped_by_user, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("StandbyRequested", "b", get_standby_requested, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Health", "s", get_health, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("HealthFailingStreak", "u", get_health_failing_streak, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("AgentVersion", "s", get_agent_version, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   /* Explicit: left out of GetAll and GetManagedObjects, which would
    * otherwise carry every machine's whole spec in one message; a change
    * invalidates it rather than sending it. */
@@ -448,6 +466,12 @@ static const sd_bus_vtable machine_vtable[] = {
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("GetSpec", SD_BUS_NO_ARGS, SD_BUS_RESULT ("s", spec_json),
                            method_get_spec, SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_SENSITIVE),
+  SD_BUS_METHOD_WITH_ARGS ("Exec", SD_BUS_ARGS ("as", argv, "a{ss}", env, "a{sv}", options),
+                           SD_BUS_RESULT ("h", stdin, "h", stdout, "h", stderr, "h", status),
+                           method_exec, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Wait", SD_BUS_ARGS ("s", condition, "a{sv}", options),
+                           SD_BUS_RESULT ("a{sv}", result), method_wait,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_SIGNAL_WITH_ARGS ("StateChanged", SD_BUS_ARGS ("s", state, "s", previous, "s", error), 0),
   SD_BUS_VTABLE_END
 };
@@ -481,6 +505,7 @@ static const struct {
   { MV_PROP_UPDATED_AT, { "UpdatedAt" } },
   { MV_PROP_EXIT_CODE, { "ExitCode", "FinishedAt" } },
   { MV_PROP_RESTART_COUNT, { "RestartCount", "NextRestartAt" } },
+  { MV_PROP_GUEST, { "Health", "HealthFailingStreak", "AgentVersion" } },
 };
 
 void

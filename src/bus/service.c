@@ -1,6 +1,7 @@
 /* The bus's view of the machines: announcements, coalesced property
  * changes, and the calls that wait for a wish to be settled. */
 #include "service.h"
+#include "machine-guest.h"
 #include "machine-object.h"
 #include "manager-object.h"
 #include "core/errors.h"
@@ -127,6 +128,7 @@ view_free (MvMachineView *view)
 {
   g_clear_handle_id (&view->flush_id, g_source_remove);
   g_queue_clear_full (&view->waiters, (GDestroyNotify) waiter_free);
+  mv_machine_waits_clear (view);
   g_free (view->path);
   g_free (view);
 }
@@ -144,6 +146,7 @@ mv_bus_view (MvBusService *service, MvMachine *machine)
   view->path = mv_machine_object_path (machine->id);
   view->announced_state = machine->status->state;
   g_queue_init (&view->waiters);
+  g_queue_init (&view->state_waiters);
   machine->view = view;
   g_hash_table_insert (service->views, machine->id, view);
   return view;
@@ -181,6 +184,9 @@ on_changed (MvMachine *machine, guint props, gpointer data)
   MvMachineView *view = mv_bus_view (data, machine);
 
   view->dirty |= props;
+  /* At once: a Wait hears of a stop even if the machine goes in the same
+   * turn. */
+  mv_machine_waits_changed (view, props);
   /* One announcement per object per main loop turn, however many changes. */
   if (view->flush_id == 0 && view->announced)
     view->flush_id = g_idle_add (on_flush, view);
@@ -218,6 +224,7 @@ on_removed (MvMachine *machine, gpointer data)
   mv_machine_object_flush (view);
   mv_manager_announce_removed (service->bus, view);
   settle_waiters (view, NULL, 0);
+  mv_machine_waits_removed (view);
   machine->view = NULL;
   g_hash_table_remove (service->views, machine->id);
 }

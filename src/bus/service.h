@@ -14,6 +14,7 @@ typedef struct {
   MvMachine    *machine;
   char         *path;
   GQueue        waiters;         /* calls answered when a wish is settled */
+  GQueue        state_waiters;   /* Waits (machine-guest.c) */
   gboolean      announced;       /* InterfacesAdded went out (or it was there at start) */
   guint         dirty;           /* MvMachineProp bits not yet announced */
   guint         flush_id;

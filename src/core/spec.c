@@ -167,6 +167,8 @@ mv_readiness_to_string (MvReadiness readiness, const char *readiness_text)
 {
   switch (readiness)
     {
+    case MV_READINESS_AUTO:
+      return g_strdup ("auto");
     case MV_READINESS_AGENT:
       return g_strdup ("agent");
     case MV_READINESS_CONSOLE:

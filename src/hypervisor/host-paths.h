@@ -8,7 +8,7 @@
 #include <glib.h>
 
 /* Where images and kernels are looked for when nothing is configured. */
-#define MV_DEFAULT_ALLOWED_DIRECTORIES  "/var/lib/microvmd/images;/usr/share/microvmd"
+#define MV_DEFAULT_ALLOWED_DIRECTORIES  "/var/lib/microvmd/images;/usr/share/microvmd;/usr/lib/microvmd"
 
 typedef struct _MvHostPaths MvHostPaths;
 

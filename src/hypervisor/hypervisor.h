@@ -11,6 +11,7 @@
 #include <json-glib/json-glib.h>
 
 #include "core/errors.h"
+#include "guest/agent.h"
 #include "hypervisor/process.h"
 
 /* The guest's memory is resized in steps of this: the block virtio-mem
@@ -20,11 +21,6 @@
 /* The kernel argument that lets a guest give back hot-added memory: it
  * onlines that memory where only movable pages go. */
 #define MV_MEMORY_RESIZE_KERNEL_ARGS "memory_hotplug.online_policy=auto-movable"
-
-/* The guest agent's channel: a virtio-serial port of this name, or this
- * vsock port where the hypervisor offers vsock. */
-#define MV_AGENT_PORT_NAME           "org.microvmd1.agent"
-#define MV_AGENT_VSOCK_PORT          1024
 
 /* The file beside a snapshot that holds the MvVmSpec the guest was booted
  * with (mv_vm_spec_to_node), written by whoever takes the snapshot, so
@@ -74,18 +70,6 @@ typedef struct {
 typedef struct {
   char *path;              /* the guest's serial console is appended here */
 } MvConsoleConfig;
-
-typedef enum {
-  MV_AGENT_CHANNEL_NONE,
-  MV_AGENT_CHANNEL_SERIAL,   /* a virtio-serial port named MV_AGENT_PORT_NAME */
-  MV_AGENT_CHANNEL_VSOCK,    /* vsock proxied through a Unix socket */
-} MvAgentChannelKind;
-
-typedef struct {
-  MvAgentChannelKind kind;
-  char              *socket_path;  /* the host end */
-  guint32            cid;          /* vsock only, >= 3 */
-} MvAgentChannel;
 
 /* Everything a guest is booted with. Paths may be relative: the VMM runs
  * in the directory holding its API socket. */

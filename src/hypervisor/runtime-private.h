@@ -12,8 +12,50 @@
 /* Where the starter's VMM serves its API in @runtime_dir. */
 char     *mv_runtime_api_socket_path (MvStarter *starter, const char *runtime_dir);
 char     *mv_runtime_console_path (const char *runtime_dir);
-/* What @req->spec boots as on @starter, its files in @req->runtime_dir. */
-MvVmSpec *mv_runtime_vm_spec_new (MvStarter *starter, const MvRuntimeRequest *req);
+typedef struct _MvRuntimeGuests MvRuntimeGuests;
+
+/* What @req->spec boots as on @starter, its files in @req->runtime_dir;
+ * microvmd's kernel and initramfs (@guests) where the spec names none. */
+MvVmSpec *mv_runtime_vm_spec_new (MvStarter *starter, MvRuntimeGuests *guests,
+                                  const MvRuntimeRequest *req);
+
+/* ---- guest agents (runtime-guest.c), main thread unless said ---- */
+
+MvRuntimeGuests *mv_runtime_guests_new (MvStarter *starter);
+void             mv_runtime_guests_free (MvRuntimeGuests *guests);
+/* microvmd's guest kernel and initramfs (NULL: none installed). */
+void             mv_runtime_guests_set_files (MvRuntimeGuests *guests, const char *kernel,
+                                              const char *initramfs);
+const char      *mv_runtime_guests_kernel (MvRuntimeGuests *guests);
+const char      *mv_runtime_guests_initramfs (MvRuntimeGuests *guests);
+/* Whether @spec's guest runs microvmd's agent: it boots microvmd's
+ * initramfs, or says its readiness is the agent's. Any thread. */
+gboolean         mv_runtime_guests_has_agent (MvRuntimeGuests *guests, const MvSpec *spec);
+/* @spec's readiness with "auto" resolved. Any thread. */
+MvReadiness      mv_runtime_guests_readiness (MvRuntimeGuests *guests, const MvSpec *spec);
+MvAgentEnd       mv_runtime_guests_end (MvRuntimeGuests *guests);
+void             mv_runtime_guests_set_listener (MvRuntimeGuests *guests, MvGuestEventFunc func,
+                                                 gpointer data);
+void             mv_runtime_guests_attach (MvRuntimeGuests *guests, const MvRuntimeRequest *req);
+void             mv_runtime_guests_detach (MvRuntimeGuests *guests, const char *machine_id);
+gboolean         mv_runtime_guests_update (MvRuntimeGuests *guests, const MvRuntimeRequest *req,
+                                           GError **error);
+gboolean         mv_runtime_guests_exec (MvRuntimeGuests *guests, const char *machine_id,
+                                         const MvRuntimeExec *exec, int fds[4], GError **error);
+/* What the agent of @machine_id said of its workload's end, once. */
+gboolean         mv_runtime_guests_take_exit (MvRuntimeGuests *guests, const char *machine_id,
+                                              gboolean *has_exit_code, int *exit_code,
+                                              int *signal);
+
+typedef enum {
+  MV_GUEST_NO_AGENT,         /* the guest has no agent of microvmd's */
+  MV_GUEST_NOT_ANSWERING,    /* it has, but the agent has not answered: still booting */
+  MV_GUEST_ASKED,            /* the agent was asked to power the guest off */
+} MvGuestAsked;
+
+/* From a worker thread: asks @machine_id's agent to power its guest off,
+ * through the main loop. */
+MvGuestAsked     mv_runtime_guests_ask_poweroff (MvRuntimeGuests *guests, const char *machine_id);
 
 /* ---- readiness (runtime-readiness.c) ---- */
 
@@ -23,7 +65,7 @@ MvVmSpec *mv_runtime_vm_spec_new (MvStarter *starter, const MvRuntimeRequest *re
  * time runs out, MV_ERROR_UNAVAILABLE once @cancellable is cancelled; the VMM is then left for the caller to end. */
 gboolean  mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *vm,
                                  MvReadiness readiness, const char *readiness_text,
-                                 goffset console_offset, guint timeout_s,
+                                 GBytes *agent_config, goffset console_offset, guint timeout_s,
                                  GCancellable *cancellable, GError **error);
 
 /* ---- exit watches (runtime-watch.c) ---- */
@@ -39,5 +81,11 @@ void              mv_runtime_watches_free (MvRuntimeWatches *watches);
 guint             mv_runtime_watches_add (MvRuntimeWatches *watches, const char *machine_id,
                                           JsonObject *vmm, MvRuntimeExitFunc func,
                                           gpointer user_data);
+/* Called before a watch reports, to replace what the VMM's end says with
+ * what the guest itself reported (its workload's exit). */
+typedef void (*MvRuntimeExitFilter) (const char *machine_id, gboolean *has_exit_code,
+                                     int *exit_code, char **reason, gpointer data);
+void              mv_runtime_watches_set_filter (MvRuntimeWatches *watches,
+                                                 MvRuntimeExitFilter filter, gpointer data);
 /* A watch that has fired or was removed is ignored. */
 void              mv_runtime_watches_remove (MvRuntimeWatches *watches, guint watch_id);

@@ -1,7 +1,6 @@
 /* Waiting for a booted guest to be ready: its vCPUs run, its agent
  * answers, or its console shows a text. */
 #include "runtime-private.h"
-#include "vsock.h"
 #include "util/fd.h"
 #include "util/unix-socket.h"
 
@@ -14,7 +13,6 @@
 #include <unistd.h>
 
 #define READY_POLL_US     (100 * 1000)
-#define AGENT_REPLY_MS    1000
 #define CONSOLE_SCAN_MAX  (16 * 1024 * 1024)
 
 static gboolean
@@ -50,47 +48,6 @@ console_has (const char *path, goffset offset, const char *text)
   return n > 0 && memmem (buf, n, text, strlen (text)) != NULL;
 }
 
-/* Reads until @expect is in what came, or @timeout_ms passes. */
-static gboolean
-read_until (int fd, const char *expect, guint timeout_ms)
-{
-  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
-  g_autoptr (GString) got = g_string_new (NULL);
-
-  for (;;)
-    {
-      char chunk[256];
-      ssize_t n;
-
-      if (!mv_fd_wait (fd, POLLIN, deadline))
-        return FALSE;
-      n = read (fd, chunk, sizeof chunk);
-      if (n <= 0)
-        return FALSE;
-      g_string_append_len (got, chunk, n);
-      if (strstr (got->str, expect))
-        return TRUE;
-    }
-}
-
-/* One exchange with the guest agent: "ping" answered by "pong". Over
- * vsock the VMM first wants to know the guest port. */
-static gboolean
-agent_answers (const MvVmSpec *vm)
-{
-  int fd = vm->agent.kind == MV_AGENT_CHANNEL_VSOCK
-           ? mv_vsock_dial (vm->agent.socket_path, MV_AGENT_VSOCK_PORT, AGENT_REPLY_MS, NULL)
-           : mv_unix_connect (vm->agent.socket_path, 0, NULL);
-  gboolean ok = FALSE;
-
-  if (fd < 0)
-    return FALSE;
-  if (send (fd, "ping\n", 5, MSG_NOSIGNAL) == 5)
-    ok = read_until (fd, "pong", AGENT_REPLY_MS);
-  close (fd);
-  return ok;
-}
-
 static gboolean
 vcpus_run (MvHypervisor *hv)
 {
@@ -105,42 +62,100 @@ is_ready (MvReadiness readiness, const char *readiness_text, MvHypervisor *hv,
 {
   switch (readiness)
     {
-    case MV_READINESS_AGENT:
-      return agent_answers (vm);
     case MV_READINESS_CONSOLE:
       return console_has (vm->console.path, console_offset, readiness_text);
+    case MV_READINESS_AGENT:   /* waited for by wait_for_agent() */
+    case MV_READINESS_AUTO:    /* resolved by the caller */
     case MV_READINESS_VMM:
     default:
       return vcpus_run (hv);
     }
 }
 
+typedef struct {
+  const MvProcess *vmm;
+  GCancellable    *cancellable;
+  const char      *label;
+} Watch;
+
+/* FALSE, and why, once waiting is no longer worth it. */
+static gboolean
+still_worth_it (const Watch *watch, GError **error)
+{
+  if (!mv_process_alive (watch->vmm))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
+                   "The VMM ended before the guest was ready (readiness %s)", watch->label);
+      return FALSE;
+    }
+  if (g_cancellable_is_cancelled (watch->cancellable))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE,
+                   "Given up waiting for the guest (readiness %s): the machine is being "
+                   "deleted", watch->label);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+check_watch (gpointer data, GError **error)
+{
+  return still_worth_it (data, error);
+}
+
+/* The agent says it is ready, or that the workload has already ended
+ * (the exit is reported again to the session that watches the guest). */
+static gboolean
+wait_for_agent (const MvVmSpec *vm, GBytes *config, Watch *watch, gint64 deadline,
+                guint timeout_s, GError **error)
+{
+  for (;;)
+    {
+      g_autoptr (GError) local = NULL;
+      MvAgentReady ready = { 0 };
+      gboolean ok = mv_agent_wait_ready (&vm->agent, config, deadline, check_watch, watch,
+                                         &ready, &local);
+
+      mv_agent_ready_clear (&ready);
+      if (ok)
+        return TRUE;
+      if (!g_error_matches (local, MV_ERROR, MV_ERROR_UNAVAILABLE) ||
+          !still_worth_it (watch, error))
+        {
+          if (local)
+            g_propagate_error (error, g_steal_pointer (&local));
+          return FALSE;
+        }
+      if (g_get_monotonic_time () > deadline)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
+                       "The guest was not ready (readiness %s) within %u s: its agent did not "
+                       "answer", watch->label, timeout_s);
+          return FALSE;
+        }
+      g_usleep (READY_POLL_US);
+    }
+}
+
 gboolean
 mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *vm,
-                       MvReadiness readiness, const char *readiness_text,
+                       MvReadiness readiness, const char *readiness_text, GBytes *agent_config,
                        goffset console_offset, guint timeout_s, GCancellable *cancellable,
                        GError **error)
 {
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
   g_autofree char *label = mv_readiness_to_string (readiness, readiness_text);
+  Watch watch = { vmm, cancellable, label };
 
+  if (readiness == MV_READINESS_AGENT)
+    return wait_for_agent (vm, agent_config, &watch, deadline, timeout_s, error);
   for (;;)
     {
       if (is_ready (readiness, readiness_text, hv, vm, console_offset))
         return TRUE;
-      if (!mv_process_alive (vmm))
-        {
-          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
-                       "The VMM ended before the guest was ready (readiness %s)", label);
-          return FALSE;
-        }
-      if (g_cancellable_is_cancelled (cancellable))
-        {
-          g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE,
-                       "Given up waiting for the guest (readiness %s): the machine is being "
-                       "deleted", label);
-          return FALSE;
-        }
+      if (!still_worth_it (&watch, error))
+        return FALSE;
       if (g_get_monotonic_time () > deadline)
         {
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,

@@ -25,13 +25,15 @@ agent_kind (MvStarter *starter)
 }
 
 MvVmSpec *
-mv_runtime_vm_spec_new (MvStarter *starter, const MvRuntimeRequest *req)
+mv_runtime_vm_spec_new (MvStarter *starter, MvRuntimeGuests *guests, const MvRuntimeRequest *req)
 {
   const MvSpec *spec = req->spec;
   MvVmSpec *vm = mv_vm_spec_new ();
 
-  vm->boot.kernel_path = g_strdup (spec->kernel);
-  vm->boot.initrd_path = g_strdup (spec->initrd);
+  vm->boot.kernel_path = g_strdup (spec->kernel && *spec->kernel
+                                   ? spec->kernel : mv_runtime_guests_kernel (guests));
+  vm->boot.initrd_path = g_strdup (spec->initrd && *spec->initrd
+                                   ? spec->initrd : mv_runtime_guests_initramfs (guests));
   vm->boot.kernel_args = g_strdup (spec->kernel_args && *spec->kernel_args
                                    ? spec->kernel_args
                                    : starter->default_kernel_args (starter));
@@ -54,5 +56,8 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvRuntimeRequest *req)
                                             ? MV_RUNTIME_VSOCK_SOCKET_NAME : MV_AGENT_SOCKET_NAME,
                                             NULL);
   vm->agent.cid = vm->agent.kind == MV_AGENT_CHANNEL_VSOCK ? VSOCK_GUEST_CID : 0;
+  /* Served where the hypervisor has a metadata service; the agent is
+   * given it over its channel as well. */
+  vm->metadata = mv_spec_metadata_document (spec);
   return vm;
 }

@@ -9,9 +9,11 @@
 #include <sys/wait.h>
 
 struct _MvRuntimeWatches {
-  MvStarter  *starter;
-  GHashTable *table;           /* id -> Watch* */
-  guint       next_id;
+  MvStarter           *starter;
+  GHashTable          *table;           /* id -> Watch* */
+  guint                next_id;
+  MvRuntimeExitFilter  filter;
+  gpointer             filter_data;
 };
 
 typedef struct {
@@ -113,6 +115,9 @@ watch_report (Watch *w)
         }
       break;
     }
+  if (w->watches->filter)
+    w->watches->filter (w->machine_id, &has_exit_code, &exit_code, &reason,
+                        w->watches->filter_data);
   g_hash_table_steal (w->watches->table, GUINT_TO_POINTER (w->id));
   w->func (w->machine_id, has_exit_code, exit_code, reason, w->user_data);
   watch_free (w);
@@ -227,4 +232,12 @@ mv_runtime_watches_remove (MvRuntimeWatches *watches, guint watch_id)
     return;
   g_hash_table_steal (watches->table, GUINT_TO_POINTER (watch_id));
   watch_free (w);
+}
+
+void
+mv_runtime_watches_set_filter (MvRuntimeWatches *watches, MvRuntimeExitFilter filter,
+                               gpointer data)
+{
+  watches->filter = filter;
+  watches->filter_data = data;
 }

@@ -28,6 +28,7 @@ typedef struct {
   guint             boot_timeout_s;
   guint             stop_timeout_s;
   MvRuntimeWatches *watches;
+  MvRuntimeGuests  *guests;
 } Adapter;
 
 static Adapter *
@@ -233,7 +234,7 @@ launch_init (Launch *launch, Adapter *self, const MvRuntimeRequest *req)
 {
   launch->socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
   launch->log_path = mv_vmm_log_path (launch->socket_path);
-  launch->vm = mv_runtime_vm_spec_new (self->starter, req);
+  launch->vm = mv_runtime_vm_spec_new (self->starter, self->guests, req);
 }
 
 static void
@@ -283,10 +284,22 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   g_auto (Launch) launch = { 0 };
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (GBytes) config = NULL;
+  MvReadiness readiness = mv_runtime_guests_readiness (self->guests, req->spec);
 
   launch_init (&launch, self, req);
-  if (!check_before_start (self, req, launch.socket_path, launch.vm, error) ||
-      !launch_begin (self, req, &launch, error))
+  if (!check_before_start (self, req, launch.socket_path, launch.vm, error))
+    return NULL;
+  if (mv_runtime_guests_has_agent (self->guests, req->spec) &&
+      !(config = mv_agent_config_frame (req->spec, mv_runtime_guests_end (self->guests), error)))
+    return NULL;
+  if (!launch.vm->boot.kernel_path)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "kernel: the spec names none, and microvmd's guest kernel is not installed");
+      return NULL;
+    }
+  if (!launch_begin (self, req, &launch, error))
     return NULL;
   hv = self->starter->start_vm (self->starter, launch.socket_path, launch.vm, &vmm, error);
   if (!hv)
@@ -294,9 +307,9 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
       remove_sockets (self, req->runtime_dir);
       return NULL;
     }
-  if (!mv_runtime_wait_ready (hv, vmm, launch.vm, req->spec->readiness,
-                              req->spec->readiness_text, launch.console_offset,
-                              self->boot_timeout_s, req->cancellable, error))
+  if (!mv_runtime_wait_ready (hv, vmm, launch.vm, readiness, req->spec->readiness_text, config,
+                              launch.console_offset, self->boot_timeout_s, req->cancellable,
+                              error))
     {
       launch_fail (self, req, &launch, vmm, error);
       return NULL;
@@ -304,10 +317,10 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   return identity_new (self, vmm);
 }
 
-/* Asks the guest to power off and waits for the VMM to end. FALSE if it
- * did not within the stop timeout. */
+/* Presses the guest's power button and waits up to @timeout_ms for the VMM
+ * to end. FALSE if it did not. */
 static gboolean
-stop_gracefully (Adapter *self, const char *machine_id, const MvProcess *vmm)
+press_power_button (Adapter *self, const char *machine_id, const MvProcess *vmm, guint timeout_ms)
 {
   g_autoptr (GError) local = NULL;
   g_autoptr (MvHypervisor) hv = self->starter->connect (self->starter, vmm->socket_path, &local);
@@ -334,7 +347,54 @@ stop_gracefully (Adapter *self, const char *machine_id, const MvProcess *vmm)
                       "Could not ask VMM %d's guest to shut down: %s", vmm->pid, local->message);
       return FALSE;
     }
-  return mv_process_wait (vmm, self->stop_timeout_s * 1000);
+  return mv_process_wait (vmm, timeout_ms);
+}
+
+/* Shuts the guest down and waits for its VMM to end; FALSE if it did not
+ * within the stop timeout. The agent is asked first, then the power
+ * button is pressed; each has half the timeout. A guest whose agent has
+ * not answered is still booting and nothing in it can hear a request:
+ * it is not waited for. A guest without microvmd's agent gets the power
+ * button and the whole timeout. */
+static gboolean
+stop_gracefully (Adapter *self, const char *machine_id, const MvProcess *vmm)
+{
+  guint timeout_ms = self->stop_timeout_s * 1000;
+
+  switch (mv_runtime_guests_ask_poweroff (self->guests, machine_id))
+    {
+    case MV_GUEST_ASKED:
+      if (mv_process_wait (vmm, timeout_ms / 2))
+        {
+          mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
+                          "The guest powered off at its agent's request");
+          return TRUE;
+        }
+      mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
+                      "The guest's agent did not power it off within %u s; pressing its power "
+                      "button", self->stop_timeout_s / 2);
+      if (press_power_button (self, machine_id, vmm, timeout_ms - timeout_ms / 2))
+        {
+          mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
+                          "The guest powered off at its power button");
+          return TRUE;
+        }
+      return FALSE;
+    case MV_GUEST_NOT_ANSWERING:
+      mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
+                      "The guest's agent has not answered yet: the guest is still booting and "
+                      "cannot hear a shutdown request, so its VMM is ended at once");
+      return FALSE;
+    case MV_GUEST_NO_AGENT:
+    default:
+      if (press_power_button (self, machine_id, vmm, timeout_ms))
+        {
+          mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
+                          "The guest powered off at its power button");
+          return TRUE;
+        }
+      return FALSE;
+    }
 }
 
 static gboolean
@@ -373,8 +433,7 @@ rt_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **er
 
   if (!force && !stop_gracefully (self, req->machine_id, vmm))
     mv_log_machine (G_LOG_LEVEL_MESSAGE, req->machine_id, NULL, NULL,
-                    "VMM %d did not end within %u s of a graceful stop; ending it", vmm->pid,
-                    self->stop_timeout_s);
+                    "VMM %d did not end of a graceful stop; ending it", vmm->pid);
   if (!mv_process_kill (vmm, error))
     return FALSE;
   remove_sockets (self, req->runtime_dir);
@@ -509,7 +568,7 @@ static gboolean
 rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
 {
   Adapter *self = adapter_of (rt);
-  g_autoptr (MvVmSpec) vm = mv_runtime_vm_spec_new (self->starter, req);
+  g_autoptr (MvVmSpec) vm = mv_runtime_vm_spec_new (self->starter, self->guests, req);
   g_autoptr (MvProcess) vmm = attach_running (req, error);
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (GError) local = NULL;
@@ -586,8 +645,9 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
       return NULL;
     }
   if (!hv->resume_vm (hv, error) ||
-      !mv_runtime_wait_ready (hv, vmm, launch.vm, MV_READINESS_VMM, NULL, launch.console_offset,
-                              self->boot_timeout_s, req->cancellable, error))
+      !mv_runtime_wait_ready (hv, vmm, launch.vm, MV_READINESS_VMM, NULL, NULL,
+                              launch.console_offset, self->boot_timeout_s, req->cancellable,
+                              error))
     {
       launch_fail (self, req, &launch, vmm, error);
       return NULL;
@@ -618,6 +678,58 @@ rt_unwatch (MvRuntime *rt, guint watch_id)
   mv_runtime_watches_remove (adapter_of (rt)->watches, watch_id);
 }
 
+/* A guest whose agent reported how its workload ended ended that way,
+ * whatever its VMM's end looked like (Firecracker's guests end theirs by
+ * rebooting). */
+static void
+exit_filter (const char *machine_id, gboolean *has_exit_code, int *exit_code, char **reason,
+             gpointer data)
+{
+  Adapter *self = data;
+  gboolean has_code;
+  int code, sig;
+
+  if (!mv_runtime_guests_take_exit (self->guests, machine_id, &has_code, &code, &sig))
+    return;
+  *has_exit_code = has_code;
+  *exit_code = has_code ? code : 0;
+  g_free (*reason);
+  *reason = has_code ? g_strdup_printf ("the workload exited with status %d", code)
+                     : g_strdup_printf ("the workload was killed by signal %d (%s)", sig,
+                                        g_strsignal (sig));
+}
+
+static void
+rt_attach_guest (MvRuntime *rt, const MvRuntimeRequest *req)
+{
+  mv_runtime_guests_attach (adapter_of (rt)->guests, req);
+}
+
+static void
+rt_detach_guest (MvRuntime *rt, const char *machine_id)
+{
+  mv_runtime_guests_detach (adapter_of (rt)->guests, machine_id);
+}
+
+static gboolean
+rt_update_guest (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
+{
+  return mv_runtime_guests_update (adapter_of (rt)->guests, req, error);
+}
+
+static gboolean
+rt_exec (MvRuntime *rt, const char *machine_id, const MvRuntimeExec *exec, int fds[4],
+         GError **error)
+{
+  return mv_runtime_guests_exec (adapter_of (rt)->guests, machine_id, exec, fds, error);
+}
+
+static void
+rt_set_guest_listener (MvRuntime *rt, MvGuestEventFunc func, gpointer data)
+{
+  mv_runtime_guests_set_listener (adapter_of (rt)->guests, func, data);
+}
+
 /* ---- construction ---- */
 
 MvRuntime *
@@ -631,6 +743,8 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->boot_timeout_s = boot_timeout_seconds;
   self->stop_timeout_s = stop_timeout_seconds;
   self->watches = mv_runtime_watches_new (starter);
+  self->guests = mv_runtime_guests_new (starter);
+  mv_runtime_watches_set_filter (self->watches, exit_filter, self);
   self->runtime.type = starter->type;
   self->runtime.data = self;
   self->runtime.version = rt_version;
@@ -646,6 +760,11 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->runtime.save = rt_save;
   self->runtime.restore = rt_restore;
   self->runtime.usage = rt_usage;
+  self->runtime.attach_guest = rt_attach_guest;
+  self->runtime.detach_guest = rt_detach_guest;
+  self->runtime.update_guest = rt_update_guest;
+  self->runtime.exec = rt_exec;
+  self->runtime.set_guest_listener = rt_set_guest_listener;
   return &self->runtime;
 }
 
@@ -658,6 +777,7 @@ mv_hypervisor_runtime_free (MvRuntime *runtime)
     return;
   self = adapter_of (runtime);
   mv_runtime_watches_free (self->watches);
+  mv_runtime_guests_free (self->guests);
   self->starter->free (self->starter);
   g_clear_pointer (&self->sandbox, mv_sandbox_unref);
   g_free (self);
@@ -667,6 +787,13 @@ MvStarter *
 mv_hypervisor_runtime_starter (MvRuntime *runtime)
 {
   return adapter_of (runtime)->starter;
+}
+
+void
+mv_hypervisor_runtime_set_guest_files (MvRuntime *runtime, const char *kernel,
+                                       const char *initramfs)
+{
+  mv_runtime_guests_set_files (adapter_of (runtime)->guests, kernel, initramfs);
 }
 
 /* ---- built-in runtimes ---- */
@@ -711,9 +838,35 @@ read_seconds (GKeyFile *config, const char *group, const char *key, guint fallba
   return TRUE;
 }
 
+/* [guest] kernel or initramfs: what is configured, else the installed
+ * file if there is one, else NULL. A configured path must exist. */
+static gboolean
+read_guest_file (GKeyFile *config, const char *key, const char *installed, char **path,
+                 GError **error)
+{
+  g_autofree char *value = config ? g_key_file_get_string (config, "guest", key, NULL) : NULL;
+
+  *path = NULL;
+  if (value && *value)
+    {
+      if (!g_path_is_absolute (value) || !g_file_test (value, G_FILE_TEST_IS_REGULAR))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "[guest] %s: %s is not an absolute path to a file", key, value);
+          return FALSE;
+        }
+      *path = g_steal_pointer (&value);
+      return TRUE;
+    }
+  if (g_file_test (installed, G_FILE_TEST_IS_REGULAR))
+    *path = g_strdup (installed);
+  return TRUE;
+}
+
 GPtrArray *
 mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
 {
+  g_autofree char *guest_kernel = NULL, *guest_initramfs = NULL;
   g_autoptr (GPtrArray) runtimes =
     g_ptr_array_new_with_free_func ((GDestroyNotify) mv_hypervisor_runtime_free);
   g_autoptr (MvSandbox) sandbox = NULL;
@@ -723,7 +876,9 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
       !read_seconds (config, "lifecycle", "boot-timeout-seconds", MV_DEFAULT_BOOT_TIMEOUT_SECONDS,
                      &boot_timeout, error) ||
       !read_seconds (config, "lifecycle", "stop-timeout-seconds", MV_DEFAULT_STOP_TIMEOUT_SECONDS,
-                     &stop_timeout, error))
+                     &stop_timeout, error) ||
+      !read_guest_file (config, "kernel", MV_GUEST_KERNEL_PATH, &guest_kernel, error) ||
+      !read_guest_file (config, "initramfs", MV_GUEST_INITRAMFS_PATH, &guest_initramfs, error))
     return NULL;
   /* Cloud Hypervisor and Firecracker first, each version in its listed
    * order: the first runtime of all is the host's default type. */
@@ -743,5 +898,7 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
       g_ptr_array_add (runtimes, mv_hypervisor_runtime_new (starter, sandbox, boot_timeout,
                                                             stop_timeout));
     }
+  for (guint i = 0; i < runtimes->len; i++)
+    mv_hypervisor_runtime_set_guest_files (runtimes->pdata[i], guest_kernel, guest_initramfs);
   return g_steal_pointer (&runtimes);
 }

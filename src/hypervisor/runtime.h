@@ -8,6 +8,9 @@
 #define MV_DEFAULT_BOOT_TIMEOUT_SECONDS  120
 #define MV_DEFAULT_STOP_TIMEOUT_SECONDS  30
 #define MV_TIMEOUT_SECONDS_MAX           3600
+/* microvmd's guest kernel and initramfs, as installed. */
+#define MV_GUEST_KERNEL_PATH             "/usr/lib/microvmd/vmlinuz"
+#define MV_GUEST_INITRAMFS_PATH          "/usr/lib/microvmd/initramfs.img"
 
 
 typedef struct _MvSandbox MvSandbox;
@@ -24,12 +27,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvRuntime, mv_hypervisor_runtime_free)
 
 /* The starter behind a runtime made by mv_hypervisor_runtime_new(). */
 MvStarter *mv_hypervisor_runtime_starter (MvRuntime *runtime);
+/* microvmd's guest kernel and initramfs (with microvmd-agent as its
+ * init), booted by specs that name no kernel or no initrd; NULL: none. */
+void       mv_hypervisor_runtime_set_guest_files (MvRuntime *runtime, const char *kernel,
+                                                  const char *initramfs);
 
 /* A runtime for each built-in hypervisor (MvRuntime*, freed with the
  * array), configured from the daemon's @config (may be NULL: defaults):
  * every configured or installed Cloud Hypervisor and Firecracker version
  * (versions.h), then QEMU from [qemu] binary and accel; [lifecycle]
- * boot-timeout-seconds and stop-timeout-seconds; [paths] and [sandbox]
+ * boot-timeout-seconds and stop-timeout-seconds; [guest] kernel and
+ * initramfs (default: the installed ones, if any); [paths] and [sandbox]
  * (sandbox.h). A bad value is MV_ERROR_INVALID_ARGUMENT naming the group
  * and key. */
 GPtrArray *mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error);

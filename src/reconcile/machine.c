@@ -170,6 +170,8 @@ mv_machine_free (MvMachine *machine)
   mv_reconciler_unwatch_vmm (machine);
   g_clear_object (&machine->step_cancellable);
   g_free (machine->end_reason);
+  g_free (machine->agent_version);
+  g_free (machine->health);
   mv_config_free (machine->config);
   mv_status_free (machine->status);
   g_free (machine->id);

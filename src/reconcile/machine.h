@@ -24,6 +24,7 @@ typedef enum {
   MV_PROP_UPDATED_AT               = 1 << 11,
   MV_PROP_EXIT_CODE                = 1 << 12,
   MV_PROP_RESTART_COUNT            = 1 << 13,
+  MV_PROP_GUEST                    = 1 << 14, /* Health, HealthFailingStreak, AgentVersion */
   MV_PROP_ALL_CONFIG               = MV_PROP_NAME | MV_PROP_DESIRED_STATE |
                                      MV_PROP_DESIRED_GENERATION |
                                      MV_PROP_SPECIFICATION_GENERATION |
@@ -54,6 +55,12 @@ struct _MvMachine {
   gboolean      end_has_exit_code;
   int           end_exit_code;
   char         *end_reason;
+
+  /* What the guest's agent said, kept in memory only: the agent says it
+   * again to the next daemon. NULL while it has said nothing. */
+  char         *agent_version;
+  char         *health;
+  guint         health_failing_streak;
 
   /* Idleness, kept in memory only. */
   guint64       idle_cpu_ns;     /* the VMM's CPU time at the last sample */

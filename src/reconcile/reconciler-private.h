@@ -72,6 +72,14 @@ void       mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallbac
 void       mv_reconciler_run_in_background (MvReconciler *rec, GTaskThreadFunc func,
                                             gpointer data, GDestroyNotify free);
 
+/* Guest agents (guest.c). */
+void       mv_reconciler_listen_to_guests (MvReconciler *rec);
+void       mv_reconciler_attach_guest (MvMachine *machine, MvRuntime *runtime);
+/* Forgets what the agent said; @runtime may be NULL. */
+void       mv_reconciler_detach_guest (MvMachine *machine, MvRuntime *runtime);
+/* Gives the running guest its spec's hostname, keys and metadata. */
+void       mv_reconciler_update_guest (MvMachine *machine);
+
 /* Idleness (idle.c). */
 void       mv_reconciler_sample_idle (MvMachine *machine);
 void       mv_machine_reset_idle (MvMachine *machine);

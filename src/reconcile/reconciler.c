@@ -78,6 +78,7 @@ mv_reconciler_new (const MvHost *host, const MvReconcilerOptions *options,
   rec->clock = clock ? clock : &default_clock;
   rec->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify) mv_machine_free);
+  mv_reconciler_listen_to_guests (rec);
   return rec;
 }
 
@@ -418,18 +419,22 @@ void
 mv_reconciler_watch_vmm (MvMachine *machine, MvRuntime *runtime)
 {
   if (machine->watch_id == 0 && runtime->watch && machine->status->vmm)
-    machine->watch_id = runtime->watch (runtime, machine->id, machine->status->vmm,
-                                        on_vmm_exit, machine->reconciler);
+    {
+      machine->watch_id = runtime->watch (runtime, machine->id, machine->status->vmm,
+                                          on_vmm_exit, machine->reconciler);
+      mv_reconciler_attach_guest (machine, runtime);
+    }
 }
 
 void
 mv_reconciler_unwatch_vmm (MvMachine *machine)
 {
-  MvRuntime *runtime = machine->watch_id ? mv_reconciler_runtime_for (machine, NULL) : NULL;
+  MvRuntime *runtime = mv_reconciler_runtime_for (machine, NULL);
 
-  if (runtime && runtime->unwatch)
+  if (machine->watch_id && runtime && runtime->unwatch)
     runtime->unwatch (runtime, machine->watch_id);
   machine->watch_id = 0;
+  mv_reconciler_detach_guest (machine, runtime);
 }
 
 /* Timers ------------------------------------------------------------------------- */

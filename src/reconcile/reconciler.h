@@ -111,6 +111,10 @@ gboolean      mv_reconciler_set_desired (MvReconciler *reconciler, MvMachine *ma
  * wake into the new shape is discarded. */
 gboolean      mv_reconciler_update (MvReconciler *reconciler, MvMachine *machine,
                                     MvSpec *spec /* owned */, GError **error);
+/* Runs @exec in @machine's running guest through its agent (fds as
+ * MvRuntime.exec gives them). MV_ERROR_INVALID_STATE unless it runs. */
+gboolean      mv_reconciler_exec (MvMachine *machine, const MvRuntimeExec *exec, int fds[4],
+                                  GError **error);
 gboolean      mv_reconciler_rename (MvReconciler *reconciler, MvMachine *machine,
                                     const char *name, GError **error);
 /* A traffic event (RestoreAfterTraffic): *@waking is TRUE if it woke the

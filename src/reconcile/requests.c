@@ -301,24 +301,65 @@ mv_reconciler_set_desired (MvReconciler *rec, MvMachine *machine, MvDesired desi
   return TRUE;
 }
 
+static void
+copy_strings (GPtrArray *to, GPtrArray *from)
+{
+  g_ptr_array_set_size (to, 0);
+  for (guint i = 0; i < from->len; i++)
+    g_ptr_array_add (to, g_strdup (from->pdata[i]));
+}
+
+static void
+copy_map (GHashTable *to, GHashTable *from)
+{
+  GHashTableIter iter;
+  gpointer k, v;
+
+  g_hash_table_remove_all (to);
+  g_hash_table_iter_init (&iter, from);
+  while (g_hash_table_iter_next (&iter, &k, &v))
+    g_hash_table_insert (to, g_strdup (k), g_strdup (v));
+}
+
+/* @wanted with what the guest is told at once (its hostname, keys, user
+ * data and metadata) as @current has them. */
+static MvSpec *
+without_guest_metadata (const MvSpec *current, const MvSpec *wanted)
+{
+  MvSpec *masked = mv_spec_copy (wanted);
+
+  g_free (masked->hostname);
+  masked->hostname = g_strdup (current->hostname);
+  g_free (masked->user_data);
+  masked->user_data = g_strdup (current->user_data);
+  copy_strings (masked->ssh_keys, current->ssh_keys);
+  copy_map (masked->metadata, current->metadata);
+  return masked;
+}
+
 /* What may change while the machine runs: restart policy, labels, the
- * standby time and remove_on_exit. Everything else needs it stopped. */
+ * standby time, remove_on_exit, and the guest's hostname, keys, user data
+ * and metadata, which a running guest is given at once. Everything else
+ * needs it stopped. */
 static gboolean
 only_live_fields_differ (const MvSpec *current, const MvSpec *wanted)
 {
-  g_autoptr (MvSpec) masked = mv_spec_copy (wanted);
-  GHashTableIter iter;
-  gpointer k, v;
+  g_autoptr (MvSpec) masked = without_guest_metadata (current, wanted);
 
   masked->restart_mode = current->restart_mode;
   masked->restart_max_retries = current->restart_max_retries;
   masked->standby_after_seconds = current->standby_after_seconds;
   masked->remove_on_exit = current->remove_on_exit;
-  g_hash_table_remove_all (masked->labels);
-  g_hash_table_iter_init (&iter, current->labels);
-  while (g_hash_table_iter_next (&iter, &k, &v))
-    g_hash_table_insert (masked->labels, g_strdup (k), g_strdup (v));
+  copy_map (masked->labels, current->labels);
   return mv_spec_equal (current, masked);
+}
+
+static gboolean
+guest_metadata_differs (const MvSpec *current, const MvSpec *wanted)
+{
+  g_autoptr (MvSpec) masked = without_guest_metadata (current, wanted);
+
+  return !mv_spec_equal (masked, wanted);
 }
 
 /* The frozen guest cannot wake into another shape: it is thrown away, and
@@ -350,7 +391,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
   g_autoptr (MvSpec) spec = spec_in;
   MvSpec *current = machine->config->spec;
   MvConfig *previous;
-  gboolean discard;
+  gboolean discard, tell_guest;
 
   /* A machine keeps the hypervisor it was created with unless the new
    * spec names another: the host's default is only for new machines. */
@@ -377,6 +418,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
     return FALSE;
 
   discard = machine->status->saved_state && mv_spec_shape_differs (current, spec);
+  tell_guest = guest_metadata_differs (current, spec);
   previous = mv_config_copy (machine->config);
   if (mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec)))
     {
@@ -387,6 +429,8 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
     mv_config_free (previous);
   if (discard)
     discard_saved_state (machine);
+  if (tell_guest)
+    mv_reconciler_update_guest (machine);
   return TRUE;
 }
 

@@ -3,7 +3,7 @@
 #include "vmm-fixture.h"
 #include "hypervisor/cloud-hypervisor.h"
 #include "hypervisor/firecracker.h"
-#include "hypervisor/vsock.h"
+#include "guest/vsock.h"
 #include "core/errors.h"
 
 #include <poll.h>

@@ -10,6 +10,9 @@
 #                                   daemon/ hypervisor/ store/: it uses
 #                                   core's interfaces, which those fill
 #   store/ hypervisor/ util/        nothing from bus/ daemon/ reconcile/
+#   guest/                          nothing from bus/ daemon/ reconcile/
+#                                   hypervisor/ store/: the agent's host
+#                                   side knows channels, not VMMs
 #
 # A quoted include is looked up as the compiler does: beside the including
 # file, then at the top of the tree, then in src/. One that is found
@@ -29,9 +32,11 @@ from collections import deque
 SYSTEMD = "systemd"
 
 RULES = [
-    (("core/",), {SYSTEMD, "bus/", "daemon/", "reconcile/", "store/", "hypervisor/", "util/"}),
-    (("reconcile/",), {SYSTEMD, "bus/", "daemon/", "hypervisor/", "store/"}),
+    (("core/",), {SYSTEMD, "bus/", "daemon/", "reconcile/", "store/", "hypervisor/", "util/",
+                  "guest/", "agent/"}),
+    (("reconcile/",), {SYSTEMD, "bus/", "daemon/", "hypervisor/", "store/", "guest/"}),
     (("store/", "hypervisor/", "util/"), {"bus/", "daemon/", "reconcile/"}),
+    (("guest/",), {"bus/", "daemon/", "reconcile/", "hypervisor/", "store/"}),
 ]
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)

@@ -48,6 +48,28 @@ typedef struct {
  * (StateError); what follows it (the console's and the VMM's last lines)
  * only to callers allowed to read the machine's console. */
 
+/* A command to run in a running guest, through its agent. */
+typedef struct {
+  const char *const *argv;       /* at least one */
+  const char *const *env;        /* "KEY=VALUE", NULL-terminated; may be NULL */
+  const char        *user;       /* NULL: root */
+  const char        *working_dir;
+  gboolean           tty;
+  guint              rows, columns;
+} MvRuntimeExec;
+
+/* What a guest's agent says, as it says it: one of the two is set. */
+typedef struct {
+  const char *agent_version;     /* the agent answered; "" if it gave no version */
+  const char *health;            /* the health check's status changed: "starting", ... */
+  guint       health_failing_streak;
+  const char *health_output;
+} MvGuestEvent;
+
+/* Called on the main thread for what the guests' agents say. */
+typedef void (*MvGuestEventFunc) (const char *machine_id, const MvGuestEvent *event,
+                                  gpointer user_data);
+
 /* Called on the main thread when a watched VMM ends by itself. */
 typedef void (*MvRuntimeExitFunc) (const char *machine_id, gboolean has_exit_code,
                                    int exit_code, const char *reason, gpointer user_data);
@@ -92,4 +114,23 @@ struct _MvRuntime {
   /* What the VMM has used so far. Main thread; cheap (reads /proc). */
   gboolean    (*usage) (MvRuntime *rt, const MvRuntimeRequest *req, MvRuntimeUsage *usage,
                         GError **error);
+
+  /* The guest's agent (docs/agent-protocol.md); all may be NULL for a
+   * runtime whose guests have none. Main thread, never blocking. */
+  /* Keeps in touch with the agent of the running guest of @req (copied)
+   * until detach_guest(): hears its exit report (which the watch's end
+   * then carries), its health, and gives it @req->spec's configuration
+   * if it asks. A guest without microvmd's agent is left alone. */
+  void        (*attach_guest) (MvRuntime *rt, const MvRuntimeRequest *req);
+  void        (*detach_guest) (MvRuntime *rt, const char *machine_id);
+  /* @req->spec's hostname, keys or metadata changed: the running guest
+   * is told at once (and its metadata service, where it has one). */
+  gboolean    (*update_guest) (MvRuntime *rt, const MvRuntimeRequest *req, GError **error);
+  /* Starts @exec in the attached guest; @fds as mv_agent_session_exec()
+   * gives them: stdin, stdout, stderr, status. MV_ERROR_INVALID_STATE if
+   * its agent has not answered. */
+  gboolean    (*exec) (MvRuntime *rt, const char *machine_id, const MvRuntimeExec *exec,
+                       int fds[4], GError **error);
+  /* Who hears the agents' events; set once, before any attach_guest(). */
+  void        (*set_guest_listener) (MvRuntime *rt, MvGuestEventFunc func, gpointer user_data);
 };

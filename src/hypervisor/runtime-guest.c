@@ -1,0 +1,376 @@
+/* The agents of a runtime's running guests: one session each while the
+ * machine is attached, what each said about how its workload ended, and
+ * what the rest of the runtime asks of them (runtime-private.h). */
+#include "runtime-private.h"
+#include "metadata.h"
+#include "util/log.h"
+#include "core/errors.h"
+
+#include <string.h>
+
+typedef struct {
+  MvRuntimeGuests *guests;
+  char            *machine_id;
+  char            *api_socket;      /* the VMM's, for its metadata service */
+  MvAgentSession  *session;
+  gboolean         exited;
+  gboolean         has_exit_code;
+  int              exit_code;
+  int              exit_signal;
+} Guest;
+
+struct _MvRuntimeGuests {
+  MvStarter        *starter;
+  GHashTable       *table;          /* machine ID -> Guest */
+  MvGuestEventFunc  func;
+  gpointer          func_data;
+  char             *kernel;         /* microvmd's guest kernel and initramfs, or NULL */
+  char             *initramfs;
+};
+
+static void
+guest_free (Guest *guest)
+{
+  mv_agent_session_free (guest->session);
+  g_free (guest->api_socket);
+  g_free (guest->machine_id);
+  g_free (guest);
+}
+
+MvRuntimeGuests *
+mv_runtime_guests_new (MvStarter *starter)
+{
+  MvRuntimeGuests *guests = g_new0 (MvRuntimeGuests, 1);
+
+  guests->starter = starter;
+  guests->table = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                         (GDestroyNotify) guest_free);
+  return guests;
+}
+
+void
+mv_runtime_guests_free (MvRuntimeGuests *guests)
+{
+  if (!guests)
+    return;
+  g_hash_table_unref (guests->table);
+  g_free (guests->kernel);
+  g_free (guests->initramfs);
+  g_free (guests);
+}
+
+void
+mv_runtime_guests_set_files (MvRuntimeGuests *guests, const char *kernel, const char *initramfs)
+{
+  g_free (guests->kernel);
+  g_free (guests->initramfs);
+  guests->kernel = g_strdup (kernel);
+  guests->initramfs = g_strdup (initramfs);
+}
+
+const char *
+mv_runtime_guests_kernel (MvRuntimeGuests *guests)
+{
+  return guests->kernel;
+}
+
+const char *
+mv_runtime_guests_initramfs (MvRuntimeGuests *guests)
+{
+  return guests->initramfs;
+}
+
+gboolean
+mv_runtime_guests_has_agent (MvRuntimeGuests *guests, const MvSpec *spec)
+{
+  if (spec->readiness == MV_READINESS_AGENT)
+    return TRUE;
+  return (!spec->initrd || !*spec->initrd) && guests->initramfs != NULL;
+}
+
+MvReadiness
+mv_runtime_guests_readiness (MvRuntimeGuests *guests, const MvSpec *spec)
+{
+  if (spec->readiness != MV_READINESS_AUTO)
+    return spec->readiness;
+  return mv_runtime_guests_has_agent (guests, spec) ? MV_READINESS_AGENT : MV_READINESS_VMM;
+}
+
+MvAgentEnd
+mv_runtime_guests_end (MvRuntimeGuests *guests)
+{
+  /* Firecracker's VMM goes on after its guest powers off, and ends when
+   * the guest reboots. */
+  return strcmp (guests->starter->type, "firecracker") == 0 ? MV_AGENT_END_REBOOT
+                                                            : MV_AGENT_END_POWEROFF;
+}
+
+/* ---- the session's events ---- */
+
+static void
+on_hello (const char *agent_version, gpointer data)
+{
+  Guest *guest = data;
+  MvGuestEvent event = { .agent_version = agent_version };
+
+  if (guest->guests->func)
+    guest->guests->func (guest->machine_id, &event, guest->guests->func_data);
+}
+
+static void
+on_exited (gboolean has_exit_code, int exit_code, int signal, const char *message, gpointer data)
+{
+  Guest *guest = data;
+
+  guest->exited = TRUE;
+  guest->has_exit_code = has_exit_code;
+  guest->exit_code = exit_code;
+  guest->exit_signal = signal;
+  mv_log_machine (G_LOG_LEVEL_MESSAGE, guest->machine_id, NULL, NULL,
+                  has_exit_code ? "The guest's workload exited with status %d"
+                                : "The guest's workload was killed by signal %d",
+                  has_exit_code ? exit_code : signal);
+}
+
+static void
+on_health (const char *status, guint failing_streak, const char *output, gpointer data)
+{
+  Guest *guest = data;
+  MvGuestEvent event = {
+    .health = status,
+    .health_failing_streak = failing_streak,
+    .health_output = output,
+  };
+
+  if (guest->guests->func)
+    guest->guests->func (guest->machine_id, &event, guest->guests->func_data);
+}
+
+static const MvAgentSessionEvents session_events = {
+  .hello = on_hello,
+  .exited = on_exited,
+  .health = on_health,
+};
+
+/* ---- attaching ---- */
+
+void
+mv_runtime_guests_set_listener (MvRuntimeGuests *guests, MvGuestEventFunc func, gpointer data)
+{
+  guests->func = func;
+  guests->func_data = data;
+}
+
+static gboolean
+frames_for (MvRuntimeGuests *guests, const MvSpec *spec, GBytes **config, GBytes **metadata,
+            GError **error)
+{
+  *config = mv_agent_config_frame (spec, mv_runtime_guests_end (guests), error);
+  if (!*config)
+    return FALSE;
+  *metadata = mv_agent_metadata_frame (spec, error);
+  if (!*metadata)
+    {
+      g_clear_pointer (config, g_bytes_unref);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+void
+mv_runtime_guests_attach (MvRuntimeGuests *guests, const MvRuntimeRequest *req)
+{
+  g_autoptr (MvVmSpec) vm = NULL;
+  g_autoptr (GBytes) config = NULL, metadata = NULL;
+  g_autoptr (GError) local = NULL;
+  Guest *guest;
+
+  if (g_hash_table_contains (guests->table, req->machine_id) ||
+      !mv_runtime_guests_has_agent (guests, req->spec))
+    return;
+  if (!frames_for (guests, req->spec, &config, &metadata, &local))
+    {
+      mv_log_machine (G_LOG_LEVEL_WARNING, req->machine_id, NULL, NULL,
+                      "Cannot talk to the guest's agent: %s", local->message);
+      return;
+    }
+  vm = mv_runtime_vm_spec_new (guests->starter, guests, req);
+  guest = g_new0 (Guest, 1);
+  guest->guests = guests;
+  guest->machine_id = g_strdup (req->machine_id);
+  guest->api_socket = mv_runtime_api_socket_path (guests->starter, req->runtime_dir);
+  g_hash_table_insert (guests->table, guest->machine_id, guest);
+  guest->session = mv_agent_session_new (&vm->agent, config, &session_events, guest);
+  mv_agent_session_set_guest (guest->session, config, metadata);
+}
+
+void
+mv_runtime_guests_detach (MvRuntimeGuests *guests, const char *machine_id)
+{
+  g_hash_table_remove (guests->table, machine_id);
+}
+
+gboolean
+mv_runtime_guests_take_exit (MvRuntimeGuests *guests, const char *machine_id,
+                             gboolean *has_exit_code, int *exit_code, int *signal)
+{
+  Guest *guest = g_hash_table_lookup (guests->table, machine_id);
+
+  if (!guest || !guest->exited)
+    return FALSE;
+  *has_exit_code = guest->has_exit_code;
+  *exit_code = guest->exit_code;
+  *signal = guest->exit_signal;
+  guest->exited = FALSE;
+  return TRUE;
+}
+
+/* ---- updates ---- */
+
+typedef struct {
+  MvStarter *starter;
+  char      *api_socket;
+  char      *machine_id;
+  JsonNode  *document;
+} MetadataPut;
+
+static void
+metadata_put_free (gpointer data)
+{
+  MetadataPut *put = data;
+
+  g_free (put->api_socket);
+  g_free (put->machine_id);
+  json_node_unref (put->document);
+  g_free (put);
+}
+
+static void
+metadata_put_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  MetadataPut *put = task_data;
+  g_autoptr (GError) local = NULL;
+  g_autoptr (MvHypervisor) hv = put->starter->connect (put->starter, put->api_socket, &local);
+
+  if (!hv || (hv->set_metadata && !hv->set_metadata (hv, put->document, &local)))
+    mv_log_machine (G_LOG_LEVEL_WARNING, put->machine_id, NULL, NULL,
+                    "Could not update the guest's metadata service: %s", local->message);
+  g_task_return_boolean (task, TRUE);
+}
+
+gboolean
+mv_runtime_guests_update (MvRuntimeGuests *guests, const MvRuntimeRequest *req, GError **error)
+{
+  Guest *guest = g_hash_table_lookup (guests->table, req->machine_id);
+  g_autoptr (GBytes) config = NULL, metadata = NULL;
+
+  if (mv_runtime_guests_end (guests) == MV_AGENT_END_REBOOT && req->vmm)
+    {
+      /* Firecracker's guests also read it from the VMM's metadata
+       * service: an HTTP call, off the main thread. */
+      g_autoptr (GTask) task = g_task_new (NULL, NULL, NULL, NULL);
+      MetadataPut *put = g_new0 (MetadataPut, 1);
+
+      put->starter = guests->starter;
+      put->api_socket = mv_runtime_api_socket_path (guests->starter, req->runtime_dir);
+      put->machine_id = g_strdup (req->machine_id);
+      put->document = mv_spec_metadata_document (req->spec);
+      g_task_set_task_data (task, put, metadata_put_free);
+      g_task_run_in_thread (task, metadata_put_thread);
+    }
+  if (!guest)
+    return TRUE;
+  if (!frames_for (guests, req->spec, &config, &metadata, error))
+    return FALSE;
+  mv_agent_session_set_guest (guest->session, config, metadata);
+  return TRUE;
+}
+
+gboolean
+mv_runtime_guests_exec (MvRuntimeGuests *guests, const char *machine_id,
+                        const MvRuntimeExec *exec, int fds[4], GError **error)
+{
+  Guest *guest = g_hash_table_lookup (guests->table, machine_id);
+  MvAgentExec request = {
+    .argv = exec->argv,
+    .env = exec->env,
+    .user = exec->user,
+    .working_dir = exec->working_dir,
+    .tty = exec->tty,
+    .rows = exec->rows,
+    .columns = exec->columns,
+  };
+
+  if (!guest)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
+                   "This guest has no microvmd agent to run commands with");
+      return FALSE;
+    }
+  return mv_agent_session_exec (guest->session, &request, fds, error);
+}
+
+/* ---- power-off, from a worker thread ---- */
+
+typedef struct {
+  MvRuntimeGuests *guests;
+  char            *machine_id;
+  MvGuestAsked     answer;
+  gboolean         done;
+  GMutex           lock;
+  GCond            cond;
+} Ask;
+
+static gboolean
+ask_on_main (gpointer data)
+{
+  Ask *ask = data;
+  Guest *guest = g_hash_table_lookup (ask->guests->table, ask->machine_id);
+  MvGuestAsked answer = MV_GUEST_NO_AGENT;
+
+  if (guest)
+    answer = mv_agent_session_poweroff (guest->session) ? MV_GUEST_ASKED : MV_GUEST_NOT_ANSWERING;
+  g_mutex_lock (&ask->lock);
+  ask->answer = answer;
+  ask->done = TRUE;
+  g_cond_signal (&ask->cond);
+  g_mutex_unlock (&ask->lock);
+  return G_SOURCE_REMOVE;
+}
+
+/* How long a worker waits for the main loop to pass the request on. */
+#define ASK_TIMEOUT_US  (2 * G_USEC_PER_SEC)
+
+MvGuestAsked
+mv_runtime_guests_ask_poweroff (MvRuntimeGuests *guests, const char *machine_id)
+{
+  Ask *ask = g_new0 (Ask, 1);
+  gint64 deadline = g_get_monotonic_time () + ASK_TIMEOUT_US;
+  MvGuestAsked answer;
+  gboolean done;
+
+  ask->guests = guests;
+  ask->machine_id = g_strdup (machine_id);
+  ask->answer = MV_GUEST_NO_AGENT;
+  g_mutex_init (&ask->lock);
+  g_cond_init (&ask->cond);
+  g_main_context_invoke (NULL, ask_on_main, ask);
+  g_mutex_lock (&ask->lock);
+  while (!ask->done)
+    if (!g_cond_wait_until (&ask->cond, &ask->lock, deadline))
+      break;
+  done = ask->done;
+  answer = ask->answer;
+  g_mutex_unlock (&ask->lock);
+  if (!done)
+    {
+      /* The main loop is not turning (the daemon is ending); the request
+       * stays with it and is freed never: a few bytes, once. */
+      return MV_GUEST_NO_AGENT;
+    }
+  g_mutex_clear (&ask->lock);
+  g_cond_clear (&ask->cond);
+  g_free (ask->machine_id);
+  g_free (ask);
+  return answer;
+}

@@ -1,0 +1,144 @@
+/* What the reconciler does with the guests' agents: it keeps the runtime
+ * in touch with the agent of each watched machine, turns what the agents
+ * say into the machines' health, and passes commands and metadata on. */
+#include "reconciler-private.h"
+#include "core/errors.h"
+
+#include <string.h>
+
+static void
+set_string (char **field, const char *value, gboolean *changed)
+{
+  if (g_strcmp0 (*field, value) == 0)
+    return;
+  g_free (*field);
+  *field = g_strdup (value);
+  *changed = TRUE;
+}
+
+static void
+on_guest_event (const char *machine_id, const MvGuestEvent *event, gpointer data)
+{
+  MvMachine *machine = mv_reconciler_lookup (data, machine_id);
+  gboolean changed = FALSE;
+
+  if (!machine || machine->gone)
+    return;
+  if (event->agent_version)
+    {
+      set_string (&machine->agent_version, event->agent_version, &changed);
+      if (changed)
+        mv_machine_changed (machine, MV_PROP_GUEST);
+      return;
+    }
+  if (event->health)
+    {
+      set_string (&machine->health, event->health, &changed);
+      if (machine->health_failing_streak != event->health_failing_streak)
+        {
+          machine->health_failing_streak = event->health_failing_streak;
+          changed = TRUE;
+        }
+      if (changed)
+        {
+          mv_machine_log (machine, G_LOG_LEVEL_INFO, "Health: %s (%u failing in a row)%s%s",
+                          event->health, event->health_failing_streak,
+                          event->health_output && *event->health_output ? ": " : "",
+                          event->health_output ? event->health_output : "");
+          mv_machine_changed (machine, MV_PROP_GUEST);
+        }
+    }
+}
+
+void
+mv_reconciler_listen_to_guests (MvReconciler *rec)
+{
+  MvRuntimes *runtimes = rec->host->runtimes;
+
+  for (guint i = 0; runtimes && i < mv_runtimes_count (runtimes); i++)
+    {
+      MvRuntime *runtime = mv_runtimes_get (runtimes, i);
+
+      if (runtime->set_guest_listener)
+        runtime->set_guest_listener (runtime, on_guest_event, rec);
+    }
+}
+
+void
+mv_reconciler_attach_guest (MvMachine *machine, MvRuntime *runtime)
+{
+  MvRecords *records = machine->reconciler->host->records;
+  g_autofree char *runtime_dir = NULL;
+
+  if (!runtime->attach_guest || !machine->status->vmm)
+    return;
+  runtime_dir = records->runtime_dir (records, machine->id);
+  MvRuntimeRequest req = mv_machine_request (machine, runtime_dir);
+  runtime->attach_guest (runtime, &req);
+}
+
+void
+mv_reconciler_detach_guest (MvMachine *machine, MvRuntime *runtime)
+{
+  gboolean changed = FALSE;
+
+  if (runtime && runtime->detach_guest)
+    runtime->detach_guest (runtime, machine->id);
+  /* What the agent said is of the guest that ran. */
+  set_string (&machine->agent_version, NULL, &changed);
+  set_string (&machine->health, NULL, &changed);
+  if (machine->health_failing_streak)
+    {
+      machine->health_failing_streak = 0;
+      changed = TRUE;
+    }
+  if (changed && !machine->gone)
+    mv_machine_changed (machine, MV_PROP_GUEST);
+}
+
+void
+mv_reconciler_update_guest (MvMachine *machine)
+{
+  MvRecords *records = machine->reconciler->host->records;
+  MvRuntime *runtime = mv_reconciler_runtime_for (machine, NULL);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *runtime_dir = NULL;
+
+  if (!runtime || !runtime->update_guest || !machine->status->vmm ||
+      !mv_state_holds_resources (machine->status->state))
+    return;
+  runtime_dir = records->runtime_dir (records, machine->id);
+  MvRuntimeRequest req = mv_machine_request (machine, runtime_dir);
+  if (!runtime->update_guest (runtime, &req, &error))
+    mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Could not give the guest its new metadata: %s",
+                    error->message);
+}
+
+gboolean
+mv_reconciler_exec (MvMachine *machine, const MvRuntimeExec *exec, int fds[4], GError **error)
+{
+  MvRuntime *runtime;
+
+  if (machine->gone)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_NOT_FOUND, "The machine was deleted");
+      return FALSE;
+    }
+  if (machine->status->state != MV_STATE_RUNNING || !machine->watch_id)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
+                   "The machine is %s: commands run only in a running guest",
+                   mv_state_to_string (machine->status->state));
+      return FALSE;
+    }
+  runtime = mv_reconciler_runtime_for (machine, error);
+  if (!runtime)
+    return FALSE;
+  if (!runtime->exec)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                   "%s guests cannot run commands from the host", runtime->type);
+      return FALSE;
+    }
+  return runtime->exec (runtime, machine->id, exec, fds, error);
+}

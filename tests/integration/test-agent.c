@@ -1,0 +1,543 @@
+/* The guest side through the daemon: microvmd's initramfs and agent in
+ * QEMU guests under TCG (with a busybox root disk), and the test VMMs'
+ * simulated guest speaking the same protocol over their hybrid vsock.
+ * Workloads and their exit codes, exec, mounts, the hostname, metadata
+ * and SSH keys, health checks, Wait, and Stop through the agent. */
+#include "bus-client.h"
+#include "names.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *agent_kernel;
+static char *agent_initramfs;
+static char *rootfs;
+
+typedef struct {
+  const char *type;
+  char       *config;
+} AgentCase;
+
+static const char lifecycle_config[] =
+  "[lifecycle]\n"
+  "boot-timeout-seconds=25\n"
+  "stop-timeout-seconds=20\n"
+  "restart-backoff-ms=300\n"
+  "resync-seconds=1\n";
+
+static void
+agent_fixture_setup (Fixture *f, gconstpointer data)
+{
+  const AgentCase *c = data;
+  fixture_setup (f, c->config);
+}
+
+static void
+agent_fixture_teardown (Fixture *f, gconstpointer data)
+{
+  client_delete_all (f->client);
+  fixture_teardown (f, data);
+}
+
+/* A machine booting microvmd's kernel and initramfs (the daemon's [guest]
+ * files: the spec names neither) from the busybox root disk. */
+static char *
+create (Fixture *f, gconstpointer data, const char *name, const char *extra)
+{
+  const AgentCase *c = data;
+  g_autofree char *spec = g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"%s\","
+                                           "\"memory_bytes\":268435456,"
+                                           "\"disks\":[{\"path\":\"%s\",\"read_only\":true,"
+                                           "\"root\":true}]%s%s}",
+                                           name, c->type, rootfs, extra ? "," : "",
+                                           extra ? extra : "");
+  return client_create_ok (f->client, spec);
+}
+
+static char *
+console_text (Fixture *f, const char *path)
+{
+  g_autofree char *file = fixture_runtime_file (f, path, "console.log");
+  char *text = NULL;
+
+  if (!g_file_get_contents (file, &text, NULL, NULL))
+    return g_strdup ("");
+  return text;
+}
+
+static guint
+count (const char *haystack, const char *needle)
+{
+  guint n = 0;
+
+  for (const char *p = haystack; (p = strstr (p, needle)); p += strlen (needle))
+    n++;
+  return n;
+}
+
+/* ---- exec ---- */
+
+typedef struct {
+  char *out;
+  char *err;
+  char *status;
+} ExecResult;
+
+static void
+exec_result_clear (ExecResult *r)
+{
+  g_free (r->out);
+  g_free (r->err);
+  g_free (r->status);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ExecResult, exec_result_clear)
+
+/* Calls Exec; fds[0..3] are the caller's ends. */
+static gboolean
+exec_start (Fixture *f, const char *path, const char *const *argv, int fds[4], char **error_name)
+{
+  g_autoptr (sd_bus_message) m = NULL, reply = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  int r, in, out, err, status;
+
+  r = sd_bus_message_new_method_call (f->client->bus, &m, MV_BUS_NAME, path, MV_MACHINE_IFACE,
+                                      "Exec");
+  g_assert_cmpint (r, >=, 0);
+  g_assert_cmpint (sd_bus_message_append_strv (m, (char **) argv), >=, 0);
+  g_assert_cmpint (sd_bus_message_append (m, "a{ss}", 0), >=, 0);
+  g_assert_cmpint (sd_bus_message_append (m, "a{sv}", 0), >=, 0);
+  r = sd_bus_call (f->client->bus, m, 30 * G_USEC_PER_SEC, &error, &reply);
+  if (r < 0)
+    {
+      g_test_message ("Exec: %s: %s", error.name, error.message);
+      if (error_name)
+        *error_name = g_strdup (error.name);
+      sd_bus_error_free (&error);
+      return FALSE;
+    }
+  g_assert_cmpint (sd_bus_message_read (reply, "hhhh", &in, &out, &err, &status), >, 0);
+  fds[0] = fcntl (in, F_DUPFD_CLOEXEC, 3);
+  fds[1] = fcntl (out, F_DUPFD_CLOEXEC, 3);
+  fds[2] = fcntl (err, F_DUPFD_CLOEXEC, 3);
+  fds[3] = fcntl (status, F_DUPFD_CLOEXEC, 3);
+  return TRUE;
+}
+
+/* Reads @fd to its end (within 30 s). */
+static char *
+read_all (int fd)
+{
+  GString *s = g_string_new (NULL);
+  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+
+  for (;;)
+    {
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      char buf[4096];
+      ssize_t n;
+
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      if (poll (&p, 1, 200) <= 0)
+        continue;
+      n = read (fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      g_string_append_len (s, buf, n);
+    }
+  close (fd);
+  return g_string_free (s, FALSE);
+}
+
+/* Runs @argv with @input on its stdin, to its end. */
+static void
+exec_run (Fixture *f, const char *path, const char *const *argv, const char *input,
+          ExecResult *result)
+{
+  int fds[4];
+
+  g_assert_true (exec_start (f, path, argv, fds, NULL));
+  if (input)
+    g_assert_cmpint (write (fds[0], input, strlen (input)), ==, (gssize) strlen (input));
+  close (fds[0]);
+  result->out = read_all (fds[1]);
+  result->err = read_all (fds[2]);
+  result->status = g_strchomp (read_all (fds[3]));
+  g_test_message ("exec %s: %s; stdout: %s; stderr: %s", argv[0], result->status, result->out,
+                  result->err);
+}
+
+/* The standard output of @argv, which must succeed. */
+static char *
+exec_output (Fixture *f, const char *path, const char *const *argv)
+{
+  g_auto (ExecResult) r = { 0 };
+
+  exec_run (f, path, argv, NULL, &r);
+  g_assert_cmpstr (r.status, ==, "exit 0");
+  return g_steal_pointer (&r.out);
+}
+
+/* ---- the tests ---- */
+
+/* The workload runs as the user, in the directory, with the environment
+ * it was given, and its exit code is the machine's; on-failure starts it
+ * again. */
+static void
+test_workload_exit_code (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "job",
+                                  "\"cmd\":[\"sh\",\"-c\",\"id -u; pwd; printenv FOO; exit 3\"],"
+                                  "\"user\":\"tester\",\"working_dir\":\"/tmp\","
+                                  "\"env\":{\"FOO\":\"bar-value\"},"
+                                  "\"restart\":{\"mode\":\"on-failure\",\"max_retries\":1}");
+  g_autofree char *console = NULL, *why = NULL;
+
+  client_call_ok (f->client, path, "Start");
+  client_assert_state_soon (f->client, path, "Failed", 90000);
+  g_assert_cmpint (client_get_i32 (f->client, path, "ExitCode"), ==, 3);
+  g_assert_cmpuint (client_get_u32 (f->client, path, "RestartCount"), ==, 1);
+  why = client_get_string (f->client, path, "StateError");
+  g_test_message ("reason: %s", why);
+  g_assert_nonnull (strstr (why, "status 3"));
+  console = console_text (f, path);
+  g_assert_cmpuint (count (console, "workload exited with status 3"), ==, 2);
+  g_assert_nonnull (strstr (console, "\n1000"));
+  g_assert_nonnull (strstr (console, "\n/tmp"));
+  g_assert_nonnull (strstr (console, "bar-value"));
+}
+
+static void
+test_workload_clean_exit (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "clean", "\"cmd\":[\"true\"]");
+
+  /* Start returns once the workload has ended, however it ended. */
+  client_call_ok (f->client, path, "Start");
+  client_assert_state_soon (f->client, path, "Stopped", 30000);
+  g_assert_cmpint (client_get_i32 (f->client, path, "ExitCode"), ==, 0);
+}
+
+static void
+test_exec (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "shell", NULL);
+  g_auto (ExecResult) cat = { 0 }, code = { 0 }, missing = { 0 };
+  const char *cat_argv[] = { "cat", NULL };
+  const char *exit_argv[] = { "sh", "-c", "exit 7", NULL };
+  const char *missing_argv[] = { "no-such-command", NULL };
+  int a[4], b[4];
+
+  client_call_ok (f->client, path, "Start");
+  g_autofree char *version = client_get_string (f->client, path, "AgentVersion");
+  g_assert_cmpstr (version, !=, "");
+
+  exec_run (f, path, cat_argv, "hello through the agent\n", &cat);
+  g_assert_cmpstr (cat.status, ==, "exit 0");
+  g_assert_cmpstr (cat.out, ==, "hello through the agent\n");
+
+  exec_run (f, path, exit_argv, NULL, &code);
+  g_assert_cmpstr (code.status, ==, "exit 7");
+
+  exec_run (f, path, missing_argv, NULL, &missing);
+  g_assert_cmpstr (missing.status, ==, "exit 127");
+
+  /* Two at once: each hears only its own input. */
+  g_assert_true (exec_start (f, path, cat_argv, a, NULL));
+  g_assert_true (exec_start (f, path, cat_argv, b, NULL));
+  g_assert_cmpint (write (b[0], "second\n", 7), ==, 7);
+  g_assert_cmpint (write (a[0], "first\n", 6), ==, 6);
+  close (a[0]);
+  close (b[0]);
+  g_autofree char *a_out = read_all (a[1]), *b_out = read_all (b[1]);
+  g_autofree char *a_status = read_all (a[3]), *b_status = read_all (b[3]);
+  close (a[2]);
+  close (b[2]);
+  g_assert_cmpstr (a_out, ==, "first\n");
+  g_assert_cmpstr (b_out, ==, "second\n");
+  g_assert_cmpstr (a_status, ==, "exit 0\n");
+  g_assert_cmpstr (b_status, ==, "exit 0\n");
+}
+
+/* microvmctl exec passes stdin through and exits with the command's
+ * status. */
+static void
+test_microvmctl_exec (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "cli", NULL);
+  g_autofree char *ctl = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "src", "cli",
+                                           "microvmctl", NULL);
+  g_autofree char *cmd = NULL, *cmd2 = NULL, *out = NULL, *out2 = NULL;
+  int status = 0;
+
+  client_call_ok (f->client, path, "Start");
+  cmd = g_strdup_printf ("sh -c 'echo piped-in | %s exec cli -- cat'", ctl);
+  g_assert_true (g_spawn_command_line_sync (cmd, &out, NULL, &status, NULL));
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_assert_cmpstr (out, ==, "piped-in\n");
+  cmd2 = g_strdup_printf ("%s exec cli -- sh -c 'exit 5'", ctl);
+  g_assert_true (g_spawn_command_line_sync (cmd2, &out2, NULL, &status, NULL));
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 5);
+}
+
+static void
+test_mounts_and_hostname (Fixture *f, gconstpointer data)
+{
+  /* "aGVsbG8gZmlsZQo=" is "hello file\n". */
+  g_autofree char *path = create (f, data, "mounts",
+                                  "\"hostname\":\"guest-host\","
+                                  "\"mounts\":[{\"type\":\"file\",\"target\":\"/etc/greeting\","
+                                  "\"content\":\"aGVsbG8gZmlsZQo=\",\"mode\":\"0640\"},"
+                                  "{\"type\":\"tmpfs\",\"target\":\"/scratch\"}]");
+  const char *greeting[] = { "cat", "/etc/greeting", NULL };
+  const char *mounts[] = { "cat", "/proc/mounts", NULL };
+  const char *hostname[] = { "hostname", NULL };
+
+  client_call_ok (f->client, path, "Start");
+  g_autofree char *text = exec_output (f, path, greeting);
+  g_assert_cmpstr (text, ==, "hello file\n");
+  g_autofree char *table = exec_output (f, path, mounts);
+  g_assert_nonnull (strstr (table, " /scratch tmpfs "));
+  g_autofree char *name = exec_output (f, path, hostname);
+  g_assert_cmpstr (name, ==, "guest-host\n");
+}
+
+/* The metadata document is in the guest, and a key change reaches the
+ * login command of the running guest, without a restart. */
+static void
+test_metadata_and_keys (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "meta",
+                                  "\"metadata\":{\"role\":\"database\"},"
+                                  "\"user_data\":\"#cloud-config\","
+                                  "\"ssh_keys\":[\"ssh-ed25519 AAAAfirst first@example\"]");
+  const char *document[] = { "cat", "/run/microvmd/metadata.json", NULL };
+  const char *keys[] = { "/run/microvmd/microvmd-agent", "authorized-keys", "root", NULL };
+  const char *hostname[] = { "hostname", NULL };
+  guint64 started;
+
+  client_call_ok (f->client, path, "Start");
+  started = client_get_u64 (f->client, path, "StartedAt");
+  g_autofree char *doc = exec_output (f, path, document);
+  g_assert_nonnull (strstr (doc, "\"role\":\"database\""));
+  g_assert_nonnull (strstr (doc, "#cloud-config"));
+  g_autofree char *before = exec_output (f, path, keys);
+  g_assert_cmpstr (before, ==, "ssh-ed25519 AAAAfirst first@example\n");
+  g_autofree char *name = exec_output (f, path, hostname);
+  g_assert_cmpstr (name, ==, "meta\n");
+
+  /* The whole spec with its secrets, the key replaced. */
+  g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "GetSpec",
+                                              NULL, NULL, NULL);
+  const char *json = NULL;
+  g_assert_nonnull (r);
+  g_assert_cmpint (sd_bus_message_read (r, "s", &json), >, 0);
+  g_autoptr (GString) spec = g_string_new (json);
+  g_assert_cmpuint (g_string_replace (spec, "AAAAfirst first@example", "AAAAsecond second@example",
+                                      0), ==, 1);
+  g_autoptr (sd_bus_message) u = client_call (f->client, path, MV_MACHINE_IFACE, "Update", NULL,
+                                              NULL, "s", spec->str);
+  g_assert_nonnull (u);
+
+  g_autofree char *after = NULL;
+  for (guint i = 0; i < 50; i++)
+    {
+      g_free (after);
+      after = exec_output (f, path, keys);
+      if (strstr (after, "second"))
+        break;
+      client_settle (f->client, 200);
+    }
+  g_assert_cmpstr (after, ==, "ssh-ed25519 AAAAsecond second@example\n");
+  g_assert_cmpuint (client_get_u64 (f->client, path, "StartedAt"), ==, started);
+}
+
+static gboolean
+health_is (Client *client, gpointer data)
+{
+  const char *const *want = data;
+  g_autofree char *health = client_get_string (client, want[0], "Health");
+  return g_strcmp0 (health, want[1]) == 0;
+}
+
+static void
+assert_health_soon (Fixture *f, const char *path, const char *health)
+{
+  const char *want[] = { path, health };
+
+  if (!client_wait (f->client, health_is, want, 30000))
+    {
+      g_autofree char *now = client_get_string (f->client, path, "Health");
+      g_error ("Health did not become %s (it is %s)", health, now);
+    }
+}
+
+static void
+test_health_and_wait (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "checked",
+                                  "\"health_check\":{\"exec\":[\"test\",\"-e\",\"/tmp/ok\"],"
+                                  "\"interval_seconds\":1,\"timeout_seconds\":1,\"retries\":1}");
+  const char *touch[] = { "touch", "/tmp/ok", NULL };
+  const char *rm[] = { "rm", "/tmp/ok", NULL };
+  g_autofree char *err = NULL;
+
+  client_call_ok (f->client, path, "Start");
+  assert_health_soon (f, path, "unhealthy");
+  g_free (exec_output (f, path, touch));
+  g_autoptr (sd_bus_message) w = client_call (f->client, path, MV_MACHINE_IFACE, "Wait", &err,
+                                              NULL, "sa{sv}", "healthy", 0);
+  g_assert_nonnull (w);
+  g_assert_cmpstr (client_get_string (f->client, path, "Health"), ==, "healthy");
+  g_free (exec_output (f, path, rm));
+  assert_health_soon (f, path, "unhealthy");
+  g_assert_cmpuint (client_get_u32 (f->client, path, "HealthFailingStreak"), >=, 1);
+}
+
+static int
+on_wait_reply (sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+  sd_bus_message **out = userdata;
+
+  *out = sd_bus_message_ref (m);
+  return 0;
+}
+
+static gboolean
+has_reply (Client *client, gpointer data)
+{
+  return *(sd_bus_message **) data != NULL;
+}
+
+/* A Wait made before the Start hears how the run ends, though the machine
+ * is deleted as it stops. */
+static void
+test_wait_removed_on_exit (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "once", "\"cmd\":[\"sh\",\"-c\",\"exit 4\"],"
+                                  "\"remove_on_exit\":true");
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autoptr (sd_bus_message) call = NULL;
+  sd_bus_message *reply = NULL;
+  const char *key, *state = NULL;
+  int32_t exit_code = -1;
+
+  g_assert_cmpint (sd_bus_message_new_method_call (f->client->bus, &call, MV_BUS_NAME, path,
+                                                   MV_MACHINE_IFACE, "Wait"), >=, 0);
+  g_assert_cmpint (sd_bus_message_append (call, "sa{sv}", "stopped", 2, "id", "s", id,
+                                          "next_stop", "b", 1), >=, 0);
+  g_assert_cmpint (sd_bus_call_async (f->client->bus, NULL, call, on_wait_reply, &reply,
+                                      120 * G_USEC_PER_SEC), >=, 0);
+  client_settle (f->client, 200);
+  g_assert_null (reply);
+
+  client_call_ok (f->client, path, "Start");
+  g_assert_true (client_wait (f->client, has_reply, &reply, 60000));
+  g_assert_false (sd_bus_message_is_method_error (reply, NULL));
+  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "{sv}"), >, 0);
+  while (sd_bus_message_enter_container (reply, 'e', "sv") > 0)
+    {
+      g_assert_cmpint (sd_bus_message_read (reply, "s", &key), >, 0);
+      if (g_str_equal (key, "state"))
+        g_assert_cmpint (sd_bus_message_read (reply, "v", "s", &state), >, 0);
+      else if (g_str_equal (key, "exit_code"))
+        g_assert_cmpint (sd_bus_message_read (reply, "v", "i", &exit_code), >, 0);
+      else
+        g_assert_cmpint (sd_bus_message_skip (reply, "v"), >, 0);
+      sd_bus_message_exit_container (reply);
+    }
+  g_assert_cmpstr (state, ==, "Failed");
+  g_assert_cmpint (exit_code, ==, 4);
+  sd_bus_message_unref (reply);
+}
+
+static void
+test_stop_through_agent (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "polite", NULL);
+  g_autofree char *log = NULL;
+
+  client_call_ok (f->client, path, "Start");
+  client_call_ok (f->client, path, "Stop");
+  g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Stopped");
+  log = mv_test_env_read_daemon_log (f->env);
+  g_assert_nonnull (strstr (log, "The guest powered off at its agent's request"));
+  g_assert_null (strstr (log, "pressing its power button"));
+}
+
+static void
+test_bad_workloads (Fixture *f, gconstpointer data)
+{
+  const struct {
+    const char *name;
+    const char *extra;
+    const char *said;
+  } cases[] = {
+    { "nouser", "\"cmd\":[\"true\"],\"user\":\"alice\"", "user: alice" },
+    { "nocmd", "\"cmd\":[\"no-such-program\"]", "no-such-program" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *path = create (f, data, cases[i].name, cases[i].extra);
+      g_autofree char *msg = NULL, *err = NULL, *dir = NULL;
+
+      err = client_machine_call (f->client, path, "Start", &msg);
+      g_test_message ("Start: %s", msg);
+      g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+      g_assert_nonnull (strstr (msg, "agent"));
+      g_assert_nonnull (strstr (msg, cases[i].said));
+      g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Failed");
+    }
+}
+
+/* ---- registration ---- */
+
+static void
+add (const char *type, const char *name, void (*func) (Fixture *, gconstpointer))
+{
+  AgentCase *c = g_new0 (AgentCase, 1);
+  g_autofree char *guest = g_strdup_printf ("[guest]\nkernel=%s\ninitramfs=%s\n%s", agent_kernel,
+                                            agent_initramfs, lifecycle_config);
+  g_autofree char *test_path = g_strdup_printf ("/agent/%s/%s", type, name);
+
+  c->type = type;
+  c->config = guest_config (type, guest);
+  g_test_add (test_path, Fixture, c, agent_fixture_setup, func, agent_fixture_teardown);
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *types[] = { "qemu", "cloud-hypervisor", "firecracker" };
+  const char *build = g_getenv ("MICROVMD_BUILD_DIR");
+
+  g_test_init (&argc, &argv, NULL);
+  g_assert_nonnull (build);
+  agent_kernel = g_build_filename (build, "guest", "vmlinuz", NULL);
+  agent_initramfs = g_build_filename (build, "guest", "initramfs.img", NULL);
+  rootfs = g_build_filename (build, "tests", "guest", "rootfs.ext4", NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (types); i++)
+    {
+      add (types[i], "workload-exit-code", test_workload_exit_code);
+      add (types[i], "workload-clean-exit", test_workload_clean_exit);
+      add (types[i], "exec", test_exec);
+      add (types[i], "microvmctl-exec", test_microvmctl_exec);
+      add (types[i], "mounts-and-hostname", test_mounts_and_hostname);
+      add (types[i], "metadata-and-keys", test_metadata_and_keys);
+      add (types[i], "health-and-wait", test_health_and_wait);
+      add (types[i], "wait-removed-on-exit", test_wait_removed_on_exit);
+      add (types[i], "stop-through-agent", test_stop_through_agent);
+      add (types[i], "bad-workloads", test_bad_workloads);
+    }
+  return g_test_run ();
+}
