@@ -743,7 +743,8 @@ append_exec_options (sd_bus_message *m, MvCtl *ctl, gboolean tty)
     return r;
 
   r = sd_bus_message_append (m, "{sv}", "tty", "b", (int) tty);
-  if (r >= 0 && tty && ioctl (STDOUT_FILENO, TIOCGWINSZ, &size) == 0 &&
+  if (r >= 0 && tty &&
+      (ioctl (STDOUT_FILENO, TIOCGWINSZ, &size) == 0 || ioctl (STDIN_FILENO, TIOCGWINSZ, &size) == 0) &&
       size.ws_row > 0 && size.ws_col > 0)
     r = sd_bus_message_append (m, "{sv}{sv}",
                                "rows", "u", (uint32_t) size.ws_row,

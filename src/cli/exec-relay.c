@@ -75,9 +75,10 @@ save_terminal (SavedTerminal *saved, gboolean raw_terminal)
       (void) tcsetattr (STDIN_FILENO, TCSANOW, &raw);
     }
 
-  /* Standard error stays blocking: our own messages go there. */
-  set_nonblocking (STDIN_FILENO);
-  set_nonblocking (STDOUT_FILENO);
+  /* All three, so that a reader who is slow on one of our outputs holds
+   * up only that one. Our own messages wait until they are restored. */
+  for (int fd = 0; fd < 3; fd++)
+    set_nonblocking (fd);
 }
 
 static void
