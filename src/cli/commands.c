@@ -1,15 +1,22 @@
 /* The commands of microvmctl. Each returns an exit status and has printed
  * whatever went wrong. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <json-glib/json-glib.h>
 
+#include "env-assignment.h"
+#include "exec-relay.h"
+#include "exec-status.h"
 #include "microvmctl.h"
 #include "names.h"
 #include "properties.h"
 #include "table.h"
+#include "wait-result.h"
 
 /* Standard freedesktop interfaces, not microvmd names. */
 #define DBUS_PROPERTIES_IFACE     "org.freedesktop.DBus.Properties"
@@ -686,4 +693,231 @@ mv_cmd_set_desired (MvCtl *ctl, const char *method, int argc, char **argv)
   if (r < 0)
     return mv_fail_bus (&error, r);
   return MV_EXIT_OK;
+}
+
+/* Appends exec's -e assignments as a{ss}; a later one of a key wins. */
+static int
+append_env (sd_bus_message *m, GPtrArray *env)
+{
+  int r;
+
+  r = sd_bus_message_open_container (m, SD_BUS_TYPE_ARRAY, "{ss}");
+  if (r < 0)
+    return r;
+
+  for (guint i = 0; env != NULL && i < env->len; i++)
+    {
+      g_autofree char *key = NULL, *value = NULL;
+      gboolean overridden = FALSE;
+
+      /* Checked when the options were parsed. */
+      if (!mv_env_assignment_parse (g_ptr_array_index (env, i), &key, &value))
+        g_assert_not_reached ();
+
+      for (guint j = i + 1; j < env->len && !overridden; j++)
+        {
+          g_autofree char *later_key = NULL, *later_value = NULL;
+
+          if (mv_env_assignment_parse (g_ptr_array_index (env, j), &later_key, &later_value))
+            overridden = g_str_equal (key, later_key);
+        }
+      if (overridden)
+        continue;
+
+      r = sd_bus_message_append (m, "{ss}", key, value);
+      if (r < 0)
+        return r;
+    }
+
+  return sd_bus_message_close_container (m);
+}
+
+static int
+append_exec_options (sd_bus_message *m, MvCtl *ctl, gboolean tty)
+{
+  struct winsize size;
+  int r;
+
+  r = sd_bus_message_open_container (m, SD_BUS_TYPE_ARRAY, "{sv}");
+  if (r < 0)
+    return r;
+
+  r = sd_bus_message_append (m, "{sv}", "tty", "b", (int) tty);
+  if (r >= 0 && tty &&
+      (ioctl (STDOUT_FILENO, TIOCGWINSZ, &size) == 0 || ioctl (STDIN_FILENO, TIOCGWINSZ, &size) == 0) &&
+      size.ws_row > 0 && size.ws_col > 0)
+    r = sd_bus_message_append (m, "{sv}{sv}",
+                               "rows", "u", (uint32_t) size.ws_row,
+                               "columns", "u", (uint32_t) size.ws_col);
+  if (r >= 0 && ctl->user != NULL)
+    r = sd_bus_message_append (m, "{sv}", "user", "s", ctl->user);
+  if (r >= 0 && ctl->workdir != NULL)
+    r = sd_bus_message_append (m, "{sv}", "working_dir", "s", ctl->workdir);
+  if (r < 0)
+    return r;
+
+  return sd_bus_message_close_container (m);
+}
+
+/* The descriptors of Exec's reply are the message's; the relay gets
+ * copies of its own. */
+static int
+read_exec_fds (sd_bus_message *reply, MvExecFds *fds)
+{
+  int received[4];
+  int *copies[] = { &fds->stdin_fd, &fds->stdout_fd, &fds->stderr_fd, &fds->status_fd };
+  int r;
+
+  r = sd_bus_message_read (reply, "hhhh", &received[0], &received[1], &received[2], &received[3]);
+  if (r < 0)
+    return r;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (copies); i++)
+    {
+      *copies[i] = fcntl (received[i], F_DUPFD_CLOEXEC, 3);
+      if (*copies[i] < 0)
+        {
+          r = -errno;
+          for (gsize j = 0; j < i; j++)
+            close (*copies[j]);
+          return r;
+        }
+    }
+  return 0;
+}
+
+/* Runs ARGV in the machine and relays it. Failures of microvmctl's own
+ * exit with 255, as an error status line does, so that they are not taken
+ * for the command's exit status. */
+static int
+run_exec (MvCtl *ctl, const char *machine, char **argv, gboolean tty)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autoptr(sd_bus_message) m = NULL;
+  g_autoptr(sd_bus_message) reply = NULL;
+  g_autofree char *path = NULL;
+  MvExecFds fds = { -1, -1, -1, -1 };
+  int status, r;
+
+  status = resolve_machine (ctl, machine, &path);
+  if (status != MV_EXIT_OK)
+    return MV_EXIT_EXEC_ERROR;
+
+  r = mv_new_call (ctl, path, MV_MACHINE_IFACE, "Exec", &error, &m);
+  if (r >= 0)
+    r = sd_bus_message_append_strv (m, argv);
+  if (r >= 0)
+    r = append_env (m, ctl->env);
+  if (r >= 0)
+    r = append_exec_options (m, ctl, tty);
+  if (r < 0 && !sd_bus_error_is_set (&error))
+    sd_bus_error_set_errno (&error, r);
+  if (r >= 0)
+    r = sd_bus_call (ctl->bus, m, ctl->timeout_usec, &error, &reply);
+  if (r < 0)
+    {
+      mv_fail_bus (&error, r);
+      return MV_EXIT_EXEC_ERROR;
+    }
+
+  r = read_exec_fds (reply, &fds);
+  if (r < 0)
+    {
+      fail_parse (r);
+      return MV_EXIT_EXEC_ERROR;
+    }
+  g_clear_pointer (&reply, sd_bus_message_unref);
+
+  /* Its password prompt is over; the terminal is the command's now. */
+  g_clear_pointer (&ctl->agent, mv_polkit_agent_close);
+
+  if (tty && fds.stderr_fd >= 0)
+    {
+      close (fds.stderr_fd);
+      fds.stderr_fd = -1;
+    }
+
+  return mv_exec_relay (&fds, tty && isatty (STDIN_FILENO));
+}
+
+int
+mv_cmd_exec (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  gboolean tty;
+
+  switch (ctl->tty)
+    {
+    case MV_TTY_YES:
+      tty = TRUE;
+      break;
+    case MV_TTY_NO:
+      tty = FALSE;
+      break;
+    case MV_TTY_AUTO:
+    default:
+      tty = isatty (STDIN_FILENO) && isatty (STDOUT_FILENO);
+      break;
+    }
+
+  return run_exec (ctl, argv[0], argv + 1, tty);
+}
+
+int
+mv_cmd_shell (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  char *shell_argv[] = { (char *) "/bin/sh", (char *) "-l", NULL };
+
+  return run_exec (ctl, argv[0], shell_argv, isatty (STDIN_FILENO));
+}
+
+int
+mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  g_autoptr(GPtrArray) result = mv_properties_new ();
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autoptr(sd_bus_message) m = NULL;
+  g_autoptr(sd_bus_message) reply = NULL;
+  g_autofree char *path = NULL;
+  const char *condition = ctl->healthy ? "healthy" : "stopped";
+  /* A machine may run for days; --timeout still bounds it when given. */
+  guint64 timeout_usec = ctl->timeout_given ? ctl->timeout_usec : G_MAXUINT64;
+  int status, r;
+
+  status = resolve_machine (ctl, argv[0], &path);
+  if (status != MV_EXIT_OK)
+    return status;
+
+  r = mv_new_call (ctl, path, MV_MACHINE_IFACE, "Wait", &error, &m);
+  if (r >= 0)
+    r = sd_bus_message_append (m, "s", condition);
+  if (r >= 0)
+    r = sd_bus_message_open_container (m, SD_BUS_TYPE_ARRAY, "{sv}");
+  if (r >= 0 && ctl->wait_id != NULL)
+    r = sd_bus_message_append (m, "{sv}", "id", "s", ctl->wait_id);
+  if (r >= 0 && ctl->next_stop)
+    r = sd_bus_message_append (m, "{sv}", "next_stop", "b", 1);
+  if (r >= 0)
+    r = sd_bus_message_close_container (m);
+  if (r < 0 && !sd_bus_error_is_set (&error))
+    sd_bus_error_set_errno (&error, r);
+  if (r >= 0)
+    r = sd_bus_call (ctl->bus, m, timeout_usec, &error, &reply);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+
+  r = mv_properties_read (reply, result);
+  if (r < 0)
+    return fail_parse (r);
+
+  if (ctl->json)
+    {
+      g_autoptr(JsonNode) root = mv_wait_result_to_json (result);
+      print_json (root);
+    }
+  else
+    {
+      g_autofree char *text = mv_wait_result_format_text (result);
+      printf ("%s\n", text);
+    }
+  return mv_wait_result_exit_status (condition, result);
 }

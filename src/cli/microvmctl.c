@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env-assignment.h"
 #include "microvmctl.h"
 #include "names.h"
 
@@ -21,7 +22,17 @@ typedef enum {
   MV_OPT_FILE  = 1 << 0,   /* -f FILE, required where accepted */
   MV_OPT_START = 1 << 1,
   MV_OPT_FORCE = 1 << 2,
+  MV_OPT_TTY   = 1 << 3,   /* -t/--tty, -T/--no-tty */
+  MV_OPT_ENV   = 1 << 4,
+  MV_OPT_USER  = 1 << 5,
+  MV_OPT_WORKDIR   = 1 << 6,
+  MV_OPT_HEALTHY   = 1 << 7,
+  MV_OPT_NEXT_STOP = 1 << 8,
+  MV_OPT_ID        = 1 << 9,
 } MvCommandOptions;
+
+#define MV_OPTS_EXEC (MV_OPT_TTY | MV_OPT_ENV | MV_OPT_USER | MV_OPT_WORKDIR)
+#define MV_OPTS_WAIT (MV_OPT_HEALTHY | MV_OPT_NEXT_STOP | MV_OPT_ID)
 
 typedef struct {
   const char *name;
@@ -64,6 +75,12 @@ static const MvCommand commands[] = {
     "NAME|ID NEWNAME",                 "Give a machine a new name" },
   { "set-desired", mv_cmd_set_desired, 2, 2, 0,            TRUE,  NULL,
     "NAME|ID running|paused|stopped",  "Record the wanted power state, return at once" },
+  { "exec",        mv_cmd_exec,        2, G_MAXINT, MV_OPTS_EXEC, TRUE, NULL,
+    "[OPTIONS] NAME|ID -- CMD [ARG...]", "Run a command in a running machine" },
+  { "shell",       mv_cmd_shell,       1, 1, MV_OPT_USER,  TRUE,  NULL,
+    "[-u USER] NAME|ID",               "Open a login shell in a running machine" },
+  { "wait",        mv_cmd_wait,        1, 1, MV_OPTS_WAIT, FALSE, NULL,
+    "[--healthy|--next-stop] NAME|ID", "Wait until a machine stops, or is healthy" },
 };
 
 static const struct {
@@ -73,6 +90,13 @@ static const struct {
   { MV_OPT_FILE,  "-f/--file" },
   { MV_OPT_START, "--start" },
   { MV_OPT_FORCE, "--force" },
+  { MV_OPT_TTY,   "-t/--tty or -T/--no-tty" },
+  { MV_OPT_ENV,   "-e/--env" },
+  { MV_OPT_USER,  "-u/--user" },
+  { MV_OPT_WORKDIR,   "-w/--workdir" },
+  { MV_OPT_HEALTHY,   "--healthy" },
+  { MV_OPT_NEXT_STOP, "--next-stop" },
+  { MV_OPT_ID,        "--id" },
 };
 
 enum {
@@ -84,6 +108,9 @@ enum {
   ARG_TIMEOUT,
   ARG_START,
   ARG_FORCE,
+  ARG_HEALTHY,
+  ARG_NEXT_STOP,
+  ARG_ID,
 };
 
 static const struct option long_options[] = {
@@ -97,6 +124,14 @@ static const struct option long_options[] = {
   { "file",            required_argument, NULL, 'f' },
   { "start",           no_argument,       NULL, ARG_START },
   { "force",           no_argument,       NULL, ARG_FORCE },
+  { "tty",             no_argument,       NULL, 't' },
+  { "no-tty",          no_argument,       NULL, 'T' },
+  { "env",             required_argument, NULL, 'e' },
+  { "user",            required_argument, NULL, 'u' },
+  { "workdir",         required_argument, NULL, 'w' },
+  { "healthy",         no_argument,       NULL, ARG_HEALTHY },
+  { "next-stop",       no_argument,       NULL, ARG_NEXT_STOP },
+  { "id",              required_argument, NULL, ARG_ID },
   { NULL, 0, NULL, 0 },
 };
 
@@ -129,6 +164,18 @@ print_help (void)
           "  -f --file=FILE         Read the spec from FILE (- for standard input)\n"
           "     --start             create: start the machine once it is defined\n"
           "     --force             delete: hard-stop a machine that still runs\n"
+          "  -t --tty               exec: run the command on a terminal (default when\n"
+          "                         standard input and output are terminals)\n"
+          "  -T --no-tty            exec: run it without one\n"
+          "  -e --env=KEY=VALUE     exec: set an environment variable; may be repeated\n"
+          "  -u --user=USER         exec, shell: run as USER (default root)\n"
+          "  -w --workdir=DIR       exec: run in DIR (default the user's home)\n"
+          "     --healthy           wait: until the health check passes, not a stop\n"
+          "     --next-stop         wait: for the next stop, even if stopped now\n"
+          "     --id=ID             wait: fail if NAME is no longer the machine ID\n"
+          "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
+          "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
+          "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
           "\nSee microvmctl(1) for more.\n",
           MV_DEFAULT_CALL_TIMEOUT_SEC);
 }
@@ -237,6 +284,26 @@ ensure_bus (MvCtl *ctl, sd_bus_error *error)
 }
 
 int
+mv_new_call (MvCtl *ctl,
+             const char *path,
+             const char *interface,
+             const char *method,
+             sd_bus_error *error,
+             sd_bus_message **m)
+{
+  int r;
+
+  r = ensure_bus (ctl, error);
+  if (r < 0)
+    return r;
+
+  r = sd_bus_message_new_method_call (ctl->bus, m, MV_BUS_NAME, path, interface, method);
+  if (r < 0)
+    return sd_bus_error_set_errno (error, r);
+  return 0;
+}
+
+int
 mv_call (MvCtl *ctl,
          const char *path,
          const char *interface,
@@ -250,13 +317,9 @@ mv_call (MvCtl *ctl,
   g_autoptr(sd_bus_message) m = NULL;
   int r;
 
-  r = ensure_bus (ctl, error);
+  r = mv_new_call (ctl, path, interface, method, error, &m);
   if (r < 0)
     return r;
-
-  r = sd_bus_message_new_method_call (ctl->bus, &m, MV_BUS_NAME, path, interface, method);
-  if (r < 0)
-    return sd_bus_error_set_errno (error, r);
 
   if (types != NULL)
     {
@@ -300,6 +363,7 @@ main (int argc, char **argv)
     .ask_password = TRUE,
     .timeout_usec = MV_DEFAULT_CALL_TIMEOUT_SEC * G_USEC_PER_SEC,
   };
+  g_autoptr(GPtrArray) env = g_ptr_array_new ();
   MvCommandOptions given = 0;
   const MvCommand *command;
   int n_args, status, c;
@@ -307,7 +371,7 @@ main (int argc, char **argv)
   setlocale (LC_ALL, "");
   g_set_prgname ("microvmctl");
 
-  while ((c = getopt_long (argc, argv, "hf:", long_options, NULL)) >= 0)
+  while ((c = getopt_long (argc, argv, "hf:tTe:u:w:", long_options, NULL)) >= 0)
     {
       switch (c)
         {
@@ -332,6 +396,7 @@ main (int argc, char **argv)
         case ARG_TIMEOUT:
           if (!parse_timeout (optarg, &ctl.timeout_usec))
             return mv_usage_error ("invalid --timeout '%s': expected whole seconds", optarg);
+          ctl.timeout_given = TRUE;
           break;
         case 'f':
           ctl.file = optarg;
@@ -345,12 +410,55 @@ main (int argc, char **argv)
           ctl.force = TRUE;
           given |= MV_OPT_FORCE;
           break;
+        case 't':
+          ctl.tty = MV_TTY_YES;
+          given |= MV_OPT_TTY;
+          break;
+        case 'T':
+          ctl.tty = MV_TTY_NO;
+          given |= MV_OPT_TTY;
+          break;
+        case 'e':
+          {
+            g_autofree char *key = NULL, *value = NULL;
+
+            if (!mv_env_assignment_parse (optarg, &key, &value))
+              return mv_usage_error ("invalid --env '%s': expected KEY=VALUE", optarg);
+            g_ptr_array_add (env, optarg);
+            given |= MV_OPT_ENV;
+            break;
+          }
+        case 'u':
+          ctl.user = optarg;
+          given |= MV_OPT_USER;
+          break;
+        case 'w':
+          ctl.workdir = optarg;
+          given |= MV_OPT_WORKDIR;
+          break;
+        case ARG_HEALTHY:
+          ctl.healthy = TRUE;
+          given |= MV_OPT_HEALTHY;
+          break;
+        case ARG_NEXT_STOP:
+          ctl.next_stop = TRUE;
+          given |= MV_OPT_NEXT_STOP;
+          break;
+        case ARG_ID:
+          ctl.wait_id = optarg;
+          given |= MV_OPT_ID;
+          break;
         default:
           /* getopt_long() has said what was wrong. */
           fprintf (stderr, "Try '%s --help' for more information.\n", g_get_prgname ());
           return MV_EXIT_USAGE;
         }
     }
+
+  ctl.env = env;
+
+  if (ctl.healthy && ctl.next_stop)
+    return mv_usage_error ("--healthy and --next-stop cannot be used together");
 
   if (ctl.session && ctl.address != NULL)
     return mv_usage_error ("--session and --address cannot be used together");

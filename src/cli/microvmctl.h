@@ -22,6 +22,13 @@ enum {
   MV_EXIT_USAGE = 2,
 };
 
+/* exec's -t and -T. */
+typedef enum {
+  MV_TTY_AUTO,   /* a tty when our standard input and output are terminals */
+  MV_TTY_YES,
+  MV_TTY_NO,
+} MvTtyMode;
+
 typedef struct {
   /* Global options. */
   gboolean json;
@@ -30,10 +37,19 @@ typedef struct {
   gboolean ask_password;
   guint64 timeout_usec;   /* for calls that change things; UINT64_MAX waits forever */
 
+  gboolean timeout_given;
+
   /* Options of single commands. */
   const char *file;
   gboolean start;
   gboolean force;
+  MvTtyMode tty;
+  GPtrArray *env;          /* "KEY=VALUE" of -e, checked, in their order */
+  const char *user;
+  const char *workdir;
+  gboolean healthy;
+  gboolean next_stop;
+  const char *wait_id;
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;
@@ -53,6 +69,16 @@ int mv_call (MvCtl *ctl,
              sd_bus_message **reply,
              const char *types,
              ...);
+
+/* A method call on microvmd for arguments that mv_call() cannot append,
+ * such as arrays of a length known only at run time; send it with
+ * sd_bus_call (ctl->bus, ...). */
+int mv_new_call (MvCtl *ctl,
+                 const char *path,
+                 const char *interface,
+                 const char *method,
+                 sd_bus_error *error,
+                 sd_bus_message **m);
 
 /* Prints a failed call the one way microvmctl prints them and returns the
  * exit status for it. */
@@ -78,3 +104,6 @@ int mv_cmd_console (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_update (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_rename (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_set_desired (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_exec (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_shell (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv);

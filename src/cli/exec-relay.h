@@ -1,0 +1,21 @@
+/* Relays a command started with Machine.Exec: our standard input to its
+ * input, its output and error output to ours, until it has ended. */
+#pragma once
+
+#include <glib.h>
+
+typedef struct {
+  int stdin_fd;    /* its input; closed at the end of ours */
+  int stdout_fd;   /* with a tty, the same socket as stdin_fd */
+  int stderr_fd;   /* -1 with a tty */
+  int status_fd;   /* its one status line */
+} MvExecFds;
+
+/* Takes the descriptors in FDS and closes them. With RAW_TERMINAL, our
+ * terminal is put in raw mode meanwhile, so that keys reach the command
+ * as they are typed. Whatever ends the relay (the command's end, or
+ * SIGINT, SIGTERM, SIGHUP or SIGQUIT, which are then raised again), the
+ * terminal and the flags of our standard descriptors are restored.
+ * Returns the exit status for the command's status line, having printed
+ * what went wrong. */
+int mv_exec_relay (const MvExecFds *fds, gboolean raw_terminal);
