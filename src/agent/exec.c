@@ -476,6 +476,8 @@ exec_launch (Session *s, uint32_t channel, const ExecRequest *r, const MvUser *u
   e->out_fd[1] = parent[1];
   e->out_fd[2] = parent[2];
   e->credit[1] = e->credit[2] = MV_AGENT_WINDOW_BYTES;
+  /* Not in this round's poll set: a slot used again keeps no old index. */
+  e->in_pidx = e->out_pidx[1] = e->out_pidx[2] = -1;
   if (e->tty)
     send_stream (s, MV_AGENT_EOF, channel, MV_AGENT_STREAM_STDERR);
   return true;

@@ -7,6 +7,7 @@
 #include <glib/gstdio.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -609,6 +610,55 @@ test_exec_window (void)
   agent_stop (&a);
 }
 
+/* 64 execs run at once; the 65th ends at once with 125. Closing the
+ * session kills them all: the agent then exits without waiting 30 s. */
+static void
+test_exec_limit (void)
+{
+  const char *argv[] = { "sleep", "30", NULL };
+  const char *first[] = { "sh", "-c", "echo $$; exec sleep 30", NULL };
+  Agent a;
+  ExecResult r[MV_AGENT_EXECS_MAX + 2];
+  gint64 start;
+  long pid;
+
+  start_configured (&a);
+  for (guint i = 1; i <= MV_AGENT_EXECS_MAX + 1; i++)
+    {
+      exec_result_init (&r[i]);
+      send_exec (&a, i, i == 1 ? first : argv);
+    }
+  while (!r[MV_AGENT_EXECS_MAX + 1].exited)
+    exec_take (&a, r, MV_AGENT_EXECS_MAX + 2);
+  g_assert_cmpuint (r[MV_AGENT_EXECS_MAX + 1].code, ==, 125);
+  g_assert_nonnull (r[MV_AGENT_EXECS_MAX + 1].message);
+  while (!strchr (r[1].out[1]->str, '\n'))
+    exec_take (&a, r, MV_AGENT_EXECS_MAX + 2);
+  pid = strtol (r[1].out[1]->str, NULL, 10);
+  g_assert_cmpint (pid, >, 1);
+  for (guint i = 1; i <= MV_AGENT_EXECS_MAX; i++)
+    g_assert_false (r[i].exited);
+  for (guint i = 1; i <= MV_AGENT_EXECS_MAX + 1; i++)
+    exec_result_clear (&r[i]);
+  agent_stop (&a);
+  /* The session's execs were killed: gone, or a zombie nobody reaped. */
+  start = g_get_monotonic_time ();
+  for (;;)
+    {
+      g_autofree char *stat_path = g_strdup_printf ("/proc/%ld/stat", pid);
+      g_autofree char *stat = NULL;
+      const char *state;
+
+      if (!g_file_get_contents (stat_path, &stat, NULL, NULL))
+        break;
+      state = strrchr (stat, ')');
+      if (state && state[1] == ' ' && state[2] == 'Z')
+        break;
+      g_assert_cmpint (g_get_monotonic_time () - start, <, 5 * G_USEC_PER_SEC);
+      g_usleep (20000);
+    }
+}
+
 static char *
 run_authorized_keys (const char *dir)
 {
@@ -795,6 +845,7 @@ main (int argc, char **argv)
   g_test_add_func ("/agent/session/exec-two", test_exec_two);
   g_test_add_func ("/agent/session/exec-not-found", test_exec_not_found);
   g_test_add_func ("/agent/session/exec-window", test_exec_window);
+  g_test_add_func ("/agent/session/exec-limit", test_exec_limit);
   g_test_add_func ("/agent/session/metadata", test_metadata);
   g_test_add_func ("/agent/session/health", test_health);
   g_test_add_func ("/agent/session/ping", test_ping);
