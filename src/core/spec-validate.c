@@ -281,6 +281,7 @@ validate_readiness (const MvSpec *spec, GError **error)
 {
   switch (spec->readiness)
     {
+    case MV_READINESS_AUTO:
     case MV_READINESS_VMM:
     case MV_READINESS_AGENT:
       return TRUE;
