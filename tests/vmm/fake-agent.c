@@ -36,6 +36,7 @@ typedef struct {
   guint32   retries;
   guint32   start_period;
   double    started_at;
+  gboolean  passed;       /* once: the start period is over */
   double    next_at;
   FakeProc *run;          /* the check running now */
   double    run_deadline;
@@ -425,12 +426,13 @@ health_result (FakeAgent *agent, gboolean passed, const char *output)
   h->next_at = agent->sys.now + h->interval;
   if (passed)
     {
+      h->passed = TRUE;
       h->streak = 0;
       health_set_status (agent, "healthy");
       return;
     }
-  /* Failures within the start period do not count. */
-  if (agent->sys.now < h->started_at + h->start_period)
+  /* Failures within the start period do not count; a pass ends it. */
+  if (!h->passed && agent->sys.now < h->started_at + h->start_period)
     return;
   h->streak++;
   if (h->streak >= h->retries)
@@ -1107,6 +1109,8 @@ health_save (FakeAgent *agent)
   json_builder_add_int_value (b, h->retries);
   json_builder_set_member_name (b, "start_period");
   json_builder_add_int_value (b, h->start_period);
+  json_builder_set_member_name (b, "passed");
+  json_builder_add_boolean_value (b, h->passed);
   json_builder_set_member_name (b, "started_ago");
   json_builder_add_double_value (b, agent->sys.now - h->started_at);
   /* A check under way is run again after a restore. */
@@ -1144,6 +1148,7 @@ health_load (FakeAgent *agent, JsonObject *o)
   h->retries = (guint32) json_object_get_int_member_with_default (o, "retries", 3);
   h->start_period = (guint32) json_object_get_int_member_with_default (o, "start_period", 0);
   h->started_at = now - json_object_get_double_member_with_default (o, "started_ago", 0);
+  h->passed = json_object_get_boolean_member_with_default (o, "passed", FALSE);
   h->next_at = now + json_object_get_double_member_with_default (o, "next_in", 0);
   h->status = g_strdup (json_object_get_string_member_with_default (o, "status", "starting"));
   h->streak = (guint32) json_object_get_int_member_with_default (o, "streak", 0);
