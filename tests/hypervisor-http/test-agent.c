@@ -583,6 +583,123 @@ test_execs (VmmFixture *fixture, gconstpointer data)
     g_assert_true (hv->destroy_vm (hv, NULL));
 }
 
+/* With INIT_MODE systemd the agent that took CONFIG hands over: its
+ * session closes, and a new agent answers HELLO as running. */
+static void
+test_systemd (VmmFixture *fixture, gconstpointer data)
+{
+  const Kind *kind = data;
+  g_autoptr (MvStarter) starter = vmm_fixture_starter (kind->vmm);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (Client) c = client_connect (spec->agent.socket_path);
+  g_autoptr (Client) again = NULL;
+  g_autofree char *state = client_hello (c);
+  g_autofree char *running = NULL;
+  const char *const echo[] = { "echo", "up", NULL };
+  g_auto (ExecResult) r = { 0 };
+  MvAgentFrame frame;
+  gboolean closed;
+  int fd = -1;
+
+  g_assert_cmpstr (state, ==, "unconfigured");
+  mv_agent_buf_begin (&c->out, MV_AGENT_CONFIG, 0);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_INIT_MODE, "systemd");
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_END, kind->end);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ROOT, "/dev/vda");
+  client_send (c);
+  g_assert_false (client_read (c, &frame, READ_MS, &closed));
+  g_assert_true (closed);
+
+  for (int i = 0; i < 100 && fd < 0; i++)
+    {
+      g_autoptr (GError) error = NULL;
+
+      fd = mv_vsock_dial (spec->agent.socket_path, AGENT_PORT, READ_MS, &error);
+      if (fd < 0)
+        g_usleep (20 * 1000);
+    }
+  g_assert_cmpint (fd, >=, 0);
+  again = g_new0 (Client, 1);
+  again->fd = fd;
+  again->in = g_byte_array_new ();
+  mv_agent_buf_init (&again->out);
+  running = client_hello (again);
+  g_assert_cmpstr (running, ==, "running");
+  run_exec (again, 1, NULL, echo, NULL, &r);
+  g_assert_cmpstr (r.out[1]->str, ==, "up\n");
+  g_assert_true (hv->destroy_vm (hv, NULL));
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (VmmRestored, vmm_restored_clear)
+
+/* A snapshot keeps the guest's state: its files, its hostname and its
+ * workload, which goes on where it was. Sessions are not kept. */
+static void
+test_snapshot (VmmFixture *fixture, gconstpointer data)
+{
+  const Kind *kind = data;
+  g_autoptr (MvStarter) starter = vmm_fixture_starter (kind->vmm);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (Client) c = client_connect (spec->agent.socket_path);
+  g_autoptr (Client) after = NULL;
+  g_autofree char *state = client_hello (c);
+  g_autofree char *restored_state = NULL;
+  const char *const touch[] = { "touch", "/tmp/kept", NULL };
+  const char *const hostname[] = { "hostname", NULL };
+  const char *const kept[] = { "test", "-e", "/tmp/kept", NULL };
+  g_auto (VmmRestored) restored = { 0 };
+  g_autoptr (GError) error = NULL;
+  MvAgentFrame frame;
+  gboolean closed;
+
+  g_assert_cmpstr (state, ==, "unconfigured");
+  mv_agent_buf_begin (&c->out, MV_AGENT_CONFIG, 0);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_END, kind->end);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_HOSTNAME, "snap-1");
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ARGV, "sh");
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ARGV, "-c");
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ARGV, "sleep 4; exit 4");
+  client_send (c);
+  client_expect (c, MV_AGENT_READY, 0, &frame);
+  {
+    g_auto (ExecResult) r = { 0 };
+    run_exec (c, 1, NULL, touch, NULL, &r);
+    g_assert_cmpint (r.code, ==, 0);
+  }
+
+  vmm_fixture_snapshot_restore (fixture, starter, hv, vmm, &restored);
+  /* The session did not survive. */
+  g_assert_false (client_read (c, &frame, READ_MS, &closed));
+  g_assert_true (closed);
+  g_assert_true (restored.hv->resume_vm (restored.hv, &error));
+  g_assert_no_error (error);
+
+  after = client_connect (restored.spec.agent_socket);
+  restored_state = client_hello (after);
+  g_assert_cmpstr (restored_state, ==, "running");
+  {
+    g_auto (ExecResult) name = { 0 };
+    g_auto (ExecResult) file = { 0 };
+
+    run_exec (after, 1, NULL, hostname, NULL, &name);
+    g_assert_cmpstr (name.out[1]->str, ==, "snap-1\n");
+    run_exec (after, 2, NULL, kept, NULL, &file);
+    g_assert_cmpint (file.code, ==, 0);
+  }
+  /* The workload sleeps on, on the guest's clock, and exits 4. */
+  do
+    g_assert_true (client_read (after, &frame, 10000, &closed));
+  while (frame.type != MV_AGENT_EXIT);
+  g_assert_cmpuint (frame_u32 (&frame, MV_AGENT_F_EXIT_CODE), ==, 4);
+  mv_agent_buf_begin (&after->out, MV_AGENT_EXIT_ACK, 0);
+  client_send (after);
+  g_assert_true (mv_process_wait (restored.vmm, 5000));
+}
+
 #define VMM_TEST(name, kind, func) \
   g_test_add (name, VmmFixture, kind, vmm_fixture_setup, func, vmm_fixture_teardown)
 
@@ -593,9 +710,13 @@ main (int argc, char **argv)
   VMM_TEST ("/agent/firecracker/workload-exit", &firecracker, test_workload_exit);
   VMM_TEST ("/agent/firecracker/workload-not-found", &firecracker, test_workload_not_found);
   VMM_TEST ("/agent/firecracker/execs", &firecracker, test_execs);
+  VMM_TEST ("/agent/firecracker/systemd", &firecracker, test_systemd);
+  VMM_TEST ("/agent/firecracker/snapshot", &firecracker, test_snapshot);
   VMM_TEST ("/agent/cloud-hypervisor/workload-exit", &cloud_hypervisor, test_workload_exit);
   VMM_TEST ("/agent/cloud-hypervisor/workload-not-found", &cloud_hypervisor,
             test_workload_not_found);
   VMM_TEST ("/agent/cloud-hypervisor/execs", &cloud_hypervisor, test_execs);
+  VMM_TEST ("/agent/cloud-hypervisor/systemd", &cloud_hypervisor, test_systemd);
+  VMM_TEST ("/agent/cloud-hypervisor/snapshot", &cloud_hypervisor, test_snapshot);
   return g_test_run ();
 }
