@@ -1,5 +1,6 @@
 /* The simulated guest of the test VMMs. */
 #include "fake-guest.h"
+#include "fake-agent.h"
 #include "fake-json.h"
 #include "fake-vsock.h"
 #include "fake-vmm.h"
@@ -33,6 +34,7 @@ struct _FakeGuest {
   FakeGuestHooks hooks;
   int            console;
   FakeVsock     *vsock;
+  FakeAgent     *agent;
   gboolean       paused;
   gboolean       stopped;
   gint64         last;
@@ -195,6 +197,8 @@ fake_guest_snapshot_state (FakeGuest *guest)
   json_builder_add_boolean_value (b, guest->hello_done);
   json_builder_set_member_name (b, "ticks");
   json_builder_add_int_value (b, guest->ticks);
+  json_builder_set_member_name (b, "agent");
+  json_builder_add_value (b, fake_agent_snapshot_state (guest->agent));
   json_builder_end_object (b);
   return json_builder_get_root (b);
 }
@@ -377,6 +381,9 @@ step (FakeGuest *guest)
       guest->ticks++;
       guest->next_counter_at += 1.0;
     }
+  fake_agent_tick (guest->agent, guest->clock);
+  if (guest->phase != PHASE_UP)
+    return;
   if (guest->pending->len > 0)
     {
       const char *what = g_ptr_array_steal_index (guest->pending, 0);
@@ -423,11 +430,28 @@ tick (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+static void
+agent_console (gpointer data, const char *line)
+{
+  say (data, "%s", line);
+}
+
+static void
+agent_end (gpointer data, gboolean reboot, const char *why)
+{
+  if (reboot)
+    reset (data, why);
+  else
+    power_off (data, why);
+}
+
 FakeGuest *
 fake_guest_new (const char *cmdline, const FakeGuestHooks *hooks, int console, JsonObject *state,
                 FakeVsock *vsock)
 {
   FakeGuest *guest = g_new0 (FakeGuest, 1);
+  FakeAgentHooks agent_hooks = { agent_console, agent_end, guest };
+  JsonNode *agent_state = state ? json_object_get_member (state, "agent") : NULL;
 
   guest->cmdline = g_strdup (cmdline ? cmdline : "");
   guest->hooks = *hooks;
@@ -439,6 +463,10 @@ fake_guest_new (const char *cmdline, const FakeGuestHooks *hooks, int console, J
   read_params (guest);
   if (state)
     load_state (guest, state);
+  guest->agent = fake_agent_new (&agent_hooks,
+                                 agent_state && JSON_NODE_HOLDS_OBJECT (agent_state)
+                                   ? json_node_get_object (agent_state) : NULL,
+                                 guest->clock);
   return guest;
 }
 
@@ -465,6 +493,7 @@ fake_guest_free (FakeGuest *guest)
     g_source_remove (guest->action_source);
   if (guest->console > STDERR_FILENO)
     close (guest->console);
+  fake_agent_free (guest->agent);
   g_array_unref (guest->actions);
   g_ptr_array_unref (guest->pending);
   g_free (guest->cmdline);
@@ -530,7 +559,7 @@ fake_guest_service_at (FakeGuest *guest, guint32 port)
   if (!fake_guest_is_up (guest))
     return FAKE_GUEST_NOTHING;
   if (port == guest->agent_port)
-    return FAKE_GUEST_AGENT;
+    return fake_agent_listening (guest->agent) ? FAKE_GUEST_AGENT : FAKE_GUEST_NOTHING;
   if (port == guest->echo_port)
     return FAKE_GUEST_ECHO;
   return FAKE_GUEST_NOTHING;
@@ -639,6 +668,12 @@ fake_guest_agent_command (FakeGuest *guest, const char *line, FakeGuestAfter *af
       return error ? g_strdup_printf ("error %s", error) : g_strdup ("ok");
     }
   return g_strdup ("error unknown command");
+}
+
+FakeAgent *
+fake_guest_agent (FakeGuest *guest)
+{
+  return guest->agent;
 }
 
 void

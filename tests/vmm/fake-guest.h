@@ -15,14 +15,17 @@
  * microvmd.no_ready, microvmd.ignore_acpi, microvmd.agent_port,
  * microvmd.echo_port, microvmd.vsock_hello, microvmd.poweroff_after,
  * microvmd.panic, panic=) and answers on vsock as the guest agent does:
- * an agent (ping, uptime, poweroff, exit N, echo, counter, cmdline,
- * reboot, panic, connect PORT) and an echo port. */
+ * on the agent port, microvmd's agent protocol (fake-agent.h), or, when
+ * the host's first byte is not a frame's zero, the line protocol of the
+ * project's test guest (ping, uptime, poweroff, exit N, echo, counter,
+ * cmdline, reboot, panic, connect PORT); and an echo port. */
 #pragma once
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
 typedef struct _FakeGuest FakeGuest;
 typedef struct _FakeVsock FakeVsock;
+typedef struct _FakeAgent FakeAgent;
 
 /* What the VMM does when the guest powers off or resets. Called from the
  * main loop, never from inside a guest call; reset may free the guest. */
@@ -74,3 +77,5 @@ FakeGuestService   fake_guest_service_at (FakeGuest *guest, guint32 port);
 char              *fake_guest_agent_command (FakeGuest *guest, const char *line,
                                              FakeGuestAfter *after);
 void               fake_guest_agent_after (FakeGuest *guest, const FakeGuestAfter *after);
+/* The agent serving the agent protocol on the agent port. */
+FakeAgent         *fake_guest_agent (FakeGuest *guest);

@@ -1,5 +1,6 @@
 /* Hybrid vsock for the test VMMs. */
 #include "fake-vsock.h"
+#include "fake-agent.h"
 
 #include <errno.h>
 #include <glib-unix.h>
@@ -20,6 +21,15 @@ typedef enum {
   CONN_SERVED,         /* the guest's stream */
 } ConnState;
 
+/* What the host speaks on the agent port, told by its first byte: a frame
+ * of the agent protocol starts with a zero byte (lengths are below
+ * 16 MiB), the line protocol of the project's test guest with a letter. */
+typedef enum {
+  SPEAKS_UNKNOWN,
+  SPEAKS_LINES,
+  SPEAKS_FRAMES,
+} Speaks;
+
 typedef struct {
   int               refs;
   FakeVsock        *vsock;
@@ -31,6 +41,9 @@ typedef struct {
   GString          *input;
   gboolean          eof;
   gint64            deadline;
+  Speaks            speaks;
+  FakeAgentSession *session;   /* SPEAKS_FRAMES */
+  guint             out_source;
 } Conn;
 
 struct _FakeVsock {
@@ -81,6 +94,10 @@ conn_close (Conn *conn)
   if (conn->source)
     g_source_remove (conn->source);
   conn->source = 0;
+  if (conn->out_source)
+    g_source_remove (conn->out_source);
+  conn->out_source = 0;
+  g_clear_pointer (&conn->session, fake_agent_session_free);
   close (conn->fd);
   conn->fd = -1;
   conn->vsock->conns = g_list_remove (conn->vsock->conns, conn);
@@ -139,10 +156,92 @@ serve_echo (Conn *conn, FakeGuest *guest)
     conn_close (conn);
 }
 
+static gboolean on_writable (int fd, GIOCondition condition, gpointer data);
+
+/* Writes what the session has to say without blocking; the rest waits
+ * for the socket to take it. */
+static void
+flush_frames (Conn *conn)
+{
+  MvAgentBuf *out = fake_agent_session_output (conn->session);
+
+  while (out->len > 0)
+    {
+      ssize_t n = send (conn->fd, out->data, out->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        {
+          if (!conn->out_source)
+            conn->out_source = g_unix_fd_add (conn->fd, G_IO_OUT, on_writable, conn);
+          return;
+        }
+      if (n <= 0)
+        {
+          conn_close (conn);
+          return;
+        }
+      mv_agent_buf_consume (out, (size_t) n);
+    }
+  if (fake_agent_session_ending (conn->session))
+    conn_close (conn);
+}
+
+static gboolean
+on_writable (int fd, GIOCondition condition, gpointer data)
+{
+  Conn *conn = conn_ref (data);
+
+  conn->out_source = 0;
+  if (conn->fd >= 0)
+    flush_frames (conn);
+  conn_unref (conn);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+serve_frames (Conn *conn, FakeGuest *guest)
+{
+  FakeGuestReadiness readiness = fake_guest_readiness (guest);
+  gssize taken;
+
+  if (readiness == FAKE_GUEST_CANNOT_ANSWER)
+    {
+      conn_close (conn);
+      return;
+    }
+  if (readiness == FAKE_GUEST_PAUSED)
+    return;
+  if (!conn->session)
+    conn->session = fake_agent_session_new (fake_guest_agent (guest));
+  taken = fake_agent_session_feed (conn->session, (const guint8 *) conn->input->str,
+                                   conn->input->len);
+  if (taken < 0)
+    {
+      /* A malformed frame ends the session. */
+      fake_log_debug (conn->vsock->log, "vsock: a malformed agent frame; the session ends");
+      conn_close (conn);
+      return;
+    }
+  g_string_erase (conn->input, 0, taken);
+  flush_frames (conn);
+  if (conn->fd >= 0 && conn->eof)
+    conn_close (conn);
+}
+
 static void
 serve_agent (Conn *conn, FakeGuest *guest)
 {
   const char *newline;
+
+  if (conn->speaks == SPEAKS_UNKNOWN && conn->input->len > 0)
+    conn->speaks = conn->input->str[0] == '\0' ? SPEAKS_FRAMES : SPEAKS_LINES;
+  if (conn->speaks == SPEAKS_FRAMES)
+    {
+      serve_frames (conn, guest);
+      return;
+    }
 
   while (conn->fd >= 0 && (newline = memchr (conn->input->str, '\n', conn->input->len)))
     {
