@@ -952,7 +952,8 @@ power_off (FakeAgent *agent)
   if (agent->workload)
     fake_proc_signal (agent->workload, SIGTERM);
   g_clear_pointer (&agent->workload, fake_proc_free);
-  end_guest (agent, FALSE, "agent");
+  /* As END says: a Firecracker guest reboots, which ends its VMM. */
+  end_guest (agent, agent->reboot, "agent");
 }
 
 /* FALSE: the session ends. */
