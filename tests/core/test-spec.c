@@ -118,7 +118,7 @@ test_defaults (void)
 
   g_assert_cmpuint (spec->cpu_millicores, ==, 1000);
   g_assert_cmpuint (spec->memory_bytes, ==, 256 * MiB);
-  g_assert_cmpint (spec->readiness, ==, MV_READINESS_VMM);
+  g_assert_cmpint (spec->readiness, ==, MV_READINESS_AUTO);
   g_assert_cmpint (spec->restart_mode, ==, MV_RESTART_NO);
   g_assert_cmpuint (spec->restart_max_retries, ==, 0);
   g_assert_cmpuint (spec->max_vcpus, ==, 0);
@@ -131,6 +131,16 @@ test_defaults (void)
   g_assert_nonnull (spec->firewall);
   g_assert_nonnull (spec->labels);
   g_assert_null (spec->name);
+  g_assert_null (spec->cmd);
+  g_assert_nonnull (spec->env);
+  g_assert_cmpuint (g_hash_table_size (spec->env), ==, 0);
+  g_assert_null (spec->user);
+  g_assert_null (spec->working_dir);
+  g_assert_cmpint (spec->init_mode, ==, MV_INIT_MODE_AUTO);
+  g_assert_nonnull (spec->mounts);
+  g_assert_cmpuint (spec->mounts->len, ==, 0);
+  g_assert_null (spec->health_check);
+  g_assert_null (mv_spec_root_disk (spec));
 
   /* A minimal document takes the same defaults and is valid. */
   {
@@ -256,12 +266,20 @@ test_absent_optional_strings (void)
   g_assert_false (json_object_has_member (object, "hypervisor_type"));
   g_assert_false (json_object_has_member (object, "hostname"));
   g_assert_false (json_object_has_member (object, "user_data"));
+  /* The workload's fields only when set. */
+  g_assert_false (json_object_has_member (object, "cmd"));
+  g_assert_false (json_object_has_member (object, "env"));
+  g_assert_false (json_object_has_member (object, "user"));
+  g_assert_false (json_object_has_member (object, "working_dir"));
+  g_assert_false (json_object_has_member (object, "init_mode"));
+  g_assert_false (json_object_has_member (object, "mounts"));
+  g_assert_false (json_object_has_member (object, "health_check"));
   /* Numbers, lists and maps are always there. */
   g_assert_true (json_object_has_member (object, "max_vcpus"));
   g_assert_true (json_object_has_member (object, "disks"));
   g_assert_true (json_object_has_member (object, "ssh_keys"));
   g_assert_true (json_object_has_member (object, "labels"));
-  g_assert_cmpstr (json_object_get_string_member (object, "readiness"), ==, "vmm");
+  g_assert_cmpstr (json_object_get_string_member (object, "readiness"), ==, "auto");
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (object, "restart"),
                                                   "mode"), ==, "no");
 }
@@ -300,12 +318,19 @@ test_empty_means_default (void)
 static void
 test_readiness (void)
 {
+  g_autoptr(MvSpec) automatic = parse_ok ("{'readiness':'auto'}");
+  g_autoptr(MvSpec) unset = parse_ok ("{}");
   g_autoptr(MvSpec) vmm = parse_ok ("{'readiness':'vmm'}");
   g_autoptr(MvSpec) agent = parse_ok ("{'readiness':'agent'}");
   g_autoptr(MvSpec) console = parse_ok ("{'readiness':'console:Welcome: to x'}");
   g_autoptr(JsonNode) node = NULL;
 
+  g_assert_cmpint (automatic->readiness, ==, MV_READINESS_AUTO);
+  g_assert_cmpint (unset->readiness, ==, MV_READINESS_AUTO);
+  g_assert_true (mv_spec_equal (automatic, unset));
+  /* Records written before "auto" existed say "vmm", and keep meaning it. */
   g_assert_cmpint (vmm->readiness, ==, MV_READINESS_VMM);
+  g_assert_false (mv_spec_equal (automatic, vmm));
   g_assert_cmpint (agent->readiness, ==, MV_READINESS_AGENT);
   g_assert_cmpint (console->readiness, ==, MV_READINESS_CONSOLE);
   g_assert_cmpstr (console->readiness_text, ==, "Welcome: to x");
@@ -313,7 +338,17 @@ test_readiness (void)
   g_assert_cmpstr (json_object_get_string_member (json_node_get_object (node), "readiness"),
                    ==, "console:Welcome: to x");
 
+  {
+    g_autofree char *text = mv_readiness_to_string (MV_READINESS_AUTO, NULL);
+
+    g_assert_cmpstr (text, ==, "auto");
+    g_clear_pointer (&node, json_node_unref);
+    node = mv_spec_to_node (unset, FALSE);
+    g_assert_cmpstr (json_object_get_string_member (json_node_get_object (node), "readiness"),
+                     ==, "auto");
+  }
   assert_parse_fails ("{'readiness':'ssh'}", "readiness: ");
+  assert_parse_fails ("{'readiness':'Auto'}", "auto, vmm, agent, console:TEXT");
   assert_parse_fails ("{'readiness':'Console:x'}", "readiness: ");
 }
 
@@ -1537,10 +1572,6 @@ test_implemented_each_field (void)
     { "network_name", "{'name':'web','kernel':'/k','network_name':'lan'}" },
     { "static_ip", "{'name':'web','kernel':'/k','static_ip':'10.0.0.5/24'}" },
     { "firewall", "{'name':'web','kernel':'/k','firewall':[{'allow':'tcp/22'}]}" },
-    { "hostname", "{'name':'web','kernel':'/k','hostname':'web.example'}" },
-    { "ssh_keys", "{'name':'web','kernel':'/k','ssh_keys':['ssh-ed25519 AAAA']}" },
-    { "user_data", "{'name':'web','kernel':'/k','user_data':'#cloud-config'}" },
-    { "metadata", "{'name':'web','kernel':'/k','metadata':{'role':'db'}}" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -1564,20 +1595,63 @@ test_implemented_first_named (void)
 {
   g_autoptr(MvSpec) spec = base_spec ();
 
-  g_hash_table_insert (spec->metadata, g_strdup ("role"), g_strdup ("db"));
-  assert_not_implemented (spec, "metadata");
-  set_string (&spec->user_data, g_strdup ("#!/bin/sh"));
-  assert_not_implemented (spec, "user_data");
-  g_ptr_array_add (spec->ssh_keys, g_strdup ("ssh-ed25519 AAAA"));
-  assert_not_implemented (spec, "ssh_keys");
-  set_string (&spec->hostname, g_strdup ("web"));
-  assert_not_implemented (spec, "hostname");
   json_array_add_object_element (spec->firewall, json_object_new ());
   assert_not_implemented (spec, "firewall");
   set_string (&spec->static_ip, g_strdup ("10.0.0.5"));
   assert_not_implemented (spec, "static_ip");
   set_string (&spec->network_name, g_strdup ("lan"));
   assert_not_implemented (spec, "network_name");
+}
+
+/* The guest's identity and metadata are carried out now. */
+static void
+test_implemented_guest_metadata (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok ("{'name':'web','kernel':'/k','hostname':'web.example',"
+                                     "'ssh_keys':['ssh-ed25519 AAAA'],"
+                                     "'user_data':'#cloud-config','metadata':{'role':'db'}}");
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (mv_spec_validate (spec, &error));
+  g_assert_no_error (error);
+  g_assert_true (mv_spec_check_implemented (spec, &error));
+  g_assert_no_error (error);
+}
+
+/* Volume and directory mounts are read and validated, not carried out;
+ * file and tmpfs mounts are. */
+static void
+test_implemented_mounts (void)
+{
+  static const struct {
+    const char *json;
+    const char *message;
+  } cases[] = {
+    { "{'name':'web','kernel':'/k','mounts':[{'type':'volume','source':'data','target':'/data'}]}",
+      "mounts[0].type: volume mounts are not supported by this microvmd yet" },
+    { "{'name':'web','kernel':'/k','mounts':[{'type':'tmpfs','target':'/tmp'},"
+      "{'type':'directory','source':'/srv/share','target':'/share'}]}",
+      "mounts[1].type: directory mounts are not supported by this microvmd yet" },
+  };
+  g_autoptr(MvSpec) carried = parse_ok ("{'name':'web','kernel':'/k','mounts':["
+                                        "{'type':'file','target':'/etc/a','content':'YQ=='},"
+                                        "{'type':'tmpfs','target':'/tmp'}]}");
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (mv_spec_check_implemented (carried, &error));
+  g_assert_no_error (error);
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(MvSpec) spec = parse_ok (cases[i].json);
+
+      g_assert_true (mv_spec_validate (spec, &error));
+      g_assert_no_error (error);
+      g_assert_false (mv_spec_check_implemented (spec, &error));
+      g_assert_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED);
+      g_assert_cmpstr (error->message, ==, cases[i].message);
+      g_clear_error (&error);
+    }
 }
 
 /* A spec built in code may hold "" where a parsed one holds NULL. */
@@ -1645,6 +1719,8 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/implemented/plain", test_implemented_plain);
   g_test_add_func ("/spec/implemented/each-field", test_implemented_each_field);
   g_test_add_func ("/spec/implemented/first-named", test_implemented_first_named);
+  g_test_add_func ("/spec/implemented/guest-metadata", test_implemented_guest_metadata);
+  g_test_add_func ("/spec/implemented/mounts", test_implemented_mounts);
   g_test_add_func ("/spec/implemented/empty-strings", test_implemented_empty_strings);
 
   return g_test_run ();
