@@ -828,7 +828,8 @@ dns_name_of_length (gsize length)
 static JsonNode *
 nested_rule (guint depth)
 {
-  JsonNode *node = json_node_init_object (json_node_alloc (), json_object_new ());
+  g_autoptr(JsonObject) innermost = json_object_new ();
+  JsonNode *node = json_node_init_object (json_node_alloc (), innermost);
 
   for (guint i = 1; i < depth; i++)
     {
