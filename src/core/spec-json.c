@@ -380,9 +380,9 @@ decode_base64 (const char *text, const char *field, GError **error)
           return NULL;
         }
     }
-  out = g_base64_decode (text, &out_len);
   if (len == 0)
     return g_bytes_new (NULL, 0);
+  out = g_base64_decode (text, &out_len);
   return g_bytes_new_take (g_steal_pointer (&out), out_len);
 }
 
@@ -437,14 +437,20 @@ parse_mount (JsonNode *node, guint index, MvSpec *spec, GError **error)
   static const char *const known[] = {
     "type", "source", "target", "read_only", "content", "mode", "size_bytes", NULL
   };
+  /* Messages name each member with the mount's index. */
   g_autofree char *where = g_strdup_printf ("mounts[%u]", index);
-  g_autofree char *type_field = g_strdup_printf ("mounts[%u].type", index);
-  g_autofree char *field_name = NULL;
+  g_autofree char *type_field = g_strconcat (where, ".type", NULL);
+  g_autofree char *source_field = g_strconcat (where, ".source", NULL);
+  g_autofree char *target_field = g_strconcat (where, ".target", NULL);
+  g_autofree char *ro_field = g_strconcat (where, ".read_only", NULL);
+  g_autofree char *content_field = g_strconcat (where, ".content", NULL);
+  g_autofree char *mode_field = g_strconcat (where, ".mode", NULL);
+  g_autofree char *size_field = g_strconcat (where, ".size_bytes", NULL);
   g_autoptr(MvMount) mount = NULL;
   JsonObject *object;
   JsonNode *field;
-  const char *type = NULL;
-  MvMountType mount_type;
+  const char *text = NULL;
+  MvMountType type;
 
   if (!JSON_NODE_HOLDS_OBJECT (node))
     return mv_json_wrong_type (node, where, "an object", error);
@@ -452,81 +458,57 @@ parse_mount (JsonNode *node, guint index, MvSpec *spec, GError **error)
   if (!mv_json_reject_unknown_members (object, where, known, error))
     return FALSE;
 
-  field = mv_json_member (object, "type");
-  if (field == NULL)
+  if ((field = mv_json_member (object, "type")) == NULL)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                    "%s: required (file, tmpfs, volume or directory)", type_field);
       return FALSE;
     }
-  if (!mv_json_read_string (field, type_field, &type, error))
+  if (!mv_json_read_string (field, type_field, &text, error))
     return FALSE;
-  if (!mv_mount_type_from_string (type, &mount_type))
+  if (!mv_mount_type_from_string (text, &type))
     {
-      g_autofree char *shown = mv_text_excerpt (type, -1, MV_EXCERPT_MAX_BYTES);
+      g_autofree char *shown = mv_text_excerpt (text, -1, MV_EXCERPT_MAX_BYTES);
 
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                    "%s: \"%s\" is not one of file, tmpfs, volume, directory", type_field, shown);
       return FALSE;
     }
-  mount = mv_mount_new (mount_type);
+  /* The type first: the default mode is the type's. */
+  mount = mv_mount_new (type);
 
-  /* The member names in messages carry the index. */
   if ((field = mv_json_member (object, "source")) != NULL)
     {
-      const char *source = NULL;
-
-      field_name = g_strdup_printf ("mounts[%u].source", index);
-      if (!mv_json_read_string (field, field_name, &source, error))
+      if (!mv_json_read_string (field, source_field, &text, error))
         return FALSE;
-      if (*source != '\0')
-        mount->source = g_strdup (source);
-      g_clear_pointer (&field_name, g_free);
+      if (*text != '\0')
+        mount->source = g_strdup (text);
     }
   if ((field = mv_json_member (object, "target")) != NULL)
     {
-      const char *target = NULL;
-
-      field_name = g_strdup_printf ("mounts[%u].target", index);
-      if (!mv_json_read_string (field, field_name, &target, error))
+      if (!mv_json_read_string (field, target_field, &text, error))
         return FALSE;
-      mount->target = g_strdup (target);
-      g_clear_pointer (&field_name, g_free);
+      mount->target = g_strdup (text);
     }
-  if ((field = mv_json_member (object, "read_only")) != NULL)
-    {
-      field_name = g_strdup_printf ("mounts[%u].read_only", index);
-      if (!mv_json_read_bool (field, field_name, &mount->read_only, error))
-        return FALSE;
-      g_clear_pointer (&field_name, g_free);
-    }
+  if ((field = mv_json_member (object, "read_only")) != NULL &&
+      !mv_json_read_bool (field, ro_field, &mount->read_only, error))
+    return FALSE;
   if ((field = mv_json_member (object, "content")) != NULL)
     {
-      const char *content = NULL;
-
-      field_name = g_strdup_printf ("mounts[%u].content", index);
-      if (!mv_json_read_string (field, field_name, &content, error))
+      if (!mv_json_read_string (field, content_field, &text, error) ||
+          !(mount->content = decode_base64 (text, content_field, error)))
         return FALSE;
-      mount->content = decode_base64 (content, field_name, error);
-      if (mount->content == NULL)
-        return FALSE;
-      g_clear_pointer (&field_name, g_free);
     }
-  else if (mount_type == MV_MOUNT_FILE)
-    mount->content = g_bytes_new (NULL, 0);
-  if ((field = mv_json_member (object, "mode")) != NULL)
-    {
-      field_name = g_strdup_printf ("mounts[%u].mode", index);
-      if (!parse_mode (field, field_name, &mount->mode, error))
-        return FALSE;
-      g_clear_pointer (&field_name, g_free);
-    }
+  else if (type == MV_MOUNT_FILE)
+    mount->content = g_bytes_new (NULL, 0);   /* an empty file */
+  if ((field = mv_json_member (object, "mode")) != NULL &&
+      !parse_mode (field, mode_field, &mount->mode, error))
+    return FALSE;
   if ((field = mv_json_member (object, "size_bytes")) != NULL)
     {
       gint64 size;
 
-      field_name = g_strdup_printf ("mounts[%u].size_bytes", index);
-      if (!read_ranged (field, field_name, G_MAXINT64, 0, MV_MEMORY_MAX_BYTES, &size, error))
+      if (!read_ranged (field, size_field, G_MAXINT64, 0, MV_MEMORY_MAX_BYTES, &size, error))
         return FALSE;
       mount->size_bytes = (guint64) size;
     }

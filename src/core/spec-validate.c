@@ -507,7 +507,6 @@ check_normalized_path (const char *field, const char *path, gboolean root_ok, GE
 
   if (!check_path (field, path, TRUE, error))
     return FALSE;
-  shown = mv_text_excerpt (path, -1, MV_EXCERPT_MAX_BYTES);
   if (strcmp (path, "/") == 0)
     return root_ok ? TRUE : invalid (error, "%s: \"/\" is not allowed", field);
   for (const char *component = path + 1; normal; )
@@ -521,10 +520,11 @@ check_normalized_path (const char *field, const char *path, gboolean root_ok, GE
         break;
       component += len + 1;
     }
-  if (!normal)
-    return invalid (error, "%s: \"%s\" is not a normalized path "
-                    "(no \".\" or \"..\", no \"//\", no trailing \"/\")", field, shown);
-  return TRUE;
+  if (normal)
+    return TRUE;
+  shown = mv_text_excerpt (path, -1, MV_EXCERPT_MAX_BYTES);
+  return invalid (error, "%s: \"%s\" is not a normalized path "
+                  "(no \".\" or \"..\", no \"//\", no trailing \"/\")", field, shown);
 }
 
 /* A user or group name as useradd takes it, or a decimal ID below
@@ -832,9 +832,10 @@ validate_health_check (const MvSpec *spec, GError **error)
   return TRUE;
 }
 
-/* The field limits keep a spec well below this; it holds the document,
- * and the record around it, to a size the readers accept whatever a
- * field allows. */
+/* The field limits keep most specs well below this, but not every field
+ * at its limit at once (file contents, cmd and env can fill it): this
+ * holds the document, and the record around it, to a size the readers
+ * accept whatever the fields allow. */
 static gboolean
 validate_size (const MvSpec *spec, GError **error)
 {
