@@ -34,6 +34,28 @@ read_number (JsonNode *node, const char *field, gint64 type_max, gint64 *out, GE
   return TRUE;
 }
 
+/* The same for a field whose bounds the caller gives (its name holds an
+ * index, or its bounds depend on the field it sits in). */
+static gboolean
+read_ranged (JsonNode *node, const char *field, gint64 type_max, gint64 min, gint64 max,
+             gint64 *out, GError **error)
+{
+  g_autofree char *written = NULL;
+  gint64 value;
+
+  if (!mv_json_read_integer (node, field, &value, &written, error))
+    return FALSE;
+  if (value < 0 || value > type_max || written != NULL)
+    {
+      gboolean in_bounds = mv_spec_check_range (field, value, written, min, max, FALSE, error);
+
+      g_return_val_if_fail (!in_bounds, FALSE);
+      return FALSE;
+    }
+  *out = value;
+  return TRUE;
+}
+
 static gboolean
 read_uint32_member (JsonObject *object, const char *name, guint32 *out, GError **error)
 {
@@ -88,7 +110,7 @@ read_string_map (JsonNode *node, const char *field, GHashTable *into, GError **e
 static gboolean
 parse_disks (JsonNode *node, MvSpec *spec, GError **error)
 {
-  static const char *const known[] = { "path", "read_only", NULL };
+  static const char *const known[] = { "path", "read_only", "root", NULL };
   JsonArray *array;
 
   if (!JSON_NODE_HOLDS_ARRAY (node))
@@ -100,10 +122,12 @@ parse_disks (JsonNode *node, MvSpec *spec, GError **error)
       g_autofree char *where = g_strdup_printf ("disks[%u]", i);
       g_autofree char *path_field = g_strdup_printf ("disks[%u].path", i);
       g_autofree char *ro_field = g_strdup_printf ("disks[%u].read_only", i);
+      g_autofree char *root_field = g_strdup_printf ("disks[%u].root", i);
       JsonObject *object;
       JsonNode *field;
       const char *path = NULL;
       gboolean read_only = FALSE;
+      gboolean root = FALSE;
 
       if (!JSON_NODE_HOLDS_OBJECT (element))
         return mv_json_wrong_type (element, where, "an object", error);
@@ -116,7 +140,10 @@ parse_disks (JsonNode *node, MvSpec *spec, GError **error)
       if ((field = mv_json_member (object, "read_only")) != NULL &&
           !mv_json_read_bool (field, ro_field, &read_only, error))
         return FALSE;
-      g_ptr_array_add (spec->disks, mv_disk_new (path, read_only));
+      if ((field = mv_json_member (object, "root")) != NULL &&
+          !mv_json_read_bool (field, root_field, &root, error))
+        return FALSE;
+      g_ptr_array_add (spec->disks, mv_disk_new (path, read_only, root));
     }
   return TRUE;
 }
@@ -133,7 +160,7 @@ parse_readiness (JsonNode *node, MvSpec *spec, GError **error)
       g_autofree char *shown = mv_text_excerpt (value, -1, MV_EXCERPT_MAX_BYTES);
 
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "readiness: \"%s\" is not one of vmm, agent, console:TEXT", shown);
+                   "readiness: \"%s\" is not one of auto, vmm, agent, console:TEXT", shown);
       return FALSE;
     }
   return TRUE;
@@ -249,13 +276,402 @@ parse_standby (JsonObject *object, MvSpec *spec, GError **error)
   return TRUE;
 }
 
+/* ---- the workload ---- */
+
+/* An array of strings, as a NULL-terminated vector; [] is an empty one,
+ * for validation to judge. */
+static gboolean
+read_string_vector (JsonNode *node, const char *field, char ***out, GError **error)
+{
+  JsonArray *array;
+  g_autoptr(GPtrArray) strings = g_ptr_array_new_with_free_func (g_free);
+
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return mv_json_wrong_type (node, field, "an array of strings", error);
+  array = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      g_autofree char *where = g_strdup_printf ("%s[%u]", field, i);
+      const char *s = NULL;
+
+      if (!mv_json_read_string (json_array_get_element (array, i), where, &s, error))
+        return FALSE;
+      g_ptr_array_add (strings, g_strdup (s));
+    }
+  g_ptr_array_add (strings, NULL);
+  g_strfreev (*out);
+  *out = (char **) g_ptr_array_free (g_steal_pointer (&strings), FALSE);
+  return TRUE;
+}
+
+static gboolean
+parse_init_mode (JsonNode *node, MvSpec *spec, GError **error)
+{
+  const char *value = NULL;
+
+  if (!mv_json_read_string (node, "init_mode", &value, error))
+    return FALSE;
+  if (!mv_init_mode_from_string (value, &spec->init_mode))
+    {
+      g_autofree char *shown = mv_text_excerpt (value, -1, MV_EXCERPT_MAX_BYTES);
+
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "init_mode: \"%s\" is not one of auto, exec, systemd", shown);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static int
+base64_value (char c)
+{
+  if (c >= 'A' && c <= 'Z')
+    return c - 'A';
+  if (c >= 'a' && c <= 'z')
+    return c - 'a' + 26;
+  if (c >= '0' && c <= '9')
+    return c - '0' + 52;
+  if (c == '+')
+    return 62;
+  if (c == '/')
+    return 63;
+  return -1;
+}
+
+/* Base64 as RFC 4648 writes it: the standard alphabet, padded, with the
+ * bits past the data zero, so that content has one spelling (GLib's
+ * decoder skips what it does not know instead). */
+static GBytes *
+decode_base64 (const char *text, const char *field, GError **error)
+{
+  gsize len = strlen (text);
+  gsize padding = 0;
+  gsize out_len = 0;
+  g_autofree guchar *out = NULL;
+
+  if (len % 4 != 0)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "%s: not base64 (%" G_GSIZE_FORMAT " characters, not a multiple of 4; "
+                   "padding with '=' is required)", field, len);
+      return NULL;
+    }
+  if (len > 0 && text[len - 1] == '=')
+    padding = text[len - 2] == '=' ? 2 : 1;
+  for (gsize i = 0; i < len - padding; i++)
+    if (base64_value (text[i]) < 0)
+      {
+        g_autofree char *shown = mv_text_excerpt (text + i, 1, MV_EXCERPT_MAX_BYTES);
+
+        g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                     "%s: not base64 (\"%s\" at offset %" G_GSIZE_FORMAT " is not in the "
+                     "standard alphabet)", field, shown, i);
+        return NULL;
+      }
+  if (padding > 0)
+    {
+      int last = base64_value (text[len - padding - 1]);
+      int unused = padding == 1 ? 0x03 : 0x0f;
+
+      if ((last & unused) != 0)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "%s: not base64 (the bits after the last byte are not zero)", field);
+          return NULL;
+        }
+    }
+  if (len == 0)
+    return g_bytes_new (NULL, 0);
+  out = g_base64_decode (text, &out_len);
+  return g_bytes_new_take (g_steal_pointer (&out), out_len);
+}
+
+/* A JSON integer, or a string of one to four octal digits ("0644"). */
+static gboolean
+parse_mode (JsonNode *node, const char *field, guint32 *out, GError **error)
+{
+  if (json_node_get_value_type (node) == G_TYPE_STRING)
+    {
+      const char *text = json_node_get_string (node);
+      gsize len = strlen (text);
+
+      if (len < 1 || len > 4 || strspn (text, "01234567") != len)
+        {
+          g_autofree char *shown = mv_text_excerpt (text, -1, MV_EXCERPT_MAX_BYTES);
+
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "%s: \"%s\" is not a mode (1 to 4 octal digits, as \"0644\")",
+                       field, shown);
+          return FALSE;
+        }
+      *out = (guint32) g_ascii_strtoull (text, NULL, 8);
+      return TRUE;
+    }
+  if (JSON_NODE_HOLDS_VALUE (node) && (json_node_get_value_type (node) == G_TYPE_INT64 ||
+                                       json_node_get_value_type (node) == G_TYPE_DOUBLE))
+    {
+      g_autofree char *written = NULL;
+      gint64 value;
+
+      if (!mv_json_read_integer (node, field, &value, &written, error))
+        return FALSE;
+      if (written != NULL || value < 0 || value > MV_MOUNT_MODE_MAX)
+        {
+          g_autofree char *shown = written != NULL ? g_strdup (written)
+                                                   : g_strdup_printf ("%" G_GINT64_FORMAT, value);
+
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "%s: %s is not a mode (0 to 07777, which is %d)",
+                       field, shown, MV_MOUNT_MODE_MAX);
+          return FALSE;
+        }
+      *out = (guint32) value;
+      return TRUE;
+    }
+  return mv_json_wrong_type (node, field, "an integer or a string of octal digits", error);
+}
+
+static gboolean
+parse_mount (JsonNode *node, guint index, MvSpec *spec, GError **error)
+{
+  static const char *const known[] = {
+    "type", "source", "target", "read_only", "content", "mode", "size_bytes", NULL
+  };
+  /* Messages name each member with the mount's index. */
+  g_autofree char *where = g_strdup_printf ("mounts[%u]", index);
+  g_autofree char *type_field = g_strconcat (where, ".type", NULL);
+  g_autofree char *source_field = g_strconcat (where, ".source", NULL);
+  g_autofree char *target_field = g_strconcat (where, ".target", NULL);
+  g_autofree char *ro_field = g_strconcat (where, ".read_only", NULL);
+  g_autofree char *content_field = g_strconcat (where, ".content", NULL);
+  g_autofree char *mode_field = g_strconcat (where, ".mode", NULL);
+  g_autofree char *size_field = g_strconcat (where, ".size_bytes", NULL);
+  g_autoptr(MvMount) mount = NULL;
+  JsonObject *object;
+  JsonNode *field;
+  const char *text = NULL;
+  MvMountType type;
+
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return mv_json_wrong_type (node, where, "an object", error);
+  object = json_node_get_object (node);
+  if (!mv_json_reject_unknown_members (object, where, known, error))
+    return FALSE;
+
+  if ((field = mv_json_member (object, "type")) == NULL)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "%s: required (file, tmpfs, volume or directory)", type_field);
+      return FALSE;
+    }
+  if (!mv_json_read_string (field, type_field, &text, error))
+    return FALSE;
+  if (!mv_mount_type_from_string (text, &type))
+    {
+      g_autofree char *shown = mv_text_excerpt (text, -1, MV_EXCERPT_MAX_BYTES);
+
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "%s: \"%s\" is not one of file, tmpfs, volume, directory", type_field, shown);
+      return FALSE;
+    }
+  /* The type first: the default mode is the type's. */
+  mount = mv_mount_new (type);
+
+  if ((field = mv_json_member (object, "source")) != NULL)
+    {
+      if (!mv_json_read_string (field, source_field, &text, error))
+        return FALSE;
+      if (*text != '\0')
+        mount->source = g_strdup (text);
+    }
+  if ((field = mv_json_member (object, "target")) != NULL)
+    {
+      if (!mv_json_read_string (field, target_field, &text, error))
+        return FALSE;
+      mount->target = g_strdup (text);
+    }
+  if ((field = mv_json_member (object, "read_only")) != NULL &&
+      !mv_json_read_bool (field, ro_field, &mount->read_only, error))
+    return FALSE;
+  if ((field = mv_json_member (object, "content")) != NULL)
+    {
+      if (!mv_json_read_string (field, content_field, &text, error) ||
+          !(mount->content = decode_base64 (text, content_field, error)))
+        return FALSE;
+    }
+  else if (type == MV_MOUNT_FILE)
+    mount->content = g_bytes_new (NULL, 0);   /* an empty file */
+  if ((field = mv_json_member (object, "mode")) != NULL &&
+      !parse_mode (field, mode_field, &mount->mode, error))
+    return FALSE;
+  if ((field = mv_json_member (object, "size_bytes")) != NULL)
+    {
+      gint64 size;
+
+      if (!read_ranged (field, size_field, G_MAXINT64, 0, MV_MEMORY_MAX_BYTES, &size, error))
+        return FALSE;
+      mount->size_bytes = (guint64) size;
+    }
+  g_ptr_array_add (spec->mounts, g_steal_pointer (&mount));
+  return TRUE;
+}
+
+static gboolean
+parse_mounts (JsonNode *node, MvSpec *spec, GError **error)
+{
+  JsonArray *array;
+
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return mv_json_wrong_type (node, "mounts", "an array", error);
+  array = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    if (!parse_mount (json_array_get_element (array, i), i, spec, error))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+read_port (JsonNode *node, const char *field, guint32 *out, GError **error)
+{
+  gint64 port;
+
+  if (!read_ranged (node, field, G_MAXUINT32, 1, MV_HEALTH_PORT_MAX, &port, error))
+    return FALSE;
+  *out = (guint32) port;
+  return TRUE;
+}
+
+static gboolean
+parse_health_http (JsonNode *node, MvHealthCheck *check, GError **error)
+{
+  static const char *const known[] = { "port", "path", NULL };
+  JsonObject *object;
+  JsonNode *field;
+
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return mv_json_wrong_type (node, "health_check.http", "an object", error);
+  object = json_node_get_object (node);
+  if (!mv_json_reject_unknown_members (object, "health_check.http", known, error))
+    return FALSE;
+  if ((field = mv_json_member (object, "port")) == NULL)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "health_check.http.port: required");
+      return FALSE;
+    }
+  if (!read_port (field, "health_check.http.port", &check->port, error))
+    return FALSE;
+  if ((field = mv_json_member (object, "path")) != NULL)
+    {
+      const char *path = NULL;
+
+      if (!mv_json_read_string (field, "health_check.http.path", &path, error))
+        return FALSE;
+      g_free (check->http_path);
+      check->http_path = g_strdup (path);
+    }
+  return TRUE;
+}
+
+/* The times and retries, each read as a guint32 and judged by validation. */
+static gboolean
+read_health_number (JsonObject *object, const char *name, gint64 min, gint64 max,
+                    guint32 *out, GError **error)
+{
+  JsonNode *node = mv_json_member (object, name);
+  g_autofree char *field = g_strconcat ("health_check.", name, NULL);
+  gint64 value;
+
+  if (node == NULL)
+    return TRUE;
+  if (!read_ranged (node, field, G_MAXUINT32, min, max, &value, error))
+    return FALSE;
+  *out = (guint32) value;
+  return TRUE;
+}
+
+static gboolean
+parse_health_check (JsonNode *node, MvSpec *spec, GError **error)
+{
+  static const char *const known[] = {
+    "exec", "tcp", "http", "interval_seconds", "timeout_seconds", "retries",
+    "start_period_seconds", "disabled", NULL
+  };
+  static const char *const kinds[] = { "exec", "tcp", "http" };
+  g_autoptr(MvHealthCheck) check = NULL;
+  const char *kind = NULL;
+  JsonObject *object;
+  JsonNode *field;
+
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return mv_json_wrong_type (node, "health_check", "an object", error);
+  object = json_node_get_object (node);
+  if (!mv_json_reject_unknown_members (object, "health_check", known, error))
+    return FALSE;
+
+  for (guint i = 0; i < G_N_ELEMENTS (kinds); i++)
+    {
+      if (mv_json_member (object, kinds[i]) == NULL)
+        continue;
+      if (kind != NULL)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "health_check: both %s and %s are given; a check is one of exec, tcp, http",
+                       kind, kinds[i]);
+          return FALSE;
+        }
+      kind = kinds[i];
+      check = mv_health_check_new ((MvHealthCheckKind) i);
+    }
+  if (check == NULL)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "health_check: one of exec, tcp, http is required");
+      return FALSE;
+    }
+
+  switch (check->kind)
+    {
+    case MV_HEALTH_CHECK_EXEC:
+      if (!read_string_vector (mv_json_member (object, "exec"), "health_check.exec", &check->exec,
+                               error))
+        return FALSE;
+      break;
+    case MV_HEALTH_CHECK_TCP:
+      if (!read_port (mv_json_member (object, "tcp"), "health_check.tcp", &check->port, error))
+        return FALSE;
+      break;
+    case MV_HEALTH_CHECK_HTTP:
+      check->http_path = g_strdup ("/");
+      if (!parse_health_http (mv_json_member (object, "http"), check, error))
+        return FALSE;
+      break;
+    }
+
+  if (!read_health_number (object, "interval_seconds", 1, MV_HEALTH_INTERVAL_MAX_SECONDS,
+                           &check->interval_seconds, error) ||
+      !read_health_number (object, "timeout_seconds", 1, MV_HEALTH_INTERVAL_MAX_SECONDS,
+                           &check->timeout_seconds, error) ||
+      !read_health_number (object, "retries", 1, MV_HEALTH_RETRIES_MAX, &check->retries, error) ||
+      !read_health_number (object, "start_period_seconds", 0, MV_HEALTH_START_PERIOD_MAX_SECONDS,
+                           &check->start_period_seconds, error))
+    return FALSE;
+  if ((field = mv_json_member (object, "disabled")) != NULL &&
+      !mv_json_read_bool (field, "health_check.disabled", &check->disabled, error))
+    return FALSE;
+
+  g_clear_pointer (&spec->health_check, mv_health_check_free);
+  spec->health_check = g_steal_pointer (&check);
+  return TRUE;
+}
+
 static const char *const spec_fields[] = {
   "id", "name", "hypervisor_type", "hypervisor_version", "kernel", "initrd",
   "kernel_args", "cpu_millicores", "max_vcpus", "memory_bytes",
   "max_memory_bytes", "disks", "readiness", "network_name", "static_ip",
   "hostname", "ssh_keys", "user_data", "metadata", "firewall", "restart",
   "standby_after_seconds", "sleep_after_idle_seconds", "labels",
-  "remove_on_exit", NULL
+  "remove_on_exit", "cmd", "env", "user", "working_dir", "init_mode", "mounts",
+  "health_check", NULL
 };
 
 MvSpec *
@@ -328,6 +744,24 @@ mv_spec_from_node (JsonNode *node, GError **error)
       !mv_json_read_bool (field, "remove_on_exit", &spec->remove_on_exit, error))
     return NULL;
 
+  if ((field = mv_json_member (object, "cmd")) != NULL &&
+      !read_string_vector (field, "cmd", &spec->cmd, error))
+    return NULL;
+  if ((field = mv_json_member (object, "env")) != NULL &&
+      !read_string_map (field, "env", spec->env, error))
+    return NULL;
+  if (!mv_json_read_string_member (object, "user", TRUE, &spec->user, error) ||
+      !mv_json_read_string_member (object, "working_dir", TRUE, &spec->working_dir, error))
+    return NULL;
+  if ((field = mv_json_member (object, "init_mode")) != NULL &&
+      !parse_init_mode (field, spec, error))
+    return NULL;
+  if ((field = mv_json_member (object, "mounts")) != NULL && !parse_mounts (field, spec, error))
+    return NULL;
+  if ((field = mv_json_member (object, "health_check")) != NULL &&
+      !parse_health_check (field, spec, error))
+    return NULL;
+
   return g_steal_pointer (&spec);
 }
 
@@ -387,6 +821,105 @@ strip_url_query (const char *location)
   return query != NULL ? g_strndup (location, query - location) : g_strdup (location);
 }
 
+static JsonArray *
+string_vector_to_array (char **strings)
+{
+  JsonArray *array = json_array_new ();
+
+  for (char **s = strings; s != NULL && *s != NULL; s++)
+    json_array_add_string_element (array, *s);
+  return array;
+}
+
+static JsonObject *
+mount_to_object (const MvMount *mount)
+{
+  JsonObject *object = json_object_new ();
+  char mode[8];
+
+  json_object_set_string_member (object, "type", mv_mount_type_to_string (mount->type));
+  mv_json_set_optional_string (object, "source", mount->source);
+  mv_json_set_optional_string (object, "target", mount->target);
+  json_object_set_boolean_member (object, "read_only", mount->read_only);
+  if (mount->type == MV_MOUNT_FILE || mount->content != NULL)
+    {
+      gsize len = 0;
+      const guchar *data = mount->content != NULL ? g_bytes_get_data (mount->content, &len)
+                                                  : NULL;
+      g_autofree char *content = len > 0 ? g_base64_encode (data, len) : g_strdup ("");
+
+      json_object_set_string_member (object, "content", content);
+    }
+  /* Modes read as octal, so they are written as octal. */
+  if (mount->type == MV_MOUNT_FILE || mount->type == MV_MOUNT_TMPFS || mount->mode != 0)
+    {
+      g_snprintf (mode, sizeof mode, "%04o", (guint) mount->mode);
+      json_object_set_string_member (object, "mode", mode);
+    }
+  if (mount->size_bytes != 0)
+    json_object_set_int_member (object, "size_bytes", (gint64) mount->size_bytes);
+  return object;
+}
+
+static JsonObject *
+health_check_to_object (const MvHealthCheck *check)
+{
+  JsonObject *object = json_object_new ();
+
+  switch (check->kind)
+    {
+    case MV_HEALTH_CHECK_EXEC:
+      json_object_set_array_member (object, "exec", string_vector_to_array (check->exec));
+      break;
+    case MV_HEALTH_CHECK_TCP:
+      json_object_set_int_member (object, "tcp", check->port);
+      break;
+    case MV_HEALTH_CHECK_HTTP:
+      {
+        g_autoptr(JsonObject) http = json_object_new ();
+
+        json_object_set_int_member (http, "port", check->port);
+        mv_json_set_optional_string (http, "path", check->http_path);
+        json_object_set_object_member (object, "http", g_steal_pointer (&http));
+      }
+      break;
+    }
+  json_object_set_int_member (object, "interval_seconds", check->interval_seconds);
+  json_object_set_int_member (object, "timeout_seconds", check->timeout_seconds);
+  json_object_set_int_member (object, "retries", check->retries);
+  json_object_set_int_member (object, "start_period_seconds", check->start_period_seconds);
+  json_object_set_boolean_member (object, "disabled", check->disabled);
+  return object;
+}
+
+/* Only what is set, so that the document and fingerprint of a spec
+ * without a workload are what they were before these fields existed.
+ * File contents are like configuration files, not secrets: kept either
+ * way. */
+static void
+set_workload (JsonObject *object, const MvSpec *spec)
+{
+  if (spec->cmd != NULL)
+    json_object_set_array_member (object, "cmd", string_vector_to_array (spec->cmd));
+  if (g_hash_table_size (spec->env) > 0)
+    json_object_set_member (object, "env", mv_json_string_map_to_node (spec->env, TRUE));
+  mv_json_set_optional_string (object, "user", spec->user);
+  mv_json_set_optional_string (object, "working_dir", spec->working_dir);
+  if (spec->init_mode != MV_INIT_MODE_AUTO)
+    json_object_set_string_member (object, "init_mode", mv_init_mode_to_string (spec->init_mode));
+  if (spec->mounts->len > 0)
+    {
+      g_autoptr(JsonArray) mounts = json_array_new ();
+
+      for (guint i = 0; i < spec->mounts->len; i++)
+        json_array_add_object_element (mounts, mount_to_object (g_ptr_array_index (spec->mounts, i)));
+      json_object_set_array_member (object, "mounts", g_steal_pointer (&mounts));
+    }
+  if (spec->health_check != NULL)
+    json_object_set_object_member (object, "health_check",
+                                   health_check_to_object (spec->health_check));
+}
+
 static JsonNode *
 spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
 {
@@ -419,6 +952,8 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
 
       mv_json_set_optional_string (d, "path", path);
       json_object_set_boolean_member (d, "read_only", disk->read_only);
+      if (disk->root)
+        json_object_set_boolean_member (d, "root", TRUE);
       json_array_add_object_element (disks, g_steal_pointer (&d));
     }
   json_object_set_array_member (object, "disks", g_steal_pointer (&disks));
@@ -427,8 +962,9 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
 
   mv_json_set_optional_string (object, "network_name", spec->network_name);
   mv_json_set_optional_string (object, "static_ip", spec->static_ip);
-  mv_json_set_optional_string (object, "hostname", spec->hostname);
-  if (with_secrets)
+  if (!(flags & MV_SPEC_CANON_NO_GUEST_METADATA))
+    mv_json_set_optional_string (object, "hostname", spec->hostname);
+  if (with_secrets && !(flags & MV_SPEC_CANON_NO_GUEST_METADATA))
     {
       g_autoptr(JsonArray) keys = json_array_new ();
 
@@ -437,8 +973,9 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
       json_object_set_array_member (object, "ssh_keys", g_steal_pointer (&keys));
       mv_json_set_optional_string (object, "user_data", spec->user_data);
     }
-  json_object_set_member (object, "metadata",
-                          mv_json_string_map_to_node (spec->metadata, with_secrets));
+  if (!(flags & MV_SPEC_CANON_NO_GUEST_METADATA))
+    json_object_set_member (object, "metadata",
+                            mv_json_string_map_to_node (spec->metadata, with_secrets));
   json_object_set_array_member (object, "firewall", mv_json_array_deep_copy (spec->firewall));
 
   json_object_set_string_member (restart, "mode", mv_restart_mode_to_string (spec->restart_mode));
@@ -450,6 +987,8 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
   if (!(flags & MV_SPEC_CANON_NO_ID_LABELS))
     json_object_set_member (object, "labels", mv_json_string_map_to_node (spec->labels, TRUE));
   json_object_set_boolean_member (object, "remove_on_exit", spec->remove_on_exit);
+
+  set_workload (object, spec);
 
   return json_node_init_object (json_node_alloc (), object);
 }

@@ -37,10 +37,27 @@ number_text (gint64 value, gboolean bytes)
 }
 
 gboolean
-mv_spec_check_number (const char *field, gint64 value, const char *written, GError **error)
+mv_spec_check_range (const char *field, gint64 value, const char *written, gint64 min,
+                     gint64 max, gboolean bytes, GError **error)
 {
   g_autofree char *shown = NULL;
   g_autofree char *bound = NULL;
+
+  if (written == NULL && value >= min && value <= max)
+    return TRUE;
+  shown = written != NULL ? g_strdup (written) : number_text (value, bytes);
+  if (value < min)
+    {
+      bound = number_text (min, bytes);
+      return invalid (error, "%s: %s is below the minimum of %s", field, shown, bound);
+    }
+  bound = number_text (max, bytes);
+  return invalid (error, "%s: %s is more than the limit of %s", field, shown, bound);
+}
+
+gboolean
+mv_spec_check_number (const char *field, gint64 value, const char *written, GError **error)
+{
   guint i;
 
   for (i = 0; i < G_N_ELEMENTS (number_bounds); i++)
@@ -48,16 +65,8 @@ mv_spec_check_number (const char *field, gint64 value, const char *written, GErr
       break;
   g_return_val_if_fail (i < G_N_ELEMENTS (number_bounds), FALSE);
 
-  if (written == NULL && value >= number_bounds[i].min && value <= number_bounds[i].max)
-    return TRUE;
-  shown = written != NULL ? g_strdup (written) : number_text (value, number_bounds[i].bytes);
-  if (value < number_bounds[i].min)
-    {
-      bound = number_text (number_bounds[i].min, number_bounds[i].bytes);
-      return invalid (error, "%s: %s is below the minimum of %s", field, shown, bound);
-    }
-  bound = number_text (number_bounds[i].max, number_bounds[i].bytes);
-  return invalid (error, "%s: %s is more than the limit of %s", field, shown, bound);
+  return mv_spec_check_range (field, value, written, number_bounds[i].min, number_bounds[i].max,
+                              number_bounds[i].bytes, error);
 }
 
 static gboolean
@@ -262,6 +271,8 @@ validate_resources (const MvSpec *spec, GError **error)
 static gboolean
 validate_disks (const MvSpec *spec, GError **error)
 {
+  gint root = -1;
+
   if (spec->disks->len > MV_DISKS_MAX)
     return invalid (error, "disks: %u disks, more than the limit of %d",
                     spec->disks->len, MV_DISKS_MAX);
@@ -272,6 +283,12 @@ validate_disks (const MvSpec *spec, GError **error)
 
       if (!check_path (field, disk->path, TRUE, error))
         return FALSE;
+      if (!disk->root)
+        continue;
+      if (root >= 0)
+        return invalid (error, "disks[%u].root: only one disk can be the root; disks[%d] is",
+                        i, root);
+      root = (gint) i;
     }
   return TRUE;
 }
@@ -478,9 +495,347 @@ validate_network (const MvSpec *spec, GError **error)
                             "an IP address and a prefix length", error);
 }
 
-/* The field limits keep a spec well below this; it holds the document,
- * and the record around it, to a size the readers accept whatever a
- * field allows. */
+/* ---- the workload ---- */
+
+/* An absolute path with one spelling: no "." or ".." components, no
+ * "//", no trailing '/' but for "/" itself (refused with !@root_ok). */
+static gboolean
+check_normalized_path (const char *field, const char *path, gboolean root_ok, GError **error)
+{
+  g_autofree char *shown = NULL;
+  gboolean normal = TRUE;
+
+  if (!check_path (field, path, TRUE, error))
+    return FALSE;
+  if (strcmp (path, "/") == 0)
+    return root_ok ? TRUE : invalid (error, "%s: \"/\" is not allowed", field);
+  for (const char *component = path + 1; normal; )
+    {
+      gsize len = strcspn (component, "/");
+
+      if (len == 0 || (len == 1 && component[0] == '.') ||
+          (len == 2 && component[0] == '.' && component[1] == '.'))
+        normal = FALSE;
+      if (component[len] == '\0')
+        break;
+      component += len + 1;
+    }
+  if (normal)
+    return TRUE;
+  shown = mv_text_excerpt (path, -1, MV_EXCERPT_MAX_BYTES);
+  return invalid (error, "%s: \"%s\" is not a normalized path "
+                  "(no \".\" or \"..\", no \"//\", no trailing \"/\")", field, shown);
+}
+
+/* A user or group name as useradd takes it, or a decimal ID below
+ * 4294967295 (which is (uid_t) -1). */
+static gboolean
+valid_user_part (const char *part, gsize len, gboolean *numeric)
+{
+  if (len == 0)
+    return FALSE;
+  *numeric = g_ascii_isdigit (part[0]);
+  if (*numeric)
+    {
+      guint64 value = 0;
+
+      if (len > 10 || (part[0] == '0' && len > 1))
+        return FALSE;
+      for (gsize i = 0; i < len; i++)
+        {
+          if (!g_ascii_isdigit (part[i]))
+            return FALSE;
+          value = value * 10 + (guint64) (part[i] - '0');
+        }
+      return value <= G_MAXUINT32 - 1;
+    }
+  if (len > 32 || !(g_ascii_isalpha (part[0]) || part[0] == '_'))
+    return FALSE;
+  for (gsize i = 1; i < len; i++)
+    if (!g_ascii_isalnum (part[i]) && strchr ("_.-", part[i]) == NULL)
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+check_user (const char *user, GError **error)
+{
+  gsize len;
+  const char *colon;
+  gboolean user_numeric = FALSE, group_numeric = FALSE;
+  gboolean ok;
+
+  /* Empty is root, as absent is. */
+  if (user == NULL || *user == '\0')
+    return TRUE;
+  len = strlen (user);
+  if (len > MV_USER_MAX_BYTES)
+    return invalid (error, "user: %" G_GSIZE_FORMAT " bytes, more than the limit of %d",
+                    len, MV_USER_MAX_BYTES);
+  colon = strchr (user, ':');
+  if (colon == NULL)
+    ok = valid_user_part (user, len, &user_numeric);
+  else
+    ok = valid_user_part (user, colon - user, &user_numeric) &&
+         valid_user_part (colon + 1, strlen (colon + 1), &group_numeric) &&
+         user_numeric == group_numeric;
+  if (!ok)
+    {
+      g_autofree char *shown = mv_text_excerpt (user, -1, MV_EXCERPT_MAX_BYTES);
+
+      return invalid (error, "user: \"%s\" is not one of name, uid, name:group, uid:gid "
+                      "(names of at most 32 letters, digits, '_', '.' and '-', not starting "
+                      "with a digit, '.' or '-'; IDs from 0 to 4294967294)", shown);
+    }
+  return TRUE;
+}
+
+/* An argument vector of 1 to @max_args non-empty strings of UTF-8, at
+ * most @max_bytes together (0: no limit but the document's). */
+static gboolean
+check_argv (const char *field, char **argv, guint max_args, gsize max_bytes, GError **error)
+{
+  guint n = argv != NULL ? g_strv_length (argv) : 0;
+  gsize total = 0;
+
+  if (n == 0)
+    return invalid (error, "%s: an empty list (it needs at least the program)", field);
+  if (n > max_args)
+    return invalid (error, "%s: %u arguments, more than the limit of %u", field, n, max_args);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *where = g_strdup_printf ("%s[%u]", field, i);
+
+      if (*argv[i] == '\0')
+        return invalid (error, "%s: empty", where);
+      if (!check_utf8 (where, argv[i], error))
+        return FALSE;
+      total += strlen (argv[i]);
+    }
+  if (max_bytes != 0 && total > max_bytes)
+    {
+      g_autofree char *limit = mv_text_bytes (max_bytes);
+
+      return invalid (error, "%s: %" G_GSIZE_FORMAT " bytes of arguments in all, more than the "
+                      "limit of %s", field, total, limit);
+    }
+  return TRUE;
+}
+
+static gboolean
+valid_env_name (const char *name)
+{
+  if (!(g_ascii_isalpha (name[0]) || name[0] == '_'))
+    return FALSE;
+  for (const char *p = name + 1; *p != '\0'; p++)
+    if (!g_ascii_isalnum (*p) && *p != '_')
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+check_env (GHashTable *env, GError **error)
+{
+  GHashTableIter iter;
+  gpointer key, value;
+  gsize total = 0;
+
+  if (g_hash_table_size (env) > MV_ENV_MAX)
+    return invalid (error, "env: %u variables, more than the limit of %d",
+                    g_hash_table_size (env), MV_ENV_MAX);
+  g_hash_table_iter_init (&iter, env);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      if (!valid_env_name (key))
+        {
+          g_autofree char *shown = mv_text_excerpt (key, -1, MV_EXCERPT_MAX_BYTES);
+
+          return invalid (error, "env: \"%s\" is not a variable name "
+                          "(letters, digits and '_', not starting with a digit)", shown);
+        }
+      if (!g_utf8_validate (value, -1, NULL))
+        return invalid (error, "env.%s: not valid UTF-8", (const char *) key);
+      total += strlen (key) + 1 + strlen (value);
+    }
+  if (total > MV_ENV_MAX_BYTES)
+    {
+      g_autofree char *limit = mv_text_bytes (MV_ENV_MAX_BYTES);
+
+      return invalid (error, "env: %" G_GSIZE_FORMAT " bytes of KEY=VALUE in all, more than the "
+                      "limit of %s", total, limit);
+    }
+  return TRUE;
+}
+
+static gboolean
+validate_workload (const MvSpec *spec, GError **error)
+{
+  if (spec->cmd != NULL && !check_argv ("cmd", spec->cmd, MV_CMD_MAX_ARGS, MV_CMD_MAX_BYTES, error))
+    return FALSE;
+  if (!check_env (spec->env, error) || !check_user (spec->user, error))
+    return FALSE;
+  if (spec->working_dir != NULL && *spec->working_dir != '\0' &&
+      !check_normalized_path ("working_dir", spec->working_dir, TRUE, error))
+    return FALSE;
+  if ((guint) spec->init_mode > MV_INIT_MODE_SYSTEMD)
+    return invalid (error, "init_mode: unknown mode %d", (int) spec->init_mode);
+  return TRUE;
+}
+
+/* What one mount of each type may and must set. */
+static gboolean
+validate_mount (const MvSpec *spec, guint i, const MvMount *mount, GError **error)
+{
+  g_autofree char *target = g_strdup_printf ("mounts[%u].target", i);
+  g_autofree char *source = g_strdup_printf ("mounts[%u].source", i);
+  const char *type = mv_mount_type_to_string (mount->type);
+  gboolean wants_source = mount->type == MV_MOUNT_VOLUME || mount->type == MV_MOUNT_DIRECTORY;
+
+  if ((guint) mount->type > MV_MOUNT_DIRECTORY)
+    return invalid (error, "mounts[%u].type: unknown type %d", i, (int) mount->type);
+  if (!check_normalized_path (target, mount->target, FALSE, error))
+    return FALSE;
+
+  if (wants_source && (mount->source == NULL || *mount->source == '\0'))
+    return invalid (error, "%s: required for %s mounts", source, type);
+  if (!wants_source && mount->source != NULL)
+    return invalid (error, "%s: not for %s mounts", source, type);
+  if (mount->type == MV_MOUNT_VOLUME && !mv_name_validate (source, mount->source, error))
+    return FALSE;
+  if (mount->type == MV_MOUNT_DIRECTORY &&
+      !check_normalized_path (source, mount->source, TRUE, error))
+    return FALSE;
+
+  if (mount->type != MV_MOUNT_FILE && mount->content != NULL)
+    return invalid (error, "mounts[%u].content: only for file mounts, not %s", i, type);
+  if (mount->mode > MV_MOUNT_MODE_MAX)
+    return invalid (error, "mounts[%u].mode: %o is more than the limit of 07777", i, mount->mode);
+  if (wants_source && mount->mode != 0)
+    return invalid (error, "mounts[%u].mode: only for file and tmpfs mounts, not %s", i, type);
+
+  if (mount->size_bytes != 0)
+    {
+      g_autofree char *field = g_strdup_printf ("mounts[%u].size_bytes", i);
+
+      if (mount->type != MV_MOUNT_TMPFS)
+        return invalid (error, "%s: only for tmpfs mounts, not %s", field, type);
+      if (mount->size_bytes < MV_TMPFS_MIN_BYTES)
+        return mv_spec_check_range (field, (gint64) mount->size_bytes, NULL, MV_TMPFS_MIN_BYTES,
+                                    G_MAXINT64, TRUE, error);
+      if (mount->size_bytes > spec->memory_bytes)
+        {
+          g_autofree char *size = mv_text_bytes (mount->size_bytes);
+          g_autofree char *memory = mv_text_bytes (spec->memory_bytes);
+
+          return invalid (error, "%s: %s is more than memory_bytes %s", field, size, memory);
+        }
+    }
+  return TRUE;
+}
+
+static gboolean
+validate_mounts (const MvSpec *spec, GError **error)
+{
+  g_autoptr(GHashTable) targets = g_hash_table_new (g_str_hash, g_str_equal);
+  guint64 file_bytes = 0;
+
+  if (spec->mounts->len > MV_MOUNTS_MAX)
+    return invalid (error, "mounts: %u mounts, more than the limit of %d",
+                    spec->mounts->len, MV_MOUNTS_MAX);
+  for (guint i = 0; i < spec->mounts->len; i++)
+    {
+      const MvMount *mount = g_ptr_array_index (spec->mounts, i);
+      gpointer other;
+
+      if (!validate_mount (spec, i, mount, error))
+        return FALSE;
+      if (g_hash_table_lookup_extended (targets, mount->target, NULL, &other))
+        {
+          g_autofree char *shown = mv_text_excerpt (mount->target, -1, MV_EXCERPT_MAX_BYTES);
+
+          return invalid (error, "mounts[%u].target: \"%s\" is also the target of mounts[%u]",
+                          i, shown, GPOINTER_TO_UINT (other));
+        }
+      g_hash_table_insert (targets, mount->target, GUINT_TO_POINTER (i));
+      if (mount->content != NULL)
+        file_bytes += g_bytes_get_size (mount->content);
+    }
+  if (file_bytes > MV_FILE_MOUNT_MAX_BYTES)
+    {
+      g_autofree char *limit = mv_text_bytes (MV_FILE_MOUNT_MAX_BYTES);
+
+      return invalid (error, "mounts: file contents total %" G_GUINT64_FORMAT " bytes, over the "
+                      "limit of %s", file_bytes, limit);
+    }
+  return TRUE;
+}
+
+static gboolean
+check_http_path (const char *path, GError **error)
+{
+  gsize len;
+
+  if (path == NULL || path[0] != '/')
+    return invalid (error, "health_check.http.path: must start with '/'");
+  len = strlen (path);
+  if (len > MV_HEALTH_HTTP_PATH_MAX_BYTES)
+    return invalid (error, "health_check.http.path: %" G_GSIZE_FORMAT " bytes, more than the "
+                    "limit of %d", len, MV_HEALTH_HTTP_PATH_MAX_BYTES);
+  for (const char *p = path; *p != '\0'; p++)
+    if ((guchar) *p <= 0x20 || (guchar) *p >= 0x7f)
+      return invalid (error, "health_check.http.path: may hold only printable ASCII without "
+                      "spaces (0x%02x at offset %" G_GSIZE_FORMAT ")", (guchar) *p,
+                      (gsize) (p - path));
+  return TRUE;
+}
+
+static gboolean
+validate_health_check (const MvSpec *spec, GError **error)
+{
+  const MvHealthCheck *check = spec->health_check;
+
+  if (check == NULL)
+    return TRUE;
+  switch (check->kind)
+    {
+    case MV_HEALTH_CHECK_EXEC:
+      if (!check_argv ("health_check.exec", check->exec, MV_HEALTH_EXEC_MAX_ARGS, 0, error))
+        return FALSE;
+      break;
+    case MV_HEALTH_CHECK_TCP:
+      if (!mv_spec_check_range ("health_check.tcp", check->port, NULL, 1, MV_HEALTH_PORT_MAX,
+                                FALSE, error))
+        return FALSE;
+      break;
+    case MV_HEALTH_CHECK_HTTP:
+      if (!mv_spec_check_range ("health_check.http.port", check->port, NULL, 1,
+                                MV_HEALTH_PORT_MAX, FALSE, error) ||
+          !check_http_path (check->http_path, error))
+        return FALSE;
+      break;
+    default:
+      return invalid (error, "health_check: unknown kind %d", (int) check->kind);
+    }
+  if (!mv_spec_check_range ("health_check.interval_seconds", check->interval_seconds, NULL, 1,
+                            MV_HEALTH_INTERVAL_MAX_SECONDS, FALSE, error) ||
+      !mv_spec_check_range ("health_check.retries", check->retries, NULL, 1,
+                            MV_HEALTH_RETRIES_MAX, FALSE, error) ||
+      !mv_spec_check_range ("health_check.start_period_seconds", check->start_period_seconds,
+                            NULL, 0, MV_HEALTH_START_PERIOD_MAX_SECONDS, FALSE, error))
+    return FALSE;
+  if (check->timeout_seconds < 1)
+    return invalid (error, "health_check.timeout_seconds: %u is below the minimum of 1",
+                    check->timeout_seconds);
+  if (check->timeout_seconds > check->interval_seconds)
+    return invalid (error, "health_check.timeout_seconds: %u is more than interval_seconds %u",
+                    check->timeout_seconds, check->interval_seconds);
+  return TRUE;
+}
+
+/* The field limits keep most specs well below this, but not every field
+ * at its limit at once (file contents, cmd and env can fill it): this
+ * holds the document, and the record around it, to a size the readers
+ * accept whatever the fields allow. */
 static gboolean
 validate_size (const MvSpec *spec, GError **error)
 {
@@ -521,6 +876,9 @@ mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GErr
          validate_guest_metadata (spec, error) &&
          validate_labels (spec, error) &&
          validate_policies (spec, standby_min, error) &&
+         validate_workload (spec, error) &&
+         validate_mounts (spec, error) &&
+         validate_health_check (spec, error) &&
          validate_size (spec, error);
 }
 
@@ -543,10 +901,6 @@ mv_spec_check_implemented (const MvSpec *spec, GError **error)
     { "network_name", string_set (spec->network_name) },
     { "static_ip", string_set (spec->static_ip) },
     { "firewall", json_array_get_length (spec->firewall) > 0 },
-    { "hostname", string_set (spec->hostname) },
-    { "ssh_keys", spec->ssh_keys->len > 0 },
-    { "user_data", string_set (spec->user_data) },
-    { "metadata", g_hash_table_size (spec->metadata) > 0 },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (pending); i++)
@@ -556,5 +910,17 @@ mv_spec_check_implemented (const MvSpec *spec, GError **error)
                      "%s: not supported by this microvmd yet", pending[i].field);
         return FALSE;
       }
+  for (guint i = 0; i < spec->mounts->len; i++)
+    {
+      const MvMount *mount = g_ptr_array_index (spec->mounts, i);
+
+      if (mount->type == MV_MOUNT_VOLUME || mount->type == MV_MOUNT_DIRECTORY)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                       "mounts[%u].type: %s mounts are not supported by this microvmd yet",
+                       i, mv_mount_type_to_string (mount->type));
+          return FALSE;
+        }
+    }
   return TRUE;
 }

@@ -19,13 +19,83 @@ disk_free (gpointer data)
 }
 
 MvDisk *
-mv_disk_new (const char *path, gboolean read_only)
+mv_disk_new (const char *path, gboolean read_only, gboolean root)
 {
   MvDisk *disk = g_new0 (MvDisk, 1);
 
   disk->path = g_strdup (path);
   disk->read_only = read_only;
+  disk->root = root;
   return disk;
+}
+
+MvMount *
+mv_mount_new (MvMountType type)
+{
+  MvMount *mount = g_new0 (MvMount, 1);
+
+  mount->type = type;
+  if (type == MV_MOUNT_FILE)
+    mount->mode = MV_FILE_MOUNT_DEFAULT_MODE;
+  else if (type == MV_MOUNT_TMPFS)
+    mount->mode = MV_TMPFS_DEFAULT_MODE;
+  return mount;
+}
+
+void
+mv_mount_free (MvMount *mount)
+{
+  if (mount == NULL)
+    return;
+  g_free (mount->source);
+  g_free (mount->target);
+  g_clear_pointer (&mount->content, g_bytes_unref);
+  g_free (mount);
+}
+
+static MvMount *
+mount_copy (const MvMount *mount)
+{
+  MvMount *copy = g_new0 (MvMount, 1);
+
+  *copy = *mount;
+  copy->source = g_strdup (mount->source);
+  copy->target = g_strdup (mount->target);
+  copy->content = mount->content != NULL ? g_bytes_ref (mount->content) : NULL;
+  return copy;
+}
+
+MvHealthCheck *
+mv_health_check_new (MvHealthCheckKind kind)
+{
+  MvHealthCheck *check = g_new0 (MvHealthCheck, 1);
+
+  check->kind = kind;
+  check->interval_seconds = MV_HEALTH_DEFAULT_INTERVAL_SECONDS;
+  check->timeout_seconds = MV_HEALTH_DEFAULT_TIMEOUT_SECONDS;
+  check->retries = MV_HEALTH_DEFAULT_RETRIES;
+  return check;
+}
+
+void
+mv_health_check_free (MvHealthCheck *check)
+{
+  if (check == NULL)
+    return;
+  g_strfreev (check->exec);
+  g_free (check->http_path);
+  g_free (check);
+}
+
+static MvHealthCheck *
+health_check_copy (const MvHealthCheck *check)
+{
+  MvHealthCheck *copy = g_new0 (MvHealthCheck, 1);
+
+  *copy = *check;
+  copy->exec = g_strdupv (check->exec);
+  copy->http_path = g_strdup (check->http_path);
+  return copy;
 }
 
 static GHashTable *
@@ -42,12 +112,15 @@ mv_spec_new (void)
   spec->cpu_millicores = MV_DEFAULT_CPU_MILLICORES;
   spec->memory_bytes = MV_DEFAULT_MEMORY_BYTES;
   spec->disks = g_ptr_array_new_with_free_func (disk_free);
-  spec->readiness = MV_READINESS_VMM;
+  spec->readiness = MV_READINESS_AUTO;
   spec->ssh_keys = g_ptr_array_new_with_free_func (g_free);
   spec->metadata = string_map_new ();
   spec->firewall = json_array_new ();
   spec->restart_mode = MV_RESTART_NO;
   spec->labels = string_map_new ();
+  spec->env = string_map_new ();
+  spec->init_mode = MV_INIT_MODE_AUTO;
+  spec->mounts = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_mount_free);
   return spec;
 }
 
@@ -73,6 +146,12 @@ mv_spec_free (MvSpec *spec)
   g_clear_pointer (&spec->metadata, g_hash_table_unref);
   g_clear_pointer (&spec->firewall, json_array_unref);
   g_clear_pointer (&spec->labels, g_hash_table_unref);
+  g_strfreev (spec->cmd);
+  g_clear_pointer (&spec->env, g_hash_table_unref);
+  g_free (spec->user);
+  g_free (spec->working_dir);
+  g_clear_pointer (&spec->mounts, g_ptr_array_unref);
+  g_clear_pointer (&spec->health_check, mv_health_check_free);
   g_free (spec);
 }
 
@@ -109,7 +188,7 @@ mv_spec_copy (const MvSpec *spec)
   for (guint i = 0; i < spec->disks->len; i++)
     {
       const MvDisk *disk = g_ptr_array_index (spec->disks, i);
-      g_ptr_array_add (copy->disks, mv_disk_new (disk->path, disk->read_only));
+      g_ptr_array_add (copy->disks, mv_disk_new (disk->path, disk->read_only, disk->root));
     }
   copy->readiness = spec->readiness;
   copy->readiness_text = g_strdup (spec->readiness_text);
@@ -127,10 +206,19 @@ mv_spec_copy (const MvSpec *spec)
   copy->standby_after_seconds = spec->standby_after_seconds;
   copy_string_map (copy->labels, spec->labels);
   copy->remove_on_exit = spec->remove_on_exit;
+  copy->cmd = g_strdupv (spec->cmd);
+  copy_string_map (copy->env, spec->env);
+  copy->user = g_strdup (spec->user);
+  copy->working_dir = g_strdup (spec->working_dir);
+  copy->init_mode = spec->init_mode;
+  for (guint i = 0; i < spec->mounts->len; i++)
+    g_ptr_array_add (copy->mounts, mount_copy (g_ptr_array_index (spec->mounts, i)));
+  if (spec->health_check != NULL)
+    copy->health_check = health_check_copy (spec->health_check);
   return copy;
 }
 
-/* ---- restart modes and readiness ---- */
+/* ---- enumerations and readiness ---- */
 
 static const char *const restart_mode_names[] = {
   [MV_RESTART_NO] = "no",
@@ -160,6 +248,53 @@ mv_restart_mode_from_string (const char *s, MvRestartMode *mode)
   return TRUE;
 }
 
+static const char *const init_mode_names[] = {
+  [MV_INIT_MODE_AUTO] = "auto",
+  [MV_INIT_MODE_EXEC] = "exec",
+  [MV_INIT_MODE_SYSTEMD] = "systemd",
+};
+
+const char *
+mv_init_mode_to_string (MvInitMode mode)
+{
+  return mv_enum_to_name (init_mode_names, G_N_ELEMENTS (init_mode_names), mode, "auto");
+}
+
+gboolean
+mv_init_mode_from_string (const char *s, MvInitMode *mode)
+{
+  guint value;
+
+  if (!mv_enum_from_name (init_mode_names, G_N_ELEMENTS (init_mode_names), s, &value))
+    return FALSE;
+  *mode = value;
+  return TRUE;
+}
+
+static const char *const mount_type_names[] = {
+  [MV_MOUNT_FILE] = "file",
+  [MV_MOUNT_TMPFS] = "tmpfs",
+  [MV_MOUNT_VOLUME] = "volume",
+  [MV_MOUNT_DIRECTORY] = "directory",
+};
+
+const char *
+mv_mount_type_to_string (MvMountType type)
+{
+  return mv_enum_to_name (mount_type_names, G_N_ELEMENTS (mount_type_names), type, "file");
+}
+
+gboolean
+mv_mount_type_from_string (const char *s, MvMountType *type)
+{
+  guint value;
+
+  if (!mv_enum_from_name (mount_type_names, G_N_ELEMENTS (mount_type_names), s, &value))
+    return FALSE;
+  *type = value;
+  return TRUE;
+}
+
 #define READINESS_CONSOLE_PREFIX "console:"
 
 char *
@@ -173,6 +308,8 @@ mv_readiness_to_string (MvReadiness readiness, const char *readiness_text)
       return g_strdup ("agent");
     case MV_READINESS_CONSOLE:
       return g_strconcat (READINESS_CONSOLE_PREFIX, readiness_text ? readiness_text : "", NULL);
+    case MV_READINESS_AUTO:
+      return g_strdup ("auto");
     case MV_READINESS_VMM:
       break;
     }
@@ -182,7 +319,9 @@ mv_readiness_to_string (MvReadiness readiness, const char *readiness_text)
 gboolean
 mv_readiness_from_string (const char *s, MvReadiness *readiness, char **readiness_text)
 {
-  if (strcmp (s, "vmm") == 0)
+  if (strcmp (s, "auto") == 0)
+    *readiness = MV_READINESS_AUTO;
+  else if (strcmp (s, "vmm") == 0)
     *readiness = MV_READINESS_VMM;
   else if (strcmp (s, "agent") == 0)
     *readiness = MV_READINESS_AGENT;
@@ -258,8 +397,61 @@ mv_spec_shape_differs (const MvSpec *a, const MvSpec *b)
       const MvDisk *da = g_ptr_array_index (a->disks, i);
       const MvDisk *db = g_ptr_array_index (b->disks, i);
 
-      if (g_strcmp0 (da->path, db->path) != 0 || da->read_only != db->read_only)
+      if (g_strcmp0 (da->path, db->path) != 0 || da->read_only != db->read_only ||
+          da->root != db->root)
         return TRUE;
     }
   return FALSE;
+}
+
+gboolean
+mv_spec_differs_only_in_guest_metadata (const MvSpec *a, const MvSpec *b)
+{
+  g_autofree char *rest_a = NULL;
+  g_autofree char *rest_b = NULL;
+  g_autofree char *ja = NULL;
+  g_autofree char *jb = NULL;
+
+  g_return_val_if_fail (a != NULL && b != NULL, FALSE);
+  rest_a = mv_spec_canonical_json (a, MV_SPEC_CANON_NO_STANDBY | MV_SPEC_CANON_NO_GUEST_METADATA);
+  rest_b = mv_spec_canonical_json (b, MV_SPEC_CANON_NO_STANDBY | MV_SPEC_CANON_NO_GUEST_METADATA);
+  if (strcmp (rest_a, rest_b) != 0)
+    return FALSE;
+  ja = mv_spec_canonical_json (a, MV_SPEC_CANON_NO_STANDBY);
+  jb = mv_spec_canonical_json (b, MV_SPEC_CANON_NO_STANDBY);
+  return strcmp (ja, jb) != 0;
+}
+
+/* ---- the workload ---- */
+
+const MvDisk *
+mv_spec_root_disk (const MvSpec *spec)
+{
+  g_return_val_if_fail (spec != NULL, NULL);
+
+  for (guint i = 0; i < spec->disks->len; i++)
+    {
+      const MvDisk *disk = g_ptr_array_index (spec->disks, i);
+
+      if (disk->root)
+        return disk;
+    }
+  return NULL;
+}
+
+MvInitMode
+mv_spec_effective_init_mode (const MvSpec *spec)
+{
+  /* What the usual images start systemd as. */
+  static const char *const systemd_commands[] = {
+    "systemd", "/sbin/init", "/lib/systemd/systemd", "/usr/lib/systemd/systemd", NULL
+  };
+
+  g_return_val_if_fail (spec != NULL, MV_INIT_MODE_EXEC);
+
+  if (spec->init_mode != MV_INIT_MODE_AUTO)
+    return spec->init_mode;
+  if (spec->cmd != NULL && spec->cmd[0] != NULL && g_strv_contains (systemd_commands, spec->cmd[0]))
+    return MV_INIT_MODE_SYSTEMD;
+  return MV_INIT_MODE_EXEC;
 }

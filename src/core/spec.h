@@ -6,8 +6,10 @@
 #include <json-glib/json-glib.h>
 
 /* The document as a whole, as spec-json.c reads it: well below a D-Bus
- * message, and deep enough for every field. */
-#define MV_SPEC_MAX_BYTES                 (1024 * 1024)
+ * message, room for MV_FILE_MOUNT_MAX_BYTES of file contents written as
+ * base64 (a third more) beside the other fields, and deep enough for
+ * every field. */
+#define MV_SPEC_MAX_BYTES                 (2 * 1024 * 1024)
 #define MV_SPEC_MAX_DEPTH                 32
 
 /* Limits (seed 000, seed 004 and DESIGN §2a), checked by spec-validate.c. */
@@ -189,7 +191,7 @@ MvInitMode mv_spec_effective_init_mode (const MvSpec *spec);
  * metadata (and the standby time): a change applied to a running guest at
  * once, accepted in any state. */
 gboolean mv_spec_differs_only_in_guest_metadata (const MvSpec *a, const MvSpec *b);
-/* "vmm", "agent" or "console:TEXT", as the spec document spells it. */
+/* "auto", "vmm", "agent" or "console:TEXT", as the spec document spells it. */
 char       *mv_readiness_to_string (MvReadiness readiness, const char *readiness_text);
 
 /* ---- the JSON document (spec-json.c) ---- */
@@ -229,8 +231,9 @@ gboolean mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_
 gboolean mv_name_validate (const char *field, const char *name, GError **error);
 /* Fails with MV_ERROR_UNSUPPORTED naming the first field @spec sets that
  * this microvmd parses and validates but does not carry out yet:
- * network_name, static_ip, firewall, hostname, ssh_keys, user_data,
- * metadata ("network_name: not supported by this microvmd yet"). */
+ * network_name, static_ip, firewall ("network_name: not supported by this
+ * microvmd yet"), and mounts of type volume or directory ("mounts[0].type:
+ * volume mounts are not supported by this microvmd yet"). */
 gboolean mv_spec_check_implemented (const MvSpec *spec, GError **error);
 
 /* ---- the guest metadata document (spec-metadata.c) ---- */

@@ -118,7 +118,7 @@ test_defaults (void)
 
   g_assert_cmpuint (spec->cpu_millicores, ==, 1000);
   g_assert_cmpuint (spec->memory_bytes, ==, 256 * MiB);
-  g_assert_cmpint (spec->readiness, ==, MV_READINESS_VMM);
+  g_assert_cmpint (spec->readiness, ==, MV_READINESS_AUTO);
   g_assert_cmpint (spec->restart_mode, ==, MV_RESTART_NO);
   g_assert_cmpuint (spec->restart_max_retries, ==, 0);
   g_assert_cmpuint (spec->max_vcpus, ==, 0);
@@ -131,6 +131,16 @@ test_defaults (void)
   g_assert_nonnull (spec->firewall);
   g_assert_nonnull (spec->labels);
   g_assert_null (spec->name);
+  g_assert_null (spec->cmd);
+  g_assert_nonnull (spec->env);
+  g_assert_cmpuint (g_hash_table_size (spec->env), ==, 0);
+  g_assert_null (spec->user);
+  g_assert_null (spec->working_dir);
+  g_assert_cmpint (spec->init_mode, ==, MV_INIT_MODE_AUTO);
+  g_assert_nonnull (spec->mounts);
+  g_assert_cmpuint (spec->mounts->len, ==, 0);
+  g_assert_null (spec->health_check);
+  g_assert_null (mv_spec_root_disk (spec));
 
   /* A minimal document takes the same defaults and is valid. */
   {
@@ -256,12 +266,20 @@ test_absent_optional_strings (void)
   g_assert_false (json_object_has_member (object, "hypervisor_type"));
   g_assert_false (json_object_has_member (object, "hostname"));
   g_assert_false (json_object_has_member (object, "user_data"));
+  /* The workload's fields only when set. */
+  g_assert_false (json_object_has_member (object, "cmd"));
+  g_assert_false (json_object_has_member (object, "env"));
+  g_assert_false (json_object_has_member (object, "user"));
+  g_assert_false (json_object_has_member (object, "working_dir"));
+  g_assert_false (json_object_has_member (object, "init_mode"));
+  g_assert_false (json_object_has_member (object, "mounts"));
+  g_assert_false (json_object_has_member (object, "health_check"));
   /* Numbers, lists and maps are always there. */
   g_assert_true (json_object_has_member (object, "max_vcpus"));
   g_assert_true (json_object_has_member (object, "disks"));
   g_assert_true (json_object_has_member (object, "ssh_keys"));
   g_assert_true (json_object_has_member (object, "labels"));
-  g_assert_cmpstr (json_object_get_string_member (object, "readiness"), ==, "vmm");
+  g_assert_cmpstr (json_object_get_string_member (object, "readiness"), ==, "auto");
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (object, "restart"),
                                                   "mode"), ==, "no");
 }
@@ -300,12 +318,19 @@ test_empty_means_default (void)
 static void
 test_readiness (void)
 {
+  g_autoptr(MvSpec) automatic = parse_ok ("{'readiness':'auto'}");
+  g_autoptr(MvSpec) unset = parse_ok ("{}");
   g_autoptr(MvSpec) vmm = parse_ok ("{'readiness':'vmm'}");
   g_autoptr(MvSpec) agent = parse_ok ("{'readiness':'agent'}");
   g_autoptr(MvSpec) console = parse_ok ("{'readiness':'console:Welcome: to x'}");
   g_autoptr(JsonNode) node = NULL;
 
+  g_assert_cmpint (automatic->readiness, ==, MV_READINESS_AUTO);
+  g_assert_cmpint (unset->readiness, ==, MV_READINESS_AUTO);
+  g_assert_true (mv_spec_equal (automatic, unset));
+  /* Records written before "auto" existed say "vmm", and keep meaning it. */
   g_assert_cmpint (vmm->readiness, ==, MV_READINESS_VMM);
+  g_assert_false (mv_spec_equal (automatic, vmm));
   g_assert_cmpint (agent->readiness, ==, MV_READINESS_AGENT);
   g_assert_cmpint (console->readiness, ==, MV_READINESS_CONSOLE);
   g_assert_cmpstr (console->readiness_text, ==, "Welcome: to x");
@@ -313,7 +338,17 @@ test_readiness (void)
   g_assert_cmpstr (json_object_get_string_member (json_node_get_object (node), "readiness"),
                    ==, "console:Welcome: to x");
 
+  {
+    g_autofree char *text = mv_readiness_to_string (MV_READINESS_AUTO, NULL);
+
+    g_assert_cmpstr (text, ==, "auto");
+    g_clear_pointer (&node, json_node_unref);
+    node = mv_spec_to_node (unset, FALSE);
+    g_assert_cmpstr (json_object_get_string_member (json_node_get_object (node), "readiness"),
+                     ==, "auto");
+  }
   assert_parse_fails ("{'readiness':'ssh'}", "readiness: ");
+  assert_parse_fails ("{'readiness':'Auto'}", "auto, vmm, agent, console:TEXT");
   assert_parse_fails ("{'readiness':'Console:x'}", "readiness: ");
 }
 
@@ -352,6 +387,8 @@ test_unknown_fields (void)
   /* Near misses are not accepted either. */
   assert_parse_fails ("{'Name':'web'}", "unknown field 'Name'");
   assert_parse_fails ("{'vcpus':2}", "unknown field 'vcpus'");
+  assert_parse_fails ("{'workdir':'/srv'}", "unknown field 'workdir'");
+  assert_parse_fails ("{'command':['/bin/sh']}", "unknown field 'command'");
   assert_parse_fails ("{'disks':[{'path':'/a','size':1}]}", "disks[0]: unknown field 'size'");
   assert_parse_fails ("{'restart':{'mode':'always','delay':5}}", "restart: unknown field 'delay'");
 }
@@ -791,7 +828,8 @@ dns_name_of_length (gsize length)
 static JsonNode *
 nested_rule (guint depth)
 {
-  JsonNode *node = json_node_init_object (json_node_alloc (), json_object_new ());
+  g_autoptr(JsonObject) innermost = json_object_new ();
+  JsonNode *node = json_node_init_object (json_node_alloc (), innermost);
 
   for (guint i = 1; i < depth; i++)
     {
@@ -1495,6 +1533,987 @@ test_limit_utf8 (void)
   assert_invalid (spec, "labels");
 }
 
+/* ---- the workload ---- */
+
+static const char workload_document[] =
+  "{'name':'web','kernel':'/boot/vmlinuz',"
+  "'disks':[{'path':'/var/lib/root.img','root':true},{'path':'/var/lib/data.img'}],"
+  "'cmd':['/usr/bin/server','--port','8080'],'env':{'PATH':'/usr/bin','LANG':'C.UTF-8'},"
+  "'user':'www:www','working_dir':'/srv','init_mode':'exec',"
+  "'mounts':[{'type':'file','target':'/etc/app.conf','content':'aGVsbG8K','mode':'0600',"
+  "'read_only':true},"
+  "{'type':'tmpfs','target':'/tmp','size_bytes':16777216,'mode':448},"
+  "{'type':'volume','source':'data','target':'/data'},"
+  "{'type':'directory','source':'/srv/share','target':'/share','read_only':true}],"
+  "'health_check':{'http':{'port':8080,'path':'/healthz'},'interval_seconds':10,"
+  "'timeout_seconds':2,'retries':5,'start_period_seconds':30,'disabled':true}}";
+
+static void
+mv_health_check_free_for_test (MvHealthCheck *check)
+{
+  g_strfreev (check->exec);
+  g_free (check->http_path);
+  g_free (check);
+}
+
+static MvMount *
+mount_at (const MvSpec *spec, guint i)
+{
+  g_assert_cmpuint (i, <, spec->mounts->len);
+  return g_ptr_array_index (spec->mounts, i);
+}
+
+static void
+test_workload_parse (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok (workload_document);
+  const MvDisk *root;
+  const MvMount *mount;
+  gsize size;
+  const char *data;
+
+  assert_valid (spec);
+  root = mv_spec_root_disk (spec);
+  g_assert_nonnull (root);
+  g_assert_cmpstr (root->path, ==, "/var/lib/root.img");
+  g_assert_true (root == g_ptr_array_index (spec->disks, 0));
+  g_assert_false (((MvDisk *) g_ptr_array_index (spec->disks, 1))->root);
+
+  g_assert_cmpuint (g_strv_length (spec->cmd), ==, 3);
+  g_assert_cmpstr (spec->cmd[0], ==, "/usr/bin/server");
+  g_assert_cmpstr (spec->cmd[2], ==, "8080");
+  g_assert_cmpuint (g_hash_table_size (spec->env), ==, 2);
+  g_assert_cmpstr (g_hash_table_lookup (spec->env, "LANG"), ==, "C.UTF-8");
+  g_assert_cmpstr (spec->user, ==, "www:www");
+  g_assert_cmpstr (spec->working_dir, ==, "/srv");
+  g_assert_cmpint (spec->init_mode, ==, MV_INIT_MODE_EXEC);
+
+  g_assert_cmpuint (spec->mounts->len, ==, 4);
+  mount = mount_at (spec, 0);
+  g_assert_cmpint (mount->type, ==, MV_MOUNT_FILE);
+  g_assert_cmpstr (mount->target, ==, "/etc/app.conf");
+  g_assert_null (mount->source);
+  g_assert_true (mount->read_only);
+  g_assert_cmpuint (mount->mode, ==, 0600);
+  data = g_bytes_get_data (mount->content, &size);
+  g_assert_cmpmem (data, size, "hello\n", 6);
+  mount = mount_at (spec, 1);
+  g_assert_cmpint (mount->type, ==, MV_MOUNT_TMPFS);
+  g_assert_cmpuint (mount->size_bytes, ==, 16 * MiB);
+  g_assert_cmpuint (mount->mode, ==, 0700);
+  g_assert_null (mount->content);
+  mount = mount_at (spec, 2);
+  g_assert_cmpint (mount->type, ==, MV_MOUNT_VOLUME);
+  g_assert_cmpstr (mount->source, ==, "data");
+  g_assert_false (mount->read_only);
+  mount = mount_at (spec, 3);
+  g_assert_cmpint (mount->type, ==, MV_MOUNT_DIRECTORY);
+  g_assert_cmpstr (mount->source, ==, "/srv/share");
+
+  g_assert_nonnull (spec->health_check);
+  g_assert_cmpint (spec->health_check->kind, ==, MV_HEALTH_CHECK_HTTP);
+  g_assert_cmpuint (spec->health_check->port, ==, 8080);
+  g_assert_cmpstr (spec->health_check->http_path, ==, "/healthz");
+  g_assert_cmpuint (spec->health_check->interval_seconds, ==, 10);
+  g_assert_cmpuint (spec->health_check->timeout_seconds, ==, 2);
+  g_assert_cmpuint (spec->health_check->retries, ==, 5);
+  g_assert_cmpuint (spec->health_check->start_period_seconds, ==, 30);
+  g_assert_true (spec->health_check->disabled);
+}
+
+static void
+test_workload_round_trip (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok (workload_document);
+  g_autofree char *json = mv_spec_to_json (spec, TRUE);
+  g_autofree char *hidden = mv_spec_to_json (spec, FALSE);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MvSpec) again = mv_spec_from_json (json, &error);
+  g_autoptr(MvSpec) copy = mv_spec_copy (spec);
+  g_autofree char *json_again = NULL;
+  g_autofree char *json_copy = mv_spec_to_json (copy, TRUE);
+  g_autoptr(JsonNode) node = mv_spec_to_node (spec, TRUE);
+  JsonObject *object = json_node_get_object (node);
+  JsonArray *mounts = json_object_get_array_member (object, "mounts");
+  JsonObject *file = json_array_get_object_element (mounts, 0);
+  JsonObject *tmpfs = json_array_get_object_element (mounts, 1);
+  JsonObject *volume = json_array_get_object_element (mounts, 2);
+  JsonObject *disk0 = json_array_get_object_element (json_object_get_array_member (object, "disks"), 0);
+  JsonObject *disk1 = json_array_get_object_element (json_object_get_array_member (object, "disks"), 1);
+
+  g_assert_no_error (error);
+  g_assert_true (mv_spec_equal (spec, again));
+  json_again = mv_spec_to_json (again, TRUE);
+  g_assert_cmpstr (json, ==, json_again);
+  g_assert_true (mv_spec_equal (spec, copy));
+  g_assert_cmpstr (json, ==, json_copy);
+
+  /* Modes are written as four octal digits, contents as base64, the root
+   * flag only where it is set. */
+  g_assert_cmpstr (json_object_get_string_member (file, "mode"), ==, "0600");
+  g_assert_cmpstr (json_object_get_string_member (file, "content"), ==, "aGVsbG8K");
+  g_assert_cmpstr (json_object_get_string_member (tmpfs, "mode"), ==, "0700");
+  g_assert_cmpint (json_object_get_int_member (tmpfs, "size_bytes"), ==, 16 * MiB);
+  g_assert_false (json_object_has_member (tmpfs, "content"));
+  g_assert_false (json_object_has_member (volume, "mode"));
+  g_assert_false (json_object_has_member (file, "size_bytes"));
+  g_assert_true (json_object_get_boolean_member (disk0, "root"));
+  g_assert_false (json_object_has_member (disk1, "root"));
+  g_assert_cmpstr (json_object_get_string_member (object, "init_mode"), ==, "exec");
+
+  /* File contents are no secret: kept without secrets too. */
+  g_assert_nonnull (strstr (hidden, "aGVsbG8K"));
+  g_assert_nonnull (strstr (hidden, "\"health_check\""));
+
+  /* The copy shares nothing with the original. */
+  g_free (copy->cmd[0]);
+  copy->cmd[0] = g_strdup ("/bin/other");
+  mount_at (copy, 0)->mode = 0644;
+  g_free (copy->health_check->http_path);
+  copy->health_check->http_path = g_strdup ("/other");
+  g_assert_cmpstr (spec->cmd[0], ==, "/usr/bin/server");
+  g_assert_cmpuint (mount_at (spec, 0)->mode, ==, 0600);
+  g_assert_cmpstr (spec->health_check->http_path, ==, "/healthz");
+}
+
+static void
+test_workload_defaults (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok ("{'name':'web','kernel':'/k','mounts':["
+                                     "{'type':'file','target':'/etc/empty'},"
+                                     "{'type':'tmpfs','target':'/run/x'}],"
+                                     "'health_check':{'tcp':22}}");
+  g_autoptr(MvSpec) exec = parse_ok ("{'health_check':{'exec':['/bin/true']}}");
+  g_autoptr(MvSpec) http = parse_ok ("{'health_check':{'http':{'port':80}}}");
+  g_autoptr(MvSpec) modes = parse_ok ("{'mounts':[{'type':'file','target':'/a','mode':'7'},"
+                                      "{'type':'file','target':'/b','mode':'4755'},"
+                                      "{'type':'file','target':'/c','mode':0}]}");
+  const MvHealthCheck *check = spec->health_check;
+
+  assert_valid (spec);
+  g_assert_cmpuint (mount_at (spec, 0)->mode, ==, 0644);
+  g_assert_nonnull (mount_at (spec, 0)->content);
+  g_assert_cmpuint (g_bytes_get_size (mount_at (spec, 0)->content), ==, 0);
+  g_assert_false (mount_at (spec, 0)->read_only);
+  g_assert_cmpuint (mount_at (spec, 1)->mode, ==, 01777);
+  g_assert_cmpuint (mount_at (spec, 1)->size_bytes, ==, 0);
+
+  g_assert_cmpint (check->kind, ==, MV_HEALTH_CHECK_TCP);
+  g_assert_cmpuint (check->port, ==, 22);
+  g_assert_cmpuint (check->interval_seconds, ==, 30);
+  g_assert_cmpuint (check->timeout_seconds, ==, 5);
+  g_assert_cmpuint (check->retries, ==, 3);
+  g_assert_cmpuint (check->start_period_seconds, ==, 0);
+  g_assert_false (check->disabled);
+
+  g_assert_cmpint (exec->health_check->kind, ==, MV_HEALTH_CHECK_EXEC);
+  g_assert_cmpstr (exec->health_check->exec[0], ==, "/bin/true");
+  g_assert_null (exec->health_check->exec[1]);
+  g_assert_cmpint (http->health_check->kind, ==, MV_HEALTH_CHECK_HTTP);
+  g_assert_cmpstr (http->health_check->http_path, ==, "/");
+
+  g_assert_cmpuint (mount_at (modes, 0)->mode, ==, 07);
+  g_assert_cmpuint (mount_at (modes, 1)->mode, ==, 04755);
+  g_assert_cmpuint (mount_at (modes, 2)->mode, ==, 0);
+
+  g_assert_cmpstr (mv_init_mode_to_string (MV_INIT_MODE_AUTO), ==, "auto");
+  g_assert_cmpstr (mv_init_mode_to_string (MV_INIT_MODE_EXEC), ==, "exec");
+  g_assert_cmpstr (mv_init_mode_to_string (MV_INIT_MODE_SYSTEMD), ==, "systemd");
+  g_assert_cmpstr (mv_mount_type_to_string (MV_MOUNT_FILE), ==, "file");
+  g_assert_cmpstr (mv_mount_type_to_string (MV_MOUNT_TMPFS), ==, "tmpfs");
+  g_assert_cmpstr (mv_mount_type_to_string (MV_MOUNT_VOLUME), ==, "volume");
+  g_assert_cmpstr (mv_mount_type_to_string (MV_MOUNT_DIRECTORY), ==, "directory");
+}
+
+/* Documents that use none of the workload's fields read, write and
+ * fingerprint as they did before those fields existed, so the records
+ * and create fingerprints already on a host stay what they were. */
+static void
+test_workload_absent_unchanged (void)
+{
+  g_autoptr(MvSpec) full = parse_ok (full_document);
+  g_autoptr(MvSpec) minimal = parse_ok ("{'name':'web','kernel':'/boot/vmlinuz',"
+                                        "'readiness':'vmm'}");
+  g_autofree char *fp_full = mv_spec_fingerprint (full);
+  g_autofree char *fp_minimal = mv_spec_fingerprint (minimal);
+  g_autofree char *json = mv_spec_to_json (minimal, TRUE);
+
+  g_assert_cmpstr (fp_full, ==, "1db1dc9673c1aef0ed41b843a8a6b77e6c9ed1083cc47d38698d2b0fcd2229d8");
+  g_assert_cmpstr (fp_minimal, ==, "9a9dae61cc2694659af98f848baf6bf72a6e433bf86533eea65b2eeabaa18802");
+  g_assert_cmpstr (json, ==,
+                   "{\"name\":\"web\",\"kernel\":\"/boot/vmlinuz\",\"cpu_millicores\":1000,"
+                   "\"max_vcpus\":0,\"memory_bytes\":268435456,\"max_memory_bytes\":0,"
+                   "\"disks\":[],\"readiness\":\"vmm\",\"ssh_keys\":[],\"metadata\":{},"
+                   "\"firewall\":[],\"restart\":{\"mode\":\"no\",\"max_retries\":0},"
+                   "\"standby_after_seconds\":0,\"labels\":{},\"remove_on_exit\":false}");
+}
+
+static void
+test_workload_bad_documents (void)
+{
+  static const struct { const char *doc; const char *message; } cases[] = {
+    { "{'disks':[{'path':'/a','root':1}]}", "disks[0].root: expected a boolean" },
+    { "{'cmd':'/bin/sh'}", "cmd: expected an array of strings" },
+    { "{'cmd':['/bin/sh',1]}", "cmd[1]: expected a string" },
+    { "{'env':['A=1']}", "env: expected an object" },
+    { "{'env':{'A':1}}", "env.A: expected a string" },
+    { "{'user':0}", "user: expected a string" },
+    { "{'working_dir':['/']}", "working_dir: expected a string" },
+    { "{'init_mode':'sysv'}", "init_mode: \"sysv\" is not one of auto, exec, systemd" },
+    { "{'init_mode':true}", "init_mode: expected a string" },
+    { "{'mounts':{}}", "mounts: expected an array" },
+    { "{'mounts':['/a']}", "mounts[0]: expected an object" },
+    { "{'mounts':[{'target':'/a'}]}", "mounts[0].type: required" },
+    { "{'mounts':[{'type':'bind','target':'/a'}]}",
+      "mounts[0].type: \"bind\" is not one of file, tmpfs, volume, directory" },
+    { "{'mounts':[{'type':'tmpfs','target':'/a','size':1}]}", "mounts[0]: unknown field 'size'" },
+    { "{'mounts':[{'type':'tmpfs','target':1}]}", "mounts[0].target: expected a string" },
+    { "{'mounts':[{'type':'tmpfs','target':'/a','read_only':'no'}]}",
+      "mounts[0].read_only: expected a boolean" },
+    { "{'mounts':[{'type':'tmpfs','target':'/a','size_bytes':-1}]}",
+      "mounts[0].size_bytes: -1 is below the minimum of 0" },
+    { "{'mounts':[{'type':'tmpfs','target':'/a','size_bytes':'1'}]}",
+      "mounts[0].size_bytes: expected an integer" },
+    { "{'mounts':[{'type':'file','target':'/a','mode':'0648'}]}",
+      "mounts[0].mode: \"0648\" is not a mode (1 to 4 octal digits" },
+    { "{'mounts':[{'type':'file','target':'/a','mode':'00644'}]}",
+      "mounts[0].mode: \"00644\" is not a mode" },
+    { "{'mounts':[{'type':'file','target':'/a','mode':''}]}", "mounts[0].mode: \"\" is not a mode" },
+    { "{'mounts':[{'type':'file','target':'/a','mode':'-644'}]}", "mounts[0].mode: " },
+    { "{'mounts':[{'type':'file','target':'/a','mode':4096}]}",
+      "mounts[0].mode: 4096 is not a mode (0 to 07777" },
+    { "{'mounts':[{'type':'file','target':'/a','mode':-1}]}", "mounts[0].mode: -1 is not a mode" },
+    { "{'mounts':[{'type':'file','target':'/a','mode':true}]}",
+      "mounts[0].mode: expected an integer or a string of octal digits" },
+    { "{'health_check':true}", "health_check: expected an object" },
+    { "{'health_check':{}}", "health_check: one of exec, tcp, http is required" },
+    { "{'health_check':{'interval_seconds':10}}", "health_check: one of exec, tcp, http is required" },
+    { "{'health_check':{'exec':['/bin/true'],'tcp':22}}",
+      "health_check: both exec and tcp are given" },
+    { "{'health_check':{'tcp':22,'http':{'port':80}}}", "health_check: both tcp and http" },
+    { "{'health_check':{'tcp':22,'grpc':1}}", "health_check: unknown field 'grpc'" },
+    { "{'health_check':{'exec':'/bin/true'}}", "health_check.exec: expected an array of strings" },
+    { "{'health_check':{'tcp':'22'}}", "health_check.tcp: expected an integer" },
+    { "{'health_check':{'tcp':-5}}", "health_check.tcp: -5 is below the minimum of 1" },
+    { "{'health_check':{'tcp':4294967296}}", "health_check.tcp: 4294967296 is more than the limit of 65535" },
+    { "{'health_check':{'http':80}}", "health_check.http: expected an object" },
+    { "{'health_check':{'http':{'path':'/'}}}", "health_check.http.port: required" },
+    { "{'health_check':{'http':{'port':80,'host':'x'}}}", "health_check.http: unknown field 'host'" },
+    { "{'health_check':{'http':{'port':80,'path':1}}}", "health_check.http.path: expected a string" },
+    { "{'health_check':{'tcp':22,'interval_seconds':-1}}",
+      "health_check.interval_seconds: -1 is below the minimum of 1" },
+    { "{'health_check':{'tcp':22,'retries':1e300}}",
+      "health_check.retries: 1e+300 is more than the limit of 100" },
+    { "{'health_check':{'tcp':22,'disabled':'yes'}}", "health_check.disabled: expected a boolean" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    assert_parse_fails (cases[i].doc, cases[i].message);
+}
+
+static void
+test_workload_base64 (void)
+{
+  static const struct { const char *content; const char *message; } bad[] = {
+    { "aGVsbG8", "not a multiple of 4; padding with '=' is required" },
+    { "aGVsbA", "not a multiple of 4" },
+    { "aGVs bG8K", "not a multiple of 4" },
+    { "aGV\\nsbG8", "\"\\n\" at offset 3 is not in the standard alphabet" },
+    { "aGVsbG8-", "\"-\" at offset 7 is not in the standard alphabet" },
+    { "aGVs_G8K", "\"_\" at offset 4 is not in the standard alphabet" },
+    { "aG=sbG8K", "\"=\" at offset 2" },
+    { "a===", "\"=\" at offset 1" },
+    { "aGVsbG9=", "the bits after the last byte are not zero" },
+    { "aR==", "the bits after the last byte are not zero" },
+    { "\\u00e9GVsbG8", "at offset 0 is not in the standard alphabet" },
+  };
+  static const struct { const char *content; const char *decoded; gsize len; } good[] = {
+    { "", "", 0 },
+    { "YQ==", "a", 1 },
+    { "YWI=", "ab", 2 },
+    { "YWJj", "abc", 3 },
+    { "AP8A/w==", "\0\xff\0\xff", 4 },
+    { "+/+/", "\xfb\xff\xbf", 3 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autofree char *doc = g_strdup_printf ("{'mounts':[{'type':'tmpfs','target':'/t'},"
+                                              "{'type':'file','target':'/f','content':'%s'}]}",
+                                              bad[i].content);
+      g_autofree char *json = q (doc);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(MvSpec) spec = mv_spec_from_json (json, &error);
+
+      g_assert_null (spec);
+      g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+      assert_message_names_field (error->message, "mounts[1].content");
+      assert_message_contains (error->message, bad[i].message);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (good); i++)
+    {
+      g_autofree char *doc = g_strdup_printf ("{'name':'web','kernel':'/k','mounts':"
+                                              "[{'type':'file','target':'/f','content':'%s'}]}",
+                                              good[i].content);
+      g_autoptr(MvSpec) spec = parse_ok (doc);
+      g_autoptr(JsonNode) node = mv_spec_to_node (spec, TRUE);
+      JsonArray *mounts = json_object_get_array_member (json_node_get_object (node), "mounts");
+      gsize size;
+      const char *data = g_bytes_get_data (mount_at (spec, 0)->content, &size);
+
+      g_assert_cmpmem (data, size, good[i].decoded, good[i].len);
+      g_assert_cmpstr (json_object_get_string_member (json_array_get_object_element (mounts, 0),
+                                                      "content"), ==, good[i].content);
+      assert_valid (spec);
+    }
+}
+
+static void
+test_workload_effective_init_mode (void)
+{
+  static const struct {
+    const char *cmd;   /* NULL: none */
+    MvInitMode  mode;
+    MvInitMode  effective;
+  } cases[] = {
+    { NULL, MV_INIT_MODE_AUTO, MV_INIT_MODE_EXEC },
+    { "/usr/bin/server", MV_INIT_MODE_AUTO, MV_INIT_MODE_EXEC },
+    { "systemd", MV_INIT_MODE_AUTO, MV_INIT_MODE_SYSTEMD },
+    { "/sbin/init", MV_INIT_MODE_AUTO, MV_INIT_MODE_SYSTEMD },
+    { "/lib/systemd/systemd", MV_INIT_MODE_AUTO, MV_INIT_MODE_SYSTEMD },
+    { "/usr/lib/systemd/systemd", MV_INIT_MODE_AUTO, MV_INIT_MODE_SYSTEMD },
+    { "/usr/bin/systemd", MV_INIT_MODE_AUTO, MV_INIT_MODE_EXEC },
+    { "/sbin/init.real", MV_INIT_MODE_AUTO, MV_INIT_MODE_EXEC },
+    { "/bin/systemctl", MV_INIT_MODE_AUTO, MV_INIT_MODE_EXEC },
+    /* Given, the mode is what it says. */
+    { "/sbin/init", MV_INIT_MODE_EXEC, MV_INIT_MODE_EXEC },
+    { "/usr/bin/server", MV_INIT_MODE_SYSTEMD, MV_INIT_MODE_SYSTEMD },
+    { NULL, MV_INIT_MODE_SYSTEMD, MV_INIT_MODE_SYSTEMD },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(MvSpec) spec = base_spec ();
+
+      if (cases[i].cmd != NULL)
+        {
+          spec->cmd = g_new0 (char *, 3);
+          spec->cmd[0] = g_strdup (cases[i].cmd);
+          spec->cmd[1] = g_strdup ("--arg");
+        }
+      spec->init_mode = cases[i].mode;
+      g_assert_cmpint (mv_spec_effective_init_mode (spec), ==, cases[i].effective);
+    }
+
+  /* Only the program counts, not an argument. */
+  {
+    g_autoptr(MvSpec) spec = parse_ok ("{'cmd':['/bin/sh','/sbin/init']}");
+
+    g_assert_cmpint (mv_spec_effective_init_mode (spec), ==, MV_INIT_MODE_EXEC);
+  }
+}
+
+static void
+test_workload_compare (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok (workload_document);
+  g_autofree char *fp = mv_spec_fingerprint (spec);
+
+  /* Every field of the workload is part of the fingerprint and of
+   * equality, and none of them changes the shape but the root disk. */
+#define ASSERT_WORKLOAD_CHANGE(stmt, shape) \
+  G_STMT_START { \
+    g_autoptr(MvSpec) changed_ = mv_spec_copy (spec); \
+    g_autofree char *fp_changed_ = NULL; \
+    MvSpec *c = changed_; \
+    stmt; \
+    fp_changed_ = mv_spec_fingerprint (changed_); \
+    g_assert_cmpstr (fp, !=, fp_changed_); \
+    g_assert_false (mv_spec_equal (spec, changed_)); \
+    g_assert_true (mv_spec_differs_beyond_standby (spec, changed_)); \
+    g_assert_false (mv_spec_differs_only_in_guest_metadata (spec, changed_)); \
+    g_assert_cmpint (mv_spec_shape_differs (spec, changed_), ==, (shape)); \
+  } G_STMT_END
+
+  ASSERT_WORKLOAD_CHANGE (((MvDisk *) g_ptr_array_index (c->disks, 0))->root = FALSE, TRUE);
+  ASSERT_WORKLOAD_CHANGE (((MvDisk *) g_ptr_array_index (c->disks, 1))->root = TRUE, TRUE);
+  ASSERT_WORKLOAD_CHANGE (set_string (&c->cmd[2], g_strdup ("8081")), FALSE);
+  ASSERT_WORKLOAD_CHANGE (g_clear_pointer (&c->cmd, g_strfreev), FALSE);
+  ASSERT_WORKLOAD_CHANGE (g_hash_table_insert (c->env, g_strdup ("LANG"), g_strdup ("C")), FALSE);
+  ASSERT_WORKLOAD_CHANGE (g_hash_table_remove_all (c->env), FALSE);
+  ASSERT_WORKLOAD_CHANGE (set_string (&c->user, g_strdup ("www")), FALSE);
+  ASSERT_WORKLOAD_CHANGE (set_string (&c->user, NULL), FALSE);
+  ASSERT_WORKLOAD_CHANGE (set_string (&c->working_dir, g_strdup ("/")), FALSE);
+  ASSERT_WORKLOAD_CHANGE (c->init_mode = MV_INIT_MODE_SYSTEMD, FALSE);
+  ASSERT_WORKLOAD_CHANGE (c->init_mode = MV_INIT_MODE_AUTO, FALSE);
+  ASSERT_WORKLOAD_CHANGE (g_ptr_array_remove_index (c->mounts, 3), FALSE);
+  ASSERT_WORKLOAD_CHANGE (mount_at (c, 0)->read_only = FALSE, FALSE);
+  ASSERT_WORKLOAD_CHANGE (mount_at (c, 0)->mode = 0644, FALSE);
+  ASSERT_WORKLOAD_CHANGE (set_string (&mount_at (c, 0)->target, g_strdup ("/etc/b.conf")), FALSE);
+  ASSERT_WORKLOAD_CHANGE (g_bytes_unref (mount_at (c, 0)->content);
+                          mount_at (c, 0)->content = g_bytes_new ("hello!", 6), FALSE);
+  ASSERT_WORKLOAD_CHANGE (mount_at (c, 1)->size_bytes = 0, FALSE);
+  ASSERT_WORKLOAD_CHANGE (set_string (&mount_at (c, 2)->source, g_strdup ("other")), FALSE);
+  ASSERT_WORKLOAD_CHANGE (mount_at (c, 2)->type = MV_MOUNT_DIRECTORY, FALSE);
+  ASSERT_WORKLOAD_CHANGE (g_clear_pointer (&c->health_check, mv_health_check_free_for_test), FALSE);
+  ASSERT_WORKLOAD_CHANGE (c->health_check->disabled = FALSE, FALSE);
+  ASSERT_WORKLOAD_CHANGE (c->health_check->port = 8081, FALSE);
+  ASSERT_WORKLOAD_CHANGE (set_string (&c->health_check->http_path, g_strdup ("/")), FALSE);
+  ASSERT_WORKLOAD_CHANGE (c->health_check->interval_seconds = 11, FALSE);
+  ASSERT_WORKLOAD_CHANGE (c->health_check->timeout_seconds = 3, FALSE);
+  ASSERT_WORKLOAD_CHANGE (c->health_check->retries = 4, FALSE);
+  ASSERT_WORKLOAD_CHANGE (c->health_check->start_period_seconds = 0, FALSE);
+  ASSERT_WORKLOAD_CHANGE (c->health_check->kind = MV_HEALTH_CHECK_TCP, FALSE);
+#undef ASSERT_WORKLOAD_CHANGE
+}
+
+static void
+test_guest_metadata_differs (void)
+{
+  g_autoptr(MvSpec) a = parse_ok (full_document);
+  g_autoptr(MvSpec) b = mv_spec_copy (a);
+
+  /* Equal specs do not differ at all. */
+  g_assert_false (mv_spec_differs_only_in_guest_metadata (a, b));
+  /* The standby time alone is no metadata change. */
+  b->standby_after_seconds = 3600;
+  g_assert_false (mv_spec_differs_only_in_guest_metadata (a, b));
+  g_clear_pointer (&b, mv_spec_free);
+
+#define ASSERT_GUEST_METADATA_ONLY(stmt, expected) \
+  G_STMT_START { \
+    g_autoptr(MvSpec) changed_ = mv_spec_copy (a); \
+    MvSpec *c = changed_; \
+    stmt; \
+    g_assert_cmpint (mv_spec_differs_only_in_guest_metadata (a, changed_), ==, (expected)); \
+    g_assert_cmpint (mv_spec_differs_only_in_guest_metadata (changed_, a), ==, (expected)); \
+  } G_STMT_END
+
+  ASSERT_GUEST_METADATA_ONLY (set_string (&c->hostname, g_strdup ("db.example")), TRUE);
+  ASSERT_GUEST_METADATA_ONLY (set_string (&c->hostname, NULL), TRUE);
+  ASSERT_GUEST_METADATA_ONLY (g_ptr_array_add (c->ssh_keys, g_strdup ("ssh-rsa C")), TRUE);
+  ASSERT_GUEST_METADATA_ONLY (g_ptr_array_set_size (c->ssh_keys, 0), TRUE);
+  ASSERT_GUEST_METADATA_ONLY (set_string (&c->user_data, g_strdup ("#!/bin/sh")), TRUE);
+  ASSERT_GUEST_METADATA_ONLY (g_hash_table_insert (c->metadata, g_strdup ("role"), g_strdup ("db")),
+                              TRUE);
+  ASSERT_GUEST_METADATA_ONLY (g_hash_table_remove_all (c->metadata), TRUE);
+  /* All of them at once, with the standby time. */
+  ASSERT_GUEST_METADATA_ONLY (set_string (&c->hostname, g_strdup ("db"));
+                              set_string (&c->user_data, NULL);
+                              g_hash_table_remove_all (c->metadata);
+                              c->standby_after_seconds = 0, TRUE);
+  /* Anything else beside it makes it more than a metadata change. */
+  ASSERT_GUEST_METADATA_ONLY (set_string (&c->hostname, g_strdup ("db")); c->cpu_millicores = 2000,
+                              FALSE);
+  ASSERT_GUEST_METADATA_ONLY (set_string (&c->hostname, g_strdup ("db"));
+                              g_hash_table_insert (c->labels, g_strdup ("x"), g_strdup ("y")),
+                              FALSE);
+  ASSERT_GUEST_METADATA_ONLY (set_string (&c->hostname, g_strdup ("db"));
+                              set_string (&c->id, g_strdup ("m2")), FALSE);
+  ASSERT_GUEST_METADATA_ONLY (set_string (&c->hostname, g_strdup ("db"));
+                              c->init_mode = MV_INIT_MODE_SYSTEMD, FALSE);
+  ASSERT_GUEST_METADATA_ONLY (g_hash_table_insert (c->metadata, g_strdup ("role"), g_strdup ("db"));
+                              json_array_add_object_element (c->firewall, json_object_new ()),
+                              FALSE);
+  ASSERT_GUEST_METADATA_ONLY (c->remove_on_exit = FALSE, FALSE);
+#undef ASSERT_GUEST_METADATA_ONLY
+}
+
+/* ---- the workload's limits ---- */
+
+static void
+test_limit_root_disk (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok ("{'name':'web','kernel':'/k','disks':["
+                                     "{'path':'/a'},{'path':'/b','root':true},{'path':'/c'}]}");
+
+  assert_valid (spec);
+  g_assert_true (mv_spec_root_disk (spec) == g_ptr_array_index (spec->disks, 1));
+  ((MvDisk *) g_ptr_array_index (spec->disks, 2))->root = TRUE;
+  assert_invalid_message (spec, "disks[2].root: only one disk can be the root; disks[1] is");
+  ((MvDisk *) g_ptr_array_index (spec->disks, 1))->root = FALSE;
+  assert_valid (spec);
+  g_assert_true (mv_spec_root_disk (spec) == g_ptr_array_index (spec->disks, 2));
+  ((MvDisk *) g_ptr_array_index (spec->disks, 0))->root = TRUE;
+  assert_invalid_message (spec, "disks[2].root: only one disk can be the root; disks[0] is");
+}
+
+static char **
+argv_of (guint n, gsize each_bytes)
+{
+  char **argv = g_new0 (char *, n + 1);
+
+  for (guint i = 0; i < n; i++)
+    argv[i] = g_strnfill (each_bytes, 'a');
+  return argv;
+}
+
+static void
+test_limit_cmd (void)
+{
+  g_autoptr(MvSpec) spec = base_spec ();
+
+  spec->cmd = argv_of (MV_CMD_MAX_ARGS, 1);
+  assert_valid (spec);
+  g_strfreev (spec->cmd);
+  spec->cmd = argv_of (MV_CMD_MAX_ARGS + 1, 1);
+  assert_invalid_message (spec, "cmd: 257 arguments, more than the limit of 256");
+
+  /* 128 KiB of arguments in all, exactly, then a byte more. */
+  g_strfreev (spec->cmd);
+  spec->cmd = argv_of (128, 1024);
+  assert_valid (spec);
+  set_string (&spec->cmd[127], g_strnfill (1025, 'a'));
+  assert_invalid_message (spec, "cmd: 131073 bytes of arguments in all, more than the limit of "
+                          "131072 (128 KiB)");
+
+  g_strfreev (spec->cmd);
+  spec->cmd = g_new0 (char *, 1);
+  assert_invalid (spec, "cmd");
+  g_clear_pointer (&spec->cmd, g_strfreev);
+
+  {
+    g_autoptr(MvSpec) empty_arg = parse_ok ("{'name':'web','kernel':'/k','cmd':['/bin/sh','']}");
+    g_autoptr(MvSpec) empty_list = parse_ok ("{'name':'web','kernel':'/k','cmd':[]}");
+    g_autoptr(MvSpec) bad_utf8 = base_spec ();
+
+    assert_invalid_message (empty_arg, "cmd[1]: empty");
+    assert_invalid (empty_list, "cmd");
+    bad_utf8->cmd = g_new0 (char *, 2);
+    bad_utf8->cmd[0] = g_strdup ("/bin/\xff");
+    assert_invalid_message (bad_utf8, "cmd[0]: not valid UTF-8");
+  }
+}
+
+static void
+test_limit_env (void)
+{
+  g_autoptr(MvSpec) spec = base_spec ();
+  static const char *const good_names[] = { "A", "_", "PATH", "my_var2", "_1" };
+  static const char *const bad_names[] = { "", "1A", "A-B", "A=B", "A B", "\xc3\xa9", "A.B" };
+  gsize each;
+
+  for (guint i = 0; i < MV_ENV_MAX; i++)
+    g_hash_table_insert (spec->env, g_strdup_printf ("V%u", i), g_strdup ("1"));
+  assert_valid (spec);
+  g_hash_table_insert (spec->env, g_strdup ("ONEMORE"), g_strdup ("1"));
+  assert_invalid_message (spec, "env: 257 variables, more than the limit of 256");
+
+  for (guint i = 0; i < G_N_ELEMENTS (good_names); i++)
+    {
+      g_hash_table_remove_all (spec->env);
+      g_hash_table_insert (spec->env, g_strdup (good_names[i]), g_strdup ("x\ny"));
+      assert_valid (spec);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (bad_names); i++)
+    {
+      g_hash_table_remove_all (spec->env);
+      g_hash_table_insert (spec->env, g_strdup (bad_names[i]), g_strdup ("x"));
+      assert_invalid (spec, "env");
+    }
+  g_hash_table_remove_all (spec->env);
+  g_hash_table_insert (spec->env, g_strdup ("A"), g_strdup ("\xfe"));
+  assert_invalid_message (spec, "env.A: not valid UTF-8");
+
+  /* 128 KiB of KEY=VALUE in all: 64 variables "Vnn=" and values. */
+  g_hash_table_remove_all (spec->env);
+  each = MV_ENV_MAX_BYTES / 64 - strlen ("V00=");
+  for (guint i = 0; i < 64; i++)
+    g_hash_table_insert (spec->env, g_strdup_printf ("V%02u", i), g_strnfill (each, 'v'));
+  assert_valid (spec);
+  g_hash_table_insert (spec->env, g_strdup ("V00"), g_strnfill (each + 1, 'v'));
+  assert_invalid_message (spec, "env: 131073 bytes of KEY=VALUE in all, more than the limit of "
+                          "131072 (128 KiB)");
+}
+
+static void
+test_limit_user (void)
+{
+  static const char *const good[] = {
+    "root", "www-data", "_apt", "user.name", "a", "u1", "0", "1000", "4294967294",
+    "www:www", "1000:1000", "0:0", "nobody:nogroup",
+    "abcdefghijklmnopqrstuvwxyz012345",   /* 32 bytes */
+  };
+  static const char *const bad[] = {
+    ":", "www:", ":www", "a:b:c", "1000:www", "www:1000", "-rf", ".hidden", "1a", "a b",
+    "user$", "4294967295", "99999999999", "01000", "-1", "+1", "caf\xc3\xa9", "a\tb",
+    "abcdefghijklmnopqrstuvwxyz0123456",  /* 33 bytes */
+  };
+  g_autoptr(MvSpec) spec = base_spec ();
+
+  for (guint i = 0; i < G_N_ELEMENTS (good); i++)
+    {
+      set_string (&spec->user, g_strdup (good[i]));
+      assert_valid (spec);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      set_string (&spec->user, g_strdup (bad[i]));
+      assert_invalid (spec, "user");
+    }
+  set_string (&spec->user, g_strdup ("www:1000"));
+  {
+    g_autoptr(GError) error = NULL;
+
+    g_assert_false (mv_spec_validate (spec, &error));
+    assert_message_contains (error->message, "\"www:1000\" is not one of name, uid, name:group, uid:gid");
+  }
+  set_string (&spec->user, g_strnfill (MV_USER_MAX_BYTES + 1, 'u'));
+  assert_invalid_message (spec, "user: 257 bytes, more than the limit of 256");
+
+  /* Given as "", it is left out: root. */
+  {
+    g_autoptr(MvSpec) parsed = parse_ok ("{'name':'web','kernel':'/k','user':''}");
+
+    g_assert_null (parsed->user);
+  }
+}
+
+static void
+test_limit_working_dir (void)
+{
+  static const char *const good[] = { "/", "/srv", "/srv/app", "/a.b/..c/.d", "/with space" };
+  static const char *const bad[] = {
+    "srv", "./srv", "/srv/", "//srv", "/srv//app", "/srv/./app", "/srv/..", "/./", "/..",
+    "/srv/.", "/a\nb",
+  };
+  g_autoptr(MvSpec) spec = base_spec ();
+
+  for (guint i = 0; i < G_N_ELEMENTS (good); i++)
+    {
+      set_string (&spec->working_dir, g_strdup (good[i]));
+      assert_valid (spec);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      set_string (&spec->working_dir, g_strdup (bad[i]));
+      assert_invalid (spec, "working_dir");
+    }
+  set_string (&spec->working_dir, g_strdup ("srv"));
+  assert_invalid_message (spec, "working_dir: \"srv\" is not an absolute path");
+  set_string (&spec->working_dir, g_strdup ("/srv/../etc"));
+  assert_invalid_message (spec, "working_dir: \"/srv/../etc\" is not a normalized path "
+                          "(no \".\" or \"..\", no \"//\", no trailing \"/\")");
+  set_string (&spec->working_dir, path_of_length (MV_PATH_MAX_BYTES, 'w'));
+  assert_valid (spec);
+  set_string (&spec->working_dir, path_of_length (MV_PATH_MAX_BYTES + 1, 'w'));
+  assert_invalid_message (spec, "working_dir: longer than 4095 bytes");
+}
+
+static MvMount *
+add_mount (MvSpec *spec, MvMountType type, const char *target)
+{
+  MvMount *mount = g_new0 (MvMount, 1);
+
+  mount->type = type;
+  mount->target = g_strdup (target);
+  if (type == MV_MOUNT_FILE)
+    {
+      mount->mode = 0644;
+      mount->content = g_bytes_new ("x", 1);
+    }
+  else if (type == MV_MOUNT_TMPFS)
+    mount->mode = 01777;
+  else
+    mount->source = g_strdup (type == MV_MOUNT_VOLUME ? "data" : "/srv/share");
+  g_ptr_array_add (spec->mounts, mount);
+  return mount;
+}
+
+static void
+test_limit_mounts (void)
+{
+  g_autoptr(MvSpec) spec = base_spec ();
+  MvMount *mount;
+
+  for (guint i = 0; i < MV_MOUNTS_MAX; i++)
+    {
+      g_autofree char *target = g_strdup_printf ("/m/%u", i);
+
+      add_mount (spec, (MvMountType) (i % 4), target);
+    }
+  assert_valid (spec);
+  add_mount (spec, MV_MOUNT_TMPFS, "/onemore");
+  assert_invalid_message (spec, "mounts: 65 mounts, more than the limit of 64");
+  g_ptr_array_set_size (spec->mounts, 0);
+
+  /* Targets: absolute, normalized, not "/", each once. */
+  mount = add_mount (spec, MV_MOUNT_TMPFS, "tmp");
+  assert_invalid_message (spec, "mounts[0].target: \"tmp\" is not an absolute path");
+  set_string (&mount->target, g_strdup ("/tmp/"));
+  assert_invalid (spec, "mounts[0].target");
+  set_string (&mount->target, g_strdup ("/tmp/../etc"));
+  assert_invalid (spec, "mounts[0].target");
+  set_string (&mount->target, g_strdup ("/"));
+  assert_invalid_message (spec, "mounts[0].target: \"/\" is not allowed");
+  set_string (&mount->target, NULL);
+  assert_invalid_message (spec, "mounts[0].target: required");
+  set_string (&mount->target, g_strdup (""));
+  assert_invalid_message (spec, "mounts[0].target: empty");
+  set_string (&mount->target, path_of_length (MV_PATH_MAX_BYTES + 1, 't'));
+  assert_invalid_message (spec, "mounts[0].target: longer than 4095 bytes");
+  set_string (&mount->target, path_of_length (MV_PATH_MAX_BYTES, 't'));
+  assert_valid (spec);
+  set_string (&mount->target, g_strdup ("/tmp"));
+  add_mount (spec, MV_MOUNT_FILE, "/etc/a");
+  add_mount (spec, MV_MOUNT_FILE, "/tmp");
+  assert_invalid_message (spec, "mounts[2].target: \"/tmp\" is also the target of mounts[0]");
+  set_string (&mount_at (spec, 2)->target, g_strdup ("/tmp/x"));
+  assert_valid (spec);
+  g_ptr_array_set_size (spec->mounts, 0);
+
+  /* What each type may set. */
+  mount = add_mount (spec, MV_MOUNT_FILE, "/etc/a");
+  mount->source = g_strdup ("/x");
+  assert_invalid_message (spec, "mounts[0].source: not for file mounts");
+  g_clear_pointer (&mount->source, g_free);
+  mount->size_bytes = 4096;
+  assert_invalid_message (spec, "mounts[0].size_bytes: only for tmpfs mounts, not file");
+  mount->size_bytes = 0;
+  mount->mode = 010000;
+  assert_invalid_message (spec, "mounts[0].mode: 10000 is more than the limit of 07777");
+  mount->mode = 07777;
+  assert_valid (spec);
+  g_ptr_array_set_size (spec->mounts, 0);
+
+  mount = add_mount (spec, MV_MOUNT_TMPFS, "/tmp");
+  mount->content = g_bytes_new ("x", 1);
+  assert_invalid_message (spec, "mounts[0].content: only for file mounts, not tmpfs");
+  g_clear_pointer (&mount->content, g_bytes_unref);
+  mount->source = g_strdup ("data");
+  assert_invalid_message (spec, "mounts[0].source: not for tmpfs mounts");
+  g_clear_pointer (&mount->source, g_free);
+  mount->size_bytes = 4096;
+  assert_valid (spec);
+  mount->size_bytes = 4095;
+  assert_invalid_message (spec, "mounts[0].size_bytes: 4095 (4.0 KiB) is below the minimum of 4096 (4 KiB)");
+  mount->size_bytes = spec->memory_bytes;
+  assert_valid (spec);
+  mount->size_bytes = spec->memory_bytes + 1;
+  assert_invalid_message (spec, "mounts[0].size_bytes: 268435457 (256.0 MiB) is more than "
+                          "memory_bytes 268435456 (256 MiB)");
+  g_ptr_array_set_size (spec->mounts, 0);
+
+  mount = add_mount (spec, MV_MOUNT_VOLUME, "/data");
+  assert_valid (spec);
+  set_string (&mount->source, NULL);
+  assert_invalid_message (spec, "mounts[0].source: required for volume mounts");
+  set_string (&mount->source, g_strdup ("../data"));
+  assert_invalid (spec, "mounts[0].source");
+  set_string (&mount->source, g_strdup ("data\xe2\x80\xae"));
+  assert_invalid (spec, "mounts[0].source");
+  set_string (&mount->source, g_strdup ("data"));
+  mount->mode = 0755;
+  assert_invalid_message (spec, "mounts[0].mode: only for file and tmpfs mounts, not volume");
+  mount->mode = 0;
+  mount->content = g_bytes_new ("x", 1);
+  assert_invalid (spec, "mounts[0].content");
+  g_ptr_array_set_size (spec->mounts, 0);
+
+  mount = add_mount (spec, MV_MOUNT_DIRECTORY, "/share");
+  assert_valid (spec);
+  set_string (&mount->source, g_strdup ("srv/share"));
+  assert_invalid_message (spec, "mounts[0].source: \"srv/share\" is not an absolute path");
+  set_string (&mount->source, g_strdup ("/srv/share/"));
+  assert_invalid (spec, "mounts[0].source");
+  set_string (&mount->source, g_strdup (""));
+  assert_invalid_message (spec, "mounts[0].source: required for directory mounts");
+
+  /* A document's relative target is refused the same way. */
+  {
+    g_autoptr(MvSpec) parsed = parse_ok ("{'name':'web','kernel':'/k','mounts':"
+                                         "[{'type':'tmpfs','target':'run/x'}]}");
+
+    assert_invalid_message (parsed, "mounts[0].target: \"run/x\" is not an absolute path");
+  }
+}
+
+/* All file contents together, exactly at the limit and a byte over, in
+ * a document that still reads back (the base64 is a third larger). */
+static void
+test_limit_file_mount_total (void)
+{
+  g_autoptr(MvSpec) spec = base_spec ();
+  g_autofree char *json = NULL;
+  g_autoptr(MvSpec) again = NULL;
+  g_autoptr(GError) error = NULL;
+  MvMount *first = add_mount (spec, MV_MOUNT_FILE, "/etc/a");
+  MvMount *second = add_mount (spec, MV_MOUNT_FILE, "/etc/b");
+  guchar *data = g_malloc (MV_FILE_MOUNT_MAX_BYTES);
+
+  for (gsize i = 0; i < MV_FILE_MOUNT_MAX_BYTES; i++)
+    data[i] = (guchar) (i * 7);
+  g_bytes_unref (first->content);
+  first->content = g_bytes_new (data, MV_FILE_MOUNT_MAX_BYTES - 1000);
+  g_bytes_unref (second->content);
+  second->content = g_bytes_new (data, 1000);
+  assert_valid (spec);
+
+  json = mv_spec_to_json (spec, TRUE);
+  g_assert_cmpuint (strlen (json), >, MV_FILE_MOUNT_MAX_BYTES * 4 / 3);
+  g_assert_cmpuint (strlen (json), <=, MV_SPEC_MAX_BYTES);
+  again = mv_spec_from_json (json, &error);
+  g_assert_no_error (error);
+  g_assert_true (mv_spec_equal (spec, again));
+  g_assert_true (g_bytes_equal (mount_at (again, 0)->content, first->content));
+  assert_valid (again);
+
+  g_bytes_unref (second->content);
+  second->content = g_bytes_new (data, 1001);
+  assert_invalid_message (spec, "mounts: file contents total 1048577 bytes, over the limit of "
+                          "1048576 (1 MiB)");
+  g_free (data);
+}
+
+/* The field limits no longer keep every field at its limit within the
+ * document's: the document's own limit holds the rest. */
+static void
+test_limit_whole_spec_with_workload (void)
+{
+  g_autoptr(MvSpec) spec = largest_spec ();
+  MvMount *file = add_mount (spec, MV_MOUNT_FILE, "/etc/big");
+  g_autofree char *limit_message = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_bytes_unref (file->content);
+  file->content = g_bytes_new_take (g_malloc0 (MV_FILE_MOUNT_MAX_BYTES), MV_FILE_MOUNT_MAX_BYTES);
+  assert_valid (spec);
+
+  spec->cmd = argv_of (128, 1024);
+  for (guint i = 0; i < 128; i++)
+    memset (spec->cmd[i], '"', 1024);
+  g_assert_false (mv_spec_validate (spec, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  assert_message_names_field (error->message, "spec");
+  assert_message_contains (error->message, "more than the limit of 2097152 (2 MiB)");
+}
+
+static void
+test_limit_health_check (void)
+{
+  g_autoptr(MvSpec) spec = base_spec ();
+  g_autoptr(MvSpec) parsed = NULL;
+  MvHealthCheck *check = g_new0 (MvHealthCheck, 1);
+
+  spec->health_check = check;
+  check->kind = MV_HEALTH_CHECK_TCP;
+  check->port = 22;
+  check->interval_seconds = 30;
+  check->timeout_seconds = 5;
+  check->retries = 3;
+  assert_valid (spec);
+
+  check->port = 0;
+  assert_invalid_message (spec, "health_check.tcp: 0 is below the minimum of 1");
+  check->port = 65536;
+  assert_invalid_message (spec, "health_check.tcp: 65536 is more than the limit of 65535");
+  check->port = 65535;
+  assert_valid (spec);
+
+  check->interval_seconds = 0;
+  assert_invalid_message (spec, "health_check.interval_seconds: 0 is below the minimum of 1");
+  check->interval_seconds = MV_HEALTH_INTERVAL_MAX_SECONDS + 1;
+  assert_invalid_message (spec, "health_check.interval_seconds: 3601 is more than the limit of 3600");
+  check->interval_seconds = MV_HEALTH_INTERVAL_MAX_SECONDS;
+  assert_valid (spec);
+  check->interval_seconds = 30;
+
+  check->timeout_seconds = 0;
+  assert_invalid_message (spec, "health_check.timeout_seconds: 0 is below the minimum of 1");
+  check->timeout_seconds = 31;
+  assert_invalid_message (spec, "health_check.timeout_seconds: 31 is more than interval_seconds 30");
+  check->timeout_seconds = 30;
+  assert_valid (spec);
+
+  check->retries = 0;
+  assert_invalid_message (spec, "health_check.retries: 0 is below the minimum of 1");
+  check->retries = MV_HEALTH_RETRIES_MAX + 1;
+  assert_invalid_message (spec, "health_check.retries: 101 is more than the limit of 100");
+  check->retries = MV_HEALTH_RETRIES_MAX;
+  assert_valid (spec);
+
+  check->start_period_seconds = MV_HEALTH_START_PERIOD_MAX_SECONDS + 1;
+  assert_invalid_message (spec, "health_check.start_period_seconds: 3601 is more than the limit "
+                          "of 3600");
+  check->start_period_seconds = MV_HEALTH_START_PERIOD_MAX_SECONDS;
+  assert_valid (spec);
+
+  check->kind = MV_HEALTH_CHECK_HTTP;
+  check->http_path = g_strdup ("/healthz?full=1");
+  assert_valid (spec);
+  set_string (&check->http_path, g_strdup ("healthz"));
+  assert_invalid_message (spec, "health_check.http.path: must start with '/'");
+  set_string (&check->http_path, g_strdup ("/health check"));
+  assert_invalid (spec, "health_check.http.path");
+  set_string (&check->http_path, g_strdup ("/h\r\nHost: x"));
+  assert_invalid (spec, "health_check.http.path");
+  set_string (&check->http_path, g_strdup ("/caf\xc3\xa9"));
+  assert_invalid (spec, "health_check.http.path");
+  set_string (&check->http_path, path_of_length (MV_HEALTH_HTTP_PATH_MAX_BYTES, 'p'));
+  assert_valid (spec);
+  set_string (&check->http_path, path_of_length (MV_HEALTH_HTTP_PATH_MAX_BYTES + 1, 'p'));
+  assert_invalid_message (spec, "health_check.http.path: 1025 bytes, more than the limit of 1024");
+  set_string (&check->http_path, g_strdup ("/"));
+  check->port = 0;
+  assert_invalid (spec, "health_check.http.port");
+  check->port = 80;
+
+  check->kind = MV_HEALTH_CHECK_EXEC;
+  assert_invalid_message (spec, "health_check.exec: an empty list (it needs at least the program)");
+  check->exec = argv_of (MV_HEALTH_EXEC_MAX_ARGS, 4);
+  assert_valid (spec);
+  g_strfreev (check->exec);
+  check->exec = argv_of (MV_HEALTH_EXEC_MAX_ARGS + 1, 4);
+  assert_invalid_message (spec, "health_check.exec: 65 arguments, more than the limit of 64");
+  set_string (&check->exec[1], g_strdup (""));
+  g_free (check->exec[MV_HEALTH_EXEC_MAX_ARGS]);
+  check->exec[MV_HEALTH_EXEC_MAX_ARGS] = NULL;
+  assert_invalid_message (spec, "health_check.exec[1]: empty");
+
+  /* A disabled check is kept, and written back. */
+  parsed = parse_ok ("{'name':'web','kernel':'/k','health_check':{'tcp':22,'disabled':true}}");
+  assert_valid (parsed);
+  g_assert_true (parsed->health_check->disabled);
+  {
+    g_autofree char *json = mv_spec_to_json (parsed, FALSE);
+
+    assert_message_contains (json, "\"health_check\":{\"tcp\":22,\"interval_seconds\":30,"
+                             "\"timeout_seconds\":5,\"retries\":3,\"start_period_seconds\":0,"
+                             "\"disabled\":true}");
+  }
+  /* From a document, the same limits. */
+  g_clear_pointer (&parsed, mv_spec_free);
+  parsed = parse_ok ("{'name':'web','kernel':'/k','health_check':{'tcp':22,'timeout_seconds':60}}");
+  assert_invalid_message (parsed, "health_check.timeout_seconds: 60 is more than interval_seconds 30");
+  g_clear_pointer (&parsed, mv_spec_free);
+  parsed = parse_ok ("{'name':'web','kernel':'/k','health_check':{'tcp':22,'retries':0}}");
+  assert_invalid_message (parsed, "health_check.retries: 0 is below the minimum of 1");
+  g_clear_pointer (&parsed, mv_spec_free);
+  parsed = parse_ok ("{'name':'web','kernel':'/k','health_check':{'exec':[]}}");
+  assert_invalid (parsed, "health_check.exec");
+  g_clear_pointer (&parsed, mv_spec_free);
+  parsed = parse_ok ("{'name':'web','kernel':'/k','health_check':{'http':{'port':80,'path':'x'}}}");
+  assert_invalid (parsed, "health_check.http.path");
+}
+
+static void
+test_limit_init_mode (void)
+{
+  g_autoptr(MvSpec) spec = base_spec ();
+
+  for (MvInitMode mode = MV_INIT_MODE_AUTO; mode <= MV_INIT_MODE_SYSTEMD; mode++)
+    {
+      g_autofree char *doc = g_strdup_printf ("{'name':'web','kernel':'/k','init_mode':'%s'}",
+                                              mv_init_mode_to_string (mode));
+      g_autoptr(MvSpec) parsed = parse_ok (doc);
+
+      g_assert_cmpint (parsed->init_mode, ==, mode);
+      assert_valid (parsed);
+    }
+  spec->init_mode = (MvInitMode) 7;
+  assert_invalid_message (spec, "init_mode: unknown mode 7");
+}
+
 /* ---- fields not carried out yet ---- */
 
 #define assert_not_implemented(spec, field) \
@@ -1537,10 +2556,6 @@ test_implemented_each_field (void)
     { "network_name", "{'name':'web','kernel':'/k','network_name':'lan'}" },
     { "static_ip", "{'name':'web','kernel':'/k','static_ip':'10.0.0.5/24'}" },
     { "firewall", "{'name':'web','kernel':'/k','firewall':[{'allow':'tcp/22'}]}" },
-    { "hostname", "{'name':'web','kernel':'/k','hostname':'web.example'}" },
-    { "ssh_keys", "{'name':'web','kernel':'/k','ssh_keys':['ssh-ed25519 AAAA']}" },
-    { "user_data", "{'name':'web','kernel':'/k','user_data':'#cloud-config'}" },
-    { "metadata", "{'name':'web','kernel':'/k','metadata':{'role':'db'}}" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -1564,20 +2579,63 @@ test_implemented_first_named (void)
 {
   g_autoptr(MvSpec) spec = base_spec ();
 
-  g_hash_table_insert (spec->metadata, g_strdup ("role"), g_strdup ("db"));
-  assert_not_implemented (spec, "metadata");
-  set_string (&spec->user_data, g_strdup ("#!/bin/sh"));
-  assert_not_implemented (spec, "user_data");
-  g_ptr_array_add (spec->ssh_keys, g_strdup ("ssh-ed25519 AAAA"));
-  assert_not_implemented (spec, "ssh_keys");
-  set_string (&spec->hostname, g_strdup ("web"));
-  assert_not_implemented (spec, "hostname");
   json_array_add_object_element (spec->firewall, json_object_new ());
   assert_not_implemented (spec, "firewall");
   set_string (&spec->static_ip, g_strdup ("10.0.0.5"));
   assert_not_implemented (spec, "static_ip");
   set_string (&spec->network_name, g_strdup ("lan"));
   assert_not_implemented (spec, "network_name");
+}
+
+/* The guest's identity and metadata are carried out now. */
+static void
+test_implemented_guest_metadata (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok ("{'name':'web','kernel':'/k','hostname':'web.example',"
+                                     "'ssh_keys':['ssh-ed25519 AAAA'],"
+                                     "'user_data':'#cloud-config','metadata':{'role':'db'}}");
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (mv_spec_validate (spec, &error));
+  g_assert_no_error (error);
+  g_assert_true (mv_spec_check_implemented (spec, &error));
+  g_assert_no_error (error);
+}
+
+/* Volume and directory mounts are read and validated, not carried out;
+ * file and tmpfs mounts are. */
+static void
+test_implemented_mounts (void)
+{
+  static const struct {
+    const char *json;
+    const char *message;
+  } cases[] = {
+    { "{'name':'web','kernel':'/k','mounts':[{'type':'volume','source':'data','target':'/data'}]}",
+      "mounts[0].type: volume mounts are not supported by this microvmd yet" },
+    { "{'name':'web','kernel':'/k','mounts':[{'type':'tmpfs','target':'/tmp'},"
+      "{'type':'directory','source':'/srv/share','target':'/share'}]}",
+      "mounts[1].type: directory mounts are not supported by this microvmd yet" },
+  };
+  g_autoptr(MvSpec) carried = parse_ok ("{'name':'web','kernel':'/k','mounts':["
+                                        "{'type':'file','target':'/etc/a','content':'YQ=='},"
+                                        "{'type':'tmpfs','target':'/tmp'}]}");
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (mv_spec_check_implemented (carried, &error));
+  g_assert_no_error (error);
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(MvSpec) spec = parse_ok (cases[i].json);
+
+      g_assert_true (mv_spec_validate (spec, &error));
+      g_assert_no_error (error);
+      g_assert_false (mv_spec_check_implemented (spec, &error));
+      g_assert_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED);
+      g_assert_cmpstr (error->message, ==, cases[i].message);
+      g_clear_error (&error);
+    }
 }
 
 /* A spec built in code may hold "" where a parsed one holds NULL. */
@@ -1642,9 +2700,30 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/limits/restart", test_limit_restart);
   g_test_add_func ("/spec/limits/standby", test_limit_standby);
   g_test_add_func ("/spec/limits/utf8", test_limit_utf8);
+  g_test_add_func ("/spec/workload/parse", test_workload_parse);
+  g_test_add_func ("/spec/workload/round-trip", test_workload_round_trip);
+  g_test_add_func ("/spec/workload/defaults", test_workload_defaults);
+  g_test_add_func ("/spec/workload/absent-unchanged", test_workload_absent_unchanged);
+  g_test_add_func ("/spec/workload/bad-documents", test_workload_bad_documents);
+  g_test_add_func ("/spec/workload/base64", test_workload_base64);
+  g_test_add_func ("/spec/workload/effective-init-mode", test_workload_effective_init_mode);
+  g_test_add_func ("/spec/workload/compare", test_workload_compare);
+  g_test_add_func ("/spec/guest-metadata-differs", test_guest_metadata_differs);
+  g_test_add_func ("/spec/limits/root-disk", test_limit_root_disk);
+  g_test_add_func ("/spec/limits/cmd", test_limit_cmd);
+  g_test_add_func ("/spec/limits/env", test_limit_env);
+  g_test_add_func ("/spec/limits/user", test_limit_user);
+  g_test_add_func ("/spec/limits/working-dir", test_limit_working_dir);
+  g_test_add_func ("/spec/limits/mounts", test_limit_mounts);
+  g_test_add_func ("/spec/limits/file-mount-total", test_limit_file_mount_total);
+  g_test_add_func ("/spec/limits/whole-spec-with-workload", test_limit_whole_spec_with_workload);
+  g_test_add_func ("/spec/limits/health-check", test_limit_health_check);
+  g_test_add_func ("/spec/limits/init-mode", test_limit_init_mode);
   g_test_add_func ("/spec/implemented/plain", test_implemented_plain);
   g_test_add_func ("/spec/implemented/each-field", test_implemented_each_field);
   g_test_add_func ("/spec/implemented/first-named", test_implemented_first_named);
+  g_test_add_func ("/spec/implemented/guest-metadata", test_implemented_guest_metadata);
+  g_test_add_func ("/spec/implemented/mounts", test_implemented_mounts);
   g_test_add_func ("/spec/implemented/empty-strings", test_implemented_empty_strings);
 
   return g_test_run ();

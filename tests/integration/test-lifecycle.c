@@ -218,8 +218,9 @@ test_invalid_spec_leaves_nothing (Fixture *f, gconstpointer data)
   g_assert_cmpuint (client_count_signals (f->client, NULL, "InterfacesAdded"), ==, 0);
 }
 
-/* Fields this daemon parses but cannot carry out yet are refused by name,
- * on create and on update, and leave nothing behind. */
+/* Fields this daemon parses but cannot carry out yet (the network, the
+ * firewall, volume and directory mounts) are refused by name, on create
+ * and on update, and leave nothing behind. */
 static void
 test_unimplemented_fields_refused (Fixture *f, gconstpointer data)
 {
@@ -230,10 +231,10 @@ test_unimplemented_fields_refused (Fixture *f, gconstpointer data)
     { "network_name", "\"network_name\":\"lan\"" },
     { "static_ip", "\"static_ip\":\"10.0.0.5\"" },
     { "firewall", "\"firewall\":[{\"action\":\"allow\"}]" },
-    { "hostname", "\"hostname\":\"box\"" },
-    { "ssh_keys", "\"ssh_keys\":[\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI k\"]" },
-    { "user_data", "\"user_data\":\"#cloud-config\"" },
-    { "metadata", "\"metadata\":{\"role\":\"db\"}" },
+    { "mounts[0].type", "\"mounts\":[{\"type\":\"volume\",\"source\":\"box\","
+                        "\"target\":\"/data\"}]" },
+    { "mounts[0].type", "\"mounts\":[{\"type\":\"directory\",\"source\":\"/srv\","
+                        "\"target\":\"/srv\"}]" },
   };
   g_autofree char *kept = client_create_ok (f->client, SPEC ("kept"));
 
@@ -260,6 +261,16 @@ test_unimplemented_fields_refused (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 1);
   g_autofree char *spec = client_get_string (f->client, kept, "Spec");
   g_assert_null (strstr (spec, "box"));
+
+  /* The guest's identity and metadata are carried out, so accepted. */
+  g_autofree char *named = client_create_ok (f->client,
+                                             "{\"name\":\"named\",\"hypervisor_type\":\"test\","
+                                             "\"kernel\":\"/boot/vmlinuz\",\"hostname\":\"box\","
+                                             "\"ssh_keys\":[\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI k\"],"
+                                             "\"user_data\":\"#cloud-config\","
+                                             "\"metadata\":{\"role\":\"db\"}}");
+  g_autofree char *named_spec = client_get_string (f->client, named, "Spec");
+  g_assert_nonnull (strstr (named_spec, "\"hostname\":\"box\""));
 }
 
 static void

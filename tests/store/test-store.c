@@ -656,7 +656,7 @@ corrupt (Fixture *fixture, const MvConfig *config, Corruption corruption)
       {
         /* Valid JSON and a valid record but for its size. */
         g_autofree char *contents = read_file (config_path);
-        g_autofree char *padding = g_strnfill (2 * 1024 * 1024, ' ');
+        g_autofree char *padding = g_strnfill (MV_RECORD_MAX_BYTES + 1, ' ');
         g_autofree char *padded = g_strconcat (contents, padding, NULL);
 
         write_file (config_path, padded);
