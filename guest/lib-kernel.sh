@@ -84,10 +84,16 @@ kernel_select() {
     package_version kver "$kpkg"
 }
 
-# fetch_deb PACKAGE VERSION -> prints the path of the .deb in $cache
+# fetch_deb PACKAGE VERSION -> prints the path of the .deb in $cache.
+# The cache is locked: scripts that share one may run at the same time.
 fetch_deb() {
-    local pkg=$1 ver=$2 f
     mkdir -p "$cache"
+    fetch_deb_locked "$@" 8>"$cache/.lock"
+}
+
+fetch_deb_locked() {
+    local pkg=$1 ver=$2 f
+    flock 8
     for f in "$cache/${pkg}_"*.deb; do
         [ -e "$f" ] || continue
         if [ "$(dpkg-deb -f "$f" Package)" = "$pkg" ] &&
