@@ -36,7 +36,7 @@ agent=$2
 stampfile=${3:-}
 
 lib=$here/lib-kernel.sh
-# shellcheck source=lib-kernel.sh
+# shellcheck source=guest/lib-kernel.sh
 . "$lib"
 
 # Besides the virtio devices, what mounting an ext4 root from virtio-blk

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the scripts that build microvmd's guest images: fetching
 # packages from the Debian archive without installing them, picking the
 # Debian cloud kernel, and copying a set of its modules (with everything

@@ -29,7 +29,7 @@ stampfile=${2:-}
 image=rootfs.ext4
 
 lib=$here/../../guest/lib-kernel.sh
-# shellcheck source=../../guest/lib-kernel.sh
+# shellcheck source=guest/lib-kernel.sh
 . "$lib"
 
 [ "$(id -u)" = 0 ] || die "must run as root (the image holds files of root and uid 1000)"

@@ -32,7 +32,7 @@ stampfile=${2:-}
 init_src=$here/init
 
 lib=$here/../../guest/lib-kernel.sh
-# shellcheck source=../../guest/lib-kernel.sh
+# shellcheck source=guest/lib-kernel.sh
 . "$lib"
 
 mkdir -p "$outdir"
