@@ -11,8 +11,8 @@ packages=(
   # run: the bus, polkit, the hypervisor
   dbus dbus-daemon polkitd pkexec systemd util-linux procps
   qemu-system-x86
-  # the test guest
-  busybox-static cpio kmod xz-utils zstd
+  # the guest images: the kernel, its initramfs, the test disks
+  busybox-static cpio kmod xz-utils zstd e2fsprogs mmdebstrap
   # tests
   valgrind
   # fuzzing: clang with libFuzzer and the sanitizer runtimes
