@@ -308,8 +308,6 @@ mv_readiness_to_string (MvReadiness readiness, const char *readiness_text)
       return g_strdup ("agent");
     case MV_READINESS_CONSOLE:
       return g_strconcat (READINESS_CONSOLE_PREFIX, readiness_text ? readiness_text : "", NULL);
-    case MV_READINESS_AUTO:
-      return g_strdup ("auto");
     case MV_READINESS_VMM:
       break;
     }

@@ -3,7 +3,7 @@
  * done by hand, frame by frame. */
 #include "vmm-fixture.h"
 #include "guest/protocol.h"
-#include "hypervisor/vsock.h"
+#include "guest/vsock.h"
 
 #include <poll.h>
 #include <signal.h>
