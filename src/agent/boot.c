@@ -320,6 +320,14 @@ boot_setup_root (const Config *config, char *error, size_t size)
       snprintf (error, size, "root: overlay: %s", strerror (errno));
       return false;
     }
+  /* While /proc is still where it was; /run moves into the new root with
+   * the copy in it. */
+  mkdir (AGENT_STATE_DIR, 0755);
+  if (!copy_self (AGENT_STATE_DIR "/microvmd-agent"))
+    {
+      snprintf (error, size, "root: copying the agent to %s: %s", AGENT_STATE_DIR, strerror (errno));
+      return false;
+    }
   for (size_t i = 0; i < sizeof moved / sizeof *moved; i++)
     {
       snprintf (path, sizeof path, NEW_ROOT "%s", moved[i]);
@@ -329,12 +337,6 @@ boot_setup_root (const Config *config, char *error, size_t size)
           snprintf (error, size, "root: moving %s: %s", moved[i], strerror (errno));
           return false;
         }
-    }
-  mkdir (NEW_ROOT AGENT_STATE_DIR, 0755);
-  if (!copy_self (NEW_ROOT AGENT_STATE_DIR "/microvmd-agent"))
-    {
-      snprintf (error, size, "root: copying the agent to %s: %s", AGENT_STATE_DIR, strerror (errno));
-      return false;
     }
   /* As switch_root does: the new root is moved onto / and entered. */
   if (chdir (NEW_ROOT) < 0 || mount (NEW_ROOT, "/", NULL, MS_MOVE, NULL) < 0 ||

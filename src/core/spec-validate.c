@@ -200,7 +200,7 @@ validate_hypervisor (const MvSpec *spec, GError **error)
 static gboolean
 validate_boot (const MvSpec *spec, GError **error)
 {
-  if (!check_path ("kernel", spec->kernel, TRUE, error) ||
+  if (!check_path ("kernel", spec->kernel, FALSE, error) ||
       !check_path ("initrd", spec->initrd, FALSE, error))
     return FALSE;
   if (spec->kernel_args != NULL)

@@ -19,6 +19,9 @@
 #define DIAL_TIMEOUT_MS   1000
 #define REDIAL_MS         1000
 #define READ_CHUNK        (64 * 1024)
+/* How long an exec asked for before the agent has answered waits for it
+ * (a guest that was just started, or a daemon that was just restarted). */
+#define EXEC_WAIT_S       20
 
 typedef struct _Exec Exec;
 
@@ -70,6 +73,8 @@ struct _Exec {
   guint           status_source;
   gboolean        exited;
   char           *status_line;
+  GBytes         *unsent;        /* its EXEC, until the agent answers */
+  guint           unsent_timer;
 };
 
 static void session_send (MvAgentSession *session, const MvAgentBuf *frame);
@@ -248,6 +253,8 @@ exec_free (Exec *exec)
 {
   g_clear_handle_id (&exec->in_source, g_source_remove);
   g_clear_handle_id (&exec->status_source, g_source_remove);
+  g_clear_handle_id (&exec->unsent_timer, g_source_remove);
+  g_clear_pointer (&exec->unsent, g_bytes_unref);
   for (guint i = 0; i < G_N_ELEMENTS (exec->out); i++)
     {
       out_clear (&exec->out[i]);
@@ -428,6 +435,11 @@ on_status_hangup (int fd, GIOCondition cond, gpointer data)
 
   /* The caller closed the status: the command is not wanted any more. */
   exec->status_source = 0;
+  if (exec->unsent)
+    {
+      exec_end (exec, "error abandoned");
+      return G_SOURCE_REMOVE;
+    }
   mv_agent_buf_init (&buf);
   mv_agent_buf_begin (&buf, MV_AGENT_SIGNAL, exec->channel);
   mv_agent_buf_put_u32 (&buf, MV_AGENT_F_SIGNAL, SIGKILL);
@@ -437,8 +449,10 @@ on_status_hangup (int fd, GIOCondition cond, gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* Ends the execs the agent was running (and, with @unsent too, those
+ * still waiting for it to answer). */
 static void
-end_all_execs (MvAgentSession *session, const char *line)
+end_execs (MvAgentSession *session, const char *line, gboolean unsent)
 {
   GHashTableIter iter;
   gpointer value;
@@ -448,6 +462,8 @@ end_all_execs (MvAgentSession *session, const char *line)
     {
       Exec *exec = value;
 
+      if (exec->unsent && !unsent)
+        continue;
       if (exec->status_fd >= 0)
         {
           g_autofree char *text = g_strdup_printf ("%s\n", line);
@@ -455,6 +471,37 @@ end_all_execs (MvAgentSession *session, const char *line)
         }
       g_hash_table_iter_remove (&iter);
     }
+}
+
+/* The agent has answered: the execs asked for before go out. */
+static void
+send_unsent (MvAgentSession *session)
+{
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, session->execs);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      Exec *exec = value;
+
+      if (!exec->unsent)
+        continue;
+      queue_bytes (session, exec->unsent);
+      g_clear_pointer (&exec->unsent, g_bytes_unref);
+      g_clear_handle_id (&exec->unsent_timer, g_source_remove);
+      exec_update_in (exec);
+    }
+}
+
+static gboolean
+on_unsent_timeout (gpointer data)
+{
+  Exec *exec = data;
+
+  exec->unsent_timer = 0;
+  exec_end (exec, "error the guest's agent did not answer");
+  return G_SOURCE_REMOVE;
 }
 
 /* ---- frames from the guest ---- */
@@ -483,7 +530,7 @@ handle_hello (MvAgentSession *session, const MvAgentFrame *frame)
     return FALSE;
   /* A HELLO starts a fresh session: an agent that started again has
    * none of the execs of the one before. */
-  end_all_execs (session, "error the guest's agent started again");
+  end_execs (session, "error the guest's agent started again", FALSE);
   if (g_strcmp0 (state, "unconfigured") == 0)
     {
       if (session->config)
@@ -493,6 +540,7 @@ handle_hello (MvAgentSession *session, const MvAgentFrame *frame)
   session->ready = TRUE;
   if (session->events.hello)
     session->events.hello (version ? version : "", session->data);
+  send_unsent (session);
   if (g_strcmp0 (state, "exited") == 0)
     {
       gboolean has_code;
@@ -613,6 +661,7 @@ handle_frame (MvAgentSession *session, const MvAgentFrame *frame)
       if (!session->ready && session->metadata)
         queue_bytes (session, session->metadata);
       session->ready = TRUE;
+      send_unsent (session);
       return TRUE;
     case MV_AGENT_EXIT:
       {
@@ -729,7 +778,7 @@ session_close (MvAgentSession *session, const char *why)
   session->fd = -1;
   session->ready = FALSE;
   g_byte_array_set_size (session->out, 0);
-  end_all_execs (session, "error the connection to the guest's agent was lost");
+  end_execs (session, "error the connection to the guest's agent was lost", FALSE);
   fail_ping (session);
   if (!session->redial_source)
     session->redial_source = g_timeout_add (REDIAL_MS, on_redial, session);
@@ -771,7 +820,7 @@ mv_agent_session_free (MvAgentSession *session)
       g_clear_object (&session->dialling);
     }
   g_clear_handle_id (&session->redial_source, g_source_remove);
-  end_all_execs (session, "error the machine stopped");
+  end_execs (session, "error the machine stopped", TRUE);
   if (session->fd >= 0)
     {
       g_clear_handle_id (&session->fd_source, g_source_remove);
@@ -877,12 +926,6 @@ mv_agent_session_exec (MvAgentSession *session, const MvAgentExec *request, int 
   MvAgentBuf buf;
   Exec *exec;
 
-  if (!session->ready)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
-                   "The guest's agent has not answered (yet)");
-      return FALSE;
-    }
   if (g_hash_table_size (session->execs) >= MV_AGENT_EXECS_MAX)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_RESOURCE_EXHAUSTED,
@@ -944,12 +987,20 @@ mv_agent_session_exec (MvAgentSession *session, const MvAgentExec *request, int 
   buf.data[6] = exec->channel >> 16;
   buf.data[7] = exec->channel >> 8;
   buf.data[8] = exec->channel;
-  session_send (session, &buf);
+  if (session->ready)
+    {
+      session_send (session, &buf);
+      exec_update_in (exec);
+    }
+  else
+    {
+      exec->unsent = g_bytes_new (buf.data, buf.len);
+      exec->unsent_timer = g_timeout_add_seconds (EXEC_WAIT_S, on_unsent_timeout, exec);
+    }
   mv_agent_buf_clear (&buf);
 
   exec->status_source = g_unix_fd_add (exec->status_fd, G_IO_HUP | G_IO_ERR, on_status_hangup,
                                        exec);
-  exec_update_in (exec);
 
   fds[0] = in_pair[1];
   fds[1] = request->tty ? dup (in_pair[1]) : out_pair[1];

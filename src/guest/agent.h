@@ -127,8 +127,8 @@ typedef struct {
 /* Starts @exec in the guest. Returns the caller's ends: @fds[0] stdin,
  * [1] stdout, [2] stderr (with tty, [0] and [1] are one socket and [2] is
  * closed at once), [3] the status (one line, "exit N", "signal N" or
- * "error TEXT", then end of file). Closing [3] kills the command.
- * MV_ERROR_INVALID_STATE if the agent has not answered,
+ * "error TEXT", then end of file). Closing [3] kills the command. An exec
+ * asked for before the agent has answered waits for it, up to 20 s.
  * MV_ERROR_RESOURCE_EXHAUSTED at MV_AGENT_EXECS_MAX. */
 gboolean  mv_agent_session_exec (MvAgentSession *session, const MvAgentExec *exec, int fds[4],
                                  GError **error);

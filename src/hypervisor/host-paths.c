@@ -262,6 +262,24 @@ mv_host_paths_open (MvHostPaths *paths, const char *field, const char *path, int
 }
 
 gboolean
+mv_host_paths_allow_dir_of (MvHostPaths *paths, const char *file, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (file);
+
+  for (guint i = 0; i < paths->dirs->len; i++)
+    if (mv_host_path_below (dir, paths->dirs->pdata[i]))
+      return TRUE;
+  if (!check_dir (dir, error))
+    return FALSE;
+  g_ptr_array_add (paths->dirs, g_steal_pointer (&dir));
+  g_free (paths->described);
+  g_ptr_array_add (paths->dirs, NULL);
+  paths->described = g_strjoinv (", ", (char **) paths->dirs->pdata);
+  g_ptr_array_remove_index (paths->dirs, paths->dirs->len - 1);
+  return TRUE;
+}
+
+gboolean
 mv_host_paths_check (MvHostPaths *paths, const char *field, const char *path, GError **error)
 {
   int fd = mv_host_paths_open (paths, field, path, O_PATH, error);

@@ -32,6 +32,9 @@ const char  *mv_host_paths_describe (MvHostPaths *paths);
 int          mv_host_paths_open (MvHostPaths *paths, const char *field, const char *path,
                                  int flags, GError **error);
 /* mv_host_paths_open() without keeping the file open. */
+/* Lets machines use the files of @file's directory as well: where the
+ * daemon's own guest kernel and initramfs are. */
+gboolean     mv_host_paths_allow_dir_of (MvHostPaths *paths, const char *file, GError **error);
 gboolean     mv_host_paths_check (MvHostPaths *paths, const char *field, const char *path,
                                   GError **error);
 

@@ -880,6 +880,13 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
       !read_guest_file (config, "kernel", MV_GUEST_KERNEL_PATH, &guest_kernel, error) ||
       !read_guest_file (config, "initramfs", MV_GUEST_INITRAMFS_PATH, &guest_initramfs, error))
     return NULL;
+  /* The daemon's own guest files are the administrator's choice, wherever
+   * they are: the wall around a VMM shows them. */
+  if ((guest_kernel && !mv_host_paths_allow_dir_of (mv_sandbox_host_paths (sandbox), guest_kernel,
+                                                    error)) ||
+      (guest_initramfs && !mv_host_paths_allow_dir_of (mv_sandbox_host_paths (sandbox),
+                                                       guest_initramfs, error)))
+    return NULL;
   /* Cloud Hypervisor and Firecracker first, each version in its listed
    * order: the first runtime of all is the host's default type. */
   g_autoptr (GPtrArray) rest = mv_http_backends_starters_from_config (config, error);
