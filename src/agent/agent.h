@@ -132,6 +132,8 @@ typedef struct {
   int         button_fds[4];
   size_t      n_buttons;
   int         button_pidx[4];
+
+  uint64_t    instance;       /* HELLO's INSTANCE: when this process started */
 } Agent;
 
 extern Agent agent;

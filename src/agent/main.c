@@ -462,6 +462,10 @@ main (int argc, char **argv)
   int serve_fd = -1;
   bool service = false, keys = false;
 
+  struct timespec started;
+
+  clock_gettime (CLOCK_BOOTTIME, &started);
+  agent.instance = (uint64_t) started.tv_sec * 1000000000u + (uint64_t) started.tv_nsec;
   agent.log_fd = STDERR_FILENO;
   agent.state_dir = AGENT_STATE_DIR;
   agent.listen_fd = agent.serial_fd = -1;

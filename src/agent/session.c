@@ -89,6 +89,7 @@ session_send_hello (Session *s)
   mv_agent_buf_begin (b, MV_AGENT_HELLO, 0);
   mv_agent_buf_put_u32 (b, MV_AGENT_F_VERSION, MV_AGENT_PROTOCOL_VERSION);
   mv_agent_buf_put_str (b, MV_AGENT_F_AGENT_VERSION, AGENT_VERSION);
+  mv_agent_buf_put_u64 (b, MV_AGENT_F_INSTANCE, agent.instance);
   mv_agent_buf_put_str (b, MV_AGENT_F_STATE, state_name (agent.state));
   if (agent.state == STATE_EXITED)
     {

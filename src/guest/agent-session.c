@@ -38,6 +38,7 @@ struct _MvAgentSession {
   GByteArray           *in;
   GByteArray           *out;           /* frames not yet written */
   gboolean              ready;         /* the agent said HELLO on this connection */
+  guint64               instance;      /* the agent process that said it */
   GCancellable         *dialling;      /* of the dial under way, or NULL */
   guint                 redial_source;
 
@@ -524,13 +525,20 @@ handle_hello (MvAgentSession *session, const MvAgentFrame *frame)
   g_autofree char *state = mv_agent_frame_string (frame, MV_AGENT_F_STATE);
   g_autofree char *version = mv_agent_frame_string (frame, MV_AGENT_F_AGENT_VERSION);
   guint32 protocol = 0;
+  guint64 instance = 0;
+  MvAgentField field;
 
   if (!mv_agent_frame_u32 (frame, MV_AGENT_F_VERSION, &protocol) ||
       protocol != MV_AGENT_PROTOCOL_VERSION)
     return FALSE;
-  /* A HELLO starts a fresh session: an agent that started again has
-   * none of the execs of the one before. */
-  end_execs (session, "error the guest's agent started again", FALSE);
+  if (mv_agent_frame_find (frame, MV_AGENT_F_INSTANCE, &field))
+    mv_agent_field_u64 (&field, &instance);
+  /* Another agent process (one that took over from the initramfs's) has
+   * none of the execs of the one before; the same one says HELLO twice
+   * when it notices the host as the host greets it. */
+  if (session->ready && instance != session->instance)
+    end_execs (session, "error the guest's agent started again", FALSE);
+  session->instance = instance;
   if (g_strcmp0 (state, "unconfigured") == 0)
     {
       if (session->config)

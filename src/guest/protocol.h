@@ -34,7 +34,7 @@
 
 typedef enum {
   /* guest -> host */
-  MV_AGENT_HELLO        = 1,   /* VERSION, AGENT_VERSION, STATE [, EXIT_CODE | SIGNAL, MESSAGE] */
+  MV_AGENT_HELLO        = 1,   /* VERSION, AGENT_VERSION, INSTANCE, STATE [, EXIT_CODE | SIGNAL, MESSAGE]; the host's: VERSION */
   MV_AGENT_READY        = 3,   /* the workload started (or there is none) */
   MV_AGENT_FAILED       = 4,   /* MESSAGE: the guest could not be set up as CONFIG said */
   MV_AGENT_EXIT         = 5,   /* EXIT_CODE | SIGNAL [, MESSAGE]: the workload ended */
@@ -96,6 +96,7 @@ typedef enum {
   MV_AGENT_F_FAILING_STREAK = 39,  /* u32 */
   MV_AGENT_F_OUTPUT         = 40,  /* str: the last check's output, at most 4 KiB */
   MV_AGENT_F_LOAD           = 41,  /* u32: the guest's 1-minute load average, in hundredths */
+  MV_AGENT_F_INSTANCE       = 42,  /* u64: this agent process, unlike any other of the boot */
 } MvAgentTag;
 
 typedef enum {

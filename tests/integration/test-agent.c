@@ -194,7 +194,7 @@ static void
 test_workload_exit_code (Fixture *f, gconstpointer data)
 {
   g_autofree char *path = create (f, data, "job",
-                                  "\"cmd\":[\"sh\",\"-c\",\"id -u; pwd; printenv FOO; exit 3\"],"
+                                  "\"cmd\":[\"sh\",\"-c\",\"id -u; pwd; env; exit 3\"],"
                                   "\"user\":\"tester\",\"working_dir\":\"/tmp\","
                                   "\"env\":{\"FOO\":\"bar-value\"},"
                                   "\"restart\":{\"mode\":\"on-failure\",\"max_retries\":1}");
@@ -211,7 +211,7 @@ test_workload_exit_code (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count (console, "workload exited with status 3"), ==, 2);
   g_assert_nonnull (strstr (console, "\n1000"));
   g_assert_nonnull (strstr (console, "\n/tmp"));
-  g_assert_nonnull (strstr (console, "bar-value"));
+  g_assert_nonnull (strstr (console, "FOO=bar-value"));
 }
 
 static void

@@ -78,6 +78,7 @@ struct _FakeAgent {
   double         exit_deadline;   /* < 0: not waiting for EXIT_ACK */
   double         end_at;          /* < 0: no end scheduled (after FAILED) */
   double         restart_at;      /* < 0: an agent listens */
+  guint64        instance;        /* the agent process of the moment, as HELLO says */
   Health         health;
 };
 
@@ -828,6 +829,7 @@ handle_config (FakeAgent *agent, FakeAgentSession *s, const MvAgentFrame *frame)
       for (GList *l = agent->sessions; l; l = l->next)
         ((FakeAgentSession *) l->data)->ending = TRUE;
       agent->restart_at = agent->sys.now + RESTART_DELAY_S;
+      agent->instance++;
       return;
     }
   send_message (s, MV_AGENT_READY, 0, NULL);
@@ -932,6 +934,7 @@ handle_hello (FakeAgent *agent, FakeAgentSession *s)
   mv_agent_buf_begin (&s->out, MV_AGENT_HELLO, 0);
   mv_agent_buf_put_u32 (&s->out, MV_AGENT_F_VERSION, MV_AGENT_PROTOCOL_VERSION);
   mv_agent_buf_put_str (&s->out, MV_AGENT_F_AGENT_VERSION, PACKAGE_VERSION);
+  mv_agent_buf_put_u64 (&s->out, MV_AGENT_F_INSTANCE, agent->instance);
   mv_agent_buf_put_str (&s->out, MV_AGENT_F_STATE, state_names[state]);
   if (state == STATE_EXITED)
     {

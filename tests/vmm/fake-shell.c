@@ -40,7 +40,7 @@ static const Group groups[] = {
 };
 
 static const char *const commands[] = {
-  "true", "false", "echo", "cat", "printenv", "id", "pwd", "hostname", "touch", "rm", "test",
+  "true", "false", "echo", "cat", "env", "printenv", "id", "pwd", "hostname", "touch", "rm", "test",
   "sleep", "uname", "listen", "sh", NULL,
 };
 
@@ -470,8 +470,9 @@ start (FakeProc *proc, char **argv)
       for (guint i = 1; i < argc; i++)
         cat_file (proc, argv[i]);
     }
-  else if (strcmp (name, "printenv") == 0)
+  else if (strcmp (name, "printenv") == 0 || strcmp (name, "env") == 0)
     {
+      /* busybox's env, without arguments, is printenv without them. */
       if (argc == 1)
         for (char **e = proc->env; *e; e++)
           out_printf (proc, 1, "%s\n", *e);
