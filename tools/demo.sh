@@ -3,8 +3,9 @@
 #   installs the dependencies, builds, brings the service up (on the real
 #   system bus if one runs and microvmd's bus policy is installed there;
 #   otherwise on a private system bus with its own polkitd), creates and
-#   starts a QEMU guest built from Debian's cloud kernel and busybox, shows
-#   `microvmctl list` and the guest's console, and leaves the service
+#   starts a QEMU guest that boots microvmd's own kernel and initramfs (its
+#   agent as /init) with a busybox root disk, shows `microvmctl list`, runs
+#   `uname -a` in the guest through the agent, and leaves the service
 #   running. Runs as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ top=$PWD
 ./tools/install-deps.sh
 [ -d build ] || meson setup build
 ninja -C build
-ninja -C build tests/guest/vmlinuz tests/guest/initrd.img
+ninja -C build guest/vmlinuz guest/initramfs.img tests/guest/rootfs.ext4
 
 demo=${MICROVMD_DEMO_DIR:-/var/tmp/microvmd-demo}
 mkdir -p "$demo"
@@ -56,7 +57,12 @@ cat > "$demo/microvmd.conf" <<CONF
 [qemu]
 accel=tcg
 
-# The demo guest is built in the build directory: machines may use it.
+# microvmd's guest kernel and initramfs, as built here.
+[guest]
+kernel=$top/build/guest/vmlinuz
+initramfs=$top/build/guest/initramfs.img
+
+# The demo's root disk is built in the build directory: machines may use it.
 [paths]
 allowed-directories=$top/build/tests/guest
 CONF
@@ -74,11 +80,10 @@ cat > "$demo/demo.json" <<SPEC
 {
   "name": "demo",
   "hypervisor_type": "qemu",
-  "kernel": "$top/build/tests/guest/vmlinuz",
-  "initrd": "$top/build/tests/guest/initrd.img",
   "cpu_millicores": 1000,
   "memory_bytes": 268435456,
-  "readiness": "console:MICROVMD-GUEST-READY",
+  "disks": [{"path": "$top/build/tests/guest/rootfs.ext4", "read_only": true, "root": true}],
+  "hostname": "demo",
   "labels": {"purpose": "demo"}
 }
 SPEC
@@ -86,9 +91,11 @@ SPEC
 "$microvmctl" list
 echo
 echo "--- the guest's console ---"
-"$microvmctl" console demo | tail -n 15
-echo
+"$microvmctl" console demo | tail -n 8
 echo "---------------------------"
+echo
+echo "\$ microvmctl exec demo -- uname -a"
+"$microvmctl" exec demo -- uname -a
 echo
 echo "microvmd is running (log: $demo/microvmd.log). Reach it with:"
 echo "  export DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS"

@@ -4,7 +4,7 @@
 # the ones its kind calls for: actions that destroy or discard data ask
 # for an administrator every time, the others let an administrator of an
 # active session keep the authorization for a while. Nothing is granted
-# without authentication.
+# without authentication. Exec asks an administrator every time.
 #
 #   check-policy-actions.py NAMES_H POLICY
 
@@ -21,6 +21,10 @@ DESTRUCTIVE = {
 DESTRUCTIVE_DEFAULTS = {"allow_any": "auth_admin", "allow_inactive": "auth_admin",
                         "allow_active": "auth_admin"}
 OTHER_DEFAULTS = {"allow_any": "no", "allow_inactive": "no", "allow_active": "auth_admin_keep"}
+# Running a command in a guest is as good as a root shell there: an
+# administrator of an active session is asked every time.
+EVERY_TIME = {"org.microvmd1.machine.exec"}
+EVERY_TIME_DEFAULTS = {"allow_any": "no", "allow_inactive": "no", "allow_active": "auth_admin"}
 
 TOKEN = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|([A-Za-z_]\w*))')
 
@@ -83,7 +87,8 @@ def main():
         failures.append(f"{action_id} is in {policy} but not in {names_h}")
 
     for action_id, action in sorted(from_policy.items()):
-        expected = DESTRUCTIVE_DEFAULTS if action_id in DESTRUCTIVE else OTHER_DEFAULTS
+        expected = (DESTRUCTIVE_DEFAULTS if action_id in DESTRUCTIVE
+                    else EVERY_TIME_DEFAULTS if action_id in EVERY_TIME else OTHER_DEFAULTS)
         defaults = action.find("defaults")
         for key, want in expected.items():
             node = defaults.find(key) if defaults is not None else None
