@@ -93,9 +93,29 @@ resolve_machine (MvCtl *ctl, const char *name_or_id, char **path)
   return MV_EXIT_OK;
 }
 
-static int
-get_machine_properties (MvCtl *ctl, const char *path, sd_bus_error *error, GPtrArray *props)
+/* The whole spec with its secrets, for a caller polkit lets read them
+ * without asking (root, or org.microvmd1.machine.read-secrets granted);
+ * NULL for others, who get the Spec property with its placeholders. */
+static char *
+spec_with_secrets (MvCtl *ctl, const char *path)
 {
+  g_autoptr(sd_bus_message) m = NULL, reply = NULL;
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  const char *spec = NULL;
+
+  if (mv_new_call (ctl, path, MV_MACHINE_IFACE, "GetSpec", &error, &m) < 0 ||
+      sd_bus_message_set_allow_interactive_authorization (m, 0) < 0 ||
+      sd_bus_call (ctl->bus, m, 0, &error, &reply) < 0 ||
+      sd_bus_message_read (reply, "s", &spec) < 0)
+    return NULL;
+  return g_strdup (spec);
+}
+
+static int
+get_machine_properties (MvCtl *ctl, const char *path, gboolean secrets, sd_bus_error *error,
+                        GPtrArray *props)
+{
+  g_autofree char *full_spec = NULL;
   g_autoptr(sd_bus_message) reply = NULL;
   int r;
 
@@ -110,6 +130,11 @@ get_machine_properties (MvCtl *ctl, const char *path, sd_bus_error *error, GPtrA
                                     path, g_strerror (-r));
 
   /* The spec is not among them (it can be large): it is read by itself. */
+  if (secrets && (full_spec = spec_with_secrets (ctl, path)))
+    {
+      mv_properties_add_string (props, "Spec", full_spec);
+      return 0;
+    }
   g_autoptr(sd_bus_message) spec_reply = NULL;
   const char *spec = NULL;
   r = mv_call (ctl, path, DBUS_PROPERTIES_IFACE, "Get", 0, error, &spec_reply, "ss",
@@ -265,7 +290,7 @@ list_machines_one_by_one (MvCtl *ctl, GPtrArray *machines)
       g_auto(sd_bus_error) get_error = SD_BUS_ERROR_NULL;
       MachineInfo *info = machine_info_new (path);
 
-      r = get_machine_properties (ctl, path, &get_error, info->props);
+      r = get_machine_properties (ctl, path, FALSE, &get_error, info->props);
       if (r < 0)
         {
           machine_info_free (info);
@@ -501,7 +526,7 @@ mv_cmd_show (MvCtl *ctl, const char *method, int argc, char **argv)
   if (status != MV_EXIT_OK)
     return status;
 
-  r = get_machine_properties (ctl, path, &error, props);
+  r = get_machine_properties (ctl, path, TRUE, &error, props);
   if (r < 0)
     return mv_fail_bus (&error, r);
 
@@ -537,7 +562,7 @@ mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv)
 
   /* The machine exists now; if its properties cannot be read, say where it
    * is rather than fail a create that worked. */
-  r = get_machine_properties (ctl, path, &error, props);
+  r = get_machine_properties (ctl, path, FALSE, &error, props);
   if (r >= 0)
     {
       id = mv_properties_get_string (props, "Id");

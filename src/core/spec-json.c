@@ -921,6 +921,22 @@ set_workload (JsonObject *object, const MvSpec *spec)
 }
 
 static JsonNode *
+metadata_node (GHashTable *metadata, gboolean with_secrets)
+{
+  g_autoptr(GHashTable) redacted = NULL;
+  GHashTableIter iter;
+  gpointer key;
+
+  if (with_secrets)
+    return mv_json_string_map_to_node (metadata, TRUE);
+  redacted = g_hash_table_new (g_str_hash, g_str_equal);
+  g_hash_table_iter_init (&iter, metadata);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    g_hash_table_insert (redacted, key, (gpointer) MV_SPEC_REDACTED);
+  return mv_json_string_map_to_node (redacted, TRUE);
+}
+
+static JsonNode *
 spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
 {
   g_autoptr(JsonObject) object = json_object_new ();
@@ -964,18 +980,22 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
   mv_json_set_optional_string (object, "static_ip", spec->static_ip);
   if (!(flags & MV_SPEC_CANON_NO_GUEST_METADATA))
     mv_json_set_optional_string (object, "hostname", spec->hostname);
-  if (with_secrets && !(flags & MV_SPEC_CANON_NO_GUEST_METADATA))
+  if (!(flags & MV_SPEC_CANON_NO_GUEST_METADATA))
     {
       g_autoptr(JsonArray) keys = json_array_new ();
 
+      /* Without its secrets, each stands as MV_SPEC_REDACTED, which Update
+       * refuses: a shown spec sent back cannot wipe them. */
       for (guint i = 0; i < spec->ssh_keys->len; i++)
-        json_array_add_string_element (keys, g_ptr_array_index (spec->ssh_keys, i));
-      json_object_set_array_member (object, "ssh_keys", g_steal_pointer (&keys));
-      mv_json_set_optional_string (object, "user_data", spec->user_data);
+        json_array_add_string_element (keys, with_secrets ? g_ptr_array_index (spec->ssh_keys, i)
+                                                          : MV_SPEC_REDACTED);
+      if (with_secrets || spec->ssh_keys->len > 0)
+        json_object_set_array_member (object, "ssh_keys", g_steal_pointer (&keys));
+      if (spec->user_data)
+        mv_json_set_optional_string (object, "user_data",
+                                     with_secrets ? spec->user_data : MV_SPEC_REDACTED);
+      json_object_set_member (object, "metadata", metadata_node (spec->metadata, with_secrets));
     }
-  if (!(flags & MV_SPEC_CANON_NO_GUEST_METADATA))
-    json_object_set_member (object, "metadata",
-                            mv_json_string_map_to_node (spec->metadata, with_secrets));
   json_object_set_array_member (object, "firewall", mv_json_array_deep_copy (spec->firewall));
 
   json_object_set_string_member (restart, "mode", mv_restart_mode_to_string (spec->restart_mode));

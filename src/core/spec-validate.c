@@ -383,9 +383,24 @@ string_map_json_size (GHashTable *map)
   return strlen (json);
 }
 
+/* A redacted value sent back (a spec shown without its secrets, then sent
+ * to Update) would wipe the secret it stands for: refused. */
+static gboolean
+check_not_redacted (const char *field, const char *value, GError **error)
+{
+  if (g_strcmp0 (value, MV_SPEC_REDACTED) != 0)
+    return TRUE;
+  return invalid (error, "%s: \"%s\" stands for a secret that a shown spec hides; send the "
+                  "spec with its secrets (GetSpec, or microvmctl show --json as a caller "
+                  "allowed to read them), or leave the field out to clear it", field,
+                  MV_SPEC_REDACTED);
+}
+
 static gboolean
 validate_guest_metadata (const MvSpec *spec, GError **error)
 {
+  GHashTableIter iter;
+  gpointer key, value;
   gsize size;
 
   if (spec->ssh_keys->len > MV_SSH_KEYS_MAX)
@@ -405,6 +420,18 @@ validate_guest_metadata (const MvSpec *spec, GError **error)
         return FALSE;
       if (strpbrk (key_text, "\r\n") != NULL)
         return invalid (error, "%s: contains a newline (one key per entry)", field);
+      if (!check_not_redacted (field, key_text, error))
+        return FALSE;
+    }
+  if (!check_not_redacted ("user_data", spec->user_data, error))
+    return FALSE;
+  g_hash_table_iter_init (&iter, spec->metadata);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      g_autofree char *field = g_strdup_printf ("metadata.%s", (const char *) key);
+
+      if (!check_not_redacted (field, value, error))
+        return FALSE;
     }
 
   if (spec->user_data != NULL)

@@ -209,8 +209,13 @@ gboolean mv_spec_json_check_size (const char *json, GError **error);
  * authorized, without the spec being read for anything else. */
 char    *mv_spec_json_peek_name (const char *json);
 MvSpec  *mv_spec_from_node (JsonNode *node, GError **error);
-/* Serializes; without @with_secrets, ssh_keys, user_data and metadata
- * values are left out (metadata keys stay, values become ""). */
+/* What stands in a spec shown without its secrets for each SSH key, the
+ * user data and each metadata value. The spec validation refuses it in
+ * those fields, so that such a spec sent back to Update wipes nothing. */
+#define MV_SPEC_REDACTED "<redacted>"
+
+/* Serializes; without @with_secrets, each SSH key, the user data and each
+ * metadata value is MV_SPEC_REDACTED. */
 JsonNode *mv_spec_to_node (const MvSpec *spec, gboolean with_secrets);
 char     *mv_spec_to_json (const MvSpec *spec, gboolean with_secrets);
 

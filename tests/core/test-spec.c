@@ -633,12 +633,15 @@ test_secrets (void)
   JsonObject *metadata;
   g_autofree char *text = json_to_string (hidden, FALSE);
 
-  g_assert_false (json_object_has_member (h, "ssh_keys"));
-  g_assert_false (json_object_has_member (h, "user_data"));
+  /* Each secret stands as the placeholder. */
+  JsonArray *keys = json_object_get_array_member (h, "ssh_keys");
+  g_assert_cmpuint (json_array_get_length (keys), ==, 2);
+  g_assert_cmpstr (json_array_get_string_element (keys, 0), ==, MV_SPEC_REDACTED);
+  g_assert_cmpstr (json_object_get_string_member (h, "user_data"), ==, MV_SPEC_REDACTED);
   metadata = json_object_get_object_member (h, "metadata");
   g_assert_cmpuint (json_object_get_size (metadata), ==, 2);
-  g_assert_cmpstr (json_object_get_string_member (metadata, "role"), ==, "");
-  g_assert_cmpstr (json_object_get_string_member (metadata, "tier"), ==, "");
+  g_assert_cmpstr (json_object_get_string_member (metadata, "role"), ==, MV_SPEC_REDACTED);
+  g_assert_cmpstr (json_object_get_string_member (metadata, "tier"), ==, MV_SPEC_REDACTED);
   g_assert_null (strstr (text, "frontend"));
   g_assert_null (strstr (text, "AAAA"));
   g_assert_null (strstr (text, "cloud-config"));
@@ -649,6 +652,30 @@ test_secrets (void)
   g_assert_cmpstr (json_object_get_string_member (s, "user_data"), ==, "#cloud-config");
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (s, "metadata"),
                                                   "role"), ==, "frontend");
+
+  /* Sent back, the shown spec is refused, naming the first placeholder:
+   * it cannot wipe what it hides. */
+  {
+    g_autoptr(MvSpec) back = mv_spec_from_json (text, NULL);
+    g_autoptr(GError) error = NULL;
+
+    g_assert_nonnull (back);
+    g_assert_false (mv_spec_validate (back, &error));
+    g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull (strstr (error->message, "ssh_keys[0]"));
+    g_assert_nonnull (strstr (error->message, MV_SPEC_REDACTED));
+    g_ptr_array_set_size (back->ssh_keys, 0);
+    g_clear_error (&error);
+    g_assert_false (mv_spec_validate (back, &error));
+    g_assert_nonnull (strstr (error->message, "user_data"));
+    g_clear_pointer (&back->user_data, g_free);
+    g_clear_error (&error);
+    g_assert_false (mv_spec_validate (back, &error));
+    g_assert_nonnull (strstr (error->message, "metadata."));
+    g_hash_table_remove_all (back->metadata);
+    g_clear_error (&error);
+    g_assert_true (mv_spec_validate (back, &error));
+  }
 }
 
 /* ---- fingerprint and comparisons ---- */

@@ -129,7 +129,9 @@ copy_truncated (const char *from_dir, const char *to_dir, const char *name, gsiz
   g_assert_true (g_file_set_contents (to, contents, MIN (length, max), NULL));
 }
 
-/* One guest through its whole life: start with readiness agent, pause,
+/* One guest through its whole life: start once its console says it is
+ * ready (the agent's readiness is the agent suite's: tests/integration/
+ * test-agent.c), pause,
  * resume, save, restore, adoption by a fresh runtime, a wrong identity
  * left alone, a graceful stop seen by the watch. */
 static void
@@ -142,7 +144,7 @@ test_lifecycle (void)
   g_autofree char *listing = NULL;
   g_autoptr (MvRuntime) rt = hv_test_qemu_runtime (BOOT_CONFIG, &error);
   g_autoptr (MvRuntime) rt2 = NULL;
-  g_autoptr (MvSpec) spec = hv_test_guest_spec (MV_READINESS_AGENT, NULL, NULL);
+  g_autoptr (MvSpec) spec = hv_test_guest_spec (MV_READINESS_CONSOLE, "MICROVMD-GUEST-READY", NULL);
   g_autoptr (JsonObject) identity = NULL;
   g_autoptr (JsonObject) restored = NULL;
   g_autoptr (JsonObject) wrong = NULL;
@@ -156,7 +158,7 @@ test_lifecycle (void)
 
   g_assert_no_error (error);
 
-  /* start: the agent answers, so the guest has booted. */
+  /* start: the console says ready, so the guest has booted. */
   identity = start_guest (rt, &req);
   req.vmm = identity;
   pid = hv_test_identity_pid (identity);
@@ -464,7 +466,7 @@ test_boot_failure (void)
   g_autofree char *console = g_build_filename (dir, "console.log", NULL);
   g_autofree char *contents = NULL;
   g_auto (GStrv) lines = NULL;
-  g_autoptr (MvSpec) spec = hv_test_guest_spec (MV_READINESS_AGENT, NULL,
+  g_autoptr (MvSpec) spec = hv_test_guest_spec (MV_READINESS_CONSOLE, "MICROVMD-GUEST-READY",
                                                 "console=ttyS0 reboot=t panic=-1 microvmd.panic");
   g_autoptr (GPtrArray) left = NULL;
   MvRuntimeRequest req = { .machine_id = "panic", .spec = spec, .runtime_dir = dir };
@@ -475,7 +477,7 @@ test_boot_failure (void)
   g_assert_null (identity);
   g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_STATE);
   g_test_message ("start failed: %s", error->message);
-  g_assert_nonnull (strstr (error->message, "readiness agent"));
+  g_assert_nonnull (strstr (error->message, "readiness console:MICROVMD-GUEST-READY"));
   g_assert_nonnull (strstr (error->message, "console"));
   /* The guest panicked on purpose; the console's last line is quoted. */
   g_assert_true (hv_test_wait_file_has (console, 0, "MICROVMD-PANIC", 0));

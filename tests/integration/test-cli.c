@@ -2,6 +2,7 @@
  * commands, and errors with the D-Bus error's message and name. */
 #include "bus-client.h"
 #include "names.h"
+#include "core/spec.h"
 
 #include <json-glib/json-glib.h>
 
@@ -48,6 +49,82 @@ ctl (CliFixture *f, char **out, char **err, ...)
   if (err)
     g_clear_pointer (err, g_free);
   return mv_test_env_run (f->env, (const char *const *) argv->pdata, out, err);
+}
+
+/* The "spec" member of `show --json`, as JSON text. */
+static char *
+shown_spec (const char *show_json)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *root;
+
+  g_assert_true (json_parser_load_from_data (parser, show_json, -1, NULL));
+  root = json_node_get_object (json_parser_get_root (parser));
+  g_assert_true (json_object_has_member (root, "spec"));
+  return json_to_string (json_object_get_member (root, "spec"), FALSE);
+}
+
+/* What `show --json NAME | jq .spec | update -f - NAME` does loses
+ * nothing: root sees the secrets and sends them back; a spec shown without
+ * them is refused by Update, never stored. */
+static void
+test_show_update_keeps_secrets (CliFixture *f, gconstpointer data)
+{
+  g_autofree char *out = NULL, *err = NULL, *spec = NULL, *file = NULL, *hidden = NULL;
+  const char *secret_spec =
+    "{\"name\":\"vault\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\","
+    "\"ssh_keys\":[\"ssh-ed25519 AAAAkey one@example\"],\"user_data\":\"#cloud-config\","
+    "\"metadata\":{\"token\":\"s3cret\"},\"labels\":{\"a\":\"1\"}}";
+  g_autofree char *create_file = g_build_filename (mv_test_env_dir (f->env), "vault.json", NULL);
+  const char *show_argv[3] = { NULL };
+
+  g_assert_true (g_file_set_contents (create_file, secret_spec, -1, NULL));
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", create_file, NULL), ==, 0);
+
+  /* Root may read the secrets: show gives them, and sending the shown spec
+   * back (a label changed) keeps them. */
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", "vault", NULL), ==, 0);
+  spec = shown_spec (out);
+  g_assert_nonnull (strstr (spec, "AAAAkey"));
+  g_assert_nonnull (strstr (spec, "s3cret"));
+  g_autoptr (GString) changed = g_string_new (spec);
+  g_assert_cmpuint (g_string_replace (changed, "\"a\":\"1\"", "\"a\":\"2\"", 1), ==, 1);
+  file = g_build_filename (mv_test_env_dir (f->env), "shown.json", NULL);
+  g_assert_true (g_file_set_contents (file, changed->str, -1, NULL));
+  g_assert_cmpint (ctl (f, &out, &err, "update", "-f", file, "vault", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", "vault", NULL), ==, 0);
+  g_free (spec);
+  spec = shown_spec (out);
+  g_assert_nonnull (strstr (spec, "AAAAkey"));
+  g_assert_nonnull (strstr (spec, "#cloud-config"));
+  g_assert_nonnull (strstr (spec, "s3cret"));
+  g_assert_nonnull (strstr (spec, "\"a\":\"2\""));
+
+  /* Anyone else sees placeholders, and that spec sent back is refused,
+   * naming the field, with nothing stored. */
+  show_argv[0] = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "src", "cli", "microvmctl",
+                                   NULL);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  {
+    const char *argv[] = { show_argv[0], "--json", "show", "vault", NULL };
+    g_assert_cmpint (mv_test_env_run_as_nobody (f->env, argv, &out, &err), ==, 0);
+  }
+  g_free ((char *) show_argv[0]);
+  hidden = shown_spec (out);
+  g_assert_null (strstr (hidden, "AAAAkey"));
+  g_assert_null (strstr (hidden, "s3cret"));
+  g_assert_nonnull (strstr (hidden, MV_SPEC_REDACTED));
+  g_assert_true (g_file_set_contents (file, hidden, -1, NULL));
+  g_assert_cmpint (ctl (f, &out, &err, "update", "-f", file, "vault", NULL), !=, 0);
+  g_test_message ("update: %s", err);
+  g_assert_nonnull (strstr (err, "InvalidArgument"));
+  g_assert_nonnull (strstr (err, "ssh_keys[0]"));
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", "vault", NULL), ==, 0);
+  g_free (spec);
+  spec = shown_spec (out);
+  g_assert_nonnull (strstr (spec, "AAAAkey"));
+  g_assert_nonnull (strstr (spec, "s3cret"));
 }
 
 static void
@@ -129,5 +206,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add ("/cli/lifecycle", CliFixture, NULL, cli_fixture_setup, test_lifecycle_through_cli, cli_fixture_teardown);
   g_test_add ("/cli/errors", CliFixture, NULL, cli_fixture_setup, test_errors, cli_fixture_teardown);
+  g_test_add ("/cli/show-update-keeps-secrets", CliFixture, NULL, cli_fixture_setup,
+              test_show_update_keeps_secrets, cli_fixture_teardown);
   return g_test_run ();
 }
