@@ -46,6 +46,7 @@ struct _MvMachine {
   gboolean      busy;
   gboolean      gone;            /* records removed; freed once the observer heard */
   gboolean      status_unsaved;  /* the last status write failed; written again later */
+  gboolean      stopped_now;     /* a stop step has just ended the guest */
   guint         watch_id;
   guint         restart_timer;
   GCancellable *step_cancellable;  /* of the step under way; a forced delete cancels it */

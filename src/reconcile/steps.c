@@ -239,6 +239,7 @@ step_succeeded (MvMachine *machine, StepTask *task)
       mv_machine_clear_vmm (machine);
       g_clear_pointer (&status->saved_state, g_free);
       mv_machine_set_state (machine, MV_STATE_STOPPED, NULL);
+      machine->stopped_now = TRUE;
       break;
     case MV_STEP_PAUSE:
       mv_machine_set_state (machine, MV_STATE_PAUSED, NULL);
@@ -448,6 +449,9 @@ mv_reconciler_reconcile (MvMachine *machine)
 
   if (mv_machine_desired_reached (config, status))
     {
+      gboolean stopped_now = machine->stopped_now;
+
+      machine->stopped_now = FALSE;
       if (status->observed_generation != config->desired_generation)
         {
           status->observed_generation = config->desired_generation;
@@ -455,6 +459,19 @@ mv_reconciler_reconcile (MvMachine *machine)
           mv_machine_save_status (machine, NULL);
         }
       mv_machine_settled (machine, NULL, 0);
+      /* Stopped by a user (seed 002, RemoveOnExit: "once it stops"): the
+       * Stop is answered first, then the machine goes. */
+      if (stopped_now && status->state == MV_STATE_STOPPED &&
+          config->desired == MV_DESIRED_STOPPED && config->spec->remove_on_exit)
+        {
+          mv_machine_log (machine, G_LOG_LEVEL_MESSAGE,
+                          "Machine %s (%s) was stopped and is removed, as it asked",
+                          config->spec->name, machine->id);
+          mv_config_set_desired (config, MV_DESIRED_DESTROYED, mv_reconciler_now (rec));
+          mv_machine_save_config (machine, NULL);
+          mv_machine_changed (machine, MV_PROP_DESIRED_STATE | MV_PROP_DESIRED_GENERATION);
+          mv_reconciler_kick (machine);
+        }
     }
   else if (status->state == MV_STATE_RESTARTING)
     {

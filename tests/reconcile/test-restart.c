@@ -342,6 +342,33 @@ test_remove_on_exit_waits_for_restarts (Fixture *f, gconstpointer data)
   WAIT_UNTIL (f, recorder_was_removed (f->recorder, "m1"));
 }
 
+/* Seed 002: "deletes the instance once it stops": a user's Stop too. The
+ * Stop is answered as reached before the machine goes; a machine merely
+ * defined with the flag stays. */
+static void
+test_remove_on_exit_after_stop (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = running_with (f, "m1", MV_RESTART_ALWAYS, 0, TRUE);
+  MvSpec *idle = fixture_spec ("m2");
+  g_autoptr (GError) error = NULL;
+  Waiter *stop;
+
+  idle->remove_on_exit = TRUE;
+  fixture_define (f, idle);
+  WAIT_UNTIL (f, m->status->state == MV_STATE_RUNNING);
+  error = fixture_request (f, m, MV_REQUEST_STOP);
+  g_assert_no_error (error);
+  /* As the bus's waiting Stop call. */
+  stop = recorder_wait (f->recorder, m);
+  WAIT_UNTIL (f, recorder_was_removed (f->recorder, "m1"));
+  g_assert_true (stop->done);
+  g_assert_no_error (stop->error);
+  fake_assert_order (f->log, "runtime.stop m1", "runtime.destroy m1", "records.remove m1");
+  fixture_settle (f);
+  g_assert_false (recorder_was_removed (f->recorder, "m2"));
+  g_assert_true (fake_records_exist (f->records, "m2"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -369,6 +396,7 @@ main (int argc, char **argv)
   FIXTURE_TEST ("/reconcile/restart/pending-restart-survives-daemon-restart",
                 test_pending_restart_survives_daemon_restart);
   FIXTURE_TEST ("/reconcile/restart/remove-on-exit", test_remove_on_exit);
+  FIXTURE_TEST ("/reconcile/restart/remove-on-exit-after-stop", test_remove_on_exit_after_stop);
   FIXTURE_TEST ("/reconcile/restart/remove-on-exit-waits-for-restarts",
                 test_remove_on_exit_waits_for_restarts);
   return g_test_run ();
