@@ -210,6 +210,10 @@ bool    health_put (MvAgentBuf *buf);
 /* metadata.c */
 /* Applies HOSTNAME, SSH_KEY... and DOCUMENT of @data (a CONFIG's or a
  * METADATA's fields). */
+/* usage.c */
+int64_t usage_next_deadline (void);
+void    usage_timers (void);
+
 bool    metadata_apply (const uint8_t *data, size_t len, char *error, size_t size);
 bool    state_save (const Config *config);
 bool    state_load (Config *config);

@@ -372,6 +372,7 @@ run_loop (void)
         }
 
       deadline = earliest (exec_next_deadline (), health_next_deadline ());
+      deadline = earliest (deadline, usage_next_deadline ());
       deadline = earliest (deadline, agent.exit_deadline);
       deadline = earliest (deadline, agent.kill_deadline);
       if (agent.serial_fd >= 0 && agent.serial_hup)
@@ -428,6 +429,7 @@ run_loop (void)
         serial_check ();
       exec_timers ();
       health_timers ();
+      usage_timers ();
       now = now_ms ();
       if (agent.kill_deadline && now >= agent.kill_deadline)
         {

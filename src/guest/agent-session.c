@@ -696,6 +696,22 @@ handle_frame (MvAgentSession *session, const MvAgentFrame *frame)
           session->events.health (status, streak, output ? output : "", session->data);
         return TRUE;
       }
+    case MV_AGENT_USAGE:
+      {
+        MvAgentField busy_field, total_field;
+        guint64 busy = 0, total = 0;
+        guint32 cpus = 1;
+
+        if (!mv_agent_frame_find (frame, MV_AGENT_F_CPU_BUSY, &busy_field) ||
+            !mv_agent_field_u64 (&busy_field, &busy) ||
+            !mv_agent_frame_find (frame, MV_AGENT_F_CPU_TOTAL, &total_field) ||
+            !mv_agent_field_u64 (&total_field, &total) || busy > total)
+          return FALSE;
+        mv_agent_frame_u32 (frame, MV_AGENT_F_CPUS, &cpus);
+        if (session->events.usage)
+          session->events.usage (busy, total, MAX (cpus, 1), session->data);
+        return TRUE;
+      }
     case MV_AGENT_PONG:
       {
         Ping *ping = g_queue_pop_head (&session->pings);

@@ -91,6 +91,8 @@ typedef struct {
                   gpointer data);
   /* The health check's status changed. */
   void (*health) (const char *status, guint failing_streak, const char *output, gpointer data);
+  /* What the guest's CPUs have done since boot (USAGE), every 2 s. */
+  void (*usage) (guint64 cpu_busy_ticks, guint64 cpu_total_ticks, guint cpus, gpointer data);
 } MvAgentSessionEvents;
 
 /* Keeps a session to the agent on @channel (copied), dialling again

@@ -341,6 +341,7 @@ mv_agent_type_name (uint8_t type)
     case MV_AGENT_POWEROFF: return "POWEROFF";
     case MV_AGENT_PING: return "PING";
     case MV_AGENT_PONG: return "PONG";
+    case MV_AGENT_USAGE: return "USAGE";
     default: return "unknown";
     }
 }

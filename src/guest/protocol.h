@@ -29,6 +29,8 @@
  * much in flight before its reader grants more with WINDOW. */
 #define MV_AGENT_DATA_MAX_BYTES     (64u * 1024)
 #define MV_AGENT_WINDOW_BYTES       (256u * 1024)
+/* How often the agent says what the guest's CPUs have done (USAGE). */
+#define MV_AGENT_USAGE_INTERVAL_MS  2000
 /* Execs running at once in one guest, over all sessions. */
 #define MV_AGENT_EXECS_MAX          64
 
@@ -41,6 +43,7 @@ typedef enum {
   MV_AGENT_EXEC_EXIT    = 9,   /* channel: EXIT_CODE | SIGNAL [, MESSAGE] */
   MV_AGENT_HEALTH       = 15,  /* HEALTH_STATUS, FAILING_STREAK [, OUTPUT] */
   MV_AGENT_PONG         = 19,  /* BYTES: PING's */
+  MV_AGENT_USAGE        = 20,  /* CPU_BUSY, CPU_TOTAL, CPUS: what the guest's CPUs have done */
   /* host -> guest */
   MV_AGENT_CONFIG       = 2,   /* the guest's whole configuration, see docs */
   MV_AGENT_EXIT_ACK     = 6,   /* the host has recorded EXIT */
@@ -95,8 +98,10 @@ typedef enum {
   MV_AGENT_F_HEALTH_STATUS  = 38,  /* str: "starting", "healthy", "unhealthy" */
   MV_AGENT_F_FAILING_STREAK = 39,  /* u32 */
   MV_AGENT_F_OUTPUT         = 40,  /* str: the last check's output, at most 4 KiB */
-  MV_AGENT_F_LOAD           = 41,  /* u32: the guest's 1-minute load average, in hundredths */
+  MV_AGENT_F_CPU_BUSY       = 41,  /* u64: clock ticks the guest's CPUs were busy, since boot */
   MV_AGENT_F_INSTANCE       = 42,  /* u64: this agent process, unlike any other of the boot */
+  MV_AGENT_F_CPU_TOTAL      = 43,  /* u64: clock ticks of the guest's CPUs in all, since boot */
+  MV_AGENT_F_CPUS           = 44,  /* u32: the guest's online CPUs */
 } MvAgentTag;
 
 typedef enum {

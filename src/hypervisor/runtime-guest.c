@@ -146,10 +146,26 @@ on_health (const char *status, guint failing_streak, const char *output, gpointe
     guest->guests->func (guest->machine_id, &event, guest->guests->func_data);
 }
 
+static void
+on_usage (guint64 cpu_busy_ticks, guint64 cpu_total_ticks, guint cpus, gpointer data)
+{
+  Guest *guest = data;
+  MvGuestEvent event = {
+    .usage = TRUE,
+    .cpu_busy_ticks = cpu_busy_ticks,
+    .cpu_total_ticks = cpu_total_ticks,
+    .cpus = cpus,
+  };
+
+  if (guest->guests->func)
+    guest->guests->func (guest->machine_id, &event, guest->guests->func_data);
+}
+
 static const MvAgentSessionEvents session_events = {
   .hello = on_hello,
   .exited = on_exited,
   .health = on_health,
+  .usage = on_usage,
 };
 
 /* ---- attaching ---- */

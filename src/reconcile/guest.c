@@ -24,6 +24,16 @@ on_guest_event (const char *machine_id, const MvGuestEvent *event, gpointer data
 
   if (!machine || machine->gone)
     return;
+  if (event->usage)
+    {
+      MvReconciler *rec = data;
+
+      machine->guest_cpu_busy = event->cpu_busy_ticks;
+      machine->guest_cpu_total = event->cpu_total_ticks;
+      machine->guest_cpus = event->cpus;
+      machine->guest_usage_at = rec->clock->monotonic_time (rec->clock->data);
+      return;
+    }
   if (event->agent_version)
     {
       set_string (&machine->agent_version, event->agent_version, &changed);
@@ -85,6 +95,7 @@ mv_reconciler_detach_guest (MvMachine *machine, MvRuntime *runtime)
   if (runtime && runtime->detach_guest)
     runtime->detach_guest (runtime, machine->id);
   /* What the agent said is of the guest that ran. */
+  machine->guest_usage_at = 0;
   set_string (&machine->agent_version, NULL, &changed);
   set_string (&machine->health, NULL, &changed);
   if (machine->health_failing_streak)

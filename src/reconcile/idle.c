@@ -1,6 +1,7 @@
 /* Idleness: a running machine with standby_after_seconds goes on standby
- * once its VMM has used less than idle_cpu_percent of one CPU for that
- * long, judged from the VMM's CPU time every idle_sample_seconds. */
+ * once it has used less than idle_cpu_percent of one CPU for that long,
+ * judged every idle_sample_seconds from what its guest's agent says its
+ * CPUs did, or from its VMM's CPU time where no agent says it. */
 #include "reconciler-private.h"
 
 void
@@ -8,6 +9,52 @@ mv_machine_reset_idle (MvMachine *machine)
 {
   machine->idle_sampled_at = 0;
   machine->idle_since = 0;
+  machine->idle_guest_busy = 0;
+  machine->idle_guest_total = 0;
+}
+
+/* The guest's own view counts while its agent keeps saying it: USAGE
+ * comes every 2 s, so anything older than this has stopped. */
+#define GUEST_USAGE_STALE_US  (10 * G_USEC_PER_SEC)
+
+typedef enum { JUDGED_FIRST, JUDGED_IDLE, JUDGED_BUSY, JUDGED_NOTHING_NEW } Judgement;
+
+static gboolean
+guest_usage_fresh (MvMachine *machine, gint64 now)
+{
+  return machine->guest_usage_at != 0 && now - machine->guest_usage_at < GUEST_USAGE_STALE_US;
+}
+
+/* Idle is below idle_cpu_percent of one CPU since the last sample: as the
+ * guest itself counts its CPUs' ticks when its agent says them (under
+ * emulation, an idle guest's VMM spends far more than the guest does),
+ * else as the VMM's CPU time says. */
+static Judgement
+judge (MvMachine *machine, guint64 cpu_ns, gint64 now)
+{
+  guint percent = machine->reconciler->options.idle_cpu_percent;
+
+  if (guest_usage_fresh (machine, now) && machine->idle_guest_total != 0 &&
+      machine->guest_cpu_total >= machine->idle_guest_total &&
+      machine->guest_cpu_busy >= machine->idle_guest_busy)
+    {
+      guint64 busy = machine->guest_cpu_busy - machine->idle_guest_busy;
+      guint64 total = machine->guest_cpu_total - machine->idle_guest_total;
+
+      if (total == 0)
+        return JUDGED_NOTHING_NEW;
+      /* busy / (total / cpus) is the share of one CPU. */
+      return busy * MAX (machine->guest_cpus, 1) * 100 < total * percent ? JUDGED_IDLE
+                                                                           : JUDGED_BUSY;
+    }
+  if (machine->idle_sampled_at == 0 || cpu_ns < machine->idle_cpu_ns)
+    return JUDGED_FIRST;
+  {
+    guint64 used_ns = cpu_ns - machine->idle_cpu_ns;
+    guint64 elapsed_ns = (guint64) (now - machine->idle_sampled_at) * 1000;
+
+    return used_ns * 100 < elapsed_ns * percent ? JUDGED_IDLE : JUDGED_BUSY;
+  }
 }
 
 void
@@ -39,18 +86,15 @@ mv_reconciler_sample_idle (MvMachine *machine)
     }
   cpu_ns = usage.cpu_ns;
 
-  if (machine->idle_sampled_at != 0 && cpu_ns >= machine->idle_cpu_ns)
+  switch (judge (machine, cpu_ns, now))
     {
-      guint64 used_ns = cpu_ns - machine->idle_cpu_ns;
-      guint64 elapsed_ns = (guint64) (now - machine->idle_sampled_at) * 1000;
-      gboolean idle = used_ns * 100 < elapsed_ns * rec->options.idle_cpu_percent;
-
-      if (!idle)
-        machine->idle_since = 0;
-      else if (machine->idle_since == 0)
+    case JUDGED_BUSY:
+      machine->idle_since = 0;
+      break;
+    case JUDGED_IDLE:
+      if (machine->idle_since == 0)
         machine->idle_since = machine->idle_sampled_at;
-
-      if (idle && now - machine->idle_since >= (gint64) spec->standby_after_seconds * G_USEC_PER_SEC)
+      if (now - machine->idle_since >= (gint64) spec->standby_after_seconds * G_USEC_PER_SEC)
         {
           g_autoptr (GError) error = NULL;
 
@@ -62,6 +106,18 @@ mv_reconciler_sample_idle (MvMachine *machine)
             mv_reconciler_reconcile (machine);
           return;
         }
+      break;
+    case JUDGED_NOTHING_NEW:
+      /* The guest has said nothing since the last sample: the judgement
+       * stands, and this sample is not the start of another period. */
+      return;
+    case JUDGED_FIRST:
+      break;
+    }
+  if (guest_usage_fresh (machine, now))
+    {
+      machine->idle_guest_busy = machine->guest_cpu_busy;
+      machine->idle_guest_total = machine->guest_cpu_total;
     }
   machine->idle_cpu_ns = cpu_ns;
   machine->idle_sampled_at = now;

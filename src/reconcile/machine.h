@@ -63,8 +63,17 @@ struct _MvMachine {
   char         *health;
   guint         health_failing_streak;
 
+  /* What the guest's agent last said its CPUs had done (USAGE), and when
+   * (µs, monotonic; 0 = never). */
+  guint64       guest_cpu_busy;
+  guint64       guest_cpu_total;
+  guint         guest_cpus;
+  gint64        guest_usage_at;
+
   /* Idleness, kept in memory only. */
   guint64       idle_cpu_ns;     /* the VMM's CPU time at the last sample */
+  guint64       idle_guest_busy; /* the guest's counters at the last sample, or 0 */
+  guint64       idle_guest_total;
   gint64        idle_sampled_at; /* µs, monotonic; 0 = not sampled yet */
   gint64        idle_since;      /* µs, monotonic; 0 = busy */
 

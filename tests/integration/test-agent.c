@@ -499,6 +499,26 @@ test_bad_workloads (Fixture *f, gconstpointer data)
     }
 }
 
+/* An idle guest goes on standby with the shipped defaults (5 % of a CPU),
+ * only the sample interval shortened: its agent's view of its CPUs
+ * decides, not what its VMM spends under emulation. */
+static void
+test_idle_standby_with_defaults (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "sleepy", "\"standby_after_seconds\":60");
+  g_autofree char *log = NULL;
+
+  client_call_ok (f->client, path, "Start");
+  client_assert_state_soon (f->client, path, "Standby", 120000);
+  log = mv_test_env_read_daemon_log (f->env);
+  g_assert_nonnull (strstr (log, "idle for 60 s: going on standby"));
+  /* And it wakes where it was: its agent answers again. */
+  client_call_ok (f->client, path, "Start");
+  const char *hostname[] = { "hostname", NULL };
+  g_autofree char *name = exec_output (f, path, hostname);
+  g_assert_cmpstr (name, ==, "sleepy\n");
+}
+
 /* ---- registration ---- */
 
 static void
@@ -507,6 +527,20 @@ add (const char *type, const char *name, void (*func) (Fixture *, gconstpointer)
   AgentCase *c = g_new0 (AgentCase, 1);
   g_autofree char *guest = g_strdup_printf ("[guest]\nkernel=%s\ninitramfs=%s\n%s", agent_kernel,
                                             agent_initramfs, lifecycle_config);
+  g_autofree char *test_path = g_strdup_printf ("/agent/%s/%s", type, name);
+
+  c->type = type;
+  c->config = guest_config (type, guest);
+  g_test_add (test_path, Fixture, c, agent_fixture_setup, func, agent_fixture_teardown);
+}
+
+static void
+add_with_defaults (const char *type, const char *name, void (*func) (Fixture *, gconstpointer))
+{
+  AgentCase *c = g_new0 (AgentCase, 1);
+  g_autofree char *guest = g_strdup_printf ("[guest]\nkernel=%s\ninitramfs=%s\n"
+                                            "[lifecycle]\nidle-sample-seconds=1\n",
+                                            agent_kernel, agent_initramfs);
   g_autofree char *test_path = g_strdup_printf ("/agent/%s/%s", type, name);
 
   c->type = type;
@@ -539,5 +573,6 @@ main (int argc, char **argv)
       add (types[i], "stop-through-agent", test_stop_through_agent);
       add (types[i], "bad-workloads", test_bad_workloads);
     }
+  add_with_defaults ("qemu", "idle-standby-with-defaults", test_idle_standby_with_defaults);
   return g_test_run ();
 }

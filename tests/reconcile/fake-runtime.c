@@ -47,6 +47,8 @@ struct _FakeRuntime {
   guint       next_watch;
   GThread    *probe_thread;
   guint       probes;
+  MvGuestEventFunc guest_func;
+  gpointer    guest_data;
 };
 
 static void
@@ -402,6 +404,30 @@ fake_usage (MvRuntime *rt, const MvRuntimeRequest *req, MvRuntimeUsage *usage, G
   return failure ? fail (failure, error) : TRUE;
 }
 
+static void
+fake_set_guest_listener (MvRuntime *rt, MvGuestEventFunc func, gpointer data)
+{
+  FakeRuntime *fake = fake_of (rt);
+
+  fake->guest_func = func;
+  fake->guest_data = data;
+}
+
+void
+fake_runtime_guest_usage (FakeRuntime *fake, const char *machine_id, guint64 busy,
+                          guint64 total, guint cpus)
+{
+  MvGuestEvent event = {
+    .usage = TRUE,
+    .cpu_busy_ticks = busy,
+    .cpu_total_ticks = total,
+    .cpus = cpus,
+  };
+
+  g_assert_nonnull (fake->guest_func);
+  fake->guest_func (machine_id, &event, fake->guest_data);
+}
+
 FakeRuntime *
 fake_runtime_new (const char *type, FakeLog *log)
 {
@@ -427,6 +453,7 @@ fake_runtime_new (const char *type, FakeLog *log)
     .save = fake_save,
     .restore = fake_restore,
     .usage = fake_usage,
+    .set_guest_listener = fake_set_guest_listener,
   };
   return fake;
 }

@@ -48,6 +48,10 @@ JsonObject  *fake_runtime_spawn (FakeRuntime *fake, const char *machine_id, MvVm
 MvVmmState   fake_runtime_vmm_state (FakeRuntime *fake, const char *machine_id);
 /* The VMM has used @cpu_ns more CPU time; a new VMM starts from 0. */
 void         fake_runtime_add_cpu (FakeRuntime *fake, const char *machine_id, guint64 cpu_ns);
+/* @machine_id's guest agent says its CPUs have been busy @busy of @total
+ * ticks since boot (USAGE), on this (the main) thread. */
+void         fake_runtime_guest_usage (FakeRuntime *fake, const char *machine_id, guint64 busy,
+                                       guint64 total, guint cpus);
 /* Whether the reconciler watches @machine_id's VMM, the one there now or
  * last there. A watch is bound to one VMM, as a real one to its process. */
 gboolean     fake_runtime_watched (FakeRuntime *fake, const char *machine_id);

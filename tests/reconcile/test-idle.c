@@ -149,10 +149,58 @@ test_usage_failure_restarts_the_count (Fixture *f, gconstpointer data)
   g_assert_cmpint (m->status->state, ==, MV_STATE_STANDBY);
 }
 
+/* Under emulation an idle guest's VMM spends more than the threshold; its
+ * agent's view of the guest's CPUs decides while it comes, and the VMM's
+ * CPU time once it stops coming. */
+static void
+test_guest_view_decides (Fixture *f, gconstpointer data)
+{
+  MvMachine *idle_guest = sleepy (f, "m1", 3);
+  MvMachine *busy_guest = sleepy (f, "m2", 3);
+  MvMachine *machines[] = { idle_guest, busy_guest };
+  /* Half a CPU each, every second, as the VMMs see it. */
+  const guint64 vmm_ns[] = { SECOND_NS / 2, SECOND_NS / 2 };
+  guint64 ticks = 1000;
+
+  mv_reconciler_run (f->rec);
+  for (guint i = 0; i < 5; i++)
+    {
+      /* Two CPUs, 100 ticks a second each: m1 busy 1 %, m2 busy 40 %. */
+      ticks += 200;
+      fake_runtime_guest_usage (f->runtime, "m1", ticks / 100, ticks, 2);
+      fake_runtime_guest_usage (f->runtime, "m2", ticks * 4 / 10, ticks, 2);
+      one_second (f, machines, vmm_ns, 2);
+    }
+  g_assert_cmpint (idle_guest->status->state, ==, MV_STATE_STANDBY);
+  g_assert_cmpint (busy_guest->status->state, ==, MV_STATE_RUNNING);
+}
+
+/* The guest's view, once its agent has gone quiet, no longer counts: the
+ * VMM's CPU time judges again, and an idle VMM goes on standby. */
+static void
+test_stale_guest_view_falls_back (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = sleepy (f, "m1", 3);
+  MvMachine *machines[] = { m };
+
+  mv_reconciler_run (f->rec);
+  one_second (f, machines, NULL, 1);
+  fake_runtime_guest_usage (f->runtime, "m1", 10, 1000, 1);
+  for (guint i = 0; i < 9 && m->status->state == MV_STATE_RUNNING; i++)
+    one_second (f, machines, NULL, 1);
+  /* Nothing new from the guest: no judgement yet. */
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  for (guint i = 0; i < 6 && m->status->state == MV_STATE_RUNNING; i++)
+    one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_STANDBY);
+}
+
 int
 main (int argc, char **argv)
 {
   fixture_init (&argc, &argv);
+  FIXTURE_TEST ("/reconcile/idle/guest-view-decides", test_guest_view_decides);
+  FIXTURE_TEST ("/reconcile/idle/stale-guest-view-falls-back", test_stale_guest_view_falls_back);
   FIXTURE_TEST ("/reconcile/idle/goes-on-standby", test_idle_goes_on_standby);
   FIXTURE_TEST ("/reconcile/idle/busy-stays-awake", test_busy_stays_awake);
   FIXTURE_TEST ("/reconcile/idle/threshold", test_threshold);

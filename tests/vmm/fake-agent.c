@@ -79,6 +79,7 @@ struct _FakeAgent {
   double         end_at;          /* < 0: no end scheduled (after FAILED) */
   double         restart_at;      /* < 0: an agent listens */
   guint64        instance;        /* the agent process of the moment, as HELLO says */
+  double         next_usage;      /* when USAGE is sent next; < 0: not yet known */
   Health         health;
 };
 
@@ -672,12 +673,43 @@ run (FakeAgent *agent)
     }
 }
 
+/* USAGE, as the agent sends it every MV_AGENT_USAGE_INTERVAL_MS: the
+ * simulated guest's one CPU ticks 100 times a second, and is busy for one
+ * tick in a hundred while a process of its runs. */
+static void
+send_usage (FakeAgent *agent)
+{
+  gboolean running = agent->workload != NULL;
+  guint64 total = (guint64) (agent->sys.now * 100);
+  guint64 busy = running ? total / 100 : 0;
+
+  for (GList *l = agent->sessions; l; l = l->next)
+    {
+      FakeAgentSession *s = l->data;
+
+      if (!s->hello || s->ending)
+        continue;
+      mv_agent_buf_begin (&s->out, MV_AGENT_USAGE, 0);
+      mv_agent_buf_put_u64 (&s->out, MV_AGENT_F_CPU_BUSY, busy);
+      mv_agent_buf_put_u64 (&s->out, MV_AGENT_F_CPU_TOTAL, total);
+      mv_agent_buf_put_u32 (&s->out, MV_AGENT_F_CPUS, 1);
+      mv_agent_buf_end (&s->out);
+    }
+}
+
 void
 fake_agent_tick (FakeAgent *agent, double clock)
 {
   agent->sys.now = clock;
   if (agent->state == STATE_ENDED)
     return;
+  if (agent->next_usage <= 0)
+    agent->next_usage = clock + MV_AGENT_USAGE_INTERVAL_MS / 1000.0;
+  else if (clock >= agent->next_usage)
+    {
+      agent->next_usage = clock + MV_AGENT_USAGE_INTERVAL_MS / 1000.0;
+      send_usage (agent);
+    }
   if (agent->restart_at >= 0 && clock >= agent->restart_at)
     agent->restart_at = -1;
   if (agent->end_at >= 0 && clock >= agent->end_at)

@@ -58,12 +58,16 @@ typedef struct {
   guint              rows, columns;
 } MvRuntimeExec;
 
-/* What a guest's agent says, as it says it: one of the two is set. */
+/* What a guest's agent says, as it says it: one of the three is set. */
 typedef struct {
   const char *agent_version;     /* the agent answered; "" if it gave no version */
   const char *health;            /* the health check's status changed: "starting", ... */
   guint       health_failing_streak;
   const char *health_output;
+  gboolean    usage;             /* what the guest's CPUs have done since it booted */
+  guint64     cpu_busy_ticks;
+  guint64     cpu_total_ticks;   /* of all its CPUs */
+  guint       cpus;
 } MvGuestEvent;
 
 /* Called on the main thread for what the guests' agents say. */
