@@ -16,6 +16,9 @@ static const char *const features[] = {
   "desired-state",
   "standby",
   "restart-policies",
+  "guest-agent",
+  "exec",
+  "health-checks",
   NULL,
 };
 
