@@ -9,6 +9,8 @@
 
 #include <json-glib/json-glib.h>
 
+#include <glib/gi18n.h>
+
 #include "env-assignment.h"
 #include "exec-relay.h"
 #include "exec-status.h"
@@ -55,7 +57,7 @@ machine_info_new (const char *path)
 static int
 fail_parse (int r)
 {
-  return mv_fail ("Failed to parse the reply from microvmd: %s", g_strerror (-r));
+  return mv_fail (_("Failed to parse the reply from microvmd: %s"), g_strerror (-r));
 }
 
 static void
@@ -126,7 +128,7 @@ get_machine_properties (MvCtl *ctl, const char *path, gboolean secrets, sd_bus_e
 
   r = mv_properties_read (reply, props);
   if (r < 0)
-    return sd_bus_error_set_errnof (error, r, "Failed to parse the properties of %s: %s",
+    return sd_bus_error_set_errnof (error, r, _("Failed to parse the properties of %s: %s"),
                                     path, g_strerror (-r));
 
   /* The spec is not among them (it can be large): it is read by itself. */
@@ -143,7 +145,7 @@ get_machine_properties (MvCtl *ctl, const char *path, gboolean secrets, sd_bus_e
     return r;
   r = sd_bus_message_read (spec_reply, "v", "s", &spec);
   if (r < 0)
-    return sd_bus_error_set_errnof (error, r, "Failed to parse the spec of %s: %s", path,
+    return sd_bus_error_set_errnof (error, r, _("Failed to parse the spec of %s: %s"), path,
                                     g_strerror (-r));
   mv_properties_add_string (props, "Spec", spec);
   return 0;
@@ -157,7 +159,7 @@ read_spec (const char *file, char **out)
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonParser) parser = json_parser_new ();
   g_autofree char *text = NULL;
-  const char *what = g_str_equal (file, "-") ? "standard input" : file;
+  const char *what = g_str_equal (file, "-") ? _("standard input") : file;
   gsize length = 0;
 
   if (g_str_equal (file, "-"))
@@ -171,18 +173,18 @@ read_spec (const char *file, char **out)
       if (ferror (stdin))
         {
           g_string_free (buffer, TRUE);
-          return mv_fail ("Failed to read the spec from standard input: %s", g_strerror (errno));
+          return mv_fail (_("Failed to read the spec from standard input: %s"), g_strerror (errno));
         }
       length = buffer->len;
       text = g_string_free (buffer, FALSE);
     }
   else if (!g_file_get_contents (file, &text, &length, &error))
     {
-      return mv_fail ("Failed to read the spec: %s", error->message);
+      return mv_fail (_("Failed to read the spec: %s"), error->message);
     }
 
   if (!g_utf8_validate (text, length, NULL))
-    return mv_fail ("%s: the spec is not valid UTF-8 text", what);
+    return mv_fail (_("%s: the spec is not valid UTF-8 text"), what);
 
   if (!json_parser_load_from_data (parser, text, length, &error))
     {
@@ -195,7 +197,7 @@ read_spec (const char *file, char **out)
     }
 
   if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-    return mv_fail ("%s: the spec must be a JSON object", what);
+    return mv_fail (_("%s: the spec must be a JSON object"), what);
 
   *out = g_steal_pointer (&text);
   return MV_EXIT_OK;
@@ -359,7 +361,7 @@ print_machines_table (GPtrArray *machines)
 
   if (machines->len == 0)
     {
-      printf ("No machines.\n");
+      printf (_("No machines.\n"));
       return;
     }
 
@@ -587,9 +589,9 @@ mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv)
       print_json (root);
     }
   else if (id != NULL)
-    printf ("Created machine %s (%s).\n", name, id);
+    printf (_("Created machine %s (%s).\n"), name, id);
   else
-    printf ("Created machine at %s.\n", path);
+    printf (_("Created machine at %s.\n"), path);
 
   return MV_EXIT_OK;
 }
@@ -707,7 +709,7 @@ mv_cmd_set_desired (MvCtl *ctl, const char *method, int argc, char **argv)
   int status, r;
 
   if (!g_strv_contains (states, argv[1]))
-    return mv_usage_error ("unknown state '%s': expected running, paused or stopped", argv[1]);
+    return mv_usage_error (_("unknown state '%s': expected running, paused or stopped"), argv[1]);
 
   status = resolve_machine (ctl, argv[0], &path);
   if (status != MV_EXIT_OK)

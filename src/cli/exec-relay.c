@@ -15,6 +15,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <glib/gi18n.h>
+
 #include "exec-status.h"
 #include "microvmctl.h"
 
@@ -195,7 +197,7 @@ status_exit_code (const StatusReader *status)
 
   if (length == 0)
     {
-      fprintf (stderr, "%s: the command's status was lost: microvmd closed it without a word\n",
+      fprintf (stderr, _("%s: the command's status was lost: microvmd closed it without a word\n"),
                g_get_prgname ());
       return MV_EXIT_EXEC_ERROR;
     }
@@ -205,7 +207,7 @@ status_exit_code (const StatusReader *status)
       g_autofree char *raw = g_strndup (status->line, length);
       g_autofree char *escaped = g_strescape (raw, NULL);
 
-      fprintf (stderr, "%s: malformed status line from microvmd: \"%s\"\n",
+      fprintf (stderr, _("%s: malformed status line from microvmd: \"%s\"\n"),
                g_get_prgname (), escaped);
       return MV_EXIT_EXEC_ERROR;
     }
@@ -292,7 +294,7 @@ mv_exec_relay (const MvExecFds *fds, gboolean raw_terminal)
           if (errno == EINTR)
             continue;
           restore_terminal (&saved);
-          mv_fail ("Failed to wait for the command: %s", g_strerror (errno));
+          mv_fail (_("Failed to wait for the command: %s"), g_strerror (errno));
           caught = -1;
           break;
         }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib/gi18n.h>
+
 #include "env-assignment.h"
 #include "microvmctl.h"
 #include "names.h"
@@ -48,39 +50,39 @@ typedef struct {
 
 static const MvCommand commands[] = {
   { "list",        mv_cmd_list,        0, 0, 0,            FALSE, NULL,
-    "",                                "List all machines" },
+    "",                                N_("List all machines") },
   { "show",        mv_cmd_show,        1, 1, 0,            FALSE, NULL,
-    "NAME|ID",                         "Show every property of a machine" },
+    "NAME|ID",                         N_("Show every property of a machine") },
   { "create",      mv_cmd_create,      0, 0, MV_OPT_FILE | MV_OPT_START, TRUE, NULL,
-    "-f FILE [--start]",               "Define a machine from a spec file" },
+    "-f FILE [--start]",               N_("Define a machine from a spec file") },
   { "start",       mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Start",
-    "NAME|ID",                         "Boot a machine, or wake it from standby" },
+    "NAME|ID",                         N_("Boot a machine, or wake it from standby") },
   { "stop",        mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Stop",
-    "NAME|ID",                         "Shut a machine down" },
+    "NAME|ID",                         N_("Shut a machine down") },
   { "pause",       mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Pause",
-    "NAME|ID",                         "Halt the vCPUs of a running machine" },
+    "NAME|ID",                         N_("Halt the vCPUs of a running machine") },
   { "resume",      mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Resume",
-    "NAME|ID",                         "Let a paused machine run again" },
+    "NAME|ID",                         N_("Let a paused machine run again") },
   { "restart",     mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Restart",
-    "NAME|ID",                         "Stop a machine and boot it afresh" },
+    "NAME|ID",                         N_("Stop a machine and boot it afresh") },
   { "standby",     mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Standby",
-    "NAME|ID",                         "Freeze a machine to disk; start wakes it" },
+    "NAME|ID",                         N_("Freeze a machine to disk; start wakes it") },
   { "console",     mv_cmd_console,     1, 1, 0,            TRUE,  NULL,
-    "NAME|ID",                         "Print the last 50 lines of a machine's console" },
+    "NAME|ID",                         N_("Print the last 50 lines of a machine's console") },
   { "delete",      mv_cmd_delete,      1, 1, MV_OPT_FORCE, TRUE,  NULL,
-    "[--force] NAME|ID",               "Delete a machine and its records" },
+    "[--force] NAME|ID",               N_("Delete a machine and its records") },
   { "update",      mv_cmd_update,      1, 1, MV_OPT_FILE,  TRUE,  NULL,
-    "NAME|ID -f FILE",                 "Replace the spec of a machine" },
+    "NAME|ID -f FILE",                 N_("Replace the spec of a machine") },
   { "rename",      mv_cmd_rename,      2, 2, 0,            TRUE,  NULL,
-    "NAME|ID NEWNAME",                 "Give a machine a new name" },
+    "NAME|ID NEWNAME",                 N_("Give a machine a new name") },
   { "set-desired", mv_cmd_set_desired, 2, 2, 0,            TRUE,  NULL,
-    "NAME|ID running|paused|stopped",  "Record the wanted power state, return at once" },
+    "NAME|ID running|paused|stopped",  N_("Record the wanted power state, return at once") },
   { "exec",        mv_cmd_exec,        2, G_MAXINT, MV_OPTS_EXEC, TRUE, NULL,
-    "[OPTIONS] NAME|ID -- CMD [ARG...]", "Run a command in a running machine" },
+    "[OPTIONS] NAME|ID -- CMD [ARG...]", N_("Run a command in a running machine") },
   { "shell",       mv_cmd_shell,       1, 1, MV_OPT_USER,  TRUE,  NULL,
-    "[-u USER] NAME|ID",               "Open a login shell in a running machine" },
+    "[-u USER] NAME|ID",               N_("Open a login shell in a running machine") },
   { "wait",        mv_cmd_wait,        1, 1, MV_OPTS_WAIT, FALSE, NULL,
-    "[--healthy|--next-stop] NAME|ID", "Wait until a machine stops, or is healthy" },
+    "[--healthy|--next-stop] NAME|ID", N_("Wait until a machine stops, or is healthy") },
 };
 
 static const struct {
@@ -140,9 +142,9 @@ print_help (void)
 {
   int width = 0;
 
-  printf ("Usage: %s [OPTIONS...] COMMAND [ARGS...]\n\n"
-          "Define, run and inspect the microVMs of microvmd.\n\n"
-          "Commands:\n", g_get_prgname ());
+  printf (_("Usage: %s [OPTIONS...] COMMAND [ARGS...]\n\n"
+            "Define, run and inspect the microVMs of microvmd.\n\n"
+            "Commands:\n"), g_get_prgname ());
 
   for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
     width = MAX (width, (int) (strlen (commands[i].name) + 1 + strlen (commands[i].synopsis)));
@@ -150,33 +152,35 @@ print_help (void)
   for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
     {
       g_autofree char *usage = g_strdup_printf ("%s %s", commands[i].name, commands[i].synopsis);
-      printf ("  %-*s  %s\n", width, usage, commands[i].help);
+      printf ("  %-*s  %s\n", width, usage, _(commands[i].help));
     }
 
-  printf ("\nOptions:\n"
-          "  -h --help              Show this help and exit\n"
-          "     --version           Show the version and exit\n"
-          "     --json              Print JSON instead of text\n"
-          "     --session           Talk to microvmd on the session bus\n"
-          "     --address=ADDRESS   Talk to microvmd on the bus at ADDRESS\n"
-          "     --no-ask-password   Do not ask for a password when authorizing\n"
-          "     --timeout=SECONDS   Wait that long for changes (default: %d; 0: forever)\n"
-          "  -f --file=FILE         Read the spec from FILE (- for standard input)\n"
-          "     --start             create: start the machine once it is defined\n"
-          "     --force             delete: hard-stop a machine that still runs\n"
-          "  -t --tty               exec: run the command on a terminal (default when\n"
-          "                         standard input and output are terminals)\n"
-          "  -T --no-tty            exec: run it without one\n"
-          "  -e --env=KEY=VALUE     exec: set an environment variable; may be repeated\n"
-          "  -u --user=USER         exec, shell: run as USER (default root)\n"
-          "  -w --workdir=DIR       exec: run in DIR (default the user's home)\n"
-          "     --healthy           wait: until the health check passes, not a stop\n"
-          "     --next-stop         wait: for the next stop, even if stopped now\n"
-          "     --id=ID             wait: fail if NAME is no longer the machine ID\n"
-          "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
-          "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
-          "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
-          "\nSee microvmctl(1) for more.\n",
+  /* TRANSLATORS: keep the options and their arguments (--timeout=SECONDS,
+     KEY=VALUE, ...) as they are, and the columns aligned. */
+  printf (_("\nOptions:\n"
+            "  -h --help              Show this help and exit\n"
+            "     --version           Show the version and exit\n"
+            "     --json              Print JSON instead of text\n"
+            "     --session           Talk to microvmd on the session bus\n"
+            "     --address=ADDRESS   Talk to microvmd on the bus at ADDRESS\n"
+            "     --no-ask-password   Do not ask for a password when authorizing\n"
+            "     --timeout=SECONDS   Wait that long for changes (default: %d; 0: forever)\n"
+            "  -f --file=FILE         Read the spec from FILE (- for standard input)\n"
+            "     --start             create: start the machine once it is defined\n"
+            "     --force             delete: hard-stop a machine that still runs\n"
+            "  -t --tty               exec: run the command on a terminal (default when\n"
+            "                         standard input and output are terminals)\n"
+            "  -T --no-tty            exec: run it without one\n"
+            "  -e --env=KEY=VALUE     exec: set an environment variable; may be repeated\n"
+            "  -u --user=USER         exec, shell: run as USER (default root)\n"
+            "  -w --workdir=DIR       exec: run in DIR (default the user's home)\n"
+            "     --healthy           wait: until the health check passes, not a stop\n"
+            "     --next-stop         wait: for the next stop, even if stopped now\n"
+            "     --id=ID             wait: fail if NAME is no longer the machine ID\n"
+            "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
+            "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
+            "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
+            "\nSee microvmctl(1) for more.\n"),
           MV_DEFAULT_CALL_TIMEOUT_SEC);
 }
 
@@ -185,7 +189,8 @@ vusage_error (const char *format, va_list ap)
 {
   fprintf (stderr, "%s: ", g_get_prgname ());
   vfprintf (stderr, format, ap);
-  fprintf (stderr, "\nTry '%s --help' for more information.\n", g_get_prgname ());
+  fputc ('\n', stderr);
+  fprintf (stderr, _("Try '%s --help' for more information.\n"), g_get_prgname ());
   return MV_EXIT_USAGE;
 }
 
@@ -227,9 +232,9 @@ mv_fail_bus (const sd_bus_error *error, int r)
 
   if (sd_bus_error_has_names (error, SD_BUS_ERROR_TIMEOUT,
                               SD_BUS_ERROR_NO_REPLY))
-    fprintf (stderr, "The daemon may still be working on it; --timeout=SECONDS waits longer.\n");
+    fprintf (stderr, "%s\n", _("The daemon may still be working on it; --timeout=SECONDS waits longer."));
   else if (sd_bus_error_has_names (error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
-    fprintf (stderr, "Is microvmd running?\n");
+    fprintf (stderr, "%s\n", _("Is microvmd running?"));
   return MV_EXIT_FAILURE;
 }
 
@@ -239,8 +244,7 @@ static int
 ensure_bus (MvCtl *ctl, sd_bus_error *error)
 {
   g_autoptr(sd_bus) bus = NULL;
-  g_autofree char *what_address = NULL;
-  const char *what;
+  g_autofree char *failure = NULL;
   int r;
 
   if (ctl->bus != NULL)
@@ -248,7 +252,6 @@ ensure_bus (MvCtl *ctl, sd_bus_error *error)
 
   if (ctl->address != NULL)
     {
-      what = what_address = g_strdup_printf ("the bus at %s", ctl->address);
       r = sd_bus_new (&bus);
       if (r >= 0)
         r = sd_bus_set_address (bus, ctl->address);
@@ -256,20 +259,24 @@ ensure_bus (MvCtl *ctl, sd_bus_error *error)
         r = sd_bus_set_bus_client (bus, 1);
       if (r >= 0)
         r = sd_bus_start (bus);
+      if (r < 0)
+        failure = g_strdup_printf (_("Failed to connect to the bus at %s: %s"),
+                                   ctl->address, g_strerror (-r));
     }
   else if (ctl->session)
     {
-      what = "the session bus";
       r = sd_bus_open_user (&bus);
+      if (r < 0)
+        failure = g_strdup_printf (_("Failed to connect to the session bus: %s"), g_strerror (-r));
     }
   else
     {
-      what = "the system bus";
       r = sd_bus_open_system (&bus);
+      if (r < 0)
+        failure = g_strdup_printf (_("Failed to connect to the system bus: %s"), g_strerror (-r));
     }
   if (r < 0)
-    return sd_bus_error_setf (error, SD_BUS_ERROR_NO_SERVER,
-                              "Failed to connect to %s: %s", what, g_strerror (-r));
+    return sd_bus_error_set (error, SD_BUS_ERROR_NO_SERVER, failure);
 
   /* Applies to every method call created from now on. */
   r = sd_bus_set_allow_interactive_authorization (bus, ctl->ask_password);
@@ -369,6 +376,9 @@ main (int argc, char **argv)
   int n_args, status, c;
 
   setlocale (LC_ALL, "");
+  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  textdomain (GETTEXT_PACKAGE);
   g_set_prgname ("microvmctl");
 
   while ((c = getopt_long (argc, argv, "hf:tTe:u:w:", long_options, NULL)) >= 0)
@@ -395,7 +405,7 @@ main (int argc, char **argv)
           break;
         case ARG_TIMEOUT:
           if (!parse_timeout (optarg, &ctl.timeout_usec))
-            return mv_usage_error ("invalid --timeout '%s': expected whole seconds", optarg);
+            return mv_usage_error (_("invalid --timeout '%s': expected whole seconds"), optarg);
           ctl.timeout_given = TRUE;
           break;
         case 'f':
@@ -423,7 +433,7 @@ main (int argc, char **argv)
             g_autofree char *key = NULL, *value = NULL;
 
             if (!mv_env_assignment_parse (optarg, &key, &value))
-              return mv_usage_error ("invalid --env '%s': expected KEY=VALUE", optarg);
+              return mv_usage_error (_("invalid --env '%s': expected KEY=VALUE"), optarg);
             g_ptr_array_add (env, optarg);
             given |= MV_OPT_ENV;
             break;
@@ -450,7 +460,7 @@ main (int argc, char **argv)
           break;
         default:
           /* getopt_long() has said what was wrong. */
-          fprintf (stderr, "Try '%s --help' for more information.\n", g_get_prgname ());
+          fprintf (stderr, _("Try '%s --help' for more information.\n"), g_get_prgname ());
           return MV_EXIT_USAGE;
         }
     }
@@ -458,29 +468,32 @@ main (int argc, char **argv)
   ctl.env = env;
 
   if (ctl.healthy && ctl.next_stop)
-    return mv_usage_error ("--healthy and --next-stop cannot be used together");
+    return mv_usage_error (_("--healthy and --next-stop cannot be used together"));
 
   if (ctl.session && ctl.address != NULL)
-    return mv_usage_error ("--session and --address cannot be used together");
+    return mv_usage_error (_("--session and --address cannot be used together"));
 
   if (optind >= argc)
-    return mv_usage_error ("no command given");
+    return mv_usage_error (_("no command given"));
 
   command = find_command (argv[optind]);
   if (command == NULL)
-    return mv_usage_error ("unknown command '%s'", argv[optind]);
+    return mv_usage_error (_("unknown command '%s'"), argv[optind]);
 
   for (gsize i = 0; i < G_N_ELEMENTS (command_option_names); i++)
     if ((given & command_option_names[i].flag) && !(command->options & command_option_names[i].flag))
-      return mv_usage_error ("%s does not apply to '%s'", command_option_names[i].spelling, command->name);
+      return mv_usage_error (_("%s does not apply to '%s'"), command_option_names[i].spelling, command->name);
 
   if ((command->options & MV_OPT_FILE) && ctl.file == NULL)
-    return mv_usage_error ("'%s' needs a spec: -f FILE (- for standard input)", command->name);
+    return mv_usage_error (_("'%s' needs a spec: -f FILE (- for standard input)"), command->name);
 
   n_args = argc - optind - 1;
   if (n_args < command->min_args || n_args > command->max_args)
-    return mv_usage_error ("%s; usage: %s %s%s%s",
-                           n_args < command->min_args ? "missing argument" : "too many arguments",
+    /* TRANSLATORS: the first %s is "missing argument" or "too many
+       arguments", the rest the command's synopsis. */
+    return mv_usage_error (_("%s; usage: %s %s%s%s"),
+                           n_args < command->min_args ? _("missing argument")
+                                                      : _("too many arguments"),
                            g_get_prgname (), command->name,
                            command->synopsis[0] != '\0' ? " " : "", command->synopsis);
 
@@ -492,6 +505,6 @@ main (int argc, char **argv)
   g_clear_pointer (&ctl.bus, sd_bus_flush_close_unref);
   g_clear_pointer (&ctl.agent, mv_polkit_agent_close);
   if (fflush (stdout) != 0 && status == MV_EXIT_OK)
-    status = mv_fail ("Failed to write the output: %s", g_strerror (errno));
+    status = mv_fail (_("Failed to write the output: %s"), g_strerror (errno));
   return status;
 }

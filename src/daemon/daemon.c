@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <glib-unix.h>
+#include <glib/gi18n.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -366,18 +367,20 @@ mv_daemon_main (int argc, char **argv, MvRuntime **runtimes)
   g_autofree char *bus = NULL, *state_dir = NULL, *runtime_dir = NULL, *config = NULL;
   gboolean verbose = FALSE, version = FALSE;
   g_autoptr (GError) error = NULL;
+  /* The texts with a default path spliced in stay English: gettext looks
+   * up whole literals. */
   const GOptionEntry entries[] = {
-    { "bus", 0, 0, G_OPTION_ARG_STRING, &bus, "system, session or a bus address", "BUS" },
+    { "bus", 0, 0, G_OPTION_ARG_STRING, &bus, N_("system, session or a bus address"), "BUS" },
     { "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &state_dir, "Where records are kept (" MV_DEFAULT_STATE_DIR ")", "DIR" },
     { "runtime-dir", 0, 0, G_OPTION_ARG_FILENAME, &runtime_dir, "Where sockets and logs live (" MV_DEFAULT_RUNTIME_DIR ")", "DIR" },
     { "config", 0, 0, G_OPTION_ARG_FILENAME, &config, "Configuration file (" MV_DEFAULT_CONFIG_FILE ")", "FILE" },
-    { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Log debug messages", NULL },
-    { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
+    { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, N_("Log debug messages"), NULL },
+    { "version", 0, 0, G_OPTION_ARG_NONE, &version, N_("Print the version and exit"), NULL },
     { NULL }
   };
-  g_autoptr (GOptionContext) context = g_option_context_new ("- run microVMs on this host");
+  g_autoptr (GOptionContext) context = g_option_context_new (N_("- run microVMs on this host"));
 
-  g_option_context_add_main_entries (context, entries, NULL);
+  g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
   if (!g_option_context_parse (context, &argc, &argv, &error))
     {
       g_printerr ("microvmd: %s\n", error->message);

@@ -41,6 +41,32 @@ mv_host_path_below (const char *path, const char *dir)
   return path + len;
 }
 
+/* data/microvmd.service.in: PrivateTmp=yes and ProtectHome=read-only. */
+static const char *const private_tmp_trees[] = { "/tmp", "/var/tmp", NULL };
+static const char *const protected_home_trees[] = { "/home", "/root", "/run/user", NULL };
+
+static gboolean
+in_one_of (const char *path, const char *const *trees)
+{
+  for (guint i = 0; trees[i]; i++)
+    if (mv_host_path_below (path, trees[i]))
+      return TRUE;
+  return FALSE;
+}
+
+const char *
+mv_host_path_sandbox_hint (const char *path, int err)
+{
+  if ((err == ENOENT || err == ENOTDIR) && in_one_of (path, private_tmp_trees))
+    return "; note that microvmd.service runs the daemon with PrivateTmp=yes, which gives it "
+           "a /tmp and /var/tmp of its own: keep images elsewhere, e.g. in /var/lib/microvmd/images";
+  if ((err == EROFS || err == EACCES) && in_one_of (path, protected_home_trees))
+    return "; note that microvmd.service runs the daemon with ProtectHome=read-only, which "
+           "makes /home, /root and /run/user read-only to it: keep disks that are written "
+           "elsewhere, e.g. in /var/lib/microvmd/images";
+  return "";
+}
+
 static gboolean
 check_dir (const char *dir, GError **error)
 {
@@ -251,13 +277,15 @@ mv_host_paths_open (MvHostPaths *paths, const char *field, const char *path, int
       for (guint i = 0; i < paths->dirs->len && !under; i++)
         under = mv_host_path_below (path, paths->dirs->pdata[i]) != NULL;
       if (under)
-        invalid (error, "%s: %s does not exist", field, path);
+        invalid (error, "%s: %s does not exist%s", field, path,
+                 mv_host_path_sandbox_hint (path, err));
       else
         invalid (error, "%s: %s is not under an allowed directory ([paths] "
                  "allowed-directories: %s)", field, path, paths->described);
     }
   else
-    invalid (error, "%s: %s cannot be opened: %s", field, path, g_strerror (err));
+    invalid (error, "%s: %s cannot be opened: %s%s", field, path, g_strerror (err),
+             mv_host_path_sandbox_hint (path, err));
   return -1;
 }
 

@@ -38,6 +38,12 @@ gboolean     mv_host_paths_allow_dir_of (MvHostPaths *paths, const char *file, G
 gboolean     mv_host_paths_check (MvHostPaths *paths, const char *field, const char *path,
                                   GError **error);
 
+/* Why microvmd.service may be the reason that opening @path failed with
+ * @err, for the end of a message ("; ..."), or "": its PrivateTmp= gives
+ * the daemon a /tmp and /var/tmp of its own, its ProtectHome=read-only
+ * makes /home, /root and /run/user read-only. Pure. */
+const char  *mv_host_path_sandbox_hint (const char *path, int err);
+
 /* What of @path lies beneath @dir ("" for @dir itself), by whole
  * components and without resolving anything, or NULL. Pure. */
 const char  *mv_host_path_below (const char *path, const char *dir);

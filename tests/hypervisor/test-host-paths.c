@@ -190,6 +190,66 @@ test_missing (void)
   tree_clear (&t);
 }
 
+/* The message of a refused @path, with only @dir allowed. */
+static char *
+refusal_in (const char *dir, const char *path, int flags)
+{
+  const char *dirs[] = { dir, NULL };
+  g_autoptr (MvHostPaths) paths = NULL;
+  g_autoptr (GError) error = NULL;
+
+  paths = mv_host_paths_new (dirs, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (mv_host_paths_open (paths, "disk", path, flags, &error), ==, -1);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_test_message ("%s", error->message);
+  return g_strdup (error->message);
+}
+
+/* A file under /tmp or /var/tmp that the daemon does not find may sit in
+ * the host's /tmp, which microvmd.service's PrivateTmp= hides; one under
+ * /home that it cannot write is behind ProtectHome=read-only. The message
+ * says so, and says nothing of it elsewhere. */
+static void
+test_sandbox_hint (void)
+{
+  g_autofree char *name = g_strdup_printf ("mvhv-absent-%d-%u", (int) getpid (), g_random_int ());
+  const char *const private_trees[] = { "/tmp", "/var/tmp" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (private_trees); i++)
+    {
+      g_autofree char *dir = g_build_filename (private_trees[i], name, NULL);
+      g_autofree char *disk = g_build_filename (dir, "disk.img", NULL);
+      g_autofree char *msg = refusal_in (dir, disk, O_RDONLY);
+
+      g_assert_nonnull (strstr (msg, "does not exist"));
+      g_assert_nonnull (strstr (msg, "microvmd.service"));
+      g_assert_nonnull (strstr (msg, "PrivateTmp=yes"));
+    }
+
+  {
+    g_autofree char *dir = g_build_filename ("/var/lib", name, NULL);
+    g_autofree char *disk = g_build_filename (dir, "disk.img", NULL);
+    g_autofree char *msg = refusal_in (dir, disk, O_RDONLY);
+
+    g_assert_nonnull (strstr (msg, "does not exist"));
+    g_assert_null (strstr (msg, "microvmd.service"));
+  }
+
+  /* Writing under ProtectHome=read-only fails with EROFS, which a test
+   * cannot bring about in /home without remounting it. */
+  g_assert_nonnull (strstr (mv_host_path_sandbox_hint ("/home/alice/disk.img", EROFS),
+                            "ProtectHome=read-only"));
+  g_assert_nonnull (strstr (mv_host_path_sandbox_hint ("/root/disk.img", EACCES),
+                            "ProtectHome=read-only"));
+  g_assert_nonnull (strstr (mv_host_path_sandbox_hint ("/var/tmp/vm/disk.img", ENOENT),
+                            "PrivateTmp=yes"));
+  /* A file missing from /home is missing: ProtectHome=read-only hides nothing. */
+  g_assert_cmpstr (mv_host_path_sandbox_hint ("/home/alice/disk.img", ENOENT), ==, "");
+  g_assert_cmpstr (mv_host_path_sandbox_hint ("/tmpfiles/disk.img", ENOENT), ==, "");
+  g_assert_cmpstr (mv_host_path_sandbox_hint ("/srv/vm/disk.img", EROFS), ==, "");
+}
+
 /* The daemon's records are never a machine's file, even beneath an
  * allowed directory; and an allowed directory may not hold them. */
 static void
@@ -247,5 +307,6 @@ main (int argc, char **argv)
   g_test_add_func ("/host-paths/refused", test_refused);
   g_test_add_func ("/host-paths/missing", test_missing);
   g_test_add_func ("/host-paths/reserved", test_reserved);
+  g_test_add_func ("/host-paths/sandbox-hint", test_sandbox_hint);
   return g_test_run ();
 }
