@@ -3,6 +3,7 @@
  * beside it, the VMM's log, console.log and the agent's socket. The VM
  * spec, readiness and exit watches have files of their own
  * (runtime-private.h). */
+#include "config.h"
 #include "runtime.h"
 #include "runtime-private.h"
 #include "jail.h"
@@ -877,8 +878,10 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
                      &boot_timeout, error) ||
       !read_seconds (config, "lifecycle", "stop-timeout-seconds", MV_DEFAULT_STOP_TIMEOUT_SECONDS,
                      &stop_timeout, error) ||
-      !read_guest_file (config, "kernel", MV_GUEST_KERNEL_PATH, &guest_kernel, error) ||
-      !read_guest_file (config, "initramfs", MV_GUEST_INITRAMFS_PATH, &guest_initramfs, error))
+      !read_guest_file (config, "kernel", GUESTDIR "/" MV_GUEST_KERNEL_NAME, &guest_kernel,
+                        error) ||
+      !read_guest_file (config, "initramfs", GUESTDIR "/" MV_GUEST_INITRAMFS_NAME,
+                        &guest_initramfs, error))
     return NULL;
   /* The daemon's own guest files are the administrator's choice, wherever
    * they are: the wall around a VMM shows them. */

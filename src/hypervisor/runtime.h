@@ -8,9 +8,10 @@
 #define MV_DEFAULT_BOOT_TIMEOUT_SECONDS  120
 #define MV_DEFAULT_STOP_TIMEOUT_SECONDS  30
 #define MV_TIMEOUT_SECONDS_MAX           3600
-/* microvmd's guest kernel and initramfs, as installed. */
-#define MV_GUEST_KERNEL_PATH             "/usr/lib/microvmd/vmlinuz"
-#define MV_GUEST_INITRAMFS_PATH          "/usr/lib/microvmd/initramfs.img"
+/* microvmd's guest kernel and initramfs, as installed (GUESTDIR, from
+ * config.h: the prefix's lib/microvmd). */
+#define MV_GUEST_KERNEL_NAME             "vmlinuz"
+#define MV_GUEST_INITRAMFS_NAME          "initramfs.img"
 
 
 typedef struct _MvSandbox MvSandbox;
