@@ -13,6 +13,7 @@ typedef struct {
   char            *machine_id;
   char            *api_socket;      /* the VMM's, for its metadata service */
   MvAgentSession  *session;
+  gboolean         answered;        /* its agent answered the start: it is up */
   gboolean         exited;
   gboolean         has_exit_code;
   int              exit_code;
@@ -236,7 +237,10 @@ mv_runtime_guests_attach (MvRuntimeGuests *guests, const MvRuntimeRequest *req)
   mv_agent_session_set_guest (guest->session, config, metadata);
   /* The session's own HELLO comes later; the start already heard one. */
   if (heard)
-    on_hello (heard, guest);
+    {
+      guest->answered = TRUE;
+      on_hello (heard, guest);
+    }
 }
 
 void
@@ -364,7 +368,8 @@ ask_on_main (gpointer data)
   MvGuestAsked answer = MV_GUEST_NO_AGENT;
 
   if (guest)
-    answer = mv_agent_session_poweroff (guest->session) ? MV_GUEST_ASKED : MV_GUEST_NOT_ANSWERING;
+    answer = mv_agent_session_poweroff (guest->session, guest->answered) ? MV_GUEST_ASKED
+                                                                         : MV_GUEST_NOT_ANSWERING;
   g_mutex_lock (&ask->lock);
   ask->answer = answer;
   ask->done = TRUE;
