@@ -497,6 +497,9 @@ boot_open_power_buttons (void)
 
 /* ---- systemd ---- */
 
+/* Started with sysinit.target's first jobs (no default dependencies), so
+ * that the host hears the guest before the rest of the boot is done; what
+ * it says goes to the console too, as PID 1's did. */
 static const char service_unit[] =
   "# Written by microvmd-agent at boot.\n"
   "[Unit]\n"
@@ -506,7 +509,11 @@ static const char service_unit[] =
   "[Service]\n"
   "ExecStart=" AGENT_STATE_DIR "/microvmd-agent --service\n"
   "Restart=always\n"
-  "RestartSec=1\n";
+  "RestartSec=1\n"
+  "StandardError=journal+console\n"
+  "\n"
+  "[Install]\n"
+  "WantedBy=sysinit.target\n";
 
 bool
 boot_handoff_to_systemd (const Config *config, char *error, size_t size)

@@ -45,6 +45,7 @@ struct _MvAgentSession {
   GHashTable           *execs;         /* channel -> Exec */
   guint32               next_channel;
   GQueue                pings;         /* Ping */
+  gboolean              poweroff_unsent; /* POWEROFF, once the agent answers */
 };
 
 typedef struct {
@@ -481,6 +482,12 @@ send_unsent (MvAgentSession *session)
   GHashTableIter iter;
   gpointer value;
 
+  if (session->poweroff_unsent)
+    {
+      session->poweroff_unsent = FALSE;
+      queue_header_frame (session, MV_AGENT_POWEROFF, 0);
+    }
+
   g_hash_table_iter_init (&iter, session->execs);
   while (g_hash_table_iter_next (&iter, NULL, &value))
     {
@@ -878,10 +885,13 @@ mv_agent_session_set_guest (MvAgentSession *session, GBytes *config, GBytes *met
 }
 
 gboolean
-mv_agent_session_poweroff (MvAgentSession *session)
+mv_agent_session_poweroff (MvAgentSession *session, gboolean when_ready)
 {
   if (!session->ready)
-    return FALSE;
+    {
+      session->poweroff_unsent = when_ready;
+      return when_ready;
+    }
   queue_header_frame (session, MV_AGENT_POWEROFF, 0);
   return TRUE;
 }

@@ -110,8 +110,10 @@ gboolean  mv_agent_session_ready (MvAgentSession *session);
  * (may be NULL) now if the agent is ready, and at every reconnection. */
 void      mv_agent_session_set_guest (MvAgentSession *session, GBytes *config, GBytes *metadata);
 /* Asks the agent to end the workload and power off; FALSE if it has not
- * answered. */
-gboolean  mv_agent_session_poweroff (MvAgentSession *session);
+ * answered. With @when_ready, one that has not answered yet is asked as
+ * soon as it does (for a guest known to have an agent up: its session is
+ * still connecting), and the answer is TRUE. */
+gboolean  mv_agent_session_poweroff (MvAgentSession *session, gboolean when_ready);
 /* PING with @payload, @done called with the PONG (or NULL if the session
  * closes first). */
 gboolean  mv_agent_session_ping (MvAgentSession *session, GBytes *payload,

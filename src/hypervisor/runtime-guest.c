@@ -13,6 +13,7 @@ typedef struct {
   char            *machine_id;
   char            *api_socket;      /* the VMM's, for its metadata service */
   MvAgentSession  *session;
+  gboolean         answered;        /* its agent answered the start: it is up */
   gboolean         exited;
   gboolean         has_exit_code;
   int              exit_code;
@@ -26,6 +27,8 @@ struct _MvRuntimeGuests {
   gpointer          func_data;
   char             *kernel;         /* microvmd's guest kernel and initramfs, or NULL */
   char             *initramfs;
+  GMutex            heard_lock;
+  GHashTable       *heard;          /* machine ID -> the version its agent gave at start */
 };
 
 static void
@@ -45,6 +48,8 @@ mv_runtime_guests_new (MvStarter *starter)
   guests->starter = starter;
   guests->table = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify) guest_free);
+  g_mutex_init (&guests->heard_lock);
+  guests->heard = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   return guests;
 }
 
@@ -54,6 +59,8 @@ mv_runtime_guests_free (MvRuntimeGuests *guests)
   if (!guests)
     return;
   g_hash_table_unref (guests->table);
+  g_hash_table_unref (guests->heard);
+  g_mutex_clear (&guests->heard_lock);
   g_free (guests->kernel);
   g_free (guests->initramfs);
   g_free (guests);
@@ -194,11 +201,37 @@ frames_for (MvRuntimeGuests *guests, const MvSpec *spec, GBytes **config, GBytes
 }
 
 void
+mv_runtime_guests_heard_at_start (MvRuntimeGuests *guests, const char *machine_id,
+                                  const char *agent_version)
+{
+  g_mutex_lock (&guests->heard_lock);
+  if (agent_version)
+    g_hash_table_insert (guests->heard, g_strdup (machine_id), g_strdup (agent_version));
+  else
+    g_hash_table_remove (guests->heard, machine_id);
+  g_mutex_unlock (&guests->heard_lock);
+}
+
+/* What the agent said when the machine started, once. */
+static char *
+take_heard (MvRuntimeGuests *guests, const char *machine_id)
+{
+  gpointer key = NULL, version = NULL;
+
+  g_mutex_lock (&guests->heard_lock);
+  if (g_hash_table_steal_extended (guests->heard, machine_id, &key, &version))
+    g_free (key);
+  g_mutex_unlock (&guests->heard_lock);
+  return version;
+}
+
+void
 mv_runtime_guests_attach (MvRuntimeGuests *guests, const MvRuntimeRequest *req)
 {
   g_autoptr (MvVmSpec) vm = NULL;
   g_autoptr (GBytes) config = NULL, metadata = NULL;
   g_autoptr (GError) local = NULL;
+  g_autofree char *heard = take_heard (guests, req->machine_id);
   Guest *guest;
 
   if (g_hash_table_contains (guests->table, req->machine_id) ||
@@ -218,6 +251,12 @@ mv_runtime_guests_attach (MvRuntimeGuests *guests, const MvRuntimeRequest *req)
   g_hash_table_insert (guests->table, guest->machine_id, guest);
   guest->session = mv_agent_session_new (&vm->agent, config, &session_events, guest);
   mv_agent_session_set_guest (guest->session, config, metadata);
+  /* The session's own HELLO comes later; the start already heard one. */
+  if (heard)
+    {
+      guest->answered = TRUE;
+      on_hello (heard, guest);
+    }
 }
 
 void
@@ -345,7 +384,8 @@ ask_on_main (gpointer data)
   MvGuestAsked answer = MV_GUEST_NO_AGENT;
 
   if (guest)
-    answer = mv_agent_session_poweroff (guest->session) ? MV_GUEST_ASKED : MV_GUEST_NOT_ANSWERING;
+    answer = mv_agent_session_poweroff (guest->session, guest->answered) ? MV_GUEST_ASKED
+                                                                         : MV_GUEST_NOT_ANSWERING;
   g_mutex_lock (&ask->lock);
   ask->answer = answer;
   ask->done = TRUE;

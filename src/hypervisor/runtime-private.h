@@ -42,6 +42,13 @@ gboolean         mv_runtime_guests_update (MvRuntimeGuests *guests, const MvRunt
                                            GError **error);
 gboolean         mv_runtime_guests_exec (MvRuntimeGuests *guests, const char *machine_id,
                                          const MvRuntimeExec *exec, int fds[4], GError **error);
+/* Any thread: the agent of @machine_id answered its start with
+ * @agent_version (NULL: the start did not wait for an agent). The
+ * machine's next attach reports it at once, so that the version is known
+ * when the start is. */
+void             mv_runtime_guests_heard_at_start (MvRuntimeGuests *guests,
+                                                   const char *machine_id,
+                                                   const char *agent_version);
 /* What the agent of @machine_id said of its workload's end, once. */
 gboolean         mv_runtime_guests_take_exit (MvRuntimeGuests *guests, const char *machine_id,
                                               gboolean *has_exit_code, int *exit_code,
@@ -62,11 +69,14 @@ MvGuestAsked     mv_runtime_guests_ask_poweroff (MvRuntimeGuests *guests, const 
 /* Waits up to @timeout_s until the guest of @vm is ready as @readiness
  * (and @readiness_text, for the console) says, looking at the console
  * from @console_offset on. MV_ERROR_INVALID_STATE if @vmm ends first or
- * time runs out, MV_ERROR_UNAVAILABLE once @cancellable is cancelled; the VMM is then left for the caller to end. */
+ * time runs out, MV_ERROR_UNAVAILABLE once @cancellable is cancelled; the VMM is then left for the caller to end.
+ * With the agent's readiness, @agent_version (if not NULL) is set to the
+ * version the agent gave ("" for none). */
 gboolean  mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *vm,
                                  MvReadiness readiness, const char *readiness_text,
                                  GBytes *agent_config, goffset console_offset, guint timeout_s,
-                                 GCancellable *cancellable, GError **error);
+                                 GCancellable *cancellable, char **agent_version,
+                                 GError **error);
 
 /* ---- exit watches (runtime-watch.c) ---- */
 

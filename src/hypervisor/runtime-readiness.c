@@ -108,7 +108,7 @@ check_watch (gpointer data, GError **error)
  * (the exit is reported again to the session that watches the guest). */
 static gboolean
 wait_for_agent (const MvVmSpec *vm, GBytes *config, Watch *watch, gint64 deadline,
-                guint timeout_s, GError **error)
+                guint timeout_s, char **agent_version, GError **error)
 {
   for (;;)
     {
@@ -117,6 +117,8 @@ wait_for_agent (const MvVmSpec *vm, GBytes *config, Watch *watch, gint64 deadlin
       gboolean ok = mv_agent_wait_ready (&vm->agent, config, deadline, check_watch, watch,
                                          &ready, &local);
 
+      if (ok && agent_version)
+        *agent_version = g_strdup (ready.agent_version ? ready.agent_version : "");
       mv_agent_ready_clear (&ready);
       if (ok)
         return TRUE;
@@ -142,14 +144,14 @@ gboolean
 mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *vm,
                        MvReadiness readiness, const char *readiness_text, GBytes *agent_config,
                        goffset console_offset, guint timeout_s, GCancellable *cancellable,
-                       GError **error)
+                       char **agent_version, GError **error)
 {
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
   g_autofree char *label = mv_readiness_to_string (readiness, readiness_text);
   Watch watch = { vmm, cancellable, label };
 
   if (readiness == MV_READINESS_AGENT)
-    return wait_for_agent (vm, agent_config, &watch, deadline, timeout_s, error);
+    return wait_for_agent (vm, agent_config, &watch, deadline, timeout_s, agent_version, error);
   for (;;)
     {
       if (is_ready (readiness, readiness_text, hv, vm, console_offset))

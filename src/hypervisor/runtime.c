@@ -286,6 +286,7 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (GBytes) config = NULL;
+  g_autofree char *agent_version = NULL;
   MvReadiness readiness = mv_runtime_guests_readiness (self->guests, req->spec);
 
   launch_init (&launch, self, req);
@@ -310,11 +311,12 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
     }
   if (!mv_runtime_wait_ready (hv, vmm, launch.vm, readiness, req->spec->readiness_text, config,
                               launch.console_offset, self->boot_timeout_s, req->cancellable,
-                              error))
+                              &agent_version, error))
     {
       launch_fail (self, req, &launch, vmm, error);
       return NULL;
     }
+  mv_runtime_guests_heard_at_start (self->guests, req->machine_id, agent_version);
   return identity_new (self, vmm);
 }
 
@@ -648,7 +650,7 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   if (!hv->resume_vm (hv, error) ||
       !mv_runtime_wait_ready (hv, vmm, launch.vm, MV_READINESS_VMM, NULL, NULL,
                               launch.console_offset, self->boot_timeout_s, req->cancellable,
-                              error))
+                              NULL, error))
     {
       launch_fail (self, req, &launch, vmm, error);
       return NULL;

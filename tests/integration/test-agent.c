@@ -2,7 +2,8 @@
  * QEMU guests under TCG (with a busybox root disk), and the test VMMs'
  * simulated guest speaking the same protocol over their hybrid vsock.
  * Workloads and their exit codes, exec, mounts, the hostname, metadata
- * and SSH keys, health checks, Wait, and Stop through the agent. */
+ * and SSH keys, health checks, Wait, and Stop through the agent; on QEMU,
+ * a Debian guest whose systemd takes PID 1 over from the agent. */
 #include "bus-client.h"
 #include "names.h"
 
@@ -18,6 +19,7 @@
 static char *agent_kernel;
 static char *agent_initramfs;
 static char *rootfs;
+static char *debian_image;
 
 typedef struct {
   const char *type;
@@ -28,6 +30,14 @@ static const char lifecycle_config[] =
   "[lifecycle]\n"
   "boot-timeout-seconds=25\n"
   "stop-timeout-seconds=20\n"
+  "restart-backoff-ms=300\n"
+  "resync-seconds=1\n";
+
+/* systemd under TCG takes tens of seconds to boot and to power off. */
+static const char systemd_lifecycle_config[] =
+  "[lifecycle]\n"
+  "boot-timeout-seconds=120\n"
+  "stop-timeout-seconds=120\n"
   "restart-backoff-ms=300\n"
   "resync-seconds=1\n";
 
@@ -519,14 +529,119 @@ test_idle_standby_with_defaults (Fixture *f, gconstpointer data)
   g_assert_cmpstr (name, ==, "sleepy\n");
 }
 
+/* How many processes have @needle among their arguments. */
+static guint
+count_processes_with (const char *needle)
+{
+  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *entry;
+  guint n = 0;
+
+  while ((entry = g_dir_read_name (proc)))
+    {
+      g_autofree char *file = NULL, *cmdline = NULL;
+      gsize len = 0;
+
+      if (!g_ascii_isdigit (entry[0]))
+        continue;
+      file = g_build_filename ("/proc", entry, "cmdline", NULL);
+      if (!g_file_get_contents (file, &cmdline, &len, NULL) || len == 0)
+        continue;
+      for (gsize i = 0; i + 1 < len; i++)
+        if (cmdline[i] == '\0')
+          cmdline[i] = ' ';
+      if (strstr (cmdline, needle) && !strstr (cmdline, "test-agent"))
+        n++;
+    }
+  return n;
+}
+
+/* Calls @member on the machine with a D-Bus timeout of 180 s: NULL, or
+ * the error's name with @message set. */
+static char *
+machine_call_slow (Fixture *f, const char *path, const char *member, char **message)
+{
+  g_autoptr (sd_bus_message) m = NULL, reply = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  char *name;
+
+  g_assert_cmpint (sd_bus_message_new_method_call (f->client->bus, &m, MV_BUS_NAME, path,
+                                                   MV_MACHINE_IFACE, member), >=, 0);
+  if (sd_bus_call (f->client->bus, m, 180 * G_USEC_PER_SEC, &error, &reply) >= 0)
+    return NULL;
+  name = g_strdup (error.name);
+  *message = g_strdup (error.message);
+  sd_bus_error_free (&error);
+  return name;
+}
+
+/* The Debian guest: the agent hands PID 1 over to systemd, comes back as
+ * its service, and Start returns when that service answers; execs run
+ * through it, and Stop asks it to have systemd power the guest off. */
+static void
+test_systemd (Fixture *f, gconstpointer data)
+{
+  const AgentCase *c = data;
+  g_autofree char *spec = g_strdup_printf ("{\"name\":\"debian\",\"hypervisor_type\":\"%s\","
+                                           "\"memory_bytes\":536870912,"
+                                           "\"init_mode\":\"systemd\","
+                                           "\"disks\":[{\"path\":\"%s\",\"read_only\":true,"
+                                           "\"root\":true}]}",
+                                           c->type, debian_image);
+  g_autofree char *path = client_create_ok (f->client, spec);
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *dir = g_build_filename (mv_test_env_runtime_dir (f->env), MV_MACHINES_DIR,
+                                           id, NULL);
+  const char *comm[] = { "cat", "/proc/1/comm", NULL };
+  const char *active[] = { "systemctl", "is-active", "microvmd-agent.service", NULL };
+  g_autofree char *err = NULL, *msg = NULL, *state = NULL, *version = NULL;
+  g_autofree char *init = NULL, *unit = NULL, *log = NULL;
+  gint64 started = g_get_monotonic_time ();
+
+  err = machine_call_slow (f, path, "Start", &msg);
+  if (err)
+    {
+      g_autofree char *console = console_text (f, path);
+      g_test_message ("console:\n%s", console);
+      g_error ("Start: %s: %s", err, msg);
+    }
+  g_test_message ("Start took %.1f s", (g_get_monotonic_time () - started) / 1e6);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Running");
+  version = client_get_string (f->client, path, "AgentVersion");
+  g_assert_cmpstr (version, !=, "");
+  g_assert_cmpuint (count_processes_with (dir), ==, 1);
+
+  init = exec_output (f, path, comm);
+  g_assert_cmpstr (init, ==, "systemd\n");
+  unit = exec_output (f, path, active);
+  g_assert_cmpstr (unit, ==, "active\n");
+
+  started = g_get_monotonic_time ();
+  g_free (err);
+  g_free (msg);
+  err = machine_call_slow (f, path, "Stop", &msg);
+  if (err)
+    g_error ("Stop: %s: %s", err, msg);
+  g_test_message ("Stop took %.1f s", (g_get_monotonic_time () - started) / 1e6);
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Stopped");
+  log = mv_test_env_read_daemon_log (f->env);
+  g_assert_nonnull (strstr (log, "The guest powered off at its agent's request"));
+  g_assert_null (strstr (log, "pressing its power button"));
+  g_assert_cmpuint (count_processes_with (dir), ==, 0);
+}
+
 /* ---- registration ---- */
 
 static void
-add (const char *type, const char *name, void (*func) (Fixture *, gconstpointer))
+add_with (const char *type, const char *name, const char *lifecycle,
+          void (*func) (Fixture *, gconstpointer))
 {
   AgentCase *c = g_new0 (AgentCase, 1);
   g_autofree char *guest = g_strdup_printf ("[guest]\nkernel=%s\ninitramfs=%s\n%s", agent_kernel,
-                                            agent_initramfs, lifecycle_config);
+                                            agent_initramfs, lifecycle);
   g_autofree char *test_path = g_strdup_printf ("/agent/%s/%s", type, name);
 
   c->type = type;
@@ -535,17 +650,9 @@ add (const char *type, const char *name, void (*func) (Fixture *, gconstpointer)
 }
 
 static void
-add_with_defaults (const char *type, const char *name, void (*func) (Fixture *, gconstpointer))
+add (const char *type, const char *name, void (*func) (Fixture *, gconstpointer))
 {
-  AgentCase *c = g_new0 (AgentCase, 1);
-  g_autofree char *guest = g_strdup_printf ("[guest]\nkernel=%s\ninitramfs=%s\n"
-                                            "[lifecycle]\nidle-sample-seconds=1\n",
-                                            agent_kernel, agent_initramfs);
-  g_autofree char *test_path = g_strdup_printf ("/agent/%s/%s", type, name);
-
-  c->type = type;
-  c->config = guest_config (type, guest);
-  g_test_add (test_path, Fixture, c, agent_fixture_setup, func, agent_fixture_teardown);
+  add_with (type, name, lifecycle_config, func);
 }
 
 int
@@ -559,6 +666,7 @@ main (int argc, char **argv)
   agent_kernel = g_build_filename (build, "guest", "vmlinuz", NULL);
   agent_initramfs = g_build_filename (build, "guest", "initramfs.img", NULL);
   rootfs = g_build_filename (build, "tests", "guest", "rootfs.ext4", NULL);
+  debian_image = g_build_filename (build, "tests", "guest", "debian-systemd.ext4", NULL);
 
   for (guint i = 0; i < G_N_ELEMENTS (types); i++)
     {
@@ -573,6 +681,9 @@ main (int argc, char **argv)
       add (types[i], "stop-through-agent", test_stop_through_agent);
       add (types[i], "bad-workloads", test_bad_workloads);
     }
-  add_with_defaults ("qemu", "idle-standby-with-defaults", test_idle_standby_with_defaults);
+  add_with ("qemu", "idle-standby-with-defaults", "[lifecycle]\nidle-sample-seconds=1\n",
+            test_idle_standby_with_defaults);
+  /* The test VMMs only simulate the hand-over to systemd. */
+  add_with ("qemu", "systemd", systemd_lifecycle_config, test_systemd);
   return g_test_run ();
 }
