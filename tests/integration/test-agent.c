@@ -814,9 +814,10 @@ test_agent_silent (Fixture *f, gconstpointer data)
   quoted = strstr (msg, "The console's last lines:\n");
   g_assert_nonnull (quoted);
   console = console_text (f, path);
+  g_test_message ("console.log: %zu bytes", strlen (console));
   lines = g_strsplit (console, "\n", -1);
   for (char **line = lines; *line; line++)
-    if (**line)
+    if (*g_strchomp (*line))
       {
         g_autofree char *whole = g_strdup_printf ("\n%s\n", *line);
         found += strstr (quoted, whole) != NULL;
