@@ -49,7 +49,7 @@ gboolean         mv_runtime_guests_take_exit (MvRuntimeGuests *guests, const cha
 
 typedef enum {
   MV_GUEST_NO_AGENT,         /* the guest has no agent of microvmd's */
-  MV_GUEST_NOT_ANSWERING,    /* it has, but the agent has not answered: still booting */
+  MV_GUEST_NOT_ANSWERING,    /* it has, but its session is not connected (yet) */
   MV_GUEST_ASKED,            /* the agent was asked to power the guest off */
 } MvGuestAsked;
 

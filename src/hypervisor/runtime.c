@@ -20,6 +20,10 @@
 #define QUIT_TIMEOUT_MS        10000
 #define CONSOLE_QUOTE_LINES    10
 #define LOG_QUOTE_LINES        5
+/* How long a stop waits for the session of a guest that has just started
+ * to connect to its agent, and how often it looks. */
+#define SESSION_WAIT_MS        5000
+#define SESSION_POLL_US        (100 * 1000)
 
 typedef struct {
   MvRuntime         runtime;
@@ -350,21 +354,42 @@ press_power_button (Adapter *self, const char *machine_id, const MvProcess *vmm,
   return mv_process_wait (vmm, timeout_ms);
 }
 
+/* Asks the guest's agent to power off. Right after a start the session
+ * that watches the guest may still be connecting to the agent that has
+ * just answered the boot: it gets a moment (up to @wait_ms) to connect. */
+static MvGuestAsked
+ask_poweroff (Adapter *self, const char *machine_id, guint wait_ms)
+{
+  gint64 until = g_get_monotonic_time () + (gint64) wait_ms * 1000;
+  MvGuestAsked asked = mv_runtime_guests_ask_poweroff (self->guests, machine_id);
+
+  while (asked == MV_GUEST_NOT_ANSWERING && g_get_monotonic_time () < until)
+    {
+      g_usleep (SESSION_POLL_US);
+      asked = mv_runtime_guests_ask_poweroff (self->guests, machine_id);
+    }
+  return asked;
+}
+
 /* Shuts the guest down and waits for its VMM to end; FALSE if it did not
  * within the stop timeout. The agent is asked first, then the power
- * button is pressed; each has half the timeout. A guest whose agent has
- * not answered is still booting and nothing in it can hear a request:
- * it is not waited for. A guest without microvmd's agent gets the power
- * button and the whole timeout. */
+ * button is pressed; each has half the timeout. A guest whose agent does
+ * not answer within a few seconds is still booting and nothing in it can
+ * hear a request: it is not waited for longer. A guest without microvmd's
+ * agent gets the power button and the whole timeout. */
 static gboolean
 stop_gracefully (Adapter *self, const char *machine_id, const MvProcess *vmm)
 {
   guint timeout_ms = self->stop_timeout_s * 1000;
+  guint session_wait_ms = MIN (SESSION_WAIT_MS, timeout_ms / 4);
+  gint64 asked_from = g_get_monotonic_time ();
+  guint asking_ms;
 
-  switch (mv_runtime_guests_ask_poweroff (self->guests, machine_id))
+  switch (ask_poweroff (self, machine_id, session_wait_ms))
     {
     case MV_GUEST_ASKED:
-      if (mv_process_wait (vmm, timeout_ms / 2))
+      asking_ms = (g_get_monotonic_time () - asked_from) / 1000;
+      if (mv_process_wait (vmm, timeout_ms / 2 - MIN (asking_ms, timeout_ms / 4)))
         {
           mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
                           "The guest powered off at its agent's request");
@@ -382,8 +407,9 @@ stop_gracefully (Adapter *self, const char *machine_id, const MvProcess *vmm)
       return FALSE;
     case MV_GUEST_NOT_ANSWERING:
       mv_log_machine (G_LOG_LEVEL_MESSAGE, machine_id, NULL, NULL,
-                      "The guest's agent has not answered yet: the guest is still booting and "
-                      "cannot hear a shutdown request, so its VMM is ended at once");
+                      "The guest's agent has not answered within %u ms: the guest is still "
+                      "booting and cannot hear a shutdown request, so its VMM is ended now",
+                      session_wait_ms);
       return FALSE;
     case MV_GUEST_NO_AGENT:
     default:
