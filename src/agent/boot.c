@@ -377,7 +377,7 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
   MvAgentFields fields;
   MvAgentField f, content = { .len = 0, .value = (const uint8_t *) "" };
   char type[16] = "", target[4096] = "", options[128];
-  uint32_t mode = 0;
+  uint32_t mode = 0, read_only = 0;
   uint64_t bytes = 0;
 
   mv_agent_fields_init (&fields, outer->value, outer->len);
@@ -389,6 +389,7 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
       case MV_AGENT_F_CONTENT: content = f; break;
       case MV_AGENT_F_MODE: mv_agent_field_u32 (&f, &mode); break;
       case MV_AGENT_F_SIZE: mv_agent_field_u64 (&f, &bytes); break;
+      case MV_AGENT_F_READ_ONLY: mv_agent_field_u32 (&f, &read_only); break;
       default: break;
       }
   if (!target_ok (target))
@@ -408,7 +409,16 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
           snprintf (error, size, "mount: %s: %s", target, strerror (errno));
           return false;
         }
-      agent_log ("mount: file %s (%u bytes)", target, content.len);
+      /* A file is made read-only by a bind mount of itself: a bind
+       * takes MS_RDONLY only when it is remounted. */
+      if (read_only &&
+          (mount (target, target, NULL, MS_BIND, NULL) < 0 ||
+           mount (NULL, target, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0))
+        {
+          snprintf (error, size, "mount: %s: making it read-only: %s", target, strerror (errno));
+          return false;
+        }
+      agent_log ("mount: file %s (%u bytes%s)", target, content.len, read_only ? ", read-only" : "");
       return true;
     }
   if (strcmp (type, "tmpfs") == 0)
@@ -419,12 +429,14 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
       else
         snprintf (options, sizeof options, "mode=%o", mode ? mode & 07777 : 01777);
       mkdir (target, 0755);
-      if (mount ("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options) < 0)
+      /* A read-only tmpfs stays empty: it is what was asked for. */
+      if (mount ("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY : 0),
+                 options) < 0)
         {
           snprintf (error, size, "mount: tmpfs on %s: %s", target, strerror (errno));
           return false;
         }
-      agent_log ("mount: tmpfs %s (%s)", target, options);
+      agent_log ("mount: tmpfs %s (%s%s)", target, options, read_only ? ",ro" : "");
       return true;
     }
   snprintf (error, size, "mount: %s: type \"%s\" is neither file nor tmpfs", target, type);

@@ -1,9 +1,11 @@
 /* The guest side through the daemon: microvmd's initramfs and agent in
  * QEMU guests under TCG (with a busybox root disk), and the test VMMs'
  * simulated guest speaking the same protocol over their hybrid vsock.
- * Workloads and their exit codes, exec, mounts, the hostname, metadata
- * and SSH keys, health checks, Wait, and Stop through the agent; on QEMU,
- * a Debian guest whose systemd takes PID 1 over from the agent. */
+ * Workloads and their exit codes, exec, mounts (read-only ones too), the
+ * hostname, metadata and SSH keys (and Firecracker's metadata service),
+ * health checks, Wait, Stop through the agent, idle standby, bad input
+ * through the bus, and a guest whose agent never answers; on QEMU, a
+ * Debian guest whose systemd takes PID 1 over from the agent. */
 #include "bus-client.h"
 #include "names.h"
 
@@ -12,7 +14,9 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +24,10 @@ static char *agent_kernel;
 static char *agent_initramfs;
 static char *rootfs;
 static char *debian_image;
+/* The project's older test guest: a busybox /init that answers a line
+ * protocol on the agent port, not frames. */
+static char *line_kernel;
+static char *line_initrd;
 
 typedef struct {
   const char *type;
@@ -41,6 +49,14 @@ static const char systemd_lifecycle_config[] =
   "restart-backoff-ms=300\n"
   "resync-seconds=1\n";
 
+/* For a guest that is never ready: the boot gives up sooner. */
+static const char short_boot_config[] =
+  "[lifecycle]\n"
+  "boot-timeout-seconds=8\n"
+  "stop-timeout-seconds=20\n"
+  "restart-backoff-ms=300\n"
+  "resync-seconds=1\n";
+
 static void
 agent_fixture_setup (Fixture *f, gconstpointer data)
 {
@@ -58,15 +74,22 @@ agent_fixture_teardown (Fixture *f, gconstpointer data)
 /* A machine booting microvmd's kernel and initramfs (the daemon's [guest]
  * files: the spec names neither) from the busybox root disk. */
 static char *
-create (Fixture *f, gconstpointer data, const char *name, const char *extra)
+spec_text (gconstpointer data, const char *name, const char *extra)
 {
   const AgentCase *c = data;
-  g_autofree char *spec = g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"%s\","
-                                           "\"memory_bytes\":268435456,"
-                                           "\"disks\":[{\"path\":\"%s\",\"read_only\":true,"
-                                           "\"root\":true}]%s%s}",
-                                           name, c->type, rootfs, extra ? "," : "",
-                                           extra ? extra : "");
+
+  return g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"%s\","
+                          "\"memory_bytes\":268435456,"
+                          "\"disks\":[{\"path\":\"%s\",\"read_only\":true,"
+                          "\"root\":true}]%s%s}",
+                          name, c->type, rootfs, extra ? "," : "", extra ? extra : "");
+}
+
+static char *
+create (Fixture *f, gconstpointer data, const char *name, const char *extra)
+{
+  g_autofree char *spec = spec_text (data, name, extra);
+
   return client_create_ok (f->client, spec);
 }
 
@@ -529,7 +552,212 @@ test_idle_standby_with_defaults (Fixture *f, gconstpointer data)
   g_assert_cmpstr (name, ==, "sleepy\n");
 }
 
-/* How many processes have @needle among their arguments. */
+/* A read-only file can be neither written nor removed and stays
+ * readable, a writable one can be removed, and a read-only tmpfs is
+ * mounted ro. touch and rm behave alike in busybox and the simulated
+ * guest. */
+static void
+test_read_only_mounts (Fixture *f, gconstpointer data)
+{
+  const AgentCase *c = data;
+  /* "c2VhbGVkCg==" is "sealed\n". */
+  g_autofree char *path = create (f, data, "readonly",
+                                  "\"mounts\":[{\"type\":\"file\",\"target\":\"/etc/ro-file\","
+                                  "\"content\":\"c2VhbGVkCg==\",\"read_only\":true},"
+                                  "{\"type\":\"file\",\"target\":\"/etc/rw-file\","
+                                  "\"content\":\"c2VhbGVkCg==\"},"
+                                  "{\"type\":\"tmpfs\",\"target\":\"/ro-scratch\","
+                                  "\"read_only\":true},"
+                                  "{\"type\":\"tmpfs\",\"target\":\"/rw-scratch\"}]");
+  const char *touch_ro[] = { "touch", "/etc/ro-file", NULL };
+  const char *rm_ro[] = { "rm", "/etc/ro-file", NULL };
+  const char *cat_ro[] = { "cat", "/etc/ro-file", NULL };
+  const char *touch_in_ro[] = { "touch", "/ro-scratch/new", NULL };
+  const char *touch_in_rw[] = { "touch", "/rw-scratch/new", NULL };
+  const char *rm_rw[] = { "rm", "/etc/rw-file", NULL };
+  const char *test_rw[] = { "test", "-e", "/etc/rw-file", NULL };
+  const char *mounts[] = { "cat", "/proc/mounts", NULL };
+  g_auto (ExecResult) touched = { 0 }, removed = { 0 }, in_ro = { 0 }, gone = { 0 };
+
+  client_call_ok (f->client, path, "Start");
+  exec_run (f, path, touch_ro, NULL, &touched);
+  g_assert_cmpstr (touched.status, ==, "exit 1");
+  g_assert_nonnull (strstr (touched.err, "Read-only file system"));
+  exec_run (f, path, rm_ro, NULL, &removed);
+  g_assert_cmpstr (removed.status, ==, "exit 1");
+  g_autofree char *text = exec_output (f, path, cat_ro);
+  g_assert_cmpstr (text, ==, "sealed\n");
+
+  g_free (exec_output (f, path, rm_rw));
+  exec_run (f, path, test_rw, NULL, &gone);
+  g_assert_cmpstr (gone.status, ==, "exit 1");
+
+  exec_run (f, path, touch_in_ro, NULL, &in_ro);
+  g_assert_cmpstr (in_ro.status, ==, "exit 1");
+  g_assert_nonnull (strstr (in_ro.err, "Read-only file system"));
+  g_free (exec_output (f, path, touch_in_rw));
+  g_autofree char *table = exec_output (f, path, mounts);
+  g_assert_nonnull (strstr (table, " /ro-scratch tmpfs ro"));
+  g_assert_nonnull (strstr (table, " /rw-scratch tmpfs rw"));
+
+  /* The simulated shell has no redirections; busybox's has. */
+  if (g_str_equal (c->type, "qemu"))
+    {
+      const char *overwrite[] = { "sh", "-c", "echo x > /etc/ro-file", NULL };
+      g_auto (ExecResult) written = { 0 };
+
+      exec_run (f, path, overwrite, NULL, &written);
+      g_assert_cmpstr (written.status, !=, "exit 0");
+      g_assert_nonnull (strstr (written.err, "Read-only file system"));
+      g_free (text);
+      text = exec_output (f, path, cat_ro);
+      g_assert_cmpstr (text, ==, "sealed\n");
+    }
+}
+
+/* ---- bad input ---- */
+
+/* No machine is left on disk, in the runtime directory or on the bus. */
+static void
+assert_no_machines (Fixture *f)
+{
+  g_autoptr (sd_bus_message) reply = NULL;
+  int r;
+
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_runtime_dir (f->env)), ==, 0);
+  reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE, "ListMachines", NULL, NULL,
+                       NULL);
+  g_assert_nonnull (reply);
+  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', NULL), >=, 0);
+  r = sd_bus_message_at_end (reply, FALSE);
+  g_assert_cmpint (r, >, 0);
+}
+
+/* Exec with @argv and, if @option is not NULL, that one option (a
+ * string): the D-Bus error's name, with its message in @message. */
+static char *
+exec_error (Fixture *f, const char *path, const char *const *argv, const char *option,
+            char **message)
+{
+  g_autoptr (sd_bus_message) m = NULL, reply = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  char *name;
+  int r;
+
+  r = sd_bus_message_new_method_call (f->client->bus, &m, MV_BUS_NAME, path, MV_MACHINE_IFACE,
+                                      "Exec");
+  g_assert_cmpint (r, >=, 0);
+  g_assert_cmpint (sd_bus_message_append_strv (m, (char **) argv), >=, 0);
+  g_assert_cmpint (sd_bus_message_append (m, "a{ss}", 0), >=, 0);
+  if (option)
+    g_assert_cmpint (sd_bus_message_append (m, "a{sv}", 1, option, "s", "x"), >=, 0);
+  else
+    g_assert_cmpint (sd_bus_message_append (m, "a{sv}", 0), >=, 0);
+  r = sd_bus_call (f->client->bus, m, 30 * G_USEC_PER_SEC, &error, &reply);
+  g_assert_cmpint (r, <, 0);
+  g_test_message ("Exec: %s: %s", error.name, error.message);
+  name = g_strdup (error.name);
+  *message = g_strdup (error.message);
+  sd_bus_error_free (&error);
+  return name;
+}
+
+/* Each bad request fails with its own error, a message that names what
+ * was wrong, and leaves nothing behind. */
+static void
+test_bad_input (Fixture *f, gconstpointer data)
+{
+  /* Two files of 540000 bytes: over 1 MiB together. */
+  g_autofree guchar *bytes = g_malloc0 (540000);
+  g_autofree char *big = g_base64_encode (bytes, 540000);
+  g_autofree char *too_big = g_strdup_printf ("\"mounts\":["
+                                              "{\"type\":\"file\",\"target\":\"/a\",\"content\":\"%s\"},"
+                                              "{\"type\":\"file\",\"target\":\"/b\",\"content\":\"%s\"}]",
+                                              big, big);
+  const struct {
+    const char *extra;
+    const char *said;
+  } creates[] = {
+    { "\"mounts\":[{\"type\":\"tmpfs\",\"target\":\"scratch\"}]", "mounts[0].target" },
+    { "\"mounts\":[{\"type\":\"tmpfs\",\"target\":\"/scratch\"},"
+      "{\"type\":\"file\",\"target\":\"/scratch\",\"content\":\"eAo=\"}]", "mounts[1].target" },
+    { too_big, "1 MiB" },
+  };
+  const char *empty_argv[] = { NULL };
+  const char *true_argv[] = { "true", NULL };
+  g_autofree char *path = NULL, *id = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (creates); i++)
+    {
+      g_autofree char *spec = spec_text (data, "bad", creates[i].extra);
+      g_autofree char *err = NULL, *msg = NULL, *made = NULL;
+
+      made = client_create (f->client, spec, 0, &err, &msg);
+      g_test_message ("CreateMachine: %s: %s", err, msg);
+      g_assert_null (made);
+      g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+      g_assert_nonnull (strstr (msg, creates[i].said));
+      assert_no_machines (f);
+    }
+
+  /* Stopped: no exec, no health to wait for, and Wait checks the id. */
+  path = create (f, data, "target", NULL);
+  id = client_get_string (f->client, path, "Id");
+  {
+    g_autofree char *msg = NULL;
+    g_autofree char *err = exec_error (f, path, true_argv, NULL, &msg);
+
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+    g_assert_nonnull (strstr (msg, "Stopped"));
+  }
+  {
+    g_autofree char *err = NULL, *msg = NULL;
+    g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Wait", &err,
+                                                &msg, "sa{sv}", "healthy", 0);
+
+    g_test_message ("Wait: %s: %s", err, msg);
+    g_assert_null (r);
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+    g_assert_nonnull (strstr (msg, "health check"));
+  }
+  {
+    g_autofree char *err = NULL, *msg = NULL;
+    g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Wait", &err,
+                                                &msg, "sa{sv}", "stopped", 1, "id", "s",
+                                                "0123456789abcdef");
+
+    g_test_message ("Wait: %s: %s", err, msg);
+    g_assert_null (r);
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_NOT_FOUND);
+    g_assert_nonnull (strstr (msg, "0123456789abcdef"));
+  }
+
+  /* Running: an exec of nothing, or with an option Exec does not have,
+   * is refused and the guest goes on as before. */
+  client_call_ok (f->client, path, "Start");
+  {
+    g_autofree char *msg = NULL;
+    g_autofree char *err = exec_error (f, path, empty_argv, NULL, &msg);
+
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull (strstr (msg, "argv"));
+  }
+  {
+    g_autofree char *msg = NULL;
+    g_autofree char *err = exec_error (f, path, true_argv, "no_such_option", &msg);
+
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_UNSUPPORTED);
+    g_assert_nonnull (strstr (msg, "no_such_option"));
+  }
+  g_free (exec_output (f, path, true_argv));
+  g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Running");
+  g_assert_cmpstr (client_get_string (f->client, path, "Id"), ==, id);
+}
+
+/* ---- a guest whose agent never answers ---- */
+
+/* The number of processes whose command line holds @needle. */
 static guint
 count_processes_with (const char *needle)
 {
@@ -633,11 +861,192 @@ test_systemd (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_processes_with (dir), ==, 0);
 }
 
+/* The number of VMM processes serving the machine at @path. */
+static guint
+vmm_count (Fixture *f, const char *path)
+{
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *dir = g_build_filename (mv_test_env_runtime_dir (f->env), MV_MACHINES_DIR, id,
+                                           NULL);
+  return count_processes_with (dir);
+}
+
+/* No socket is left in @dir (which may not exist). */
+static void
+assert_no_sockets (const char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d && (name = g_dir_read_name (d)))
+    {
+      g_autofree char *file = g_build_filename (dir, name, NULL);
+      GStatBuf st;
+
+      if (g_lstat (file, &st) == 0 && S_ISSOCK (st.st_mode))
+        g_error ("a socket was left behind: %s", file);
+    }
+}
+
+/* A guest without microvmd's agent, though its spec waits for one: on
+ * QEMU the older test guest (its agent answers lines, never a frame), on
+ * the test VMMs a guest whose agent port answers nothing. */
+static void
+test_agent_silent (Fixture *f, gconstpointer data)
+{
+  const AgentCase *c = data;
+  g_autofree char *spec = NULL, *path = NULL, *err = NULL, *msg = NULL;
+  g_autofree char *id = NULL, *dir = NULL, *console = NULL;
+  g_auto (GStrv) lines = NULL;
+  const char *quoted;
+  guint found = 0;
+
+  if (g_str_equal (c->type, "qemu"))
+    spec = g_strdup_printf ("{\"name\":\"silent\",\"hypervisor_type\":\"qemu\","
+                            "\"kernel\":\"%s\",\"initrd\":\"%s\",\"memory_bytes\":268435456,"
+                            "\"readiness\":\"agent\"}", line_kernel, line_initrd);
+  else
+    spec = spec_text (data, "silent", "\"readiness\":\"agent\","
+                      "\"kernel_args\":\"console=ttyS0 reboot=k panic=1 microvmd.agent_silent\"");
+  path = client_create_ok (f->client, spec);
+  id = client_get_string (f->client, path, "Id");
+  dir = g_build_filename (mv_test_env_runtime_dir (f->env), MV_MACHINES_DIR, id, NULL);
+
+  err = client_machine_call (f->client, path, "Start", &msg);
+  g_test_message ("Start: %s: %s", err, msg);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+  g_assert_nonnull (strstr (msg, "agent did not answer"));
+  /* The console is quoted: lines of its log are in the message (the
+   * guest may have said more while the VMM was being ended). */
+  quoted = strstr (msg, "The console's last lines:\n");
+  g_assert_nonnull (quoted);
+  console = console_text (f, path);
+  g_test_message ("console.log: %zu bytes", strlen (console));
+  lines = g_strsplit (console, "\n", -1);
+  for (char **line = lines; *line; line++)
+    if (*g_strchomp (*line))
+      {
+        g_autofree char *whole = g_strdup_printf ("\n%s\n", *line);
+        found += strstr (quoted, whole) != NULL;
+      }
+  g_assert_cmpuint (found, >=, 1);
+  g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Failed");
+  g_assert_cmpuint (vmm_count (f, path), ==, 0);
+  assert_no_sockets (dir);
+}
+
+/* ---- Firecracker's metadata service ---- */
+
+/* GET /mmds on the Firecracker API socket @api_socket: the body. */
+static char *
+mmds_get (const char *api_socket)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  static const char request[] = "GET /mmds HTTP/1.1\r\nHost: localhost\r\n"
+                                "Accept: application/json\r\n\r\n";
+  g_autoptr (GString) in = g_string_new (NULL);
+  const char *end, *length;
+  gsize want = 0;
+  int fd;
+
+  g_assert_cmpuint (strlen (api_socket), <, sizeof addr.sun_path);
+  strcpy (addr.sun_path, api_socket);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_assert_cmpint (fd, >=, 0);
+  g_assert_cmpint (connect (fd, (struct sockaddr *) &addr, sizeof addr), ==, 0);
+  g_assert_cmpint (write (fd, request, strlen (request)), ==, (gssize) strlen (request));
+  /* Firecracker keeps the connection: read up to the Content-Length. */
+  for (;;)
+    {
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      char buf[4096];
+      ssize_t n;
+
+      g_assert_cmpint (poll (&p, 1, 10000), ==, 1);
+      n = read (fd, buf, sizeof buf);
+      g_assert_cmpint (n, >, 0);
+      g_string_append_len (in, buf, n);
+      end = strstr (in->str, "\r\n\r\n");
+      if (!end)
+        continue;
+      if (!want)
+        {
+          length = g_strstr_len (in->str, end - in->str, "Content-Length: ");
+          g_assert_nonnull (length);
+          want = (end + 4 - in->str) + g_ascii_strtoull (length + strlen ("Content-Length: "),
+                                                         NULL, 10);
+        }
+      if (in->len >= want)
+        break;
+    }
+  close (fd);
+  g_assert_true (g_str_has_prefix (in->str, "HTTP/1.1 200"));
+  return g_strndup (end + 4, want - (end + 4 - in->str));
+}
+
+/* latest/meta-data/attributes/role of the MMDS document behind
+ * @api_socket. */
+static char *
+mmds_role (const char *api_socket)
+{
+  g_autofree char *body = mmds_get (api_socket);
+  g_autoptr (JsonNode) root = json_from_string (body, NULL);
+  JsonObject *o;
+
+  g_test_message ("GET /mmds: %s", body);
+  g_assert_nonnull (root);
+  o = json_node_get_object (root);
+  o = json_object_get_object_member (o, "latest");
+  g_assert_nonnull (o);
+  o = json_object_get_object_member (o, "meta-data");
+  g_assert_nonnull (o);
+  o = json_object_get_object_member (o, "attributes");
+  g_assert_nonnull (o);
+  return g_strdup (json_object_get_string_member_with_default (o, "role", ""));
+}
+
+/* The VMM's metadata service has the document once the guest runs, and
+ * follows an Update of the running machine. */
+static void
+test_mmds_follows (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "served", "\"metadata\":{\"role\":\"database\"}");
+  g_autofree char *api_socket = NULL, *before = NULL, *after = NULL;
+  const char *json = NULL;
+  guint64 started;
+
+  client_call_ok (f->client, path, "Start");
+  started = client_get_u64 (f->client, path, "StartedAt");
+  api_socket = fixture_runtime_file (f, path, "api.sock");
+  before = mmds_role (api_socket);
+  g_assert_cmpstr (before, ==, "database");
+
+  g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "GetSpec",
+                                              NULL, NULL, NULL);
+  g_assert_nonnull (r);
+  g_assert_cmpint (sd_bus_message_read (r, "s", &json), >, 0);
+  g_autoptr (GString) spec = g_string_new (json);
+  g_assert_cmpuint (g_string_replace (spec, "\"database\"", "\"cache\"", 0), ==, 1);
+  g_autoptr (sd_bus_message) u = client_call (f->client, path, MV_MACHINE_IFACE, "Update", NULL,
+                                              NULL, "s", spec->str);
+  g_assert_nonnull (u);
+  for (guint i = 0; i < 25; i++)
+    {
+      g_free (after);
+      after = mmds_role (api_socket);
+      if (g_str_equal (after, "cache"))
+        break;
+      client_settle (f->client, 200);
+    }
+  g_assert_cmpstr (after, ==, "cache");
+  g_assert_cmpuint (client_get_u64 (f->client, path, "StartedAt"), ==, started);
+}
+
 /* ---- registration ---- */
 
 static void
-add_with (const char *type, const char *name, const char *lifecycle,
-          void (*func) (Fixture *, gconstpointer))
+add_with (const char *type, const char *name, void (*func) (Fixture *, gconstpointer),
+          const char *lifecycle)
 {
   AgentCase *c = g_new0 (AgentCase, 1);
   g_autofree char *guest = g_strdup_printf ("[guest]\nkernel=%s\ninitramfs=%s\n%s", agent_kernel,
@@ -652,7 +1061,7 @@ add_with (const char *type, const char *name, const char *lifecycle,
 static void
 add (const char *type, const char *name, void (*func) (Fixture *, gconstpointer))
 {
-  add_with (type, name, lifecycle_config, func);
+  add_with (type, name, func, lifecycle_config);
 }
 
 int
@@ -667,6 +1076,8 @@ main (int argc, char **argv)
   agent_initramfs = g_build_filename (build, "guest", "initramfs.img", NULL);
   rootfs = g_build_filename (build, "tests", "guest", "rootfs.ext4", NULL);
   debian_image = g_build_filename (build, "tests", "guest", "debian-systemd.ext4", NULL);
+  line_kernel = g_build_filename (build, "tests", "guest", "vmlinuz", NULL);
+  line_initrd = g_build_filename (build, "tests", "guest", "initrd.img", NULL);
 
   for (guint i = 0; i < G_N_ELEMENTS (types); i++)
     {
@@ -680,10 +1091,14 @@ main (int argc, char **argv)
       add (types[i], "wait-removed-on-exit", test_wait_removed_on_exit);
       add (types[i], "stop-through-agent", test_stop_through_agent);
       add (types[i], "bad-workloads", test_bad_workloads);
+      add (types[i], "read-only-mounts", test_read_only_mounts);
+      add (types[i], "bad-input", test_bad_input);
+      add_with (types[i], "agent-silent", test_agent_silent, short_boot_config);
     }
-  add_with ("qemu", "idle-standby-with-defaults", "[lifecycle]\nidle-sample-seconds=1\n",
-            test_idle_standby_with_defaults);
+  add_with ("qemu", "idle-standby-with-defaults", test_idle_standby_with_defaults,
+            "[lifecycle]\nidle-sample-seconds=1\n");
   /* The test VMMs only simulate the hand-over to systemd. */
-  add_with ("qemu", "systemd", systemd_lifecycle_config, test_systemd);
+  add_with ("qemu", "systemd", test_systemd, systemd_lifecycle_config);
+  add ("firecracker", "mmds-follows-updates", test_mmds_follows);
   return g_test_run ();
 }

@@ -735,7 +735,7 @@ make_mount (FakeAgent *agent, const MvAgentField *mount, char **message)
   g_autofree char *type = NULL;
   g_autofree char *target = NULL;
   g_autoptr (GBytes) content = NULL;
-  guint32 mode = 0644;
+  guint32 mode = 0644, read_only = 0;
 
   mv_agent_fields_init (&fields, mount->value, mount->len);
   while (mv_agent_fields_next (&fields, &field) > 0)
@@ -756,6 +756,8 @@ make_mount (FakeAgent *agent, const MvAgentField *mount, char **message)
       }
     else if (field.tag == MV_AGENT_F_MODE)
       mode = field_u32 (&field, mode);
+    else if (field.tag == MV_AGENT_F_READ_ONLY)
+      read_only = field_u32 (&field, 0);
   if (!target || target[0] != '/')
     {
       *message = g_strdup_printf ("mount: %s: not an absolute path", target ? target : "");
@@ -766,11 +768,15 @@ make_mount (FakeAgent *agent, const MvAgentField *mount, char **message)
       if (!content)
         content = g_bytes_new (NULL, 0);
       fake_system_put_file (&agent->sys, target, content, mode);
+      if (read_only)
+        g_ptr_array_add (agent->sys.read_only, g_strdup (target));
       return TRUE;
     }
   if (g_strcmp0 (type, "tmpfs") == 0)
     {
       g_ptr_array_add (agent->sys.tmpfs, g_strdup (target));
+      if (read_only)
+        g_ptr_array_add (agent->sys.read_only, g_strdup (target));
       return TRUE;
     }
   *message = g_strdup_printf ("mount: %s: unknown type %s", target, type ? type : "");

@@ -45,6 +45,7 @@ struct _FakeGuest {
   /* From the command line. */
   double         boot_s;
   gboolean       no_ready;
+  gboolean       agent_silent;
   gboolean       ignore_acpi;
   guint32        agent_port;
   guint32        echo_port;
@@ -104,6 +105,7 @@ read_params (FakeGuest *guest)
 
   guest->boot_s = int_param (c, "microvmd.boot_ms", DEFAULT_BOOT_MS) / 1000.0;
   guest->no_ready = fake_cmdline_has (c, "microvmd.no_ready");
+  guest->agent_silent = fake_cmdline_has (c, "microvmd.agent_silent");
   guest->ignore_acpi = fake_cmdline_has (c, "microvmd.ignore_acpi");
   guest->agent_port = int_param (c, "microvmd.agent_port", DEFAULT_AGENT_PORT);
   guest->echo_port = int_param (c, "microvmd.echo_port", DEFAULT_ECHO_PORT);
@@ -558,6 +560,8 @@ fake_guest_service_at (FakeGuest *guest, guint32 port)
 {
   if (!fake_guest_is_up (guest))
     return FAKE_GUEST_NOTHING;
+  if (port == guest->agent_port && guest->agent_silent)
+    return FAKE_GUEST_SILENT;
   if (port == guest->agent_port)
     return fake_agent_listening (guest->agent) ? FAKE_GUEST_AGENT : FAKE_GUEST_NOTHING;
   if (port == guest->echo_port)

@@ -12,7 +12,9 @@
  *     MICROVMD-PANIC                      microvmd.panic was given
  *
  * It is steered by its kernel command line (microvmd.boot_ms,
- * microvmd.no_ready, microvmd.ignore_acpi, microvmd.agent_port,
+ * microvmd.no_ready, microvmd.agent_silent: the agent port takes
+ * connections and never answers, as a guest without microvmd's agent
+ * would; microvmd.ignore_acpi, microvmd.agent_port,
  * microvmd.echo_port, microvmd.vsock_hello, microvmd.poweroff_after,
  * microvmd.panic, panic=) and answers on vsock as the guest agent does:
  * on the agent port, microvmd's agent protocol (fake-agent.h), or, when
@@ -45,6 +47,7 @@ typedef enum {
   FAKE_GUEST_NOTHING,
   FAKE_GUEST_AGENT,
   FAKE_GUEST_ECHO,
+  FAKE_GUEST_SILENT,           /* takes what comes and answers nothing */
 } FakeGuestService;
 
 /* What an agent command does once its reply has been sent. */

@@ -111,6 +111,7 @@ fake_system_init (FakeSystem *sys)
   memset (sys, 0, sizeof *sys);
   sys->files = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, file_free);
   sys->tmpfs = g_ptr_array_new_with_free_func (g_free);
+  sys->read_only = g_ptr_array_new_with_free_func (g_free);
   sys->keys = g_ptr_array_new_with_free_func (g_free);
   sys->hostname = g_strdup ("localhost");
   put_text (sys, "/etc/passwd", passwd_text, 0644);
@@ -122,8 +123,43 @@ fake_system_clear (FakeSystem *sys)
 {
   g_clear_pointer (&sys->files, g_hash_table_unref);
   g_clear_pointer (&sys->tmpfs, g_ptr_array_unref);
+  g_clear_pointer (&sys->read_only, g_ptr_array_unref);
   g_clear_pointer (&sys->keys, g_ptr_array_unref);
   g_clear_pointer (&sys->hostname, g_free);
+}
+
+gboolean
+fake_system_read_only (FakeSystem *sys, const char *path)
+{
+  for (guint i = 0; i < sys->read_only->len; i++)
+    {
+      const char *target = sys->read_only->pdata[i];
+      size_t len = strlen (target);
+
+      if (strncmp (path, target, len) == 0 && (path[len] == '\0' || path[len] == '/'))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
+is_read_only_target (FakeSystem *sys, const char *target)
+{
+  for (guint i = 0; i < sys->read_only->len; i++)
+    if (strcmp (sys->read_only->pdata[i], target) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* A mount point: a tmpfs target, or a read-only file (a bind mount of
+ * itself). */
+static gboolean
+is_mount_point (FakeSystem *sys, const char *path)
+{
+  for (guint i = 0; i < sys->tmpfs->len; i++)
+    if (strcmp (sys->tmpfs->pdata[i], path) == 0)
+      return TRUE;
+  return is_read_only_target (sys, path);
 }
 
 static void
@@ -173,6 +209,7 @@ fake_system_save (FakeSystem *sys)
     }
   json_builder_end_object (b);
   add_strings (b, "tmpfs", sys->tmpfs);
+  add_strings (b, "read_only", sys->read_only);
   json_builder_set_member_name (b, "root");
   json_builder_add_boolean_value (b, sys->root);
   json_builder_set_member_name (b, "hostname");
@@ -203,6 +240,8 @@ fake_system_load (FakeSystem *sys, JsonObject *state)
     }
   g_ptr_array_set_size (sys->tmpfs, 0);
   get_strings (state, "tmpfs", sys->tmpfs);
+  g_ptr_array_set_size (sys->read_only, 0);
+  get_strings (state, "read_only", sys->read_only);
   sys->root = json_object_get_boolean_member_with_default (state, "root", FALSE);
   g_free (sys->hostname);
   sys->hostname = g_strdup (json_object_get_string_member_with_default (state, "hostname",
@@ -379,7 +418,8 @@ cat_file (FakeProc *proc, const char *name)
       if (proc->sys->root)
         out_text (proc, 1, "overlay / overlay rw 0 0\n");
       for (guint i = 0; i < proc->sys->tmpfs->len; i++)
-        out_printf (proc, 1, "tmpfs %s tmpfs rw 0 0\n", (char *) proc->sys->tmpfs->pdata[i]);
+        out_printf (proc, 1, "tmpfs %s tmpfs %s 0 0\n", (char *) proc->sys->tmpfs->pdata[i],
+                    is_read_only_target (proc->sys, proc->sys->tmpfs->pdata[i]) ? "ro" : "rw");
       return;
     }
   if (!file)
@@ -503,7 +543,12 @@ start (FakeProc *proc, char **argv)
       {
         g_autofree char *path = full_path (proc, argv[i]);
 
-        if (!g_hash_table_contains (proc->sys->files, path))
+        if (fake_system_read_only (proc->sys, path))
+          {
+            out_printf (proc, 2, "touch: %s: Read-only file system\n", argv[i]);
+            proc->last_status = 1;
+          }
+        else if (!g_hash_table_contains (proc->sys->files, path))
           put_text (proc->sys, path, "", 0644);
       }
   else if (strcmp (name, "rm") == 0)
@@ -511,7 +556,19 @@ start (FakeProc *proc, char **argv)
       {
         g_autofree char *path = full_path (proc, argv[i]);
 
-        if (!g_hash_table_remove (proc->sys->files, path))
+        /* Unlinking a mount point is EBUSY; what is under a read-only
+         * mount, EROFS. */
+        if (is_mount_point (proc->sys, path))
+          {
+            out_printf (proc, 2, "rm: can't remove '%s': Device or resource busy\n", argv[i]);
+            proc->last_status = 1;
+          }
+        else if (fake_system_read_only (proc->sys, path))
+          {
+            out_printf (proc, 2, "rm: can't remove '%s': Read-only file system\n", argv[i]);
+            proc->last_status = 1;
+          }
+        else if (!g_hash_table_remove (proc->sys->files, path))
           {
             out_printf (proc, 2, "rm: can't remove '%s': No such file or directory\n", argv[i]);
             proc->last_status = 1;

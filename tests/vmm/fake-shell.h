@@ -28,6 +28,7 @@ typedef struct {
 typedef struct {
   GHashTable *files;       /* absolute path -> FakeFile */
   GPtrArray  *tmpfs;       /* mount targets, in order */
+  GPtrArray  *read_only;   /* targets of the read-only file and tmpfs mounts */
   gboolean    root;        /* an overlay root is mounted */
   char       *hostname;
   GPtrArray  *keys;        /* the ssh keys, strings */
@@ -50,6 +51,9 @@ typedef struct _FakeProc FakeProc;
 void      fake_system_init (FakeSystem *sys);
 void      fake_system_clear (FakeSystem *sys);
 void      fake_system_put_file (FakeSystem *sys, const char *path, GBytes *content, guint32 mode);
+/* Whether @path is on a read-only mount: a read-only file mount, or a
+ * read-only tmpfs or what is under it. */
+gboolean  fake_system_read_only (FakeSystem *sys, const char *path);
 JsonNode *fake_system_save (FakeSystem *sys);
 void      fake_system_load (FakeSystem *sys, JsonObject *state);
 

@@ -333,6 +333,12 @@ pump (Conn *conn)
     {
       if (conn->service == FAKE_GUEST_ECHO)
         serve_echo (conn, guest);
+      else if (conn->service == FAKE_GUEST_SILENT)
+        {
+          g_string_truncate (conn->input, 0);
+          if (conn->eof)
+            conn_close (conn);
+        }
       else
         serve_agent (conn, guest);
     }
