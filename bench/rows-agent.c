@@ -60,9 +60,14 @@ typedef struct {
   char       *dir;
 } Bare;
 
+/* A session of its own, as the daemon gives its VMMs (src/hypervisor/
+ * process.c): with the kernel's autogroup scheduling that is a CPU share
+ * of its own, and without it the bare QEMU would share the benchmark's
+ * with whatever else runs in that session. */
 static void
-die_with_parent (gpointer data)
+child_setup (gpointer data)
 {
+  setsid ();
   prctl (PR_SET_PDEATHSIG, SIGKILL);
 }
 
@@ -183,7 +188,7 @@ spawn_qemu (Bench *bench, const char *dir, const GuestFiles *files)
   if (!g_spawn_async_with_pipes_and_fds (dir, argv, NULL,
                                          G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH |
                                          G_SPAWN_STDIN_FROM_DEV_NULL,
-                                         die_with_parent, NULL, -1, log_fd, log_fd, NULL, NULL, 0,
+                                         child_setup, NULL, -1, log_fd, log_fd, NULL, NULL, 0,
                                          &pid, NULL, NULL, NULL, &error))
     bench_fail (bench, "cannot start QEMU: %s", error->message);
   if (log_fd >= 0)
