@@ -122,8 +122,9 @@ main (int argc, char **argv)
   bench.source_dir = required_env ("MICROVMD_SOURCE_DIR");
   bench.build_dir = required_env ("MICROVMD_BUILD_DIR");
   bench.daemon_path = g_build_filename (bench.build_dir, "tests", "integration", "microvmd-test", NULL);
-  bench.guest_dir = g_strdup (guest_dir);
-  /* The daemon takes only absolute paths to its guest files. */
+  /* The daemon takes only absolute paths to its guest files, and the bare
+   * QEMUs run in directories of their own. */
+  bench.guest_dir = guest_dir ? g_canonicalize_filename (guest_dir, NULL) : NULL;
   bench.agent_guest_dir = agent_guest_dir ? g_canonicalize_filename (agent_guest_dir, NULL) : NULL;
   bench.rootfs = rootfs ? g_canonicalize_filename (rootfs, NULL) : NULL;
   if (rows)
