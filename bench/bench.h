@@ -23,6 +23,9 @@ typedef struct {
   char        *build_dir;
   char        *daemon_path;
   char        *guest_dir;    /* vmlinuz + initrd.img, or NULL */
+  char        *agent_guest_dir; /* microvmd's guest: vmlinuz + initramfs.img, or NULL */
+  char        *rootfs;       /* the busybox root disk booted with it, or NULL */
+  char       **rows;         /* the rows to run ("7", "10", ...); NULL: all */
   gboolean     with_libvirt;
   GPid         daemon_pid;
   GPid         echo_pid;
@@ -74,3 +77,5 @@ void     bench_row_qemu (Bench *bench);           /* #7 */
 /* Restarts the daemon: run it where no other row's daemon is running. */
 void     bench_row_sandbox (Bench *bench);        /* #9 */
 void     bench_rows_scale (Bench *bench);         /* #2, #3, #5 */
+/* Restarts the daemon with microvmd's guest files, as #9 does. */
+void     bench_row_agent (Bench *bench);          /* #10 */

@@ -89,9 +89,12 @@ qmp_connect (Bench *bench, Qmp *q, const char *path, GPid pid)
   json_node_unref (qmp_execute (bench, q, "{\"execute\":\"qmp_capabilities\"}"));
 }
 
+/* A session of its own, as the daemon gives its VMMs: with the kernel's
+ * autogroup scheduling, a CPU share of its own like theirs. */
 static void
-die_with_parent (gpointer data)
+child_setup (gpointer data)
 {
+  setsid ();
   prctl (PR_SET_PDEATHSIG, SIGKILL);
 }
 
@@ -125,7 +128,7 @@ spawn_qemu (Bench *bench, const char *dir, const char *incoming)
   g_ptr_array_add (argv, NULL);
   if (!g_spawn_async (dir, (char **) argv->pdata, NULL,
                       G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL |
-                      G_SPAWN_STDERR_TO_DEV_NULL, die_with_parent, NULL, &pid, &error))
+                      G_SPAWN_STDERR_TO_DEV_NULL, child_setup, NULL, &pid, &error))
     bench_fail (bench, "cannot start QEMU: %s", error->message);
   (void) log;
   return pid;

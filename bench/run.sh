@@ -3,14 +3,15 @@
 # OUTDIR/results.md: microvmd side by side with its baselines (a bare
 # sd-bus service, a private libvirtd + libvirt-dbus, raw record writes,
 # bare QEMU), all on one private system bus. Runs as root; installs what it
-# needs from Debian's archive, builds, builds the test guest, and takes
-# under 10 minutes on a 2-core machine.
+# needs from Debian's archive, builds, builds the test guest, microvmd's
+# guest kernel and initramfs and the busybox root disk, and takes under
+# 10 minutes on a 2-core machine.
 #
 #   bench/run.sh OUTDIR
 #
 # Environment: MICROVMD_BENCH_BUILD_DIR (default: build) is the meson
 # build directory used; MICROVMD_BENCH_ARGS adds arguments to the program
-# (e.g. --no-libvirt).
+# (e.g. --no-libvirt, or --rows 7,10 for only those rows).
 set -euo pipefail
 
 if [ $# -ne 1 ]; then
@@ -45,11 +46,12 @@ if [ ! -d "$build_dir" ]; then
     meson setup "$build_dir"
 fi
 ninja -C "$build_dir"
-meson compile -C "$build_dir" test-guest >/dev/null
+meson compile -C "$build_dir" test-guest guest-image test-rootfs >/dev/null
 
 mkdir -p "$outdir"
 start=$(date +%s)
 MICROVMD_SOURCE_DIR="$source_dir" MICROVMD_BUILD_DIR="$build_dir" LANG=C.UTF-8 \
     "$build_dir/bench/microvmd-bench" --out "$outdir" \
-    --guest-dir "$build_dir/tests/guest" ${MICROVMD_BENCH_ARGS:-} 2>"$outdir/bench.log"
+    --guest-dir "$build_dir/tests/guest" --agent-guest-dir "$build_dir/guest" \
+    --rootfs "$build_dir/tests/guest/rootfs.ext4" ${MICROVMD_BENCH_ARGS:-} 2>"$outdir/bench.log"
 echo "bench/run.sh: done in $(( $(date +%s) - start )) s; see $outdir/results.md"
