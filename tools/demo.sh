@@ -91,7 +91,7 @@ SPEC
 "$microvmctl" list
 echo
 echo "--- the guest's console ---"
-"$microvmctl" console demo | tail -n 8
+"$microvmctl" console demo | tail -n 8 | sed -e '$a\'
 echo "---------------------------"
 echo
 echo "\$ microvmctl exec demo -- uname -a"
