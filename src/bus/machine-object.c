@@ -10,6 +10,7 @@
 #include "util/files.h"
 
 #include <errno.h>
+#include <string.h>
 
 static int
 machine_find (sd_bus *bus, const char *path, const char *interface, void *userdata,
@@ -508,12 +509,178 @@ static const struct {
   { MV_PROP_GUEST, { "Health", "HealthFailingStreak", "AgentVersion" } },
 };
 
+/* What announcing a property needs: its vtable entry, found by name. */
+static const sd_bus_vtable *
+find_property (const char *name)
+{
+  for (const sd_bus_vtable *v = machine_vtable; v->type != _SD_BUS_VTABLE_END; v++)
+    if (v->type == _SD_BUS_VTABLE_PROPERTY && g_str_equal (v->x.property.member, name))
+      return v;
+  return NULL;
+}
+
+static gboolean
+is_announced (const sd_bus_vtable *v)
+{
+  return v->flags & (SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION);
+}
+
+static gsize
+basic_size (char type)
+{
+  switch (type)
+    {
+    case SD_BUS_TYPE_BYTE:
+      return 1;
+    case SD_BUS_TYPE_INT16: case SD_BUS_TYPE_UINT16:
+      return 2;
+    case SD_BUS_TYPE_INT32: case SD_BUS_TYPE_UINT32: case SD_BUS_TYPE_BOOLEAN:
+    case SD_BUS_TYPE_UNIX_FD:
+      return 4;
+    case SD_BUS_TYPE_INT64: case SD_BUS_TYPE_UINT64: case SD_BUS_TYPE_DOUBLE:
+      return 8;
+    default:
+      return 0;   /* strings, or a container */
+    }
+}
+
+/* Appends one complete value read from @m to @out in a form where two
+ * values are equal exactly when their bytes are. */
+static int
+serialize_value (sd_bus_message *m, GByteArray *out)
+{
+  const char *contents = NULL;
+  char type;
+  int r;
+
+  r = sd_bus_message_peek_type (m, &type, &contents);
+  if (r <= 0)
+    return r < 0 ? r : -EBADMSG;
+  g_byte_array_append (out, (const guint8 *) &type, 1);
+
+  if (type == SD_BUS_TYPE_STRING || type == SD_BUS_TYPE_OBJECT_PATH || type == SD_BUS_TYPE_SIGNATURE)
+    {
+      const char *text = NULL;
+      guint32 length;
+
+      r = sd_bus_message_read_basic (m, type, &text);
+      if (r < 0)
+        return r;
+      length = strlen (text);
+      g_byte_array_append (out, (const guint8 *) &length, sizeof length);
+      g_byte_array_append (out, (const guint8 *) text, length);
+      return 0;
+    }
+  if (basic_size (type) > 0)
+    {
+      guint64 value = 0;
+
+      r = sd_bus_message_read_basic (m, type, &value);
+      if (r < 0)
+        return r;
+      g_byte_array_append (out, (const guint8 *) &value, basic_size (type));
+      return 0;
+    }
+
+  /* A container: its signature, then its elements, then an end mark. */
+  g_byte_array_append (out, (const guint8 *) contents, strlen (contents) + 1);
+  r = sd_bus_message_enter_container (m, type, contents);
+  if (r < 0)
+    return r;
+  while ((r = sd_bus_message_at_end (m, FALSE)) == 0)
+    {
+      r = serialize_value (m, out);
+      if (r < 0)
+        return r;
+    }
+  if (r < 0)
+    return r;
+  g_byte_array_append (out, (const guint8 *) ")", 1);
+  return sd_bus_message_exit_container (m);
+}
+
+/* The values of the properties @names (NULL-terminated) of @view's
+ * machine as their getters put them on the bus, serialized, one GBytes
+ * each; NULL for one whose getter failed, which then counts as changed. */
+static GPtrArray *
+serialize_properties (MvMachineView *view, const char *const *names)
+{
+  sd_bus *bus = mv_bus_service_bus (view->service);
+  GPtrArray *values = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+  g_autoptr (sd_bus_message) m = NULL;
+  g_autofree gboolean *appended = NULL;
+  guint n = g_strv_length ((char **) names);
+  int r;
+
+  r = sd_bus_message_new_signal (bus, &m, view->path, MV_MACHINE_IFACE, "Values");
+  appended = g_new0 (gboolean, n);
+  for (guint i = 0; r >= 0 && i < n; i++)
+    {
+      const sd_bus_vtable *v = find_property (names[i]);
+      sd_bus_error error = SD_BUS_ERROR_NULL;
+      int got;
+
+      /* A value stands alone in a variant so that a getter that fails
+       * half-way leaves no stray pieces for the next one. */
+      if (v == NULL || sd_bus_message_open_container (m, SD_BUS_TYPE_VARIANT,
+                                                      v->x.property.signature) < 0)
+        continue;
+      got = v->x.property.get (bus, view->path, MV_MACHINE_IFACE, names[i], m, view->machine,
+                               &error);
+      sd_bus_error_free (&error);
+      if (got < 0 || sd_bus_message_close_container (m) < 0)
+        {
+          r = -EIO;
+          break;
+        }
+      appended[i] = TRUE;
+    }
+  if (r >= 0)
+    r = sd_bus_message_seal (m, 1, 0);
+  if (r >= 0)
+    r = sd_bus_message_rewind (m, TRUE);
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr (GByteArray) bytes = g_byte_array_new ();
+
+      if (r >= 0 && appended[i] && serialize_value (m, bytes) >= 0)
+        g_ptr_array_add (values, g_byte_array_free_to_bytes (g_steal_pointer (&bytes)));
+      else
+        g_ptr_array_add (values, NULL);
+    }
+  return values;
+}
+
+void
+mv_machine_object_remember (MvMachineView *view)
+{
+  g_autoptr (GPtrArray) names = g_ptr_array_new ();
+  g_autoptr (GPtrArray) values = NULL;
+
+  for (const sd_bus_vtable *v = machine_vtable; v->type != _SD_BUS_VTABLE_END; v++)
+    if (v->type == _SD_BUS_VTABLE_PROPERTY && is_announced (v))
+      g_ptr_array_add (names, (gpointer) v->x.property.member);
+  g_ptr_array_add (names, NULL);
+
+  values = serialize_properties (view, (const char *const *) names->pdata);
+  g_clear_pointer (&view->announced_values, g_hash_table_unref);
+  view->announced_values = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                                  (GDestroyNotify) g_bytes_unref);
+  for (guint i = 0; i < values->len; i++)
+    if (values->pdata[i] != NULL)
+      g_hash_table_insert (view->announced_values, names->pdata[i],
+                           g_bytes_ref (values->pdata[i]));
+}
+
 void
 mv_machine_object_flush (MvMachineView *view)
 {
   MvMachine *machine = view->machine;
   sd_bus *bus = mv_bus_service_bus (view->service);
-  g_autoptr (GPtrArray) names = g_ptr_array_new ();
+  g_autoptr (GPtrArray) dirty = g_ptr_array_new ();
+  g_autoptr (GPtrArray) changed = g_ptr_array_new ();
+  g_autoptr (GPtrArray) values = NULL;
   MvState state = machine->status->state;
 
   if (view->dirty == 0 || !view->announced)
@@ -524,11 +691,36 @@ mv_machine_object_flush (MvMachineView *view)
   for (gsize i = 0; i < G_N_ELEMENTS (prop_names); i++)
     if (view->dirty & prop_names[i].bit)
       for (guint j = 0; prop_names[i].names[j]; j++)
-        g_ptr_array_add (names, (gpointer) prop_names[i].names[j]);
-  g_ptr_array_add (names, NULL);
+        g_ptr_array_add (dirty, (gpointer) prop_names[i].names[j]);
+  g_ptr_array_add (dirty, NULL);
   view->dirty = 0;
 
-  sd_bus_emit_properties_changed_strv (bus, view->path, MV_MACHINE_IFACE, (char **) names->pdata);
+  /* A change may touch a group and leave most of its values as they were
+   * (a Stop of a stopped machine, an Update that repeats the spec): only
+   * what differs from the last announcement goes out. */
+  if (view->announced_values == NULL)
+    view->announced_values = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                                    (GDestroyNotify) g_bytes_unref);
+  values = serialize_properties (view, (const char *const *) dirty->pdata);
+  for (guint i = 0; i < values->len; i++)
+    {
+      const char *name = dirty->pdata[i];
+      GBytes *value = values->pdata[i];
+      GBytes *before = g_hash_table_lookup (view->announced_values, name);
+
+      if (value != NULL && before != NULL && g_bytes_equal (value, before))
+        continue;
+      g_ptr_array_add (changed, (gpointer) name);
+      if (value != NULL)
+        g_hash_table_insert (view->announced_values, (gpointer) name, g_bytes_ref (value));
+      else
+        g_hash_table_remove (view->announced_values, name);
+    }
+  g_ptr_array_add (changed, NULL);
+
+  if (changed->len > 1)
+    sd_bus_emit_properties_changed_strv (bus, view->path, MV_MACHINE_IFACE,
+                                         (char **) changed->pdata);
   if (state != view->announced_state)
     {
       sd_bus_emit_signal (bus, view->path, MV_MACHINE_IFACE, "StateChanged", "sss",

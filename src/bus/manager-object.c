@@ -27,6 +27,7 @@ mv_manager_announce_machine (sd_bus *bus, MvMachineView *view)
 {
   view->announced = TRUE;
   view->announced_state = view->machine->status->state;
+  mv_machine_object_remember (view);
   sd_bus_emit_object_added (bus, view->path);
   sd_bus_emit_signal (bus, MV_MANAGER_PATH, MV_MANAGER_IFACE, "MachineNew", "so",
                       view->machine->id, view->path);

@@ -129,6 +129,7 @@ view_free (MvMachineView *view)
   g_clear_handle_id (&view->flush_id, g_source_remove);
   g_queue_clear_full (&view->waiters, (GDestroyNotify) waiter_free);
   mv_machine_waits_clear (view);
+  g_clear_pointer (&view->announced_values, g_hash_table_unref);
   g_free (view->path);
   g_free (view);
 }
@@ -284,6 +285,7 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
       view->announced = TRUE;
       view->dirty = 0;
       view->announced_state = view->machine->status->state;
+      mv_machine_object_remember (view);
     }
   service->serving = TRUE;
   return sd_bus_request_name (bus, MV_BUS_NAME, 0);

@@ -19,6 +19,7 @@ typedef struct {
   guint         dirty;           /* MvMachineProp bits not yet announced */
   guint         flush_id;
   MvState       announced_state;
+  GHashTable   *announced_values; /* property name → its value as last announced, serialized */
 } MvMachineView;
 
 /* How a waiting call is answered once its wish is reached. */

@@ -14,10 +14,12 @@
 #include "env-assignment.h"
 #include "exec-relay.h"
 #include "exec-status.h"
+#include "label-filter.h"
 #include "microvmctl.h"
 #include "names.h"
 #include "properties.h"
 #include "table.h"
+#include "terminal-text.h"
 #include "wait-result.h"
 
 /* Standard freedesktop interfaces, not microvmd names. */
@@ -73,6 +75,59 @@ print_json (JsonNode *root)
   printf ("%s\n", text);
 }
 
+/* Whether @name_or_id names the record at @path: a record lives in a
+ * directory named after its machine's ID. */
+static gboolean
+record_path_names (const char *path, const char *name_or_id)
+{
+  g_auto(GStrv) parts = g_strsplit (path, "/", -1);
+
+  return g_strv_contains ((const char *const *) parts, name_or_id);
+}
+
+/* A machine that is not found may be one whose record the daemon could
+ * not read at start (Manager.InvalidRecords): say so, where and why,
+ * rather than only that it does not exist. Returns FALSE if there is
+ * nothing to say, and the plain error is printed instead. */
+static gboolean
+explain_not_found (MvCtl *ctl, const char *name_or_id, const sd_bus_error *not_found)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autoptr(sd_bus_message) reply = NULL;
+  g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
+  const char *path, *reason;
+  int r;
+
+  r = sd_bus_get_property (ctl->bus, MV_BUS_NAME, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                           "InvalidRecords", &error, &reply, "a(ss)");
+  if (r < 0 || sd_bus_message_enter_container (reply, SD_BUS_TYPE_ARRAY, "(ss)") < 0)
+    return FALSE;
+
+  while ((r = sd_bus_message_read (reply, "(ss)", &path, &reason)) > 0)
+    {
+      if (record_path_names (path, name_or_id))
+        {
+          mv_fail ("The record of machine %s is invalid, so microvmd does not serve it: %s: %s",
+                   name_or_id, path, reason);
+          return TRUE;
+        }
+      g_ptr_array_add (others, g_strdup_printf ("%s: %s", path, reason));
+    }
+  if (r < 0 || others->len == 0)
+    return FALSE;
+
+  /* A record that cannot be read has no name to match: it may be this one. */
+  mv_fail_bus (not_found, -ENOENT);
+  mv_fail ("microvmd found %u invalid record%s at start; %s may be %s:", others->len,
+           others->len == 1 ? "" : "s", name_or_id, others->len == 1 ? "it" : "one of them");
+  for (guint i = 0; i < others->len; i++)
+    {
+      g_autofree char *shown = mv_terminal_text (g_ptr_array_index (others, i), -1);
+      fprintf (stderr, "  %s\n", shown);
+    }
+  return TRUE;
+}
+
 /* Finds a machine's object path by its name or ID. */
 static int
 resolve_machine (MvCtl *ctl, const char *name_or_id, char **path)
@@ -84,6 +139,9 @@ resolve_machine (MvCtl *ctl, const char *name_or_id, char **path)
 
   r = mv_call (ctl, MV_MANAGER_PATH, MV_MANAGER_IFACE, "GetMachine", 0,
                &error, &reply, "s", name_or_id);
+  if (r < 0 && sd_bus_error_has_name (&error, MV_BUS_ERROR_NOT_FOUND) &&
+      explain_not_found (ctl, name_or_id, &error))
+    return MV_EXIT_FAILURE;
   if (r < 0)
     return mv_fail_bus (&error, r);
 
@@ -377,13 +435,11 @@ print_machines_table (GPtrArray *machines)
                                                 mv_properties_get_int (info->props, "VCPUs"));
       g_autofree char *memory = mv_format_bytes ((guint64) mv_properties_get_int (info->props, "MemoryBytes"));
 
-      mv_table_add_row (table,
-                        id,
-                        mv_properties_get_string (info->props, "Name"),
-                        mv_properties_get_string (info->props, "State"),
-                        vcpus,
-                        memory,
-                        mv_properties_get_string (info->props, "Hypervisor"));
+      g_autofree char *name = mv_terminal_text (mv_properties_get_string (info->props, "Name"), -1);
+      g_autofree char *state = mv_terminal_text (mv_properties_get_string (info->props, "State"), -1);
+      g_autofree char *hypervisor = mv_terminal_text (mv_properties_get_string (info->props, "Hypervisor"), -1);
+
+      mv_table_add_row (table, id, name, state, vcpus, memory, hypervisor);
     }
   mv_table_print (table, stdout);
 }
@@ -417,9 +473,31 @@ mv_cmd_list (MvCtl *ctl, const char *method, int argc, char **argv)
       return mv_fail_bus (&error, r);
     }
 
+  for (guint i = machines->len; i > 0; i--)
+    {
+      MachineInfo *info = g_ptr_array_index (machines, i - 1);
+      const MvProperty *labels = mv_properties_lookup (info->props, "Labels");
+      JsonObject *object = labels != NULL && labels->value != NULL && JSON_NODE_HOLDS_OBJECT (labels->value)
+                           ? json_node_get_object (labels->value) : NULL;
+
+      if (!mv_labels_match (object, ctl->labels))
+        g_ptr_array_remove_index (machines, i - 1);
+    }
+
   g_ptr_array_sort (machines, compare_by_name);
 
-  if (ctl->json)
+  if (ctl->names)
+    {
+      /* For scripts and shell completion: nothing else, not even a header. */
+      for (guint i = 0; i < machines->len; i++)
+        {
+          MachineInfo *info = g_ptr_array_index (machines, i);
+          g_autofree char *name = mv_terminal_text (mv_properties_get_string (info->props, "Name"), -1);
+
+          printf ("%s\n", name);
+        }
+    }
+  else if (ctl->json)
     print_machines_json (machines);
   else
     print_machines_table (machines);
@@ -485,8 +563,12 @@ print_properties_text (GPtrArray *props)
           spec = mv_properties_get_string (props, "Spec");
           continue;
         }
+      g_autofree char *formatted = NULL;
+
       key = g_strconcat (prop->name, ":", NULL);
-      value = mv_property_format (prop);
+      formatted = mv_property_format (prop);
+      /* StateError, Health, AgentVersion and others come from the guest. */
+      value = mv_terminal_text (formatted, -1);
       printf ("%-*s %s\n", width, key, value);
     }
 
@@ -500,7 +582,9 @@ print_properties_text (GPtrArray *props)
 
       if (node == NULL)
         {
-          printf ("Spec: %s\n", spec[0] != '\0' ? spec : "-");
+          g_autofree char *shown = mv_terminal_text (spec, -1);
+
+          printf ("Spec: %s\n", spec[0] != '\0' ? shown : "-");
           return;
         }
 
@@ -512,7 +596,11 @@ print_properties_text (GPtrArray *props)
 
       printf ("Spec:\n");
       for (guint i = 0; lines[i] != NULL; i++)
-        printf ("  %s\n", lines[i]);
+        {
+          g_autofree char *shown = mv_terminal_text (lines[i], -1);
+
+          printf ("  %s\n", shown);
+        }
     }
 }
 
@@ -637,7 +725,14 @@ mv_cmd_console (MvCtl *ctl, const char *method, int argc, char **argv)
     r = sd_bus_message_read (reply, "s", &text);
   if (r < 0)
     return mv_fail_bus (&error, r);
-  fputs (text, stdout);
+
+  /* The log is kept in the runtime directory, so it is empty until the
+   * machine boots here, and again after the host restarts. */
+  if (text[0] == '\0')
+    return mv_fail ("%s has not run on this host: its console is empty", argv[0]);
+
+  g_autofree char *shown = mv_terminal_text (text, -1);
+  fputs (shown, stdout);
   return MV_EXIT_OK;
 }
 
@@ -944,7 +1039,9 @@ mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv)
   else
     {
       g_autofree char *text = mv_wait_result_format_text (result);
-      printf ("%s\n", text);
+      g_autofree char *shown = mv_terminal_text (text, -1);
+
+      printf ("%s\n", shown);
     }
   return mv_wait_result_exit_status (condition, result);
 }

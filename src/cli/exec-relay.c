@@ -19,6 +19,7 @@
 
 #include "exec-status.h"
 #include "microvmctl.h"
+#include "terminal-text.h"
 
 #define RELAY_BUFFER_SIZE (64 * 1024)
 
@@ -213,7 +214,12 @@ status_exit_code (const StatusReader *status)
     }
 
   if (parsed.kind == MV_EXEC_STATUS_ERROR)
-    fprintf (stderr, "%s: %s\n", g_get_prgname (), parsed.error);
+    {
+      /* The agent's words, which the guest controls. */
+      g_autofree char *shown = mv_terminal_text (parsed.error, -1);
+
+      fprintf (stderr, "%s: %s\n", g_get_prgname (), shown);
+    }
   return mv_exec_status_exit_code (&parsed);
 }
 

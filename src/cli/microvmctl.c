@@ -14,8 +14,10 @@
 #include <glib/gi18n.h>
 
 #include "env-assignment.h"
+#include "label-filter.h"
 #include "microvmctl.h"
 #include "names.h"
+#include "terminal-text.h"
 
 #define MV_DEFAULT_CALL_TIMEOUT_SEC 600
 
@@ -31,6 +33,8 @@ typedef enum {
   MV_OPT_HEALTHY   = 1 << 7,
   MV_OPT_NEXT_STOP = 1 << 8,
   MV_OPT_ID        = 1 << 9,
+  MV_OPT_LABEL     = 1 << 10,
+  MV_OPT_NAMES     = 1 << 11,
 } MvCommandOptions;
 
 #define MV_OPTS_EXEC (MV_OPT_TTY | MV_OPT_ENV | MV_OPT_USER | MV_OPT_WORKDIR)
@@ -49,8 +53,8 @@ typedef struct {
 } MvCommand;
 
 static const MvCommand commands[] = {
-  { "list",        mv_cmd_list,        0, 0, 0,            FALSE, NULL,
-    "",                                N_("List all machines") },
+  { "list",        mv_cmd_list,        0, 0, MV_OPT_LABEL | MV_OPT_NAMES, FALSE, NULL,
+    "[--label KEY[=VALUE]...] [--names]", N_("List all machines") },
   { "show",        mv_cmd_show,        1, 1, 0,            FALSE, NULL,
     "NAME|ID",                         N_("Show every property of a machine") },
   { "create",      mv_cmd_create,      0, 0, MV_OPT_FILE | MV_OPT_START, TRUE, NULL,
@@ -99,6 +103,8 @@ static const struct {
   { MV_OPT_HEALTHY,   "--healthy" },
   { MV_OPT_NEXT_STOP, "--next-stop" },
   { MV_OPT_ID,        "--id" },
+  { MV_OPT_LABEL,     "--label" },
+  { MV_OPT_NAMES,     "--names" },
 };
 
 enum {
@@ -113,6 +119,8 @@ enum {
   ARG_HEALTHY,
   ARG_NEXT_STOP,
   ARG_ID,
+  ARG_LABEL,
+  ARG_NAMES,
 };
 
 static const struct option long_options[] = {
@@ -134,6 +142,8 @@ static const struct option long_options[] = {
   { "healthy",         no_argument,       NULL, ARG_HEALTHY },
   { "next-stop",       no_argument,       NULL, ARG_NEXT_STOP },
   { "id",              required_argument, NULL, ARG_ID },
+  { "label",           required_argument, NULL, ARG_LABEL },
+  { "names",           no_argument,       NULL, ARG_NAMES },
   { NULL, 0, NULL, 0 },
 };
 
@@ -177,6 +187,9 @@ print_help (void)
             "     --healthy           wait: until the health check passes, not a stop\n"
             "     --next-stop         wait: for the next stop, even if stopped now\n"
             "     --id=ID             wait: fail if NAME is no longer the machine ID\n"
+            "     --label=KEY[=VALUE] list: only machines with that label (any value\n"
+            "                         for KEY alone); may be repeated, all must match\n"
+            "     --names             list: only the names, one a line\n"
             "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
             "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
             "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
@@ -209,13 +222,15 @@ mv_usage_error (const char *format, ...)
 int
 mv_fail (const char *format, ...)
 {
+  g_autofree char *message = NULL, *shown = NULL;
   va_list ap;
 
-  fprintf (stderr, "%s: ", g_get_prgname ());
   va_start (ap, format);
-  vfprintf (stderr, format, ap);
+  message = g_strdup_vprintf (format, ap);
   va_end (ap);
-  fputc ('\n', stderr);
+  /* Messages quote the daemon, which quotes guests and their consoles. */
+  shown = mv_terminal_text (message, -1);
+  fprintf (stderr, "%s: %s\n", g_get_prgname (), shown);
   return MV_EXIT_FAILURE;
 }
 
@@ -371,6 +386,7 @@ main (int argc, char **argv)
     .timeout_usec = MV_DEFAULT_CALL_TIMEOUT_SEC * G_USEC_PER_SEC,
   };
   g_autoptr(GPtrArray) env = g_ptr_array_new ();
+  g_autoptr(GPtrArray) labels = g_ptr_array_new ();
   MvCommandOptions given = 0;
   const MvCommand *command;
   int n_args, status, c;
@@ -458,6 +474,16 @@ main (int argc, char **argv)
           ctl.wait_id = optarg;
           given |= MV_OPT_ID;
           break;
+        case ARG_LABEL:
+          if (!mv_label_selector_valid (optarg))
+            return mv_usage_error ("invalid --label '%s': expected KEY=VALUE or KEY", optarg);
+          g_ptr_array_add (labels, optarg);
+          given |= MV_OPT_LABEL;
+          break;
+        case ARG_NAMES:
+          ctl.names = TRUE;
+          given |= MV_OPT_NAMES;
+          break;
         default:
           /* getopt_long() has said what was wrong. */
           fprintf (stderr, _("Try '%s --help' for more information.\n"), g_get_prgname ());
@@ -466,6 +492,10 @@ main (int argc, char **argv)
     }
 
   ctl.env = env;
+  ctl.labels = labels;
+
+  if (ctl.names && ctl.json)
+    return mv_usage_error ("--names and --json cannot be used together");
 
   if (ctl.healthy && ctl.next_stop)
     return mv_usage_error (_("--healthy and --next-stop cannot be used together"));

@@ -50,6 +50,8 @@ typedef struct {
   gboolean healthy;
   gboolean next_stop;
   const char *wait_id;
+  GPtrArray *labels;       /* list's --label selectors, in their order */
+  gboolean names;
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;

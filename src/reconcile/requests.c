@@ -253,6 +253,12 @@ take_request (MvMachine *machine, MvRequest request, GError **error)
                           STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STARTING), error) &&
              request_desired (machine, MV_DESIRED_PAUSED, FALSE, FALSE, error);
     case MV_REQUEST_RESUME:
+      /* Resume is for a paused guest; a frozen one wakes with Start, and
+       * its callers are told so rather than only that it cannot. */
+      if (machine->status->state == MV_STATE_STANDBY)
+        return mv_error_set (error, MV_ERROR_INVALID_STATE,
+                             "Machine %s is on standby: Start resumes it",
+                             machine->config->spec->name);
       return check_state (machine, "resume",
                           STATES (MV_STATE_PAUSED, MV_STATE_RUNNING, MV_STATE_STARTING), error) &&
              request_desired (machine, MV_DESIRED_RUNNING, FALSE, FALSE, error);

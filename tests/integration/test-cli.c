@@ -4,7 +4,12 @@
 #include "names.h"
 #include "core/spec.h"
 
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+
+/* The record a fixture finds broken at start: a directory named as IDs
+ * are, holding a config.json cut short. */
+#define BROKEN_RECORD "0123456789abcdef0123456789abcdef"
 
 typedef struct {
   MvTestEnv *env;
@@ -15,6 +20,15 @@ static void
 cli_fixture_setup (CliFixture *f, gconstpointer data)
 {
   f->env = mv_test_env_new ();
+  if (data != NULL)
+    {
+      g_autofree char *dir = g_build_filename (mv_test_env_state_dir (f->env), "machines",
+                                               (const char *) data, NULL);
+      g_autofree char *config = g_build_filename (dir, "config.json", NULL);
+
+      g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+      g_assert_true (g_file_set_contents (config, "{\"format\": 2, \"id\": \"", -1, NULL));
+    }
   mv_test_env_start_daemon (f->env, NULL);
   f->spec_file = g_build_filename (mv_test_env_dir (f->env), "spec.json", NULL);
   g_assert_true (g_file_set_contents (f->spec_file,
@@ -200,6 +214,127 @@ test_errors (CliFixture *f, gconstpointer data)
   g_assert_cmpint (ctl (f, &out, &err, "frobnicate", NULL), ==, 2);
 }
 
+static void
+test_resume_of_standby (CliFixture *f, gconstpointer data)
+{
+  g_autofree char *out = NULL, *err = NULL;
+
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", f->spec_file, "--start", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "standby", "web", NULL), ==, 0);
+
+  /* The daemon's error says which verb wakes it. */
+  g_assert_cmpint (ctl (f, &out, &err, "resume", "web", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, "Machine web is on standby: Start resumes it"));
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_INVALID_STATE));
+
+  g_assert_cmpint (ctl (f, &out, &err, "start", "web", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "show", "web", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "Running"));
+  g_assert_cmpint (ctl (f, &out, &err, "delete", "--force", "web", NULL), ==, 0);
+}
+
+static void
+test_console (CliFixture *f, gconstpointer data)
+{
+  g_autofree char *out = NULL, *err = NULL, *log = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", f->spec_file, NULL), ==, 0);
+
+  /* Never booted: nothing to show, and it says why. */
+  g_assert_cmpint (ctl (f, &out, &err, "console", "web", NULL), ==, 1);
+  g_assert_cmpstr (out, ==, "");
+  g_assert_nonnull (strstr (err, "web has not run on this host: its console is empty"));
+
+  /* What the guest prints cannot steer the terminal. */
+  g_assert_cmpint (ctl (f, &out, &err, "start", "web", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", "web", NULL), ==, 0);
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  log = g_build_filename (mv_test_env_runtime_dir (f->env), MV_MACHINES_DIR,
+                          json_object_get_string_member (json_node_get_object (
+                            json_parser_get_root (parser)), "id"),
+                          MV_CONSOLE_LOG_NAME, NULL);
+  {
+    FILE *console = fopen (log, "a");
+
+    g_assert_nonnull (console);
+    fputs ("login: \r\nok\rFAILED\033[2J\033]0;owned\a\tdone\r\n", console);
+    fclose (console);
+  }
+  g_assert_cmpint (ctl (f, &out, &err, "console", "web", NULL), ==, 0);
+  /* The daemon blanks control bytes itself; microvmctl filters again for
+   * daemons that do not (tests/cli/test-terminal-text.c). */
+  g_assert_nonnull (strstr (out, "FAILED"));
+  g_assert_nonnull (strstr (out, "done"));
+  g_assert_null (strchr (out, '\r'));
+  g_assert_null (strchr (out, '\033'));
+  g_assert_null (strchr (out, '\a'));
+  /* Written by the test, not by the VMM: removed by it too. */
+  g_assert_cmpint (g_unlink (log), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "delete", "--force", "web", NULL), ==, 0);
+}
+
+static void
+test_show_invalid_record (CliFixture *f, gconstpointer data)
+{
+  g_autofree char *out = NULL, *err = NULL;
+
+  /* By its ID: the record itself, where it is and why it is refused. */
+  g_assert_cmpint (ctl (f, &out, &err, "show", BROKEN_RECORD, NULL), ==, 1);
+  g_assert_nonnull (strstr (err, "The record of machine " BROKEN_RECORD " is invalid"));
+  g_assert_nonnull (strstr (err, "/machines/" BROKEN_RECORD "/config.json: "));
+  g_assert_null (strstr (err, MV_BUS_ERROR_NOT_FOUND));
+  /* ...with the reason the daemon gives, not just the path. */
+  const char *reason = strstr (err, "config.json: ");
+  g_assert_cmpuint (strlen (reason + strlen ("config.json: ")), >, 2);
+
+  /* By a name, which a broken record cannot tell: not found, but it may be. */
+  g_assert_cmpint (ctl (f, &out, &err, "show", "lost", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_NOT_FOUND));
+  g_assert_nonnull (strstr (err, "1 invalid record at start; lost may be it"));
+  g_assert_nonnull (strstr (err, "/machines/" BROKEN_RECORD "/config.json: "));
+}
+
+static void
+test_list_filters (CliFixture *f, gconstpointer data)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  g_autofree char *db = g_build_filename (mv_test_env_dir (f->env), "db.json", NULL);
+
+  g_assert_true (g_file_set_contents (db,
+    "{\"name\":\"db\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\","
+    "\"labels\":{\"tier\":\"back\",\"role\":\"primary\"}}", -1, NULL));
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", f->spec_file, NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", db, NULL), ==, 0);
+
+  /* Names alone, one a line, for scripts and completion. */
+  g_assert_cmpint (ctl (f, &out, &err, "list", "--names", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "db\nweb\n");
+
+  g_assert_cmpint (ctl (f, &out, &err, "list", "--names", "--label", "tier=front", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "web\n");
+  g_assert_cmpint (ctl (f, &out, &err, "list", "--names", "--label", "tier", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "db\nweb\n");
+  g_assert_cmpint (ctl (f, &out, &err, "list", "--names", "--label", "tier",
+                        "--label", "role=primary", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "db\n");
+  g_assert_cmpint (ctl (f, &out, &err, "list", "--names", "--label", "tier=front",
+                        "--label", "role", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "");
+
+  /* The table and JSON are filtered the same way. */
+  g_assert_cmpint (ctl (f, &out, &err, "list", "--label", "role", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "db"));
+  g_assert_null (strstr (out, "web"));
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "list", "--label", "tier=front", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "\"web\""));
+  g_assert_null (strstr (out, "\"db\""));
+
+  g_assert_cmpint (ctl (f, &out, &err, "list", "--label", "=front", NULL), ==, 2);
+  g_assert_cmpint (ctl (f, &out, &err, "show", "--label", "tier", "web", NULL), ==, 2);
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "list", "--names", NULL), ==, 2);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -208,5 +343,9 @@ main (int argc, char **argv)
   g_test_add ("/cli/errors", CliFixture, NULL, cli_fixture_setup, test_errors, cli_fixture_teardown);
   g_test_add ("/cli/show-update-keeps-secrets", CliFixture, NULL, cli_fixture_setup,
               test_show_update_keeps_secrets, cli_fixture_teardown);
+  g_test_add ("/cli/resume-of-standby", CliFixture, NULL, cli_fixture_setup, test_resume_of_standby, cli_fixture_teardown);
+  g_test_add ("/cli/console", CliFixture, NULL, cli_fixture_setup, test_console, cli_fixture_teardown);
+  g_test_add ("/cli/show-invalid-record", CliFixture, BROKEN_RECORD, cli_fixture_setup, test_show_invalid_record, cli_fixture_teardown);
+  g_test_add ("/cli/list-filters", CliFixture, NULL, cli_fixture_setup, test_list_filters, cli_fixture_teardown);
   return g_test_run ();
 }

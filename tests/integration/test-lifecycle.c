@@ -179,6 +179,80 @@ test_changes_coalesced (Fixture *f, gconstpointer data)
   g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
 }
 
+/* Whether a PropertiesChanged of @path since the last clear named @prop. */
+static gboolean
+announced_property (Client *client, const char *path, const char *prop)
+{
+  g_autofree char *first = g_strdup_printf (":%s,", prop);
+  g_autofree char *later = g_strdup_printf (",%s,", prop);
+
+  for (guint i = 0; i < client->signals->len; i++)
+    {
+      RecordedSignal *s = client->signals->pdata[i];
+      if (g_strcmp0 (s->path, path) == 0 && g_str_has_prefix (s->member, "PropertiesChanged:") &&
+          (strstr (s->member, first) || strstr (s->member, later)))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* PropertiesChanged names only the properties whose value changed since
+ * the last announcement, and a request that changes nothing sends none. */
+static void
+test_changes_only_what_changed (Fixture *f, gconstpointer data)
+{
+#define DELTA_SPEC(labels) \
+  "{\"name\":\"delta\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\"," \
+  "\"labels\":{" labels "}}"
+  static const char *const unchanged_by_start[] = {
+    "Name", "Labels", "Spec", "Hypervisor", "VCPUs", "CpuMillicores", "MemoryBytes",
+    "SpecificationGeneration", NULL,
+  };
+  g_autofree char *path = client_create_ok (f->client, DELTA_SPEC ("\"tier\":\"front\""));
+  g_autofree char *err = NULL;
+
+  client_settle (f->client, 200);
+  client_clear_signals (f->client);
+  client_call_ok (f->client, path, "Start");
+  client_settle (f->client, 300);
+  g_assert_true (announced_property (f->client, path, "State"));
+  g_assert_true (announced_property (f->client, path, "StartedAt"));
+  for (guint i = 0; unchanged_by_start[i]; i++)
+    {
+      if (announced_property (f->client, path, unchanged_by_start[i]))
+        g_error ("Start announced %s, which it did not change", unchanged_by_start[i]);
+    }
+
+  client_call_ok (f->client, path, "Stop");
+  client_settle (f->client, 300);
+  client_clear_signals (f->client);
+
+  /* A stopped machine asked to stop, and a spec updated to itself. */
+  client_call_ok (f->client, path, "Stop");
+  g_autoptr (sd_bus_message) same = client_call (f->client, path, MV_MACHINE_IFACE, "Update",
+                                                 &err, NULL, "s",
+                                                 DELTA_SPEC ("\"tier\":\"front\""));
+  g_assert_nonnull (same);
+  client_settle (f->client, 300);
+  g_assert_cmpuint (client_count_signals (f->client, path, "PropertiesChanged"), ==, 0);
+  g_assert_cmpuint (client_count_signals (f->client, path, "StateChanged"), ==, 0);
+
+  /* A new label: the spec and the labels, not what the spec kept. */
+  g_autoptr (sd_bus_message) relabel = client_call (f->client, path, MV_MACHINE_IFACE, "Update",
+                                                    &err, NULL, "s",
+                                                    DELTA_SPEC ("\"tier\":\"back\""));
+  g_assert_nonnull (relabel);
+  client_settle (f->client, 300);
+  g_assert_true (announced_property (f->client, path, "Labels"));
+  g_assert_true (announced_property (f->client, path, "Spec"));
+  g_assert_false (announced_property (f->client, path, "VCPUs"));
+  g_assert_false (announced_property (f->client, path, "MemoryBytes"));
+  g_assert_false (announced_property (f->client, path, "Hypervisor"));
+  g_assert_false (announced_property (f->client, path, "Name"));
+  g_assert_false (announced_property (f->client, path, "State"));
+#undef DELTA_SPEC
+}
+
 static void
 test_invalid_spec_leaves_nothing (Fixture *f, gconstpointer data)
 {
@@ -579,6 +653,7 @@ main (int argc, char **argv)
   ADD ("create-announces-object", test_create_announces_object);
   ADD ("start-stop-signals", test_start_stop_signals);
   ADD ("changes-coalesced", test_changes_coalesced);
+  ADD ("changes-only-what-changed", test_changes_only_what_changed);
   ADD ("invalid-spec-leaves-nothing", test_invalid_spec_leaves_nothing);
   ADD ("unimplemented-fields-refused", test_unimplemented_fields_refused);
   ADD ("idempotent-create", test_idempotent_create);

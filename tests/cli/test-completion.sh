@@ -1,0 +1,82 @@
+#!/bin/bash
+# The bash completion of microvmctl, driven as bash drives it: COMP_WORDS
+# and COMP_CWORD set, the function called with the command's name. The
+# command is a stand-in that answers "list --names" and records its
+# arguments.
+set -u
+
+source "$1" || exit 1
+
+passed=0
+failed=0
+# The stand-in runs in a command substitution: its arguments go to a file.
+args_file=$(mktemp)
+trap 'rm -f "$args_file"' EXIT
+
+fake_ctl ()
+{
+    printf '%s\n' "$*" > "$args_file"
+    case " $* " in
+        *" list --names "*) printf 'db\nweb\nwww\n' ;;
+    esac
+}
+
+# Completes the words given, the last one being the word under the cursor.
+completions ()
+{
+    COMP_WORDS=("$@")
+    COMP_CWORD=$(( $# - 1 ))
+    COMPREPLY=()
+    _microvmctl fake_ctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+    printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+expect ()
+{
+    local want=$1
+    shift
+    local got
+    got=$(completions "$@")
+    if [[ $got == "$want" ]]; then
+        passed=$(( passed + 1 ))
+    else
+        failed=$(( failed + 1 ))
+        echo "not ok: completing '$*' gave '$got', expected '$want'" >&2
+    fi
+}
+
+# This is what "complete" registered.
+if complete -p microvmctl | grep -q -- '-F _microvmctl'; then
+    passed=$(( passed + 1 ))
+else
+    failed=$(( failed + 1 )); echo "not ok: no completion registered for microvmctl" >&2
+fi
+
+expect "standby start stop" microvmctl st
+expect "rename restart resume" microvmctl re
+expect "set-desired shell show standby start stop" microvmctl --json s
+expect "rename restart resume" microvmctl --timeout 5 re
+expect "list" microvmctl li
+expect "web www" microvmctl start w
+expect "db web www" microvmctl console ""
+expect "running" microvmctl set-desired web r
+expect "" microvmctl rename web ""
+expect "" microvmctl exec web -- l
+expect "" microvmctl list ""
+expect "--label" microvmctl list --la
+expect "--names" microvmctl list --na
+expect "--healthy --help" microvmctl wait --he
+expect "--id" microvmctl wait --i
+expect "--force" microvmctl delete --f
+
+# Names come from the same bus as the command line's.
+completions microvmctl --session stop "" > /dev/null
+last_args=$(cat "$args_file")
+if [[ " $last_args " == *" --session "* ]]; then
+    passed=$(( passed + 1 ))
+else
+    failed=$(( failed + 1 )); echo "not ok: names not asked on the session bus: '$last_args'" >&2
+fi
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
