@@ -142,8 +142,12 @@ session_send (MvAgentSession *session, const MvAgentBuf *frame)
         break;
       if (n <= 0)
         {
-          session_close (session, g_strerror (errno));
-          return;
+          /* Closed where it is read (on_fd), never here: the caller may
+           * be an exec's callback, which the close would free under it.
+           * What is queued cannot go anywhere. */
+          g_debug ("agent session on %s: %s", session->channel.socket_path, g_strerror (errno));
+          g_byte_array_set_size (session->out, 0);
+          break;
         }
       g_byte_array_remove_range (session->out, 0, n);
     }
