@@ -477,7 +477,7 @@ bench_report_write (BenchReport *report, const char *outdir, GError **error)
   g_autofree char *json = NULL;
   g_autofree char *md = NULL;
 
-  /* Rows in the order. */
+  /* Rows in their numbers' order. */
   g_ptr_array_sort (report->results, compare_rows);
   json = report_json (report);
   md = report_markdown (report);

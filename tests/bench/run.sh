@@ -1,3 +1,3 @@
 #!/bin/bash
-# The benchmark lives in bench/; this path is the one the issue names.
+# The benchmark lives in bench/; this path leads there too.
 exec "$(dirname "$(readlink -f "$0")")/../../bench/run.sh" "$@"
