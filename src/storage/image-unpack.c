@@ -33,13 +33,17 @@ open_in_root (int root_fd, const char *path, int flags)
 }
 
 /* The entry's path made relative and checked: "./a/b/" -> "a/b"; "" for
- * the root itself; NULL (and @error) for an absolute path or one with "..". */
+ * the root itself ("", ".", "/"); NULL (and @error) for an absolute path or one with "..". */
 static char *
 clean_path (const char *name, GError **error)
 {
   g_auto (GStrv) parts = NULL;
   g_autoptr (GPtrArray) kept = g_ptr_array_new ();
 
+  /* "/" alone is the root's own entry (umoci writes one); any other
+   * absolute path is refused rather than guessed at. */
+  if (name != NULL && name[0] == '/' && name[strspn (name, "/")] == '\0')
+    return g_strdup ("");
   if (name == NULL || name[0] == '/')
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "layer: the path \"%s\" is absolute",
                          name ? name : "(none)"), NULL;
