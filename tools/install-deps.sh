@@ -13,6 +13,8 @@ packages=(
   qemu-system-x86
   # the guest images: the kernel, its initramfs, the test disks
   busybox-static cpio kmod xz-utils zstd e2fsprogs mmdebstrap
+  # container images: pull, unpack; their tests
+  skopeo umoci libarchive-dev curl docker-registry
   # tests
   valgrind
   # fuzzing: clang with libFuzzer and the sanitizer runtimes

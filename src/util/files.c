@@ -30,8 +30,8 @@ mv_set_errno_error (GError **error, int errsv, const char *format, ...)
 /* Removes @name under @dir_fd and everything below it, without following
  * symbolic links. A missing entry is not an error. @path names it in
  * messages. */
-static gboolean
-remove_tree_at (int dir_fd, const char *name, const char *path, GError **error)
+gboolean
+mv_remove_tree_at (int dir_fd, const char *name, const char *path, GError **error)
 {
   int fd;
   DIR *dir;
@@ -74,7 +74,7 @@ remove_tree_at (int dir_fd, const char *name, const char *path, GError **error)
         continue;
 
       child = g_build_filename (path, entry->d_name, NULL);
-      ok = remove_tree_at (dirfd (dir), entry->d_name, child, error);
+      ok = mv_remove_tree_at (dirfd (dir), entry->d_name, child, error);
     }
   closedir (dir);
 
@@ -88,7 +88,7 @@ remove_tree_at (int dir_fd, const char *name, const char *path, GError **error)
 gboolean
 mv_remove_tree (const char *path, GError **error)
 {
-  return remove_tree_at (AT_FDCWD, path, path, error);
+  return mv_remove_tree_at (AT_FDCWD, path, path, error);
 }
 
 static gboolean

@@ -10,6 +10,8 @@ gboolean    mv_set_errno_error (GError **error, int errsv, const char *format, .
 /* Removes @path and everything below it, without following symbolic
  * links; a missing path is not an error. */
 gboolean    mv_remove_tree (const char *path, GError **error);
+/* The same for @name in the directory @dir_fd; @path names it in errors. */
+gboolean    mv_remove_tree_at (int dir_fd, const char *name, const char *path, GError **error);
 
 /* Reads the regular file @path whole, if it holds at most @max_bytes;
  * *@contents is NUL-terminated. A larger file is G_IO_ERROR_MESSAGE_TOO_LARGE

@@ -1,0 +1,159 @@
+#include "image-config.h"
+#include "core/errors.h"
+
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+void
+mv_image_config_free (MvImageConfig *config)
+{
+  if (config == NULL)
+    return;
+  g_free (config->architecture);
+  g_free (config->os);
+  g_free (config->created);
+  g_strfreev (config->entrypoint);
+  g_strfreev (config->cmd);
+  g_strfreev (config->env);
+  g_free (config->user);
+  g_free (config->working_dir);
+  if (config->healthcheck != NULL)
+    g_strfreev (config->healthcheck->test);
+  g_free (config->healthcheck);
+  g_free (config);
+}
+
+static gboolean
+bad (GError **error, const char *field, const char *why)
+{
+  return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "image config: %s %s", field, why);
+}
+
+/* A string member, or NULL when absent or null. */
+static gboolean
+get_string (JsonObject *obj, const char *name, const char *field, char **out, GError **error)
+{
+  JsonNode *node = json_object_get_member (obj, name);
+
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return TRUE;
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
+    return bad (error, field, "is not a string");
+  *out = g_strdup (json_node_get_string (node));
+  return TRUE;
+}
+
+static gboolean
+get_strv (JsonObject *obj, const char *name, const char *field, char ***out, GError **error)
+{
+  JsonNode *node = json_object_get_member (obj, name);
+  g_autoptr (GStrvBuilder) builder = NULL;
+  JsonArray *array;
+  guint n;
+
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return TRUE;
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return bad (error, field, "is not an array of strings");
+  array = json_node_get_array (node);
+  n = json_array_get_length (array);
+  if (n > MV_IMAGE_CONFIG_LIST_MAX)
+    return bad (error, field, "has more than " G_STRINGIFY (MV_IMAGE_CONFIG_LIST_MAX) " entries");
+  builder = g_strv_builder_new ();
+  for (guint i = 0; i < n; i++)
+    {
+      JsonNode *elem = json_array_get_element (array, i);
+
+      if (!JSON_NODE_HOLDS_VALUE (elem) || json_node_get_value_type (elem) != G_TYPE_STRING)
+        return bad (error, field, "holds something other than a string");
+      g_strv_builder_add (builder, json_node_get_string (elem));
+    }
+  *out = g_strv_builder_end (builder);
+  return TRUE;
+}
+
+static gboolean
+get_int (JsonObject *obj, const char *name, const char *field, gint64 *out, GError **error)
+{
+  JsonNode *node = json_object_get_member (obj, name);
+
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return TRUE;
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
+    return bad (error, field, "is not an integer");
+  *out = json_node_get_int (node);
+  if (*out < 0)
+    return bad (error, field, "is negative");
+  return TRUE;
+}
+
+static gboolean
+parse_healthcheck (JsonObject *obj, MvImageConfig *config, GError **error)
+{
+  JsonNode *node = json_object_get_member (obj, "Healthcheck");
+  g_autofree MvImageHealthcheck *hc = NULL;
+  JsonObject *h;
+
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return TRUE;
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return bad (error, "config.Healthcheck", "is not an object");
+  h = json_node_get_object (node);
+  hc = g_new0 (MvImageHealthcheck, 1);
+  if (!get_strv (h, "Test", "config.Healthcheck.Test", &hc->test, error))
+    return FALSE;
+  if (!get_int (h, "Interval", "config.Healthcheck.Interval", &hc->interval_ns, error) ||
+      !get_int (h, "Timeout", "config.Healthcheck.Timeout", &hc->timeout_ns, error) ||
+      !get_int (h, "StartPeriod", "config.Healthcheck.StartPeriod", &hc->start_period_ns, error) ||
+      !get_int (h, "Retries", "config.Healthcheck.Retries", &hc->retries, error))
+    {
+      g_strfreev (hc->test);
+      return FALSE;
+    }
+  config->healthcheck = g_steal_pointer (&hc);
+  return TRUE;
+}
+
+MvImageConfig *
+mv_image_config_parse (const char *json, gssize length, GError **error)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (MvImageConfig) config = g_new0 (MvImageConfig, 1);
+  g_autoptr (GError) local = NULL;
+  JsonNode *root, *inner;
+  JsonObject *obj;
+
+  if (length < 0)
+    length = strlen (json);
+  if ((gsize) length > MV_IMAGE_CONFIG_MAX)
+    return bad (error, "JSON", "is larger than " G_STRINGIFY (MV_IMAGE_CONFIG_MAX) " bytes"), NULL;
+  if (!json_parser_load_from_data (parser, json, length, &local))
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "image config: %s", local->message), NULL;
+  root = json_parser_get_root (parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    return bad (error, "JSON", "is not an object"), NULL;
+  obj = json_node_get_object (root);
+
+  if (!get_string (obj, "architecture", "architecture", &config->architecture, error) ||
+      !get_string (obj, "os", "os", &config->os, error) ||
+      !get_string (obj, "created", "created", &config->created, error))
+    return NULL;
+
+  inner = json_object_get_member (obj, "config");
+  if (inner == NULL || JSON_NODE_HOLDS_NULL (inner))
+    return g_steal_pointer (&config);
+  if (!JSON_NODE_HOLDS_OBJECT (inner))
+    return bad (error, "config", "is not an object"), NULL;
+  obj = json_node_get_object (inner);
+  if (!get_strv (obj, "Entrypoint", "config.Entrypoint", &config->entrypoint, error) ||
+      !get_strv (obj, "Cmd", "config.Cmd", &config->cmd, error) ||
+      !get_strv (obj, "Env", "config.Env", &config->env, error) ||
+      !get_string (obj, "User", "config.User", &config->user, error) ||
+      !get_string (obj, "WorkingDir", "config.WorkingDir", &config->working_dir, error) ||
+      !parse_healthcheck (obj, config, error))
+    return NULL;
+  for (char **e = config->env; e && *e; e++)
+    if (strchr (*e, '=') == NULL || **e == '=')
+      return bad (error, "config.Env", "holds an entry that is not NAME=value"), NULL;
+  return g_steal_pointer (&config);
+}

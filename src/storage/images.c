@@ -1,0 +1,803 @@
+#include "images.h"
+#include "image-layout.h"
+#include "image-unpack.h"
+#include "core/errors.h"
+#include "util/files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define POLICY_NAME        ".policy.json"
+#define LAYOUT_REF         "img"
+#define RECORD_MAX         (64 * 1024)
+#define TOOL_OUTPUT_MAX    (4 * 1024 * 1024)
+#define SKOPEO_TIMEOUT     "600s"
+#define DOWNLOAD_TIMEOUT   "600"
+#define DISK_MARGIN        (G_GUINT64_CONSTANT (64) << 20)
+
+/* One pull in progress, shared by every caller asking for its reference. */
+typedef struct {
+  gboolean done;
+  char    *digest;
+  GError  *error;
+  guint    refs;
+} Flight;
+
+struct _MvImageStore {
+  char       *images_dir;
+  char       *policy;
+  char      **insecure_hosts;
+  guint64     max_size;
+
+  GMutex      lock;
+  GCond       landed;
+  GHashTable *flights;   /* reference text -> Flight */
+  GHashTable *staging;   /* staging dirs of pulls in progress, which sweep leaves */
+  guint       builds;
+};
+
+void
+mv_image_free (MvImage *image)
+{
+  if (image == NULL)
+    return;
+  g_free (image->digest);
+  g_free (image->dir);
+  g_free (image->rootfs);
+  g_strfreev (image->references);
+  g_free (image->created);
+  mv_image_config_free (image->config);
+  g_free (image);
+}
+
+MvImageStore *
+mv_image_store_new (const char *state_dir, const MvImageStoreOptions *options, GError **error)
+{
+  g_autofree char *images_dir = g_build_filename (state_dir, MV_IMAGES_DIR_NAME, NULL);
+  g_autofree char *policy = g_build_filename (images_dir, POLICY_NAME, NULL);
+  MvImageStore *store;
+
+  if (g_mkdir_with_parents (images_dir, 0700) < 0)
+    return mv_set_errno_error (error, errno, "Could not create %s", images_dir), NULL;
+  /* Images are trusted by digest, not by signature; a policy of our own
+   * keeps the host's containers policy from changing what a pull does. */
+  if (!g_file_set_contents_full (policy, "{\"default\":[{\"type\":\"insecureAcceptAnything\"}]}\n", -1,
+                                 G_FILE_SET_CONTENTS_CONSISTENT, 0600, error))
+    return NULL;
+
+  store = g_new0 (MvImageStore, 1);
+  store->images_dir = g_steal_pointer (&images_dir);
+  store->policy = g_steal_pointer (&policy);
+  store->insecure_hosts = g_strdupv ((char **) (options ? options->insecure_hosts : NULL));
+  store->max_size = options && options->max_size ? options->max_size : MV_IMAGE_DEFAULT_MAX_SIZE;
+  g_mutex_init (&store->lock);
+  g_cond_init (&store->landed);
+  store->flights = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  store->staging = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  return store;
+}
+
+void
+mv_image_store_free (MvImageStore *store)
+{
+  if (store == NULL)
+    return;
+  g_hash_table_unref (store->flights);
+  g_hash_table_unref (store->staging);
+  g_mutex_clear (&store->lock);
+  g_cond_clear (&store->landed);
+  g_free (store->images_dir);
+  g_free (store->policy);
+  g_strfreev (store->insecure_hosts);
+  g_free (store);
+}
+
+guint
+mv_image_store_get_build_count (MvImageStore *store)
+{
+  guint n;
+
+  g_mutex_lock (&store->lock);
+  n = store->builds;
+  g_mutex_unlock (&store->lock);
+  return n;
+}
+
+static char *
+image_dir (MvImageStore *store, const char *digest)
+{
+  return g_build_filename (store->images_dir, digest + strlen ("sha256:"), NULL);
+}
+
+/* ---- tools ---- */
+
+/* What a failed skopeo said, as the error a caller can act on. */
+static MvError
+classify_skopeo (const char *err)
+{
+  if (strstr (err, "Digest did not match") || strstr (err, "digest did not match"))
+    return MV_ERROR_FAILED;
+  if (strstr (err, "no image found in manifest list") || strstr (err, "no image found in image index") ||
+      strstr (err, "choosing image instance"))
+    return MV_ERROR_UNSUPPORTED;
+  if (strstr (err, "manifest unknown") || strstr (err, "name unknown") || strstr (err, "not found") ||
+      strstr (err, "no such file or directory") || strstr (err, "no descriptor found") ||
+      strstr (err, "does not exist"))
+    return MV_ERROR_NOT_FOUND;
+  if (strstr (err, "connection refused") || strstr (err, "no such host") || strstr (err, "i/o timeout") ||
+      strstr (err, "network is unreachable") || strstr (err, "connection reset") ||
+      strstr (err, "TLS handshake timeout") || strstr (err, "503 Service Unavailable"))
+    return MV_ERROR_UNAVAILABLE;
+  return MV_ERROR_FAILED;
+}
+
+/* The last line of a tool's stderr, for a message. */
+static char *
+last_line (const char *err)
+{
+  g_autofree char *copy = g_strstrip (g_strdup (err));
+  const char *nl = strrchr (copy, '\n');
+  g_autofree char *line = g_strdup (nl ? nl + 1 : copy);
+
+  if (strlen (line) > 400)
+    line[400] = '\0';
+  return g_steal_pointer (&line);
+}
+
+typedef MvError (*Classify) (const char *stderr_text);
+
+/* Runs @argv; on success *@out (may be NULL) holds its stdout. On
+ * failure the error's code comes from @classify and its message quotes
+ * the tool's stderr. */
+static gboolean
+run_tool (const char * const *argv, Classify classify, GCancellable *cancellable, GBytes **out,
+          GError **error)
+{
+  g_autoptr (GSubprocess) proc = NULL;
+  g_autoptr (GBytes) out_bytes = NULL;
+  g_autoptr (GBytes) err_bytes = NULL;
+  g_autofree char *err_text = NULL;
+  g_autoptr (GError) local = NULL;
+
+  proc = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE |
+                                  G_SUBPROCESS_FLAGS_STDIN_INHERIT, &local);
+  if (proc == NULL)
+    return mv_error_set (error, MV_ERROR_FAILED, "image: cannot run %s: %s", argv[0], local->message);
+  if (!g_subprocess_communicate (proc, NULL, cancellable, &out_bytes, &err_bytes, &local))
+    {
+      g_subprocess_force_exit (proc);
+      g_propagate_error (error, g_steal_pointer (&local));
+      return FALSE;
+    }
+  err_text = g_strndup (g_bytes_get_data (err_bytes, NULL), g_bytes_get_size (err_bytes));
+  if (!g_subprocess_get_if_exited (proc) || g_subprocess_get_exit_status (proc) != 0)
+    {
+      g_autofree char *line = last_line (err_text);
+
+      return mv_error_set (error, classify ? classify (err_text) : MV_ERROR_FAILED, "image: %s failed: %s",
+                           argv[0], *line ? line : "(no message)");
+    }
+  if (g_bytes_get_size (out_bytes) > TOOL_OUTPUT_MAX)
+    return mv_error_set (error, MV_ERROR_FAILED, "image: %s printed more than %d bytes", argv[0], TOOL_OUTPUT_MAX);
+  if (out != NULL)
+    *out = g_steal_pointer (&out_bytes);
+  return TRUE;
+}
+
+/* skopeo's source name for @ref, by @digest where the transport allows. */
+static char *
+skopeo_source (const MvImageRef *ref, const char *digest, const char *archive)
+{
+  switch (ref->kind)
+    {
+    case MV_IMAGE_REF_REGISTRY:
+      if (digest != NULL)
+        return g_strdup_printf ("docker://%s/%s@%s", ref->host, ref->repository, digest);
+      return g_strdup_printf ("docker://%s", ref->text);
+    case MV_IMAGE_REF_LAYOUT:
+      return ref->tag ? g_strdup_printf ("oci:%s:%s", ref->path, ref->tag) : g_strdup_printf ("oci:%s", ref->path);
+    case MV_IMAGE_REF_ARCHIVE:
+    default:
+      return g_strdup_printf ("oci-archive:%s", archive);
+    }
+}
+
+/* The digest of the linux/amd64 image @source names, and its manifest's
+ * layer sizes checked against the limit where the source tells them. */
+static char *
+resolve (MvImageStore *store, const MvImageRef *ref, const char *source, GCancellable *cancellable,
+         GError **error)
+{
+  g_autoptr (GBytes) raw = NULL;
+  const char *argv[] = { "skopeo", "--command-timeout", SKOPEO_TIMEOUT, "--override-os", "linux",
+                         "--override-arch", "amd64", "inspect", "--raw",
+                         ref->kind == MV_IMAGE_REF_REGISTRY && ref->plain_http ? "--tls-verify=false" : source,
+                         source, NULL };
+
+  if (argv[9] == source)
+    argv[10] = NULL;
+  if (!run_tool (argv, classify_skopeo, cancellable, &raw, error))
+    return NULL;
+  return mv_oci_image_digest_of (raw, error);
+}
+
+static MvError
+classify_curl (const char *err)
+{
+  if (strstr (err, "returned error: 404") || strstr (err, "returned error: 410"))
+    return MV_ERROR_NOT_FOUND;
+  if (strstr (err, "Maximum file size exceeded") || strstr (err, "maximum allowed file size"))
+    return MV_ERROR_RESOURCE_EXHAUSTED;
+  if (strstr (err, "Could not resolve") || strstr (err, "Failed to connect") || strstr (err, "timed out") ||
+      strstr (err, "returned error: 5"))
+    return MV_ERROR_UNAVAILABLE;
+  return MV_ERROR_FAILED;
+}
+
+static gboolean
+download (MvImageStore *store, const MvImageRef *ref, const char *dest, GCancellable *cancellable,
+          GError **error)
+{
+  g_autofree char *max = g_strdup_printf ("%" G_GUINT64_FORMAT, store->max_size);
+  const char *proto = ref->plain_http ? "=http,https" : "=https";
+  const char *argv[] = { "curl", "--fail", "--silent", "--show-error", "--location", "--max-redirs", "5",
+                         "--proto", proto, "--proto-redir", proto, "--max-filesize", max,
+                         "--max-time", DOWNLOAD_TIMEOUT, "--output", dest, "--", ref->url, NULL };
+  GStatBuf st;
+
+  if (!run_tool (argv, classify_curl, cancellable, NULL, error))
+    return FALSE;
+  /* --max-filesize trusts a Content-Length; a server that sends none is
+   * caught here, once, instead. */
+  if (g_stat (dest, &st) < 0)
+    return mv_set_errno_error (error, errno, "Cannot stat %s", dest);
+  if ((guint64) st.st_size > store->max_size)
+    return mv_error_set (error, MV_ERROR_RESOURCE_EXHAUSTED,
+                         "image: the archive is more than the limit of %" G_GUINT64_FORMAT " bytes", store->max_size);
+  return TRUE;
+}
+
+/* ---- the record ---- */
+
+static gboolean
+write_record (const char *dir, const char *digest, const char * const *references, guint64 size,
+              guint64 disk_size, const char *created, gint64 pulled, GError **error)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) root = NULL;
+  g_autoptr (GDateTime) when = g_date_time_new_from_unix_utc (pulled);
+  g_autofree char *pulled_text = g_date_time_format_iso8601 (when);
+  g_autofree char *path = g_build_filename (dir, MV_IMAGE_RECORD_NAME, NULL);
+  g_autofree char *text = NULL;
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "format");
+  json_builder_add_int_value (b, MV_IMAGE_RECORD_FORMAT);
+  json_builder_set_member_name (b, "digest");
+  json_builder_add_string_value (b, digest);
+  json_builder_set_member_name (b, "references");
+  json_builder_begin_array (b);
+  for (const char * const *r = references; r && *r; r++)
+    json_builder_add_string_value (b, *r);
+  json_builder_end_array (b);
+  json_builder_set_member_name (b, "size");
+  json_builder_add_int_value (b, size);
+  json_builder_set_member_name (b, "disk_size");
+  json_builder_add_int_value (b, disk_size);
+  if (created != NULL)
+    {
+      json_builder_set_member_name (b, "created");
+      json_builder_add_string_value (b, created);
+    }
+  json_builder_set_member_name (b, "pulled");
+  json_builder_add_string_value (b, pulled_text);
+  json_builder_end_object (b);
+
+  root = json_builder_get_root (b);
+  json_generator_set_root (gen, root);
+  json_generator_set_pretty (gen, TRUE);
+  text = json_generator_to_data (gen, NULL);
+  return g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
+}
+
+static MvImage *
+load_image (MvImageStore *store, const char *digest, GError **error)
+{
+  g_autoptr (MvImage) image = g_new0 (MvImage, 1);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) local = NULL;
+  g_autofree char *record_path = NULL;
+  g_autofree char *config_path = NULL;
+  g_autofree char *data = NULL;
+  g_autoptr (GDateTime) pulled = NULL;
+  JsonObject *obj;
+  JsonNode *root;
+  JsonArray *refs;
+  gsize len;
+
+  image->digest = g_strdup (digest);
+  image->dir = image_dir (store, digest);
+  image->rootfs = g_build_filename (image->dir, MV_IMAGE_ROOTFS_NAME, NULL);
+  record_path = g_build_filename (image->dir, MV_IMAGE_RECORD_NAME, NULL);
+  config_path = g_build_filename (image->dir, MV_IMAGE_CONFIG_NAME, NULL);
+
+  if (!mv_file_read_bounded (record_path, RECORD_MAX, MV_IMAGE_RECORD_NAME, &data, &len, &local))
+    {
+      if (g_error_matches (local, G_IO_ERROR, G_IO_ERROR_NOT_FOUND))
+        return mv_error_set (error, MV_ERROR_NOT_FOUND, "image: %s is not in the store", digest), NULL;
+      g_propagate_error (error, g_steal_pointer (&local));
+      return NULL;
+    }
+  if (!json_parser_load_from_data (parser, data, len, &local) ||
+      !(root = json_parser_get_root (parser)) || !JSON_NODE_HOLDS_OBJECT (root))
+    return mv_error_set (error, MV_ERROR_FAILED, "image: the record %s is not a JSON object", record_path), NULL;
+  obj = json_node_get_object (root);
+  if (json_object_get_int_member_with_default (obj, "format", 0) != MV_IMAGE_RECORD_FORMAT ||
+      g_strcmp0 (json_object_get_string_member_with_default (obj, "digest", NULL), digest) != 0)
+    return mv_error_set (error, MV_ERROR_FAILED, "image: the record %s is not format %d of %s",
+                         record_path, MV_IMAGE_RECORD_FORMAT, digest), NULL;
+  {
+    JsonNode *node = json_object_get_member (obj, "references");
+
+    refs = node && JSON_NODE_HOLDS_ARRAY (node) ? json_node_get_array (node) : NULL;
+  }
+  {
+    g_autoptr (GStrvBuilder) builder = g_strv_builder_new ();
+
+    for (guint i = 0; refs && i < json_array_get_length (refs); i++)
+      {
+        const char *r = json_array_get_string_element (refs, i);
+
+        if (r != NULL)
+          g_strv_builder_add (builder, r);
+      }
+    image->references = g_strv_builder_end (builder);
+  }
+  image->size = json_object_get_int_member_with_default (obj, "size", 0);
+  image->disk_size = json_object_get_int_member_with_default (obj, "disk_size", 0);
+  image->created = g_strdup (json_object_get_string_member_with_default (obj, "created", NULL));
+  pulled = g_date_time_new_from_iso8601 (json_object_get_string_member_with_default (obj, "pulled", ""), NULL);
+  image->pulled = pulled ? g_date_time_to_unix (pulled) : 0;
+
+  g_clear_pointer (&data, g_free);
+  if (!mv_file_read_bounded (config_path, MV_IMAGE_CONFIG_MAX, MV_IMAGE_CONFIG_NAME, &data, &len, error))
+    return NULL;
+  image->config = mv_image_config_parse (data, len, error);
+  if (image->config == NULL)
+    return NULL;
+  return g_steal_pointer (&image);
+}
+
+MvImage *
+mv_image_store_lookup (MvImageStore *store, const char *digest, GError **error)
+{
+  if (!mv_image_digest_is_valid (digest))
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                         "image: \"%s\" is not a digest (sha256: and 64 lowercase hex digits)", digest), NULL;
+  return load_image (store, digest, error);
+}
+
+/* Adds @reference to a cached image's record, under the store's lock so
+ * two pulls do not lose each other's. */
+static MvImage *
+note_reference (MvImageStore *store, const char *digest, const char *reference, GError **error)
+{
+  g_autoptr (MvImage) image = NULL;
+  g_autoptr (GStrvBuilder) builder = NULL;
+  g_auto (GStrv) refs = NULL;
+  gboolean ok;
+
+  g_mutex_lock (&store->lock);
+  image = load_image (store, digest, error);
+  if (image == NULL || g_strv_contains ((const char * const *) image->references, reference))
+    {
+      g_mutex_unlock (&store->lock);
+      return g_steal_pointer (&image);
+    }
+  builder = g_strv_builder_new ();
+  g_strv_builder_addv (builder, (const char **) image->references);
+  g_strv_builder_add (builder, reference);
+  refs = g_strv_builder_end (builder);
+  ok = write_record (image->dir, digest, (const char * const *) refs, image->size, image->disk_size,
+                     image->created, image->pulled, error);
+  g_mutex_unlock (&store->lock);
+  if (!ok)
+    return NULL;
+  g_strfreev (image->references);
+  image->references = g_steal_pointer (&refs);
+  return g_steal_pointer (&image);
+}
+
+/* ---- building ---- */
+
+static char *
+make_staging (MvImageStore *store, GError **error)
+{
+  g_autofree char *tmpl = g_build_filename (store->images_dir, MV_IMAGE_STAGING_PREFIX "XXXXXX", NULL);
+
+  if (g_mkdtemp_full (tmpl, 0700) == NULL)
+    return mv_set_errno_error (error, errno, "Could not create a staging directory in %s", store->images_dir), NULL;
+  g_mutex_lock (&store->lock);
+  g_hash_table_add (store->staging, g_strdup (tmpl));
+  g_mutex_unlock (&store->lock);
+  return g_steal_pointer (&tmpl);
+}
+
+static void
+drop_staging (MvImageStore *store, const char *staging)
+{
+  /* Failing to delete it leaves it to sweep(). */
+  mv_remove_tree (staging, NULL);
+  g_mutex_lock (&store->lock);
+  g_hash_table_remove (store->staging, staging);
+  g_mutex_unlock (&store->lock);
+}
+
+static gboolean
+write_bytes (const char *dir, const char *name, GBytes *bytes, GError **error)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+
+  return g_file_set_contents_full (path, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes),
+                                   G_FILE_SET_CONTENTS_NONE, 0644, error);
+}
+
+static gboolean
+make_disk (const char *root, const char *disk, const MvUnpackBudget *budget, guint64 *disk_size,
+           GCancellable *cancellable, GError **error)
+{
+  /* Room for ext4's metadata and journal over what the files take. */
+  guint64 size = budget->bytes + budget->bytes / 4 + DISK_MARGIN;
+  guint64 inodes = budget->entries + budget->entries / 4 + 4096;
+  g_autofree char *size_k = NULL;
+  g_autofree char *inodes_text = NULL;
+  int fd;
+
+  size = (size + (4 << 20) - 1) / (4 << 20) * (4 << 20);
+  size_k = g_strdup_printf ("%" G_GUINT64_FORMAT "k", size / 1024);
+  inodes_text = g_strdup_printf ("%" G_GUINT64_FORMAT, inodes);
+  fd = open (disk, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return mv_set_errno_error (error, errno, "Cannot create %s", disk);
+  if (ftruncate (fd, size) < 0)
+    {
+      int errsv = errno;
+
+      close (fd);
+      return mv_set_errno_error (error, errsv, "Cannot size %s", disk);
+    }
+  close (fd);
+
+  {
+    const char *argv[] = { "mkfs.ext4", "-q", "-F", "-N", inodes_text, "-d", root, "-E", "root_owner=0:0",
+                           disk, size_k, NULL };
+
+    if (!run_tool (argv, NULL, cancellable, NULL, error))
+      return FALSE;
+  }
+  *disk_size = size;
+  return TRUE;
+}
+
+/* Fetches @ref into @staging and builds the cache entry there. */
+static gboolean
+build (MvImageStore *store, const MvImageRef *ref, const char *source, const char *staging,
+       const char *digest, GCancellable *cancellable, GError **error)
+{
+  g_autofree char *layout = g_build_filename (staging, "layout", NULL);
+  g_autofree char *dest = g_strdup_printf ("oci:%s:" LAYOUT_REF, layout);
+  g_autofree char *root = g_build_filename (staging, "rootfs", NULL);
+  g_autofree char *disk = g_build_filename (staging, MV_IMAGE_ROOTFS_NAME, NULL);
+  g_autoptr (MvOciImage) oci = NULL;
+  g_autoptr (MvImageConfig) config = NULL;
+  g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
+  const char *refs[] = { ref->text, NULL };
+  MvUnpackBudget budget = { .max_bytes = store->max_size };
+  guint64 disk_size = 0;
+  int root_fd;
+  gboolean ok = TRUE;
+
+  {
+    const char *argv[] = { "skopeo", "--command-timeout", SKOPEO_TIMEOUT, "--policy", store->policy,
+                           "--override-os", "linux", "--override-arch", "amd64", "copy", "--quiet",
+                           ref->kind == MV_IMAGE_REF_REGISTRY && ref->plain_http ? "--src-tls-verify=false" : source,
+                           source, dest, NULL };
+
+    if (argv[11] == source)
+      argv[12] = dest, argv[13] = NULL;
+    if (!run_tool (argv, classify_skopeo, cancellable, NULL, error))
+      return FALSE;
+  }
+
+  oci = mv_oci_layout_read (layout, LAYOUT_REF, error);
+  if (oci == NULL)
+    return FALSE;
+  if (oci->layers_size > store->max_size)
+    return mv_error_set (error, MV_ERROR_RESOURCE_EXHAUSTED,
+                         "image: its layers are more than the limit of %" G_GUINT64_FORMAT " bytes", store->max_size);
+  config = mv_image_config_parse (g_bytes_get_data (oci->config, NULL), g_bytes_get_size (oci->config), error);
+  if (config == NULL)
+    return FALSE;
+  if ((config->os && !g_str_equal (config->os, "linux")) ||
+      (config->architecture && !g_str_equal (config->architecture, "amd64")))
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "image: it is for %s/%s, not linux/amd64",
+                         config->os ? config->os : "?", config->architecture ? config->architecture : "?");
+
+  if (g_mkdir (root, 0755) < 0)
+    return mv_set_errno_error (error, errno, "Cannot create %s", root);
+  root_fd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0)
+    return mv_set_errno_error (error, errno, "Cannot open %s", root);
+  for (guint i = 0; ok && i < oci->layers->len; i++)
+    ok = !g_cancellable_set_error_if_cancelled (cancellable, error) &&
+         mv_unpack_layer (root_fd, oci->layers->pdata[i], &budget, error);
+  close (root_fd);
+
+  ok = ok && make_disk (root, disk, &budget, &disk_size, cancellable, error);
+  ok = ok && mv_remove_tree (root, error) && mv_remove_tree (layout, error);
+  if (ok && g_chmod (disk, 0444) < 0)
+    ok = mv_set_errno_error (error, errno, "Cannot change the mode of %s", disk);
+  ok = ok && write_bytes (staging, MV_IMAGE_CONFIG_NAME, oci->config, error) &&
+       write_bytes (staging, MV_IMAGE_MANIFEST_NAME, oci->manifest, error) &&
+       write_record (staging, digest ? digest : oci->manifest_digest, refs, budget.bytes, disk_size,
+                     config->created, g_date_time_to_unix (now), error);
+  return ok;
+}
+
+/* The whole pull of one reference, without the sharing. Returns the digest. */
+static char *
+pull_uncached (MvImageStore *store, const MvImageRef *ref, GCancellable *cancellable, GError **error)
+{
+  g_autofree char *archive = NULL;
+  g_autofree char *source = NULL;
+  g_autofree char *digest = NULL;
+  g_autofree char *staging = NULL;
+  g_autofree char *final = NULL;
+  g_autoptr (MvImage) cached = NULL;
+  g_autoptr (GError) local = NULL;
+
+  if (ref->kind != MV_IMAGE_REF_ARCHIVE)
+    {
+      g_autofree char *probe = skopeo_source (ref, NULL, NULL);
+
+      digest = resolve (store, ref, probe, cancellable, error);
+      if (digest == NULL)
+        return NULL;
+      if ((cached = note_reference (store, digest, ref->text, &local)) != NULL)
+        return g_steal_pointer (&digest);
+      if (!g_error_matches (local, MV_ERROR, MV_ERROR_NOT_FOUND))
+        return g_propagate_error (error, g_steal_pointer (&local)), NULL;
+      g_clear_error (&local);
+    }
+
+  staging = make_staging (store, error);
+  if (staging == NULL)
+    return NULL;
+
+  if (ref->kind == MV_IMAGE_REF_ARCHIVE)
+    {
+      archive = g_build_filename (staging, "archive.tar", NULL);
+      source = skopeo_source (ref, NULL, archive);
+      if (!download (store, ref, archive, cancellable, error) ||
+          !(digest = resolve (store, ref, source, cancellable, error)))
+        return drop_staging (store, staging), NULL;
+      if ((cached = note_reference (store, digest, ref->text, NULL)) != NULL)
+        return drop_staging (store, staging), g_steal_pointer (&digest);
+    }
+  else
+    source = skopeo_source (ref, ref->kind == MV_IMAGE_REF_REGISTRY ? digest : NULL, NULL);
+
+  if (!build (store, ref, source, staging, digest, cancellable, error))
+    return drop_staging (store, staging), NULL;
+  if (archive != NULL && g_unlink (archive) < 0)
+    return mv_set_errno_error (error, errno, "Cannot remove %s", archive), drop_staging (store, staging), NULL;
+
+  final = image_dir (store, digest);
+  if (rename (staging, final) < 0)
+    {
+      int errsv = errno;
+
+      drop_staging (store, staging);
+      /* Another process built it first: theirs is as good. */
+      if (errsv == EEXIST || errsv == ENOTEMPTY)
+        return note_reference (store, digest, ref->text, error) ? g_steal_pointer (&digest) : NULL;
+      return mv_set_errno_error (error, errsv, "Cannot rename %s", staging), NULL;
+    }
+  g_mutex_lock (&store->lock);
+  g_hash_table_remove (store->staging, staging);
+  store->builds++;
+  g_mutex_unlock (&store->lock);
+  return g_steal_pointer (&digest);
+}
+
+MvImage *
+mv_image_store_pull (MvImageStore *store, const char *reference, GCancellable *cancellable, GError **error)
+{
+  g_autoptr (MvImageRef) ref = mv_image_ref_parse (reference, (const char * const *) store->insecure_hosts, error);
+  g_autofree char *digest = NULL;
+  Flight *flight;
+
+  if (ref == NULL)
+    return NULL;
+
+  g_mutex_lock (&store->lock);
+  flight = g_hash_table_lookup (store->flights, ref->text);
+  if (flight != NULL)
+    {
+      /* Someone is pulling it already: wait for their result. */
+      flight->refs++;
+      while (!flight->done)
+        g_cond_wait (&store->landed, &store->lock);
+      digest = g_strdup (flight->digest);
+      if (flight->error != NULL)
+        g_propagate_error (error, g_error_copy (flight->error));
+      if (--flight->refs == 0)
+        {
+          g_free (flight->digest);
+          g_clear_error (&flight->error);
+          g_free (flight);
+        }
+      g_mutex_unlock (&store->lock);
+      return digest ? mv_image_store_lookup (store, digest, error) : NULL;
+    }
+  flight = g_new0 (Flight, 1);
+  flight->refs = 1;
+  g_hash_table_insert (store->flights, g_strdup (ref->text), flight);
+  g_mutex_unlock (&store->lock);
+
+  {
+    g_autoptr (GError) local = NULL;
+
+    digest = pull_uncached (store, ref, cancellable, &local);
+    g_mutex_lock (&store->lock);
+    g_hash_table_remove (store->flights, ref->text);
+    flight->done = TRUE;
+    flight->digest = g_strdup (digest);
+    flight->error = local ? g_error_copy (local) : NULL;
+    g_cond_broadcast (&store->landed);
+    if (--flight->refs == 0)
+      {
+        g_free (flight->digest);
+        g_clear_error (&flight->error);
+        g_free (flight);
+      }
+    g_mutex_unlock (&store->lock);
+    if (local != NULL)
+      return g_propagate_error (error, g_steal_pointer (&local)), NULL;
+  }
+  return mv_image_store_lookup (store, digest, error);
+}
+
+/* ---- listing and removing ---- */
+
+static gboolean
+is_image_name (const char *name)
+{
+  g_autofree char *digest = g_strconcat ("sha256:", name, NULL);
+
+  return mv_image_digest_is_valid (digest);
+}
+
+/* The names in the images directory, images or (@staging) leftovers. */
+static GPtrArray *
+scan (MvImageStore *store, gboolean staging, GError **error)
+{
+  g_autoptr (GDir) dir = g_dir_open (store->images_dir, 0, error);
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  const char *name;
+
+  if (dir == NULL)
+    return NULL;
+  while ((name = g_dir_read_name (dir)) != NULL)
+    if (staging ? g_str_has_prefix (name, MV_IMAGE_STAGING_PREFIX) : is_image_name (name))
+      g_ptr_array_add (names, g_strdup (name));
+  return g_steal_pointer (&names);
+}
+
+GPtrArray *
+mv_image_store_list (MvImageStore *store, GError **error)
+{
+  g_autoptr (GPtrArray) names = scan (store, FALSE, error);
+  g_autoptr (GPtrArray) images = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_image_free);
+
+  if (names == NULL)
+    return NULL;
+  for (guint i = 0; i < names->len; i++)
+    {
+      g_autofree char *digest = g_strconcat ("sha256:", (char *) names->pdata[i], NULL);
+      MvImage *image = load_image (store, digest, error);
+
+      if (image == NULL)
+        return NULL;
+      g_ptr_array_add (images, image);
+    }
+  return g_steal_pointer (&images);
+}
+
+gboolean
+mv_image_store_remove (MvImageStore *store, const char *digest, GError **error)
+{
+  g_autofree char *dir = NULL;
+  g_autofree char *aside = NULL;
+
+  if (!mv_image_digest_is_valid (digest))
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                         "image: \"%s\" is not a digest (sha256: and 64 lowercase hex digits)", digest);
+  dir = image_dir (store, digest);
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+    return mv_error_set (error, MV_ERROR_NOT_FOUND, "image: %s is not in the store", digest);
+  /* Moved aside whole first (onto an empty staging directory, which
+   * rename replaces), so nothing finds half an image while it is deleted. */
+  aside = make_staging (store, error);
+  if (aside == NULL)
+    return FALSE;
+  if (rename (dir, aside) < 0)
+    {
+      int errsv = errno;
+
+      drop_staging (store, aside);
+      if (errsv == ENOENT)
+        return mv_error_set (error, MV_ERROR_NOT_FOUND, "image: %s is not in the store", digest);
+      return mv_set_errno_error (error, errsv, "Cannot move %s aside", dir);
+    }
+  drop_staging (store, aside);
+  return TRUE;
+}
+
+gboolean
+mv_image_store_prune (MvImageStore *store, const char * const *keep, guint *removed, GError **error)
+{
+  g_autoptr (GPtrArray) names = scan (store, FALSE, error);
+  guint n = 0;
+
+  if (removed != NULL)
+    *removed = 0;
+  if (names == NULL)
+    return FALSE;
+  for (guint i = 0; i < names->len; i++)
+    {
+      g_autofree char *digest = g_strconcat ("sha256:", (char *) names->pdata[i], NULL);
+      g_autoptr (GError) local = NULL;
+
+      if (keep != NULL && g_strv_contains (keep, digest))
+        continue;
+      if (!mv_image_store_remove (store, digest, &local))
+        {
+          if (g_error_matches (local, MV_ERROR, MV_ERROR_NOT_FOUND))
+            continue;
+          g_propagate_error (error, g_steal_pointer (&local));
+          return FALSE;
+        }
+      n++;
+      if (removed != NULL)
+        *removed = n;
+    }
+  return TRUE;
+}
+
+gboolean
+mv_image_store_sweep (MvImageStore *store, GError **error)
+{
+  g_autoptr (GPtrArray) names = scan (store, TRUE, error);
+
+  if (names == NULL)
+    return FALSE;
+  for (guint i = 0; i < names->len; i++)
+    {
+      g_autofree char *path = g_build_filename (store->images_dir, (char *) names->pdata[i], NULL);
+      gboolean busy;
+
+      g_mutex_lock (&store->lock);
+      busy = g_hash_table_contains (store->staging, path);
+      g_mutex_unlock (&store->lock);
+      if (!busy && !mv_remove_tree (path, error))
+        return FALSE;
+    }
+  return TRUE;
+}
