@@ -25,8 +25,7 @@ struct _MvRuntimeGuests {
   GHashTable       *table;          /* machine ID -> Guest */
   MvGuestEventFunc  func;
   gpointer          func_data;
-  char             *kernel;         /* microvmd's guest kernel and initramfs, or NULL */
-  char             *initramfs;
+  MvGuestFiles      files;
   GMutex            heard_lock;
   GHashTable       *heard;          /* machine ID -> the version its agent gave at start */
 };
@@ -61,30 +60,24 @@ mv_runtime_guests_free (MvRuntimeGuests *guests)
   g_hash_table_unref (guests->table);
   g_hash_table_unref (guests->heard);
   g_mutex_clear (&guests->heard_lock);
-  g_free (guests->kernel);
-  g_free (guests->initramfs);
+  g_free (guests->files.kernel);
+  g_free (guests->files.initramfs);
   g_free (guests);
 }
 
 void
 mv_runtime_guests_set_files (MvRuntimeGuests *guests, const char *kernel, const char *initramfs)
 {
-  g_free (guests->kernel);
-  g_free (guests->initramfs);
-  guests->kernel = g_strdup (kernel);
-  guests->initramfs = g_strdup (initramfs);
+  g_free (guests->files.kernel);
+  g_free (guests->files.initramfs);
+  guests->files.kernel = g_strdup (kernel);
+  guests->files.initramfs = g_strdup (initramfs);
 }
 
-const char *
-mv_runtime_guests_kernel (MvRuntimeGuests *guests)
+const MvGuestFiles *
+mv_runtime_guests_files (MvRuntimeGuests *guests)
 {
-  return guests->kernel;
-}
-
-const char *
-mv_runtime_guests_initramfs (MvRuntimeGuests *guests)
-{
-  return guests->initramfs;
+  return &guests->files;
 }
 
 gboolean
@@ -92,7 +85,7 @@ mv_runtime_guests_has_agent (MvRuntimeGuests *guests, const MvSpec *spec)
 {
   if (spec->readiness == MV_READINESS_AGENT)
     return TRUE;
-  return (!spec->initrd || !*spec->initrd) && guests->initramfs != NULL;
+  return (!spec->initrd || !*spec->initrd) && guests->files.initramfs != NULL;
 }
 
 MvReadiness
@@ -243,7 +236,7 @@ mv_runtime_guests_attach (MvRuntimeGuests *guests, const MvRuntimeRequest *req)
                       "Cannot talk to the guest's agent: %s", local->message);
       return;
     }
-  vm = mv_runtime_vm_spec_new (guests->starter, guests, req);
+  vm = mv_runtime_vm_spec_new (guests->starter, &guests->files, req);
   guest = g_new0 (Guest, 1);
   guest->guests = guests;
   guest->machine_id = g_strdup (req->machine_id);

@@ -14,9 +14,15 @@ char     *mv_runtime_api_socket_path (MvStarter *starter, const char *runtime_di
 char     *mv_runtime_console_path (const char *runtime_dir);
 typedef struct _MvRuntimeGuests MvRuntimeGuests;
 
+/* microvmd's own guest kernel and initramfs; NULL where not installed. */
+typedef struct {
+  char *kernel;
+  char *initramfs;
+} MvGuestFiles;
+
 /* What @req->spec boots as on @starter, its files in @req->runtime_dir;
- * microvmd's kernel and initramfs (@guests) where the spec names none. */
-MvVmSpec *mv_runtime_vm_spec_new (MvStarter *starter, MvRuntimeGuests *guests,
+ * @files where the spec names no kernel or initrd. */
+MvVmSpec *mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
                                   const MvRuntimeRequest *req);
 
 /* ---- guest agents (runtime-guest.c), main thread unless said ---- */
@@ -26,8 +32,7 @@ void             mv_runtime_guests_free (MvRuntimeGuests *guests);
 /* microvmd's guest kernel and initramfs (NULL: none installed). */
 void             mv_runtime_guests_set_files (MvRuntimeGuests *guests, const char *kernel,
                                               const char *initramfs);
-const char      *mv_runtime_guests_kernel (MvRuntimeGuests *guests);
-const char      *mv_runtime_guests_initramfs (MvRuntimeGuests *guests);
+const MvGuestFiles *mv_runtime_guests_files (MvRuntimeGuests *guests);
 /* Whether @spec's guest runs microvmd's agent: it boots microvmd's
  * initramfs, or says its readiness is the agent's. Any thread. */
 gboolean         mv_runtime_guests_has_agent (MvRuntimeGuests *guests, const MvSpec *spec);

@@ -25,15 +25,16 @@ agent_kind (MvStarter *starter)
 }
 
 MvVmSpec *
-mv_runtime_vm_spec_new (MvStarter *starter, MvRuntimeGuests *guests, const MvRuntimeRequest *req)
+mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
+                        const MvRuntimeRequest *req)
 {
   const MvSpec *spec = req->spec;
   MvVmSpec *vm = mv_vm_spec_new ();
 
   vm->boot.kernel_path = g_strdup (spec->kernel && *spec->kernel
-                                   ? spec->kernel : mv_runtime_guests_kernel (guests));
+                                   ? spec->kernel : files->kernel);
   vm->boot.initrd_path = g_strdup (spec->initrd && *spec->initrd
-                                   ? spec->initrd : mv_runtime_guests_initramfs (guests));
+                                   ? spec->initrd : files->initramfs);
   vm->boot.kernel_args = g_strdup (spec->kernel_args && *spec->kernel_args
                                    ? spec->kernel_args
                                    : starter->default_kernel_args (starter));

@@ -235,7 +235,7 @@ launch_init (Launch *launch, Adapter *self, const MvRuntimeRequest *req)
 {
   launch->socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
   launch->log_path = mv_vmm_log_path (launch->socket_path);
-  launch->vm = mv_runtime_vm_spec_new (self->starter, self->guests, req);
+  launch->vm = mv_runtime_vm_spec_new (self->starter, mv_runtime_guests_files (self->guests), req);
 }
 
 static void
@@ -571,7 +571,7 @@ static gboolean
 rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
 {
   Adapter *self = adapter_of (rt);
-  g_autoptr (MvVmSpec) vm = mv_runtime_vm_spec_new (self->starter, self->guests, req);
+  g_autoptr (MvVmSpec) vm = mv_runtime_vm_spec_new (self->starter, mv_runtime_guests_files (self->guests), req);
   g_autoptr (MvProcess) vmm = attach_running (req, error);
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (GError) local = NULL;
