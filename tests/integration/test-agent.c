@@ -114,6 +114,15 @@ count (const char *haystack, const char *needle)
   return n;
 }
 
+/* @path's string property @prop is @want. */
+static void
+assert_property (Fixture *f, const char *path, const char *prop, const char *want)
+{
+  g_autofree char *value = client_get_string (f->client, path, prop);
+
+  g_assert_cmpstr (value, ==, want);
+}
+
 /* ---- exec ---- */
 
 typedef struct {
@@ -429,7 +438,7 @@ test_health_and_wait (Fixture *f, gconstpointer data)
   g_autoptr (sd_bus_message) w = client_call (f->client, path, MV_MACHINE_IFACE, "Wait", &err,
                                               NULL, "sa{sv}", "healthy", 0);
   g_assert_nonnull (w);
-  g_assert_cmpstr (client_get_string (f->client, path, "Health"), ==, "healthy");
+  assert_property (f, path, "Health", "healthy");
   g_free (exec_output (f, path, rm));
   assert_health_soon (f, path, "unhealthy");
   g_assert_cmpuint (client_get_u32 (f->client, path, "HealthFailingStreak"), >=, 1);
@@ -500,7 +509,7 @@ test_stop_through_agent (Fixture *f, gconstpointer data)
 
   client_call_ok (f->client, path, "Start");
   client_call_ok (f->client, path, "Stop");
-  g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Stopped");
+  assert_property (f, path, "State", "Stopped");
   log = mv_test_env_read_daemon_log (f->env);
   g_assert_nonnull (strstr (log, "The guest powered off at its agent's request"));
   g_assert_null (strstr (log, "pressing its power button"));
@@ -528,7 +537,7 @@ test_bad_workloads (Fixture *f, gconstpointer data)
       g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
       g_assert_nonnull (strstr (msg, "agent"));
       g_assert_nonnull (strstr (msg, cases[i].said));
-      g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Failed");
+      assert_property (f, path, "State", "Failed");
     }
 }
 
@@ -751,8 +760,8 @@ test_bad_input (Fixture *f, gconstpointer data)
     g_assert_nonnull (strstr (msg, "no_such_option"));
   }
   g_free (exec_output (f, path, true_argv));
-  g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Running");
-  g_assert_cmpstr (client_get_string (f->client, path, "Id"), ==, id);
+  assert_property (f, path, "State", "Running");
+  assert_property (f, path, "Id", id);
 }
 
 /* ---- a guest whose agent never answers ---- */
@@ -930,7 +939,7 @@ test_agent_silent (Fixture *f, gconstpointer data)
         found += strstr (quoted, whole) != NULL;
       }
   g_assert_cmpuint (found, >=, 1);
-  g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Failed");
+  assert_property (f, path, "State", "Failed");
   g_assert_cmpuint (vmm_count (f, path), ==, 0);
   assert_no_sockets (dir);
 }
