@@ -2,6 +2,8 @@
 #include "names.h"
 
 #include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
 
 static void
 recorded_signal_free (RecordedSignal *s)
@@ -367,4 +369,31 @@ guest_spec_json (const char *type, const char *name, const char *kernel, const c
                           "\"initrd\":\"%s\",\"memory_bytes\":268435456,"
                           "\"readiness\":\"console:MICROVMD-GUEST-READY\"%s%s}",
                           name, type, kernel, initrd, extra ? "," : "", extra ? extra : "");
+}
+
+guint
+count_processes_with (const char *needle)
+{
+  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
+  g_autofree char *self = g_strdup_printf ("%d", (int) getpid ());
+  const char *entry;
+  guint n = 0;
+
+  while ((entry = g_dir_read_name (proc)))
+    {
+      g_autofree char *file = NULL, *cmdline = NULL;
+      gsize len = 0;
+
+      if (!g_ascii_isdigit (entry[0]) || g_str_equal (entry, self))
+        continue;
+      file = g_build_filename ("/proc", entry, "cmdline", NULL);
+      if (!g_file_get_contents (file, &cmdline, &len, NULL) || len == 0)
+        continue;
+      for (gsize i = 0; i + 1 < len; i++)
+        if (cmdline[i] == '\0')
+          cmdline[i] = ' ';
+      if (strstr (cmdline, needle))
+        n++;
+    }
+  return n;
 }

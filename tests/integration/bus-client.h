@@ -61,6 +61,10 @@ char    *guest_config (const char *type, const char *more);
 char    *guest_spec_json (const char *type, const char *name, const char *kernel,
                           const char *initrd, const char *extra);
 
+/* How many processes other than the test itself have @needle among their
+ * arguments (a machine's runtime directory names its VMM's). */
+guint    count_processes_with (const char *needle);
+
 /* Whether the machines dir of @state_dir holds no entries. */
 guint    count_machine_dirs (const char *state_dir);
 

@@ -127,33 +127,6 @@ vmm_pid (Fixture *f, const char *path)
   return json_object_has_member (vmm, "pid") ? (int) json_object_get_int_member (vmm, "pid") : 0;
 }
 
-/* How many processes have @needle among their arguments. */
-static guint
-count_processes_with (const char *needle)
-{
-  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
-  const char *entry;
-  guint n = 0;
-
-  while ((entry = g_dir_read_name (proc)))
-    {
-      g_autofree char *file = NULL, *cmdline = NULL;
-      gsize len = 0;
-
-      if (!g_ascii_isdigit (entry[0]))
-        continue;
-      file = g_build_filename ("/proc", entry, "cmdline", NULL);
-      if (!g_file_get_contents (file, &cmdline, &len, NULL) || len == 0)
-        continue;
-      for (gsize i = 0; i + 1 < len; i++)
-        if (cmdline[i] == '\0')
-          cmdline[i] = ' ';
-      if (strstr (cmdline, needle) && !strstr (cmdline, "test-guests"))
-        n++;
-    }
-  return n;
-}
-
 /* The number of QEMU processes serving this machine. */
 static guint
 vmm_count (Fixture *f, const char *path)
