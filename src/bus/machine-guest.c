@@ -14,6 +14,8 @@
 #define EXEC_ENV_MAX_BYTES   (128 * 1024)
 #define EXEC_USER_MAX_BYTES  256
 #define EXEC_TTY_SIZE_MAX    1000
+/* Waits held on one machine at once: Wait is open to everyone. */
+#define WAITS_MAX            256
 
 /* ---- Exec ---- */
 
@@ -438,6 +440,10 @@ mv_machine_method_wait (sd_bus_message *m, MvMachine *machine, sd_bus_error *err
                               "condition: '%s' is not one of stopped, healthy", condition);
   if ((r = read_wait_options (m, machine, w, error)) < 0)
     return r;
+  if (g_queue_get_length (&view->state_waiters) >= WAITS_MAX)
+    return sd_bus_error_setf (error, MV_BUS_ERROR_RESOURCE_EXHAUSTED,
+                              "Machine %s has %d Waits already, the most it holds",
+                              machine->config->spec->name, WAITS_MAX);
   if (w->condition == WAIT_HEALTHY && !has_health_check (machine))
     return sd_bus_error_setf (error, MV_BUS_ERROR_INVALID_STATE,
                               "Machine %s has no health check to wait for",

@@ -741,6 +741,30 @@ test_bad_input (Fixture *f, gconstpointer data)
     g_assert_cmpstr (err, ==, MV_BUS_ERROR_NOT_FOUND);
     g_assert_nonnull (strstr (msg, "0123456789abcdef"));
   }
+  /* Wait is open to everyone, so a machine holds a bounded number. */
+  {
+    g_autofree char *err = NULL, *msg = NULL;
+    g_autoptr (sd_bus_message) r = NULL;
+
+    for (guint i = 0; i < 256; i++)
+      {
+        g_autoptr (sd_bus_message) call = NULL;
+
+        g_assert_cmpint (sd_bus_message_new_method_call (f->client->bus, &call, MV_BUS_NAME, path,
+                                                         MV_MACHINE_IFACE, "Wait"), >=, 0);
+        g_assert_cmpint (sd_bus_message_append (call, "sa{sv}", "stopped", 1, "next_stop", "b",
+                                                1), >=, 0);
+        g_assert_cmpint (sd_bus_call_async (f->client->bus, NULL, call, NULL, NULL,
+                                            120 * G_USEC_PER_SEC), >=, 0);
+      }
+    client_settle (f->client, 500);
+    r = client_call (f->client, path, MV_MACHINE_IFACE, "Wait", &err, &msg, "sa{sv}", "stopped",
+                     1, "next_stop", "b", 1);
+    g_test_message ("Wait: %s: %s", err, msg);
+    g_assert_null (r);
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_RESOURCE_EXHAUSTED);
+    g_assert_nonnull (strstr (msg, "256"));
+  }
 
   /* Running: an exec of nothing, or with an option Exec does not have,
    * is refused and the guest goes on as before. */
@@ -765,33 +789,6 @@ test_bad_input (Fixture *f, gconstpointer data)
 }
 
 /* ---- a guest whose agent never answers ---- */
-
-/* The number of processes whose command line holds @needle. */
-static guint
-count_processes_with (const char *needle)
-{
-  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
-  const char *entry;
-  guint n = 0;
-
-  while ((entry = g_dir_read_name (proc)))
-    {
-      g_autofree char *file = NULL, *cmdline = NULL;
-      gsize len = 0;
-
-      if (!g_ascii_isdigit (entry[0]))
-        continue;
-      file = g_build_filename ("/proc", entry, "cmdline", NULL);
-      if (!g_file_get_contents (file, &cmdline, &len, NULL) || len == 0)
-        continue;
-      for (gsize i = 0; i + 1 < len; i++)
-        if (cmdline[i] == '\0')
-          cmdline[i] = ' ';
-      if (strstr (cmdline, needle) && !strstr (cmdline, "test-agent"))
-        n++;
-    }
-  return n;
-}
 
 /* Calls @member on the machine with a D-Bus timeout of 180 s: NULL, or
  * the error's name with @message set. */
