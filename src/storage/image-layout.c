@@ -1,5 +1,5 @@
 #include "image-layout.h"
-#include "image-ref.h"
+#include "core/image-ref.h"
 #include "core/errors.h"
 #include "util/files.h"
 

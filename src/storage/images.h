@@ -8,8 +8,8 @@
  * a tool that failed), UNSUPPORTED (no linux/amd64 image),
  * RESOURCE_EXHAUSTED (over the size limit). */
 #pragma once
-#include "image-config.h"
-#include "image-ref.h"
+#include "core/image-config.h"
+#include "core/image-ref.h"
 
 #include <gio/gio.h>
 

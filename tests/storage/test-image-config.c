@@ -1,4 +1,4 @@
-#include "storage/image-config.h"
+#include "core/image-config.h"
 #include "core/errors.h"
 
 static void

@@ -1,4 +1,4 @@
-#include "storage/image-ref.h"
+#include "core/image-ref.h"
 #include "core/errors.h"
 
 #define HEX "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
