@@ -4,6 +4,7 @@
 #include "spec-private.h"
 #include "json-strict.h"
 #include "json-util.h"
+#include "image-ref.h"
 #include "text.h"
 
 #include <string.h>
@@ -671,7 +672,8 @@ static const char *const spec_fields[] = {
   "hostname", "ssh_keys", "user_data", "metadata", "firewall", "restart",
   "standby_after_seconds", "sleep_after_idle_seconds", "labels",
   "remove_on_exit", "cmd", "env", "user", "working_dir", "init_mode", "mounts",
-  "health_check", NULL
+  "health_check", "image", "image_digest", "kernel_name", "disk_bytes",
+  "disk_bytes_per_second", "disk_iops", NULL
 };
 
 MvSpec *
@@ -762,6 +764,14 @@ mv_spec_from_node (JsonNode *node, GError **error)
       !parse_health_check (field, spec, error))
     return NULL;
 
+  if (!mv_json_read_string_member (object, "image", TRUE, &spec->image, error) ||
+      !mv_json_read_string_member (object, "image_digest", TRUE, &spec->image_digest, error) ||
+      !mv_json_read_string_member (object, "kernel_name", TRUE, &spec->kernel_name, error) ||
+      !read_uint64_member (object, "disk_bytes", &spec->disk_bytes, error) ||
+      !read_uint64_member (object, "disk_bytes_per_second", &spec->disk_bytes_per_second, error) ||
+      !read_uint64_member (object, "disk_iops", &spec->disk_iops, error))
+    return NULL;
+
   return g_steal_pointer (&spec);
 }
 
@@ -813,12 +823,9 @@ mv_spec_json_peek_name (const char *json)
 static char *
 strip_url_query (const char *location)
 {
-  const char *query;
-
   if (location == NULL || strstr (location, "://") == NULL)
     return g_strdup (location);
-  query = strchr (location, '?');
-  return query != NULL ? g_strndup (location, query - location) : g_strdup (location);
+  return mv_url_strip_query (location);
 }
 
 static JsonArray *
@@ -920,6 +927,26 @@ set_workload (JsonObject *object, const MvSpec *spec)
                                    health_check_to_object (spec->health_check));
 }
 
+/* Only what is set, as the workload is. A signed URL's query string is
+ * left out of the fingerprint: a retry with a fresh signature is the same
+ * create (seed 000). */
+static void
+set_image_and_disks (JsonObject *object, const MvSpec *spec, gboolean strip)
+{
+  g_autofree char *image = strip ? strip_url_query (spec->image) : g_strdup (spec->image);
+
+  mv_json_set_optional_string (object, "image", image);
+  mv_json_set_optional_string (object, "image_digest", spec->image_digest);
+  mv_json_set_optional_string (object, "kernel_name", spec->kernel_name);
+  if (spec->disk_bytes > 0)
+    json_object_set_int_member (object, "disk_bytes", (gint64) spec->disk_bytes);
+  if (spec->disk_bytes_per_second > 0)
+    json_object_set_int_member (object, "disk_bytes_per_second",
+                                (gint64) spec->disk_bytes_per_second);
+  if (spec->disk_iops > 0)
+    json_object_set_int_member (object, "disk_iops", (gint64) spec->disk_iops);
+}
+
 static JsonNode *
 metadata_node (GHashTable *metadata, gboolean with_secrets)
 {
@@ -1009,6 +1036,7 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
   json_object_set_boolean_member (object, "remove_on_exit", spec->remove_on_exit);
 
   set_workload (object, spec);
+  set_image_and_disks (object, spec, strip);
 
   return json_node_init_object (json_node_alloc (), object);
 }

@@ -9,6 +9,7 @@
 
 #include "errors.h"
 #include "machine.h"
+#include "image-ref.h"
 
 #define invalid(error, ...) mv_error_set ((error), MV_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -291,6 +292,71 @@ validate_disks (const MvSpec *spec, GError **error)
       root = (gint) i;
     }
   return TRUE;
+}
+
+static gboolean
+check_optional_range (const char *field, guint64 value, guint64 min, guint64 max,
+                      gboolean bytes, GError **error)
+{
+  if (value == 0)
+    return TRUE;
+  if (value > G_MAXINT64)
+    return mv_spec_check_range (field, G_MAXINT64, NULL, (gint64) min, (gint64) max, bytes, error);
+  return mv_spec_check_range (field, (gint64) value, NULL, (gint64) min, (gint64) max, bytes,
+                              error);
+}
+
+/* The image and the kernel it boots, its overlay disk and the disks'
+ * rate limits. The reference's syntax is checked here; whether it can be
+ * had is for the image store. */
+static gboolean
+validate_image_and_disks (const MvSpec *spec, GError **error)
+{
+  gboolean image = spec->image != NULL;
+
+  if (image)
+    {
+      g_autoptr(MvImageRef) ref = mv_image_ref_parse (spec->image, NULL, error);
+
+      if (ref == NULL)
+        return FALSE;
+      if (spec->initrd != NULL)
+        return invalid (error, "initrd: a machine booted from an image boots microvmd's "
+                        "initramfs; leave initrd out");
+      if (mv_spec_root_disk (spec) != NULL)
+        return invalid (error, "disks: a machine booted from an image has the image as its "
+                        "root; no disk can be marked root");
+    }
+  if (spec->image_digest != NULL)
+    {
+      if (!image)
+        return invalid (error, "image_digest: only with image");
+      if (!mv_image_digest_is_valid (spec->image_digest))
+        return invalid (error, "image_digest: not \"sha256:\" and 64 lowercase hex digits");
+    }
+  if (spec->kernel_name != NULL)
+    {
+      if (spec->kernel != NULL)
+        return invalid (error, "kernel_name: names a configured kernel; kernel names a file; "
+                        "give one of them");
+      if (!check_ascii_field ("kernel_name", spec->kernel_name, MV_KERNEL_NAME_MAX_BYTES, TRUE,
+                              "._-", "letters, digits, '.', '_' and '-'", error))
+        return FALSE;
+    }
+  if (spec->disk_bytes != 0 && !image && mv_spec_root_disk (spec) == NULL)
+    return invalid (error, "disk_bytes: the overlay disk is for a root file system: "
+                    "it needs image, or a disk marked root");
+  if (spec->disks->len + (image ? 1 : 0) + (mv_spec_overlay_bytes (spec) > 0 ? 1 : 0) >
+      MV_BLOCK_DEVICES_MAX)
+    return invalid (error, "disks: %u disks beside the image and the overlay disk, more than "
+                    "the %d a guest can have", spec->disks->len, MV_BLOCK_DEVICES_MAX);
+  return check_optional_range ("disk_bytes", spec->disk_bytes, MV_DISK_BYTES_MIN,
+                               MV_DISK_BYTES_MAX, TRUE, error) &&
+         check_optional_range ("disk_bytes_per_second", spec->disk_bytes_per_second,
+                               MV_DISK_BYTES_PER_SECOND_MIN, MV_DISK_BYTES_PER_SECOND_MAX, TRUE,
+                               error) &&
+         check_optional_range ("disk_iops", spec->disk_iops, MV_DISK_IOPS_MIN, MV_DISK_IOPS_MAX,
+                               FALSE, error);
 }
 
 static gboolean
@@ -897,6 +963,7 @@ mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GErr
          validate_boot (spec, error) &&
          validate_resources (spec, error) &&
          validate_disks (spec, error) &&
+         validate_image_and_disks (spec, error) &&
          validate_readiness (spec, error) &&
          validate_network (spec, error) &&
          validate_hostname (spec, error) &&
@@ -928,6 +995,10 @@ mv_spec_check_implemented (const MvSpec *spec, GError **error)
     { "network_name", string_set (spec->network_name) },
     { "static_ip", string_set (spec->static_ip) },
     { "firewall", json_array_get_length (spec->firewall) > 0 },
+    { "image", string_set (spec->image) },
+    { "disk_bytes", spec->disk_bytes > 0 },
+    { "disk_bytes_per_second", spec->disk_bytes_per_second > 0 },
+    { "disk_iops", spec->disk_iops > 0 },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (pending); i++)

@@ -150,6 +150,9 @@ mv_spec_free (MvSpec *spec)
   g_clear_pointer (&spec->env, g_hash_table_unref);
   g_free (spec->user);
   g_free (spec->working_dir);
+  g_free (spec->image);
+  g_free (spec->image_digest);
+  g_free (spec->kernel_name);
   g_clear_pointer (&spec->mounts, g_ptr_array_unref);
   g_clear_pointer (&spec->health_check, mv_health_check_free);
   g_free (spec);
@@ -210,6 +213,12 @@ mv_spec_copy (const MvSpec *spec)
   copy_string_map (copy->env, spec->env);
   copy->user = g_strdup (spec->user);
   copy->working_dir = g_strdup (spec->working_dir);
+  copy->image = g_strdup (spec->image);
+  copy->image_digest = g_strdup (spec->image_digest);
+  copy->kernel_name = g_strdup (spec->kernel_name);
+  copy->disk_bytes = spec->disk_bytes;
+  copy->disk_bytes_per_second = spec->disk_bytes_per_second;
+  copy->disk_iops = spec->disk_iops;
   copy->init_mode = spec->init_mode;
   for (guint i = 0; i < spec->mounts->len; i++)
     g_ptr_array_add (copy->mounts, mount_copy (g_ptr_array_index (spec->mounts, i)));
@@ -388,6 +397,8 @@ mv_spec_shape_differs (const MvSpec *a, const MvSpec *b)
       a->max_memory_bytes != b->max_memory_bytes ||
       g_strcmp0 (a->hypervisor_type, b->hypervisor_type) != 0 ||
       g_strcmp0 (a->hypervisor_version, b->hypervisor_version) != 0 ||
+      g_strcmp0 (a->image_digest, b->image_digest) != 0 ||
+      mv_spec_overlay_bytes (a) != mv_spec_overlay_bytes (b) ||
       a->disks->len != b->disks->len)
     return TRUE;
   for (guint i = 0; i < a->disks->len; i++)
@@ -421,6 +432,16 @@ mv_spec_differs_only_in_guest_metadata (const MvSpec *a, const MvSpec *b)
 }
 
 /* ---- the workload ---- */
+
+guint64
+mv_spec_overlay_bytes (const MvSpec *spec)
+{
+  g_return_val_if_fail (spec != NULL, 0);
+
+  if (spec->disk_bytes > 0)
+    return spec->disk_bytes;
+  return spec->image != NULL ? MV_DEFAULT_DISK_BYTES : 0;
+}
 
 const MvDisk *
 mv_spec_root_disk (const MvSpec *spec)

@@ -63,6 +63,20 @@
 #define MV_HEALTH_RETRIES_MAX             100
 #define MV_HEALTH_START_PERIOD_MAX_SECONDS 3600
 #define MV_HEALTH_HTTP_PATH_MAX_BYTES     1024
+/* Images and disks (seed 002: DiskBytes, DiskBytesPerSecond, DiskIOPS,
+ * MaxVolumeMounts). A guest sees its disks as /dev/vda, /dev/vdb, ... in
+ * the order the storage layer gives them: the image, the overlay disk,
+ * the spec's disks, then volumes. */
+#define MV_KERNEL_NAME_MAX_BYTES          63
+#define MV_DEFAULT_DISK_BYTES             (G_GUINT64_CONSTANT (1) << 30)   /* 1 GiB, sparse */
+#define MV_DISK_BYTES_MIN                 (G_GUINT64_CONSTANT (64) << 20)
+#define MV_DISK_BYTES_MAX                 (G_GUINT64_CONSTANT (16) << 40)  /* 16 TiB */
+#define MV_DISK_BYTES_PER_SECOND_MIN      (G_GUINT64_CONSTANT (64) << 10)  /* 64 KiB/s */
+#define MV_DISK_BYTES_PER_SECOND_MAX      (G_GUINT64_CONSTANT (1) << 40)
+#define MV_DISK_IOPS_MIN                  10
+#define MV_DISK_IOPS_MAX                  1000000
+#define MV_VOLUME_MOUNTS_MAX              22             /* 'z' - 'e' + 1 */
+#define MV_BLOCK_DEVICES_MAX              26             /* /dev/vda to /dev/vdz */
 
 typedef enum {
   MV_RESTART_NO,
@@ -160,6 +174,13 @@ typedef struct {
   MvInitMode     init_mode;
   GPtrArray     *mounts;             /* MvMount*, never NULL */
   MvHealthCheck *health_check;       /* NULL = none */
+  /* Images and disks (seed 002). */
+  char          *image;              /* a reference (core/image-ref.h) as given; NULL = none */
+  char          *image_digest;       /* what image resolved to at create; pinned */
+  char          *kernel_name;        /* a kernel of [kernels] in microvmd.conf; NULL = none */
+  guint64        disk_bytes;         /* the overlay disk; 0 = MV_DEFAULT_DISK_BYTES with an image */
+  guint64        disk_bytes_per_second;  /* each disk's; 0 = unlimited */
+  guint64        disk_iops;          /* each disk's; 0 = unlimited */
 } MvSpec;
 
 /* ---- the model (spec.c) ---- */
@@ -177,7 +198,7 @@ gboolean mv_spec_equal (const MvSpec *a, const MvSpec *b);
 /* Whether a and b differ in more than the standby time: a change that
  * raises the specification generation. */
 gboolean mv_spec_differs_beyond_standby (const MvSpec *a, const MvSpec *b);
-/* vCPUs, memory, disks or hypervisor differ: saved state becomes useless. */
+/* vCPUs, memory, disks, image or hypervisor differ: saved state becomes useless. */
 gboolean mv_spec_shape_differs (const MvSpec *a, const MvSpec *b);
 
 const char *mv_restart_mode_to_string (MvRestartMode mode);
@@ -185,6 +206,10 @@ const char *mv_init_mode_to_string (MvInitMode mode);
 const char *mv_mount_type_to_string (MvMountType type);
 /* The disk marked root, or NULL. */
 const MvDisk *mv_spec_root_disk (const MvSpec *spec);
+/* The size of the machine's overlay disk: disk_bytes, or its default for
+ * a machine booted from an image; 0 for none (the guest's changes to its
+ * root then live in memory). */
+guint64     mv_spec_overlay_bytes (const MvSpec *spec);
 /* The init mode the guest is told: auto resolved against cmd. */
 MvInitMode mv_spec_effective_init_mode (const MvSpec *spec);
 /* Whether a and b differ only in hostname, ssh_keys, user_data and

@@ -3,6 +3,7 @@
 #include "core/errors.h"
 #include "core/machine.h"
 #include "core/spec.h"
+#include "core/spec-private.h"
 
 #define MiB (G_GUINT64_CONSTANT (1) << 20)
 
@@ -2066,6 +2067,104 @@ test_limit_root_disk (void)
   assert_invalid_message (spec, "disks[2].root: only one disk can be the root; disks[0] is");
 }
 
+static void
+test_image_and_disks (void)
+{
+  static const char digest[] =
+    "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  g_autoptr(MvSpec) spec = parse_ok ("{'name':'web','image':'127.0.0.1:5000/test/busybox:1',"
+                                     "'kernel_name':'cloud','disk_bytes':134217728,"
+                                     "'disk_bytes_per_second':1048576,'disk_iops':100}");
+  g_autoptr(MvSpec) bare = parse_ok ("{'name':'web','kernel':'/k'}");
+  g_autofree char *json = mv_spec_to_json (spec, TRUE);
+  g_autofree char *bare_json = mv_spec_to_json (bare, TRUE);
+  g_autoptr(MvSpec) again = mv_spec_from_json (json, NULL);
+  g_autoptr(MvSpec) copy = mv_spec_copy (spec);
+
+  assert_valid (spec);
+  g_assert_cmpstr (spec->image, ==, "127.0.0.1:5000/test/busybox:1");
+  g_assert_cmpstr (spec->kernel_name, ==, "cloud");
+  g_assert_cmpuint (spec->disk_bytes, ==, 128 << 20);
+  g_assert_cmpuint (spec->disk_bytes_per_second, ==, 1 << 20);
+  g_assert_cmpuint (spec->disk_iops, ==, 100);
+  g_assert_nonnull (again);
+  g_assert_true (mv_spec_equal (spec, again));
+  g_assert_true (mv_spec_equal (spec, copy));
+  /* A spec without them reads as it did before they existed. */
+  g_assert_null (strstr (bare_json, "image"));
+  g_assert_null (strstr (bare_json, "disk_"));
+  g_assert_cmpuint (mv_spec_overlay_bytes (bare), ==, 0);
+  g_assert_cmpuint (mv_spec_overlay_bytes (spec), ==, 128 << 20);
+
+  /* Pinning the digest changes the shape: a frozen guest of the old
+   * image cannot wake into the new one. */
+  copy->image_digest = g_strdup (digest);
+  assert_valid (copy);
+  g_assert_true (mv_spec_shape_differs (spec, copy));
+  g_clear_pointer (&copy->image_digest, g_free);
+  copy->disk_bytes = 0;
+  g_assert_cmpuint (mv_spec_overlay_bytes (copy), ==, MV_DEFAULT_DISK_BYTES);
+  g_assert_true (mv_spec_shape_differs (spec, copy));
+
+  spec->image_digest = g_strdup ("sha256:ABC");
+  assert_invalid_message (spec, "image_digest: not \"sha256:\" and 64 lowercase hex digits");
+  g_clear_pointer (&spec->image_digest, g_free);
+  spec->disk_bytes = MV_DISK_BYTES_MIN - 1;
+  assert_invalid_message (spec, "disk_bytes: 67108863 (64.0 MiB) is below the minimum of 67108864 (64 MiB)");
+  spec->disk_bytes = MV_DISK_BYTES_MAX + 1;
+  assert_invalid_message (spec, "disk_bytes: 17592186044417 (16.0 TiB) is more than the limit of 17592186044416 (16 TiB)");
+  spec->disk_bytes = 0;
+  spec->disk_bytes_per_second = 1000;
+  assert_invalid_message (spec, "disk_bytes_per_second: 1000 is below the minimum of 65536 (64 KiB)");
+  spec->disk_bytes_per_second = 0;
+  spec->disk_iops = MV_DISK_IOPS_MAX + 1;
+  assert_invalid_message (spec, "disk_iops: 1000001 is more than the limit of 1000000");
+  spec->disk_iops = 0;
+  spec->kernel = g_strdup ("/k");
+  assert_invalid_message (spec, "kernel_name: names a configured kernel; kernel names a file; "
+                          "give one of them");
+  g_clear_pointer (&spec->kernel_name, g_free);
+  assert_valid (spec);
+  spec->kernel_name = g_strdup ("../x");
+  g_clear_pointer (&spec->kernel, g_free);
+  assert_invalid_message (spec, "kernel_name: may hold only letters, digits, '.', '_' and '-'");
+  g_clear_pointer (&spec->kernel_name, g_free);
+  spec->initrd = g_strdup ("/i");
+  assert_invalid_message (spec, "initrd: a machine booted from an image boots microvmd's "
+                          "initramfs; leave initrd out");
+  g_clear_pointer (&spec->initrd, g_free);
+  g_ptr_array_add (spec->disks, mv_disk_new ("/r", FALSE, TRUE));
+  assert_invalid_message (spec, "disks: a machine booted from an image has the image as its "
+                          "root; no disk can be marked root");
+  g_ptr_array_set_size (spec->disks, 0);
+  g_free (spec->image);
+  spec->image = g_strdup ("no such thing");
+  assert_invalid (spec, "image");
+
+  bare->disk_bytes = MV_DISK_BYTES_MIN;
+  assert_invalid_message (bare, "disk_bytes: the overlay disk is for a root file system: "
+                          "it needs image, or a disk marked root");
+  g_ptr_array_add (bare->disks, mv_disk_new ("/r", TRUE, TRUE));
+  assert_valid (bare);
+  bare->image_digest = g_strdup (digest);
+  assert_invalid_message (bare, "image_digest: only with image");
+}
+
+static void
+test_fingerprint_signed_image_url (void)
+{
+  g_autoptr(MvSpec) a = parse_ok ("{'name':'web','image':'https://img.example/b.tar?sig=aaa'}");
+  g_autoptr(MvSpec) b = parse_ok ("{'name':'web','image':'https://img.example/b.tar?sig=bbb'}");
+  g_autoptr(MvSpec) other = parse_ok ("{'name':'web','image':'https://img.example/c.tar?sig=aaa'}");
+  g_autofree char *fa = mv_spec_fingerprint (a);
+  g_autofree char *fb = mv_spec_fingerprint (b);
+  g_autofree char *fo = mv_spec_fingerprint (other);
+
+  g_assert_cmpstr (fa, ==, fb);
+  g_assert_cmpstr (fa, !=, fo);
+  g_assert_false (mv_spec_equal (a, b));
+}
+
 static char **
 argv_of (guint n, gsize each_bytes)
 {
@@ -2738,6 +2837,8 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/workload/compare", test_workload_compare);
   g_test_add_func ("/spec/guest-metadata-differs", test_guest_metadata_differs);
   g_test_add_func ("/spec/limits/root-disk", test_limit_root_disk);
+  g_test_add_func ("/spec/image-and-disks", test_image_and_disks);
+  g_test_add_func ("/spec/fingerprint-signed-image-url", test_fingerprint_signed_image_url);
   g_test_add_func ("/spec/limits/cmd", test_limit_cmd);
   g_test_add_func ("/spec/limits/env", test_limit_env);
   g_test_add_func ("/spec/limits/user", test_limit_user);
