@@ -157,3 +157,72 @@ mv_image_config_parse (const char *json, gssize length, GError **error)
       return bad (error, "config.Env", "holds an entry that is not NAME=value"), NULL;
   return g_steal_pointer (&config);
 }
+
+static void
+set_strv (JsonObject *obj, const char *name, char **strv)
+{
+  g_autoptr (JsonArray) array = NULL;
+
+  if (strv == NULL)
+    return;
+  array = json_array_new ();
+  for (char **s = strv; *s; s++)
+    json_array_add_string_element (array, *s);
+  json_object_set_array_member (obj, name, g_steal_pointer (&array));
+}
+
+static void
+set_string (JsonObject *obj, const char *name, const char *value)
+{
+  if (value != NULL)
+    json_object_set_string_member (obj, name, value);
+}
+
+JsonNode *
+mv_image_config_to_node (const MvImageConfig *config)
+{
+  g_autoptr (JsonObject) obj = json_object_new ();
+  g_autoptr (JsonObject) inner = json_object_new ();
+
+  set_string (obj, "architecture", config->architecture);
+  set_string (obj, "os", config->os);
+  set_string (obj, "created", config->created);
+  set_strv (inner, "Entrypoint", config->entrypoint);
+  set_strv (inner, "Cmd", config->cmd);
+  set_strv (inner, "Env", config->env);
+  set_string (inner, "User", config->user);
+  set_string (inner, "WorkingDir", config->working_dir);
+  if (config->healthcheck != NULL)
+    {
+      const MvImageHealthcheck *hc = config->healthcheck;
+      g_autoptr (JsonObject) h = json_object_new ();
+
+      set_strv (h, "Test", hc->test);
+      json_object_set_int_member (h, "Interval", hc->interval_ns);
+      json_object_set_int_member (h, "Timeout", hc->timeout_ns);
+      json_object_set_int_member (h, "StartPeriod", hc->start_period_ns);
+      json_object_set_int_member (h, "Retries", hc->retries);
+      json_object_set_object_member (inner, "Healthcheck", g_steal_pointer (&h));
+    }
+  json_object_set_object_member (obj, "config", g_steal_pointer (&inner));
+  return json_node_init_object (json_node_alloc (), obj);
+}
+
+MvImageConfig *
+mv_image_config_from_node (JsonNode *node, GError **error)
+{
+  g_autofree char *json = json_to_string (node, FALSE);
+
+  return mv_image_config_parse (json, -1, error);
+}
+
+MvImageConfig *
+mv_image_config_copy (const MvImageConfig *config)
+{
+  g_autoptr (JsonNode) node = NULL;
+
+  if (config == NULL)
+    return NULL;
+  node = mv_image_config_to_node (config);
+  return mv_image_config_from_node (node, NULL);
+}

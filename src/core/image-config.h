@@ -2,6 +2,7 @@
  * "config" names): how to start the image's program. Pure. */
 #pragma once
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #define MV_IMAGE_CONFIG_MAX      (1024 * 1024)  /* bytes of config JSON read */
 #define MV_IMAGE_CONFIG_LIST_MAX 4096           /* entries in Entrypoint, Cmd, Env, Test */
@@ -31,3 +32,10 @@ typedef struct {
 MvImageConfig *mv_image_config_parse (const char *json, gssize length, GError **error);
 void           mv_image_config_free (MvImageConfig *config);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvImageConfig, mv_image_config_free)
+
+/* The document mv_image_config_parse() reads back as @config: what a
+ * machine's record keeps of the image it is pinned to. */
+JsonNode      *mv_image_config_to_node (const MvImageConfig *config);
+MvImageConfig *mv_image_config_from_node (JsonNode *node, GError **error);
+/* NULL for NULL. */
+MvImageConfig *mv_image_config_copy (const MvImageConfig *config);

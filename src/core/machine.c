@@ -92,6 +92,7 @@ mv_config_free (MvConfig *config)
   g_free (config->id);
   mv_spec_free (config->spec);
   g_free (config->fingerprint);
+  mv_image_config_free (config->image_config);
   g_free (config);
 }
 
@@ -106,6 +107,7 @@ mv_config_copy (const MvConfig *config)
   copy->id = g_strdup (config->id);
   copy->spec = mv_spec_copy (config->spec);
   copy->fingerprint = g_strdup (config->fingerprint);
+  copy->image_config = mv_image_config_copy (config->image_config);
   return copy;
 }
 
@@ -375,6 +377,8 @@ mv_config_to_node (const MvConfig *config)
   if (config->standby)
     json_object_set_boolean_member (object, "standby", TRUE);
   json_object_set_member (object, "spec", mv_spec_to_node (config->spec, TRUE));
+  if (config->image_config != NULL)
+    json_object_set_member (object, "image_config", mv_image_config_to_node (config->image_config));
   return json_node_init_object (json_node_alloc (), object);
 }
 
@@ -384,7 +388,7 @@ mv_config_from_node (JsonNode *node, GError **error)
   static const char *const known[] = {
     "format", "id", "desired_state", "desired_generation",
     "specification_generation", "restart_generation", "fingerprint",
-    "created_at", "updated_at", "stopped_by_user", "standby", "spec", NULL
+    "created_at", "updated_at", "stopped_by_user", "standby", "spec", "image_config", NULL
   };
   g_autoptr(MvConfig) config = g_new0 (MvConfig, 1);
   g_autoptr(GError) local_error = NULL;
@@ -465,6 +469,22 @@ mv_config_from_node (JsonNode *node, GError **error)
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "spec: %s", local_error->message);
       return NULL;
     }
+  if ((field = mv_json_member (object, "image_config")) != NULL)
+    {
+      config->image_config = mv_image_config_from_node (field, &local_error);
+      if (config->image_config == NULL)
+        {
+          g_propagate_error (error, g_steal_pointer (&local_error));
+          return NULL;
+        }
+      if (config->spec->image == NULL)
+        {
+          g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                               "image_config: the spec names no image");
+          return NULL;
+        }
+    }
+
   /* As mv_config_new() does, the spec carries the record's ID. */
   if (config->spec->id == NULL)
     config->spec->id = g_strdup (config->id);

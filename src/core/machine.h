@@ -2,6 +2,7 @@
  * one (status.json), with the generation rules of seed 000. Pure. */
 #pragma once
 #include "spec.h"
+#include "image-config.h"
 #include "state.h"
 
 #define MV_CONFIG_FORMAT  2
@@ -27,6 +28,9 @@ typedef struct {
   /* The guest is wanted frozen to disk (standby), by a user or because it
    * was idle; the desired state says what it is when it wakes. */
   gboolean   standby;
+  /* The config of the image the spec is pinned to (what a digest names
+   * never changes): the workload's defaults. NULL without an image. */
+  MvImageConfig *image_config;
 } MvConfig;
 
 typedef struct {

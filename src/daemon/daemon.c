@@ -8,6 +8,7 @@
 #include "hypervisor/runtime.h"
 #include "names.h"
 #include "reconcile/reconciler.h"
+#include "storage/images.h"
 #include "storage/storage.h"
 #include "store/store.h"
 
@@ -31,6 +32,7 @@ struct _MvDaemon {
   MvReconcilerOptions options;
   MvReconciler       *reconciler;
   MvBusService       *service;
+  MvImageStore       *images;          /* the cache of images machines boot */
   GMainLoop          *loop;
   char               *config_path;
   GKeyFile           *config;
@@ -230,6 +232,8 @@ mv_daemon_free (MvDaemon *daemon)
     sd_bus_flush_close_unref (daemon->bus);
   g_clear_pointer (&daemon->host.runtimes, mv_runtimes_free);
   g_clear_pointer (&daemon->host.storage, mv_storage_free);
+  g_clear_pointer (&daemon->host.images, mv_host_images_free);
+  g_clear_pointer (&daemon->images, mv_image_store_free);
   g_clear_pointer (&daemon->host.records, g_free);
   g_clear_pointer (&daemon->invalid, g_ptr_array_unref);
   g_clear_pointer (&daemon->runtimes, g_ptr_array_unref);
@@ -292,6 +296,38 @@ on_bus_failed (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* The image cache, with what a crashed pull left swept away: [images]
+ * insecure-registries and max-size-bytes. */
+static gboolean
+open_images (MvDaemon *daemon, GError **error)
+{
+  g_auto (GStrv) insecure = g_key_file_get_string_list (daemon->config, "images",
+                                                        "insecure-registries", NULL, NULL);
+  g_autoptr (GError) local = NULL;
+  guint64 max_size = 0;
+  MvImageStoreOptions options = { 0 };
+
+  if (g_key_file_has_key (daemon->config, "images", "max-size-bytes", NULL))
+    {
+      max_size = g_key_file_get_uint64 (daemon->config, "images", "max-size-bytes", &local);
+      if (local != NULL || max_size == 0)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "%s: [images] max-size-bytes: not a positive number of bytes",
+                       daemon->config_path);
+          return FALSE;
+        }
+    }
+  options.insecure_hosts = (const char * const *) insecure;
+  options.max_size = max_size;
+  daemon->images = mv_image_store_new (mv_store_state_dir (daemon->store), &options, error);
+  if (daemon->images == NULL)
+    return FALSE;
+  if (!mv_image_store_sweep (daemon->images, &local))
+    g_warning ("Images: could not sweep what failed pulls left: %s", local->message);
+  return TRUE;
+}
+
 int
 mv_daemon_run (MvDaemon *daemon, GError **error)
 {
@@ -301,7 +337,10 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   daemon->host.runtimes = runtimes_new (daemon);
   daemon->host.memory_bytes = (guint64) sysconf (_SC_PHYS_PAGES) * (guint64) sysconf (_SC_PAGESIZE);
   daemon->host.records = mv_store_records_new (daemon->store);
-  daemon->host.storage = mv_storage_new (daemon->host.records);
+  if (!open_images (daemon, error))
+    return 1;
+  daemon->host.images = mv_host_images_new (daemon->images);
+  daemon->host.storage = mv_storage_new (daemon->host.records, daemon->images);
   daemon->service = mv_bus_service_new ();
   daemon->reconciler = mv_reconciler_new (&daemon->host, &daemon->options,
                                           mv_bus_service_observer (daemon->service), NULL);

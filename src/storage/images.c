@@ -3,6 +3,7 @@
 #include "image-unpack.h"
 #include "core/errors.h"
 #include "util/files.h"
+#include "tool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,6 @@
 #define POLICY_NAME        ".policy.json"
 #define LAYOUT_REF         "img"
 #define RECORD_MAX         (64 * 1024)
-#define TOOL_OUTPUT_MAX    (4 * 1024 * 1024)
 #define SKOPEO_TIMEOUT     "600s"
 #define DOWNLOAD_TIMEOUT   "600"
 #define DISK_MARGIN        (G_GUINT64_CONSTANT (64) << 20)
@@ -136,59 +136,6 @@ classify_skopeo (const char *err)
   return MV_ERROR_FAILED;
 }
 
-/* The last line of a tool's stderr, for a message. */
-static char *
-last_line (const char *err)
-{
-  g_autofree char *copy = g_strstrip (g_strdup (err));
-  const char *nl = strrchr (copy, '\n');
-  g_autofree char *line = g_strdup (nl ? nl + 1 : copy);
-
-  if (strlen (line) > 400)
-    line[400] = '\0';
-  return g_steal_pointer (&line);
-}
-
-typedef MvError (*Classify) (const char *stderr_text);
-
-/* Runs @argv; on success *@out (may be NULL) holds its stdout. On
- * failure the error's code comes from @classify and its message quotes
- * the tool's stderr. */
-static gboolean
-run_tool (const char * const *argv, Classify classify, GCancellable *cancellable, GBytes **out,
-          GError **error)
-{
-  g_autoptr (GSubprocess) proc = NULL;
-  g_autoptr (GBytes) out_bytes = NULL;
-  g_autoptr (GBytes) err_bytes = NULL;
-  g_autofree char *err_text = NULL;
-  g_autoptr (GError) local = NULL;
-
-  proc = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE |
-                                  G_SUBPROCESS_FLAGS_STDIN_INHERIT, &local);
-  if (proc == NULL)
-    return mv_error_set (error, MV_ERROR_FAILED, "image: cannot run %s: %s", argv[0], local->message);
-  if (!g_subprocess_communicate (proc, NULL, cancellable, &out_bytes, &err_bytes, &local))
-    {
-      g_subprocess_force_exit (proc);
-      g_propagate_error (error, g_steal_pointer (&local));
-      return FALSE;
-    }
-  err_text = g_strndup (g_bytes_get_data (err_bytes, NULL), g_bytes_get_size (err_bytes));
-  if (!g_subprocess_get_if_exited (proc) || g_subprocess_get_exit_status (proc) != 0)
-    {
-      g_autofree char *line = last_line (err_text);
-
-      return mv_error_set (error, classify ? classify (err_text) : MV_ERROR_FAILED, "image: %s failed: %s",
-                           argv[0], *line ? line : "(no message)");
-    }
-  if (g_bytes_get_size (out_bytes) > TOOL_OUTPUT_MAX)
-    return mv_error_set (error, MV_ERROR_FAILED, "image: %s printed more than %d bytes", argv[0], TOOL_OUTPUT_MAX);
-  if (out != NULL)
-    *out = g_steal_pointer (&out_bytes);
-  return TRUE;
-}
-
 /* skopeo's source name for @ref, by @digest where the transport allows. */
 static char *
 skopeo_source (const MvImageRef *ref, const char *digest, const char *archive)
@@ -221,7 +168,7 @@ resolve (MvImageStore *store, const MvImageRef *ref, const char *source, GCancel
 
   if (argv[9] == source)
     argv[10] = NULL;
-  if (!run_tool (argv, classify_skopeo, cancellable, &raw, error))
+  if (!mv_run_tool ("image", argv, classify_skopeo, cancellable, &raw, error))
     return NULL;
   return mv_oci_image_digest_of (raw, error);
 }
@@ -250,7 +197,7 @@ download (MvImageStore *store, const MvImageRef *ref, const char *dest, GCancell
                          "--max-time", DOWNLOAD_TIMEOUT, "--output", dest, "--", ref->url, NULL };
   GStatBuf st;
 
-  if (!run_tool (argv, classify_curl, cancellable, NULL, error))
+  if (!mv_run_tool ("image", argv, classify_curl, cancellable, NULL, error))
     return FALSE;
   /* --max-filesize trusts a Content-Length; a server that sends none is
    * caught here, once, instead. */
@@ -478,7 +425,7 @@ make_disk (const char *root, const char *disk, const MvUnpackBudget *budget, gui
     const char *argv[] = { "mkfs.ext4", "-q", "-F", "-N", inodes_text, "-d", root, "-E", "root_owner=0:0",
                            disk, size_k, NULL };
 
-    if (!run_tool (argv, NULL, cancellable, NULL, error))
+    if (!mv_run_tool ("image", argv, NULL, cancellable, NULL, error))
       return FALSE;
   }
   *disk_size = size;
@@ -511,7 +458,7 @@ build (MvImageStore *store, const MvImageRef *ref, const char *source, const cha
 
     if (argv[11] == source)
       argv[12] = dest, argv[13] = NULL;
-    if (!run_tool (argv, classify_skopeo, cancellable, NULL, error))
+    if (!mv_run_tool ("image", argv, classify_skopeo, cancellable, NULL, error))
       return FALSE;
   }
 
@@ -674,6 +621,24 @@ mv_image_store_pull (MvImageStore *store, const char *reference, GCancellable *c
   return mv_image_store_lookup (store, digest, error);
 }
 
+MvImage *
+mv_image_store_pull_with_progress (MvImageStore *store, const char *reference,
+                                   MvPullProgressFunc progress, gpointer progress_data,
+                                   GCancellable *cancellable, GError **error)
+{
+  MvImage *image = mv_image_store_pull (store, reference, cancellable, error);
+
+  if (image != NULL && progress != NULL)
+    progress (image->size, image->size, progress_data);
+  return image;
+}
+
+const char * const *
+mv_image_store_insecure_hosts (MvImageStore *store)
+{
+  return (const char * const *) store->insecure_hosts;
+}
+
 /* ---- listing and removing ---- */
 
 static gboolean
@@ -800,4 +765,35 @@ mv_image_store_sweep (MvImageStore *store, GError **error)
         return FALSE;
     }
   return TRUE;
+}
+
+/* ---- finding what the host has ---- */
+
+MvImage *
+mv_image_store_find (MvImageStore *store, const char *reference, GError **error)
+{
+  g_autoptr (MvImageRef) ref = mv_image_ref_parse (reference, (const char * const *) store->insecure_hosts, error);
+  g_autoptr (GPtrArray) images = NULL;
+  gint latest = -1;
+
+  if (ref == NULL)
+    return NULL;
+  /* A digest names one image, whatever it was pulled by. */
+  if (ref->digest != NULL)
+    return mv_image_store_lookup (store, ref->digest, error);
+  images = mv_image_store_list (store, error);
+  if (images == NULL)
+    return NULL;
+  for (guint i = 0; i < images->len; i++)
+    {
+      MvImage *image = images->pdata[i];
+
+      if (image->references && g_strv_contains ((const char * const *) image->references, ref->text) &&
+          (latest < 0 || image->pulled > ((MvImage *) images->pdata[latest])->pulled))
+        latest = (gint) i;
+    }
+  if (latest < 0)
+    return mv_error_set (error, MV_ERROR_NOT_FOUND, "image: %s has not been pulled on this host",
+                         ref->text), NULL;
+  return g_ptr_array_steal_index (images, (guint) latest);
 }

@@ -10,6 +10,7 @@
 #pragma once
 #include "core/image-config.h"
 #include "core/image-ref.h"
+#include "core/host/images.h"
 
 #include <gio/gio.h>
 
@@ -54,8 +55,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvImageStore, mv_image_store_free)
  * source when it is. */
 MvImage      *mv_image_store_pull (MvImageStore *store, const char *reference,
                                    GCancellable *cancellable, GError **error);
+/* The same, telling @progress (may be NULL) how much of the pull is
+ * done as it goes. */
+MvImage      *mv_image_store_pull_with_progress (MvImageStore *store, const char *reference,
+                                                 MvPullProgressFunc progress, gpointer progress_data,
+                                                 GCancellable *cancellable, GError **error);
+/* The registries spoken to in plain HTTP beside loopback. */
+const char * const *mv_image_store_insecure_hosts (MvImageStore *store);
 /* Blocks (reads a few small files): the cached image @digest, or NOT_FOUND. */
 MvImage      *mv_image_store_lookup (MvImageStore *store, const char *digest, GError **error);
+/* Blocks (reads the cache's records): the image last pulled by
+ * @reference, or the one its digest names; NOT_FOUND if the host has
+ * none. What pull policies "missing" and "never" start from. */
+MvImage      *mv_image_store_find (MvImageStore *store, const char *reference, GError **error);
 /* Blocks: every cached image, as MvImage. */
 GPtrArray    *mv_image_store_list (MvImageStore *store, GError **error);
 /* Blocks: removes the cached image @digest (NOT_FOUND if none). Whether

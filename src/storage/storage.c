@@ -1,4 +1,5 @@
 #include "storage.h"
+#include "storage-private.h"
 #include "core/machine.h"
 #include "names.h"
 #include "util/files.h"
@@ -9,14 +10,16 @@
 
 #define STALE_PREFIX  MV_SAVED_STATE_NAME ".stale-"
 
-static char *
-path_of (MvStorage *storage, const char *machine_id, const char *name)
+char *
+mv_storage_path (MvStorage *storage, const char *machine_id, const char *name)
 {
-  MvRecords *records = storage->data;
-  g_autofree char *dir = records->machine_dir (records, machine_id);
+  MvStorageData *data = storage->data;
+  g_autofree char *dir = data->records->machine_dir (data->records, machine_id);
 
   return g_build_filename (dir, name, NULL);
 }
+
+#define path_of mv_storage_path
 
 static char *
 saved_state_dir (MvStorage *storage, const char *machine_id)
@@ -84,8 +87,8 @@ retire_saved_state (MvStorage *storage, const char *machine_id, GError **error)
 static gboolean
 sweep (MvStorage *storage, const char *machine_id, GError **error)
 {
-  MvRecords *records = storage->data;
-  g_autofree char *dir = records->machine_dir (records, machine_id);
+  MvStorageData *data = storage->data;
+  g_autofree char *dir = data->records->machine_dir (data->records, machine_id);
   g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
   const char *name;
 
@@ -117,11 +120,19 @@ has_staged_state (MvStorage *storage, const char *machine_id)
 }
 
 MvStorage *
-mv_storage_new (MvRecords *records)
+mv_storage_new (MvRecords *records, MvImageStore *images)
 {
   MvStorage *storage = g_new0 (MvStorage, 1);
+  MvStorageData *data = g_new0 (MvStorageData, 1);
 
-  storage->data = records;
+  data->records = records;
+  data->images = images;
+  storage->data = data;
+  if (images != NULL)
+    {
+      storage->prepare_disks = mv_storage_prepare_disks;
+      storage->remove_disks = mv_storage_remove_disks;
+    }
   storage->saved_state_dir = saved_state_dir;
   storage->stage_saved_state = stage_saved_state;
   storage->commit_saved_state = commit_saved_state;
@@ -136,5 +147,8 @@ mv_storage_new (MvRecords *records)
 void
 mv_storage_free (MvStorage *storage)
 {
+  if (storage == NULL)
+    return;
+  g_free (storage->data);
   g_free (storage);
 }

@@ -207,7 +207,7 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
   host.runtimes = mv_runtimes_new (NULL);
   mv_runtimes_add (host.runtimes, mv_test_runtime_new (), "1.0.0");
   host.records = mv_store_records_new (store);
-  host.storage = mv_storage_new (host.records);
+  host.storage = mv_storage_new (host.records, NULL);
   service = mv_bus_service_new ();
   reconciler = mv_reconciler_new (&host, &options, mv_bus_service_observer (service), NULL);
   mv_reconciler_recover (reconciler, on_recovered, &recovered);

@@ -2,6 +2,7 @@
  * small interface declared beside this file, and what a machine holds in
  * each of them. Pure: it only calls through the interfaces. */
 #pragma once
+#include "images.h"
 #include "network.h"
 #include "records.h"
 #include "runtimes.h"
@@ -14,6 +15,7 @@ typedef struct {
   MvStorage   *storage;
   MvNetwork   *network;      /* NULL: this host has no networks */
   MvSnapshots *snapshots;    /* NULL: this host keeps no snapshots */
+  MvImages    *images;       /* NULL: this host boots no images */
   guint64      memory_bytes; /* the host's memory; 0 = unknown */
 } MvHost;
 

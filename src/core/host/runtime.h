@@ -11,12 +11,30 @@
  *   saying what went wrong; it leaves no process it started behind, except
  *   where an operation says otherwise. */
 #pragma once
+#include "core/image-config.h"
 #include "core/spec.h"
 #include "core/state.h"
 
 #include <gio/gio.h>
 
 typedef struct _MvRuntime MvRuntime;
+
+/* One of a guest's virtio-blk disks. A guest sees them as /dev/vda,
+ * /dev/vdb, ... in the order mv_spec_blocks() gives (core/host/blocks.c):
+ * the image, the overlay disk, the spec's disks, then its volumes. */
+typedef enum {
+  MV_BLOCK_IMAGE,      /* the image's root file system: read-only, shared */
+  MV_BLOCK_OVERLAY,    /* the machine's own disk, where its changes to the root go */
+  MV_BLOCK_DISK,       /* spec->disks[index] */
+  MV_BLOCK_VOLUME,     /* the volume spec->mounts[index] names */
+} MvBlockRole;
+
+typedef struct {
+  MvBlockRole role;
+  guint       index;       /* DISK: in spec->disks; VOLUME: in spec->mounts */
+  char       *path;        /* on the host; NULL until the storage layer fills it in */
+  gboolean    read_only;
+} MvBlock;
 
 /* One machine, as every host layer is told of it. */
 typedef struct {
@@ -27,6 +45,12 @@ typedef struct {
   /* Cancelled when the machine is deleted by force: a start that waits
    * for its guest gives up (and ends what it started). May be NULL. */
   GCancellable *cancellable;
+  /* The config of the image the spec is pinned to: the workload's
+   * defaults, which the spec's fields override. NULL: none. */
+  const MvImageConfig *image_config;
+  /* start and restore: the guest's disks as the storage layer readied
+   * them (MvBlock*, in the guest's order). NULL elsewhere. */
+  GPtrArray    *blocks;
 } MvRuntimeRequest;
 
 typedef enum {

@@ -1,6 +1,6 @@
-/* Storage: what a machine keeps on the host's disks beside its records.
- * Today that is its frozen guest (standby); images, overlay disks and
- * volumes join here (src/storage/ fills it in; tests use a fake).
+/* Storage: what a machine keeps on the host's disks beside its records:
+ * its frozen guest (standby), its overlay disk, the images and volumes it
+ * boots with (src/storage/ fills it in; tests use a fake).
  * Contract:
  * - functions that block say so and are called from worker threads, at
  *   most one at a time per machine; the others are cheap and may be called
@@ -35,4 +35,25 @@ struct _MvStorage {
   /* Cheap: whether a whole frozen guest exists, and a staged one. */
   gboolean (*has_saved_state) (MvStorage *storage, const char *machine_id);
   gboolean (*has_staged_state) (MvStorage *storage, const char *machine_id);
+
+  /* Blocks: readies the disks @req's guest boots with, as MvBlock* in the
+   * guest's order (mv_spec_blocks()) with their host paths: the image the
+   * spec is pinned to (pulled again by its digest if the host no longer
+   * has it), the overlay disk (made at the first start, grown to the
+   * spec's size), the spec's disks as they are. May be NULL: a storage
+   * that only keeps frozen guests, whose machines boot the spec's disks. */
+  GPtrArray *(*prepare_disks) (MvStorage *storage, const MvRuntimeRequest *req, GError **error);
+  /* Blocks: removes what prepare_disks() made for the machine alone (its
+   * overlay disk); what is shared stays. May be NULL, as prepare_disks. */
+  gboolean (*remove_disks) (MvStorage *storage, const char *machine_id, GError **error);
 };
+
+/* The disks @spec's guest has, in its order, without host paths except
+ * for the spec's own disks. Pure. */
+GPtrArray  *mv_spec_blocks (const MvSpec *spec);
+void        mv_block_free (MvBlock *block);
+/* "/dev/vda" for 0, ..., "/dev/vdz" for 25. */
+char       *mv_block_device (guint position);
+/* The position of the first block of @role in @blocks (for a VOLUME or
+ * DISK, the one of @index), or -1. */
+gint        mv_blocks_find (GPtrArray *blocks, MvBlockRole role, guint index);

@@ -1,0 +1,16 @@
+/* What storage.c and disks.c share. */
+#pragma once
+#include "storage.h"
+
+#define MV_OVERLAY_NAME          "overlay.ext4"
+#define MV_OVERLAY_PARTIAL_NAME  "overlay.ext4.partial"
+
+typedef struct {
+  MvRecords    *records;
+  MvImageStore *images;
+} MvStorageData;
+
+/* <machine dir>/@name. */
+char      *mv_storage_path (MvStorage *storage, const char *machine_id, const char *name);
+GPtrArray *mv_storage_prepare_disks (MvStorage *storage, const MvRuntimeRequest *req, GError **error);
+gboolean   mv_storage_remove_disks (MvStorage *storage, const char *machine_id, GError **error);
