@@ -15,7 +15,10 @@
 
 /* Flags of Manager.CreateMachine. */
 #define MV_CREATE_START          (UINT64_C (1) << 0)
-#define MV_CREATE_KNOWN_FLAGS    MV_CREATE_START
+/* The image's pull policy: neither bit is "missing". */
+#define MV_CREATE_PULL_ALWAYS    (UINT64_C (1) << 1)
+#define MV_CREATE_PULL_NEVER     (UINT64_C (1) << 2)
+#define MV_CREATE_KNOWN_FLAGS    (MV_CREATE_START | MV_CREATE_PULL_ALWAYS | MV_CREATE_PULL_NEVER)
 
 #define MV_ERROR_PREFIX              "org.microvmd1.Error."
 #define MV_BUS_ERROR_NOT_FOUND          MV_ERROR_PREFIX "NotFound"

@@ -58,6 +58,7 @@ typedef struct {
   char        init_mode[16];
   char        end[16];
   char       *root;
+  char       *overlay;     /* the disk the root's changes go to; NULL: memory */
   char       *hostname;
   StrList     keys;
   char       *document;

@@ -290,6 +290,39 @@ copy_self (const char *target)
   return n == 0;
 }
 
+/* Where the root's changes go: the overlay disk, which keeps them from
+ * one boot to the next, or memory. The disk's upper and work directories
+ * are made at its first boot. */
+static bool
+mount_upper (const Config *config, char *error, size_t size)
+{
+  if (config->overlay)
+    {
+      if (!wait_for_path (config->overlay))
+        {
+          snprintf (error, size, "root: %s: the overlay disk is not in the guest", config->overlay);
+          return false;
+        }
+      if (mount (config->overlay, RW_DIR, "ext4", MS_NOATIME, NULL) < 0)
+        {
+          snprintf (error, size, "root: the overlay disk %s: %s", config->overlay, strerror (errno));
+          return false;
+        }
+    }
+  else if (mount ("tmpfs", RW_DIR, "tmpfs", 0, "mode=0755") < 0)
+    {
+      snprintf (error, size, "root: the overlay's tmpfs: %s", strerror (errno));
+      return false;
+    }
+  if ((mkdir (RW_DIR "/upper", 0755) < 0 && errno != EEXIST) ||
+      (mkdir (RW_DIR "/work", 0755) < 0 && errno != EEXIST))
+    {
+      snprintf (error, size, "root: the overlay's directories: %s", strerror (errno));
+      return false;
+    }
+  return true;
+}
+
 bool
 boot_setup_root (const Config *config, char *error, size_t size)
 {
@@ -308,12 +341,8 @@ boot_setup_root (const Config *config, char *error, size_t size)
   mkdir (NEW_ROOT, 0755);
   if (!mount_root_device (config->root, error, size))
     return false;
-  if (mount ("tmpfs", RW_DIR, "tmpfs", 0, "mode=0755") < 0 ||
-      mkdir (RW_DIR "/upper", 0755) < 0 || mkdir (RW_DIR "/work", 0755) < 0)
-    {
-      snprintf (error, size, "root: the overlay's tmpfs: %s", strerror (errno));
-      return false;
-    }
+  if (!mount_upper (config, error, size))
+    return false;
   if (mount ("overlay", NEW_ROOT, "overlay", 0,
              "lowerdir=" LOWER_DIR ",upperdir=" RW_DIR "/upper,workdir=" RW_DIR "/work") < 0)
     {
@@ -347,7 +376,8 @@ boot_setup_root (const Config *config, char *error, size_t size)
     }
   if (access ("/dev/pts/ptmx", F_OK) < 0)
     mount_one ("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "mode=0620,gid=5,ptmxmode=0666");
-  agent_log ("root: %s read-only under a tmpfs overlay", config->root);
+  agent_log ("root: %s read-only under %s", config->root,
+             config->overlay ? config->overlay : "a tmpfs overlay");
   return true;
 }
 

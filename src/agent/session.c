@@ -256,6 +256,7 @@ config_parse (const uint8_t *data, size_t len, Config *c, char *error, size_t si
           }
         break;
       case MV_AGENT_F_ROOT: ok = take_str (&f, &c->root, "ROOT", error, size); break;
+      case MV_AGENT_F_OVERLAY: ok = take_str (&f, &c->overlay, "OVERLAY", error, size); break;
       case MV_AGENT_F_HOSTNAME: ok = take_str (&f, &c->hostname, "HOSTNAME", error, size); break;
       case MV_AGENT_F_SSH_KEY: ok = take_list (&f, &c->keys, "SSH_KEY", error, size); break;
       case MV_AGENT_F_DOCUMENT: ok = take_str (&f, &c->document, "DOCUMENT", error, size); break;

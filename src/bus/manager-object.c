@@ -45,6 +45,29 @@ mv_manager_announce_removed (sd_bus *bus, MvMachineView *view)
   view->announced = FALSE;
 }
 
+typedef struct {
+  MvBusService   *service;
+  sd_bus_message *call;
+  gboolean        root;
+  gboolean        start;
+} CreateCall;
+
+static void
+on_defined (MvMachine *machine, gboolean existed, const GError *error, gpointer user_data)
+{
+  CreateCall *create = user_data;
+
+  if (!machine)
+    mv_bus_reply_gerror (create->call, error);
+  else if (create->start)
+    mv_bus_wait (mv_bus_view (create->service, machine), create->call, MV_REPLY_PATH,
+                 create->root);
+  else
+    sd_bus_reply_method_return (create->call, "o", mv_bus_view (create->service, machine)->path);
+  sd_bus_message_unref (create->call);
+  g_free (create);
+}
+
 static void
 do_create (sd_bus_message *call, gboolean root, gpointer user_data)
 {
@@ -53,8 +76,8 @@ do_create (sd_bus_message *call, gboolean root, gpointer user_data)
   const char *json = NULL;
   uint64_t flags = 0;
   g_autoptr (GError) error = NULL;
-  gboolean existed = FALSE;
-  MvMachine *machine;
+  MvPullPolicy policy = MV_PULL_MISSING;
+  CreateCall *create;
   MvSpec *spec;
 
   if (sd_bus_message_read (call, "st", &json, &flags) < 0)
@@ -70,18 +93,28 @@ do_create (sd_bus_message *call, gboolean root, gpointer user_data)
                                   (guint64) MV_CREATE_KNOWN_FLAGS);
       return;
     }
+  if ((flags & MV_CREATE_PULL_ALWAYS) && (flags & MV_CREATE_PULL_NEVER))
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_ARGUMENT,
+                                  "flags: PULL_ALWAYS (2) and PULL_NEVER (4) together");
+      return;
+    }
+  if (flags & MV_CREATE_PULL_ALWAYS)
+    policy = MV_PULL_ALWAYS;
+  else if (flags & MV_CREATE_PULL_NEVER)
+    policy = MV_PULL_NEVER;
   spec = mv_spec_from_json (json, &error);
-  machine = spec ? mv_reconciler_define (rec, spec, flags & MV_CREATE_START, &existed, &error)
-                 : NULL;
-  if (!machine)
+  if (!spec)
     {
       mv_bus_reply_gerror (call, error);
       return;
     }
-  if (flags & MV_CREATE_START)
-    mv_bus_wait (mv_bus_view (service, machine), call, MV_REPLY_PATH, root);
-  else
-    sd_bus_reply_method_return (call, "o", mv_bus_view (service, machine)->path);
+  create = g_new0 (CreateCall, 1);
+  create->service = service;
+  create->call = sd_bus_message_ref (call);
+  create->root = root;
+  create->start = (flags & MV_CREATE_START) != 0;
+  mv_reconciler_define_async (rec, spec, create->start, policy, NULL, NULL, on_defined, create);
 }
 
 static int

@@ -995,10 +995,6 @@ mv_spec_check_implemented (const MvSpec *spec, GError **error)
     { "network_name", string_set (spec->network_name) },
     { "static_ip", string_set (spec->static_ip) },
     { "firewall", json_array_get_length (spec->firewall) > 0 },
-    { "image", string_set (spec->image) },
-    { "disk_bytes", spec->disk_bytes > 0 },
-    { "disk_bytes_per_second", spec->disk_bytes_per_second > 0 },
-    { "disk_iops", spec->disk_iops > 0 },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (pending); i++)

@@ -2,6 +2,8 @@
  * built from a machine's spec (docs/agent-protocol.md). */
 #include "agent.h"
 #include "core/errors.h"
+#include "core/host/storage.h"
+#include "core/workload.h"
 
 #include <json-glib/json-glib.h>
 #include <string.h>
@@ -116,9 +118,38 @@ finish (MvAgentBuf *buf, const char *what, GError **error)
   return g_bytes_new_with_free_func (buf->data, buf->len, free, buf->data);
 }
 
-GBytes *
-mv_agent_config_frame (const MvSpec *spec, MvAgentEnd end, GError **error)
+/* Where the root is and where its changes go: the devices of the image
+ * (or the disk marked root) and of the overlay disk, in the guest's order
+ * of its disks. */
+static void
+put_root (MvAgentBuf *buf, const MvSpec *spec)
 {
+  g_autoptr (GPtrArray) blocks = mv_spec_blocks (spec);
+  const MvDisk *root = mv_spec_root_disk (spec);
+  gint at = spec->image ? mv_blocks_find (blocks, MV_BLOCK_IMAGE, 0) : -1;
+  gint overlay = mv_blocks_find (blocks, MV_BLOCK_OVERLAY, 0);
+
+  for (guint i = 0; at < 0 && root && i < spec->disks->len; i++)
+    if (spec->disks->pdata[i] == root)
+      at = mv_blocks_find (blocks, MV_BLOCK_DISK, i);
+  if (at < 0)
+    return;
+  {
+    g_autofree char *device = mv_block_device ((guint) at);
+    mv_agent_buf_put_str (buf, MV_AGENT_F_ROOT, device);
+  }
+  if (overlay >= 0)
+    {
+      g_autofree char *device = mv_block_device ((guint) overlay);
+      mv_agent_buf_put_str (buf, MV_AGENT_F_OVERLAY, device);
+    }
+}
+
+GBytes *
+mv_agent_config_frame (const MvSpec *spec_in, const MvImageConfig *image, MvAgentEnd end,
+                       GError **error)
+{
+  g_autoptr (MvSpec) spec = mv_spec_with_image_defaults (spec_in, image);
   MvAgentBuf buf;
 
   mv_agent_buf_init (&buf);
@@ -126,13 +157,7 @@ mv_agent_config_frame (const MvSpec *spec, MvAgentEnd end, GError **error)
   mv_agent_buf_put_str (&buf, MV_AGENT_F_INIT_MODE,
                         mv_init_mode_to_string (mv_spec_effective_init_mode (spec)));
   mv_agent_buf_put_str (&buf, MV_AGENT_F_END, end == MV_AGENT_END_REBOOT ? "reboot" : "poweroff");
-  for (guint i = 0; i < spec->disks->len; i++)
-    if (((MvDisk *) spec->disks->pdata[i])->root)
-      {
-        /* Disks are virtio-blk devices in the spec's order. */
-        g_autofree char *device = g_strdup_printf ("/dev/vd%c", 'a' + i);
-        mv_agent_buf_put_str (&buf, MV_AGENT_F_ROOT, device);
-      }
+  put_root (&buf, spec);
   put_metadata (&buf, spec);
   for (char **arg = spec->cmd; arg && *arg; arg++)
     mv_agent_buf_put_str (&buf, MV_AGENT_F_ARGV, *arg);

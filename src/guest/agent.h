@@ -7,6 +7,7 @@
 #pragma once
 #include <glib.h>
 
+#include "core/image-config.h"
 #include "core/spec.h"
 #include "guest/protocol.h"
 
@@ -44,7 +45,8 @@ typedef enum {
 
 /* The CONFIG frame for @spec, whole; NULL and MV_ERROR_INVALID_ARGUMENT
  * if it would be over MV_AGENT_FRAME_MAX_BYTES. */
-GBytes   *mv_agent_config_frame (const MvSpec *spec, MvAgentEnd end, GError **error);
+GBytes   *mv_agent_config_frame (const MvSpec *spec, const MvImageConfig *image, MvAgentEnd end,
+                                 GError **error);
 /* The METADATA frame for @spec: hostname (the machine's name unless the
  * spec names one), keys and the metadata document. */
 GBytes   *mv_agent_metadata_frame (const MvSpec *spec, GError **error);

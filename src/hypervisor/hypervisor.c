@@ -87,6 +87,13 @@ mv_vm_spec_set_disk_rate_limit (MvVmSpec *spec, guint64 bytes_per_second, guint6
   disk->rate_limit_iops = iops;
 }
 
+void
+mv_vm_spec_set_disk_own (MvVmSpec *spec)
+{
+  g_return_if_fail (spec->disks->len > 0);
+  ((MvDiskConfig *) spec->disks->pdata[spec->disks->len - 1])->own = TRUE;
+}
+
 MvVmSpec *
 mv_vm_spec_copy (const MvVmSpec *spec)
 {
@@ -103,6 +110,8 @@ mv_vm_spec_copy (const MvVmSpec *spec)
       mv_vm_spec_add_disk (copy, disk->path, disk->read_only);
       mv_vm_spec_set_disk_rate_limit (copy, disk->rate_limit_bytes_per_second,
                                       disk->rate_limit_iops);
+      if (disk->own)
+        mv_vm_spec_set_disk_own (copy);
     }
   for (guint i = 0; i < spec->nets->len; i++)
     {
@@ -164,6 +173,8 @@ mv_vm_spec_to_node (const MvVmSpec *spec)
                                     (gint64) d->rate_limit_bytes_per_second);
       if (d->rate_limit_iops)
         json_object_set_int_member (o, "rate_limit_iops", (gint64) d->rate_limit_iops);
+      if (d->own)
+        json_object_set_boolean_member (o, "own", TRUE);
       json_array_add_object_element (disks, o);
     }
   for (guint i = 0; i < spec->nets->len; i++)
@@ -228,6 +239,8 @@ mv_vm_spec_from_node (JsonNode *node, GError **error)
                                  json_object_get_boolean_member_with_default (o, "read_only", FALSE));
             mv_vm_spec_set_disk_rate_limit (spec, mv_json_get_uint (o, "rate_limit_bytes_per_second"),
                                             mv_json_get_uint (o, "rate_limit_iops"));
+            if (json_object_get_boolean_member_with_default (o, "own", FALSE))
+              mv_vm_spec_set_disk_own (spec);
           }
       }
   if ((array = mv_json_get_array (root, "nets")))

@@ -60,6 +60,9 @@ typedef struct {
   /* Together, reads and writes per second; 0 is unlimited. */
   guint64   rate_limit_bytes_per_second;
   guint64   rate_limit_iops;
+  /* The daemon's own file (image, overlay disk, volume) rather than one a
+   * spec names: opened without the allowed-directories rules. */
+  gboolean  own;
 } MvDiskConfig;
 
 typedef struct {
@@ -241,6 +244,8 @@ MvVmSpec   *mv_vm_spec_new (void);
 void        mv_vm_spec_free (MvVmSpec *spec);
 MvVmSpec   *mv_vm_spec_copy (const MvVmSpec *spec);
 void        mv_vm_spec_add_disk (MvVmSpec *spec, const char *path, gboolean read_only);
+/* Marks the last disk added as the daemon's own file. */
+void        mv_vm_spec_set_disk_own (MvVmSpec *spec);
 /* Limits the last disk added. */
 void        mv_vm_spec_set_disk_rate_limit (MvVmSpec *spec, guint64 bytes_per_second,
                                             guint64 iops);

@@ -393,19 +393,46 @@ tree_of (MvJail *jail, int fd, guint64 attr, gboolean idmap, const char *what, G
 #define RO_ATTRS  (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)
 #define RW_ATTRS  (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)
 
+static int
+open_file (MvJail *jail, const char *field, const char *path, gboolean writable, gboolean own,
+           GError **error)
+{
+  int flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOCTTY;
+  int fd;
+
+  if (!own)
+    return keep_fd (jail, mv_host_paths_open (mv_sandbox_host_paths (jail->sandbox), field, path,
+                                              flags & O_ACCMODE, error));
+  /* The daemon's own file (an image, an overlay disk): its path is the
+   * daemon's choice, not a caller's, and lies where no link is. */
+  fd = open (path, flags | O_NOFOLLOW);
+  if (fd < 0)
+    {
+      set_errno (error, errno, "%s: %s", field, path);
+      return -1;
+    }
+  return keep_fd (jail, fd);
+}
+
 int
 mv_jail_open_host_file (MvJail *jail, const char *field, const char *path, gboolean writable,
                         GError **error)
 {
-  return keep_fd (jail, mv_host_paths_open (mv_sandbox_host_paths (jail->sandbox), field, path,
-                                            writable ? O_RDWR : O_RDONLY, error));
+  return open_file (jail, field, path, writable, FALSE, error);
 }
 
-gboolean
-mv_jail_show_host_file (MvJail *jail, const char *field, const char *path, gboolean writable,
-                        GError **error)
+int
+mv_jail_open_own_file (MvJail *jail, const char *field, const char *path, gboolean writable,
+                       GError **error)
 {
-  int fd = mv_jail_open_host_file (jail, field, path, writable, error);
+  return open_file (jail, field, path, writable, TRUE, error);
+}
+
+static gboolean
+show_file (MvJail *jail, const char *field, const char *path, gboolean writable, gboolean own,
+           GError **error)
+{
+  int fd = open_file (jail, field, path, writable, own, error);
   int tree, r;
 
   if (fd < 0)
@@ -428,6 +455,20 @@ mv_jail_show_host_file (MvJail *jail, const char *field, const char *path, gbool
     return FALSE;
   add_mount (jail, path, tree, TRUE);
   return TRUE;
+}
+
+gboolean
+mv_jail_show_host_file (MvJail *jail, const char *field, const char *path, gboolean writable,
+                        GError **error)
+{
+  return show_file (jail, field, path, writable, FALSE, error);
+}
+
+gboolean
+mv_jail_show_own_file (MvJail *jail, const char *field, const char *path, gboolean writable,
+                       GError **error)
+{
+  return show_file (jail, field, path, writable, TRUE, error);
 }
 
 gboolean

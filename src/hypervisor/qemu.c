@@ -509,7 +509,7 @@ add_disks (GPtrArray *argv, const MvVmSpec *spec, GError **error)
 
       if (spec->jail)
         {
-          fd = mv_jail_open_host_file (spec->jail, field, disk->path, !disk->read_only, error);
+          fd = (disk->own ? mv_jail_open_own_file : mv_jail_open_host_file) (spec->jail, field, disk->path, !disk->read_only, error);
           if (fd < 0)
             return FALSE;
           mv_jail_pass_fd (spec->jail, fd);
@@ -519,11 +519,21 @@ add_disks (GPtrArray *argv, const MvVmSpec *spec, GError **error)
         }
       else
         path = opt_value (disk->path);
+      g_autoptr (GString) throttle = g_string_new ("");
+
+      /* QEMU's block throttling: reads and writes together, per second. */
+      if (disk->rate_limit_bytes_per_second)
+        g_string_append_printf (throttle, ",throttling.bps-total=%" G_GUINT64_FORMAT,
+                                disk->rate_limit_bytes_per_second);
+      if (disk->rate_limit_iops)
+        g_string_append_printf (throttle, ",throttling.iops-total=%" G_GUINT64_FORMAT,
+                                disk->rate_limit_iops);
       add (argv, "-drive");
       /* auto-read-only=off: QEMU asks the fd set for the mode it needs at
        * once instead of trying read-only first. */
-      add_printf (argv, "id=disk%u,file=%s,format=raw,if=none%s%s", i, path,
-                  spec->jail ? ",auto-read-only=off" : "", disk->read_only ? ",readonly=on" : "");
+      add_printf (argv, "id=disk%u,file=%s,format=raw,if=none%s%s%s", i, path,
+                  spec->jail ? ",auto-read-only=off" : "", disk->read_only ? ",readonly=on" : "",
+                  throttle->str);
       add (argv, "-device");
       add_printf (argv, "virtio-blk-device,drive=disk%u", i);
     }
@@ -806,6 +816,7 @@ qemu_capabilities (MvStarter *starter)
   return (MvCapabilities) {
     .snapshot = TRUE,
     .pause = TRUE,
+    .disk_rate_limit = TRUE,
   };
 }
 

@@ -62,6 +62,7 @@ mv_runtime_guests_free (MvRuntimeGuests *guests)
   g_mutex_clear (&guests->heard_lock);
   g_free (guests->files.kernel);
   g_free (guests->files.initramfs);
+  g_clear_pointer (&guests->files.kernels, g_hash_table_unref);
   g_free (guests);
 }
 
@@ -72,6 +73,13 @@ mv_runtime_guests_set_files (MvRuntimeGuests *guests, const char *kernel, const 
   g_free (guests->files.initramfs);
   guests->files.kernel = g_strdup (kernel);
   guests->files.initramfs = g_strdup (initramfs);
+}
+
+void
+mv_runtime_guests_set_kernels (MvRuntimeGuests *guests, GHashTable *kernels)
+{
+  g_clear_pointer (&guests->files.kernels, g_hash_table_unref);
+  guests->files.kernels = kernels ? g_hash_table_ref (kernels) : NULL;
 }
 
 const MvGuestFiles *
@@ -178,13 +186,14 @@ mv_runtime_guests_set_listener (MvRuntimeGuests *guests, MvGuestEventFunc func, 
 }
 
 static gboolean
-frames_for (MvRuntimeGuests *guests, const MvSpec *spec, GBytes **config, GBytes **metadata,
-            GError **error)
+frames_for (MvRuntimeGuests *guests, const MvRuntimeRequest *req, GBytes **config,
+            GBytes **metadata, GError **error)
 {
-  *config = mv_agent_config_frame (spec, mv_runtime_guests_end (guests), error);
+  *config = mv_agent_config_frame (req->spec, req->image_config, mv_runtime_guests_end (guests),
+                                   error);
   if (!*config)
     return FALSE;
-  *metadata = mv_agent_metadata_frame (spec, error);
+  *metadata = mv_agent_metadata_frame (req->spec, error);
   if (!*metadata)
     {
       g_clear_pointer (config, g_bytes_unref);
@@ -230,7 +239,7 @@ mv_runtime_guests_attach (MvRuntimeGuests *guests, const MvRuntimeRequest *req)
   if (g_hash_table_contains (guests->table, req->machine_id) ||
       !mv_runtime_guests_has_agent (guests, req->spec))
     return;
-  if (!frames_for (guests, req->spec, &config, &metadata, &local))
+  if (!frames_for (guests, req, &config, &metadata, &local))
     {
       mv_log_machine (G_LOG_LEVEL_WARNING, req->machine_id, NULL, NULL,
                       "Cannot talk to the guest's agent: %s", local->message);
@@ -328,7 +337,7 @@ mv_runtime_guests_update (MvRuntimeGuests *guests, const MvRuntimeRequest *req, 
     }
   if (!guest)
     return TRUE;
-  if (!frames_for (guests, req->spec, &config, &metadata, error))
+  if (!frames_for (guests, req, &config, &metadata, error))
     return FALSE;
   mv_agent_session_set_guest (guest->session, config, metadata);
   return TRUE;

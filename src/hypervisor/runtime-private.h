@@ -14,10 +14,12 @@ char     *mv_runtime_api_socket_path (MvStarter *starter, const char *runtime_di
 char     *mv_runtime_console_path (const char *runtime_dir);
 typedef struct _MvRuntimeGuests MvRuntimeGuests;
 
-/* microvmd's own guest kernel and initramfs; NULL where not installed. */
+/* microvmd's own guest kernel and initramfs; NULL where not installed.
+ * The kernels of [kernels] by name, for a spec's kernel_name. */
 typedef struct {
-  char *kernel;
-  char *initramfs;
+  char       *kernel;
+  char       *initramfs;
+  GHashTable *kernels;     /* name -> path; NULL: none configured */
 } MvGuestFiles;
 
 /* What @req->spec boots as on @starter, its files in @req->runtime_dir;
@@ -30,6 +32,8 @@ MvVmSpec *mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
 MvRuntimeGuests *mv_runtime_guests_new (MvStarter *starter);
 void             mv_runtime_guests_free (MvRuntimeGuests *guests);
 /* microvmd's guest kernel and initramfs (NULL: none installed). */
+/* @kernels (name -> path, may be NULL) is referenced. */
+void             mv_runtime_guests_set_kernels (MvRuntimeGuests *guests, GHashTable *kernels);
 void             mv_runtime_guests_set_files (MvRuntimeGuests *guests, const char *kernel,
                                               const char *initramfs);
 const MvGuestFiles *mv_runtime_guests_files (MvRuntimeGuests *guests);

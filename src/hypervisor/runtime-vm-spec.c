@@ -24,6 +24,14 @@ agent_kind (MvStarter *starter)
   return starter->capabilities (starter).vsock ? MV_AGENT_CHANNEL_VSOCK : MV_AGENT_CHANNEL_SERIAL;
 }
 
+/* Each of a machine's disks is limited alike (seed 002). */
+static void
+limit_disk (MvVmSpec *vm, const MvSpec *spec)
+{
+  if (spec->disk_bytes_per_second || spec->disk_iops)
+    mv_vm_spec_set_disk_rate_limit (vm, spec->disk_bytes_per_second, spec->disk_iops);
+}
+
 MvVmSpec *
 mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
                         const MvRuntimeRequest *req)
@@ -31,8 +39,11 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
   const MvSpec *spec = req->spec;
   MvVmSpec *vm = mv_vm_spec_new ();
 
-  vm->boot.kernel_path = g_strdup (spec->kernel && *spec->kernel
-                                   ? spec->kernel : files->kernel);
+  const char *named = spec->kernel_name && files->kernels
+                      ? g_hash_table_lookup (files->kernels, spec->kernel_name) : NULL;
+
+  vm->boot.kernel_path = g_strdup (spec->kernel && *spec->kernel ? spec->kernel
+                                   : named ? named : files->kernel);
   vm->boot.initrd_path = g_strdup (spec->initrd && *spec->initrd
                                    ? spec->initrd : files->initramfs);
   vm->boot.kernel_args = g_strdup (spec->kernel_args && *spec->kernel_args
@@ -43,11 +54,26 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
   vm->memory.size_bytes = spec->memory_bytes;
   vm->memory.hotplug_bytes = spec->max_memory_bytes > spec->memory_bytes
                              ? spec->max_memory_bytes - spec->memory_bytes : 0;
-  for (guint i = 0; i < spec->disks->len; i++)
-    {
-      MvDisk *disk = spec->disks->pdata[i];
-      mv_vm_spec_add_disk (vm, disk->path, disk->read_only);
-    }
+  /* The disks the storage layer readied, in the guest's order; without
+   * them (a request that boots nothing) the spec's. */
+  if (req->blocks)
+    for (guint i = 0; i < req->blocks->len; i++)
+      {
+        MvBlock *block = req->blocks->pdata[i];
+
+        mv_vm_spec_add_disk (vm, block->path, block->read_only);
+        if (block->role != MV_BLOCK_DISK)
+          mv_vm_spec_set_disk_own (vm);
+        limit_disk (vm, spec);
+      }
+  else
+    for (guint i = 0; i < spec->disks->len; i++)
+      {
+        MvDisk *disk = spec->disks->pdata[i];
+
+        mv_vm_spec_add_disk (vm, disk->path, disk->read_only);
+        limit_disk (vm, spec);
+      }
   /* spec->network_name is for the network layer, which will hand over a
    * TAP device; until then guests have no NIC. */
   vm->console.path = mv_runtime_console_path (req->runtime_dir);

@@ -185,10 +185,36 @@ quote_output (GError **error, const char *console, goffset console_offset, const
 
 /* ---- MvRuntime ---- */
 
+/* A spec's kernel_name names one of [kernels]. */
+static gboolean
+check_kernel_name (Adapter *self, const MvSpec *spec, GError **error)
+{
+  const MvGuestFiles *files = mv_runtime_guests_files (self->guests);
+  g_autofree char *known = NULL;
+
+  if (!spec->kernel_name ||
+      (files->kernels && g_hash_table_contains (files->kernels, spec->kernel_name)))
+    return TRUE;
+  if (files->kernels && g_hash_table_size (files->kernels) > 0)
+    {
+      g_autoptr (GList) names = g_list_sort (g_hash_table_get_keys (files->kernels),
+                                             (GCompareFunc) g_strcmp0);
+      g_autoptr (GString) text = g_string_new ("");
+
+      for (GList *l = names; l; l = l->next)
+        g_string_append_printf (text, "%s%s", text->len ? ", " : "", (const char *) l->data);
+      known = g_string_free (g_steal_pointer (&text), FALSE);
+    }
+  return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                       "kernel_name: no kernel called %s in [kernels] of microvmd.conf (%s)",
+                       spec->kernel_name, known ? known : "none is configured");
+}
+
 static gboolean
 rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
 {
-  return check_host_files (adapter_of (rt), spec, error);
+  return check_kernel_name (adapter_of (rt), spec, error) &&
+         check_host_files (adapter_of (rt), spec, error);
 }
 
 static char *
@@ -293,7 +319,8 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   if (!check_before_start (self, req, launch.socket_path, launch.vm, error))
     return NULL;
   if (mv_runtime_guests_has_agent (self->guests, req->spec) &&
-      !(config = mv_agent_config_frame (req->spec, mv_runtime_guests_end (self->guests), error)))
+      !(config = mv_agent_config_frame (req->spec, req->image_config,
+                                         mv_runtime_guests_end (self->guests), error)))
     return NULL;
   if (!launch.vm->boot.kernel_path)
     {
@@ -626,7 +653,7 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
       MvDiskConfig *disk = launch.vm->disks->pdata[i];
       g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
 
-      if (!mv_jail_show_host_file (launch.jail, field, disk->path, !disk->read_only, error))
+      if (!(disk->own ? mv_jail_show_own_file : mv_jail_show_host_file) (launch.jail, field, disk->path, !disk->read_only, error))
         {
           abandon (self, req->machine_id, NULL, req->runtime_dir);
           return NULL;
@@ -799,6 +826,12 @@ mv_hypervisor_runtime_set_guest_files (MvRuntime *runtime, const char *kernel,
   mv_runtime_guests_set_files (adapter_of (runtime)->guests, kernel, initramfs);
 }
 
+void
+mv_hypervisor_runtime_set_kernels (MvRuntime *runtime, GHashTable *kernels)
+{
+  mv_runtime_guests_set_kernels (adapter_of (runtime)->guests, kernels);
+}
+
 /* ---- built-in runtimes ---- */
 
 static MvStarter *
@@ -841,21 +874,63 @@ read_seconds (GKeyFile *config, const char *group, const char *key, guint fallba
   return TRUE;
 }
 
-/* [guest] kernel or initramfs: what is configured, else the installed
- * file if there is one, else NULL. A configured path must exist. */
+/* [kernels]: NAME = /absolute/path/to/vmlinuz, for a spec's kernel_name
+ * and [guest] kernel. */
+static GHashTable *
+read_kernels (GKeyFile *config, GError **error)
+{
+  g_autoptr (GHashTable) kernels = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_auto (GStrv) names = config ? g_key_file_get_keys (config, "kernels", NULL, NULL) : NULL;
+
+  for (char **name = names; name && *name; name++)
+    {
+      g_autofree char *path = g_key_file_get_string (config, "kernels", *name, NULL);
+      g_autoptr (MvSpec) probe = mv_spec_new ();
+      g_autoptr (GError) local = NULL;
+
+      /* The same rules as the spec's field. */
+      probe->name = g_strdup ("probe");
+      probe->kernel_name = g_strdup (*name);
+      if (!mv_spec_validate (probe, &local))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "[kernels] %s: %s", *name,
+                       local->message);
+          return NULL;
+        }
+      if (!path || !g_path_is_absolute (path) || !g_file_test (path, G_FILE_TEST_IS_REGULAR))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "[kernels] %s: %s is not an absolute path to a file", *name,
+                       path ? path : "");
+          return NULL;
+        }
+      g_hash_table_insert (kernels, g_strdup (*name), g_steal_pointer (&path));
+    }
+  return g_steal_pointer (&kernels);
+}
+
+/* [guest] kernel or initramfs: what is configured (for the kernel, a path
+ * or a name of [kernels]), else the installed file if there is one, else
+ * NULL. A configured path must exist. */
 static gboolean
-read_guest_file (GKeyFile *config, const char *key, const char *installed, char **path,
-                 GError **error)
+read_guest_file (GKeyFile *config, const char *key, const char *installed, GHashTable *kernels,
+                 char **path, GError **error)
 {
   g_autofree char *value = config ? g_key_file_get_string (config, "guest", key, NULL) : NULL;
 
   *path = NULL;
+  if (value && kernels && g_hash_table_contains (kernels, value))
+    {
+      *path = g_strdup (g_hash_table_lookup (kernels, value));
+      return TRUE;
+    }
   if (value && *value)
     {
       if (!g_path_is_absolute (value) || !g_file_test (value, G_FILE_TEST_IS_REGULAR))
         {
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                       "[guest] %s: %s is not an absolute path to a file", key, value);
+                       "[guest] %s: %s is neither an absolute path to a file nor a kernel of "
+                       "[kernels]", key, value);
           return FALSE;
         }
       *path = g_steal_pointer (&value);
@@ -873,18 +948,27 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
   g_autoptr (GPtrArray) runtimes =
     g_ptr_array_new_with_free_func ((GDestroyNotify) mv_hypervisor_runtime_free);
   g_autoptr (MvSandbox) sandbox = NULL;
+  g_autoptr (GHashTable) kernels = NULL;
   guint boot_timeout, stop_timeout;
+  GHashTableIter iter;
+  gpointer path;
 
-  if (!(sandbox = mv_sandbox_new_from_config (config, error)) ||
+  if (!(kernels = read_kernels (config, error)) ||
+      !(sandbox = mv_sandbox_new_from_config (config, error)) ||
       !read_seconds (config, "lifecycle", "boot-timeout-seconds", MV_DEFAULT_BOOT_TIMEOUT_SECONDS,
                      &boot_timeout, error) ||
       !read_seconds (config, "lifecycle", "stop-timeout-seconds", MV_DEFAULT_STOP_TIMEOUT_SECONDS,
                      &stop_timeout, error) ||
-      !read_guest_file (config, "kernel", GUESTDIR "/" MV_GUEST_KERNEL_NAME, &guest_kernel,
-                        error) ||
-      !read_guest_file (config, "initramfs", GUESTDIR "/" MV_GUEST_INITRAMFS_NAME,
+      !read_guest_file (config, "kernel", GUESTDIR "/" MV_GUEST_KERNEL_NAME, kernels,
+                        &guest_kernel, error) ||
+      !read_guest_file (config, "initramfs", GUESTDIR "/" MV_GUEST_INITRAMFS_NAME, NULL,
                         &guest_initramfs, error))
     return NULL;
+  /* The configured kernels are the administrator's choice too. */
+  g_hash_table_iter_init (&iter, kernels);
+  while (g_hash_table_iter_next (&iter, NULL, &path))
+    if (!mv_host_paths_allow_dir_of (mv_sandbox_host_paths (sandbox), path, error))
+      return NULL;
   /* The daemon's own guest files are the administrator's choice, wherever
    * they are: the wall around a VMM shows them. */
   if ((guest_kernel && !mv_host_paths_allow_dir_of (mv_sandbox_host_paths (sandbox), guest_kernel,
@@ -911,6 +995,9 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
                                                             stop_timeout));
     }
   for (guint i = 0; i < runtimes->len; i++)
-    mv_hypervisor_runtime_set_guest_files (runtimes->pdata[i], guest_kernel, guest_initramfs);
+    {
+      mv_hypervisor_runtime_set_guest_files (runtimes->pdata[i], guest_kernel, guest_initramfs);
+      mv_hypervisor_runtime_set_kernels (runtimes->pdata[i], kernels);
+    }
   return g_steal_pointer (&runtimes);
 }

@@ -32,6 +32,8 @@ MvStarter *mv_hypervisor_runtime_starter (MvRuntime *runtime);
  * init), booted by specs that name no kernel or no initrd; NULL: none. */
 void       mv_hypervisor_runtime_set_guest_files (MvRuntime *runtime, const char *kernel,
                                                   const char *initramfs);
+/* The kernels of [kernels] by name (name -> path; referenced). */
+void       mv_hypervisor_runtime_set_kernels (MvRuntime *runtime, GHashTable *kernels);
 
 /* A runtime for each built-in hypervisor (MvRuntime*, freed with the
  * array), configured from the daemon's @config (may be NULL: defaults):

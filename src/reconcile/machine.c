@@ -143,6 +143,7 @@ mv_machine_request (MvMachine *machine, const char *runtime_dir)
     .spec = machine->config->spec,
     .runtime_dir = runtime_dir,
     .vmm = machine->status->vmm,
+    .image_config = machine->config->image_config,
   };
   return req;
 }

@@ -11,7 +11,8 @@ struct _MvReconciler {
   guint                resync_timer;
   guint                idle_timer;
   guint                recovering;   /* machines whose recovery is under way */
-  guint                background;   /* deletions running off the main loop */
+  guint                background;   /* deletions and pulls running off the main loop */
+  GHashTable          *creating;     /* name -> MvCreate*: creates pulling their image */
   void               (*recovered) (gpointer data);
   gpointer             recovered_data;
 };

@@ -76,6 +76,7 @@ mv_reconciler_new (const MvHost *host, const MvReconcilerOptions *options,
   if (observer)
     rec->observer = *observer;
   rec->clock = clock ? clock : &default_clock;
+  rec->creating = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   rec->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify) mv_machine_free);
   mv_reconciler_listen_to_guests (rec);
@@ -99,6 +100,7 @@ mv_reconciler_free (MvReconciler *rec)
   mv_reconciler_remove_timeout (rec, &rec->resync_timer);
   mv_reconciler_remove_timeout (rec, &rec->idle_timer);
   g_hash_table_unref (rec->machines);
+  g_hash_table_unref (rec->creating);
   g_free (rec);
 }
 

@@ -91,6 +91,25 @@ void          mv_reconciler_kick (MvMachine *machine);
 MvMachine    *mv_reconciler_define (MvReconciler *reconciler, MvSpec *spec /* owned */,
                                     gboolean start, gboolean *existed, GError **error);
 
+/* Told on the main thread how a create ended: @machine, or @error. */
+typedef void (*MvDefineFunc) (MvMachine *machine, gboolean existed, const GError *error,
+                              gpointer user_data);
+
+/* CreateMachine of a spec that may name an image (seed 002, Create): the
+ * spec is validated, and its name (and ID) checked, before anything is
+ * pulled; then the image is had as @policy says, in a worker thread, and
+ * the machine is recorded pinned to its digest, with its config. Nothing
+ * is recorded if the image cannot be had. A spec without an image is
+ * mv_reconciler_define(), and @func may be called before this returns.
+ * @progress (may be NULL) is called from the pulling thread. */
+void          mv_reconciler_define_async (MvReconciler *reconciler, MvSpec *spec /* owned */,
+                                          gboolean start, MvPullPolicy policy,
+                                          MvPullProgressFunc progress, gpointer progress_data,
+                                          MvDefineFunc func, gpointer user_data);
+/* Gives up every pull under way (the daemon is leaving): their creates
+ * fail with G_IO_ERROR_CANCELLED, soon. */
+void          mv_reconciler_cancel_pulls (MvReconciler *reconciler);
+
 typedef enum {
   MV_REQUEST_START,
   MV_REQUEST_STOP,

@@ -3,6 +3,7 @@
  * happens), and wakes the reconciler. */
 #include "reconciler-private.h"
 #include "core/errors.h"
+#include "core/image-ref.h"
 #include "core/text.h"
 #include "util/fault.h"
 
@@ -82,51 +83,58 @@ validate (MvReconciler *rec, MvSpec *spec, GError **error)
   return runtime;
 }
 
-MvMachine *
-mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboolean *existed,
-                      GError **error)
+/* A client retrying with the same ID gets the same machine: *@existed
+ * and that machine, or MV_ERROR_CONFLICT; NULL without error if there is
+ * none. */
+static MvMachine *
+find_retried (MvReconciler *rec, const MvSpec *spec, const char *fingerprint, gboolean start,
+              gboolean *existed, GError **error)
 {
-  g_autoptr (MvSpec) spec = spec_in;
-  g_autoptr (MvConfig) config = NULL;
-  g_autoptr (MvStatus) status = NULL;
-  g_autofree char *fingerprint = NULL;
   MvMachine *machine;
-  MvRuntime *runtime;
-  gint64 now = mv_reconciler_now (rec);
+  MvConfig *previous;
 
-  *existed = FALSE;
-  if (!(runtime = validate (rec, spec, error)))
+  if (!spec->id || !(machine = mv_reconciler_lookup (rec, spec->id)))
     return NULL;
-
-  /* A client retrying with the same ID gets the same machine. */
-  fingerprint = mv_spec_fingerprint (spec);
-  if (spec->id && (machine = mv_reconciler_lookup (rec, spec->id)))
+  if (g_strcmp0 (machine->config->fingerprint, fingerprint) != 0)
     {
-      MvConfig *previous;
-
-      if (g_strcmp0 (machine->config->fingerprint, fingerprint) != 0)
-        {
-          mv_error_set (error, MV_ERROR_CONFLICT, "id: machine %s exists with a different spec",
-                        spec->id);
-          return NULL;
-        }
-      *existed = TRUE;
-      previous = mv_config_copy (machine->config);
-      if (start && mv_config_set_desired (machine->config, MV_DESIRED_RUNNING, now))
-        {
-          if (!commit_config (machine, previous, error))
-            return NULL;
-        }
-      else
-        mv_config_free (previous);
-      return machine;
-    }
-  if (mv_reconciler_find (rec, spec->name))
-    {
-      mv_error_set (error, MV_ERROR_ALREADY_EXISTS, "name: a machine called %s exists already",
-                    spec->name);
+      mv_error_set (error, MV_ERROR_CONFLICT, "id: machine %s exists with a different spec",
+                    spec->id);
       return NULL;
     }
+  *existed = TRUE;
+  previous = mv_config_copy (machine->config);
+  if (start && mv_config_set_desired (machine->config, MV_DESIRED_RUNNING, mv_reconciler_now (rec)))
+    {
+      if (!commit_config (machine, previous, error))
+        return NULL;
+    }
+  else
+    mv_config_free (previous);
+  return machine;
+}
+
+static gboolean
+check_name_free (MvReconciler *rec, const MvSpec *spec, GError **error)
+{
+  if (mv_reconciler_find (rec, spec->name) || g_hash_table_contains (rec->creating, spec->name))
+    return mv_error_set (error, MV_ERROR_ALREADY_EXISTS, "name: a machine called %s exists already",
+                         spec->name);
+  return TRUE;
+}
+
+/* Records a new machine: @spec validated, its name free. */
+static MvMachine *
+record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in, char *fingerprint_in,
+                MvImageConfig *image_config_in, gboolean start, GError **error)
+{
+  g_autoptr (MvSpec) spec = spec_in;
+  g_autofree char *fingerprint = fingerprint_in;
+  g_autoptr (MvImageConfig) image_config = image_config_in;
+  g_autoptr (MvConfig) config = NULL;
+  g_autoptr (MvStatus) status = NULL;
+  MvMachine *machine;
+  gint64 now = mv_reconciler_now (rec);
+
   /* A machine keeps the hypervisor it was created with, even when the
    * host's default changes; its fingerprint stays that of what was sent. */
   if (!spec->hypervisor_type)
@@ -137,6 +145,7 @@ mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboole
   config = mv_config_new (id, g_steal_pointer (&spec), now);
   g_free (config->fingerprint);
   config->fingerprint = g_steal_pointer (&fingerprint);
+  config->image_config = g_steal_pointer (&image_config);
   if (start)
     mv_config_set_desired (config, MV_DESIRED_RUNNING, config->created_at);
   status = mv_status_new ();
@@ -150,6 +159,194 @@ mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboole
   if (rec->observer.added)
     rec->observer.added (machine, rec->observer.data);
   return machine;
+}
+
+MvMachine *
+mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboolean *existed,
+                      GError **error)
+{
+  g_autoptr (MvSpec) spec = spec_in;
+  g_autofree char *fingerprint = NULL;
+  g_autoptr (GError) local = NULL;
+  MvMachine *machine;
+  MvRuntime *runtime;
+
+  *existed = FALSE;
+  if (!(runtime = validate (rec, spec, error)))
+    return NULL;
+  fingerprint = mv_spec_fingerprint (spec);
+  if ((machine = find_retried (rec, spec, fingerprint, start, existed, &local)) || local)
+    return local ? (g_propagate_error (error, g_steal_pointer (&local)), NULL) : machine;
+  if (spec->image)
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                         "image: a machine booted from an image is created with its pull"), NULL;
+  if (!check_name_free (rec, spec, error))
+    return NULL;
+  return record_machine (rec, runtime, g_steal_pointer (&spec), g_steal_pointer (&fingerprint),
+                         NULL, start, error);
+}
+
+/* ---- creates that pull ---- */
+
+typedef struct {
+  MvReconciler       *rec;
+  MvSpec             *spec;
+  char               *fingerprint;
+  char               *reference;     /* what is pulled: the spec's image, at its digest if given */
+  gboolean            start;
+  MvPullPolicy        policy;
+  MvPullProgressFunc  progress;
+  gpointer            progress_data;
+  MvDefineFunc        func;
+  gpointer            func_data;
+  GCancellable       *cancellable;
+  /* Results, read on the main thread. */
+  char               *digest;
+  MvImageConfig      *image_config;
+} MvCreate;
+
+static void
+create_free (MvCreate *create)
+{
+  mv_spec_free (create->spec);
+  g_free (create->fingerprint);
+  g_free (create->reference);
+  g_clear_object (&create->cancellable);
+  g_free (create->digest);
+  mv_image_config_free (create->image_config);
+  g_free (create);
+}
+
+static void
+pull_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  MvCreate *create = task_data;
+  MvImages *images = create->rec->host->images;
+  GError *error = NULL;
+
+  mv_fault_point ("create", "pulling");
+  create->digest = images->ensure (images, create->reference, create->policy, create->progress,
+                                   create->progress_data, create->cancellable,
+                                   &create->image_config, &error);
+  if (!create->digest)
+    g_task_return_error (gtask, error);
+  else
+    g_task_return_boolean (gtask, TRUE);
+}
+
+static void
+on_pulled (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  MvCreate *create = g_task_get_task_data (G_TASK (result));
+  MvReconciler *rec = create->rec;
+  g_autoptr (GError) error = NULL;
+  MvMachine *machine = NULL;
+  MvRuntime *runtime = NULL;
+
+  rec->background--;
+  g_hash_table_remove (rec->creating, create->spec->name);
+  if (g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      if (create->spec->image_digest &&
+          g_strcmp0 (create->spec->image_digest, create->digest) != 0)
+        mv_error_set (&error, MV_ERROR_FAILED, "image: %s resolved to %s, not image_digest %s",
+                      create->reference, create->digest, create->spec->image_digest);
+      else
+        {
+          g_free (create->spec->image_digest);
+          create->spec->image_digest = g_steal_pointer (&create->digest);
+          /* What may have changed while it pulled: the hypervisors. */
+          runtime = validate (rec, create->spec, &error);
+        }
+    }
+  if (runtime)
+    machine = record_machine (rec, runtime, g_steal_pointer (&create->spec),
+                              g_steal_pointer (&create->fingerprint),
+                              g_steal_pointer (&create->image_config), create->start, &error);
+  if (!machine && create->spec)
+    g_message ("Machine %s not created: %s", create->spec->name, error->message);
+  create->func (machine, FALSE, error, create->func_data);
+}
+
+void
+mv_reconciler_define_async (MvReconciler *rec, MvSpec *spec_in, gboolean start,
+                            MvPullPolicy policy, MvPullProgressFunc progress,
+                            gpointer progress_data, MvDefineFunc func, gpointer user_data)
+{
+  g_autoptr (MvSpec) spec = spec_in;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GTask) gtask = NULL;
+  g_autoptr (MvImageRef) ref = NULL;
+  gboolean existed = FALSE;
+  MvImages *images = rec->host->images;
+  MvMachine *machine;
+  MvRuntime *runtime;
+  MvCreate *create;
+
+  if (!spec->image)
+    {
+      machine = mv_reconciler_define (rec, g_steal_pointer (&spec), start, &existed, &error);
+      func (machine, existed, error, user_data);
+      return;
+    }
+  /* Everything that can be refused is, before anything is pulled. */
+  if (!(runtime = validate (rec, spec, &error)))
+    goto refused;
+  create = g_new0 (MvCreate, 1);
+  create->fingerprint = mv_spec_fingerprint (spec);
+  if ((machine = find_retried (rec, spec, create->fingerprint, start, &existed, &error)) || error)
+    {
+      create_free (create);
+      func (machine, existed, error, user_data);
+      return;
+    }
+  if (!images)
+    mv_error_set (&error, MV_ERROR_UNSUPPORTED, "image: this microvmd boots no images");
+  if (error || !images->check (images, spec->image, &error) || !check_name_free (rec, spec, &error))
+    {
+      create_free (create);
+      goto refused;
+    }
+  if (spec->image_digest)
+    {
+      ref = mv_image_ref_parse (spec->image, NULL, NULL);
+      if (ref && ref->kind == MV_IMAGE_REF_REGISTRY)
+        create->reference = g_strdup_printf ("%s/%s@%s", ref->host, ref->repository,
+                                             spec->image_digest);
+    }
+  if (!create->reference)
+    create->reference = g_strdup (spec->image);
+  create->rec = rec;
+  create->spec = g_steal_pointer (&spec);
+  create->start = start;
+  create->policy = policy;
+  create->progress = progress;
+  create->progress_data = progress_data;
+  create->func = func;
+  create->func_data = user_data;
+  create->cancellable = g_cancellable_new ();
+  /* The name is taken while the image is pulled: a second create of it
+   * is refused rather than racing this one. */
+  g_hash_table_insert (rec->creating, g_strdup (create->spec->name), create);
+  rec->background++;
+  gtask = g_task_new (NULL, NULL, on_pulled, NULL);
+  g_task_set_task_data (gtask, create, (GDestroyNotify) create_free);
+  g_task_run_in_thread (gtask, pull_in_thread);
+  return;
+
+refused:
+  func (NULL, FALSE, error, user_data);
+}
+
+void
+mv_reconciler_cancel_pulls (MvReconciler *rec)
+{
+  GHashTableIter iter;
+  MvCreate *create;
+
+  g_hash_table_iter_init (&iter, rec->creating);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &create))
+    g_cancellable_cancel (create->cancellable);
 }
 
 /* A request for what is already wanted, after it failed, asks for it
@@ -391,6 +588,36 @@ discard_saved_state (MvMachine *machine)
   mv_reconciler_retire_saved_state (machine);
 }
 
+/* A machine boots the image it was created with, at the digest pinned
+ * then (a spec that leaves image_digest out keeps it); its overlay disk
+ * may grow, never shrink (seed 002, Update). */
+static gboolean
+check_image_and_disk (const MvSpec *current, MvSpec *spec, GError **error)
+{
+  guint64 have = mv_spec_overlay_bytes (current);
+  guint64 want = mv_spec_overlay_bytes (spec);
+
+  if (g_strcmp0 (current->image, spec->image) != 0)
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "image: a machine boots the image it "
+                         "was created with (%s); create another machine for another image",
+                         current->image ? current->image : "none");
+  if (spec->image && !spec->image_digest)
+    spec->image_digest = g_strdup (current->image_digest);
+  if (g_strcmp0 (current->image_digest, spec->image_digest) != 0)
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "image_digest: the machine is pinned "
+                         "to %s", current->image_digest);
+  if (have > 0 && want < have)
+    {
+      g_autofree char *want_text = mv_text_bytes (want);
+      g_autofree char *have_text = mv_text_bytes (have);
+
+      return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "disk_bytes: %s is smaller than the "
+                           "machine's overlay disk (%s); a disk grows, it does not shrink",
+                           want_text, have_text);
+    }
+  return TRUE;
+}
+
 gboolean
 mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GError **error)
 {
@@ -418,6 +645,8 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
                          current->name);
   g_free (spec->id);
   spec->id = g_strdup (current->id);
+  if (!check_image_and_disk (current, spec, error))
+    return FALSE;
   if (!only_live_fields_differ (current, spec) &&
       !check_state (machine, "update", STATES (MV_STATE_STOPPED, MV_STATE_FAILED, MV_STATE_STANDBY),
                     error))

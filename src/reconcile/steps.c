@@ -17,6 +17,7 @@ typedef struct {
   char         *phase;           /* as recorded; also names the fault points */
   char         *runtime_dir;
   MvSpec       *spec;            /* copies: nothing here is shared with the main thread */
+  MvImageConfig *image_config;
   JsonObject   *vmm;
   GCancellable *cancellable;
   gboolean      restore;         /* START: from the saved guest */
@@ -47,6 +48,7 @@ step_task_free (StepTask *task)
   g_free (task->phase);
   g_free (task->runtime_dir);
   mv_spec_free (task->spec);
+  mv_image_config_free (task->image_config);
   g_clear_pointer (&task->vmm, json_object_unref);
   g_clear_pointer (&task->started_vmm, json_object_unref);
   g_clear_object (&task->cancellable);
@@ -78,14 +80,29 @@ standby_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
 }
 
 static gboolean
-start_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
+start_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **error)
 {
   const MvHost *host = task->rec->host;
+  MvStorage *storage = host->storage;
   MvRuntime *rt = task->runtime;
   g_autofree char *saved = NULL;
+  g_autoptr (GPtrArray) blocks = NULL;
+  MvRuntimeRequest request = *req_in;
+  const MvRuntimeRequest *req = &request;
 
   if (!host->records->make_runtime_dir (host->records, task->machine_id, error))
     return FALSE;
+  /* The disks first: the image it is pinned to, its overlay disk. */
+  if (storage->prepare_disks)
+    {
+      blocks = storage->prepare_disks (storage, req_in, error);
+      if (!blocks)
+        return FALSE;
+      request.blocks = blocks;
+    }
+  else if (task->spec->image)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "image: this host boots no images");
+  mv_fault_point (task->phase, "disks");
   if (!task->restore)
     task->started_vmm = rt->start (rt, req, error);
   else if (!rt->restore)
@@ -111,6 +128,7 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
     .runtime_dir = task->runtime_dir,
     .vmm = task->vmm,
     .cancellable = task->cancellable,
+    .image_config = task->image_config,
   };
   GError *error = NULL;
   gboolean ok = FALSE;
@@ -382,6 +400,7 @@ run_step (MvMachine *machine, MvStep step)
   task->machine_id = g_strdup (machine->id);
   task->runtime_dir = records->runtime_dir (records, machine->id);
   task->spec = mv_spec_copy (machine->config->spec);
+  task->image_config = mv_image_config_copy (machine->config->image_config);
   task->vmm = status->vmm ? mv_reconciler_copy_vmm (status->vmm) : NULL;
   task->restore = step == MV_STEP_START && status->saved_state != NULL;
   task->restarting = step == MV_STEP_START && status->state == MV_STATE_RESTARTING;

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Build a small test root disk: OUTDIR/rootfs.ext4, a busybox system.
+# Build a small test root disk: OUTDIR/rootfs.ext4, a busybox system, and
+# the same system as an OCI image: the layout OUTDIR/oci, tag "1".
 #
 #   build-rootfs.sh OUTDIR [STAMPFILE]
 #
@@ -9,6 +10,9 @@
 #                 /home/tester, owned by 1000:1000)
 #   /etc/group    root, tester (1000) and extra (2000) with tester in it
 #   /tmp (1777), /root, /proc, /sys, /dev, /run, /mnt; no /etc/hostname
+# The image's config: entrypoint /bin/sh -c, a command that prints
+# "image-says $GREETING uid=$(id -u) cwd=$(pwd)" and sleeps, env
+# GREETING=hello, user tester, working directory /home/tester.
 # busybox comes from the busybox-static package (apt-get download, not
 # installed; kept in OUTDIR/cache).  Nothing is rebuilt while
 # OUTDIR/rootfs.stamp matches this script, guest/lib-kernel.sh and the
@@ -45,7 +49,7 @@ package_version bver busybox-static
 self_hash=$(cat "${BASH_SOURCE[0]}" "$lib" | sha256sum | cut -d' ' -f1)
 stamp_text="$self_hash busybox-static=$bver"
 
-if [ -f "$outdir/$image" ] &&
+if [ -f "$outdir/$image" ] && [ -f "$outdir/oci/index.json" ] &&
    [ "$(cat "$outdir/rootfs.stamp" 2>/dev/null)" = "$stamp_text" ]; then
     log "up to date (busybox-static $bver)"
     touch -c "$outdir/$image"
@@ -54,6 +58,7 @@ if [ -f "$outdir/$image" ] &&
 fi
 
 need_tool mkfs.ext4 e2fsprogs
+need_tool umoci umoci
 
 work=$(mktemp -d "$outdir/.rootfs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -92,7 +97,18 @@ chmod 0755 "$r/home/tester"
 
 mkfs.ext4 -q -F -L rootfs -d "$r" "$work/$image" 16M >&2
 
+umoci init --layout "$work/oci"
+umoci new --image "$work/oci:1"
+umoci insert --image "$work/oci:1" "$r" /
+# shellcheck disable=SC2016
+umoci config --image "$work/oci:1" --config.entrypoint /bin/sh --config.entrypoint -c \
+    --config.cmd 'echo "image-says $GREETING uid=$(id -u) cwd=$(pwd)"; exec sleep 1000000' \
+    --config.env GREETING=hello --config.user tester --config.workingdir /home/tester \
+    --author microvmd-tests
+
 rm -f "$outdir/rootfs.stamp"
+rm -rf "$outdir/oci"
+mv "$work/oci" "$outdir/oci"
 mv -f "$work/$image" "$outdir/$image"
 printf '%s\n' "$stamp_text" > "$outdir/rootfs.stamp"
 log "wrote $outdir/$image (busybox-static $bver)"

@@ -427,6 +427,8 @@ static const FaultCase fault_cases[] = {
   { "destroy-network:done", OP_DESTROY },
   { "destroy-saved-state:recorded", OP_DESTROY },
   { "destroy-saved-state:done", OP_DESTROY },
+  { "destroy-disks:recorded", OP_DESTROY },
+  { "destroy-disks:done", OP_DESTROY },
   { "destroy-records:recorded", OP_DESTROY },
   { "destroy-records:done", OP_DESTROY },
 };

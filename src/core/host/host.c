@@ -32,6 +32,16 @@ release_saved_state (const MvHost *host, MvRuntime *runtime, const MvRuntimeRequ
          storage->sweep (storage, req->machine_id, error);
 }
 
+/* The overlay disk: what the machine wrote to its root. */
+static gboolean
+release_disks (const MvHost *host, MvRuntime *runtime, const MvRuntimeRequest *req,
+               GError **error)
+{
+  MvStorage *storage = host->storage;
+
+  return !storage->remove_disks || storage->remove_disks (storage, req->machine_id, error);
+}
+
 static gboolean
 release_records (const MvHost *host, MvRuntime *runtime, const MvRuntimeRequest *req,
                  GError **error)
@@ -46,6 +56,7 @@ static const MvHostResource destroy_order[] = {
   { "runtime", MV_RESOURCE_OTHER, release_runtime },
   { "network", MV_RESOURCE_OTHER, release_network },
   { "saved-state", MV_RESOURCE_SAVED_STATE, release_saved_state },
+  { "disks", MV_RESOURCE_OTHER, release_disks },
   { "records", MV_RESOURCE_RECORDS, release_records },
 };
 
