@@ -84,3 +84,26 @@ void client_delete_all (Client *client);
 /* The file @name in the runtime directory of the machine at @path (where
  * its VMM's socket and console log are). */
 char *fixture_runtime_file (Fixture *f, const char *path, const char *name);
+
+/* What the machine at @path's guest has printed on its console. */
+char *console_text (Fixture *f, const char *path);
+
+/* Exec through the bus: what a command printed and how it ended
+ * ("exit N" or "signal N"). */
+typedef struct {
+  char *out;
+  char *err;
+  char *status;
+} ExecResult;
+
+void     exec_result_clear (ExecResult *r);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ExecResult, exec_result_clear)
+/* Calls Exec; fds[0..3] are the caller's ends (stdin, stdout, stderr,
+ * status). FALSE, with *@error_name (may be NULL), if it is refused. */
+gboolean exec_start (Fixture *f, const char *path, const char *const *argv, int fds[4],
+                     char **error_name);
+/* Runs @argv with @input (may be NULL) on its stdin, to its end. */
+void     exec_run (Fixture *f, const char *path, const char *const *argv, const char *input,
+                   ExecResult *result);
+/* The standard output of @argv, which must succeed. */
+char    *exec_output (Fixture *f, const char *path, const char *const *argv);

@@ -93,17 +93,6 @@ create (Fixture *f, gconstpointer data, const char *name, const char *extra)
   return client_create_ok (f->client, spec);
 }
 
-static char *
-console_text (Fixture *f, const char *path)
-{
-  g_autofree char *file = fixture_runtime_file (f, path, "console.log");
-  char *text = NULL;
-
-  if (!g_file_get_contents (file, &text, NULL, NULL))
-    return g_strdup ("");
-  return text;
-}
-
 static guint
 count (const char *haystack, const char *needle)
 {
@@ -121,110 +110,6 @@ assert_property (Fixture *f, const char *path, const char *prop, const char *wan
   g_autofree char *value = client_get_string (f->client, path, prop);
 
   g_assert_cmpstr (value, ==, want);
-}
-
-/* ---- exec ---- */
-
-typedef struct {
-  char *out;
-  char *err;
-  char *status;
-} ExecResult;
-
-static void
-exec_result_clear (ExecResult *r)
-{
-  g_free (r->out);
-  g_free (r->err);
-  g_free (r->status);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ExecResult, exec_result_clear)
-
-/* Calls Exec; fds[0..3] are the caller's ends. */
-static gboolean
-exec_start (Fixture *f, const char *path, const char *const *argv, int fds[4], char **error_name)
-{
-  g_autoptr (sd_bus_message) m = NULL, reply = NULL;
-  sd_bus_error error = SD_BUS_ERROR_NULL;
-  int r, in, out, err, status;
-
-  r = sd_bus_message_new_method_call (f->client->bus, &m, MV_BUS_NAME, path, MV_MACHINE_IFACE,
-                                      "Exec");
-  g_assert_cmpint (r, >=, 0);
-  g_assert_cmpint (sd_bus_message_append_strv (m, (char **) argv), >=, 0);
-  g_assert_cmpint (sd_bus_message_append (m, "a{ss}", 0), >=, 0);
-  g_assert_cmpint (sd_bus_message_append (m, "a{sv}", 0), >=, 0);
-  r = sd_bus_call (f->client->bus, m, 30 * G_USEC_PER_SEC, &error, &reply);
-  if (r < 0)
-    {
-      g_test_message ("Exec: %s: %s", error.name, error.message);
-      if (error_name)
-        *error_name = g_strdup (error.name);
-      sd_bus_error_free (&error);
-      return FALSE;
-    }
-  g_assert_cmpint (sd_bus_message_read (reply, "hhhh", &in, &out, &err, &status), >, 0);
-  fds[0] = fcntl (in, F_DUPFD_CLOEXEC, 3);
-  fds[1] = fcntl (out, F_DUPFD_CLOEXEC, 3);
-  fds[2] = fcntl (err, F_DUPFD_CLOEXEC, 3);
-  fds[3] = fcntl (status, F_DUPFD_CLOEXEC, 3);
-  return TRUE;
-}
-
-/* Reads @fd to its end (within 30 s). */
-static char *
-read_all (int fd)
-{
-  GString *s = g_string_new (NULL);
-  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
-
-  for (;;)
-    {
-      struct pollfd p = { .fd = fd, .events = POLLIN };
-      char buf[4096];
-      ssize_t n;
-
-      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
-      if (poll (&p, 1, 200) <= 0)
-        continue;
-      n = read (fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      g_string_append_len (s, buf, n);
-    }
-  close (fd);
-  return g_string_free (s, FALSE);
-}
-
-/* Runs @argv with @input on its stdin, to its end. */
-static void
-exec_run (Fixture *f, const char *path, const char *const *argv, const char *input,
-          ExecResult *result)
-{
-  int fds[4];
-
-  g_assert_true (exec_start (f, path, argv, fds, NULL));
-  if (input)
-    g_assert_cmpint (write (fds[0], input, strlen (input)), ==, (gssize) strlen (input));
-  close (fds[0]);
-  result->out = read_all (fds[1]);
-  result->err = read_all (fds[2]);
-  result->status = g_strchomp (read_all (fds[3]));
-  g_test_message ("exec %s: %s; stdout: %s; stderr: %s", argv[0], result->status, result->out,
-                  result->err);
-}
-
-/* The standard output of @argv, which must succeed. */
-static char *
-exec_output (Fixture *f, const char *path, const char *const *argv)
-{
-  g_auto (ExecResult) r = { 0 };
-
-  exec_run (f, path, argv, NULL, &r);
-  g_assert_cmpstr (r.status, ==, "exit 0");
-  return g_steal_pointer (&r.out);
 }
 
 /* ---- the tests ---- */

@@ -69,17 +69,6 @@ get_state (Fixture *f, const char *path)
   return client_get_string (f->client, path, "State");
 }
 
-static char *
-console_text (Fixture *f, const char *path)
-{
-  g_autofree char *file = fixture_runtime_file (f, path, "console.log");
-  char *text = NULL;
-
-  if (!g_file_get_contents (file, &text, NULL, NULL))
-    return g_strdup ("");
-  return text;
-}
-
 /* The last counter the guest printed, -1 if none yet. */
 static gint64
 last_counter (Fixture *f, const char *path)

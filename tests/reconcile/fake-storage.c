@@ -7,6 +7,7 @@ static const char *const call_names[FAKE_STORAGE_N_CALLS] = {
   [FAKE_STORAGE_DISCARD] = "discard",
   [FAKE_STORAGE_RETIRE] = "retire",
   [FAKE_STORAGE_SWEEP] = "sweep",
+  [FAKE_STORAGE_REMOVE_DISKS] = "remove_disks",
 };
 
 /* Which calls block, and so belong in worker threads. */
@@ -14,6 +15,7 @@ static const gboolean blocks[FAKE_STORAGE_N_CALLS] = {
   [FAKE_STORAGE_STAGE] = TRUE,
   [FAKE_STORAGE_DISCARD] = TRUE,
   [FAKE_STORAGE_SWEEP] = TRUE,
+  [FAKE_STORAGE_REMOVE_DISKS] = TRUE,
 };
 
 typedef struct {
@@ -73,6 +75,17 @@ enter (FakeStorage *fake, FakeStorageCall call, const char *machine_id, GError *
   g_mutex_unlock (&fake->lock);
   g_set_error_literal (error, MV_ERROR, MV_ERROR_FAILED, failure);
   return NULL;
+}
+
+static gboolean
+fake_remove_disks (MvStorage *storage, const char *machine_id, GError **error)
+{
+  FakeStorage *fake = fake_of (storage);
+
+  if (!enter (fake, FAKE_STORAGE_REMOVE_DISKS, machine_id, error))
+    return FALSE;
+  g_mutex_unlock (&fake->lock);
+  return TRUE;
 }
 
 static char *
@@ -183,6 +196,7 @@ fake_storage_new (FakeLog *log)
     .discard_saved_state = fake_discard,
     .retire_saved_state = fake_retire,
     .sweep = fake_sweep,
+    .remove_disks = fake_remove_disks,
     .has_saved_state = fake_has_saved_state,
     .has_staged_state = fake_has_staged_state,
   };

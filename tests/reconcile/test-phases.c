@@ -334,7 +334,7 @@ test_failed_records_removal_is_carried_on (Fixture *f, gconstpointer data)
   g_assert_error (error, MV_ERROR, MV_ERROR_FAILED);
   g_assert_true (mv_reconciler_lookup (f->rec, "m1") == m);
   g_assert_false (recorder_was_removed (f->recorder, "m1"));
-  g_assert_cmpuint (m->status->destroyed->len, ==, 4);
+  g_assert_cmpuint (m->status->destroyed->len, ==, 5);
 
   mark = fake_log_len (f->log);
   g_clear_error (&error);

@@ -219,7 +219,8 @@ test_stopped_from_standby_deletes_saved_state (Fixture *f, gconstpointer data)
 /* destroyed ---------------------------------------------------------------- */
 
 static const char *const destroy_phases[] = {
-  "destroy-vmm", "destroy-runtime", "destroy-network", "destroy-saved-state", "destroy-records",
+  "destroy-vmm", "destroy-runtime", "destroy-network", "destroy-saved-state", "destroy-disks",
+  "destroy-records",
 };
 
 static void
@@ -232,7 +233,8 @@ test_destroyed_releases_in_order (Fixture *f, gconstpointer data)
   /* The host call that opens each resource's step, in the host's order
    * (src/core/host/host.c). */
   const char *const first_calls[] = {
-    "runtime.stop", "runtime.destroy", "network.release", "storage.discard", "records.remove",
+    "runtime.stop", "runtime.destroy", "network.release", "storage.discard",
+    "storage.remove_disks", "records.remove",
   };
   int at = (int) mark;
 
@@ -241,7 +243,7 @@ test_destroyed_releases_in_order (Fixture *f, gconstpointer data)
 
   fake_assert_order (f->log, "runtime.stop m1 force", "runtime.unwatch m1", "runtime.destroy m1",
                      "records.remove_runtime_dir m1", "network.release m1", "storage.discard m1",
-                     "storage.sweep m1", "records.remove m1");
+                     "storage.sweep m1", "storage.remove_disks m1", "records.remove m1");
   for (guint i = 0; i < G_N_ELEMENTS (first_calls); i++)
     at = fixture_assert_recorded_before (f, (guint) at, "m1", first_calls[i], destroy_phases[i],
                                          NULL);
@@ -249,7 +251,7 @@ test_destroyed_releases_in_order (Fixture *f, gconstpointer data)
    * records themselves. */
   g_assert_cmpint (fake_log_find (f->log, mark,
                                   "records.save_status m1 state=Stopped saved=0 "
-                                  "destroyed=vmm,runtime,network,saved-state phase=destroy-records"),
+                                  "destroyed=vmm,runtime,network,saved-state,disks phase=destroy-records"),
                    >=, 0);
 
   g_assert_true (recorder_was_removed (f->recorder, "m1"));
