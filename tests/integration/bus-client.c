@@ -454,8 +454,7 @@ exec_start (Fixture *f, const char *path, const char *const *argv, int fds[4], c
   return TRUE;
 }
 
-/* Reads @fd to its end (within 30 s). */
-static char *
+char *
 read_all (int fd)
 {
   GString *s = g_string_new (NULL);

@@ -102,6 +102,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ExecResult, exec_result_clear)
  * status). FALSE, with *@error_name (may be NULL), if it is refused. */
 gboolean exec_start (Fixture *f, const char *path, const char *const *argv, int fds[4],
                      char **error_name);
+/* Reads @fd to its end (within 30 s) and closes it. */
+char    *read_all (int fd);
 /* Runs @argv with @input (may be NULL) on its stdin, to its end. */
 void     exec_run (Fixture *f, const char *path, const char *const *argv, const char *input,
                    ExecResult *result);
