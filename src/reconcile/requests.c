@@ -612,7 +612,7 @@ check_image_and_disk (const MvSpec *current, MvSpec *spec, GError **error)
       g_autofree char *have_text = mv_text_bytes (have);
 
       return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "disk_bytes: %s is smaller than the "
-                           "machine's overlay disk (%s); a disk grows, it does not shrink",
+                           "machine's overlay disk of %s; a disk grows, it does not shrink",
                            want_text, have_text);
     }
   return TRUE;

@@ -151,14 +151,38 @@ format_overlay (const char *path, guint64 bytes, GCancellable *cancellable, GErr
   return mv_run_tool ("disk_bytes", argv, NULL, cancellable, NULL, error);
 }
 
+/* e2fsck -fy: resize2fs grows only a file system checked since it was
+ * last mounted, and a guest that powered off left its journal to be
+ * replayed. Exit codes 1 and 2 say it fixed what it found. */
+static gboolean
+check_overlay (const char *path, GCancellable *cancellable, GError **error)
+{
+  const char *argv[] = { "e2fsck", "-f", "-y", path, NULL };
+  g_autoptr (GSubprocess) proc = NULL;
+  g_autoptr (GError) local = NULL;
+  g_autofree char *out = NULL;
+
+  proc = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_MERGE,
+                            &local);
+  if (proc == NULL)
+    return mv_error_set (error, MV_ERROR_FAILED, "disk_bytes: cannot run e2fsck: %s",
+                         local->message);
+  if (!g_subprocess_communicate_utf8 (proc, NULL, cancellable, &out, NULL, error))
+    return FALSE;
+  if (!g_subprocess_get_if_exited (proc) || g_subprocess_get_exit_status (proc) > 2)
+    return mv_error_set (error, MV_ERROR_FAILED, "disk_bytes: e2fsck found %s damaged beyond "
+                         "what it repairs: %s", path, out ? g_strstrip (out) : "");
+  return TRUE;
+}
+
 static gboolean
 grow_overlay (const char *path, guint64 bytes, GCancellable *cancellable, GError **error)
 {
   g_autofree char *size = g_strdup_printf ("%" G_GUINT64_FORMAT "K", bytes / 1024);
-  /* -f: the file system was cleanly unmounted by a guest that stopped;
-   * a forced check first would read all of it. */
-  const char *argv[] = { "resize2fs", "-f", path, size, NULL };
+  const char *argv[] = { "resize2fs", path, size, NULL };
 
+  if (!check_overlay (path, cancellable, error))
+    return FALSE;
   if (truncate (path, (off_t) bytes) < 0)
     return mv_set_errno_error (error, errno, "disk_bytes: cannot grow %s", path);
   return mv_run_tool ("disk_bytes", argv, NULL, cancellable, NULL, error);

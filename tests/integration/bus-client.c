@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -507,5 +509,53 @@ exec_output (Fixture *f, const char *path, const char *const *argv)
   exec_run (f, path, argv, NULL, &r);
   g_assert_cmpstr (r.status, ==, "exit 0");
   return g_steal_pointer (&r.out);
+}
+
+
+char *
+http_get_unix (const char *socket_path, const char *resource)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  g_autofree char *request = g_strdup_printf ("GET %s HTTP/1.1\r\nHost: localhost\r\n"
+                                              "Accept: application/json\r\n\r\n", resource);
+  g_autoptr (GString) in = g_string_new (NULL);
+  const char *end, *length;
+  gsize want = 0;
+  int fd;
+
+  g_assert_cmpuint (strlen (socket_path), <, sizeof addr.sun_path);
+  strcpy (addr.sun_path, socket_path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_assert_cmpint (fd, >=, 0);
+  if (connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
+    g_error ("connect %s: %s", socket_path, g_strerror (errno));
+  g_assert_cmpint (write (fd, request, strlen (request)), ==, (gssize) strlen (request));
+  /* A VMM keeps the connection: read up to the Content-Length. */
+  for (;;)
+    {
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      char buf[4096];
+      ssize_t n;
+
+      g_assert_cmpint (poll (&p, 1, 10000), ==, 1);
+      n = read (fd, buf, sizeof buf);
+      g_assert_cmpint (n, >, 0);
+      g_string_append_len (in, buf, n);
+      end = strstr (in->str, "\r\n\r\n");
+      if (!end)
+        continue;
+      if (!want)
+        {
+          length = g_strstr_len (in->str, end - in->str, "Content-Length: ");
+          g_assert_nonnull (length);
+          want = (end + 4 - in->str) + g_ascii_strtoull (length + strlen ("Content-Length: "),
+                                                         NULL, 10);
+        }
+      if (in->len >= want)
+        break;
+    }
+  close (fd);
+  g_assert_true (g_str_has_prefix (in->str, "HTTP/1.1 200"));
+  return g_strndup (end + 4, want - (end + 4 - in->str));
 }
 

@@ -109,3 +109,7 @@ void     exec_run (Fixture *f, const char *path, const char *const *argv, const 
                    ExecResult *result);
 /* The standard output of @argv, which must succeed. */
 char    *exec_output (Fixture *f, const char *path, const char *const *argv);
+
+/* GET @resource over HTTP/1.1 on the VMM API socket @socket_path; fails
+ * the test unless it answers 200; the body. */
+char    *http_get_unix (const char *socket_path, const char *resource);

@@ -828,59 +828,12 @@ test_agent_silent (Fixture *f, gconstpointer data)
 
 /* ---- Firecracker's metadata service ---- */
 
-/* GET /mmds on the Firecracker API socket @api_socket: the body. */
-static char *
-mmds_get (const char *api_socket)
-{
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  static const char request[] = "GET /mmds HTTP/1.1\r\nHost: localhost\r\n"
-                                "Accept: application/json\r\n\r\n";
-  g_autoptr (GString) in = g_string_new (NULL);
-  const char *end, *length;
-  gsize want = 0;
-  int fd;
-
-  g_assert_cmpuint (strlen (api_socket), <, sizeof addr.sun_path);
-  strcpy (addr.sun_path, api_socket);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  g_assert_cmpint (fd, >=, 0);
-  g_assert_cmpint (connect (fd, (struct sockaddr *) &addr, sizeof addr), ==, 0);
-  g_assert_cmpint (write (fd, request, strlen (request)), ==, (gssize) strlen (request));
-  /* Firecracker keeps the connection: read up to the Content-Length. */
-  for (;;)
-    {
-      struct pollfd p = { .fd = fd, .events = POLLIN };
-      char buf[4096];
-      ssize_t n;
-
-      g_assert_cmpint (poll (&p, 1, 10000), ==, 1);
-      n = read (fd, buf, sizeof buf);
-      g_assert_cmpint (n, >, 0);
-      g_string_append_len (in, buf, n);
-      end = strstr (in->str, "\r\n\r\n");
-      if (!end)
-        continue;
-      if (!want)
-        {
-          length = g_strstr_len (in->str, end - in->str, "Content-Length: ");
-          g_assert_nonnull (length);
-          want = (end + 4 - in->str) + g_ascii_strtoull (length + strlen ("Content-Length: "),
-                                                         NULL, 10);
-        }
-      if (in->len >= want)
-        break;
-    }
-  close (fd);
-  g_assert_true (g_str_has_prefix (in->str, "HTTP/1.1 200"));
-  return g_strndup (end + 4, want - (end + 4 - in->str));
-}
-
 /* latest/meta-data/attributes/role of the MMDS document behind
  * @api_socket. */
 static char *
 mmds_role (const char *api_socket)
 {
-  g_autofree char *body = mmds_get (api_socket);
+  g_autofree char *body = http_get_unix (api_socket, "/mmds");
   g_autoptr (JsonNode) root = json_from_string (body, NULL);
   JsonObject *o;
 
