@@ -560,6 +560,10 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   add_printf (argv, "%" G_GUINT64_FORMAT "M", spec->memory.size_bytes >> 20);
   if (spec->shares->len > 0)
     {
+      /* microvm's virtio-mmio devices are legacy (version 1) by default,
+       * which virtiofsd's vhost-user library refuses. */
+      add (argv, "-global");
+      add (argv, "virtio-mmio.force-legacy=false");
       add (argv, "-object");
       add_printf (argv, "memory-backend-memfd,id=mem,size=%" G_GUINT64_FORMAT "M,share=on",
                   spec->memory.size_bytes >> 20);
