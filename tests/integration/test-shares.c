@@ -251,24 +251,48 @@ test_qemu_share (Fixture *f, gconstpointer data)
 
 /* ---- Cloud Hypervisor's test VMM ---- */
 
-/* GET @route on the test VMM's API socket: the body. */
+/* GET @route on the test VMM's API socket: the body. The VMM keeps the
+ * connection: read up to the Content-Length. */
 static char *
 http_get (const char *socket_path, const char *route)
 {
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  g_autofree char *request = g_strdup_printf ("GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                                              route);
+  g_autoptr (GString) in = g_string_new (NULL);
+  const char *end = NULL, *length;
+  gsize want = 0;
   int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  g_autofree char *request = g_strdup_printf ("GET %s HTTP/1.1\r\nHost: localhost\r\n"
-                                              "Connection: close\r\n\r\n", route);
-  g_autofree char *reply = NULL;
-  const char *body;
 
   g_strlcpy (addr.sun_path, socket_path, sizeof addr.sun_path);
   g_assert_cmpint (connect (fd, (struct sockaddr *) &addr, sizeof addr), ==, 0);
   g_assert_cmpint (write (fd, request, strlen (request)), ==, (gssize) strlen (request));
-  reply = read_all (fd);
-  body = strstr (reply, "\r\n\r\n");
-  g_assert_nonnull (body);
-  return g_strdup (body + 4);
+  for (;;)
+    {
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      char buf[4096];
+      ssize_t n;
+
+      g_assert_cmpint (poll (&p, 1, 10000), ==, 1);
+      n = read (fd, buf, sizeof buf);
+      g_assert_cmpint (n, >, 0);
+      g_string_append_len (in, buf, n);
+      end = strstr (in->str, "\r\n\r\n");
+      if (!end)
+        continue;
+      if (!want)
+        {
+          length = g_strstr_len (in->str, end - in->str, "Content-Length: ");
+          g_assert_nonnull (length);
+          want = (end + 4 - in->str) + g_ascii_strtoull (length + strlen ("Content-Length: "),
+                                                         NULL, 10);
+        }
+      if (in->len >= want)
+        break;
+    }
+  close (fd);
+  g_assert_true (g_str_has_prefix (in->str, "HTTP/1.1 200"));
+  return g_strndup (end + 4, want - (end + 4 - in->str));
 }
 
 /* The fs device goes on the wire with its tag, its virtiofsd's socket and
@@ -290,7 +314,7 @@ test_chv_share (Fixture *f, gconstpointer data)
 
   client_call_ok (f->client, path, "Start");
   g_assert_cmpuint (count_virtiofsd (f, id), ==, 1);
-  api = fixture_runtime_file (f, path, "cloud-hypervisor.sock");
+  api = fixture_runtime_file (f, path, "api.sock");
   info = http_get (api, "/api/v1/vm.info");
   root = json_from_string (info, NULL);
   g_assert_nonnull (root);
