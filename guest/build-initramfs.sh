@@ -7,8 +7,9 @@
 # and OUTDIR/initramfs.img, a gzip'd newc cpio holding:
 #
 #   /init                         AGENT_BINARY (a static microvmd-agent)
-#   /lib/modules/KREL/*.ko        the virtio, vsock, power-button and
-#                                 root-file-system modules, uncompressed
+#   /lib/modules/KREL/*.ko        the virtio, vsock, power-button,
+#                                 root-file-system and virtio-fs modules,
+#                                 uncompressed
 #   /lib/modules/KREL/microvmd.load  those modules, one a line, in the
 #                                 order the agent loads them
 #   /dev/console, /dev/null       so /init has a console before devtmpfs
@@ -46,6 +47,10 @@ lib=$here/lib-kernel.sh
 root_modules=(
     crc16 crc32c_generic mbcache jbd2 ext4
     overlay
+)
+# What a directory mount needs: virtio-fs, over FUSE.
+share_modules=(
+    fuse virtiofs
 )
 
 [ -f "$agent" ] || die "no agent binary at $agent"
@@ -85,7 +90,7 @@ log "kernel $krel ($kpkg $kver)"
 
 r=$work/root
 mkdir -p "$r"
-kernel_install_modules "$r" "${guest_virtio_modules[@]}" "${root_modules[@]}"
+kernel_install_modules "$r" "${guest_virtio_modules[@]}" "${root_modules[@]}" "${share_modules[@]}"
 mkdir -p "$r/proc" "$r/sys" "$r/dev" "$r/run" "$r/mnt" "$r/tmp" "$r/newroot"
 chmod 1777 "$r/tmp"
 install -m 0755 "$agent" "$r/init"

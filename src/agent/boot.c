@@ -406,7 +406,7 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
 {
   MvAgentFields fields;
   MvAgentField f, content = { .len = 0, .value = (const uint8_t *) "" };
-  char type[16] = "", target[4096] = "", options[128];
+  char type[16] = "", target[4096] = "", source[256] = "", options[128];
   uint32_t mode = 0, read_only = 0;
   uint64_t bytes = 0;
 
@@ -420,6 +420,7 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
       case MV_AGENT_F_MODE: mv_agent_field_u32 (&f, &mode); break;
       case MV_AGENT_F_SIZE: mv_agent_field_u64 (&f, &bytes); break;
       case MV_AGENT_F_READ_ONLY: mv_agent_field_u32 (&f, &read_only); break;
+      case MV_AGENT_F_SOURCE: mv_agent_field_str (&f, source, sizeof source); break;
       default: break;
       }
   if (!target_ok (target))
@@ -469,7 +470,25 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
       agent_log ("mount: tmpfs %s (%s%s)", target, options, read_only ? ",ro" : "");
       return true;
     }
-  snprintf (error, size, "mount: %s: type \"%s\" is neither file nor tmpfs", target, type);
+  if (strcmp (type, "directory") == 0)
+    {
+      if (!source[0])
+        {
+          snprintf (error, size, "mount: %s: a directory mount without a virtio-fs tag", target);
+          return false;
+        }
+      mkdir (target, 0755);
+      if (mount (source, target, "virtiofs", MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY : 0),
+                 NULL) < 0)
+        {
+          snprintf (error, size, "mount: %s: virtiofs %s: %s", target, source, strerror (errno));
+          return false;
+        }
+      agent_log ("mount: virtiofs %s on %s%s", source, target, read_only ? " (read-only)" : "");
+      return true;
+    }
+  snprintf (error, size, "mount: %s: type \"%s\" is not file, tmpfs or directory", target,
+            type);
   return false;
 }
 

@@ -575,6 +575,11 @@ validate_policies (const MvSpec *spec, guint32 standby_min, GError **error)
     return invalid (error, "standby_after_seconds: %u is below the minimum of %u "
                     "(0 turns standby off)",
                     spec->standby_after_seconds, standby_min);
+  /* Standby freezes the guest to a file; what virtiofsd holds of a shared
+   * directory (open files, the guest's view of it) is not in that file. */
+  if (spec->standby_after_seconds != 0 && mv_spec_has_directory_mount (spec))
+    return invalid (error, "standby_after_seconds: a machine with a directory mount cannot be "
+                    "put on standby (0 turns standby off)");
   return TRUE;
 }
 
@@ -983,6 +988,31 @@ string_set (const char *value)
 }
 
 gboolean
+mv_spec_has_directory_mount (const MvSpec *spec)
+{
+  g_return_val_if_fail (spec != NULL, FALSE);
+
+  for (guint i = 0; spec->mounts && i < spec->mounts->len; i++)
+    if (((const MvMount *) g_ptr_array_index (spec->mounts, i))->type == MV_MOUNT_DIRECTORY)
+      return TRUE;
+  return FALSE;
+}
+
+char *
+mv_spec_directory_tag (const MvSpec *spec, guint index)
+{
+  guint before = 0;
+
+  g_return_val_if_fail (spec != NULL && index < spec->mounts->len, NULL);
+  if (((const MvMount *) g_ptr_array_index (spec->mounts, index))->type != MV_MOUNT_DIRECTORY)
+    return NULL;
+  for (guint i = 0; i < index; i++)
+    if (((const MvMount *) g_ptr_array_index (spec->mounts, i))->type == MV_MOUNT_DIRECTORY)
+      before++;
+  return g_strdup_printf (MV_DIRECTORY_TAG_PREFIX "%u", before);
+}
+
+gboolean
 mv_spec_check_implemented (const MvSpec *spec, GError **error)
 {
   g_return_val_if_fail (spec != NULL, FALSE);
@@ -1008,7 +1038,7 @@ mv_spec_check_implemented (const MvSpec *spec, GError **error)
     {
       const MvMount *mount = g_ptr_array_index (spec->mounts, i);
 
-      if (mount->type == MV_MOUNT_VOLUME || mount->type == MV_MOUNT_DIRECTORY)
+      if (mount->type == MV_MOUNT_VOLUME)
         {
           g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
                        "mounts[%u].type: %s mounts are not supported by this microvmd yet",

@@ -262,9 +262,17 @@ gboolean mv_name_validate (const char *field, const char *name, GError **error);
 /* Fails with MV_ERROR_UNSUPPORTED naming the first field @spec sets that
  * this microvmd parses and validates but does not carry out yet:
  * network_name, static_ip, firewall ("network_name: not supported by this
- * microvmd yet"), and mounts of type volume or directory ("mounts[0].type:
+ * microvmd yet"), and mounts of type volume ("mounts[0].type:
  * volume mounts are not supported by this microvmd yet"). */
 gboolean mv_spec_check_implemented (const MvSpec *spec, GError **error);
+/* Whether @spec shares a host directory with its guest (a mount of type
+ * directory, over virtio-fs): such a machine cannot be put on standby. */
+gboolean mv_spec_has_directory_mount (const MvSpec *spec);
+/* The virtio-fs tag of mounts[@index], a directory mount: "mvfs0" for the
+ * first directory mount, "mvfs1" for the next, in mount order; NULL for
+ * a mount of another type. */
+#define MV_DIRECTORY_TAG_PREFIX "mvfs"
+char    *mv_spec_directory_tag (const MvSpec *spec, guint index);
 
 /* ---- the guest metadata document (spec-metadata.c) ---- */
 

@@ -51,15 +51,17 @@ put_env (MvAgentBuf *buf, GHashTable *env)
 }
 
 static void
-put_mounts (MvAgentBuf *buf, GPtrArray *mounts)
+put_mounts (MvAgentBuf *buf, const MvSpec *spec)
 {
+  GPtrArray *mounts = spec->mounts;
+
   for (guint i = 0; i < mounts->len; i++)
     {
       const MvMount *mount = mounts->pdata[i];
       gsize size = 0;
       gconstpointer content;
 
-      if (mount->type != MV_MOUNT_FILE && mount->type != MV_MOUNT_TMPFS)
+      if (mount->type == MV_MOUNT_VOLUME)
         continue;
       mv_agent_buf_open (buf, MV_AGENT_F_MOUNT);
       mv_agent_buf_put_str (buf, MV_AGENT_F_MOUNT_TYPE, mv_mount_type_to_string (mount->type));
@@ -71,8 +73,14 @@ put_mounts (MvAgentBuf *buf, GPtrArray *mounts)
           content = mount->content ? g_bytes_get_data (mount->content, &size) : NULL;
           mv_agent_buf_put (buf, MV_AGENT_F_CONTENT, content, size);
         }
-      else
+      else if (mount->type == MV_MOUNT_TMPFS)
         mv_agent_buf_put_u64 (buf, MV_AGENT_F_SIZE, mount->size_bytes);
+      else
+        {
+          /* The VMM's vhost-user-fs device of this mount carries the tag. */
+          g_autofree char *tag = mv_spec_directory_tag (spec, i);
+          mv_agent_buf_put_str (buf, MV_AGENT_F_SOURCE, tag);
+        }
       mv_agent_buf_close (buf);
     }
 }
@@ -166,7 +174,7 @@ mv_agent_config_frame (const MvSpec *spec_in, const MvImageConfig *image, MvAgen
     mv_agent_buf_put_str (&buf, MV_AGENT_F_WORKDIR, spec->working_dir);
   if (spec->user)
     mv_agent_buf_put_str (&buf, MV_AGENT_F_USER, spec->user);
-  put_mounts (&buf, spec->mounts);
+  put_mounts (&buf, spec);
   put_health_check (&buf, spec->health_check);
   return finish (&buf, "spec", error);
 }

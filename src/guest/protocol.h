@@ -102,6 +102,7 @@ typedef enum {
   MV_AGENT_F_INSTANCE       = 42,  /* u64: this agent process, unlike any other of the boot */
   MV_AGENT_F_CPU_TOTAL      = 43,  /* u64: clock ticks of the guest's CPUs in all, since boot */
   MV_AGENT_F_CPUS           = 44,  /* u32: the guest's online CPUs */
+  MV_AGENT_F_SOURCE         = 46,  /* str: a mount's source in the guest: a virtio-fs tag or a block device */
   MV_AGENT_F_OVERLAY        = 47,  /* str: the overlay disk's device, "/dev/vdb": the root's upper layer */
 } MvAgentTag;
 

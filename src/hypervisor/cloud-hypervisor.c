@@ -16,6 +16,7 @@
 #define START_TIMEOUT_MS   10000
 #define RESIZE_TIMEOUT_MS  10000
 #define RESIZE_POLL_MS     50
+#define FS_QUEUE_SIZE      1024   /* virtio-fs requests the device queue holds */
 
 /* ---- API calls ---- */
 
@@ -266,6 +267,9 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
       json_object_set_string_member (memory, "hotplug_method", "VirtioMem");
       json_object_set_int_member (memory, "hotplug_size", (gint64) spec->memory.hotplug_bytes);
     }
+  /* virtiofsd reads and writes the guest's buffers in its memory. */
+  if (spec->shares->len > 0)
+    json_object_set_boolean_member (memory, "shared", TRUE);
   json_object_set_object_member (config, "memory", memory);
 
   for (guint i = 0; i < spec->disks->len; i++)
@@ -297,6 +301,26 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
       json_array_add_object_element (nets, net);
     }
   json_object_set_array_member (config, "net", nets);
+
+  if (spec->shares->len > 0)
+    {
+      JsonArray *fs = json_array_new ();
+
+      for (guint i = 0; i < spec->shares->len; i++)
+        {
+          MvShareConfig *share = spec->shares->pdata[i];
+          JsonObject *device = json_object_new ();
+          g_autofree char *id = g_strdup_printf ("fs%u", i);
+
+          json_object_set_string_member (device, "tag", share->tag);
+          json_object_set_string_member (device, "socket", share->socket_path);
+          json_object_set_int_member (device, "num_queues", 1);
+          json_object_set_int_member (device, "queue_size", FS_QUEUE_SIZE);
+          json_object_set_string_member (device, "id", id);
+          json_array_add_object_element (fs, device);
+        }
+      json_object_set_array_member (config, "fs", fs);
+    }
 
   if (spec->console.path)
     {
@@ -555,6 +579,7 @@ chv_capabilities (MvStarter *base)
     .vsock = TRUE,
     .gpu_passthrough = TRUE,
     .disk_rate_limit = TRUE,
+    .virtio_fs = TRUE,
   };
 }
 

@@ -435,6 +435,12 @@ fc_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GError
                    "agent: Firecracker has no virtio-serial ports; use vsock");
       return FALSE;
     }
+  if (spec->shares->len > 0)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                   "mounts: directory mounts need virtio-fs, which Firecracker does not have");
+      return FALSE;
+    }
   if (spec->metadata)
     {
       g_autofree char *text = mv_metadata_document_serialize (spec->metadata, error);
@@ -614,6 +620,7 @@ fc_capabilities (MvStarter *base)
     .vsock = TRUE,
     .gpu_passthrough = FALSE,
     .disk_rate_limit = TRUE,
+    .virtio_fs = FALSE,
   };
 }
 

@@ -15,7 +15,11 @@
 struct _MvHostPaths {
   GPtrArray *dirs;         /* char*, absolute, without a trailing '/' */
   char      *described;
+  char      *key;          /* where they are configured: "[paths] allowed-directories" */
 };
+
+#define PATHS_KEY  "[paths] allowed-directories"
+
 
 /* File systems whose files are the kernel's, not data: /proc/self/mem is
  * a regular file too. */
@@ -68,34 +72,40 @@ mv_host_path_sandbox_hint (const char *path, int err)
 }
 
 static gboolean
-check_dir (const char *dir, GError **error)
+check_dir (const char *key, const char *dir, GError **error)
 {
   g_autofree char *resolved = NULL;
   g_autofree char *reserved = NULL;
 
   if (!g_path_is_absolute (dir))
-    return invalid (error, "[paths] allowed-directories: %s is not an absolute path", dir);
+    return invalid (error, "%s: %s is not an absolute path", key, dir);
   if (strspn (dir, "/") == strlen (dir))
-    return invalid (error, "[paths] allowed-directories: / would let machines use every file "
-                    "of the host");
+    return invalid (error, "%s: / would let machines use every file of the host", key);
   resolved = realpath (dir, NULL);
   for (guint i = 0; kernel_trees[i]; i++)
     if (mv_path_is_beneath (dir, kernel_trees[i]) ||
         (resolved && mv_path_is_beneath (resolved, kernel_trees[i])))
-      return invalid (error, "[paths] allowed-directories: %s lies in %s, whose files are the "
-                      "kernel's", dir, kernel_trees[i]);
+      return invalid (error, "%s: %s lies in %s, whose files are the kernel's", key, dir,
+                      kernel_trees[i]);
   if ((reserved = mv_reserved_dirs_within (resolved ? resolved : dir)) ||
       (reserved = mv_reserved_dirs_holding (resolved ? resolved : dir)))
-    return invalid (error, "[paths] allowed-directories: %s overlaps %s, which microvmd keeps "
-                    "for its own records and runtime files", dir, reserved);
+    return invalid (error, "%s: %s overlaps %s, which microvmd keeps for its own records and "
+                    "runtime files", key, dir, reserved);
   return TRUE;
 }
 
 MvHostPaths *
 mv_host_paths_new (const char *const *dirs, GError **error)
 {
+  return mv_host_paths_new_for_key (PATHS_KEY, dirs, error);
+}
+
+MvHostPaths *
+mv_host_paths_new_for_key (const char *key, const char *const *dirs, GError **error)
+{
   g_autoptr (MvHostPaths) paths = g_new0 (MvHostPaths, 1);
 
+  paths->key = g_strdup (key);
   paths->dirs = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; dirs && dirs[i]; i++)
     {
@@ -104,7 +114,7 @@ mv_host_paths_new (const char *const *dirs, GError **error)
 
       if (len == 0)
         continue;
-      if (!check_dir (dir, error))
+      if (!check_dir (key, dir, error))
         return NULL;
       while (len > 1 && dir[len - 1] == '/')
         dir[--len] = '\0';
@@ -144,6 +154,7 @@ mv_host_paths_free (MvHostPaths *paths)
     return;
   g_ptr_array_unref (paths->dirs);
   g_free (paths->described);
+  g_free (paths->key);
   g_free (paths);
 }
 
@@ -182,9 +193,10 @@ path_of_fd (int fd)
   return g_file_read_link (link, NULL);
 }
 
-/* Checks what @fd, opened as @path for @field, turned out to be. */
+/* Checks what @fd, opened as @path for @field, turned out to be: a
+ * regular file, or a directory if @want_dir. */
 static gboolean
-check_opened (int fd, const char *field, const char *path, GError **error)
+check_opened (int fd, const char *field, const char *path, gboolean want_dir, GError **error)
 {
   g_autofree char *real = path_of_fd (fd);
   g_autofree char *reserved = NULL;
@@ -196,13 +208,19 @@ check_opened (int fd, const char *field, const char *path, GError **error)
       int saved = errno;
       return invalid (error, "%s: %s cannot be examined: %s", field, path, g_strerror (saved));
     }
-  if (!S_ISREG (st.st_mode))
+  if (want_dir && !S_ISDIR (st.st_mode))
+    return invalid (error, "%s: %s is %s; only a directory can be shared", field, path,
+                    S_ISREG (st.st_mode) ? "a regular file" : kind_of (st.st_mode));
+  if (!want_dir && !S_ISREG (st.st_mode))
     return invalid (error, "%s: %s is %s; only regular files can be used", field, path,
                     kind_of (st.st_mode));
   if (sfs.f_type == PROC_SUPER_MAGIC || sfs.f_type == SYSFS_MAGIC)
     return invalid (error, "%s: %s is a file of the kernel's (/proc or /sys)", field, path);
   if (real && (reserved = mv_reserved_dirs_holding (real)))
     return invalid (error, "%s: %s lies in %s, which microvmd keeps for its own records and "
+                    "runtime files", field, path, reserved);
+  if (want_dir && real && (reserved = mv_reserved_dirs_within (real)))
+    return invalid (error, "%s: %s holds %s, which microvmd keeps for its own records and "
                     "runtime files", field, path, reserved);
   return TRUE;
 }
@@ -232,9 +250,9 @@ open_beneath (const char *dir, const char *below, int flags, int *err)
   return fd;
 }
 
-int
-mv_host_paths_open (MvHostPaths *paths, const char *field, const char *path, int flags,
-                    GError **error)
+static int
+open_checked (MvHostPaths *paths, const char *field, const char *path, int flags,
+              gboolean want_dir, GError **error)
 {
   int err = ENOENT;
   const char *escaping = NULL;
@@ -255,7 +273,7 @@ mv_host_paths_open (MvHostPaths *paths, const char *field, const char *path, int
       fd = open_beneath (dir, below, flags, &err);
       if (fd >= 0)
         {
-          if (!check_opened (fd, field, path, error))
+          if (!check_opened (fd, field, path, want_dir, error))
             {
               close (fd);
               return -1;
@@ -280,13 +298,26 @@ mv_host_paths_open (MvHostPaths *paths, const char *field, const char *path, int
         invalid (error, "%s: %s does not exist%s", field, path,
                  mv_host_path_sandbox_hint (path, err));
       else
-        invalid (error, "%s: %s is not under an allowed directory ([paths] "
-                 "allowed-directories: %s)", field, path, paths->described);
+        invalid (error, "%s: %s is not under an allowed directory (%s: %s)", field, path,
+                 paths->key, paths->described);
     }
   else
     invalid (error, "%s: %s cannot be opened: %s%s", field, path, g_strerror (err),
              mv_host_path_sandbox_hint (path, err));
   return -1;
+}
+
+int
+mv_host_paths_open (MvHostPaths *paths, const char *field, const char *path, int flags,
+                    GError **error)
+{
+  return open_checked (paths, field, path, flags, FALSE, error);
+}
+
+int
+mv_host_paths_open_dir (MvHostPaths *paths, const char *field, const char *path, GError **error)
+{
+  return open_checked (paths, field, path, O_PATH, TRUE, error);
 }
 
 gboolean
@@ -297,7 +328,7 @@ mv_host_paths_allow_dir_of (MvHostPaths *paths, const char *file, GError **error
   for (guint i = 0; i < paths->dirs->len; i++)
     if (mv_host_path_below (dir, paths->dirs->pdata[i]))
       return TRUE;
-  if (!check_dir (dir, error))
+  if (!check_dir (paths->key, dir, error))
     return FALSE;
   g_ptr_array_add (paths->dirs, g_steal_pointer (&dir));
   g_free (paths->described);

@@ -17,6 +17,10 @@ typedef struct _MvHostPaths MvHostPaths;
  * a reserved one (util/reserved-dirs.h) with MV_ERROR_INVALID_ARGUMENT
  * naming [paths] allowed-directories. */
 MvHostPaths *mv_host_paths_new (const char *const *dirs, GError **error);
+/* The same rules for directories configured elsewhere: @key ("[storage]
+ * allowed-directories") is what the messages name. */
+MvHostPaths *mv_host_paths_new_for_key (const char *key, const char *const *dirs,
+                                        GError **error);
 /* From [paths] allowed-directories of @config (NULL: the defaults). */
 MvHostPaths *mv_host_paths_new_from_config (GKeyFile *config, GError **error);
 void         mv_host_paths_free (MvHostPaths *paths);
@@ -31,10 +35,15 @@ const char  *mv_host_paths_describe (MvHostPaths *paths);
  * descriptor is the very file that was checked. */
 int          mv_host_paths_open (MvHostPaths *paths, const char *field, const char *path,
                                  int flags, GError **error);
-/* mv_host_paths_open() without keeping the file open. */
+/* The same for a directory beneath one of the directories (the directory
+ * itself included): an O_PATH descriptor of the very directory checked,
+ * which neither lies in nor holds a reserved one. */
+int          mv_host_paths_open_dir (MvHostPaths *paths, const char *field, const char *path,
+                                     GError **error);
 /* Lets machines use the files of @file's directory as well: where the
  * daemon's own guest kernel and initramfs are. */
 gboolean     mv_host_paths_allow_dir_of (MvHostPaths *paths, const char *file, GError **error);
+/* mv_host_paths_open() without keeping the file open. */
 gboolean     mv_host_paths_check (MvHostPaths *paths, const char *field, const char *path,
                                   GError **error);
 

@@ -28,6 +28,15 @@ net_free (MvNetConfig *net)
   g_free (net);
 }
 
+static void
+share_free (MvShareConfig *share)
+{
+  g_free (share->tag);
+  g_free (share->socket_path);
+  g_free (share->source);
+  g_free (share);
+}
+
 MvVmSpec *
 mv_vm_spec_new (void)
 {
@@ -37,6 +46,7 @@ mv_vm_spec_new (void)
   spec->cpu.max_count = 1;
   spec->disks = g_ptr_array_new_with_free_func ((GDestroyNotify) disk_free);
   spec->nets = g_ptr_array_new_with_free_func ((GDestroyNotify) net_free);
+  spec->shares = g_ptr_array_new_with_free_func ((GDestroyNotify) share_free);
   return spec;
 }
 
@@ -50,6 +60,7 @@ mv_vm_spec_free (MvVmSpec *spec)
   g_free (spec->boot.initrd_path);
   g_ptr_array_unref (spec->disks);
   g_ptr_array_unref (spec->nets);
+  g_ptr_array_unref (spec->shares);
   g_free (spec->console.path);
   g_free (spec->agent.socket_path);
   g_clear_pointer (&spec->metadata, json_node_unref);
@@ -74,6 +85,20 @@ mv_vm_spec_add_net (MvVmSpec *spec, const char *tap_device, const char *mac)
   net->tap_device = g_strdup (tap_device);
   net->mac = g_strdup (mac);
   g_ptr_array_add (spec->nets, net);
+}
+
+void
+mv_vm_spec_add_share (MvVmSpec *spec, const char *tag, const char *socket_path,
+                      const char *source, gboolean read_only, guint mount_index)
+{
+  MvShareConfig *share = g_new0 (MvShareConfig, 1);
+
+  share->tag = g_strdup (tag);
+  share->socket_path = g_strdup (socket_path);
+  share->source = g_strdup (source);
+  share->read_only = read_only;
+  share->mount_index = mount_index;
+  g_ptr_array_add (spec->shares, share);
 }
 
 void
@@ -117,6 +142,12 @@ mv_vm_spec_copy (const MvVmSpec *spec)
     {
       MvNetConfig *net = spec->nets->pdata[i];
       mv_vm_spec_add_net (copy, net->tap_device, net->mac);
+    }
+  for (guint i = 0; i < spec->shares->len; i++)
+    {
+      MvShareConfig *share = spec->shares->pdata[i];
+      mv_vm_spec_add_share (copy, share->tag, share->socket_path, share->source,
+                            share->read_only, share->mount_index);
     }
   copy->console.path = g_strdup (spec->console.path);
   copy->agent.kind = spec->agent.kind;
@@ -401,6 +432,13 @@ mv_vm_spec_check (const MvVmSpec *spec, const char *dir, GError **error)
       if (!check_interface_name (field, net->tap_device ? net->tap_device : "", error))
         return FALSE;
       if (net->mac && !check_mac (mac_field, net->mac, error))
+        return FALSE;
+    }
+  for (guint i = 0; i < spec->shares->len; i++)
+    {
+      MvShareConfig *share = spec->shares->pdata[i];
+
+      if (!mv_check_socket_path ("socket", share->socket_path, error))
         return FALSE;
     }
   if (spec->agent.kind != MV_AGENT_CHANNEL_NONE)

@@ -74,6 +74,18 @@ typedef struct {
   char *path;              /* the guest's serial console is appended here */
 } MvConsoleConfig;
 
+/* A host directory the guest mounts over virtio-fs: the VMM gives the
+ * guest a vhost-user-fs device with @tag, served by the virtiofsd that
+ * listens on @socket_path (shares.h starts it before the VMM). Its guest
+ * memory must then be shared with virtiofsd. */
+typedef struct {
+  char     *tag;           /* what the guest mounts: "mvfs0" */
+  char     *socket_path;
+  char     *source;        /* the host directory, as the spec names it */
+  gboolean  read_only;
+  guint     mount_index;   /* its place among the spec's mounts, for messages */
+} MvShareConfig;
+
 /* Everything a guest is booted with. Paths may be relative: the VMM runs
  * in the directory holding its API socket. */
 typedef struct {
@@ -82,6 +94,7 @@ typedef struct {
   MvMemoryConfig  memory;
   GPtrArray      *disks;    /* MvDiskConfig*, never NULL */
   GPtrArray      *nets;     /* MvNetConfig*, never NULL */
+  GPtrArray      *shares;   /* MvShareConfig*, never NULL; not kept by mv_vm_spec_to_node() */
   MvConsoleConfig console;
   MvAgentChannel  agent;
   /* The guest's metadata document (mv_spec_metadata_document()), served
@@ -113,6 +126,7 @@ typedef struct {
   gboolean vsock;
   gboolean gpu_passthrough;
   gboolean disk_rate_limit;
+  gboolean virtio_fs;      /* directory mounts (vhost-user-fs devices) */
 } MvCapabilities;
 
 typedef enum {
@@ -250,6 +264,8 @@ void        mv_vm_spec_set_disk_own (MvVmSpec *spec);
 void        mv_vm_spec_set_disk_rate_limit (MvVmSpec *spec, guint64 bytes_per_second,
                                             guint64 iops);
 void        mv_vm_spec_add_net (MvVmSpec *spec, const char *tap_device, const char *mac);
+void        mv_vm_spec_add_share (MvVmSpec *spec, const char *tag, const char *socket_path,
+                                  const char *source, gboolean read_only, guint mount_index);
 /* A form that a snapshot can keep, and back. */
 JsonNode   *mv_vm_spec_to_node (const MvVmSpec *spec);
 MvVmSpec   *mv_vm_spec_from_node (JsonNode *node, GError **error);

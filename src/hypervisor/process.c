@@ -703,6 +703,34 @@ socket_accepts (const char *socket_path)
   return TRUE;
 }
 
+/* Whether a socket listens on @socket_path, by /proc/net/unix (the flag
+ * __SO_ACCEPTCON, 0x10000), without connecting: a server that serves one
+ * peer only would take a probe for it. */
+static gboolean
+socket_listens (const char *socket_path)
+{
+  g_autofree char *table = NULL;
+  g_auto (GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/proc/net/unix", &table, NULL, NULL))
+    return FALSE;
+  lines = g_strsplit (table, "\n", -1);
+  for (char **line = lines; *line; line++)
+    {
+      g_auto (GStrv) fields = g_strsplit_set (*line, " ", -1);
+      g_autoptr (GPtrArray) words = g_ptr_array_new ();
+
+      for (char **f = fields; *f; f++)
+        if (**f)
+          g_ptr_array_add (words, *f);
+      /* Num RefCount Protocol Flags Type St Inode Path */
+      if (words->len == 8 && g_str_equal (words->pdata[7], socket_path) &&
+          (g_ascii_strtoull (words->pdata[3], NULL, 16) & 0x10000) != 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
 static void
 fail_with_log (GError **error, const char *log_path, goffset log_offset, const char *format, ...)
   G_GNUC_PRINTF (4, 5);
@@ -728,6 +756,16 @@ MvProcess *
 mv_process_start (const char *socket_path, const char *const *argv, MvJail *jail,
                   guint timeout_ms, GError **error)
 {
+  MvProcessOptions options = { .jail = jail };
+
+  return mv_process_start_with (socket_path, argv, &options, timeout_ms, error);
+}
+
+MvProcess *
+mv_process_start_with (const char *socket_path, const char *const *argv,
+                       const MvProcessOptions *options, guint timeout_ms, GError **error)
+{
+  MvJail *jail = options->jail;
   g_autofree char *dir = g_path_get_dirname (socket_path);
   g_autofree char *log_path = mv_vmm_log_path (socket_path);
   g_autofree char *exit_path = mv_vmm_exit_path (socket_path);
@@ -755,6 +793,11 @@ mv_process_start (const char *socket_path, const char *const *argv, MvJail *jail
     {
       keep = mv_jail_parent_fds (jail, &n_keep);
       passed = mv_jail_passed_fds (jail, &n_passed);
+    }
+  else if (options->passed_fds)
+    {
+      passed = options->passed_fds;
+      n_passed = options->n_passed_fds;
     }
   /* No link is followed in a directory the VMM shares. */
   log_fd = cloexec_above_stdio (g_open (log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
@@ -893,7 +936,8 @@ mv_process_start (const char *socket_path, const char *const *argv, MvJail *jail
   deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
   for (;;)
     {
-      if (socket_accepts (socket_path))
+      if (options->ready_when_listening ? socket_listens (socket_path)
+                                        : socket_accepts (socket_path))
         break;
       if (mv_fd_wait (pidfd, POLLIN,
                       MIN (deadline, g_get_monotonic_time () + SOCKET_POLL_MS * 1000)))

@@ -55,6 +55,21 @@ void        mv_vmm_wait_exit_recorded (const char *socket_path);
 MvProcess  *mv_process_start (const char *socket_path, const char *const *argv, MvJail *jail,
                               guint timeout_ms, GError **error);
 
+typedef struct {
+  MvJail    *jail;               /* as above; NULL: none */
+  /* Without a jail: descriptors the process gets under the same numbers
+   * (they stay the caller's). */
+  const int *passed_fds;
+  guint      n_passed_fds;
+  /* Ready once a socket listens on @socket_path, rather than once it
+   * accepts a connection: for a server that serves its first peer only. */
+  gboolean   ready_when_listening;
+} MvProcessOptions;
+
+MvProcess  *mv_process_start_with (const char *socket_path, const char *const *argv,
+                                   const MvProcessOptions *options, guint timeout_ms,
+                                   GError **error);
+
 /* The process recorded as @pid, @start_time, @socket_path (and running
  * as @uid, unless that is -1), if that process still runs; NULL otherwise
  * (and for a PID reused since). */

@@ -556,7 +556,9 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   add (argv, "-name");
   add (argv, "microvmd");
   add (argv, "-M");
-  add (argv, "microvm");
+  /* virtiofsd reads and writes the guest's buffers: the guest's memory is
+   * a memfd shared with it. */
+  add (argv, spec->shares->len > 0 ? "microvm,memory-backend=mem" : "microvm");
   add (argv, "-accel");
   add (argv, self->accel);
   add (argv, "-cpu");
@@ -566,6 +568,16 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   add_printf (argv, "%u", spec->cpu.count);
   add (argv, "-m");
   add_printf (argv, "%" G_GUINT64_FORMAT "M", spec->memory.size_bytes >> 20);
+  if (spec->shares->len > 0)
+    {
+      /* microvm's virtio-mmio devices are legacy (version 1) by default,
+       * which virtiofsd's vhost-user library refuses. */
+      add (argv, "-global");
+      add (argv, "virtio-mmio.force-legacy=false");
+      add (argv, "-object");
+      add_printf (argv, "memory-backend-memfd,id=mem,size=%" G_GUINT64_FORMAT "M,share=on",
+                  spec->memory.size_bytes >> 20);
+    }
   add (argv, "-nodefaults");
   add (argv, "-no-user-config");
   add (argv, "-nographic");
@@ -611,6 +623,18 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
 
   if (!add_disks (argv, spec, error))
     return NULL;
+
+  for (guint i = 0; i < spec->shares->len; i++)
+    {
+      MvShareConfig *share = spec->shares->pdata[i];
+      g_autofree char *path = opt_value (share->socket_path);
+      g_autofree char *tag = opt_value (share->tag);
+
+      add (argv, "-chardev");
+      add_printf (argv, "socket,id=fs%u,path=%s", i, path);
+      add (argv, "-device");
+      add_printf (argv, "vhost-user-fs-device,chardev=fs%u,tag=%s", i, tag);
+    }
 
   for (guint i = 0; i < spec->nets->len; i++)
     {
@@ -817,6 +841,7 @@ qemu_capabilities (MvStarter *starter)
     .snapshot = TRUE,
     .pause = TRUE,
     .disk_rate_limit = TRUE,
+    .virtio_fs = TRUE,
   };
 }
 

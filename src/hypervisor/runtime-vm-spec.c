@@ -2,6 +2,7 @@
  * with the console and the agent's socket in the machine's runtime
  * directory. */
 #include "runtime-private.h"
+#include "shares.h"
 
 /* The guest's vsock CID: the first one free for guests. */
 #define VSOCK_GUEST_CID  3
@@ -74,6 +75,17 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
         mv_vm_spec_add_disk (vm, disk->path, disk->read_only);
         limit_disk (vm, spec);
       }
+  for (guint i = 0, n = 0; i < spec->mounts->len; i++)
+    {
+      const MvMount *mount = spec->mounts->pdata[i];
+      g_autofree char *tag = mv_spec_directory_tag (spec, i);
+      g_autofree char *socket = NULL;
+
+      if (!tag)
+        continue;
+      socket = mv_shares_socket_path (req->runtime_dir, n++);
+      mv_vm_spec_add_share (vm, tag, socket, mount->source, mount->read_only, i);
+    }
   /* spec->network_name is for the network layer, which will hand over a
    * TAP device; until then guests have no NIC. */
   vm->console.path = mv_runtime_console_path (req->runtime_dir);

@@ -8,6 +8,7 @@
 #include "runtime-private.h"
 #include "jail.h"
 #include "sandbox.h"
+#include "shares.h"
 #include "util/log.h"
 #include "qemu.h"
 #include "versions.h"
@@ -26,6 +27,7 @@ typedef struct {
   MvRuntime         runtime;
   MvStarter        *starter;
   MvSandbox        *sandbox;          /* NULL: no rules for host files, no wall */
+  MvShares         *shares;           /* NULL: no directory may be shared */
   guint             boot_timeout_s;
   guint             stop_timeout_s;
   MvRuntimeWatches *watches;
@@ -70,6 +72,23 @@ check_host_files (Adapter *self, const MvSpec *spec, GError **error)
   return TRUE;
 }
 
+/* The directory mounts of @spec: MV_ERROR_UNSUPPORTED naming the mount's
+ * type where the hypervisor has no virtio-fs, MV_ERROR_INVALID_ARGUMENT
+ * naming its source where [storage] allowed-directories does not allow it. */
+static gboolean
+check_shares (Adapter *self, const MvSpec *spec, GError **error)
+{
+  if (!mv_spec_has_directory_mount (spec))
+    return TRUE;
+  if (!self->starter->capabilities (self->starter).virtio_fs)
+    for (guint i = 0; i < spec->mounts->len; i++)
+      if (((const MvMount *) spec->mounts->pdata[i])->type == MV_MOUNT_DIRECTORY)
+        return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                             "mounts[%u].type: directory mounts need virtio-fs, which %s does "
+                             "not have", i, self->starter->type);
+  return mv_shares_check (self->shares, spec, error);
+}
+
 /* Everything that can be checked before a process starts or a file is
  * made; MV_ERROR_INVALID_ARGUMENT naming the field. The host files are
  * checked again: one may have been swapped since the spec was accepted. */
@@ -79,6 +98,7 @@ check_before_start (Adapter *self, const MvRuntimeRequest *req, const char *sock
 {
   return mv_check_socket_path ("socket", socket_path, error) &&
          check_host_files (self, req->spec, error) &&
+         check_shares (self, req->spec, error) &&
          mv_vm_spec_check (vm, req->runtime_dir, error) &&
          self->starter->check (self->starter, socket_path, vm, error);
 }
@@ -94,6 +114,11 @@ remove_sockets (Adapter *self, const char *runtime_dir)
   g_autofree char *exit_path = mv_vmm_exit_path (socket_path);
   g_autofree char *exit_temp = g_strconcat (exit_path, ".tmp", NULL);
 
+  g_autoptr (GError) local = NULL;
+
+  /* A virtiofsd whose VMM is gone has no one left to serve. */
+  if (!mv_shares_end (runtime_dir, NULL, &local))
+    g_warning ("%s", local->message);
   self->starter->cleanup (self->starter, socket_path);
   g_unlink (agent);
   g_unlink (vsock);
@@ -135,12 +160,13 @@ attach_running (const MvRuntimeRequest *req, GError **error)
 }
 
 static JsonObject *
-identity_new (Adapter *self, const MvProcess *vmm)
+identity_new (Adapter *self, const MvProcess *vmm, GPtrArray *shares)
 {
   JsonObject *identity = json_object_new ();
   const char *version = self->starter->version (self->starter);
 
   mv_process_to_json (vmm, identity);
+  mv_shares_to_json (shares, identity);
   json_object_set_string_member (identity, "type", self->starter->type);
   json_object_set_string_member (identity, "version", version ? version : "");
   return identity;
@@ -214,7 +240,8 @@ static gboolean
 rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
 {
   return check_kernel_name (adapter_of (rt), spec, error) &&
-         check_host_files (adapter_of (rt), spec, error);
+         check_host_files (adapter_of (rt), spec, error) &&
+         check_shares (adapter_of (rt), spec, error);
 }
 
 static char *
@@ -312,6 +339,7 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (GBytes) config = NULL;
+  g_autoptr (GPtrArray) shares = NULL;
   g_autofree char *agent_version = NULL;
   MvReadiness readiness = mv_runtime_guests_readiness (self->guests, req->spec);
 
@@ -330,6 +358,14 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
     }
   if (!launch_begin (self, req, &launch, error))
     return NULL;
+  /* Before the VMM, which connects to their sockets as it starts. */
+  if (launch.vm->shares->len > 0 &&
+      !(shares = mv_shares_start (self->shares, launch.vm,
+                                  launch.jail ? (gint64) mv_jail_uid (launch.jail) : -1, error)))
+    {
+      remove_sockets (self, req->runtime_dir);
+      return NULL;
+    }
   hv = self->starter->start_vm (self->starter, launch.socket_path, launch.vm, &vmm, error);
   if (!hv)
     {
@@ -344,7 +380,7 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
       return NULL;
     }
   mv_runtime_guests_heard_at_start (self->guests, req->machine_id, agent_version);
-  return identity_new (self, vmm);
+  return identity_new (self, vmm, shares);
 }
 
 /* Presses the guest's power button and waits up to @timeout_ms for the VMM
@@ -457,6 +493,8 @@ rt_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **er
                        ((MvProcess *) others->pdata[0])->pid, socket_path);
           return FALSE;
         }
+      if (!mv_shares_end (req->runtime_dir, req->vmm, error))
+        return FALSE;
       remove_sockets (self, req->runtime_dir);
       return TRUE;
     }
@@ -464,7 +502,7 @@ rt_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **er
   if (!force && !stop_gracefully (self, req->machine_id, vmm))
     mv_log_machine (G_LOG_LEVEL_MESSAGE, req->machine_id, NULL, NULL,
                     "VMM %d did not end of a graceful stop; ending it", vmm->pid);
-  if (!mv_process_kill (vmm, error))
+  if (!mv_process_kill (vmm, error) || !mv_shares_end (req->runtime_dir, req->vmm, error))
     return FALSE;
   remove_sockets (self, req->runtime_dir);
   return TRUE;
@@ -539,7 +577,8 @@ rt_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
 
   if (vmm && !mv_process_kill (vmm, error))
     return FALSE;
-  if (!kill_by_socket (req->machine_id, socket_path, error))
+  if (!kill_by_socket (req->machine_id, socket_path, error) ||
+      !mv_shares_end (req->runtime_dir, req->vmm, error))
     return FALSE;
   remove_sockets (self, req->runtime_dir);
   g_unlink (log_path);
@@ -605,6 +644,10 @@ rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GErr
   MvVmInfo info;
   gboolean was_running;
 
+  if (mv_spec_has_directory_mount (req->spec))
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                         "a machine with a directory mount cannot be frozen: virtiofsd's view "
+                         "of the shared directory is not part of the saved guest");
   if (!vmm || !(hv = self->starter->connect (self->starter, vmm->socket_path, error)))
     return FALSE;
   was_running = hv->vm_info (hv, &info, NULL) && info.state == MV_VM_STATE_RUNNING;
@@ -682,7 +725,7 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
       launch_fail (self, req, &launch, vmm, error);
       return NULL;
     }
-  return identity_new (self, vmm);
+  return identity_new (self, vmm, NULL);
 }
 
 static gboolean
@@ -810,7 +853,17 @@ mv_hypervisor_runtime_free (MvRuntime *runtime)
   mv_runtime_guests_free (self->guests);
   self->starter->free (self->starter);
   g_clear_pointer (&self->sandbox, mv_sandbox_unref);
+  g_clear_pointer (&self->shares, mv_shares_unref);
   g_free (self);
+}
+
+void
+mv_hypervisor_runtime_set_shares (MvRuntime *runtime, MvShares *shares)
+{
+  Adapter *self = adapter_of (runtime);
+
+  g_clear_pointer (&self->shares, mv_shares_unref);
+  self->shares = shares ? mv_shares_ref (shares) : NULL;
 }
 
 MvStarter *
@@ -949,12 +1002,14 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
     g_ptr_array_new_with_free_func ((GDestroyNotify) mv_hypervisor_runtime_free);
   g_autoptr (MvSandbox) sandbox = NULL;
   g_autoptr (GHashTable) kernels = NULL;
+  g_autoptr (MvShares) shares = NULL;
   guint boot_timeout, stop_timeout;
   GHashTableIter iter;
   gpointer path;
 
   if (!(kernels = read_kernels (config, error)) ||
       !(sandbox = mv_sandbox_new_from_config (config, error)) ||
+      !(shares = mv_shares_new_from_config (config, error)) ||
       !read_seconds (config, "lifecycle", "boot-timeout-seconds", MV_DEFAULT_BOOT_TIMEOUT_SECONDS,
                      &boot_timeout, error) ||
       !read_seconds (config, "lifecycle", "stop-timeout-seconds", MV_DEFAULT_STOP_TIMEOUT_SECONDS,
@@ -998,6 +1053,7 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
     {
       mv_hypervisor_runtime_set_guest_files (runtimes->pdata[i], guest_kernel, guest_initramfs);
       mv_hypervisor_runtime_set_kernels (runtimes->pdata[i], kernels);
+      mv_hypervisor_runtime_set_shares (runtimes->pdata[i], shares);
     }
   return g_steal_pointer (&runtimes);
 }

@@ -15,6 +15,7 @@
 
 
 typedef struct _MvSandbox MvSandbox;
+typedef struct _MvShares MvShares;
 
 /* Takes @starter; keeps a reference to @sandbox (NULL: host files are not
  * checked and VMMs are not walled in). Readiness is awaited for
@@ -34,6 +35,10 @@ void       mv_hypervisor_runtime_set_guest_files (MvRuntime *runtime, const char
                                                   const char *initramfs);
 /* The kernels of [kernels] by name (name -> path; referenced). */
 void       mv_hypervisor_runtime_set_kernels (MvRuntime *runtime, GHashTable *kernels);
+
+/* The directories machines may share and how (shares.h); keeps a
+ * reference. NULL, the default: none may be shared. */
+void       mv_hypervisor_runtime_set_shares (MvRuntime *runtime, MvShares *shares);
 
 /* A runtime for each built-in hypervisor (MvRuntime*, freed with the
  * array), configured from the daemon's @config (may be NULL: defaults):

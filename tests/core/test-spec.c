@@ -2729,8 +2729,8 @@ test_implemented_guest_metadata (void)
   g_assert_no_error (error);
 }
 
-/* Volume and directory mounts are read and validated, not carried out;
- * file and tmpfs mounts are. */
+/* Volume mounts are read and validated, not carried out; file, tmpfs and
+ * directory mounts are. */
 static void
 test_implemented_mounts (void)
 {
@@ -2741,12 +2741,15 @@ test_implemented_mounts (void)
     { "{'name':'web','kernel':'/k','mounts':[{'type':'volume','source':'data','target':'/data'}]}",
       "mounts[0].type: volume mounts are not supported by this microvmd yet" },
     { "{'name':'web','kernel':'/k','mounts':[{'type':'tmpfs','target':'/tmp'},"
-      "{'type':'directory','source':'/srv/share','target':'/share'}]}",
-      "mounts[1].type: directory mounts are not supported by this microvmd yet" },
+      "{'type':'directory','source':'/srv/share','target':'/share'},"
+      "{'type':'volume','source':'data','target':'/data'}]}",
+      "mounts[2].type: volume mounts are not supported by this microvmd yet" },
   };
   g_autoptr(MvSpec) carried = parse_ok ("{'name':'web','kernel':'/k','mounts':["
                                         "{'type':'file','target':'/etc/a','content':'YQ=='},"
-                                        "{'type':'tmpfs','target':'/tmp'}]}");
+                                        "{'type':'tmpfs','target':'/tmp'},"
+                                        "{'type':'directory','source':'/srv/share',"
+                                        "'target':'/share','read_only':true}]}");
   g_autoptr(GError) error = NULL;
 
   g_assert_true (mv_spec_check_implemented (carried, &error));
@@ -2763,6 +2766,39 @@ test_implemented_mounts (void)
       g_assert_cmpstr (error->message, ==, cases[i].message);
       g_clear_error (&error);
     }
+}
+
+/* A directory mount is told apart from the other kinds, and rules out
+ * idle standby. */
+static void
+test_directory_mount (void)
+{
+  g_autoptr(MvSpec) plain = parse_ok ("{'name':'web','kernel':'/k','mounts':["
+                                      "{'type':'tmpfs','target':'/tmp'},"
+                                      "{'type':'volume','source':'data','target':'/data'}]}");
+  g_autoptr(MvSpec) shared = parse_ok ("{'name':'web','kernel':'/k','mounts':["
+                                       "{'type':'tmpfs','target':'/tmp'},"
+                                       "{'type':'directory','source':'/srv/share',"
+                                       "'target':'/share'}]}");
+  g_autoptr(MvSpec) idle = parse_ok ("{'name':'web','kernel':'/k','standby_after_seconds':600,"
+                                     "'mounts':[{'type':'directory','source':'/srv/share',"
+                                     "'target':'/share'}]}");
+  g_autoptr(MvSpec) idle_plain = parse_ok ("{'name':'web','kernel':'/k',"
+                                           "'standby_after_seconds':600,'mounts':["
+                                           "{'type':'tmpfs','target':'/tmp'}]}");
+  g_autoptr(GError) error = NULL;
+
+  g_assert_false (mv_spec_has_directory_mount (plain));
+  g_assert_true (mv_spec_has_directory_mount (shared));
+  g_assert_true (mv_spec_validate (shared, &error));
+  g_assert_no_error (error);
+  g_assert_true (mv_spec_validate (idle_plain, &error));
+  g_assert_no_error (error);
+
+  g_assert_false (mv_spec_validate (idle, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, "standby_after_seconds: a machine with a directory mount "
+                   "cannot be put on standby (0 turns standby off)");
 }
 
 /* A spec built in code may hold "" where a parsed one holds NULL. */
@@ -2853,6 +2889,7 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/implemented/first-named", test_implemented_first_named);
   g_test_add_func ("/spec/implemented/guest-metadata", test_implemented_guest_metadata);
   g_test_add_func ("/spec/implemented/mounts", test_implemented_mounts);
+  g_test_add_func ("/spec/directory-mount", test_directory_mount);
   g_test_add_func ("/spec/implemented/empty-strings", test_implemented_empty_strings);
 
   return g_test_run ();

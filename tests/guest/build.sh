@@ -71,7 +71,8 @@ kernel_unpack "$kdeb" "$work/kernel"
 dpkg-deb -x "$bdeb" "$work/busybox"
 log "kernel $krel ($kpkg $kver), busybox-static $bver"
 
-kernel_install_modules "$work/root" "${guest_virtio_modules[@]}"
+# fuse and virtiofs: directory mounts.
+kernel_install_modules "$work/root" "${guest_virtio_modules[@]}" fuse virtiofs
 
 # --- root file system -----------------------------------------------------
 r=$work/root

@@ -112,6 +112,66 @@ test_allowed (void)
   tree_clear (&t);
 }
 
+/* Directories to share: the directory itself or one beneath, not a file,
+ * not through a link out; the messages name the key the rules came from. */
+static void
+test_directories (void)
+{
+  g_autofree char *root = hv_test_make_dir ();
+  g_autofree char *dir = g_build_filename (root, "shared", NULL);
+  g_autofree char *sub = g_build_filename (dir, "sub", NULL);
+  g_autofree char *file = g_build_filename (dir, "file", NULL);
+  g_autofree char *outside = g_build_filename (root, "outside", NULL);
+  g_autofree char *link = g_build_filename (dir, "out", NULL);
+  const char *dirs[2] = { dir, NULL };
+  const char *none[1] = { NULL };
+  g_autoptr (MvHostPaths) paths = NULL;
+  g_autoptr (MvHostPaths) empty = NULL;
+  g_autoptr (GError) error = NULL;
+  int fd;
+
+  g_assert_cmpint (g_mkdir (dir, 0700), ==, 0);
+  g_assert_cmpint (g_mkdir (sub, 0700), ==, 0);
+  g_assert_cmpint (g_mkdir (outside, 0700), ==, 0);
+  g_assert_true (g_file_set_contents (file, "x", -1, NULL));
+  g_assert_cmpint (symlink (outside, link), ==, 0);
+  paths = mv_host_paths_new_for_key ("[storage] allowed-directories", dirs, &error);
+  g_assert_no_error (error);
+
+  fd = mv_host_paths_open_dir (paths, "mounts[0].source", dir, &error);
+  g_assert_no_error (error);
+  close (fd);
+  fd = mv_host_paths_open_dir (paths, "mounts[0].source", sub, &error);
+  g_assert_no_error (error);
+  close (fd);
+
+  g_assert_cmpint (mv_host_paths_open_dir (paths, "mounts[1].source", file, &error), <, 0);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "only a directory can be shared"));
+  g_clear_error (&error);
+  g_assert_cmpint (mv_host_paths_open_dir (paths, "mounts[1].source", link, &error), <, 0);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "leads out of"));
+  g_clear_error (&error);
+  g_assert_cmpint (mv_host_paths_open_dir (paths, "mounts[1].source", outside, &error), <, 0);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "([storage] allowed-directories: "));
+  g_clear_error (&error);
+
+  empty = mv_host_paths_new_for_key ("[storage] allowed-directories", none, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (mv_host_paths_open_dir (empty, "mounts[0].source", dir, &error), <, 0);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "([storage] allowed-directories: none)"));
+  g_clear_error (&error);
+
+  g_assert_null (mv_host_paths_new_for_key ("[storage] allowed-directories",
+                                            (const char *[]) { "/", NULL }, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_true (g_str_has_prefix (error->message, "[storage] allowed-directories: "));
+  hv_test_remove_tree (root);
+}
+
 static void
 test_refused (void)
 {
@@ -305,6 +365,7 @@ main (int argc, char **argv)
   g_test_add_func ("/host-paths/below", test_below);
   g_test_add_func ("/host-paths/allowed", test_allowed);
   g_test_add_func ("/host-paths/refused", test_refused);
+  g_test_add_func ("/host-paths/directories", test_directories);
   g_test_add_func ("/host-paths/missing", test_missing);
   g_test_add_func ("/host-paths/reserved", test_reserved);
   g_test_add_func ("/host-paths/sandbox-hint", test_sandbox_hint);

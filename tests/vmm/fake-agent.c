@@ -734,6 +734,7 @@ make_mount (FakeAgent *agent, const MvAgentField *mount, char **message)
   MvAgentField field;
   g_autofree char *type = NULL;
   g_autofree char *target = NULL;
+  g_autofree char *source = NULL;
   g_autoptr (GBytes) content = NULL;
   guint32 mode = 0644, read_only = 0;
 
@@ -758,6 +759,11 @@ make_mount (FakeAgent *agent, const MvAgentField *mount, char **message)
       mode = field_u32 (&field, mode);
     else if (field.tag == MV_AGENT_F_READ_ONLY)
       read_only = field_u32 (&field, 0);
+    else if (field.tag == MV_AGENT_F_SOURCE)
+      {
+        g_free (source);
+        source = field_string (&field);
+      }
   if (!target || target[0] != '/')
     {
       *message = g_strdup_printf ("mount: %s: not an absolute path", target ? target : "");
@@ -774,6 +780,21 @@ make_mount (FakeAgent *agent, const MvAgentField *mount, char **message)
     }
   if (g_strcmp0 (type, "tmpfs") == 0)
     {
+      g_ptr_array_add (agent->sys.tmpfs, g_strdup (target));
+      if (read_only)
+        g_ptr_array_add (agent->sys.read_only, g_strdup (target));
+      return TRUE;
+    }
+  /* The simulated guest has no virtio-fs: the share is an empty
+   * directory, mounted by its tag as the real agent does. */
+  if (g_strcmp0 (type, "directory") == 0)
+    {
+      if (!source || !*source)
+        {
+          *message = g_strdup_printf ("mount: %s: a directory mount without a virtio-fs tag",
+                                      target);
+          return FALSE;
+        }
       g_ptr_array_add (agent->sys.tmpfs, g_strdup (target));
       if (read_only)
         g_ptr_array_add (agent->sys.read_only, g_strdup (target));

@@ -78,10 +78,18 @@ static const FakeType opt_console = FAKE_OPT_LENIENT_OF ("ConsoleConfig", consol
 static const FakeField vsock_fields[] = {
   { "cid", &fake_u32, TRUE }, { "socket", &fake_str, TRUE }, { "id", &fake_opt_str }, { NULL } };
 static const FakeType opt_vsock = FAKE_OPT_LENIENT_OF ("VsockConfig", vsock_fields);
+/* FsConfig: a vhost-user-fs device, whose backend (virtiofsd) listens on
+ * the socket. */
+static const FakeField fs_fields[] = {
+  { "tag", &fake_str, TRUE }, { "socket", &fake_str, TRUE },
+  { "num_queues", &fake_usize, FALSE, "1" }, { "queue_size", &fake_u16, FALSE, "1024" },
+  { "id", &fake_opt_str }, { NULL } };
+static const FakeType fs = FAKE_LENIENT_OF ("FsConfig", fs_fields);
+static const FakeType opt_fs = FAKE_OPT_LIST_OF (&fs);
 static const FakeField vm_config_fields[] = {
   { "payload", &payload, TRUE }, { "cpus", &opt_cpus }, { "memory", &opt_memory },
   { "disks", &opt_disks }, { "net", &opt_nets }, { "serial", &opt_serial },
-  { "console", &opt_console }, { "vsock", &opt_vsock }, { NULL } };
+  { "console", &opt_console }, { "vsock", &opt_vsock }, { "fs", &opt_fs }, { NULL } };
 static const FakeType vm_config = FAKE_LENIENT_OF ("VmConfig", vm_config_fields);
 
 static const FakeField resize_fields[] = {
@@ -114,6 +122,7 @@ typedef struct {
   const char     *state;        /* Created, Running, Paused, Shutdown */
   FakeGuest      *guest;
   FakeVsock      *vsock;
+  GArray         *fs_fds;       /* int: the connections to the fs devices' backends */
   JsonObject     *counters;
 } Chv;
 
@@ -285,6 +294,15 @@ create (Chv *chv, const FakeRequest *request, FakeResponse *response)
       return;
     }
   json_object_set_int_member (memory, "hotplugged_size", fake_json_int (memory, "hotplugged_size"));
+  if (!fake_json_is_null (cfg, "fs") && json_array_get_length (fake_json_arr (cfg, "fs")) > 0 &&
+      !fake_json_bool (memory, "shared"))
+    {
+      chain (response, 500, "Failed to create the VM", "Error validating configuration",
+             "Using vhost-user requires using shared memory or huge pages", NULL);
+      return;
+    }
+  if (fake_json_is_null (cfg, "fs"))
+    json_object_set_array_member (cfg, "fs", json_array_new ());
   if (fake_json_is_null (cfg, "disks"))
     json_object_set_array_member (cfg, "disks", json_array_new ());
   if (fake_json_is_null (cfg, "net"))
@@ -378,6 +396,28 @@ start_guest (Chv *chv, JsonObject *guest_state, gboolean paused)
         }
       close (fd);
     }
+  for (guint i = 0; i < json_array_get_length (fake_json_arr (chv->config, "fs")); i++)
+    {
+      JsonObject *f = json_array_get_object_element (fake_json_arr (chv->config, "fs"), i);
+      const char *path = fake_json_str (f, "socket");
+      struct sockaddr_un addr = { .sun_family = AF_UNIX };
+      int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+      g_strlcpy (addr.sun_path, path, sizeof addr.sun_path);
+      if (fd < 0 || connect (fd, (struct sockaddr *) &addr, sizeof addr) < 0)
+        {
+          g_autofree char *why = fake_os_error_text (errno);
+          if (fd >= 0)
+            close (fd);
+          error = g_ptr_array_new_with_free_func (g_free);
+          g_ptr_array_add (error, g_strdup ("Error from device manager"));
+          g_ptr_array_add (error, g_strdup ("Cannot create virtio-fs device"));
+          g_ptr_array_add (error, g_strdup_printf ("Failed connecting the backend: %s", why));
+          return error;
+        }
+      fake_log_info (&chv->log, "fs %s: connected to %s", fake_json_str (f, "tag"), path);
+      g_array_append_val (chv->fs_fds, fd);
+    }
   if (vsock)
     {
       FakeVsock *device = fake_vsock_new (fake_json_str (vsock, "socket"),
@@ -421,6 +461,9 @@ stop_guest (Chv *chv)
 {
   g_clear_pointer (&chv->guest, fake_guest_free);
   g_clear_pointer (&chv->vsock, fake_vsock_free);
+  for (guint i = 0; i < chv->fs_fds->len; i++)
+    close (g_array_index (chv->fs_fds, int, i));
+  g_array_set_size (chv->fs_fds, 0);
 }
 
 static void
@@ -1086,6 +1129,8 @@ main (int argc, char **argv)
   Chv chv = { .lock_fd = -1 };
   guint sigterm, sigint;
   int code;
+
+  chv.fs_fds = g_array_new (FALSE, FALSE, sizeof (int));
 
   chv.version = fake_vmm_version (argv[0], DEFAULT_VERSION);
   if (!parse_args (&chv, argc, argv))
