@@ -5,6 +5,7 @@
 #include "storage/image-layout.h"
 #include "core/errors.h"
 #include "util/files.h"
+#include "test-registry.h"
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -16,90 +17,18 @@
 static char *tmp;
 static char *registry_ref;    /* 127.0.0.1:PORT/test/busybox:1 */
 static char *layout;          /* the OCI layout umoci built */
-static GSubprocess *registry;
+static MvTestRegistry *registry;
 
 static void
 run (const char *cmd)
 {
-  g_autoptr (GError) error = NULL;
-  g_autofree char *err = NULL;
-  int status;
-
-  if (!g_spawn_command_line_sync (cmd, NULL, &err, &status, &error) || !g_spawn_check_wait_status (status, NULL))
-    g_error ("%s failed: %s", cmd, error ? error->message : err);
+  mv_test_run_command (cmd);
 }
 
 static guint
 free_port (void)
 {
-  int fd = socket (AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  socklen_t len = sizeof addr;
-
-  g_assert_cmpint (bind (fd, (struct sockaddr *) &addr, sizeof addr), ==, 0);
-  g_assert_cmpint (getsockname (fd, (struct sockaddr *) &addr, &len), ==, 0);
-  close (fd);
-  return ntohs (addr.sin_port);
-}
-
-static void
-start_registry (guint port)
-{
-  g_autofree char *dir = g_build_filename (tmp, "registry", NULL);
-  g_autofree char *config = g_build_filename (tmp, "registry.yml", NULL);
-  g_autofree char *text = g_strdup_printf ("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
-                                           "    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%u\n", dir, port);
-  g_autoptr (GError) error = NULL;
-
-  g_assert_true (g_file_set_contents (config, text, -1, NULL));
-  registry = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error,
-                               "docker-registry", "serve", config, NULL);
-  g_assert_no_error (error);
-  for (int i = 0; i < 100; i++)
-    {
-      g_autoptr (GSocketClient) client = g_socket_client_new ();
-      g_autoptr (GSocketConnection) conn = g_socket_client_connect_to_host (client, "127.0.0.1", port, NULL, NULL);
-
-      if (conn != NULL)
-        return;
-      g_usleep (50000);
-    }
-  g_error ("the registry did not come up on port %u", port);
-}
-
-/* A busybox root file system as an OCI layout, with a config. */
-static void
-build_image (void)
-{
-  g_autofree char *root = g_build_filename (tmp, "src-root", NULL);
-  g_autofree char *cmd = NULL;
-  const char *applets[] = { "sh", "ls", "cat", "echo" };
-
-  layout = g_build_filename (tmp, "layout", NULL);
-  cmd = g_strdup_printf ("mkdir -p %s/bin %s/etc", root, root);
-  run (cmd);
-  g_clear_pointer (&cmd, g_free);
-  cmd = g_strdup_printf ("cp /bin/busybox %s/bin/busybox", root);
-  run (cmd);
-  for (gsize i = 0; i < G_N_ELEMENTS (applets); i++)
-    {
-      g_autofree char *link = g_strdup_printf ("%s/bin/%s", root, applets[i]);
-      g_assert_cmpint (symlink ("busybox", link), ==, 0);
-    }
-  g_clear_pointer (&cmd, g_free);
-  cmd = g_strdup_printf ("umoci init --layout %s", layout);
-  run (cmd);
-  g_clear_pointer (&cmd, g_free);
-  cmd = g_strdup_printf ("umoci new --image %s:1", layout);
-  run (cmd);
-  g_clear_pointer (&cmd, g_free);
-  cmd = g_strdup_printf ("umoci insert --image %s:1 %s /", layout, root);
-  run (cmd);
-  g_clear_pointer (&cmd, g_free);
-  cmd = g_strdup_printf ("umoci config --image %s:1 --config.entrypoint /bin/sh --config.cmd -c "
-                         "--config.env PATH=/bin --config.user 1000:1000 --config.workingdir /tmp "
-                         "--architecture amd64 --os linux", layout);
-  run (cmd);
+  return mv_test_free_port ();
 }
 
 static MvImageStore *
@@ -353,7 +282,6 @@ main (int argc, char **argv)
 {
   g_autoptr (GError) error = NULL;
   g_autofree char *cmd = NULL;
-  guint port;
   int status;
 
   g_test_init (&argc, &argv, NULL);
@@ -365,12 +293,11 @@ main (int argc, char **argv)
 
   tmp = g_dir_make_tmp ("test-images-XXXXXX", &error);
   g_assert_no_error (error);
-  port = free_port ();
-  start_registry (port);
-  build_image ();
-  registry_ref = g_strdup_printf ("127.0.0.1:%u/test/busybox:1", port);
-  cmd = g_strdup_printf ("skopeo copy --quiet --dest-tls-verify=false oci:%s:1 docker://%s", layout, registry_ref);
-  run (cmd);
+  registry = mv_test_registry_new (tmp);
+  layout = g_build_filename (tmp, "layout", NULL);
+  mv_test_build_busybox_image (layout, tmp, 0);
+  cmd = g_strdup_printf ("oci:%s:1", layout);
+  registry_ref = mv_test_registry_push (registry, cmd, "test/busybox:1");
 
   g_test_add_func ("/images/pull", test_pull);
   g_test_add_func ("/images/errors", test_errors);
@@ -378,9 +305,7 @@ main (int argc, char **argv)
   g_test_add_func ("/images/concurrent-and-prune", test_concurrent_and_prune);
   status = g_test_run ();
 
-  g_subprocess_force_exit (registry);
-  g_subprocess_wait (registry, NULL, NULL);
-  g_clear_object (&registry);
+  g_clear_pointer (&registry, mv_test_registry_free);
   mv_remove_tree (tmp, NULL);
   return status;
 }
