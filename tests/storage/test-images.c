@@ -18,6 +18,7 @@ static char *tmp;
 static char *registry_ref;    /* 127.0.0.1:PORT/test/busybox:1 */
 static char *layout;          /* the OCI layout umoci built */
 static MvTestRegistry *registry;
+static char *slow_ref;        /* a big image through the slowed proxy */
 
 static void
 run (const char *cmd)
@@ -277,6 +278,106 @@ test_concurrent_and_prune (void)
     g_free (jobs[i].digest);
 }
 
+typedef struct {
+  MvImageStore *store;
+  GCancellable *cancellable;
+  guint         reports;
+  guint64       last_done, last_total;
+  gboolean      bad;           /* done went back, or past the total */
+  MvImage      *image;
+  GError       *error;
+} Waiter;
+
+static void
+on_progress (guint64 done, guint64 total, gpointer data)
+{
+  Waiter *w = data;
+
+  if ((total > 0 && done > total) || done < w->last_done)
+    w->bad = TRUE;
+  w->last_done = done;
+  w->last_total = total;
+  g_atomic_int_inc (&w->reports);
+}
+
+static gpointer
+waiter_thread (gpointer data)
+{
+  Waiter *w = data;
+
+  w->image = mv_image_store_pull_with_progress (w->store, slow_ref, on_progress, w, w->cancellable, &w->error);
+  return NULL;
+}
+
+static void
+wait_for_reports (Waiter *w)
+{
+  for (int i = 0; i < 200 && (g_atomic_int_get (&w->reports) == 0 || w->last_done == 0); i++)
+    g_usleep (50000);
+  g_assert_cmpuint (w->last_done, >, 0);
+}
+
+/* Two waiters of one pull: one leaving does not stop it for the other;
+ * both get progress, the last report complete. */
+static void
+test_shared_cancel (void)
+{
+  g_autoptr (MvImageStore) store = new_store ("state-shared");
+  Waiter a = { store, g_cancellable_new () }, b = { store, g_cancellable_new () };
+  GThread *ta = g_thread_new ("a", waiter_thread, &a);
+  GThread *tb = g_thread_new ("b", waiter_thread, &b);
+
+  wait_for_reports (&a);
+  wait_for_reports (&b);
+  g_cancellable_cancel (a.cancellable);
+  g_thread_join (ta);
+  g_assert_error (a.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_assert_null (a.image);
+  g_thread_join (tb);
+  g_assert_no_error (b.error);
+  g_assert_nonnull (b.image);
+  g_assert_false (a.bad);
+  g_assert_false (b.bad);
+  g_assert_cmpuint (b.reports, >=, 2);
+  g_assert_cmpuint (b.last_total, >, 0);
+  g_assert_cmpuint (b.last_done, ==, b.last_total);
+  g_assert_cmpuint (mv_image_store_get_build_count (store), ==, 1);
+  g_assert_cmpuint (count_entries (store, "state-shared"), ==, 1);
+  mv_image_free (b.image);
+  g_clear_error (&a.error);
+  g_object_unref (a.cancellable);
+  g_object_unref (b.cancellable);
+}
+
+/* Every waiter leaving cancels the pull, which leaves nothing. */
+static void
+test_all_cancel (void)
+{
+  g_autoptr (MvImageStore) store = new_store ("state-all-cancel");
+  Waiter a = { store, g_cancellable_new () }, b = { store, g_cancellable_new () };
+  GThread *ta = g_thread_new ("a", waiter_thread, &a);
+  GThread *tb = g_thread_new ("b", waiter_thread, &b);
+
+  wait_for_reports (&a);
+  g_cancellable_cancel (a.cancellable);
+  g_cancellable_cancel (b.cancellable);
+  g_thread_join (ta);
+  g_thread_join (tb);
+  g_assert_error (a.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_assert_error (b.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  /* The pull's thread cleans up after itself: freeing the store waits for it. */
+  g_clear_pointer (&store, mv_image_store_free);
+  {
+    g_autoptr (MvImageStore) again = new_store ("state-all-cancel");
+
+    g_assert_cmpuint (count_entries (again, "state-all-cancel"), ==, 0);
+  }
+  g_clear_error (&a.error);
+  g_clear_error (&b.error);
+  g_object_unref (a.cancellable);
+  g_object_unref (b.cancellable);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -298,11 +399,21 @@ main (int argc, char **argv)
   mv_test_build_busybox_image (layout, tmp, 0);
   cmd = g_strdup_printf ("oci:%s:1", layout);
   registry_ref = mv_test_registry_push (registry, cmd, "test/busybox:1");
+  {
+    g_autofree char *big = g_build_filename (tmp, "big", NULL);
+    g_autofree char *big_ref = g_strdup_printf ("oci:%s:1", big);
+
+    mv_test_build_busybox_image (big, tmp, 12 * 1024 * 1024);
+    g_free (mv_test_registry_push (registry, big_ref, "test/big:1"));
+    slow_ref = g_strdup_printf ("127.0.0.1:%u/test/big:1", mv_test_registry_slow_port (registry, 4 << 20));
+  }
 
   g_test_add_func ("/images/pull", test_pull);
   g_test_add_func ("/images/errors", test_errors);
   g_test_add_func ("/images/tampered", test_tampered);
   g_test_add_func ("/images/concurrent-and-prune", test_concurrent_and_prune);
+  g_test_add_func ("/images/shared-cancel", test_shared_cancel);
+  g_test_add_func ("/images/all-cancel", test_all_cancel);
   status = g_test_run ();
 
   g_clear_pointer (&registry, mv_test_registry_free);
