@@ -51,7 +51,7 @@ struct _MvImageStore {
   GHashTable *flights;   /* reference text -> Flight */
   GHashTable *staging;   /* staging dirs of pulls in progress, which sweep leaves */
   guint       builds;
-  guint       pulling;   /* pull threads still running */
+  guint       pulling;   /* pull threads and their waiters still running */
 };
 
 void
@@ -103,7 +103,8 @@ mv_image_store_free (MvImageStore *store)
 
   if (store == NULL)
     return;
-  /* Pulls nobody waits for any more still run in their threads. */
+  /* Pulls under way are cancelled and waited for, with their waiters,
+   * and so are those nobody waits for any more. */
   g_mutex_lock (&store->lock);
   g_hash_table_iter_init (&iter, store->flights);
   while (g_hash_table_iter_next (&iter, NULL, &flight))
@@ -764,6 +765,7 @@ mv_image_store_pull_with_progress (MvImageStore *store, const char *reference,
   g_autoptr (GError) failure = NULL;
   guint64 told_done = G_MAXUINT64, told_total = G_MAXUINT64;
   gboolean left = FALSE;
+  MvImage *image = NULL;
   Flight *flight;
 
   if (ref == NULL)
@@ -787,6 +789,7 @@ mv_image_store_pull_with_progress (MvImageStore *store, const char *reference,
     }
   flight->refs++;
   flight->wanting++;
+  store->pulling++;
 
   while (!flight->done)
     {
@@ -828,12 +831,21 @@ mv_image_store_pull_with_progress (MvImageStore *store, const char *reference,
   g_mutex_unlock (&store->lock);
 
   if (left)
-    return g_cancellable_set_error_if_cancelled (cancellable, error), NULL;
-  if (failure != NULL)
-    return g_propagate_error (error, g_steal_pointer (&failure)), NULL;
-  if (progress != NULL)
-    progress (told_done, told_total, progress_data);
-  return mv_image_store_lookup (store, digest, error);
+    g_cancellable_set_error_if_cancelled (cancellable, error);
+  else if (failure != NULL)
+    g_propagate_error (error, g_steal_pointer (&failure));
+  else
+    {
+      if (progress != NULL)
+        progress (told_done, told_total, progress_data);
+      image = mv_image_store_lookup (store, digest, error);
+    }
+  /* Only now may the store be freed. */
+  g_mutex_lock (&store->lock);
+  store->pulling--;
+  g_cond_broadcast (&store->landed);
+  g_mutex_unlock (&store->lock);
+  return image;
 }
 
 MvImage *
