@@ -6,10 +6,12 @@
 #define MV_MANAGER_PATH          "/org/microvmd1"
 #define MV_MACHINE_PREFIX        "/org/microvmd1/machine"
 #define MV_SNAPSHOT_PREFIX       "/org/microvmd1/snapshot"
+#define MV_IMAGE_PREFIX          "/org/microvmd1/image"
 
 #define MV_MANAGER_IFACE         "org.microvmd1.Manager"
 #define MV_MACHINE_IFACE         "org.microvmd1.Machine"
 #define MV_SNAPSHOT_IFACE        "org.microvmd1.Snapshot"
+#define MV_IMAGE_IFACE           "org.microvmd1.Image"
 
 #define MV_API_VERSION           1
 
@@ -43,6 +45,8 @@
 #define MV_ACTION_SNAPSHOT_CREATE       MV_ACTION_PREFIX "snapshot.create"
 #define MV_ACTION_SNAPSHOT_RESTORE      MV_ACTION_PREFIX "snapshot.restore"
 #define MV_ACTION_SNAPSHOT_DELETE       MV_ACTION_PREFIX "snapshot.delete"
+#define MV_ACTION_IMAGE_PULL            MV_ACTION_PREFIX "image.pull"
+#define MV_ACTION_IMAGE_DELETE          MV_ACTION_PREFIX "image.delete"
 
 #define MV_DEFAULT_STATE_DIR     "/var/lib/microvmd"
 #define MV_DEFAULT_RUNTIME_DIR   "/run/microvmd"

@@ -2,6 +2,7 @@
  * tells what the host offers. */
 #include "manager-object.h"
 #include "core/errors.h"
+#include "image-object.h"
 #include "machine-object.h"
 #include "names.h"
 #include "polkit.h"
@@ -19,6 +20,7 @@ static const char *const features[] = {
   "guest-agent",
   "exec",
   "health-checks",
+  "image-objects",
   NULL,
 };
 
@@ -254,6 +256,18 @@ method_list_machines (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static int
+method_pull_image (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return mv_image_method_pull (m, mv_bus_service_images (userdata), error);
+}
+
+static int
+method_prune_images (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return mv_image_method_prune (m, mv_bus_service_images (userdata), error);
+}
+
+static int
 get_version (sd_bus *bus, const char *path, const char *interface, const char *property,
              sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
@@ -328,8 +342,16 @@ static const sd_bus_vtable manager_vtable[] = {
   SD_BUS_METHOD_WITH_ARGS ("RestoreAfterTraffic", SD_BUS_ARGS ("s", name_or_id, "t", sequence),
                            SD_BUS_RESULT ("b", woken), method_restore_after_traffic,
                            SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("PullImage", SD_BUS_ARGS ("s", reference, "s", policy),
+                           SD_BUS_RESULT ("o", image), method_pull_image,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("PruneImages", SD_BUS_NO_ARGS,
+                           SD_BUS_RESULT ("ao", images), method_prune_images,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineNew", SD_BUS_ARGS ("s", id, "o", machine), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineRemoved", SD_BUS_ARGS ("s", id, "o", machine), 0),
+  SD_BUS_SIGNAL_WITH_ARGS ("PullProgress", SD_BUS_ARGS ("s", reference, "t", done_bytes,
+                                                        "t", total_bytes), 0),
   SD_BUS_VTABLE_END
 };
 

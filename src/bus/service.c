@@ -1,6 +1,7 @@
 /* The bus's view of the machines: announcements, coalesced property
  * changes, and the calls that wait for a wish to be settled. */
 #include "service.h"
+#include "image-object.h"
 #include "machine-guest.h"
 #include "machine-object.h"
 #include "manager-object.h"
@@ -22,6 +23,7 @@ struct _MvBusService {
   GHashTable   *views;           /* machine id -> MvMachineView* */
   MvObserver    observer;
   gboolean      serving;
+  MvImageObjects *images;        /* NULL: no image store */
 };
 
 char *
@@ -185,6 +187,8 @@ on_changed (MvMachine *machine, guint props, gpointer data)
   MvMachineView *view = mv_bus_view (data, machine);
 
   view->dirty |= props;
+  if (props & MV_PROP_SPEC)
+    mv_image_objects_machines_changed (view->service->images);
   /* At once: a Wait hears of a stop even if the machine goes in the same
    * turn. */
   mv_machine_waits_changed (view, props);
@@ -202,6 +206,7 @@ on_added (MvMachine *machine, gpointer data)
   view->dirty = 0;
   if (service->serving)
     mv_manager_announce_machine (service->bus, view);
+  mv_image_objects_machines_changed (service->images);
 }
 
 static void
@@ -228,6 +233,7 @@ on_removed (MvMachine *machine, gpointer data)
   mv_machine_waits_removed (view);
   machine->view = NULL;
   g_hash_table_remove (service->views, machine->id);
+  mv_image_objects_machines_changed (service->images);
 }
 
 MvBusService *
@@ -251,6 +257,7 @@ mv_bus_service_free (MvBusService *service)
   if (!service)
     return;
   g_hash_table_unref (service->views);
+  mv_image_objects_free (service->images);
   g_free (service);
 }
 
@@ -274,6 +281,8 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
   r = mv_manager_object_register (service);
   if (r >= 0)
     r = mv_machine_object_register (service);
+  if (r >= 0 && service->images)
+    r = mv_image_objects_register (service->images);
   if (r < 0)
     return r;
 
@@ -289,6 +298,20 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
     }
   service->serving = TRUE;
   return sd_bus_request_name (bus, MV_BUS_NAME, 0);
+}
+
+void
+mv_bus_service_set_images (MvBusService *service, MvImageStore *store, MvImages *images)
+{
+  g_clear_pointer (&service->images, mv_image_objects_free);
+  if (store != NULL && images != NULL)
+    service->images = mv_image_objects_new (service, store, images);
+}
+
+MvImageObjects *
+mv_bus_service_images (MvBusService *service)
+{
+  return service->images;
 }
 
 sd_bus *

@@ -5,8 +5,10 @@
 #pragma once
 #include "bus-util.h"
 #include "reconcile/reconciler.h"
+#include "storage/images.h"
 
 typedef struct _MvBusService MvBusService;
+typedef struct _MvImageObjects MvImageObjects;
 
 /* What the bus keeps for one machine object. */
 typedef struct {
@@ -40,6 +42,13 @@ const MvObserver *mv_bus_service_observer (MvBusService *service);
  * which outlive the service. */
 int           mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconciler,
                                     GPtrArray *invalid);
+
+/* Before start: serves the images of @store as objects, pulled through
+ * @images (the host's); both outlive @service. */
+void          mv_bus_service_set_images (MvBusService *service, MvImageStore *store,
+                                         MvImages *images);
+/* NULL without an image store. */
+MvImageObjects *mv_bus_service_images (MvBusService *service);
 
 sd_bus       *mv_bus_service_bus (MvBusService *service);
 MvReconciler *mv_bus_service_reconciler (MvBusService *service);

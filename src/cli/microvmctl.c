@@ -35,6 +35,7 @@ typedef enum {
   MV_OPT_ID        = 1 << 9,
   MV_OPT_LABEL     = 1 << 10,
   MV_OPT_NAMES     = 1 << 11,
+  MV_OPT_POLICY    = 1 << 12,
 } MvCommandOptions;
 
 #define MV_OPTS_EXEC (MV_OPT_TTY | MV_OPT_ENV | MV_OPT_USER | MV_OPT_WORKDIR)
@@ -87,6 +88,10 @@ static const MvCommand commands[] = {
     "[-u USER] NAME|ID",               N_("Open a login shell in a running machine") },
   { "wait",        mv_cmd_wait,        1, 1, MV_OPTS_WAIT, FALSE, NULL,
     "[--healthy|--next-stop] NAME|ID", N_("Wait until a machine stops, or is healthy") },
+  { "pull",        mv_cmd_pull,        1, 1, MV_OPT_POLICY, TRUE, NULL,
+    "[--policy missing|always|never] REF", N_("Cache an image on the host, showing progress") },
+  { "image",       mv_cmd_image,       1, 2, 0,            TRUE,  NULL,
+    "list | rm DIGEST|REF | prune",    N_("List, remove or prune the cached images") },
 };
 
 static const struct {
@@ -105,6 +110,7 @@ static const struct {
   { MV_OPT_ID,        "--id" },
   { MV_OPT_LABEL,     "--label" },
   { MV_OPT_NAMES,     "--names" },
+  { MV_OPT_POLICY,    "--policy" },
 };
 
 enum {
@@ -121,6 +127,7 @@ enum {
   ARG_ID,
   ARG_LABEL,
   ARG_NAMES,
+  ARG_POLICY,
 };
 
 static const struct option long_options[] = {
@@ -144,6 +151,7 @@ static const struct option long_options[] = {
   { "id",              required_argument, NULL, ARG_ID },
   { "label",           required_argument, NULL, ARG_LABEL },
   { "names",           no_argument,       NULL, ARG_NAMES },
+  { "policy",          required_argument, NULL, ARG_POLICY },
   { NULL, 0, NULL, 0 },
 };
 
@@ -190,6 +198,7 @@ print_help (void)
             "     --label=KEY[=VALUE] list: only machines with that label (any value\n"
             "                         for KEY alone); may be repeated, all must match\n"
             "     --names             list: only the names, one a line\n"
+            "     --policy=POLICY     pull: missing (default), always or never\n"
             "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
             "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
             "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
@@ -483,6 +492,10 @@ main (int argc, char **argv)
         case ARG_NAMES:
           ctl.names = TRUE;
           given |= MV_OPT_NAMES;
+          break;
+        case ARG_POLICY:
+          ctl.policy = optarg;
+          given |= MV_OPT_POLICY;
           break;
         default:
           /* getopt_long() has said what was wrong. */

@@ -52,6 +52,7 @@ typedef struct {
   const char *wait_id;
   GPtrArray *labels;       /* list's --label selectors, in their order */
   gboolean names;
+  const char *policy;      /* pull's --policy */
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;
@@ -109,3 +110,5 @@ int mv_cmd_set_desired (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_exec (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_shell (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_pull (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_image (MvCtl *ctl, const char *method, int argc, char **argv);

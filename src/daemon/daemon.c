@@ -342,6 +342,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   daemon->host.images = mv_host_images_new (daemon->images);
   daemon->host.storage = mv_storage_new (daemon->host.records, daemon->images);
   daemon->service = mv_bus_service_new ();
+  mv_bus_service_set_images (daemon->service, daemon->images, daemon->host.images);
   daemon->reconciler = mv_reconciler_new (&daemon->host, &daemon->options,
                                           mv_bus_service_observer (daemon->service), NULL);
 

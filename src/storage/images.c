@@ -20,12 +20,24 @@
 #define DOWNLOAD_TIMEOUT   "600"
 #define DISK_MARGIN        (G_GUINT64_CONSTANT (64) << 20)
 
-/* One pull in progress, shared by every caller asking for its reference. */
+#define PROGRESS_INTERVAL_US (200 * G_TIME_SPAN_MILLISECOND)
+
+/* One pull in progress, shared by every caller asking for its reference.
+ * It runs in a thread of its own, so that any waiter may leave; it is
+ * cancelled once none wants it any more. Fields under the store's lock. */
 typedef struct {
-  gboolean done;
-  char    *digest;
-  GError  *error;
-  guint    refs;
+  MvImageStore *store;
+  MvImageRef   *ref;
+  GCancellable *cancellable;   /* the pull's own */
+  gboolean      done;
+  char         *digest;
+  GError       *error;
+  guint         refs;          /* the pulling thread and every waiter */
+  guint         wanting;       /* waiters that have not cancelled */
+  char         *watched;       /* what grows as the pull fetches: a layout or an archive */
+  guint64       done_bytes;
+  guint64       total_bytes;   /* 0 while unknown */
+  gint64        sampled;       /* when done_bytes was last measured (monotonic µs) */
 } Flight;
 
 struct _MvImageStore {
@@ -39,6 +51,7 @@ struct _MvImageStore {
   GHashTable *flights;   /* reference text -> Flight */
   GHashTable *staging;   /* staging dirs of pulls in progress, which sweep leaves */
   guint       builds;
+  guint       pulling;   /* pull threads and their waiters still running */
 };
 
 void
@@ -85,8 +98,20 @@ mv_image_store_new (const char *state_dir, const MvImageStoreOptions *options, G
 void
 mv_image_store_free (MvImageStore *store)
 {
+  GHashTableIter iter;
+  gpointer flight;
+
   if (store == NULL)
     return;
+  /* Pulls under way are cancelled and waited for, with their waiters,
+   * and so are those nobody waits for any more. */
+  g_mutex_lock (&store->lock);
+  g_hash_table_iter_init (&iter, store->flights);
+  while (g_hash_table_iter_next (&iter, NULL, &flight))
+    g_cancellable_cancel (((Flight *) flight)->cancellable);
+  while (store->pulling > 0)
+    g_cond_wait (&store->landed, &store->lock);
+  g_mutex_unlock (&store->lock);
   g_hash_table_unref (store->flights);
   g_hash_table_unref (store->staging);
   g_mutex_clear (&store->lock);
@@ -154,13 +179,10 @@ skopeo_source (const MvImageRef *ref, const char *digest, const char *archive)
     }
 }
 
-/* The digest of the linux/amd64 image @source names, and its manifest's
- * layer sizes checked against the limit where the source tells them. */
 static char *
-resolve (MvImageStore *store, const MvImageRef *ref, const char *source, GCancellable *cancellable,
-         GError **error)
+inspect_raw (const MvImageRef *ref, const char *source, GCancellable *cancellable, GBytes **raw,
+             GError **error)
 {
-  g_autoptr (GBytes) raw = NULL;
   const char *argv[] = { "skopeo", "--command-timeout", SKOPEO_TIMEOUT, "--override-os", "linux",
                          "--override-arch", "amd64", "inspect", "--raw",
                          ref->kind == MV_IMAGE_REF_REGISTRY && ref->plain_http ? "--tls-verify=false" : source,
@@ -168,9 +190,65 @@ resolve (MvImageStore *store, const MvImageRef *ref, const char *source, GCancel
 
   if (argv[9] == source)
     argv[10] = NULL;
-  if (!mv_run_tool ("image", argv, classify_skopeo, cancellable, &raw, error))
+  return mv_run_tool ("image", argv, classify_skopeo, cancellable, raw, error) ? (char *) source : NULL;
+}
+
+/* The bytes an image manifest's blobs take: its config and its layers;
+ * 0 for anything else (an index), which says nothing of them. */
+static guint64
+manifest_total (GBytes *raw)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *obj, *config;
+  JsonNode *root, *layers;
+  guint64 total = 0;
+
+  if (!json_parser_load_from_data (parser, g_bytes_get_data (raw, NULL), g_bytes_get_size (raw), NULL) ||
+      !(root = json_parser_get_root (parser)) || !JSON_NODE_HOLDS_OBJECT (root))
+    return 0;
+  obj = json_node_get_object (root);
+  layers = json_object_get_member (obj, "layers");
+  config = json_object_has_member (obj, "config") && JSON_NODE_HOLDS_OBJECT (json_object_get_member (obj, "config"))
+           ? json_object_get_object_member (obj, "config") : NULL;
+  if (layers == NULL || !JSON_NODE_HOLDS_ARRAY (layers) || config == NULL)
+    return 0;
+  total = MAX (json_object_get_int_member_with_default (config, "size", 0), 0);
+  for (guint i = 0; i < json_array_get_length (json_node_get_array (layers)); i++)
+    {
+      JsonNode *layer = json_array_get_element (json_node_get_array (layers), i);
+
+      if (JSON_NODE_HOLDS_OBJECT (layer))
+        total += MAX (json_object_get_int_member_with_default (json_node_get_object (layer), "size", 0), 0);
+    }
+  return total;
+}
+
+/* The digest of the linux/amd64 image @source names, and in *@total
+ * (may be NULL) the bytes its blobs take, 0 if the source does not say. */
+static char *
+resolve (MvImageStore *store, const MvImageRef *ref, const char *source, guint64 *total,
+         GCancellable *cancellable, GError **error)
+{
+  g_autoptr (GBytes) raw = NULL;
+  g_autofree char *digest = NULL;
+
+  if (!inspect_raw (ref, source, cancellable, &raw, error))
     return NULL;
-  return mv_oci_image_digest_of (raw, error);
+  digest = mv_oci_image_digest_of (raw, error);
+  if (digest == NULL || total == NULL)
+    return g_steal_pointer (&digest);
+  *total = manifest_total (raw);
+  /* An index: the image's own manifest tells its sizes. Only a progress
+   * report needs them, so a failure here costs nothing else. */
+  if (*total == 0 && ref->kind == MV_IMAGE_REF_REGISTRY)
+    {
+      g_autofree char *by_digest = skopeo_source (ref, digest, NULL);
+      g_autoptr (GBytes) manifest = NULL;
+
+      if (inspect_raw (ref, by_digest, cancellable, &manifest, NULL))
+        *total = manifest_total (manifest);
+    }
+  return g_steal_pointer (&digest);
 }
 
 static MvError
@@ -497,25 +575,43 @@ build (MvImageStore *store, const MvImageRef *ref, const char *source, const cha
   return ok;
 }
 
+/* Tells the flight's waiters what to measure and how much to expect. */
+static void
+flight_watch (Flight *flight, const char *watched, guint64 total)
+{
+  g_mutex_lock (&flight->store->lock);
+  g_free (flight->watched);
+  flight->watched = g_strdup (watched);
+  if (total > 0)
+    flight->total_bytes = total;
+  g_mutex_unlock (&flight->store->lock);
+}
+
 /* The whole pull of one reference, without the sharing. Returns the digest. */
 static char *
-pull_uncached (MvImageStore *store, const MvImageRef *ref, GCancellable *cancellable, GError **error)
+pull_uncached (Flight *flight, GError **error)
 {
+  MvImageStore *store = flight->store;
+  const MvImageRef *ref = flight->ref;
+  GCancellable *cancellable = flight->cancellable;
   g_autofree char *archive = NULL;
   g_autofree char *source = NULL;
   g_autofree char *digest = NULL;
   g_autofree char *staging = NULL;
+  g_autofree char *layout = NULL;
   g_autofree char *final = NULL;
   g_autoptr (MvImage) cached = NULL;
   g_autoptr (GError) local = NULL;
+  guint64 total = 0;
 
   if (ref->kind != MV_IMAGE_REF_ARCHIVE)
     {
       g_autofree char *probe = skopeo_source (ref, NULL, NULL);
 
-      digest = resolve (store, ref, probe, cancellable, error);
+      digest = resolve (store, ref, probe, &total, cancellable, error);
       if (digest == NULL)
         return NULL;
+      flight_watch (flight, NULL, total);
       if ((cached = note_reference (store, digest, ref->text, &local)) != NULL)
         return g_steal_pointer (&digest);
       if (!g_error_matches (local, MV_ERROR, MV_ERROR_NOT_FOUND))
@@ -531,19 +627,27 @@ pull_uncached (MvImageStore *store, const MvImageRef *ref, GCancellable *cancell
     {
       archive = g_build_filename (staging, "archive.tar", NULL);
       source = skopeo_source (ref, NULL, archive);
+      flight_watch (flight, archive, 0);
       if (!download (store, ref, archive, cancellable, error) ||
-          !(digest = resolve (store, ref, source, cancellable, error)))
+          !(digest = resolve (store, ref, source, &total, cancellable, error)))
         return drop_staging (store, staging), NULL;
       if ((cached = note_reference (store, digest, ref->text, NULL)) != NULL)
         return drop_staging (store, staging), g_steal_pointer (&digest);
     }
   else
-    source = skopeo_source (ref, ref->kind == MV_IMAGE_REF_REGISTRY ? digest : NULL, NULL);
+    {
+      source = skopeo_source (ref, ref->kind == MV_IMAGE_REF_REGISTRY ? digest : NULL, NULL);
+      layout = g_build_filename (staging, "layout", NULL);
+      flight_watch (flight, layout, 0);
+    }
 
   if (!build (store, ref, source, staging, digest, cancellable, error))
     return drop_staging (store, staging), NULL;
   if (archive != NULL && g_unlink (archive) < 0)
     return mv_set_errno_error (error, errno, "Cannot remove %s", archive), drop_staging (store, staging), NULL;
+  /* The last moment a cancel can still leave nothing behind. */
+  if (g_cancellable_set_error_if_cancelled (cancellable, error))
+    return drop_staging (store, staging), NULL;
 
   final = image_dir (store, digest);
   if (rename (staging, final) < 0)
@@ -563,62 +667,92 @@ pull_uncached (MvImageStore *store, const MvImageRef *ref, GCancellable *cancell
   return g_steal_pointer (&digest);
 }
 
-MvImage *
-mv_image_store_pull (MvImageStore *store, const char *reference, GCancellable *cancellable, GError **error)
+/* The store's lock is held. */
+static void
+flight_unref (Flight *flight)
 {
-  g_autoptr (MvImageRef) ref = mv_image_ref_parse (reference, (const char * const *) store->insecure_hosts, error);
-  g_autofree char *digest = NULL;
-  Flight *flight;
+  if (--flight->refs > 0)
+    return;
+  mv_image_ref_free (flight->ref);
+  g_object_unref (flight->cancellable);
+  g_free (flight->digest);
+  g_clear_error (&flight->error);
+  g_free (flight->watched);
+  g_free (flight);
+}
 
-  if (ref == NULL)
-    return NULL;
+static gpointer
+flight_run (gpointer data)
+{
+  Flight *flight = data;
+  MvImageStore *store = flight->store;
+  g_autoptr (GError) local = NULL;
+  g_autofree char *digest = pull_uncached (flight, &local);
 
   g_mutex_lock (&store->lock);
-  flight = g_hash_table_lookup (store->flights, ref->text);
-  if (flight != NULL)
-    {
-      /* Someone is pulling it already: wait for their result. */
-      flight->refs++;
-      while (!flight->done)
-        g_cond_wait (&store->landed, &store->lock);
-      digest = g_strdup (flight->digest);
-      if (flight->error != NULL)
-        g_propagate_error (error, g_error_copy (flight->error));
-      if (--flight->refs == 0)
-        {
-          g_free (flight->digest);
-          g_clear_error (&flight->error);
-          g_free (flight);
-        }
-      g_mutex_unlock (&store->lock);
-      return digest ? mv_image_store_lookup (store, digest, error) : NULL;
-    }
-  flight = g_new0 (Flight, 1);
-  flight->refs = 1;
-  g_hash_table_insert (store->flights, g_strdup (ref->text), flight);
+  /* A flight every waiter left is out of the table already, and another
+   * may have taken its place. */
+  if (g_hash_table_lookup (store->flights, flight->ref->text) == flight)
+    g_hash_table_remove (store->flights, flight->ref->text);
+  flight->done = TRUE;
+  flight->digest = g_steal_pointer (&digest);
+  flight->error = g_steal_pointer (&local);
+  if (flight->error == NULL && flight->total_bytes == 0)
+    flight->total_bytes = flight->done_bytes;
+  flight->done_bytes = flight->total_bytes;
+  store->pulling--;
+  flight_unref (flight);
+  g_cond_broadcast (&store->landed);
   g_mutex_unlock (&store->lock);
+  return NULL;
+}
 
-  {
-    g_autoptr (GError) local = NULL;
+/* Bytes under @path: a file's size, or what a directory's files take. */
+static guint64
+measure (const char *path)
+{
+  g_autoptr (GDir) dir = NULL;
+  const char *name;
+  guint64 bytes = 0;
+  GStatBuf st;
 
-    digest = pull_uncached (store, ref, cancellable, &local);
-    g_mutex_lock (&store->lock);
-    g_hash_table_remove (store->flights, ref->text);
-    flight->done = TRUE;
-    flight->digest = g_strdup (digest);
-    flight->error = local ? g_error_copy (local) : NULL;
-    g_cond_broadcast (&store->landed);
-    if (--flight->refs == 0)
-      {
-        g_free (flight->digest);
-        g_clear_error (&flight->error);
-        g_free (flight);
-      }
-    g_mutex_unlock (&store->lock);
-    if (local != NULL)
-      return g_propagate_error (error, g_steal_pointer (&local)), NULL;
-  }
-  return mv_image_store_lookup (store, digest, error);
+  if (g_lstat (path, &st) < 0)
+    return 0;
+  if (S_ISREG (st.st_mode))
+    return st.st_size;
+  if (!S_ISDIR (st.st_mode) || !(dir = g_dir_open (path, 0, NULL)))
+    return 0;
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      bytes += measure (child);
+    }
+  return bytes;
+}
+
+/* The store's lock is held, and dropped while the files are measured:
+ * how far the pull has got, never less than it was seen to be. */
+static void
+flight_sample (Flight *flight)
+{
+  MvImageStore *store = flight->store;
+  gint64 now = g_get_monotonic_time ();
+  g_autofree char *watched = NULL;
+  guint64 bytes;
+
+  if (flight->done || flight->watched == NULL || now - flight->sampled < PROGRESS_INTERVAL_US / 2)
+    return;
+  flight->sampled = now;
+  watched = g_strdup (flight->watched);
+  g_mutex_unlock (&store->lock);
+  bytes = measure (watched);
+  g_mutex_lock (&store->lock);
+  if (flight->done)
+    return;
+  if (flight->total_bytes > 0)
+    bytes = MIN (bytes, flight->total_bytes);
+  flight->done_bytes = MAX (flight->done_bytes, bytes);
 }
 
 MvImage *
@@ -626,11 +760,98 @@ mv_image_store_pull_with_progress (MvImageStore *store, const char *reference,
                                    MvPullProgressFunc progress, gpointer progress_data,
                                    GCancellable *cancellable, GError **error)
 {
-  MvImage *image = mv_image_store_pull (store, reference, cancellable, error);
+  g_autoptr (MvImageRef) ref = mv_image_ref_parse (reference, (const char * const *) store->insecure_hosts, error);
+  g_autofree char *digest = NULL;
+  g_autoptr (GError) failure = NULL;
+  guint64 told_done = G_MAXUINT64, told_total = G_MAXUINT64;
+  gboolean left = FALSE;
+  MvImage *image = NULL;
+  Flight *flight;
 
-  if (image != NULL && progress != NULL)
-    progress (image->size, image->size, progress_data);
+  if (ref == NULL)
+    return NULL;
+
+  g_mutex_lock (&store->lock);
+  flight = g_hash_table_lookup (store->flights, ref->text);
+  if (flight == NULL)
+    {
+      GThread *thread;
+
+      flight = g_new0 (Flight, 1);
+      flight->store = store;
+      flight->ref = g_steal_pointer (&ref);
+      flight->cancellable = g_cancellable_new ();
+      flight->refs = 1;
+      g_hash_table_insert (store->flights, g_strdup (flight->ref->text), flight);
+      store->pulling++;
+      thread = g_thread_new ("image-pull", flight_run, flight);
+      g_thread_unref (thread);
+    }
+  flight->refs++;
+  flight->wanting++;
+  store->pulling++;
+
+  while (!flight->done)
+    {
+      if (g_cancellable_is_cancelled (cancellable))
+        {
+          /* The pull goes on for whoever still wants it; the last to
+           * leave cancels it, and a new caller starts afresh. */
+          left = TRUE;
+          if (--flight->wanting == 0)
+            {
+              g_cancellable_cancel (flight->cancellable);
+              if (g_hash_table_lookup (store->flights, flight->ref->text) == flight)
+                g_hash_table_remove (store->flights, flight->ref->text);
+            }
+          break;
+        }
+      g_cond_wait_until (&store->landed, &store->lock, g_get_monotonic_time () + PROGRESS_INTERVAL_US);
+      flight_sample (flight);
+      if (progress != NULL && !flight->done &&
+          (flight->done_bytes != told_done || flight->total_bytes != told_total))
+        {
+          told_done = flight->done_bytes;
+          told_total = flight->total_bytes;
+          g_mutex_unlock (&store->lock);
+          progress (told_done, told_total, progress_data);
+          g_mutex_lock (&store->lock);
+        }
+    }
+  if (!left)
+    {
+      flight->wanting--;
+      digest = g_strdup (flight->digest);
+      if (flight->error != NULL)
+        failure = g_error_copy (flight->error);
+      told_done = flight->done_bytes;
+      told_total = flight->total_bytes;
+    }
+  flight_unref (flight);
+  g_mutex_unlock (&store->lock);
+
+  if (left)
+    g_cancellable_set_error_if_cancelled (cancellable, error);
+  else if (failure != NULL)
+    g_propagate_error (error, g_steal_pointer (&failure));
+  else
+    {
+      if (progress != NULL)
+        progress (told_done, told_total, progress_data);
+      image = mv_image_store_lookup (store, digest, error);
+    }
+  /* Only now may the store be freed. */
+  g_mutex_lock (&store->lock);
+  store->pulling--;
+  g_cond_broadcast (&store->landed);
+  g_mutex_unlock (&store->lock);
   return image;
+}
+
+MvImage *
+mv_image_store_pull (MvImageStore *store, const char *reference, GCancellable *cancellable, GError **error)
+{
+  return mv_image_store_pull_with_progress (store, reference, NULL, NULL, cancellable, error);
 }
 
 const char * const *

@@ -35,7 +35,10 @@ mv_run_tool (const char *what, const char * const *argv, MvToolClassify classify
     return mv_error_set (error, MV_ERROR_FAILED, "%s: cannot run %s: %s", what, argv[0], local->message);
   if (!g_subprocess_communicate (proc, NULL, cancellable, &out_bytes, &err_bytes, &local))
     {
+      /* Waited for, so that a cancelled tool writes nothing more into
+       * what its caller is about to delete. */
       g_subprocess_force_exit (proc);
+      g_subprocess_wait (proc, NULL, NULL);
       g_propagate_error (error, g_steal_pointer (&local));
       return FALSE;
     }

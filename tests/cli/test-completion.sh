@@ -59,6 +59,11 @@ expect "rename restart resume" microvmctl --timeout 5 re
 expect "list" microvmctl li
 expect "web www" microvmctl start w
 expect "db web www" microvmctl console ""
+# Images: the verbs of image, the values of --policy.
+expect "list prune rm" microvmctl image ""
+expect "always" microvmctl pull --policy a
+expect "--policy" microvmctl pull --pol
+expect "" microvmctl image rm ""
 expect "running" microvmctl set-desired web r
 expect "" microvmctl rename web ""
 expect "" microvmctl exec web -- l

@@ -6,9 +6,29 @@
 #include "names.h"
 
 #include <gio/gio.h>
+#include <signal.h>
 
 #define EMITS_CHANGED_SIGNAL "org.freedesktop.DBus.Property.EmitsChangedSignal"
 #define DEPRECATED           "org.freedesktop.DBus.Deprecated"
+
+#define FAKE_IMAGE_HEX "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* A cached image as the image store records one, written while the
+ * daemon is stopped, so that an Image object is served. */
+static void
+write_cached_image (Fixture *f)
+{
+  g_autofree char *dir = g_build_filename (mv_test_env_state_dir (f->env), "images", FAKE_IMAGE_HEX, NULL);
+  g_autofree char *record = g_build_filename (dir, "image.json", NULL);
+  g_autofree char *config = g_build_filename (dir, "config.json", NULL);
+
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  g_assert_true (g_file_set_contents (record,
+    "{\"format\":1,\"digest\":\"sha256:" FAKE_IMAGE_HEX "\",\"references\":[\"127.0.0.1:5000/i:1\"],"
+    "\"size\":1,\"disk_size\":4096,\"pulled\":\"2026-01-01T00:00:00Z\"}", -1, NULL));
+  g_assert_true (g_file_set_contents (config, "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{}}",
+                                      -1, NULL));
+}
 
 /* Interfaces that introspection/ declares but no object serves yet. */
 static const char *const declared_only[] = { MV_SNAPSHOT_IFACE, NULL };
@@ -304,11 +324,21 @@ test_api (Fixture *f, gconstpointer data)
                            load_file (dir, file, diff));
   g_assert_cmpuint (g_hash_table_size (files), >, 0);
 
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  write_cached_image (f);
+  mv_test_env_start_daemon (f->env, NULL);
+
   g_autofree char *machine = client_create (f->client,
     "{\"name\":\"i\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\"}", 0, NULL, NULL);
   g_assert_nonnull (machine);
   compare_object (f, MV_MANAGER_PATH, files, served, diff);
   compare_object (f, machine, files, served, diff);
+  {
+    g_autofree char *image = NULL;
+
+    g_assert_cmpint (sd_bus_path_encode (MV_IMAGE_PREFIX, FAKE_IMAGE_HEX, &image), >=, 0);
+    compare_object (f, image, files, served, diff);
+  }
 
   GHashTableIter iter;
   gpointer iface;

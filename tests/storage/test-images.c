@@ -5,6 +5,7 @@
 #include "storage/image-layout.h"
 #include "core/errors.h"
 #include "util/files.h"
+#include "test-registry.h"
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -16,90 +17,19 @@
 static char *tmp;
 static char *registry_ref;    /* 127.0.0.1:PORT/test/busybox:1 */
 static char *layout;          /* the OCI layout umoci built */
-static GSubprocess *registry;
+static MvTestRegistry *registry;
+static char *slow_ref;        /* a big image through the slowed proxy */
 
 static void
 run (const char *cmd)
 {
-  g_autoptr (GError) error = NULL;
-  g_autofree char *err = NULL;
-  int status;
-
-  if (!g_spawn_command_line_sync (cmd, NULL, &err, &status, &error) || !g_spawn_check_wait_status (status, NULL))
-    g_error ("%s failed: %s", cmd, error ? error->message : err);
+  mv_test_run_command (cmd);
 }
 
 static guint
 free_port (void)
 {
-  int fd = socket (AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  socklen_t len = sizeof addr;
-
-  g_assert_cmpint (bind (fd, (struct sockaddr *) &addr, sizeof addr), ==, 0);
-  g_assert_cmpint (getsockname (fd, (struct sockaddr *) &addr, &len), ==, 0);
-  close (fd);
-  return ntohs (addr.sin_port);
-}
-
-static void
-start_registry (guint port)
-{
-  g_autofree char *dir = g_build_filename (tmp, "registry", NULL);
-  g_autofree char *config = g_build_filename (tmp, "registry.yml", NULL);
-  g_autofree char *text = g_strdup_printf ("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
-                                           "    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%u\n", dir, port);
-  g_autoptr (GError) error = NULL;
-
-  g_assert_true (g_file_set_contents (config, text, -1, NULL));
-  registry = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error,
-                               "docker-registry", "serve", config, NULL);
-  g_assert_no_error (error);
-  for (int i = 0; i < 100; i++)
-    {
-      g_autoptr (GSocketClient) client = g_socket_client_new ();
-      g_autoptr (GSocketConnection) conn = g_socket_client_connect_to_host (client, "127.0.0.1", port, NULL, NULL);
-
-      if (conn != NULL)
-        return;
-      g_usleep (50000);
-    }
-  g_error ("the registry did not come up on port %u", port);
-}
-
-/* A busybox root file system as an OCI layout, with a config. */
-static void
-build_image (void)
-{
-  g_autofree char *root = g_build_filename (tmp, "src-root", NULL);
-  g_autofree char *cmd = NULL;
-  const char *applets[] = { "sh", "ls", "cat", "echo" };
-
-  layout = g_build_filename (tmp, "layout", NULL);
-  cmd = g_strdup_printf ("mkdir -p %s/bin %s/etc", root, root);
-  run (cmd);
-  g_clear_pointer (&cmd, g_free);
-  cmd = g_strdup_printf ("cp /bin/busybox %s/bin/busybox", root);
-  run (cmd);
-  for (gsize i = 0; i < G_N_ELEMENTS (applets); i++)
-    {
-      g_autofree char *link = g_strdup_printf ("%s/bin/%s", root, applets[i]);
-      g_assert_cmpint (symlink ("busybox", link), ==, 0);
-    }
-  g_clear_pointer (&cmd, g_free);
-  cmd = g_strdup_printf ("umoci init --layout %s", layout);
-  run (cmd);
-  g_clear_pointer (&cmd, g_free);
-  cmd = g_strdup_printf ("umoci new --image %s:1", layout);
-  run (cmd);
-  g_clear_pointer (&cmd, g_free);
-  cmd = g_strdup_printf ("umoci insert --image %s:1 %s /", layout, root);
-  run (cmd);
-  g_clear_pointer (&cmd, g_free);
-  cmd = g_strdup_printf ("umoci config --image %s:1 --config.entrypoint /bin/sh --config.cmd -c "
-                         "--config.env PATH=/bin --config.user 1000:1000 --config.workingdir /tmp "
-                         "--architecture amd64 --os linux", layout);
-  run (cmd);
+  return mv_test_free_port ();
 }
 
 static MvImageStore *
@@ -348,12 +278,111 @@ test_concurrent_and_prune (void)
     g_free (jobs[i].digest);
 }
 
+typedef struct {
+  MvImageStore *store;
+  GCancellable *cancellable;
+  guint         reports;
+  guint64       last_done, last_total;
+  gboolean      bad;           /* done went back, or past the total */
+  MvImage      *image;
+  GError       *error;
+} Waiter;
+
+static void
+on_progress (guint64 done, guint64 total, gpointer data)
+{
+  Waiter *w = data;
+
+  if ((total > 0 && done > total) || done < w->last_done)
+    w->bad = TRUE;
+  w->last_done = done;
+  w->last_total = total;
+  g_atomic_int_inc (&w->reports);
+}
+
+static gpointer
+waiter_thread (gpointer data)
+{
+  Waiter *w = data;
+
+  w->image = mv_image_store_pull_with_progress (w->store, slow_ref, on_progress, w, w->cancellable, &w->error);
+  return NULL;
+}
+
+static void
+wait_for_reports (Waiter *w)
+{
+  for (int i = 0; i < 200 && (g_atomic_int_get (&w->reports) == 0 || w->last_done == 0); i++)
+    g_usleep (50000);
+  g_assert_cmpuint (w->last_done, >, 0);
+}
+
+/* Two waiters of one pull: one leaving does not stop it for the other;
+ * both get progress, the last report complete. */
+static void
+test_shared_cancel (void)
+{
+  g_autoptr (MvImageStore) store = new_store ("state-shared");
+  Waiter a = { store, g_cancellable_new () }, b = { store, g_cancellable_new () };
+  GThread *ta = g_thread_new ("a", waiter_thread, &a);
+  GThread *tb = g_thread_new ("b", waiter_thread, &b);
+
+  wait_for_reports (&a);
+  wait_for_reports (&b);
+  g_cancellable_cancel (a.cancellable);
+  g_thread_join (ta);
+  g_assert_error (a.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_assert_null (a.image);
+  g_thread_join (tb);
+  g_assert_no_error (b.error);
+  g_assert_nonnull (b.image);
+  g_assert_false (a.bad);
+  g_assert_false (b.bad);
+  g_assert_cmpuint (b.reports, >=, 2);
+  g_assert_cmpuint (b.last_total, >, 0);
+  g_assert_cmpuint (b.last_done, ==, b.last_total);
+  g_assert_cmpuint (mv_image_store_get_build_count (store), ==, 1);
+  g_assert_cmpuint (count_entries (store, "state-shared"), ==, 1);
+  mv_image_free (b.image);
+  g_clear_error (&a.error);
+  g_object_unref (a.cancellable);
+  g_object_unref (b.cancellable);
+}
+
+/* Every waiter leaving cancels the pull, which leaves nothing. */
+static void
+test_all_cancel (void)
+{
+  g_autoptr (MvImageStore) store = new_store ("state-all-cancel");
+  Waiter a = { store, g_cancellable_new () }, b = { store, g_cancellable_new () };
+  GThread *ta = g_thread_new ("a", waiter_thread, &a);
+  GThread *tb = g_thread_new ("b", waiter_thread, &b);
+
+  wait_for_reports (&a);
+  g_cancellable_cancel (a.cancellable);
+  g_cancellable_cancel (b.cancellable);
+  g_thread_join (ta);
+  g_thread_join (tb);
+  g_assert_error (a.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_assert_error (b.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  /* The pull's thread cleans up after itself: freeing the store waits for it. */
+  g_clear_pointer (&store, mv_image_store_free);
+  {
+    g_autoptr (MvImageStore) again = new_store ("state-all-cancel");
+
+    g_assert_cmpuint (count_entries (again, "state-all-cancel"), ==, 0);
+  }
+  g_clear_error (&a.error);
+  g_clear_error (&b.error);
+  g_object_unref (a.cancellable);
+  g_object_unref (b.cancellable);
+}
+
 int
 main (int argc, char **argv)
 {
   g_autoptr (GError) error = NULL;
   g_autofree char *cmd = NULL;
-  guint port;
   int status;
 
   g_test_init (&argc, &argv, NULL);
@@ -365,22 +394,29 @@ main (int argc, char **argv)
 
   tmp = g_dir_make_tmp ("test-images-XXXXXX", &error);
   g_assert_no_error (error);
-  port = free_port ();
-  start_registry (port);
-  build_image ();
-  registry_ref = g_strdup_printf ("127.0.0.1:%u/test/busybox:1", port);
-  cmd = g_strdup_printf ("skopeo copy --quiet --dest-tls-verify=false oci:%s:1 docker://%s", layout, registry_ref);
-  run (cmd);
+  registry = mv_test_registry_new (tmp);
+  layout = g_build_filename (tmp, "layout", NULL);
+  mv_test_build_busybox_image (layout, tmp, 0);
+  cmd = g_strdup_printf ("oci:%s:1", layout);
+  registry_ref = mv_test_registry_push (registry, cmd, "test/busybox:1");
+  {
+    g_autofree char *big = g_build_filename (tmp, "big", NULL);
+    g_autofree char *big_ref = g_strdup_printf ("oci:%s:1", big);
+
+    mv_test_build_busybox_image (big, tmp, 12 * 1024 * 1024);
+    g_free (mv_test_registry_push (registry, big_ref, "test/big:1"));
+    slow_ref = g_strdup_printf ("127.0.0.1:%u/test/big:1", mv_test_registry_slow_port (registry, 4 << 20));
+  }
 
   g_test_add_func ("/images/pull", test_pull);
   g_test_add_func ("/images/errors", test_errors);
   g_test_add_func ("/images/tampered", test_tampered);
   g_test_add_func ("/images/concurrent-and-prune", test_concurrent_and_prune);
+  g_test_add_func ("/images/shared-cancel", test_shared_cancel);
+  g_test_add_func ("/images/all-cancel", test_all_cancel);
   status = g_test_run ();
 
-  g_subprocess_force_exit (registry);
-  g_subprocess_wait (registry, NULL, NULL);
-  g_clear_object (&registry);
+  g_clear_pointer (&registry, mv_test_registry_free);
   mv_remove_tree (tmp, NULL);
   return status;
 }
