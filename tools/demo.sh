@@ -3,10 +3,13 @@
 #   installs the dependencies, builds, brings the service up (on the real
 #   system bus if one runs and microvmd's bus policy is installed there;
 #   otherwise on a private system bus with its own polkitd), creates and
-#   starts a QEMU guest that boots microvmd's own kernel and initramfs (its
-#   agent as /init) with a busybox root disk, shows `microvmctl list`, runs
-#   `uname -a` in the guest through the agent, and leaves the service
-#   running. Runs as root.
+#   starts a QEMU guest from an OCI image (a local OCI layout of Debian's
+#   busybox, built here, so that no registry is needed): microvmd pulls it
+#   into its cache, pins its digest, and boots microvmd's own kernel and
+#   initramfs (its agent as /init) with the image as the root and an
+#   overlay disk of the machine's own; shows `microvmctl list` and
+#   `microvmctl image list`, runs `uname -a` in the guest through the
+#   agent, and leaves the service running. Runs as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -62,9 +65,6 @@ accel=tcg
 kernel=$top/build/guest/vmlinuz
 initramfs=$top/build/guest/initramfs.img
 
-# The demo's root disk is built in the build directory: machines may use it.
-[paths]
-allowed-directories=$top/build/tests/guest
 CONF
 setsid "$top/build/src/daemon/microvmd" --bus="$address" --state-dir="$demo/state" \
   --runtime-dir="$demo/run" --config="$demo/microvmd.conf" >"$demo/microvmd.log" 2>&1 < /dev/null &
@@ -82,13 +82,16 @@ cat > "$demo/demo.json" <<SPEC
   "hypervisor_type": "qemu",
   "cpu_millicores": 1000,
   "memory_bytes": 268435456,
-  "disks": [{"path": "$top/build/tests/guest/rootfs.ext4", "read_only": true, "root": true}],
+  "image": "oci:$top/build/tests/guest/oci:1",
+  "disk_bytes": 268435456,
   "hostname": "demo",
   "labels": {"purpose": "demo"}
 }
 SPEC
 "$microvmctl" create -f "$demo/demo.json" --start
 "$microvmctl" list
+echo
+"$microvmctl" image list
 echo
 echo "--- the guest's console ---"
 "$microvmctl" console demo | tail -n 8 | sed -e '$a\'

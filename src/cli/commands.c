@@ -637,12 +637,21 @@ mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv)
   const char *path, *id = NULL, *name = NULL;
   int status, r;
 
+  guint64 flags = ctl->start ? MV_CREATE_START : 0;
+
+  /* The image's pull policy, as CreateMachine's flags say it. */
+  if (g_strcmp0 (ctl->policy, "always") == 0)
+    flags |= MV_CREATE_PULL_ALWAYS;
+  else if (g_strcmp0 (ctl->policy, "never") == 0)
+    flags |= MV_CREATE_PULL_NEVER;
+  else if (ctl->policy && !g_str_equal (ctl->policy, "missing"))
+    return mv_usage_error (_("--policy: '%s' is not one of missing, always, never"), ctl->policy);
   status = read_spec (ctl->file, &spec);
   if (status != MV_EXIT_OK)
     return status;
 
   r = mv_call (ctl, MV_MANAGER_PATH, MV_MANAGER_IFACE, "CreateMachine", ctl->timeout_usec,
-               &error, &reply, "st", spec, ctl->start ? MV_CREATE_START : (guint64) 0);
+               &error, &reply, "st", spec, flags);
   if (r < 0)
     return mv_fail_bus (&error, r);
 

@@ -58,8 +58,8 @@ static const MvCommand commands[] = {
     "[--label KEY[=VALUE]...] [--names]", N_("List all machines") },
   { "show",        mv_cmd_show,        1, 1, 0,            FALSE, NULL,
     "NAME|ID",                         N_("Show every property of a machine") },
-  { "create",      mv_cmd_create,      0, 0, MV_OPT_FILE | MV_OPT_START, TRUE, NULL,
-    "-f FILE [--start]",               N_("Define a machine from a spec file") },
+  { "create",      mv_cmd_create,      0, 0, MV_OPT_FILE | MV_OPT_START | MV_OPT_POLICY, TRUE, NULL,
+    "-f FILE [--start] [--policy P]",   N_("Define a machine from a spec file") },
   { "start",       mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Start",
     "NAME|ID",                         N_("Boot a machine, or wake it from standby") },
   { "stop",        mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Stop",
@@ -198,7 +198,7 @@ print_help (void)
             "     --label=KEY[=VALUE] list: only machines with that label (any value\n"
             "                         for KEY alone); may be repeated, all must match\n"
             "     --names             list: only the names, one a line\n"
-            "     --policy=POLICY     pull: missing (default), always or never\n"
+            "     --policy=POLICY     pull, create: missing (default), always or never\n"
             "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
             "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
             "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
