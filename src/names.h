@@ -6,10 +6,12 @@
 #define MV_MANAGER_PATH          "/org/microvmd1"
 #define MV_MACHINE_PREFIX        "/org/microvmd1/machine"
 #define MV_SNAPSHOT_PREFIX       "/org/microvmd1/snapshot"
+#define MV_VOLUME_PREFIX         "/org/microvmd1/volume"
 
 #define MV_MANAGER_IFACE         "org.microvmd1.Manager"
 #define MV_MACHINE_IFACE         "org.microvmd1.Machine"
 #define MV_SNAPSHOT_IFACE        "org.microvmd1.Snapshot"
+#define MV_VOLUME_IFACE          "org.microvmd1.Volume"
 
 #define MV_API_VERSION           1
 
@@ -40,6 +42,8 @@
 #define MV_ACTION_SNAPSHOT_CREATE       MV_ACTION_PREFIX "snapshot.create"
 #define MV_ACTION_SNAPSHOT_RESTORE      MV_ACTION_PREFIX "snapshot.restore"
 #define MV_ACTION_SNAPSHOT_DELETE       MV_ACTION_PREFIX "snapshot.delete"
+#define MV_ACTION_VOLUME_CREATE         MV_ACTION_PREFIX "volume.create"
+#define MV_ACTION_VOLUME_DELETE         MV_ACTION_PREFIX "volume.delete"
 
 #define MV_DEFAULT_STATE_DIR     "/var/lib/microvmd"
 #define MV_DEFAULT_RUNTIME_DIR   "/run/microvmd"
@@ -52,6 +56,7 @@
 /* Record layout under the state and runtime directories. */
 #define MV_MACHINES_DIR          "machines"
 #define MV_SNAPSHOTS_DIR         "snapshots"
+#define MV_VOLUMES_DIR           "volumes"
 #define MV_CONFIG_RECORD         "config.json"
 #define MV_STATUS_RECORD         "status.json"
 #define MV_METRICS_DIR           "metrics"

@@ -376,7 +376,7 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
 {
   MvAgentFields fields;
   MvAgentField f, content = { .len = 0, .value = (const uint8_t *) "" };
-  char type[16] = "", target[4096] = "", options[128];
+  char type[16] = "", target[4096] = "", source[256] = "", options[128];
   uint32_t mode = 0, read_only = 0;
   uint64_t bytes = 0;
 
@@ -386,6 +386,7 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
       {
       case MV_AGENT_F_MOUNT_TYPE: mv_agent_field_str (&f, type, sizeof type); break;
       case MV_AGENT_F_TARGET: mv_agent_field_str (&f, target, sizeof target); break;
+      case MV_AGENT_F_SOURCE: mv_agent_field_str (&f, source, sizeof source); break;
       case MV_AGENT_F_CONTENT: content = f; break;
       case MV_AGENT_F_MODE: mv_agent_field_u32 (&f, &mode); break;
       case MV_AGENT_F_SIZE: mv_agent_field_u64 (&f, &bytes); break;
@@ -439,7 +440,26 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
       agent_log ("mount: tmpfs %s (%s%s)", target, options, read_only ? ",ro" : "");
       return true;
     }
-  snprintf (error, size, "mount: %s: type \"%s\" is neither file nor tmpfs", target, type);
+  if (strcmp (type, "volume") == 0)
+    {
+      /* A volume is an ext4 disk; its device appears once virtio-blk
+       * has probed it. */
+      if (strncmp (source, "/dev/", 5) != 0 || !wait_for_path (source))
+        {
+          snprintf (error, size, "mount: volume on %s: no device %s", target, source);
+          return false;
+        }
+      mkdir (target, 0755);
+      if (mount (source, target, "ext4", MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY : 0),
+                 NULL) < 0)
+        {
+          snprintf (error, size, "mount: volume %s on %s: %s", source, target, strerror (errno));
+          return false;
+        }
+      agent_log ("mount: volume %s on %s%s", source, target, read_only ? " (read-only)" : "");
+      return true;
+    }
+  snprintf (error, size, "mount: %s: type \"%s\" is neither file, tmpfs nor volume", target, type);
   return false;
 }
 

@@ -5,6 +5,7 @@
 #include "machine-object.h"
 #include "names.h"
 #include "polkit.h"
+#include "volume-object.h"
 #include "store/store.h"
 
 #include "config.h"
@@ -19,6 +20,7 @@ static const char *const features[] = {
   "guest-agent",
   "exec",
   "health-checks",
+  "volumes",
   NULL,
 };
 
@@ -294,6 +296,9 @@ static const sd_bus_vtable manager_vtable[] = {
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("RestoreAfterTraffic", SD_BUS_ARGS ("s", name_or_id, "t", sequence),
                            SD_BUS_RESULT ("b", woken), method_restore_after_traffic,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("CreateVolume", SD_BUS_ARGS ("s", spec_json),
+                           SD_BUS_RESULT ("o", volume), mv_volume_objects_method_create,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineNew", SD_BUS_ARGS ("s", id, "o", machine), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineRemoved", SD_BUS_ARGS ("s", id, "o", machine), 0),

@@ -4,6 +4,7 @@
 #include "machine-guest.h"
 #include "machine-object.h"
 #include "manager-object.h"
+#include "volume-object.h"
 #include "core/errors.h"
 #include "names.h"
 
@@ -22,6 +23,7 @@ struct _MvBusService {
   GHashTable   *views;           /* machine id -> MvMachineView* */
   MvObserver    observer;
   gboolean      serving;
+  MvVolumeObjects *volumes;      /* NULL: no volumes */
 };
 
 char *
@@ -185,6 +187,8 @@ on_changed (MvMachine *machine, guint props, gpointer data)
   MvMachineView *view = mv_bus_view (data, machine);
 
   view->dirty |= props;
+  if (props & (MV_PROP_SPEC | MV_PROP_STATE))
+    mv_volume_objects_machines_changed (view->service->volumes);
   /* At once: a Wait hears of a stop even if the machine goes in the same
    * turn. */
   mv_machine_waits_changed (view, props);
@@ -202,6 +206,7 @@ on_added (MvMachine *machine, gpointer data)
   view->dirty = 0;
   if (service->serving)
     mv_manager_announce_machine (service->bus, view);
+  mv_volume_objects_machines_changed (service->volumes);
 }
 
 static void
@@ -228,6 +233,7 @@ on_removed (MvMachine *machine, gpointer data)
   mv_machine_waits_removed (view);
   machine->view = NULL;
   g_hash_table_remove (service->views, machine->id);
+  mv_volume_objects_machines_changed (service->volumes);
 }
 
 MvBusService *
@@ -250,6 +256,7 @@ mv_bus_service_free (MvBusService *service)
 {
   if (!service)
     return;
+  mv_volume_objects_free (service->volumes);
   g_hash_table_unref (service->views);
   g_free (service);
 }
@@ -274,6 +281,8 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
   r = mv_manager_object_register (service);
   if (r >= 0)
     r = mv_machine_object_register (service);
+  if (r >= 0 && service->volumes)
+    r = mv_volume_objects_register (service->volumes);
   if (r < 0)
     return r;
 
@@ -289,6 +298,19 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
     }
   service->serving = TRUE;
   return sd_bus_request_name (bus, MV_BUS_NAME, 0);
+}
+
+void
+mv_bus_service_set_volumes (MvBusService *service, MvVolumeStore *store)
+{
+  g_return_if_fail (service->volumes == NULL);
+  service->volumes = mv_volume_objects_new (service, store);
+}
+
+MvVolumeObjects *
+mv_bus_service_volumes (MvBusService *service)
+{
+  return service->volumes;
 }
 
 sd_bus *

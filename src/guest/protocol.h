@@ -83,7 +83,7 @@ typedef enum {
   MV_AGENT_F_ROOT           = 23,  /* str: the root disk's device, "/dev/vda" */
   MV_AGENT_F_MOUNT          = 24,  /* nested: MOUNT_TYPE, TARGET [, CONTENT, MODE, SIZE, READ_ONLY] */
   MV_AGENT_F_HEALTH_CHECK   = 25,  /* nested: ARGV... | PORT [, PATH], INTERVAL, TIMEOUT, RETRIES, START_PERIOD */
-  MV_AGENT_F_MOUNT_TYPE     = 26,  /* str: "file", "tmpfs" */
+  MV_AGENT_F_MOUNT_TYPE     = 26,  /* str: "file", "tmpfs", "volume" */
   MV_AGENT_F_TARGET         = 27,  /* str: an absolute path in the guest */
   MV_AGENT_F_CONTENT        = 28,  /* raw: a file mount's bytes */
   MV_AGENT_F_MODE           = 29,  /* u32: permission bits */
@@ -102,6 +102,7 @@ typedef enum {
   MV_AGENT_F_INSTANCE       = 42,  /* u64: this agent process, unlike any other of the boot */
   MV_AGENT_F_CPU_TOTAL      = 43,  /* u64: clock ticks of the guest's CPUs in all, since boot */
   MV_AGENT_F_CPUS           = 44,  /* u32: the guest's online CPUs */
+  MV_AGENT_F_SOURCE         = 46,  /* str: a mount's source in the guest: a virtio-fs tag or a block device */
 } MvAgentTag;
 
 typedef enum {

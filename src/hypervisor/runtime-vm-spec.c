@@ -43,11 +43,20 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
   vm->memory.size_bytes = spec->memory_bytes;
   vm->memory.hotplug_bytes = spec->max_memory_bytes > spec->memory_bytes
                              ? spec->max_memory_bytes - spec->memory_bytes : 0;
-  for (guint i = 0; i < spec->disks->len; i++)
-    {
-      MvDisk *disk = spec->disks->pdata[i];
-      mv_vm_spec_add_disk (vm, disk->path, disk->read_only);
-    }
+  /* The storage layer's disks, in the guest's order, where it readied
+   * them; otherwise the spec's own. */
+  if (req->blocks != NULL)
+    for (guint i = 0; i < req->blocks->len; i++)
+      {
+        const MvBlock *block = req->blocks->pdata[i];
+        mv_vm_spec_add_disk (vm, block->path, block->read_only);
+      }
+  else
+    for (guint i = 0; i < spec->disks->len; i++)
+      {
+        MvDisk *disk = spec->disks->pdata[i];
+        mv_vm_spec_add_disk (vm, disk->path, disk->read_only);
+      }
   /* spec->network_name is for the network layer, which will hand over a
    * TAP device; until then guests have no NIC. */
   vm->console.path = mv_runtime_console_path (req->runtime_dir);

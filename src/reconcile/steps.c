@@ -78,14 +78,22 @@ standby_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
 }
 
 static gboolean
-start_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
+start_in_thread (StepTask *task, MvRuntimeRequest *req, GError **error)
 {
   const MvHost *host = task->rec->host;
   MvRuntime *rt = task->runtime;
   g_autofree char *saved = NULL;
+  g_autoptr (GPtrArray) blocks = NULL;
 
   if (!host->records->make_runtime_dir (host->records, task->machine_id, error))
     return FALSE;
+  if (host->storage->prepare_disks != NULL)
+    {
+      blocks = host->storage->prepare_disks (host->storage, req, error);
+      if (blocks == NULL)
+        return FALSE;
+      req->blocks = blocks;
+    }
   if (!task->restore)
     task->started_vmm = rt->start (rt, req, error);
   else if (!rt->restore)
@@ -374,6 +382,14 @@ run_step (MvMachine *machine, MvStep step)
       return;
     }
   g_clear_error (&error);
+  /* Refused before anything is recorded: the machine stays as it is,
+   * and is not tried again until something new is asked. */
+  if (step == MV_STEP_START && !mv_reconciler_check_volume_holds (machine, &error))
+    {
+      status->failed_generation = machine->config->desired_generation;
+      mv_machine_failed_now (machine, error);
+      return;
+    }
 
   task = g_new0 (StepTask, 1);
   task->rec = rec;
