@@ -189,6 +189,19 @@ volume_call_free (VolumeCall *vc)
   g_free (vc);
 }
 
+/* The task's own call: polkit frees the one it was given once the
+ * authorized function returns. */
+static VolumeCall *
+volume_call_take (VolumeCall *vc, sd_bus_message *call)
+{
+  VolumeCall *taken = g_new0 (VolumeCall, 1);
+
+  taken->objects = vc->objects;
+  taken->volume = g_steal_pointer (&vc->volume);
+  taken->call = sd_bus_message_ref (call);
+  return taken;
+}
+
 static void
 announce_added (MvVolumeObjects *objects, const char *id, const char *name)
 {
@@ -266,9 +279,8 @@ do_delete (sd_bus_message *call, gboolean root, gpointer user_data)
   sd_bus_emit_object_removed (mv_bus_service_bus (objects->service), path);
   g_hash_table_remove (objects->announced, vc->volume->id);
 
-  vc->call = sd_bus_message_ref (call);
   task = g_task_new (NULL, NULL, on_deleted, NULL);
-  g_task_set_task_data (task, g_steal_pointer (&user_data), (GDestroyNotify) volume_call_free);
+  g_task_set_task_data (task, volume_call_take (vc, call), (GDestroyNotify) volume_call_free);
   g_task_run_in_thread (task, delete_in_thread);
   g_object_unref (task);
 }
@@ -351,9 +363,8 @@ do_create (sd_bus_message *call, gboolean root, gpointer user_data)
       mv_bus_reply_gerror (call, error);
       return;
     }
-  vc->call = sd_bus_message_ref (call);
   task = g_task_new (NULL, NULL, on_created, NULL);
-  g_task_set_task_data (task, g_steal_pointer (&user_data), (GDestroyNotify) volume_call_free);
+  g_task_set_task_data (task, volume_call_take (vc, call), (GDestroyNotify) volume_call_free);
   g_task_run_in_thread (task, create_in_thread);
   g_object_unref (task);
 }

@@ -101,6 +101,8 @@ mv_vm_spec_copy (const MvVmSpec *spec)
     {
       MvDiskConfig *disk = spec->disks->pdata[i];
       mv_vm_spec_add_disk (copy, disk->path, disk->read_only);
+      ((MvDiskConfig *) g_ptr_array_index (copy->disks, copy->disks->len - 1))->daemons =
+        disk->daemons;
       mv_vm_spec_set_disk_rate_limit (copy, disk->rate_limit_bytes_per_second,
                                       disk->rate_limit_iops);
     }

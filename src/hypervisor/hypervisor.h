@@ -57,6 +57,9 @@ typedef struct {
 typedef struct {
   char     *path;
   gboolean  read_only;
+  /* The daemon's own file (a volume's disk), not the spec's: not held to
+   * [paths] allowed-directories. */
+  gboolean  daemons;
   /* Together, reads and writes per second; 0 is unlimited. */
   guint64   rate_limit_bytes_per_second;
   guint64   rate_limit_iops;

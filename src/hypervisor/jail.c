@@ -401,11 +401,29 @@ mv_jail_open_host_file (MvJail *jail, const char *field, const char *path, gbool
                                             writable ? O_RDWR : O_RDONLY, error));
 }
 
-gboolean
-mv_jail_show_host_file (MvJail *jail, const char *field, const char *path, gboolean writable,
-                        GError **error)
+int
+mv_jail_open_daemon_file (MvJail *jail, const char *field, const char *path, gboolean writable,
+                          GError **error)
 {
-  int fd = mv_jail_open_host_file (jail, field, path, writable, error);
+  int fd = open (path, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+
+  if (fd < 0)
+    {
+      int errsv = errno;
+
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s: cannot open %s: %s", field, path,
+                   g_strerror (errsv));
+      return -1;
+    }
+  return keep_fd (jail, fd);
+}
+
+static gboolean
+show_file (MvJail *jail, const char *field, const char *path, gboolean writable, gboolean daemons,
+           GError **error)
+{
+  int fd = daemons ? mv_jail_open_daemon_file (jail, field, path, writable, error)
+                   : mv_jail_open_host_file (jail, field, path, writable, error);
   int tree, r;
 
   if (fd < 0)
@@ -428,6 +446,20 @@ mv_jail_show_host_file (MvJail *jail, const char *field, const char *path, gbool
     return FALSE;
   add_mount (jail, path, tree, TRUE);
   return TRUE;
+}
+
+gboolean
+mv_jail_show_host_file (MvJail *jail, const char *field, const char *path, gboolean writable,
+                        GError **error)
+{
+  return show_file (jail, field, path, writable, FALSE, error);
+}
+
+gboolean
+mv_jail_show_daemon_file (MvJail *jail, const char *field, const char *path, gboolean writable,
+                          GError **error)
+{
+  return show_file (jail, field, path, writable, TRUE, error);
 }
 
 gboolean

@@ -64,6 +64,12 @@ int         mv_jail_open_host_file (MvJail *jail, const char *field, const char 
  * read-only unless @writable. */
 gboolean    mv_jail_show_host_file (MvJail *jail, const char *field, const char *path,
                                     gboolean writable, GError **error);
+/* The same for a file of the daemon's own (a volume's disk): opened as
+ * it is, not held to [paths] allowed-directories. */
+int         mv_jail_open_daemon_file (MvJail *jail, const char *field, const char *path,
+                                      gboolean writable, GError **error);
+gboolean    mv_jail_show_daemon_file (MvJail *jail, const char *field, const char *path,
+                                      gboolean writable, GError **error);
 /* Shows a directory of the daemon's (a saved guest) read-only. */
 gboolean    mv_jail_show_dir (MvJail *jail, const char *path, GError **error);
 /* Shows the VMM's binary, unless /usr already does. */

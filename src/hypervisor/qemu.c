@@ -509,7 +509,10 @@ add_disks (GPtrArray *argv, const MvVmSpec *spec, GError **error)
 
       if (spec->jail)
         {
-          fd = mv_jail_open_host_file (spec->jail, field, disk->path, !disk->read_only, error);
+          fd = (disk->daemons ? mv_jail_open_daemon_file : mv_jail_open_host_file) (spec->jail, field,
+                                                                             disk->path,
+                                                                             !disk->read_only,
+                                                                             error);
           if (fd < 0)
             return FALSE;
           mv_jail_pass_fd (spec->jail, fd);

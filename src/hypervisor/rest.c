@@ -234,7 +234,8 @@ mv_rest_furnish_jail (MvRestStarter *starter, const MvVmSpec *spec, GError **err
       MvDiskConfig *disk = spec->disks->pdata[i];
       g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
 
-      if (!mv_jail_show_host_file (jail, field, disk->path, !disk->read_only, error))
+      if (!(disk->daemons ? mv_jail_show_daemon_file : mv_jail_show_host_file) (jail, field, disk->path,
+                                                                             !disk->read_only, error))
         return FALSE;
     }
   return furnish_devices (jail, spec->nets->len > 0, error);

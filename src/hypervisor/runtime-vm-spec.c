@@ -50,6 +50,8 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
       {
         const MvBlock *block = req->blocks->pdata[i];
         mv_vm_spec_add_disk (vm, block->path, block->read_only);
+        ((MvDiskConfig *) g_ptr_array_index (vm->disks, vm->disks->len - 1))->daemons =
+          block->role == MV_BLOCK_VOLUME;
       }
   else
     for (guint i = 0; i < spec->disks->len; i++)

@@ -626,7 +626,10 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
       MvDiskConfig *disk = launch.vm->disks->pdata[i];
       g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
 
-      if (!mv_jail_show_host_file (launch.jail, field, disk->path, !disk->read_only, error))
+      if (!(disk->daemons ? mv_jail_show_daemon_file : mv_jail_show_host_file) (launch.jail, field,
+                                                                             disk->path,
+                                                                             !disk->read_only,
+                                                                             error))
         {
           abandon (self, req->machine_id, NULL, req->runtime_dir);
           return NULL;

@@ -318,9 +318,11 @@ test_guests (Fixture *f, gconstpointer data)
   g_clear_pointer (&msg, g_free);
   client_assert_state_soon (f->client, writer2, "Stopped", 1000);
 
-  /* The writer deleted: the volume stays, with what it wrote. */
+  /* The writer stopped (its agent unmounts the volume) and deleted: the
+   * volume stays, with what it wrote. */
+  client_call_ok (f->client, writer, "Stop");
   g_autoptr (sd_bus_message) gone = client_call (f->client, writer, MV_MACHINE_IFACE, "Delete",
-                                                 NULL, NULL, "b", 1);
+                                                 NULL, NULL, "b", 0);
   g_assert_nonnull (gone);
   client_settle (f->client, 200);
   g_clear_pointer (&held, g_free);
