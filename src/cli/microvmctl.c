@@ -87,6 +87,8 @@ static const MvCommand commands[] = {
     "[-u USER] NAME|ID",               N_("Open a login shell in a running machine") },
   { "wait",        mv_cmd_wait,        1, 1, MV_OPTS_WAIT, FALSE, NULL,
     "[--healthy|--next-stop] NAME|ID", N_("Wait until a machine stops, or is healthy") },
+  { "volume",      mv_cmd_volume,      1, 3, MV_OPT_NAMES, TRUE,  NULL,
+    "create NAME SIZE | list [--names] | rm NAME", N_("Create, list or remove volumes") },
 };
 
 static const struct {

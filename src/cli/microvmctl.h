@@ -109,3 +109,4 @@ int mv_cmd_set_desired (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_exec (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_shell (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_volume (MvCtl *ctl, const char *method, int argc, char **argv);
