@@ -7,11 +7,13 @@
 #define MV_MACHINE_PREFIX        "/org/microvmd1/machine"
 #define MV_SNAPSHOT_PREFIX       "/org/microvmd1/snapshot"
 #define MV_IMAGE_PREFIX          "/org/microvmd1/image"
+#define MV_VOLUME_PREFIX         "/org/microvmd1/volume"
 
 #define MV_MANAGER_IFACE         "org.microvmd1.Manager"
 #define MV_MACHINE_IFACE         "org.microvmd1.Machine"
 #define MV_SNAPSHOT_IFACE        "org.microvmd1.Snapshot"
 #define MV_IMAGE_IFACE           "org.microvmd1.Image"
+#define MV_VOLUME_IFACE          "org.microvmd1.Volume"
 
 #define MV_API_VERSION           1
 
@@ -47,6 +49,8 @@
 #define MV_ACTION_SNAPSHOT_DELETE       MV_ACTION_PREFIX "snapshot.delete"
 #define MV_ACTION_IMAGE_PULL            MV_ACTION_PREFIX "image.pull"
 #define MV_ACTION_IMAGE_DELETE          MV_ACTION_PREFIX "image.delete"
+#define MV_ACTION_VOLUME_CREATE         MV_ACTION_PREFIX "volume.create"
+#define MV_ACTION_VOLUME_DELETE         MV_ACTION_PREFIX "volume.delete"
 
 #define MV_DEFAULT_STATE_DIR     "/var/lib/microvmd"
 #define MV_DEFAULT_RUNTIME_DIR   "/run/microvmd"
@@ -59,6 +63,7 @@
 /* Record layout under the state and runtime directories. */
 #define MV_MACHINES_DIR          "machines"
 #define MV_SNAPSHOTS_DIR         "snapshots"
+#define MV_VOLUMES_DIR           "volumes"
 #define MV_CONFIG_RECORD         "config.json"
 #define MV_STATUS_RECORD         "status.json"
 #define MV_METRICS_DIR           "metrics"

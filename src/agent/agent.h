@@ -157,6 +157,7 @@ void    boot_early (void);
 bool    boot_open_channel (bool wait_for_ports);
 bool    boot_setup_root (const Config *config, char *error, size_t size);
 bool    boot_apply_mounts (const Config *config, char *error, size_t size);
+void    boot_release_volumes (const Config *config);
 void    boot_open_power_buttons (void);
 /* Returns only when it could not hand over (false, @error set). */
 bool    boot_handoff_to_systemd (const Config *config, char *error, size_t size);

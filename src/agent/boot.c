@@ -416,11 +416,11 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
       {
       case MV_AGENT_F_MOUNT_TYPE: mv_agent_field_str (&f, type, sizeof type); break;
       case MV_AGENT_F_TARGET: mv_agent_field_str (&f, target, sizeof target); break;
+      case MV_AGENT_F_SOURCE: mv_agent_field_str (&f, source, sizeof source); break;
       case MV_AGENT_F_CONTENT: content = f; break;
       case MV_AGENT_F_MODE: mv_agent_field_u32 (&f, &mode); break;
       case MV_AGENT_F_SIZE: mv_agent_field_u64 (&f, &bytes); break;
       case MV_AGENT_F_READ_ONLY: mv_agent_field_u32 (&f, &read_only); break;
-      case MV_AGENT_F_SOURCE: mv_agent_field_str (&f, source, sizeof source); break;
       default: break;
       }
   if (!target_ok (target))
@@ -487,9 +487,71 @@ apply_mount (const MvAgentField *outer, char *error, size_t size)
       agent_log ("mount: virtiofs %s on %s%s", source, target, read_only ? " (read-only)" : "");
       return true;
     }
-  snprintf (error, size, "mount: %s: type \"%s\" is not file, tmpfs or directory", target,
-            type);
+  if (strcmp (type, "volume") == 0)
+    {
+      /* A volume is an ext4 disk; its device appears once virtio-blk
+       * has probed it. */
+      if (strncmp (source, "/dev/", 5) != 0 || !wait_for_path (source))
+        {
+          snprintf (error, size, "mount: volume on %s: no device %s", target, source);
+          return false;
+        }
+      mkdir (target, 0755);
+      unsigned long flags = MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY : 0);
+      int ok = mount (source, target, "ext4", flags, NULL) == 0;
+      /* A volume whose last writer ended without unmounting it has a
+       * journal to replay, which a read-only disk cannot: it is read as
+       * the last clean state. */
+      if (!ok && read_only && errno == EROFS &&
+          mount (source, target, "ext4", flags, "noload") == 0)
+        {
+          agent_log ("mount: volume %s was not cleanly unmounted; read without its journal",
+                     source);
+          ok = 1;
+        }
+      if (!ok)
+        {
+          snprintf (error, size, "mount: volume %s on %s: %s", source, target, strerror (errno));
+          return false;
+        }
+      agent_log ("mount: volume %s on %s%s", source, target, read_only ? " (read-only)" : "");
+      return true;
+    }
+  snprintf (error, size, "mount: %s: type \"%s\" is not file, tmpfs, directory or volume",
+            target, type);
   return false;
+}
+
+/* Before the guest ends: each volume is unmounted (or, if something
+ * still holds it, made read-only), so that the next machine finds its
+ * journal clean. */
+void
+boot_release_volumes (const Config *config)
+{
+  MvAgentFields fields, inner;
+  MvAgentField f, g;
+
+  mv_agent_fields_init (&fields, config->raw, config->raw_len);
+  while (mv_agent_fields_next (&fields, &f) > 0)
+    {
+      char type[16] = "", target[4096] = "";
+
+      if (f.tag != MV_AGENT_F_MOUNT)
+        continue;
+      mv_agent_fields_init (&inner, f.value, f.len);
+      while (mv_agent_fields_next (&inner, &g) > 0)
+        if (g.tag == MV_AGENT_F_MOUNT_TYPE)
+          mv_agent_field_str (&g, type, sizeof type);
+        else if (g.tag == MV_AGENT_F_TARGET)
+          mv_agent_field_str (&g, target, sizeof target);
+      if (strcmp (type, "volume") != 0 || !target_ok (target))
+        continue;
+      if (umount (target) == 0)
+        continue;
+      if (mount (NULL, target, NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
+        agent_log ("volume %s: neither unmounted nor made read-only: %s", target,
+                   strerror (errno));
+    }
 }
 
 bool

@@ -198,6 +198,7 @@ agent_end_guest (void)
   if (agent.mode != MODE_PID1)
     exit (0);
   agent_log ("%s", reboot_it ? "rebooting" : "powering off");
+  boot_release_volumes (&agent.config);
   sync ();
   reboot (reboot_it ? RB_AUTOBOOT : RB_POWER_OFF);
   /* reboot() returns only on an error; PID 1 must not exit. */

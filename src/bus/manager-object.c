@@ -6,6 +6,7 @@
 #include "machine-object.h"
 #include "names.h"
 #include "polkit.h"
+#include "volume-object.h"
 #include "store/store.h"
 
 #include "config.h"
@@ -21,6 +22,7 @@ static const char *const features[] = {
   "exec",
   "health-checks",
   "image-objects",
+  "volumes",
   NULL,
 };
 
@@ -347,6 +349,9 @@ static const sd_bus_vtable manager_vtable[] = {
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("PruneImages", SD_BUS_NO_ARGS,
                            SD_BUS_RESULT ("ao", images), method_prune_images,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("CreateVolume", SD_BUS_ARGS ("s", spec_json),
+                           SD_BUS_RESULT ("o", volume), mv_volume_objects_method_create,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineNew", SD_BUS_ARGS ("s", id, "o", machine), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineRemoved", SD_BUS_ARGS ("s", id, "o", machine), 0),

@@ -5,6 +5,7 @@
 #include "machine-guest.h"
 #include "machine-object.h"
 #include "manager-object.h"
+#include "volume-object.h"
 #include "core/errors.h"
 #include "names.h"
 
@@ -24,6 +25,7 @@ struct _MvBusService {
   MvObserver    observer;
   gboolean      serving;
   MvImageObjects *images;        /* NULL: no image store */
+  MvVolumeObjects *volumes;      /* NULL: no volumes */
 };
 
 char *
@@ -189,6 +191,8 @@ on_changed (MvMachine *machine, guint props, gpointer data)
   view->dirty |= props;
   if (props & MV_PROP_SPEC)
     mv_image_objects_machines_changed (view->service->images);
+  if (props & (MV_PROP_SPEC | MV_PROP_STATE))
+    mv_volume_objects_machines_changed (view->service->volumes);
   /* At once: a Wait hears of a stop even if the machine goes in the same
    * turn. */
   mv_machine_waits_changed (view, props);
@@ -207,6 +211,7 @@ on_added (MvMachine *machine, gpointer data)
   if (service->serving)
     mv_manager_announce_machine (service->bus, view);
   mv_image_objects_machines_changed (service->images);
+  mv_volume_objects_machines_changed (service->volumes);
 }
 
 static void
@@ -234,6 +239,7 @@ on_removed (MvMachine *machine, gpointer data)
   machine->view = NULL;
   g_hash_table_remove (service->views, machine->id);
   mv_image_objects_machines_changed (service->images);
+  mv_volume_objects_machines_changed (service->volumes);
 }
 
 MvBusService *
@@ -256,6 +262,7 @@ mv_bus_service_free (MvBusService *service)
 {
   if (!service)
     return;
+  mv_volume_objects_free (service->volumes);
   g_hash_table_unref (service->views);
   mv_image_objects_free (service->images);
   g_free (service);
@@ -283,6 +290,8 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
     r = mv_machine_object_register (service);
   if (r >= 0 && service->images)
     r = mv_image_objects_register (service->images);
+  if (r >= 0 && service->volumes)
+    r = mv_volume_objects_register (service->volumes);
   if (r < 0)
     return r;
 
@@ -312,6 +321,19 @@ MvImageObjects *
 mv_bus_service_images (MvBusService *service)
 {
   return service->images;
+}
+
+void
+mv_bus_service_set_volumes (MvBusService *service, MvVolumeStore *store)
+{
+  g_return_if_fail (service->volumes == NULL);
+  service->volumes = mv_volume_objects_new (service, store);
+}
+
+MvVolumeObjects *
+mv_bus_service_volumes (MvBusService *service)
+{
+  return service->volumes;
 }
 
 sd_bus *

@@ -31,7 +31,14 @@ typedef enum {
   MV_REPLY_TRUE,                 /* (b) TRUE */
 } MvReplyKind;
 
+typedef struct _MvVolumeObjects MvVolumeObjects;
+typedef struct _MvVolumeStore MvVolumeStore;
+
 MvBusService *mv_bus_service_new (void);
+/* Serves @store's volumes (before start); @store outlives the service. */
+void          mv_bus_service_set_volumes (MvBusService *service, MvVolumeStore *store);
+/* NULL: this host keeps no volumes. */
+MvVolumeObjects *mv_bus_service_volumes (MvBusService *service);
 /* Answers nothing more; the reconciler is freed before. */
 void          mv_bus_service_free (MvBusService *service);
 /* The observer to give the reconciler; it lives as long as @service. */

@@ -92,6 +92,8 @@ static const MvCommand commands[] = {
     "[--policy missing|always|never] REF", N_("Cache an image on the host, showing progress") },
   { "image",       mv_cmd_image,       1, 2, 0,            TRUE,  NULL,
     "list | rm DIGEST|REF | prune",    N_("List, remove or prune the cached images") },
+  { "volume",      mv_cmd_volume,      1, 3, MV_OPT_NAMES, TRUE,  NULL,
+    "create NAME SIZE | list [--names] | rm NAME", N_("Create, list or remove volumes") },
 };
 
 static const struct {

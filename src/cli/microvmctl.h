@@ -112,3 +112,4 @@ int mv_cmd_shell (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_pull (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_image (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_volume (MvCtl *ctl, const char *method, int argc, char **argv);

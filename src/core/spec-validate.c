@@ -835,6 +835,7 @@ static gboolean
 validate_mounts (const MvSpec *spec, GError **error)
 {
   g_autoptr(GHashTable) targets = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) volumes = g_hash_table_new (g_str_hash, g_str_equal);
   guint64 file_bytes = 0;
 
   if (spec->mounts->len > MV_MOUNTS_MAX)
@@ -855,9 +856,26 @@ validate_mounts (const MvSpec *spec, GError **error)
                           i, shown, GPOINTER_TO_UINT (other));
         }
       g_hash_table_insert (targets, mount->target, GUINT_TO_POINTER (i));
+      if (mount->type == MV_MOUNT_VOLUME)
+        {
+          if (g_hash_table_lookup_extended (volumes, mount->source, NULL, &other))
+            return invalid (error, "mounts[%u].source: volume %s is also mounted by mounts[%u]",
+                            i, mount->source, GPOINTER_TO_UINT (other));
+          g_hash_table_insert (volumes, mount->source, GUINT_TO_POINTER (i));
+          if (g_hash_table_size (volumes) > MV_VOLUME_MOUNTS_MAX)
+            return invalid (error, "mounts[%u]: more than the limit of %d volume mounts "
+                            "(/dev/vde to /dev/vdz)", i, MV_VOLUME_MOUNTS_MAX);
+        }
       if (mount->content != NULL)
         file_bytes += g_bytes_get_size (mount->content);
     }
+  if (g_hash_table_size (volumes) > 0 &&
+      spec->disks->len + (spec->image != NULL ? 1 : 0) + (mv_spec_overlay_bytes (spec) > 0 ? 1 : 0) +
+      g_hash_table_size (volumes) > MV_BLOCK_DEVICES_MAX)
+    return invalid (error, "mounts: %u volumes beside %u other disks, more than the %d a guest "
+                    "can have", g_hash_table_size (volumes),
+                    spec->disks->len + (spec->image != NULL ? 1 : 0) +
+                    (mv_spec_overlay_bytes (spec) > 0 ? 1 : 0), MV_BLOCK_DEVICES_MAX);
   if (file_bytes > MV_FILE_MOUNT_MAX_BYTES)
     {
       g_autofree char *limit = mv_text_bytes (MV_FILE_MOUNT_MAX_BYTES);
@@ -1034,17 +1052,5 @@ mv_spec_check_implemented (const MvSpec *spec, GError **error)
                      "%s: not supported by this microvmd yet", pending[i].field);
         return FALSE;
       }
-  for (guint i = 0; i < spec->mounts->len; i++)
-    {
-      const MvMount *mount = g_ptr_array_index (spec->mounts, i);
-
-      if (mount->type == MV_MOUNT_VOLUME)
-        {
-          g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
-                       "mounts[%u].type: %s mounts are not supported by this microvmd yet",
-                       i, mv_mount_type_to_string (mount->type));
-          return FALSE;
-        }
-    }
   return TRUE;
 }

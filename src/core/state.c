@@ -81,6 +81,13 @@ mv_state_holds_resources (MvState state)
          state == MV_STATE_PAUSED;
 }
 
+gboolean
+mv_state_holds_reservations (MvState state)
+{
+  return mv_state_holds_resources (state) || state == MV_STATE_STOPPING ||
+         state == MV_STATE_STANDBY;
+}
+
 const char *
 mv_desired_to_string (MvDesired desired)
 {

@@ -28,6 +28,9 @@ gboolean    mv_state_from_string (const char *s, MvState *out);
 gboolean    mv_state_can_transition (MvState from, MvState to);
 /* Starting, running or paused: the VMM holds CPU and memory. */
 gboolean    mv_state_holds_resources (MvState state);
+/* Those, stopping or on standby: the machine keeps its writable volumes
+ * to itself, to run or resume with them. */
+gboolean    mv_state_holds_reservations (MvState state);
 
 const char *mv_desired_to_string (MvDesired desired);
 gboolean    mv_desired_from_string (const char *s, MvDesired *out);

@@ -10,6 +10,7 @@
 #include "reconcile/reconciler.h"
 #include "storage/images.h"
 #include "storage/storage.h"
+#include "storage/volumes.h"
 #include "store/store.h"
 
 #include "config.h"
@@ -33,6 +34,7 @@ struct _MvDaemon {
   MvReconciler       *reconciler;
   MvBusService       *service;
   MvImageStore       *images;          /* the cache of images machines boot */
+  MvVolumeStore      *volumes;         /* the volumes machines mount */
   GMainLoop          *loop;
   char               *config_path;
   GKeyFile           *config;
@@ -234,6 +236,8 @@ mv_daemon_free (MvDaemon *daemon)
   g_clear_pointer (&daemon->host.storage, mv_storage_free);
   g_clear_pointer (&daemon->host.images, mv_host_images_free);
   g_clear_pointer (&daemon->images, mv_image_store_free);
+  g_clear_pointer (&daemon->host.volumes, mv_host_volumes_free);
+  g_clear_pointer (&daemon->volumes, mv_volume_store_free);
   g_clear_pointer (&daemon->host.records, g_free);
   g_clear_pointer (&daemon->invalid, g_ptr_array_unref);
   g_clear_pointer (&daemon->runtimes, g_ptr_array_unref);
@@ -328,6 +332,21 @@ open_images (MvDaemon *daemon, GError **error)
   return TRUE;
 }
 
+/* The volumes, with what a crashed create or delete left swept away;
+ * an invalid one is among the invalid records and left alone. */
+static gboolean
+open_volumes (MvDaemon *daemon, GError **error)
+{
+  g_autofree char *dir = g_build_filename (mv_store_state_dir (daemon->store), MV_VOLUMES_DIR, NULL);
+
+  daemon->volumes = mv_volume_store_open (dir, daemon->invalid, error);
+  if (daemon->volumes == NULL)
+    return FALSE;
+  daemon->host.volumes = mv_host_volumes_new (daemon->volumes);
+  mv_storage_set_volumes (daemon->host.storage, daemon->host.volumes);
+  return TRUE;
+}
+
 int
 mv_daemon_run (MvDaemon *daemon, GError **error)
 {
@@ -341,8 +360,11 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
     return 1;
   daemon->host.images = mv_host_images_new (daemon->images);
   daemon->host.storage = mv_storage_new (daemon->host.records, daemon->images);
+  if (!open_volumes (daemon, error))
+    return 1;
   daemon->service = mv_bus_service_new ();
   mv_bus_service_set_images (daemon->service, daemon->images, daemon->host.images);
+  mv_bus_service_set_volumes (daemon->service, daemon->volumes);
   daemon->reconciler = mv_reconciler_new (&daemon->host, &daemon->options,
                                           mv_bus_service_observer (daemon->service), NULL);
 

@@ -54,6 +54,7 @@ static void
 put_mounts (MvAgentBuf *buf, const MvSpec *spec)
 {
   GPtrArray *mounts = spec->mounts;
+  g_autoptr (GPtrArray) blocks = mv_spec_blocks (spec);
 
   for (guint i = 0; i < mounts->len; i++)
     {
@@ -61,11 +62,19 @@ put_mounts (MvAgentBuf *buf, const MvSpec *spec)
       gsize size = 0;
       gconstpointer content;
 
-      if (mount->type == MV_MOUNT_VOLUME)
-        continue;
       mv_agent_buf_open (buf, MV_AGENT_F_MOUNT);
       mv_agent_buf_put_str (buf, MV_AGENT_F_MOUNT_TYPE, mv_mount_type_to_string (mount->type));
       mv_agent_buf_put_str (buf, MV_AGENT_F_TARGET, mount->target);
+      if (mount->type == MV_MOUNT_VOLUME)
+        {
+          /* The volume's disk is where mv_spec_blocks() puts it. */
+          g_autofree char *device = mv_block_device ((guint) mv_blocks_find (blocks, MV_BLOCK_VOLUME, i));
+
+          mv_agent_buf_put_str (buf, MV_AGENT_F_SOURCE, device);
+          mv_agent_buf_put_u32 (buf, MV_AGENT_F_READ_ONLY, mount->read_only ? 1 : 0);
+          mv_agent_buf_close (buf);
+          continue;
+        }
       mv_agent_buf_put_u32 (buf, MV_AGENT_F_MODE, mount->mode);
       mv_agent_buf_put_u32 (buf, MV_AGENT_F_READ_ONLY, mount->read_only ? 1 : 0);
       if (mount->type == MV_MOUNT_FILE)

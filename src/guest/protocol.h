@@ -83,7 +83,7 @@ typedef enum {
   MV_AGENT_F_ROOT           = 23,  /* str: the root disk's device, "/dev/vda" */
   MV_AGENT_F_MOUNT          = 24,  /* nested: MOUNT_TYPE, TARGET [, CONTENT, MODE, SIZE, READ_ONLY] */
   MV_AGENT_F_HEALTH_CHECK   = 25,  /* nested: ARGV... | PORT [, PATH], INTERVAL, TIMEOUT, RETRIES, START_PERIOD */
-  MV_AGENT_F_MOUNT_TYPE     = 26,  /* str: "file", "tmpfs" */
+  MV_AGENT_F_MOUNT_TYPE     = 26,  /* str: "file", "tmpfs", "volume" */
   MV_AGENT_F_TARGET         = 27,  /* str: an absolute path in the guest */
   MV_AGENT_F_CONTENT        = 28,  /* raw: a file mount's bytes */
   MV_AGENT_F_MODE           = 29,  /* u32: permission bits */

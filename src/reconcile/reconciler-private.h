@@ -24,6 +24,9 @@ void       mv_reconciler_remove_timeout (MvReconciler *rec, guint *id);
 /* Every machine in the table, gone or not, in no order; free the array. */
 GPtrArray *mv_reconciler_all (MvReconciler *rec);
 MvRuntime *mv_reconciler_runtime_for (MvMachine *machine, GError **error);
+/* MV_ERROR_CONFLICT naming the volume and its holder if @machine cannot
+ * start with the volumes its spec mounts (volume-holds.c). */
+gboolean   mv_reconciler_check_volume_holds (MvMachine *machine, GError **error);
 gboolean   mv_reconciler_is_migrating (MvMachine *machine);
 
 /* Reports to the observer. */

@@ -76,6 +76,7 @@ validate (MvReconciler *rec, MvSpec *spec, GError **error)
 
   if (!mv_spec_validate_with_standby_min (spec, rec->options.standby_min_seconds, error) ||
       !mv_spec_check_implemented (spec, error) || !fits_host (rec->host, spec, error) ||
+      !mv_volumes_check_spec (rec->host->volumes, spec, error) ||
       !(runtime = mv_runtimes_for_spec (rec->host->runtimes, spec, error)))
     return NULL;
   if (runtime->check && !runtime->check (runtime, spec, error))

@@ -392,6 +392,14 @@ run_step (MvMachine *machine, MvStep step)
       return;
     }
   g_clear_error (&error);
+  /* Refused before anything is recorded: the machine stays as it is,
+   * and is not tried again until something new is asked. */
+  if (step == MV_STEP_START && !mv_reconciler_check_volume_holds (machine, &error))
+    {
+      status->failed_generation = machine->config->desired_generation;
+      mv_machine_failed_now (machine, error);
+      return;
+    }
 
   task = g_new0 (StepTask, 1);
   task->rec = rec;

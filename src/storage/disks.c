@@ -256,8 +256,20 @@ mv_storage_prepare_disks (MvStorage *storage, const MvRuntimeRequest *req, GErro
         case MV_BLOCK_DISK:
           break;
         case MV_BLOCK_VOLUME:
-          return mv_error_set (error, MV_ERROR_UNSUPPORTED, "mounts[%u].type: volume mounts are "
-                               "not supported by this microvmd yet", block->index), NULL;
+          {
+            const MvMount *mount = g_ptr_array_index (req->spec->mounts, block->index);
+            g_autoptr (GError) local = NULL;
+
+            /* The daemon's own file: not held to [paths] allowed-directories. */
+            if (data->volumes == NULL)
+              return mv_error_set (error, MV_ERROR_UNSUPPORTED, "mounts[%u].source: this host "
+                                   "keeps no volumes", block->index), NULL;
+            block->path = data->volumes->disk_path (data->volumes, mount->source, &local);
+            if (block->path == NULL)
+              return mv_error_set (error, MV_ERROR_NOT_FOUND, "mounts[%u].source: %s",
+                                   block->index, local->message), NULL;
+          }
+          break;
         }
     }
   return g_steal_pointer (&blocks);

@@ -8,6 +8,7 @@
 typedef struct {
   MvRecords    *records;
   MvImageStore *images;
+  MvVolumes    *volumes;     /* NULL: this host keeps no volumes */
 } MvStorageData;
 
 /* <machine dir>/@name. */

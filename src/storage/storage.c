@@ -145,6 +145,14 @@ mv_storage_new (MvRecords *records, MvImageStore *images)
 }
 
 void
+mv_storage_set_volumes (MvStorage *storage, MvVolumes *volumes)
+{
+  MvStorageData *data = storage->data;
+
+  data->volumes = volumes;
+}
+
+void
 mv_storage_free (MvStorage *storage)
 {
   if (storage == NULL)

@@ -6,12 +6,15 @@
 #include "core/host/images.h"
 #include "core/host/records.h"
 #include "core/host/storage.h"
+#include "core/host/volumes.h"
 #include "images.h"
 
 /* Machine directories come from @records, images from @images (NULL: a
  * host that boots no images, whose machines boot the spec's disks); both
  * outlive the storage. */
 MvStorage *mv_storage_new (MvRecords *records, MvImageStore *images);
+/* The volumes machines mount; @volumes outlives the storage. */
+void       mv_storage_set_volumes (MvStorage *storage, MvVolumes *volumes);
 void       mv_storage_free (MvStorage *storage);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvStorage, mv_storage_free)
 

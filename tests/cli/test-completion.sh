@@ -17,6 +17,7 @@ fake_ctl ()
 {
     printf '%s\n' "$*" > "$args_file"
     case " $* " in
+        *" volume list --names "*) printf 'cache\ndata\n' ;;
         *" list --names "*) printf 'db\nweb\nwww\n' ;;
     esac
 }
@@ -58,6 +59,11 @@ expect "set-desired shell show standby start stop" microvmctl --json s
 expect "rename restart resume" microvmctl --timeout 5 re
 expect "list" microvmctl li
 expect "web www" microvmctl start w
+expect "wait" microvmctl wa
+expect "create list rm" microvmctl volume ""
+expect "cache data" microvmctl volume rm ""
+expect "data" microvmctl volume rm d
+expect "" microvmctl volume create d
 expect "db web www" microvmctl console ""
 # Images: the verbs of image, the values of --policy.
 expect "list prune rm" microvmctl image ""

@@ -109,6 +109,27 @@ test_holds_resources (void)
     }
 }
 
+/* Seed 002, State.HoldsReservations: one that holds resources, is
+ * stopping, or is on standby. */
+static void
+test_holds_reservations (void)
+{
+  static const struct { MvState state; gboolean holds; } table[] = {
+    { MV_STATE_STOPPED, FALSE },
+    { MV_STATE_STARTING, TRUE },
+    { MV_STATE_RUNNING, TRUE },
+    { MV_STATE_PAUSED, TRUE },
+    { MV_STATE_STANDBY, TRUE },
+    { MV_STATE_STOPPING, TRUE },
+    { MV_STATE_RESTARTING, FALSE },
+    { MV_STATE_FAILED, FALSE },
+  };
+
+  g_assert_cmpuint (G_N_ELEMENTS (table), ==, MV_STATE_COUNT);
+  for (guint i = 0; i < G_N_ELEMENTS (table); i++)
+    g_assert_cmpint (mv_state_holds_reservations (table[i].state), ==, table[i].holds);
+}
+
 static void
 test_desired_reached (void)
 {
@@ -133,6 +154,7 @@ main (int argc, char **argv)
   g_test_add_func ("/state/strings", test_state_strings);
   g_test_add_func ("/state/desired-strings", test_desired_strings);
   g_test_add_func ("/state/holds-resources", test_holds_resources);
+  g_test_add_func ("/state/holds-reservations", test_holds_reservations);
   g_test_add_func ("/state/desired-reached", test_desired_reached);
 
   return g_test_run ();

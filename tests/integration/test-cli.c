@@ -335,12 +335,43 @@ test_list_filters (CliFixture *f, gconstpointer data)
   g_assert_cmpint (ctl (f, &out, &err, "--json", "list", "--names", NULL), ==, 2);
 }
 
+/* volume create, list and rm; a volume a machine's spec mounts is kept. */
+static void
+test_volumes (CliFixture *f, gconstpointer data)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  g_autofree char *spec = g_build_filename (mv_test_env_dir (f->env), "mounting.json", NULL);
+
+  g_assert_cmpint (ctl (f, &out, &err, "volume", "create", "data", "32M", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "volume", "create", "cache", "16777216", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "volume", "create", "data", "32M", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, "data"));
+  g_assert_cmpint (ctl (f, &out, &err, "volume", "create", "big", "lots", NULL), ==, 2);
+  g_assert_cmpint (ctl (f, &out, &err, "volume", "list", "--names", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "cache\ndata\n");
+  g_assert_cmpint (ctl (f, &out, &err, "volume", "list", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "32M"));
+
+  g_assert_true (g_file_set_contents (spec,
+    "{\"name\":\"m\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\","
+    "\"mounts\":[{\"type\":\"volume\",\"source\":\"data\",\"target\":\"/data\"}]}", -1, NULL));
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", spec, NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "volume", "rm", "data", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, "mounted by machine m"));
+  g_assert_cmpint (ctl (f, &out, &err, "delete", "m", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "volume", "rm", "data", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "volume", "rm", "data", NULL), ==, 1);
+  g_assert_cmpint (ctl (f, &out, &err, "volume", "list", "--names", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "cache\n");
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add ("/cli/lifecycle", CliFixture, NULL, cli_fixture_setup, test_lifecycle_through_cli, cli_fixture_teardown);
   g_test_add ("/cli/errors", CliFixture, NULL, cli_fixture_setup, test_errors, cli_fixture_teardown);
+  g_test_add ("/cli/volumes", CliFixture, NULL, cli_fixture_setup, test_volumes, cli_fixture_teardown);
   g_test_add ("/cli/show-update-keeps-secrets", CliFixture, NULL, cli_fixture_setup,
               test_show_update_keeps_secrets, cli_fixture_teardown);
   g_test_add ("/cli/resume-of-standby", CliFixture, NULL, cli_fixture_setup, test_resume_of_standby, cli_fixture_teardown);

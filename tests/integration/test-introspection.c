@@ -339,6 +339,13 @@ test_api (Fixture *f, gconstpointer data)
     g_assert_cmpint (sd_bus_path_encode (MV_IMAGE_PREFIX, FAKE_IMAGE_HEX, &image), >=, 0);
     compare_object (f, image, files, served, diff);
   }
+  g_autoptr (sd_bus_message) volume = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                   "CreateVolume", NULL, NULL, "s",
+                                                   "{\"name\":\"i\",\"size_bytes\":16777216}");
+  const char *volume_path = NULL;
+  g_assert_nonnull (volume);
+  g_assert_cmpint (sd_bus_message_read (volume, "o", &volume_path), >=, 0);
+  compare_object (f, volume_path, files, served, diff);
 
   GHashTableIter iter;
   gpointer iface;

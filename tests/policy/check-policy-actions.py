@@ -17,6 +17,7 @@ DESTRUCTIVE = {
     "org.microvmd1.machine.force",
     "org.microvmd1.snapshot.restore",
     "org.microvmd1.snapshot.delete",
+    "org.microvmd1.volume.delete",
 }
 DESTRUCTIVE_DEFAULTS = {"allow_any": "auth_admin", "allow_inactive": "auth_admin",
                         "allow_active": "auth_admin"}

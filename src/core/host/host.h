@@ -8,6 +8,7 @@
 #include "runtimes.h"
 #include "snapshots.h"
 #include "storage.h"
+#include "volumes.h"
 
 typedef struct {
   MvRuntimes  *runtimes;
@@ -16,6 +17,7 @@ typedef struct {
   MvNetwork   *network;      /* NULL: this host has no networks */
   MvSnapshots *snapshots;    /* NULL: this host keeps no snapshots */
   MvImages    *images;       /* NULL: this host boots no images */
+  MvVolumes   *volumes;      /* NULL: this host keeps no volumes */
   guint64      memory_bytes; /* the host's memory; 0 = unknown */
 } MvHost;
 
