@@ -57,9 +57,6 @@
 #define MV_ENV_MAX_BYTES                  (128 * 1024)   /* all "KEY=VALUE" together */
 #define MV_USER_MAX_BYTES                 256
 #define MV_MOUNTS_MAX                     64
-/* Volumes are /dev/vde to /dev/vdz: after the image, the overlay and
- * room for two disks. */
-#define MV_VOLUME_MOUNTS_MAX              22
 #define MV_FILE_MOUNT_MAX_BYTES           (1024 * 1024)  /* all of a machine's file mounts */
 #define MV_HEALTH_EXEC_MAX_ARGS           64
 #define MV_HEALTH_INTERVAL_MAX_SECONDS    3600
