@@ -262,8 +262,7 @@ gboolean mv_name_validate (const char *field, const char *name, GError **error);
 /* Fails with MV_ERROR_UNSUPPORTED naming the first field @spec sets that
  * this microvmd parses and validates but does not carry out yet:
  * network_name, static_ip, firewall ("network_name: not supported by this
- * microvmd yet"), and mounts of type volume ("mounts[0].type:
- * volume mounts are not supported by this microvmd yet"). */
+ * microvmd yet"). */
 gboolean mv_spec_check_implemented (const MvSpec *spec, GError **error);
 /* Whether @spec shares a host directory with its guest (a mount of type
  * directory, over virtio-fs): such a machine cannot be put on standby. */

@@ -194,7 +194,8 @@ frame_clear (Frame *f)
   g_clear_pointer (&f->payload, g_bytes_unref);
 }
 
-/* Skips frames of @skip_type (HEALTH, say) until one of @type comes. */
+/* Skips what the agent sends by itself (HEALTH, USAGE every 2 s, WINDOW)
+ * until a frame of @type comes. */
 static Frame
 expect (Agent *a, uint8_t type)
 {
@@ -204,7 +205,7 @@ expect (Agent *a, uint8_t type)
 
       if (f.type == type)
         return f;
-      if (f.type != MV_AGENT_HEALTH && f.type != MV_AGENT_WINDOW)
+      if (f.type != MV_AGENT_HEALTH && f.type != MV_AGENT_WINDOW && f.type != MV_AGENT_USAGE)
         g_error ("expected %s, got %s", mv_agent_type_name (type), mv_agent_type_name (f.type));
       frame_clear (&f);
     }
@@ -339,7 +340,7 @@ exec_take (Agent *a, ExecResult *results, guint n_results)
   uint32_t stream = 0;
   MvAgentField field;
 
-  if (f.type == MV_AGENT_HEALTH || f.type == MV_AGENT_WINDOW)
+  if (f.type == MV_AGENT_HEALTH || f.type == MV_AGENT_WINDOW || f.type == MV_AGENT_USAGE)
     {
       frame_clear (&f);
       return;

@@ -9,14 +9,18 @@
  * where a test needs another. */
 #include "bus-client.h"
 #include "names.h"
+#include "test-registry.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <signal.h>
 #include <unistd.h>
 
 static char *agent_kernel;
 static char *agent_initramfs;
 static char *layout;
+/* A copy of microvmd's kernel, configured in [kernels] as "named". */
+static char *named_kernel;
 
 typedef struct {
   const char *type;
@@ -431,6 +435,78 @@ test_bad_images (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 1);
 }
 
+/* ---- an archive over HTTP ---- */
+
+static GPid
+serve_http (const char *dir, guint port)
+{
+  g_autofree char *port_text = g_strdup_printf ("%u", port);
+  const char *argv[] = { "python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", dir,
+                         port_text, NULL };
+  g_autoptr (GError) error = NULL;
+  GPid pid = 0;
+
+  g_assert_true (g_spawn_async (NULL, (char **) argv, NULL,
+                                G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL |
+                                G_SPAWN_STDERR_TO_DEV_NULL | G_SPAWN_DO_NOT_REAP_CHILD,
+                                NULL, NULL, &pid, &error));
+  g_assert_no_error (error);
+  /* Serving once it answers. */
+  for (guint i = 0; i < 100; i++)
+    {
+      g_autofree char *cmd = g_strdup_printf ("curl -sf -o /dev/null http://127.0.0.1:%u/", port);
+      int status = 0;
+
+      if (g_spawn_command_line_sync (cmd, NULL, NULL, &status, NULL) &&
+          g_spawn_check_wait_status (status, NULL))
+        return pid;
+      g_usleep (100 * 1000);
+    }
+  g_error ("the HTTP server on port %u never answered", port);
+}
+
+/* An OCI archive from a real HTTP server on loopback, by a signed URL: a
+ * retry of the create with a fresh signature is the same create (seed
+ * 000: the fingerprint leaves the query string out), another archive
+ * under the same ID is a conflict. */
+static void
+test_signed_archive_url (Fixture *f, gconstpointer data)
+{
+  const ImageCase *c = data;
+  g_autofree char *dir = g_build_filename (mv_test_env_dir (f->env), "www", NULL);
+  g_autofree char *tar = g_strdup_printf ("mkdir -p %s && tar -C %s -cf %s/busybox.tar .", dir,
+                                          layout, dir);
+  guint port = mv_test_free_port ();
+  GPid server;
+  g_autofree char *spec_a = NULL, *spec_b = NULL, *spec_c = NULL;
+  g_autofree char *a = NULL, *b = NULL, *name = NULL, *message = NULL;
+  g_autofree char *digest = NULL, *expected = layout_digest (layout);
+  static const char id[] = "0123456789abcdef0123456789abcdef";
+
+  run (tar);
+  server = serve_http (dir, port);
+#define ARCHIVE_SPEC(query) \
+  g_strdup_printf ("{\"id\":\"%s\",\"name\":\"fetched\",\"hypervisor_type\":\"%s\"," \
+                   "\"image\":\"http://127.0.0.1:%u/busybox.tar?%s\"}", id, c->type, port, query)
+  spec_a = ARCHIVE_SPEC ("X-Signature=aaa&Expires=1");
+  spec_b = ARCHIVE_SPEC ("X-Signature=bbb&Expires=2");
+  spec_c = g_strdup_printf ("{\"id\":\"%s\",\"name\":\"fetched\",\"hypervisor_type\":\"%s\","
+                            "\"image\":\"http://127.0.0.1:%u/other.tar?X-Signature=aaa\"}",
+                            id, c->type, port);
+#undef ARCHIVE_SPEC
+  a = client_create (f->client, spec_a, 0, &name, &message);
+  g_assert_cmpstr (name, ==, NULL);
+  digest = spec_member (f, a, "image_digest");
+  g_assert_cmpstr (digest, ==, expected);
+  b = client_create (f->client, spec_b, 0, &name, &message);
+  g_assert_cmpstr (b, ==, a);
+  g_assert_null (client_create (f->client, spec_c, 0, &name, &message));
+  g_assert_cmpstr (name, ==, MV_ERROR_PREFIX "Conflict");
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 1);
+  kill (server, SIGTERM);
+  g_spawn_close_pid (server);
+}
+
 /* ---- the test VMMs: what goes on the wire ---- */
 
 /* The image read-only, the overlay disk read-write, both limited. */
@@ -483,18 +559,13 @@ test_disks_on_the_wire (Fixture *f, gconstpointer data)
     }
 }
 
-/* QEMU's block throttling on every disk, the image's and the overlay's. */
-static void
-test_qemu_rate_limits (Fixture *f, gconstpointer data)
+/* The QEMU command line of the machine @id. */
+static char *
+qemu_cmdline (const char *id)
 {
-  g_autofree char *path = create_image (f, data, "throttled", layout,
-                                        "\"disk_bytes_per_second\":1048576,\"disk_iops\":200");
-  g_autofree char *id = client_get_string (f->client, path, "Id");
   g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
   const char *pid;
-  guint found = 0;
 
-  client_call_ok (f->client, path, "Start");
   while ((pid = g_dir_read_name (proc)))
     {
       g_autofree char *file = g_build_filename ("/proc", pid, "cmdline", NULL);
@@ -506,14 +577,51 @@ test_qemu_rate_limits (Fixture *f, gconstpointer data)
       for (gsize i = 0; i + 1 < len; i++)
         if (cmdline[i] == '\0')
           cmdline[i] = ' ';
-      if (!strstr (cmdline, id) || !strstr (cmdline, "-drive"))
-        continue;
-      g_test_message ("%s", cmdline);
-      for (const char *p = cmdline; (p = strstr (p, "throttling.bps-total=1048576,"
-                                                   "throttling.iops-total=200")); p++)
-        found++;
+      if (strstr (cmdline, id) && strstr (cmdline, "-kernel"))
+        return g_steal_pointer (&cmdline);
     }
+  g_error ("no QEMU runs for %s", id);
+}
+
+/* QEMU's block throttling on every disk, the image's and the overlay's. */
+static void
+test_qemu_rate_limits (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create_image (f, data, "throttled", layout,
+                                        "\"disk_bytes_per_second\":1048576,\"disk_iops\":200");
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *cmdline = NULL;
+  guint found = 0;
+
+  client_call_ok (f->client, path, "Start");
+  cmdline = qemu_cmdline (id);
+  g_test_message ("%s", cmdline);
+  for (const char *p = cmdline; (p = strstr (p, "throttling.bps-total=1048576,"
+                                               "throttling.iops-total=200")); p++)
+    found++;
   g_assert_cmpuint (found, ==, 2);
+}
+
+/* kernel_name boots the kernel [kernels] names; one it does not name is
+ * refused before anything is pulled or recorded. */
+static void
+test_kernel_name (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create_image (f, data, "named", layout, "\"kernel_name\":\"named\"");
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *cmdline = NULL, *kernel = g_strdup_printf ("-kernel %s ", named_kernel);
+  g_autofree char *spec = image_spec (data, "unnamed", layout, "\"kernel_name\":\"nope\"");
+  g_autofree char *name = NULL, *message = NULL;
+
+  client_call_ok (f->client, path, "Start");
+  cmdline = qemu_cmdline (id);
+  g_test_message ("%s", cmdline);
+  g_assert_nonnull (strstr (cmdline, kernel));
+  g_assert_null (client_create (f->client, spec, 0, &name, &message));
+  g_assert_cmpstr (name, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (message, "kernel_name: no kernel called nope in [kernels] of "
+                                     "microvmd.conf (named)"));
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 1);
 }
 
 /* ---- registration ---- */
@@ -522,8 +630,9 @@ static void
 add (const char *type, const char *name, void (*func) (Fixture *, gconstpointer))
 {
   ImageCase *c = g_new0 (ImageCase, 1);
-  g_autofree char *guest = g_strdup_printf ("[guest]\nkernel=%s\ninitramfs=%s\n%s", agent_kernel,
-                                            agent_initramfs, lifecycle_config);
+  g_autofree char *guest = g_strdup_printf ("[guest]\nkernel=%s\ninitramfs=%s\n[kernels]\n"
+                                            "named=%s\n%s", agent_kernel, agent_initramfs,
+                                            named_kernel, lifecycle_config);
   g_autofree char *test_path = g_strdup_printf ("/image-boot/%s/%s", type, name);
 
   c->type = type;
@@ -541,6 +650,14 @@ main (int argc, char **argv)
   agent_kernel = g_build_filename (build, "guest", "vmlinuz", NULL);
   agent_initramfs = g_build_filename (build, "guest", "initramfs.img", NULL);
   layout = g_build_filename (build, "tests", "guest", "oci", NULL);
+  named_kernel = g_build_filename (build, "tests", "integration", "named-vmlinuz", NULL);
+  {
+    g_autofree char *kernel = NULL;
+    gsize length = 0;
+
+    g_assert_true (g_file_get_contents (agent_kernel, &kernel, &length, NULL));
+    g_assert_true (g_file_set_contents (named_kernel, kernel, (gssize) length, NULL));
+  }
 
   add ("qemu", "boots-image", test_boots_image);
   add ("qemu", "spec-overrides-image", test_spec_overrides_image);
@@ -548,6 +665,8 @@ main (int argc, char **argv)
   add ("qemu", "pinned-and-policies", test_pinned_and_policies);
   add ("qemu", "bad-images", test_bad_images);
   add ("qemu", "rate-limits", test_qemu_rate_limits);
+  add ("qemu", "kernel-name", test_kernel_name);
+  add ("qemu", "signed-archive-url", test_signed_archive_url);
   add ("cloud-hypervisor", "disks-on-the-wire", test_disks_on_the_wire);
   add ("firecracker", "disks-on-the-wire", test_disks_on_the_wire);
   return g_test_run ();

@@ -293,9 +293,9 @@ test_invalid_spec_leaves_nothing (Fixture *f, gconstpointer data)
 }
 
 /* Fields this daemon parses but cannot carry out yet (the network, the
- * firewall, directory mounts) are refused by name, on create and on
- * update, and leave nothing behind. (Volume mounts are carried out:
- * test-volumes.c.) */
+ * firewall) are refused by name, on create and on update, and leave
+ * nothing behind. (Mounts of every type are carried out: test-agent.c,
+ * test-shares.c, test-volumes.c.) */
 static void
 test_unimplemented_fields_refused (Fixture *f, gconstpointer data)
 {
@@ -306,8 +306,6 @@ test_unimplemented_fields_refused (Fixture *f, gconstpointer data)
     { "network_name", "\"network_name\":\"lan\"" },
     { "static_ip", "\"static_ip\":\"10.0.0.5\"" },
     { "firewall", "\"firewall\":[{\"action\":\"allow\"}]" },
-    { "mounts[0].type", "\"mounts\":[{\"type\":\"directory\",\"source\":\"/srv\","
-                        "\"target\":\"/srv\"}]" },
   };
   g_autofree char *kept = client_create_ok (f->client, SPEC ("kept"));
 

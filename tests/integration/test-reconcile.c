@@ -398,11 +398,14 @@ test_migration_guard (Fixture *f, gconstpointer data)
 
 /* ----- crash safety: a daemon killed at every phase ----- */
 
-typedef enum { OP_CREATE, OP_START, OP_STOP, OP_STANDBY, OP_RESTORE, OP_RESTART, OP_DESTROY } Operation;
+typedef enum {
+  OP_CREATE, OP_START, OP_STOP, OP_STANDBY, OP_RESTORE, OP_RESTART, OP_DESTROY, OP_VOLUME,
+} Operation;
 
 typedef struct {
   const char *fault;
   Operation   op;
+  gboolean    image;   /* the machine boots the test image, with an overlay disk */
 } FaultCase;
 
 static const FaultCase fault_cases[] = {
@@ -431,6 +434,17 @@ static const FaultCase fault_cases[] = {
   { "destroy-disks:done", OP_DESTROY },
   { "destroy-records:recorded", OP_DESTROY },
   { "destroy-records:done", OP_DESTROY },
+  /* A volume's creation. */
+  { "volume:staged", OP_VOLUME },
+  /* A machine booted from an image, with a volume: its pull, its overlay
+   * disk, the volume it attaches. */
+  { "create:pulling", OP_CREATE, TRUE },
+  { "create:published", OP_CREATE, TRUE },
+  { "overlay:formatted", OP_START, TRUE },
+  { "start:disks", OP_START, TRUE },
+  { "start:done", OP_START, TRUE },
+  { "destroy-disks:recorded", OP_DESTROY, TRUE },
+  { "destroy-disks:done", OP_DESTROY, TRUE },
 };
 
 static gboolean
@@ -501,9 +515,19 @@ assert_no_orphans (Fixture *f, const char *path)
       files = g_dir_open (sub, 0, NULL);
       while (files && (file = g_dir_read_name (files)))
         if (!g_str_equal (file, "config.json") && !g_str_equal (file, "status.json") &&
-            !g_str_equal (file, "saved"))
+            !g_str_equal (file, "saved") && !g_str_equal (file, "overlay.ext4"))
           g_error ("%s: unexpected %s", sub, file);
     }
+
+  /* No half-pulled image. */
+  {
+    g_autofree char *images = g_build_filename (mv_test_env_state_dir (f->env), "images", NULL);
+    g_autoptr (GDir) cache = g_dir_open (images, 0, NULL);
+
+    while (cache && (entry = g_dir_read_name (cache)))
+      if (g_str_has_prefix (entry, ".staging-"))
+        g_error ("%s: a pull left %s", images, entry);
+  }
 
   if (path)
     {
@@ -533,14 +557,77 @@ assert_no_invalid_records (Fixture *f)
   g_assert_cmpint (sd_bus_message_at_end (r, FALSE), >, 0);
 }
 
+#define SWEEP_VOLUME "sweep-data"
+
+static char *
+create_volume (Fixture *f, const char *name, char **error_name)
+{
+  g_autofree char *json = g_strdup_printf ("{\"name\":\"%s\",\"size_bytes\":16777216}", name);
+  g_autoptr (sd_bus_message) r = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                              "CreateVolume", error_name, NULL, "s", json);
+  const char *path = NULL;
+
+  if (!r)
+    return NULL;
+  g_assert_cmpint (sd_bus_message_read (r, "o", &path), >, 0);
+  return g_strdup (path);
+}
+
+static void
+delete_volume (Fixture *f, const char *path)
+{
+  g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_VOLUME_IFACE, "Delete",
+                                              NULL, NULL, NULL);
+  g_assert_nonnull (r);
+}
+
+/* A crash while a volume is made leaves no volume and nothing of it. */
+static void
+run_volume_fault_case (Fixture *f, const FaultCase *c, guint n)
+{
+  g_autofree char *name = g_strdup_printf ("crash-vol-%u", n);
+  g_autofree char *volumes = g_build_filename (mv_test_env_state_dir (f->env), "volumes", NULL);
+  g_autofree char *err = NULL, *path = NULL;
+  g_autoptr (GDir) dir = NULL;
+  const char *entry;
+
+  g_setenv ("MICROVMD_FAULT_POINT", c->fault, TRUE);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_unsetenv ("MICROVMD_FAULT_POINT");
+  g_assert_null (create_volume (f, name, &err));
+  mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 20000);
+  mv_test_env_stop_daemon (f->env, SIGKILL);
+  mv_test_env_start_daemon (f->env, NULL);
+  assert_no_invalid_records (f);
+
+  dir = g_dir_open (volumes, 0, NULL);
+  while (dir && (entry = g_dir_read_name (dir)))
+    g_assert_false (entry[0] == '.');
+  /* The name is free again: nothing half made holds it. */
+  path = create_volume (f, name, NULL);
+  g_assert_nonnull (path);
+  delete_volume (f, path);
+}
+
 static void
 run_fault_case (Fixture *f, const FaultCase *c, guint n)
 {
   g_autofree char *name = g_strdup_printf ("crash-%u", n);
-  g_autofree char *spec = g_strdup_printf (SPEC_WITH ("%s", ""), name);
+  g_autofree char *layout = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "tests", "guest",
+                                              "oci", NULL);
+  g_autofree char *image = g_strdup_printf (",\"image\":\"oci:%s:1\",\"disk_bytes\":67108864,"
+                                            "\"mounts\":[{\"type\":\"volume\",\"source\":\""
+                                            SWEEP_VOLUME "\",\"target\":\"/data\"}]", layout);
+  g_autofree char *spec = g_strdup_printf (SPEC_WITH ("%s", "%s"), name, c->image ? image : "");
   g_autofree char *path = NULL;
 
-  g_test_message ("fault point %s", c->fault);
+  g_test_message ("fault point %s%s", c->fault, c->image ? " (image)" : "");
+  if (c->op == OP_VOLUME)
+    {
+      run_volume_fault_case (f, c, n);
+      return;
+    }
   if (c->op != OP_CREATE)
     {
       path = client_create_ok (f->client, spec);
@@ -654,8 +741,22 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
 static void
 test_fault_sweep (Fixture *f, gconstpointer data)
 {
+  g_autofree char *volume = create_volume (f, SWEEP_VOLUME, NULL);
+
+  g_assert_nonnull (volume);
   for (guint i = 0; i < G_N_ELEMENTS (fault_cases); i++)
     run_fault_case (f, &fault_cases[i], i);
+  /* Deleting a machine keeps its volumes. */
+  {
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    g_autofree char *name = NULL;
+
+    g_assert_cmpint (sd_bus_get_property_string (f->client->bus, MV_BUS_NAME, volume,
+                                                 MV_VOLUME_IFACE, "Name", &error, &name),
+                     >=, 0);
+    g_assert_cmpstr (name, ==, SWEEP_VOLUME);
+  }
+  delete_volume (f, volume);
   /* The sweep really killed the daemon each time. */
   g_autofree char *log = mv_test_env_read_daemon_log (f->env);
   for (guint i = 0; i < G_N_ELEMENTS (fault_cases); i++)
