@@ -44,6 +44,9 @@
 #define SMOKE_CACHED_RUNS 3
 #define BOOT_RUNS        6
 #define IMAGE_NAME_TAG   "bench/filler:1"
+/* What the agent writes to the console as it starts the workload, before
+ * it sends READY (src/agent/session.c). */
+#define WORKLOAD_LINE    "workload started: sleep"
 /* What the store writes for itself: skopeo checks no signature. */
 #define ACCEPT_ANYTHING  "{\"default\":[{\"type\":\"insecureAcceptAnything\"}]}\n"
 
@@ -299,6 +302,7 @@ create_running (Bench *bench, const char *layout)
   g_autoptr (sd_bus_message) created = NULL;
   g_autoptr (sd_bus_message) deleted = NULL;
   g_autofree char *path = NULL, *state = NULL, *id = NULL, *overlay = NULL;
+  g_autofree char *console = NULL, *text = NULL;
   const char *p = NULL;
   gint64 t0, t1;
 
@@ -317,6 +321,11 @@ create_running (Bench *bench, const char *layout)
                               "overlay.ext4", NULL);
   if (g_file_test (overlay, G_FILE_TEST_EXISTS) != (layout != NULL))
     bench_fail (bench, "%s %s an overlay disk", name, layout ? "has no" : "has");
+  console = g_build_filename (mv_test_env_runtime_dir (bench->env), MV_MACHINES_DIR, id,
+                              "console.log", NULL);
+  if (!g_file_get_contents (console, &text, NULL, NULL) || !strstr (text, WORKLOAD_LINE))
+    bench_fail (bench, "%s was Running before its agent wrote \"%s\" to %s", name,
+                WORKLOAD_LINE, console);
   deleted = bench_call (bench, bench->bus, MV_BUS_NAME, path, MV_MACHINE_IFACE, "Delete", "b", 1);
   return (double) (t1 - t0);
 }
