@@ -79,3 +79,6 @@ void     bench_row_sandbox (Bench *bench);        /* #9 */
 void     bench_rows_scale (Bench *bench);         /* #2, #3, #5 */
 /* Restarts the daemon with microvmd's guest files, as #9 does. */
 void     bench_row_agent (Bench *bench);          /* #10 */
+/* Starts a registry and pulls images with the image store; restarts the
+ * daemon with microvmd's guest files, as #10 does. */
+void     bench_row_images (Bench *bench);         /* #11 */

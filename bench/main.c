@@ -7,7 +7,8 @@
  * Runs as root: it starts a private system bus, polkitd, the daemon under
  * test (built with the instant "test" runtime) and the baselines. --smoke
  * runs every row briefly, without the libvirt peer and real guests, to
- * check that the benchmark still works. --rows 7,10 runs only those rows
+ * check that the benchmark still works (#11 pulls a small image and boots
+ * nothing). --rows 7,10 runs only those rows
  * (#2, #3 and #5 are measured together). */
 #include "bench.h"
 
@@ -85,7 +86,7 @@ main (int argc, char **argv)
     { "no-libvirt", 0, 0, G_OPTION_ARG_NONE, &no_libvirt, "Leave out the libvirt peer", NULL },
     { "guest-dir", 0, 0, G_OPTION_ARG_FILENAME, &guest_dir, "The test guest (vmlinuz, initrd.img) for #7", "DIR" },
     { "agent-guest-dir", 0, 0, G_OPTION_ARG_FILENAME, &agent_guest_dir,
-      "microvmd's guest (vmlinuz, initramfs.img) for #10", "DIR" },
+      "microvmd's guest (vmlinuz, initramfs.img) for #10 and #11", "DIR" },
     { "rootfs", 0, 0, G_OPTION_ARG_FILENAME, &rootfs, "The root disk booted with it", "FILE" },
     { "rows", 0, 0, G_OPTION_ARG_STRING, &rows, "Run only these rows, e.g. 7,10", "LIST" },
     { NULL }
@@ -164,6 +165,8 @@ main (int argc, char **argv)
     bench_row_sandbox (&bench);
   if (WANTED ("10"))
     bench_row_agent (&bench);
+  if (WANTED ("11"))
+    bench_row_images (&bench);
 
   if (WANTED ("2", "3", "5"))
     bench_rows_scale (&bench);

@@ -2,10 +2,12 @@
 # Runs the whole benchmark once and writes OUTDIR/results.json and
 # OUTDIR/results.md: microvmd side by side with its baselines (a bare
 # sd-bus service, a private libvirtd + libvirt-dbus, raw record writes,
-# bare QEMU), all on one private system bus. Runs as root; installs what it
+# bare QEMU, skopeo + umoci + mkfs.ext4 against a docker-registry on
+# loopback), all on one private system bus. Runs as root; installs what it
 # needs from Debian's archive, builds, builds the test guest, microvmd's
-# guest kernel and initramfs and the busybox root disk, and takes under
-# 10 minutes on a 2-core machine.
+# guest kernel and initramfs and the busybox root disk (with its OCI
+# layout, which row 11 boots as an image), and takes under 10 minutes on a
+# 2-core machine.
 #
 #   bench/run.sh OUTDIR
 #

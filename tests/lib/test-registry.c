@@ -271,3 +271,42 @@ mv_test_build_busybox_image (const char *layout, const char *scratch_dir, guint6
       g_unlink (filler);
     }
 }
+
+/* Writes @bytes from /dev/urandom to @path. */
+static void
+write_random_file (const char *path, guint64 bytes)
+{
+  g_autoptr (GFile) file = g_file_new_for_path (path);
+  g_autoptr (GFileOutputStream) out = g_file_replace (file, NULL, FALSE, G_FILE_CREATE_NONE, NULL, NULL);
+  g_autoptr (GFile) urandom = g_file_new_for_path ("/dev/urandom");
+  g_autoptr (GFileInputStream) in = g_file_read (urandom, NULL, NULL);
+  guint8 buf[64 * 1024];
+
+  g_assert_nonnull (out);
+  g_assert_nonnull (in);
+  while (bytes > 0)
+    {
+      gsize want = MIN (sizeof buf, bytes), got = 0;
+
+      g_assert_true (g_input_stream_read_all (G_INPUT_STREAM (in), buf, want, &got, NULL, NULL));
+      g_assert_cmpuint (got, ==, want);
+      g_assert_true (g_output_stream_write_all (G_OUTPUT_STREAM (out), buf, got, NULL, NULL, NULL));
+      bytes -= got;
+    }
+  g_assert_true (g_output_stream_close (G_OUTPUT_STREAM (out), NULL, NULL));
+}
+
+void
+mv_test_build_layered_image (const char *layout, const char *scratch_dir, guint64 layer_bytes)
+{
+  g_autofree char *filler = g_build_filename (scratch_dir, "filler", NULL);
+  g_autofree char *cmd = NULL;
+
+  g_assert_cmpuint (layer_bytes, >, 0);
+  mv_test_build_busybox_image (layout, scratch_dir, 0);
+  write_random_file (filler, layer_bytes);
+  /* Each insert is a layer of its own. */
+  cmd = g_strdup_printf ("umoci insert --image %s:1 %s /filler", layout, filler);
+  mv_test_run_command (cmd);
+  g_unlink (filler);
+}

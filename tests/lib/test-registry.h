@@ -34,6 +34,11 @@ char           *mv_test_registry_push        (MvTestRegistry *registry, const ch
  * /filler of that many random bytes, which no compression shrinks. */
 void            mv_test_build_busybox_image  (const char *layout, const char *scratch_dir,
                                               guint64 extra_bytes);
+/* The same busybox image with @layer_bytes (> 0) of random data as a
+ * second layer of its own: the file /filler, which no compression
+ * shrinks. */
+void            mv_test_build_layered_image  (const char *layout, const char *scratch_dir,
+                                              guint64 layer_bytes);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvTestRegistry, mv_test_registry_free)
 
