@@ -92,8 +92,9 @@ sweep (MvStorage *storage, const char *machine_id, GError **error)
   g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
   const char *name;
 
+  /* What a crash left: retired frozen guests, an overlay disk being made. */
   while (d && (name = g_dir_read_name (d)))
-    if (g_str_has_prefix (name, STALE_PREFIX))
+    if (g_str_has_prefix (name, STALE_PREFIX) || g_str_equal (name, MV_OVERLAY_PARTIAL_NAME))
       {
         g_autofree char *path = g_build_filename (dir, name, NULL);
 

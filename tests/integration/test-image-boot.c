@@ -54,8 +54,11 @@ run (const char *command)
   g_autofree char *out = NULL, *err = NULL;
   int status = 0;
 
+  const char *argv[] = { "/bin/sh", "-c", command, NULL };
+
   g_test_message ("$ %s", command);
-  g_assert_true (g_spawn_command_line_sync (command, &out, &err, &status, NULL));
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                               &status, NULL));
   if (!g_spawn_check_wait_status (status, NULL))
     g_error ("%s failed: %s%s", command, out, err);
 }

@@ -30,7 +30,7 @@ struct _MvStorage {
    * more; its files are deleted by sweep(). */
   gboolean (*retire_saved_state) (MvStorage *storage, const char *machine_id, GError **error);
   /* Blocks: deletes what retire_saved_state() moved aside, also what a
-   * crash left of it. */
+   * crash left of it and of an overlay disk being made. */
   gboolean (*sweep) (MvStorage *storage, const char *machine_id, GError **error);
   /* Cheap: whether a whole frozen guest exists, and a staged one. */
   gboolean (*has_saved_state) (MvStorage *storage, const char *machine_id);
