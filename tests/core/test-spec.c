@@ -4,6 +4,7 @@
 #include "core/machine.h"
 #include "core/spec.h"
 #include "core/spec-private.h"
+#include "core/workload.h"
 
 #define MiB (G_GUINT64_CONSTANT (1) << 20)
 
@@ -2150,6 +2151,56 @@ test_image_and_disks (void)
   assert_invalid_message (bare, "image_digest: only with image");
 }
 
+/* The image's config is the workload's default, field by field; the
+ * spec's own fields win (seed 002). */
+static void
+test_image_defaults (void)
+{
+  g_autoptr (MvImageConfig) image = mv_image_config_parse (
+    "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{"
+    "\"Entrypoint\":[\"/bin/app\",\"--serve\"],\"Cmd\":[\"--port\",\"80\"],"
+    "\"Env\":[\"PATH=/bin\",\"MODE=image\"],\"User\":\"app\",\"WorkingDir\":\"/srv\","
+    "\"Healthcheck\":{\"Test\":[\"CMD-SHELL\",\"curl -f localhost\"],"
+    "\"Interval\":10000000000,\"Timeout\":2500000000,\"Retries\":5}}}", -1, NULL);
+  g_autoptr (MvSpec) bare = parse_ok ("{'name':'web','image':'127.0.0.1:5000/app:1'}");
+  g_autoptr (MvSpec) own = parse_ok ("{'name':'web','image':'127.0.0.1:5000/app:1',"
+                                     "'cmd':['/bin/sh'],'env':{'MODE':'spec'},'user':'root',"
+                                     "'working_dir':'/tmp','health_check':{'tcp':80,"
+                                     "'disabled':true}}");
+  g_autoptr (MvSpec) merged = NULL, kept = NULL, none = NULL;
+  const char *const image_cmd[] = { "/bin/app", "--serve", "--port", "80", NULL };
+  const char *const shell_check[] = { "/bin/sh", "-c", "curl -f localhost", NULL };
+
+  g_assert_nonnull (image);
+  merged = mv_spec_with_image_defaults (bare, image);
+  g_assert_true (g_strv_equal ((const char *const *) merged->cmd, image_cmd));
+  g_assert_cmpstr (g_hash_table_lookup (merged->env, "MODE"), ==, "image");
+  g_assert_cmpstr (g_hash_table_lookup (merged->env, "PATH"), ==, "/bin");
+  g_assert_cmpstr (merged->user, ==, "app");
+  g_assert_cmpstr (merged->working_dir, ==, "/srv");
+  g_assert_nonnull (merged->health_check);
+  g_assert_cmpint (merged->health_check->kind, ==, MV_HEALTH_CHECK_EXEC);
+  g_assert_true (g_strv_equal ((const char *const *) merged->health_check->exec, shell_check));
+  g_assert_cmpuint (merged->health_check->interval_seconds, ==, 10);
+  g_assert_cmpuint (merged->health_check->timeout_seconds, ==, 3);
+  g_assert_cmpuint (merged->health_check->retries, ==, 5);
+  assert_valid (merged);
+  /* The spec shown to clients is what they gave. */
+  g_assert_null (bare->cmd);
+
+  kept = mv_spec_with_image_defaults (own, image);
+  g_assert_cmpstr (kept->cmd[0], ==, "/bin/sh");
+  g_assert_null (kept->cmd[1]);
+  g_assert_cmpstr (g_hash_table_lookup (kept->env, "MODE"), ==, "spec");
+  g_assert_cmpstr (g_hash_table_lookup (kept->env, "PATH"), ==, "/bin");
+  g_assert_cmpstr (kept->user, ==, "root");
+  g_assert_cmpstr (kept->working_dir, ==, "/tmp");
+  g_assert_true (kept->health_check->disabled);
+
+  none = mv_spec_with_image_defaults (bare, NULL);
+  g_assert_true (mv_spec_equal (none, bare));
+}
+
 static void
 test_fingerprint_signed_image_url (void)
 {
@@ -2879,6 +2930,7 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/guest-metadata-differs", test_guest_metadata_differs);
   g_test_add_func ("/spec/limits/root-disk", test_limit_root_disk);
   g_test_add_func ("/spec/image-and-disks", test_image_and_disks);
+  g_test_add_func ("/spec/image-defaults", test_image_defaults);
   g_test_add_func ("/spec/fingerprint-signed-image-url", test_fingerprint_signed_image_url);
   g_test_add_func ("/spec/limits/cmd", test_limit_cmd);
   g_test_add_func ("/spec/limits/env", test_limit_env);
