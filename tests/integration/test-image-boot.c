@@ -438,6 +438,56 @@ test_bad_images (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 1);
 }
 
+/* An image of another architecture is refused; of a multi-platform
+ * index, the linux/amd64 entry is the one pulled. */
+static void
+test_platforms (Fixture *f, gconstpointer data)
+{
+  g_autofree char *arm = copy_layout (f, "arm");
+  g_autofree char *multi = copy_layout (f, "multi");
+  g_autofree char *cmd = g_strdup_printf ("umoci config --image %s:1 --architecture arm64", arm);
+  g_autofree char *spec = image_spec (data, "arm", arm, NULL);
+  g_autofree char *name = NULL, *message = NULL, *path = NULL, *digest = NULL;
+  g_autofree char *amd64 = layout_digest (multi);
+  g_autofree char *index_cmd = NULL, *arm_cmd = NULL;
+
+  run (cmd);
+  g_assert_null (client_create (f->client, spec, 0, &name, &message));
+  g_assert_cmpstr (name, ==, MV_ERROR_PREFIX "Unsupported");
+  g_assert_nonnull (strstr (message, "arm64"));
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+
+  /* The arm64 image's manifest joins the amd64 one's in an image index
+   * (arm64 first), which tag "1" names. */
+  arm_cmd = g_strdup_printf ("umoci config --image %s:1 --architecture arm64 --tag arm", multi);
+  run (arm_cmd);
+  index_cmd = g_strdup_printf (
+    "cd %s && python3 -c '\n"
+    "import hashlib, json\n"
+    "index = json.load (open (\"index.json\"))\n"
+    "by_tag = {m[\"annotations\"][\"org.opencontainers.image.ref.name\"]: m for m in index[\"manifests\"]}\n"
+    "entries = []\n"
+    "for tag, arch in ((\"arm\", \"arm64\"), (\"1\", \"amd64\")):\n"
+    "    m = dict (by_tag[tag]); m.pop (\"annotations\")\n"
+    "    m[\"platform\"] = {\"os\": \"linux\", \"architecture\": arch}\n"
+    "    entries.append (m)\n"
+    "blob = json.dumps ({\"schemaVersion\": 2, \"mediaType\": \"application/vnd.oci.image.index.v1+json\","
+    " \"manifests\": entries}).encode ()\n"
+    "digest = hashlib.sha256 (blob).hexdigest ()\n"
+    "open (\"blobs/sha256/\" + digest, \"wb\").write (blob)\n"
+    "index[\"manifests\"] = [{\"mediaType\": \"application/vnd.oci.image.index.v1+json\","
+    " \"digest\": \"sha256:\" + digest, \"size\": len (blob),"
+    " \"annotations\": {\"org.opencontainers.image.ref.name\": \"1\"}}]\n"
+    "json.dump (index, open (\"index.json\", \"w\"))\n'", multi);
+  run (index_cmd);
+  path = create_image (f, data, "multi", multi, NULL);
+  digest = spec_member (f, path, "image_digest");
+  /* Pinned to the index's linux/amd64 manifest, which is what it boots. */
+  g_assert_cmpstr (digest, ==, amd64);
+  client_call_ok (f->client, path, "Start");
+  assert_console_soon (f, path, "image-says hello");
+}
+
 /* ---- an archive over HTTP ---- */
 
 static GPid
@@ -670,6 +720,7 @@ main (int argc, char **argv)
   add ("qemu", "rate-limits", test_qemu_rate_limits);
   add ("qemu", "kernel-name", test_kernel_name);
   add ("qemu", "signed-archive-url", test_signed_archive_url);
+  add ("qemu", "platforms", test_platforms);
   add ("cloud-hypervisor", "disks-on-the-wire", test_disks_on_the_wire);
   add ("firecracker", "disks-on-the-wire", test_disks_on_the_wire);
   return g_test_run ();
