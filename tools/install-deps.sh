@@ -15,6 +15,8 @@ packages=(
   busybox-static cpio kmod xz-utils zstd e2fsprogs mmdebstrap
   # container images: pull, unpack; their tests
   skopeo umoci libarchive-dev curl docker-registry
+  # networks: bridges and TAPs through NetworkManager
+  network-manager libnm-dev iproute2
   # tests
   valgrind
   # fuzzing: clang with libFuzzer and the sanitizer runtimes
