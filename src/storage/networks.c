@@ -437,6 +437,32 @@ mv_network_store_release (MvNetworkStore *store, const char *name_or_id, const c
   return ok;
 }
 
+gboolean
+mv_network_store_reconcile (MvNetworkStore *store, GHashTable *live, guint *released,
+                            GError **error)
+{
+  GHashTableIter iter;
+  Entry *entry;
+  guint total = 0;
+  gboolean ok = TRUE;
+
+  g_mutex_lock (&store->lock);
+  g_hash_table_iter_init (&iter, store->by_id);
+  while (ok && g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry))
+    {
+      guint n = mv_ipam_reconcile (entry->ipam, live);
+
+      /* What is freed in memory and not on disk is freed again next time. */
+      if (n > 0)
+        ok = write_allocations_locked (store, entry, error);
+      total += n;
+    }
+  g_mutex_unlock (&store->lock);
+  if (released)
+    *released = total;
+  return ok;
+}
+
 char *
 mv_network_store_instance_at (MvNetworkStore *store, const char *name_or_id, const char *address)
 {

@@ -51,6 +51,12 @@ gboolean        mv_network_store_allocate (MvNetworkStore *store, const char *na
 /* Blocks: what @machine_id holds on @name_or_id is free again, on disk. */
 gboolean        mv_network_store_release (MvNetworkStore *store, const char *name_or_id,
                                           const char *machine_id, GError **error);
+/* Blocks: on every network, releases what machines not in @live (a set
+ * of IDs) hold, and writes the tables that changed; *@released (may be
+ * NULL) counts them. @live must hold every machine still defined, those
+ * whose records are invalid too: they keep their addresses. */
+gboolean        mv_network_store_reconcile (MvNetworkStore *store, GHashTable *live,
+                                            guint *released, GError **error);
 /* The machine holding @address on @name_or_id, or NULL. */
 char           *mv_network_store_instance_at (MvNetworkStore *store, const char *name_or_id,
                                               const char *address);

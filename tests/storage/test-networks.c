@@ -151,6 +151,31 @@ test_store (void)
   g_assert_nonnull (found);
   g_assert_cmpstr (found->name, ==, "lan");
 
+  /* Reconcile: a machine no longer defined gives its address back, on
+   * disk; one still defined keeps its own. */
+  {
+    const char *gone = "fedcba9876543210fedcba9876543210";
+    g_autoptr (GHashTable) live = g_hash_table_new (g_str_hash, g_str_equal);
+    g_autofree char *kept = NULL, *lost = NULL, *after = NULL;
+    guint released = 0;
+
+    g_assert_true (mv_network_store_allocate (store, "lan", machine, NULL, &kept, &error));
+    g_assert_true (mv_network_store_allocate (store, "lan", gone, NULL, &lost, &error));
+    g_hash_table_add (live, (gpointer) machine);
+    g_assert_true (mv_network_store_reconcile (store, live, &released, &error));
+    g_assert_no_error (error);
+    g_assert_cmpuint (released, ==, 1);
+    holder = mv_network_store_instance_at (store, "lan", lost);
+    g_assert_null (holder);
+    g_clear_pointer (&holder, g_free);
+    holder = mv_network_store_instance_at (store, "lan", kept);
+    g_assert_cmpstr (holder, ==, machine);
+    g_clear_pointer (&holder, g_free);
+    g_assert_true (g_file_get_contents (allocations, &after, NULL, NULL));
+    g_assert_null (strstr (after, gone));
+    g_assert_nonnull (strstr (after, machine));
+  }
+
   g_assert_true (mv_network_store_delete (store, lan->id, &error));
   g_assert_no_error (error);
   g_assert_null (mv_network_store_find (store, "lan"));
