@@ -8,12 +8,14 @@
 #define MV_SNAPSHOT_PREFIX       "/org/microvmd1/snapshot"
 #define MV_IMAGE_PREFIX          "/org/microvmd1/image"
 #define MV_VOLUME_PREFIX         "/org/microvmd1/volume"
+#define MV_NETWORK_PREFIX        "/org/microvmd1/network"
 
 #define MV_MANAGER_IFACE         "org.microvmd1.Manager"
 #define MV_MACHINE_IFACE         "org.microvmd1.Machine"
 #define MV_SNAPSHOT_IFACE        "org.microvmd1.Snapshot"
 #define MV_IMAGE_IFACE           "org.microvmd1.Image"
 #define MV_VOLUME_IFACE          "org.microvmd1.Volume"
+#define MV_NETWORK_IFACE         "org.microvmd1.Network"
 
 #define MV_API_VERSION           1
 
@@ -51,6 +53,8 @@
 #define MV_ACTION_IMAGE_DELETE          MV_ACTION_PREFIX "image.delete"
 #define MV_ACTION_VOLUME_CREATE         MV_ACTION_PREFIX "volume.create"
 #define MV_ACTION_VOLUME_DELETE         MV_ACTION_PREFIX "volume.delete"
+#define MV_ACTION_NETWORK_CREATE        MV_ACTION_PREFIX "network.create"
+#define MV_ACTION_NETWORK_DELETE        MV_ACTION_PREFIX "network.delete"
 
 #define MV_DEFAULT_STATE_DIR     "/var/lib/microvmd"
 #define MV_DEFAULT_RUNTIME_DIR   "/run/microvmd"
@@ -64,6 +68,7 @@
 #define MV_MACHINES_DIR          "machines"
 #define MV_SNAPSHOTS_DIR         "snapshots"
 #define MV_VOLUMES_DIR           "volumes"
+#define MV_NETWORKS_DIR          "networks"
 #define MV_CONFIG_RECORD         "config.json"
 #define MV_STATUS_RECORD         "status.json"
 #define MV_METRICS_DIR           "metrics"

@@ -5,6 +5,7 @@
 #include "image-object.h"
 #include "machine-object.h"
 #include "names.h"
+#include "network-object.h"
 #include "polkit.h"
 #include "volume-object.h"
 #include "store/store.h"
@@ -23,6 +24,7 @@ static const char *const features[] = {
   "health-checks",
   "image-objects",
   "volumes",
+  "networks",
   NULL,
 };
 
@@ -352,6 +354,12 @@ static const sd_bus_vtable manager_vtable[] = {
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("CreateVolume", SD_BUS_ARGS ("s", spec_json),
                            SD_BUS_RESULT ("o", volume), mv_volume_objects_method_create,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("CreateNetwork", SD_BUS_ARGS ("s", spec_json),
+                           SD_BUS_RESULT ("o", network), mv_network_objects_method_create,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("ListNetworks", SD_BUS_NO_ARGS,
+                           SD_BUS_RESULT ("a(sso)", networks), mv_network_objects_method_list,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineNew", SD_BUS_ARGS ("s", id, "o", machine), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineRemoved", SD_BUS_ARGS ("s", id, "o", machine), 0),

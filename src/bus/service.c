@@ -5,6 +5,7 @@
 #include "machine-guest.h"
 #include "machine-object.h"
 #include "manager-object.h"
+#include "network-object.h"
 #include "volume-object.h"
 #include "core/errors.h"
 #include "names.h"
@@ -26,6 +27,7 @@ struct _MvBusService {
   gboolean      serving;
   MvImageObjects *images;        /* NULL: no image store */
   MvVolumeObjects *volumes;      /* NULL: no volumes */
+  MvNetworkObjects *networks;    /* NULL: no networks */
 };
 
 char *
@@ -190,7 +192,10 @@ on_changed (MvMachine *machine, guint props, gpointer data)
 
   view->dirty |= props;
   if (props & MV_PROP_SPEC)
-    mv_image_objects_machines_changed (view->service->images);
+    {
+      mv_image_objects_machines_changed (view->service->images);
+      mv_network_objects_machines_changed (view->service->networks);
+    }
   if (props & (MV_PROP_SPEC | MV_PROP_STATE))
     mv_volume_objects_machines_changed (view->service->volumes);
   /* At once: a Wait hears of a stop even if the machine goes in the same
@@ -212,6 +217,7 @@ on_added (MvMachine *machine, gpointer data)
     mv_manager_announce_machine (service->bus, view);
   mv_image_objects_machines_changed (service->images);
   mv_volume_objects_machines_changed (service->volumes);
+  mv_network_objects_machines_changed (service->networks);
 }
 
 static void
@@ -240,6 +246,7 @@ on_removed (MvMachine *machine, gpointer data)
   g_hash_table_remove (service->views, machine->id);
   mv_image_objects_machines_changed (service->images);
   mv_volume_objects_machines_changed (service->volumes);
+  mv_network_objects_machines_changed (service->networks);
 }
 
 MvBusService *
@@ -263,6 +270,7 @@ mv_bus_service_free (MvBusService *service)
   if (!service)
     return;
   mv_volume_objects_free (service->volumes);
+  mv_network_objects_free (service->networks);
   g_hash_table_unref (service->views);
   mv_image_objects_free (service->images);
   g_free (service);
@@ -292,6 +300,8 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
     r = mv_image_objects_register (service->images);
   if (r >= 0 && service->volumes)
     r = mv_volume_objects_register (service->volumes);
+  if (r >= 0 && service->networks)
+    r = mv_network_objects_register (service->networks);
   if (r < 0)
     return r;
 
@@ -334,6 +344,19 @@ MvVolumeObjects *
 mv_bus_service_volumes (MvBusService *service)
 {
   return service->volumes;
+}
+
+void
+mv_bus_service_set_networks (MvBusService *service, MvNetworkStore *store)
+{
+  g_return_if_fail (service->networks == NULL);
+  service->networks = mv_network_objects_new (service, store);
+}
+
+MvNetworkObjects *
+mv_bus_service_networks (MvBusService *service)
+{
+  return service->networks;
 }
 
 sd_bus *

@@ -39,6 +39,14 @@ MvBusService *mv_bus_service_new (void);
 void          mv_bus_service_set_volumes (MvBusService *service, MvVolumeStore *store);
 /* NULL: this host keeps no volumes. */
 MvVolumeObjects *mv_bus_service_volumes (MvBusService *service);
+
+typedef struct _MvNetworkObjects MvNetworkObjects;
+typedef struct _MvNetworkStore MvNetworkStore;
+
+/* Serves @store's networks (before start); @store outlives the service. */
+void          mv_bus_service_set_networks (MvBusService *service, MvNetworkStore *store);
+/* NULL: this host keeps no networks. */
+MvNetworkObjects *mv_bus_service_networks (MvBusService *service);
 /* Answers nothing more; the reconciler is freed before. */
 void          mv_bus_service_free (MvBusService *service);
 /* The observer to give the reconciler; it lives as long as @service. */

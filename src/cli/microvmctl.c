@@ -36,6 +36,9 @@ typedef enum {
   MV_OPT_LABEL     = 1 << 10,
   MV_OPT_NAMES     = 1 << 11,
   MV_OPT_POLICY    = 1 << 12,
+  MV_OPT_GATEWAY   = 1 << 13,
+  MV_OPT_NO_NAT    = 1 << 14,
+  MV_OPT_MTU       = 1 << 15,
 } MvCommandOptions;
 
 #define MV_OPTS_EXEC (MV_OPT_TTY | MV_OPT_ENV | MV_OPT_USER | MV_OPT_WORKDIR)
@@ -94,6 +97,10 @@ static const MvCommand commands[] = {
     "list | rm DIGEST|REF | prune",    N_("List, remove or prune the cached images") },
   { "volume",      mv_cmd_volume,      1, 3, MV_OPT_NAMES, TRUE,  NULL,
     "create NAME SIZE | list [--names] | rm NAME", N_("Create, list or remove volumes") },
+  { "network",     mv_cmd_network,     1, 3, MV_OPT_NAMES | MV_OPT_GATEWAY | MV_OPT_NO_NAT | MV_OPT_MTU,
+    TRUE, NULL,
+    "create NAME SUBNET [--gateway G] [--no-nat] [--mtu N] | list [--names] | rm NAME",
+    N_("Create, list or remove networks") },
 };
 
 static const struct {
@@ -113,6 +120,9 @@ static const struct {
   { MV_OPT_LABEL,     "--label" },
   { MV_OPT_NAMES,     "--names" },
   { MV_OPT_POLICY,    "--policy" },
+  { MV_OPT_GATEWAY,   "--gateway" },
+  { MV_OPT_NO_NAT,    "--no-nat" },
+  { MV_OPT_MTU,       "--mtu" },
 };
 
 enum {
@@ -130,6 +140,9 @@ enum {
   ARG_LABEL,
   ARG_NAMES,
   ARG_POLICY,
+  ARG_GATEWAY,
+  ARG_NO_NAT,
+  ARG_MTU,
 };
 
 static const struct option long_options[] = {
@@ -154,6 +167,9 @@ static const struct option long_options[] = {
   { "label",           required_argument, NULL, ARG_LABEL },
   { "names",           no_argument,       NULL, ARG_NAMES },
   { "policy",          required_argument, NULL, ARG_POLICY },
+  { "gateway",         required_argument, NULL, ARG_GATEWAY },
+  { "no-nat",          no_argument,       NULL, ARG_NO_NAT },
+  { "mtu",             required_argument, NULL, ARG_MTU },
   { NULL, 0, NULL, 0 },
 };
 
@@ -201,6 +217,10 @@ print_help (void)
             "                         for KEY alone); may be repeated, all must match\n"
             "     --names             list: only the names, one a line\n"
             "     --policy=POLICY     pull, create: missing (default), always or never\n"
+            "     --gateway=ADDRESS   network create: the host's address on the subnet\n"
+            "                         (default: its first)\n"
+            "     --no-nat            network create: do not masquerade the guests\n"
+            "     --mtu=BYTES         network create: the MTU (default 1500)\n"
             "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
             "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
             "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
@@ -498,6 +518,18 @@ main (int argc, char **argv)
         case ARG_POLICY:
           ctl.policy = optarg;
           given |= MV_OPT_POLICY;
+          break;
+        case ARG_GATEWAY:
+          ctl.gateway = optarg;
+          given |= MV_OPT_GATEWAY;
+          break;
+        case ARG_NO_NAT:
+          ctl.no_nat = TRUE;
+          given |= MV_OPT_NO_NAT;
+          break;
+        case ARG_MTU:
+          ctl.mtu = optarg;
+          given |= MV_OPT_MTU;
           break;
         default:
           /* getopt_long() has said what was wrong. */

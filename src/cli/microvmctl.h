@@ -53,6 +53,9 @@ typedef struct {
   GPtrArray *labels;       /* list's --label selectors, in their order */
   gboolean names;
   const char *policy;      /* pull's --policy */
+  const char *gateway;     /* network create's --gateway */
+  gboolean no_nat;
+  const char *mtu;         /* network create's --mtu, as given */
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;
@@ -113,3 +116,4 @@ int mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_pull (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_image (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_volume (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_network (MvCtl *ctl, const char *method, int argc, char **argv);

@@ -9,6 +9,7 @@
 #include "names.h"
 #include "reconcile/reconciler.h"
 #include "storage/images.h"
+#include "storage/networks.h"
 #include "storage/storage.h"
 #include "storage/volumes.h"
 #include "store/store.h"
@@ -35,6 +36,7 @@ struct _MvDaemon {
   MvBusService       *service;
   MvImageStore       *images;          /* the cache of images machines boot */
   MvVolumeStore      *volumes;         /* the volumes machines mount */
+  MvNetworkStore     *networks;        /* the networks' records */
   GMainLoop          *loop;
   char               *config_path;
   GKeyFile           *config;
@@ -238,6 +240,7 @@ mv_daemon_free (MvDaemon *daemon)
   g_clear_pointer (&daemon->images, mv_image_store_free);
   g_clear_pointer (&daemon->host.volumes, mv_host_volumes_free);
   g_clear_pointer (&daemon->volumes, mv_volume_store_free);
+  g_clear_pointer (&daemon->networks, mv_network_store_free);
   g_clear_pointer (&daemon->host.records, g_free);
   g_clear_pointer (&daemon->invalid, g_ptr_array_unref);
   g_clear_pointer (&daemon->runtimes, g_ptr_array_unref);
@@ -347,6 +350,18 @@ open_volumes (MvDaemon *daemon, GError **error)
   return TRUE;
 }
 
+/* The networks' records, with what a crashed create or delete left swept
+ * away; an invalid one is among the invalid records and left alone. */
+static gboolean
+open_networks (MvDaemon *daemon, GError **error)
+{
+  g_autofree char *dir = g_build_filename (mv_store_state_dir (daemon->store), MV_NETWORKS_DIR,
+                                           NULL);
+
+  daemon->networks = mv_network_store_open (dir, daemon->invalid, error);
+  return daemon->networks != NULL;
+}
+
 int
 mv_daemon_run (MvDaemon *daemon, GError **error)
 {
@@ -360,11 +375,12 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
     return 1;
   daemon->host.images = mv_host_images_new (daemon->images);
   daemon->host.storage = mv_storage_new (daemon->host.records, daemon->images);
-  if (!open_volumes (daemon, error))
+  if (!open_volumes (daemon, error) || !open_networks (daemon, error))
     return 1;
   daemon->service = mv_bus_service_new ();
   mv_bus_service_set_images (daemon->service, daemon->images, daemon->host.images);
   mv_bus_service_set_volumes (daemon->service, daemon->volumes);
+  mv_bus_service_set_networks (daemon->service, daemon->networks);
   daemon->reconciler = mv_reconciler_new (&daemon->host, &daemon->options,
                                           mv_bus_service_observer (daemon->service), NULL);
 

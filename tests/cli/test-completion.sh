@@ -18,6 +18,7 @@ fake_ctl ()
     printf '%s\n' "$*" > "$args_file"
     case " $* " in
         *" volume list --names "*) printf 'cache\ndata\n' ;;
+        *" network list --names "*) printf 'lan\nwan\n' ;;
         *" list --names "*) printf 'db\nweb\nwww\n' ;;
     esac
 }
@@ -64,6 +65,12 @@ expect "create list rm" microvmctl volume ""
 expect "cache data" microvmctl volume rm ""
 expect "data" microvmctl volume rm d
 expect "" microvmctl volume create d
+expect "create list rm" microvmctl network ""
+expect "lan wan" microvmctl network rm ""
+expect "wan" microvmctl network rm w
+expect "" microvmctl network create l
+expect "--gateway" microvmctl network create lan 10.0.0.0/24 --gat
+expect "" microvmctl network create lan 10.0.0.0/24 --mtu ""
 expect "db web www" microvmctl console ""
 # Images: the verbs of image, the values of --policy.
 expect "list prune rm" microvmctl image ""

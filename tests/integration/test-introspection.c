@@ -346,6 +346,13 @@ test_api (Fixture *f, gconstpointer data)
   g_assert_nonnull (volume);
   g_assert_cmpint (sd_bus_message_read (volume, "o", &volume_path), >=, 0);
   compare_object (f, volume_path, files, served, diff);
+  g_autoptr (sd_bus_message) network = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                    "CreateNetwork", NULL, NULL, "s",
+                                                    "{\"name\":\"i\",\"subnet\":\"10.1.0.0/24\"}");
+  const char *network_path = NULL;
+  g_assert_nonnull (network);
+  g_assert_cmpint (sd_bus_message_read (network, "o", &network_path), >=, 0);
+  compare_object (f, network_path, files, served, diff);
 
   GHashTableIter iter;
   gpointer iface;
