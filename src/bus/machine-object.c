@@ -109,6 +109,17 @@ get_hypervisor (sd_bus *bus, const char *path, const char *interface, const char
 }
 
 static int
+get_image (sd_bus *bus, const char *path, const char *interface, const char *property,
+           sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  MvMachine *machine = userdata;
+  const MvSpec *spec = machine->config->spec;
+  const char *value = g_str_equal (property, "Image") ? spec->image : spec->image_digest;
+
+  return sd_bus_message_append (reply, "s", value ? value : "");
+}
+
+static int
 get_labels (sd_bus *bus, const char *path, const char *interface, const char *property,
             sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
@@ -422,6 +433,8 @@ static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_PROPERTY ("CpuMillicores", "u", get_cpu_millicores, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("MemoryBytes", "t", get_memory_bytes, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("Labels", "a{ss}", get_labels, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Image", "s", get_image, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("ImageDigest", "s", get_image, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("Phase", "s", get_phase, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("OperationId", "s", get_operation_id, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("StartedAt", "t", get_started_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -490,7 +503,7 @@ mv_machine_object_register (MvBusService *service)
 
 static const struct {
   guint bit;
-  const char *names[8];
+  const char *names[9];     /* NULL-terminated */
 } prop_names[] = {
   { MV_PROP_NAME, { "Name" } },
   { MV_PROP_STATE, { "State" } },
@@ -500,7 +513,8 @@ static const struct {
   { MV_PROP_OBSERVED_GENERATION, { "ObservedGeneration" } },
   { MV_PROP_SPECIFICATION_GENERATION, { "SpecificationGeneration" } },
   { MV_PROP_RESTART_GENERATION, { "RestartGeneration" } },
-  { MV_PROP_SPEC, { "Spec", "Hypervisor", "VCPUs", "CpuMillicores", "MemoryBytes", "Labels" } },
+  { MV_PROP_SPEC, { "Spec", "Hypervisor", "VCPUs", "CpuMillicores", "MemoryBytes", "Labels",
+                    "Image", "ImageDigest" } },
   { MV_PROP_PHASE, { "Phase", "OperationId" } },
   { MV_PROP_STARTED_AT, { "StartedAt" } },
   { MV_PROP_UPDATED_AT, { "UpdatedAt" } },

@@ -214,7 +214,14 @@ test_boots_image (Fixture *f, gconstpointer data)
   g_autofree char *expected = layout_digest (layout);
   g_autofree char *passwd = NULL;
 
+  g_autofree char *reference = g_strdup_printf ("oci:%s:1", layout);
+  g_autofree char *image_property = client_get_string (f->client, path, "Image");
+  g_autofree char *digest_property = client_get_string (f->client, path, "ImageDigest");
+
   g_assert_cmpstr (digest, ==, expected);
+  /* Typed properties as well as the spec. */
+  g_assert_cmpstr (image_property, ==, reference);
+  g_assert_cmpstr (digest_property, ==, expected);
   client_call_ok (f->client, path, "Start");
   assert_console_soon (f, path, "image-says hello uid=1000 cwd=/home/tester");
   /* The root is the image's. */

@@ -354,7 +354,11 @@ test_prune_keeps_used (Fixture *f, gconstpointer data)
   client_settle (f->client, 200);
   g_assert_cmpuint (client_count_signals (f->client, MV_MANAGER_PATH, "InterfacesRemoved"), ==, 1);
   g_assert_cmpuint (cache_entries (f), ==, 1);
-  g_assert_cmpstr (image_string (f->client, pinned, "Digest"), ==, digest);
+  {
+    g_autofree char *still = image_string (f->client, pinned, "Digest");
+
+    g_assert_cmpstr (still, ==, digest);
+  }
 
   /* The machine goes: UsedBy says so, and the image can be pruned. */
   client_clear_signals (f->client);
