@@ -109,26 +109,6 @@ pinned_image (MvImageStore *store, const MvSpec *spec, GCancellable *cancellable
 
 /* ---- the overlay disk ---- */
 
-static gboolean
-rename_durably (const char *from, const char *to, GError **error)
-{
-  g_autofree char *dir = g_path_get_dirname (to);
-  int fd;
-
-  if (rename (from, to) < 0)
-    return mv_set_errno_error (error, errno, "Cannot rename %s", from);
-  fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 || fsync (fd) < 0)
-    {
-      int errsv = errno;
-
-      if (fd >= 0)
-        close (fd);
-      return mv_set_errno_error (error, errsv, "Cannot sync %s", dir);
-    }
-  close (fd);
-  return TRUE;
-}
 
 static gboolean
 format_overlay (const char *path, guint64 bytes, GCancellable *cancellable, GError **error)
@@ -214,7 +194,7 @@ ready_overlay (MvStorage *storage, const MvRuntimeRequest *req, guint64 bytes, G
       return NULL;
     }
   mv_fault_point ("overlay", "formatted");
-  if (!rename_durably (partial, path, error))
+  if (!mv_rename_durably (partial, path, error))
     {
       g_unlink (partial);
       return NULL;

@@ -40,22 +40,6 @@ entry_free (Entry *entry)
   g_free (entry);
 }
 
-static gboolean
-sync_dir (const char *dir, GError **error)
-{
-  int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-  if (fd < 0 || fsync (fd) < 0)
-    {
-      int errsv = errno;
-
-      if (fd >= 0)
-        close (fd);
-      return mv_set_errno_error (error, errsv, "Cannot sync %s", dir);
-    }
-  close (fd);
-  return TRUE;
-}
 
 static Entry *
 find_locked (MvNetworkStore *store, const char *name_or_id)
@@ -246,7 +230,7 @@ write_network (MvNetworkStore *store, const MvNetworkSpec *spec, GError **error)
       (mv_fault_point ("network", "staged"), TRUE))
     {
       if (rename (staged, final) == 0)
-        return sync_dir (store->dir, error);
+        return mv_fsync_dir (store->dir, error);
       mv_set_errno_error (error, errno, "Cannot rename %s", staged);
     }
   mv_remove_tree (staged, NULL);
@@ -318,7 +302,7 @@ mv_network_store_delete (MvNetworkStore *store, const char *id, GError **error)
   else
     g_hash_table_remove (store->by_id, id);
   g_mutex_unlock (&store->lock);
-  return ok && sync_dir (store->dir, error) && mv_remove_tree (aside, error);
+  return ok && mv_fsync_dir (store->dir, error) && mv_remove_tree (aside, error);
 }
 
 MvNetworkSpec *

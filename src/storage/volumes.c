@@ -26,22 +26,6 @@ struct _MvVolumeStore {
   GHashTable *pending;      /* names being created */
 };
 
-static gboolean
-sync_dir (const char *dir, GError **error)
-{
-  int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-  if (fd < 0 || fsync (fd) < 0)
-    {
-      int errsv = errno;
-
-      if (fd >= 0)
-        close (fd);
-      return mv_set_errno_error (error, errsv, "Cannot sync %s", dir);
-    }
-  close (fd);
-  return TRUE;
-}
 
 static MvVolume *
 find_locked (MvVolumeStore *store, const char *name_or_id)
@@ -199,7 +183,7 @@ make_volume (MvVolumeStore *store, const MvVolume *volume, GError **error)
       (mv_fault_point ("volume", "staged"), TRUE))
     {
       if (rename (staged, final) == 0)
-        return sync_dir (store->dir, error);
+        return mv_fsync_dir (store->dir, error);
       mv_set_errno_error (error, errno, "Cannot rename %s", staged);
     }
   mv_remove_tree (staged, NULL);
@@ -263,7 +247,7 @@ mv_volume_store_delete (MvVolumeStore *store, const char *id, GError **error)
   else
     g_hash_table_remove (store->by_id, id);
   g_mutex_unlock (&store->lock);
-  return ok && sync_dir (store->dir, error) && mv_remove_tree (aside, error);
+  return ok && mv_fsync_dir (store->dir, error) && mv_remove_tree (aside, error);
 }
 
 MvVolume *

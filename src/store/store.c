@@ -41,17 +41,6 @@ close_fd (MvFd fd)
 
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC (MvFd, close_fd, -1)
 
-static gboolean
-fsync_dir (const char *path, GError **error)
-{
-  g_auto(MvFd) fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-  if (fd < 0)
-    return mv_set_errno_error (error, errno, "Cannot open directory %s", path);
-  if (fsync (fd) < 0)
-    return mv_set_errno_error (error, errno, "Cannot sync directory %s", path);
-  return TRUE;
-}
 
 static gboolean
 write_all (int fd, const char *data, gsize len, const char *path, GError **error)
@@ -129,7 +118,7 @@ mv_write_file_atomic (const char *path, const char *data, gsize len, GError **er
   /* Without this the rename itself may not survive a power cut. */
   if ((errno = mv_fault_io ("dirsync")))
     return mv_set_errno_error (error, errno, "Cannot sync directory %s", dir);
-  return fsync_dir (dir, error);
+  return mv_fsync_dir (dir, error);
 }
 
 /* Creates @path (and its parents) 0700 unless it is there. An existing
@@ -395,7 +384,7 @@ mv_store_create_machine (MvStore *store, const MvConfig *config,
       return FALSE;
     }
 
-  return fsync_dir (store->machines_dir, error);
+  return mv_fsync_dir (store->machines_dir, error);
 }
 
 static gboolean
@@ -444,7 +433,7 @@ mv_store_save_status (MvStore *store, const char *id, const MvStatus *status,
 static gboolean
 finish_removal (MvStore *store, const char *removing, GError **error)
 {
-  return mv_remove_tree (removing, error) && fsync_dir (store->machines_dir, error);
+  return mv_remove_tree (removing, error) && mv_fsync_dir (store->machines_dir, error);
 }
 
 gboolean
@@ -457,7 +446,7 @@ mv_store_mark_destroyed (MvStore *store, const char *id, GError **error)
   if (fd < 0)
     return mv_set_errno_error (error, errno, "Cannot create %s", marker);
   close (fd);
-  return fsync_dir (dir, error);
+  return mv_fsync_dir (dir, error);
 }
 
 gboolean
@@ -495,7 +484,7 @@ mv_store_remove_machine (MvStore *store, const char *id, GError **error)
         return TRUE;
       return mv_set_errno_error (error, errno, "Cannot move %s to %s", final, removing);
     }
-  if (!fsync_dir (store->machines_dir, error))
+  if (!mv_fsync_dir (store->machines_dir, error))
     return FALSE;
 
   return finish_removal (store, removing, error);

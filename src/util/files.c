@@ -217,3 +217,31 @@ mv_file_tail (const char *path, goffset offset, guint lines)
   g_ptr_array_add (kept, NULL);
   return g_strjoinv ("\n", (char **) kept->pdata);
 }
+
+gboolean
+mv_fsync_dir (const char *path, GError **error)
+{
+  int fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int errsv;
+
+  if (fd < 0)
+    return mv_set_errno_error (error, errno, "Cannot open directory %s", path);
+  if (fsync (fd) < 0)
+    {
+      errsv = errno;
+      close (fd);
+      return mv_set_errno_error (error, errsv, "Cannot sync directory %s", path);
+    }
+  close (fd);
+  return TRUE;
+}
+
+gboolean
+mv_rename_durably (const char *from, const char *to, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (to);
+
+  if (rename (from, to) < 0)
+    return mv_set_errno_error (error, errno, "Cannot rename %s to %s", from, to);
+  return mv_fsync_dir (dir, error);
+}

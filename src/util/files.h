@@ -7,6 +7,12 @@
 gboolean    mv_set_errno_error (GError **error, int errsv, const char *format, ...)
   G_GNUC_PRINTF (3, 4);
 
+/* fsync of the directory @path, so that the names in it (a rename, a
+ * new or removed file) last. */
+gboolean    mv_fsync_dir (const char *path, GError **error);
+/* rename(@from, @to), then mv_fsync_dir() of @to's directory. */
+gboolean    mv_rename_durably (const char *from, const char *to, GError **error);
+
 /* Removes @path and everything below it, without following symbolic
  * links; a missing path is not an error. */
 gboolean    mv_remove_tree (const char *path, GError **error);
