@@ -5,6 +5,7 @@
 #include "machine-object.h"
 #include "machine-guest.h"
 #include "core/errors.h"
+#include "core/image-ref.h"
 #include "names.h"
 #include "polkit.h"
 #include "util/files.h"
@@ -114,9 +115,14 @@ get_image (sd_bus *bus, const char *path, const char *interface, const char *pro
 {
   MvMachine *machine = userdata;
   const MvSpec *spec = machine->config->spec;
-  const char *value = g_str_equal (property, "Image") ? spec->image : spec->image_digest;
+  g_autofree char *image = NULL;
 
-  return sd_bus_message_append (reply, "s", value ? value : "");
+  if (!g_str_equal (property, "Image"))
+    return sd_bus_message_append (reply, "s", spec->image_digest ? spec->image_digest : "");
+  /* Without a signed URL's token, which is a secret. */
+  image = spec->image && strstr (spec->image, "://") ? mv_url_strip_query (spec->image)
+                                                     : g_strdup (spec->image);
+  return sd_bus_message_append (reply, "s", image ? image : "");
 }
 
 static int

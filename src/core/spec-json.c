@@ -928,8 +928,9 @@ set_workload (JsonObject *object, const MvSpec *spec)
 }
 
 /* Only what is set, as the workload is. A signed URL's query string is
- * left out of the fingerprint: a retry with a fresh signature is the same
- * create (seed 000). */
+ * left out of the fingerprint (a retry with a fresh signature is the same
+ * create, seed 000) and out of a spec shown without its secrets (its
+ * token is one). */
 static void
 set_image_and_disks (JsonObject *object, const MvSpec *spec, gboolean strip)
 {
@@ -1036,7 +1037,7 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
   json_object_set_boolean_member (object, "remove_on_exit", spec->remove_on_exit);
 
   set_workload (object, spec);
-  set_image_and_disks (object, spec, strip);
+  set_image_and_disks (object, spec, strip || !with_secrets);
 
   return json_node_init_object (json_node_alloc (), object);
 }

@@ -602,6 +602,19 @@ check_image_and_disk (const MvSpec *current, MvSpec *spec, GError **error)
   guint64 have = mv_spec_overlay_bytes (current);
   guint64 want = mv_spec_overlay_bytes (spec);
 
+  /* A spec shown without secrets carries the image URL without its query
+   * string: sent back, it names the same image. */
+  if (current->image && spec->image && !g_str_equal (current->image, spec->image) &&
+      strstr (spec->image, "://") && !strchr (spec->image, '?'))
+    {
+      g_autofree char *shown = mv_url_strip_query (current->image);
+
+      if (g_str_equal (shown, spec->image))
+        {
+          g_free (spec->image);
+          spec->image = g_strdup (current->image);
+        }
+    }
   if (g_strcmp0 (current->image, spec->image) != 0)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "image: a machine boots the image it "
                          "was created with (%s); create another machine for another image",

@@ -410,9 +410,22 @@ mv_image_store_lookup (MvImageStore *store, const char *digest, GError **error)
 
 /* Adds @reference to a cached image's record, under the store's lock so
  * two pulls do not lose each other's. */
-static MvImage *
-note_reference (MvImageStore *store, const char *digest, const char *reference, GError **error)
+/* How a reference is kept in an image's record: an archive URL without
+ * its query string and fragment (a signed URL's token is a secret, and
+ * every fresh signature would be another reference). */
+static char *
+reference_key (const MvImageRef *ref)
 {
+  return ref->kind == MV_IMAGE_REF_ARCHIVE ? mv_url_strip_query (ref->text) : g_strdup (ref->text);
+}
+
+/* Adds @reference to the image's record, the latest last, keeping at most
+ * MV_IMAGE_REFERENCES_MAX: the oldest go. */
+static MvImage *
+note_reference (MvImageStore *store, const char *digest, const MvImageRef *ref, GError **error)
+{
+  g_autofree char *reference = reference_key (ref);
+  guint n, skip;
   g_autoptr (MvImage) image = NULL;
   g_autoptr (GStrvBuilder) builder = NULL;
   g_auto (GStrv) refs = NULL;
@@ -426,7 +439,10 @@ note_reference (MvImageStore *store, const char *digest, const char *reference, 
       return g_steal_pointer (&image);
     }
   builder = g_strv_builder_new ();
-  g_strv_builder_addv (builder, (const char **) image->references);
+  n = image->references ? g_strv_length (image->references) : 0;
+  skip = n >= MV_IMAGE_REFERENCES_MAX ? n - MV_IMAGE_REFERENCES_MAX + 1 : 0;
+  for (guint i = skip; i < n; i++)
+    g_strv_builder_add (builder, image->references[i]);
   g_strv_builder_add (builder, reference);
   refs = g_strv_builder_end (builder);
   ok = write_record (image->dir, digest, (const char * const *) refs, image->size, image->disk_size,
@@ -522,7 +538,8 @@ build (MvImageStore *store, const MvImageRef *ref, const char *source, const cha
   g_autoptr (MvOciImage) oci = NULL;
   g_autoptr (MvImageConfig) config = NULL;
   g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
-  const char *refs[] = { ref->text, NULL };
+  g_autofree char *reference = reference_key (ref);
+  const char *refs[] = { reference, NULL };
   MvUnpackBudget budget = { .max_bytes = store->max_size };
   guint64 disk_size = 0;
   int root_fd;
@@ -612,7 +629,7 @@ pull_uncached (Flight *flight, GError **error)
       if (digest == NULL)
         return NULL;
       flight_watch (flight, NULL, total);
-      if ((cached = note_reference (store, digest, ref->text, &local)) != NULL)
+      if ((cached = note_reference (store, digest, ref, &local)) != NULL)
         return g_steal_pointer (&digest);
       if (!g_error_matches (local, MV_ERROR, MV_ERROR_NOT_FOUND))
         return g_propagate_error (error, g_steal_pointer (&local)), NULL;
@@ -631,7 +648,7 @@ pull_uncached (Flight *flight, GError **error)
       if (!download (store, ref, archive, cancellable, error) ||
           !(digest = resolve (store, ref, source, &total, cancellable, error)))
         return drop_staging (store, staging), NULL;
-      if ((cached = note_reference (store, digest, ref->text, NULL)) != NULL)
+      if ((cached = note_reference (store, digest, ref, NULL)) != NULL)
         return drop_staging (store, staging), g_steal_pointer (&digest);
     }
   else
@@ -657,7 +674,7 @@ pull_uncached (Flight *flight, GError **error)
       drop_staging (store, staging);
       /* Another process built it first: theirs is as good. */
       if (errsv == EEXIST || errsv == ENOTEMPTY)
-        return note_reference (store, digest, ref->text, error) ? g_steal_pointer (&digest) : NULL;
+        return note_reference (store, digest, ref, error) ? g_steal_pointer (&digest) : NULL;
       return mv_set_errno_error (error, errsv, "Cannot rename %s", staging), NULL;
     }
   g_mutex_lock (&store->lock);
@@ -995,10 +1012,12 @@ mv_image_store_find (MvImageStore *store, const char *reference, GError **error)
 {
   g_autoptr (MvImageRef) ref = mv_image_ref_parse (reference, (const char * const *) store->insecure_hosts, error);
   g_autoptr (GPtrArray) images = NULL;
+  g_autofree char *key = NULL;
   gint latest = -1;
 
   if (ref == NULL)
     return NULL;
+  key = reference_key (ref);
   /* A digest names one image, whatever it was pulled by. */
   if (ref->digest != NULL)
     return mv_image_store_lookup (store, ref->digest, error);
@@ -1009,12 +1028,12 @@ mv_image_store_find (MvImageStore *store, const char *reference, GError **error)
     {
       MvImage *image = images->pdata[i];
 
-      if (image->references && g_strv_contains ((const char * const *) image->references, ref->text) &&
+      if (image->references && g_strv_contains ((const char * const *) image->references, key) &&
           (latest < 0 || image->pulled > ((MvImage *) images->pdata[latest])->pulled))
         latest = (gint) i;
     }
   if (latest < 0)
     return mv_error_set (error, MV_ERROR_NOT_FOUND, "image: %s has not been pulled on this host",
-                         ref->text), NULL;
+                         key), NULL;
   return g_ptr_array_steal_index (images, (guint) latest);
 }

@@ -22,6 +22,9 @@
 #define MV_IMAGE_RECORD_FORMAT    1
 #define MV_IMAGE_STAGING_PREFIX   ".staging-"
 #define MV_IMAGE_DEFAULT_MAX_SIZE (G_GUINT64_CONSTANT (8) << 30)
+/* References an image's record keeps, the latest ones (archive URLs
+ * without their query strings). */
+#define MV_IMAGE_REFERENCES_MAX   64
 
 typedef struct _MvImageStore MvImageStore;
 

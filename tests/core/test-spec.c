@@ -2214,6 +2214,16 @@ test_fingerprint_signed_image_url (void)
   g_assert_cmpstr (fa, ==, fb);
   g_assert_cmpstr (fa, !=, fo);
   g_assert_false (mv_spec_equal (a, b));
+
+  /* The token is a secret: shown without secrets, the URL has none. */
+  {
+    g_autofree char *shown = mv_spec_to_json (a, FALSE);
+    g_autofree char *whole = mv_spec_to_json (a, TRUE);
+
+    g_assert_null (strstr (shown, "sig=aaa"));
+    g_assert_nonnull (strstr (shown, "\"image\":\"https://img.example/b.tar\""));
+    g_assert_nonnull (strstr (whole, "sig=aaa"));
+  }
 }
 
 static char **

@@ -560,6 +560,20 @@ test_signed_archive_url (Fixture *f, gconstpointer data)
   g_assert_cmpstr (digest, ==, expected);
   b = client_create (f->client, spec_b, 0, &name, &message);
   g_assert_cmpstr (b, ==, a);
+  /* Neither the property, open to every user, nor the cache keeps the
+   * signature. */
+  {
+    g_autofree char *image = client_get_string (f->client, a, "Image");
+    g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u/busybox.tar", port);
+    g_autofree char *record = g_build_filename (mv_test_env_state_dir (f->env), "images",
+                                                digest + strlen ("sha256:"), "image.json", NULL);
+    g_autofree char *text = NULL;
+
+    g_assert_cmpstr (image, ==, url);
+    g_assert_true (g_file_get_contents (record, &text, NULL, NULL));
+    g_assert_null (strstr (text, "X-Signature"));
+    g_assert_nonnull (strstr (text, url));
+  }
   g_assert_null (client_create (f->client, spec_c, 0, &name, &message));
   g_assert_cmpstr (name, ==, MV_ERROR_PREFIX "Conflict");
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 1);
