@@ -185,18 +185,30 @@ on_flush (gpointer user_data)
 
 /* The observer ------------------------------------------------------------ */
 
+static gboolean
+mounts_volume (const MvSpec *spec)
+{
+  for (guint i = 0; i < spec->mounts->len; i++)
+    if (((const MvMount *) spec->mounts->pdata[i])->type == MV_MOUNT_VOLUME)
+      return TRUE;
+  return FALSE;
+}
+
 static void
 on_changed (MvMachine *machine, guint props, gpointer data)
 {
   MvMachineView *view = mv_bus_view (data, machine);
 
   view->dirty |= props;
+  /* What uses an image, a network or a volume is looked at again only
+   * where it can have changed: a machine's image is fixed at create, and
+   * its state matters only to the volumes it mounts. */
   if (props & MV_PROP_SPEC)
     {
-      mv_image_objects_machines_changed (view->service->images);
       mv_network_objects_machines_changed (view->service->networks);
+      mv_volume_objects_machines_changed (view->service->volumes);
     }
-  if (props & (MV_PROP_SPEC | MV_PROP_STATE))
+  else if ((props & MV_PROP_STATE) && mounts_volume (machine->config->spec))
     mv_volume_objects_machines_changed (view->service->volumes);
   /* At once: a Wait hears of a stop even if the machine goes in the same
    * turn. */
@@ -215,7 +227,8 @@ on_added (MvMachine *machine, gpointer data)
   view->dirty = 0;
   if (service->serving)
     mv_manager_announce_machine (service->bus, view);
-  mv_image_objects_machines_changed (service->images);
+  if (machine->config->spec->image)
+    mv_image_objects_machines_changed (service->images);
   mv_volume_objects_machines_changed (service->volumes);
   mv_network_objects_machines_changed (service->networks);
 }
@@ -244,7 +257,8 @@ on_removed (MvMachine *machine, gpointer data)
   mv_machine_waits_removed (view);
   machine->view = NULL;
   g_hash_table_remove (service->views, machine->id);
-  mv_image_objects_machines_changed (service->images);
+  if (machine->config->spec->image)
+    mv_image_objects_machines_changed (service->images);
   mv_volume_objects_machines_changed (service->volumes);
   mv_network_objects_machines_changed (service->networks);
 }
