@@ -229,9 +229,8 @@ write_network (MvNetworkStore *store, const MvNetworkSpec *spec, GError **error)
       mv_write_file_atomic (alloc_record, alloc_json, strlen (alloc_json), error) &&
       (mv_fault_point ("network", "staged"), TRUE))
     {
-      if (rename (staged, final) == 0)
-        return mv_fsync_dir (store->dir, error);
-      mv_set_errno_error (error, errno, "Cannot rename %s", staged);
+      if (mv_rename_durably (staged, final, error))
+        return TRUE;
     }
   mv_remove_tree (staged, NULL);
   return FALSE;

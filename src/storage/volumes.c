@@ -182,9 +182,8 @@ make_volume (MvVolumeStore *store, const MvVolume *volume, GError **error)
       mv_write_file_atomic (record, json, strlen (json), error) &&
       (mv_fault_point ("volume", "staged"), TRUE))
     {
-      if (rename (staged, final) == 0)
-        return mv_fsync_dir (store->dir, error);
-      mv_set_errno_error (error, errno, "Cannot rename %s", staged);
+      if (mv_rename_durably (staged, final, error))
+        return TRUE;
     }
   mv_remove_tree (staged, NULL);
   return FALSE;

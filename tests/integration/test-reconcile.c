@@ -400,6 +400,7 @@ test_migration_guard (Fixture *f, gconstpointer data)
 
 typedef enum {
   OP_CREATE, OP_START, OP_STOP, OP_STANDBY, OP_RESTORE, OP_RESTART, OP_DESTROY, OP_VOLUME,
+  OP_NETWORK,
 } Operation;
 
 typedef struct {
@@ -434,8 +435,9 @@ static const FaultCase fault_cases[] = {
   { "destroy-disks:done", OP_DESTROY },
   { "destroy-records:recorded", OP_DESTROY },
   { "destroy-records:done", OP_DESTROY },
-  /* A volume's creation. */
+  /* A volume's creation, a network's. */
   { "volume:staged", OP_VOLUME },
+  { "network:staged", OP_NETWORK },
   /* A machine booted from an image, with a volume: its pull, its overlay
    * disk, the volume it attaches. */
   { "create:pulling", OP_CREATE, TRUE },
@@ -561,19 +563,6 @@ assert_no_invalid_records (Fixture *f)
 
 #define SWEEP_VOLUME "sweep-data"
 
-static char *
-create_volume (Fixture *f, const char *name, char **error_name)
-{
-  g_autofree char *json = g_strdup_printf ("{\"name\":\"%s\",\"size_bytes\":16777216}", name);
-  g_autoptr (sd_bus_message) r = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
-                                              "CreateVolume", error_name, NULL, "s", json);
-  const char *path = NULL;
-
-  if (!r)
-    return NULL;
-  g_assert_cmpint (sd_bus_message_read (r, "o", &path), >, 0);
-  return g_strdup (path);
-}
 
 static void
 delete_volume (Fixture *f, const char *path)
@@ -583,33 +572,58 @@ delete_volume (Fixture *f, const char *path)
   g_assert_nonnull (r);
 }
 
-/* A crash while a volume is made leaves no volume and nothing of it. */
-static void
-run_volume_fault_case (Fixture *f, const FaultCase *c, guint n)
+/* Creates a volume or a network (@network) called @name; its path, or
+ * NULL and *@error_name. */
+static char *
+create_record (Fixture *f, gboolean network, const char *name, char **error_name)
 {
-  g_autofree char *name = g_strdup_printf ("crash-vol-%u", n);
-  g_autofree char *volumes = g_build_filename (mv_test_env_state_dir (f->env), "volumes", NULL);
+  g_autofree char *json = network
+    ? g_strdup_printf ("{\"name\":\"%s\",\"subnet\":\"10.77.0.0/24\"}", name)
+    : g_strdup_printf ("{\"name\":\"%s\",\"size_bytes\":16777216}", name);
+  g_autoptr (sd_bus_message) r = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                              network ? "CreateNetwork" : "CreateVolume",
+                                              error_name, NULL, "s", json);
+  const char *path = NULL;
+
+  if (!r)
+    return NULL;
+  g_assert_cmpint (sd_bus_message_read (r, "o", &path), >, 0);
+  return g_strdup (path);
+}
+
+/* A crash while a volume or a network is made leaves none and nothing of
+ * it. */
+static void
+run_record_fault_case (Fixture *f, const FaultCase *c, guint n)
+{
+  gboolean network = c->op == OP_NETWORK;
+  g_autofree char *name = g_strdup_printf ("crash-%s-%u", network ? "net" : "vol", n);
+  g_autofree char *dir = g_build_filename (mv_test_env_state_dir (f->env),
+                                           network ? "networks" : "volumes", NULL);
   g_autofree char *err = NULL, *path = NULL;
-  g_autoptr (GDir) dir = NULL;
+  g_autoptr (GDir) entries = NULL;
+  g_autoptr (sd_bus_message) deleted = NULL;
   const char *entry;
 
   g_setenv ("MICROVMD_FAULT_POINT", c->fault, TRUE);
   mv_test_env_stop_daemon (f->env, SIGTERM);
   mv_test_env_start_daemon (f->env, NULL);
   g_unsetenv ("MICROVMD_FAULT_POINT");
-  g_assert_null (create_volume (f, name, &err));
+  g_assert_null (create_record (f, network, name, &err));
   mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 20000);
   mv_test_env_stop_daemon (f->env, SIGKILL);
   mv_test_env_start_daemon (f->env, NULL);
   assert_no_invalid_records (f);
 
-  dir = g_dir_open (volumes, 0, NULL);
-  while (dir && (entry = g_dir_read_name (dir)))
+  entries = g_dir_open (dir, 0, NULL);
+  while (entries && (entry = g_dir_read_name (entries)))
     g_assert_false (entry[0] == '.');
   /* The name is free again: nothing half made holds it. */
-  path = create_volume (f, name, NULL);
+  path = create_record (f, network, name, NULL);
   g_assert_nonnull (path);
-  delete_volume (f, path);
+  deleted = client_call (f->client, path, network ? MV_NETWORK_IFACE : MV_VOLUME_IFACE, "Delete",
+                         NULL, NULL, NULL);
+  g_assert_nonnull (deleted);
 }
 
 static void
@@ -625,9 +639,9 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
   g_autofree char *path = NULL;
 
   g_test_message ("fault point %s%s", c->fault, c->image ? " (image)" : "");
-  if (c->op == OP_VOLUME)
+  if (c->op == OP_VOLUME || c->op == OP_NETWORK)
     {
-      run_volume_fault_case (f, c, n);
+      run_record_fault_case (f, c, n);
       return;
     }
   if (c->op != OP_CREATE)
@@ -674,6 +688,7 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
       }
       break;
     case OP_VOLUME:
+    case OP_NETWORK:
       g_assert_not_reached ();
     }
   mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 20000);
@@ -745,7 +760,7 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
 static void
 test_fault_sweep (Fixture *f, gconstpointer data)
 {
-  g_autofree char *volume = create_volume (f, SWEEP_VOLUME, NULL);
+  g_autofree char *volume = create_record (f, FALSE, SWEEP_VOLUME, NULL);
 
   g_assert_nonnull (volume);
   for (guint i = 0; i < G_N_ELEMENTS (fault_cases); i++)
