@@ -515,7 +515,7 @@ bare_run (Bench *bench, const GuestFiles *files, guint rounds, gboolean poweroff
   g_autoptr (GBytes) config = NULL;
   Bare bare = { .fd = -1 };
 
-  if (!spec || !(config = mv_agent_config_frame (spec, NULL, MV_AGENT_END_POWEROFF, &error)))
+  if (!spec || !(config = mv_agent_config_frame (spec, NULL, NULL, MV_AGENT_END_POWEROFF, &error)))
     bench_fail (bench, "no CONFIG for %s: %s", json, error->message);
   g_mkdir_with_parents (dir, 0700);
   bench_samples_add (fig->bare_boot, bare_boot (bench, &bare, dir, files, config));

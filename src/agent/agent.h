@@ -51,6 +51,16 @@ typedef struct {
   uint32_t interval, timeout, retries, start_period;
 } HealthCheck;
 
+/* The guest's interface on its network. */
+typedef struct {
+  bool     configured;
+  char    *mac;           /* which interface */
+  char    *address;       /* "10.0.0.2/24" */
+  char    *gateway;       /* NULL: no default route */
+  uint32_t mtu;           /* 0: leave it */
+  StrList  dns;
+} NetConfig;
+
 /* What CONFIG said, kept for the whole boot. */
 typedef struct {
   uint8_t    *raw;        /* the frame's fields as received: saved for --service */
@@ -66,6 +76,7 @@ typedef struct {
   char       *workdir;
   char       *user;
   HealthCheck health;
+  NetConfig   net;
 } Config;
 
 typedef struct Session Session;
@@ -217,6 +228,9 @@ int64_t usage_next_deadline (void);
 void    usage_timers (void);
 
 bool    metadata_apply (const uint8_t *data, size_t len, char *error, size_t size);
+
+/* network.c */
+bool    network_apply (const NetConfig *net, char *error, size_t size);
 bool    state_save (const Config *config);
 bool    state_load (Config *config);
 int     authorized_keys_print (const char *state_dir);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 /* The tags whose values are fields themselves. */
-static const uint8_t nested_tags[] = { MV_AGENT_F_MOUNT, MV_AGENT_F_HEALTH_CHECK };
+static const uint8_t nested_tags[] = { MV_AGENT_F_MOUNT, MV_AGENT_F_HEALTH_CHECK, MV_AGENT_F_NET };
 
 static const char *
 state_name (AgentState state)
@@ -215,6 +215,33 @@ parse_health (const MvAgentField *outer, HealthCheck *hc, char *error, size_t si
   return ok;
 }
 
+static bool
+parse_net (const MvAgentField *outer, NetConfig *net, char *error, size_t size)
+{
+  MvAgentFields fields;
+  MvAgentField f;
+  bool ok = true;
+
+  net->configured = true;
+  mv_agent_fields_init (&fields, outer->value, outer->len);
+  while (ok && mv_agent_fields_next (&fields, &f) > 0)
+    switch (f.tag)
+      {
+      case MV_AGENT_F_MAC: ok = take_str (&f, &net->mac, "NET MAC", error, size); break;
+      case MV_AGENT_F_ADDRESS: ok = take_str (&f, &net->address, "NET ADDRESS", error, size); break;
+      case MV_AGENT_F_GATEWAY: ok = take_str (&f, &net->gateway, "NET GATEWAY", error, size); break;
+      case MV_AGENT_F_MTU: ok = take_u32 (&f, &net->mtu, "NET MTU", error, size); break;
+      case MV_AGENT_F_DNS: ok = take_list (&f, &net->dns, "NET DNS", error, size); break;
+      default: break;
+      }
+  if (ok && (!net->mac || !net->address))
+    {
+      snprintf (error, size, "CONFIG: a NET without its MAC or ADDRESS");
+      ok = false;
+    }
+  return ok;
+}
+
 bool
 config_parse (const uint8_t *data, size_t len, Config *c, char *error, size_t size)
 {
@@ -265,6 +292,7 @@ config_parse (const uint8_t *data, size_t len, Config *c, char *error, size_t si
       case MV_AGENT_F_WORKDIR: ok = take_str (&f, &c->workdir, "WORKDIR", error, size); break;
       case MV_AGENT_F_USER: ok = take_str (&f, &c->user, "USER", error, size); break;
       case MV_AGENT_F_HEALTH_CHECK: ok = parse_health (&f, &c->health, error, size); break;
+      case MV_AGENT_F_NET: ok = parse_net (&f, &c->net, error, size); break;
       default: break;   /* MOUNTs are made from the raw fields; unknown tags are skipped */
       }
   return ok;
@@ -325,7 +353,8 @@ agent_apply_config (Session *from, const MvAgentFrame *frame)
           config_failed (from, error);
           return;
         }
-      if (!boot_apply_mounts (c, error, sizeof error))
+      if (!boot_apply_mounts (c, error, sizeof error) ||
+          (c->net.configured && !network_apply (&c->net, error, sizeof error)))
         {
           config_failed (from, error);
           return;

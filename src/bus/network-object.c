@@ -15,6 +15,7 @@
 struct _MvNetworkObjects {
   MvBusService   *service;
   MvNetworkStore *store;
+  const MvNetworkHooks *hooks;   /* may be NULL */
   GHashTable     *announced;     /* id → the Machines IDs as last announced */
   guint           refresh_id;
 };
@@ -232,6 +233,8 @@ on_deleted (GObject *source, GAsyncResult *result, gpointer user_data)
       return;
     }
   g_message ("Network %s (%s) deleted", nc->network->name, nc->network->id);
+  if (nc->objects->hooks && nc->objects->hooks->deleted)
+    nc->objects->hooks->deleted (nc->network, nc->objects->hooks->data);
   sd_bus_reply_method_return (nc->call, NULL);
 }
 
@@ -329,6 +332,8 @@ on_created (GObject *source, GAsyncResult *result, gpointer user_data)
   subnet = mv_network_subnet_to_string (network);
   g_message ("Network %s (%s) created, %s", network->name, network->id, subnet);
   announce_added (nc->objects, network);
+  if (nc->objects->hooks && nc->objects->hooks->created)
+    nc->objects->hooks->created (network, nc->objects->hooks->data);
   path = mv_network_object_path (network->id);
   sd_bus_reply_method_return (nc->call, "o", path);
 }
@@ -489,12 +494,14 @@ mv_network_objects_register (MvNetworkObjects *objects)
 }
 
 MvNetworkObjects *
-mv_network_objects_new (MvBusService *service, MvNetworkStore *store)
+mv_network_objects_new (MvBusService *service, MvNetworkStore *store,
+                        const MvNetworkHooks *hooks)
 {
   MvNetworkObjects *objects = g_new0 (MvNetworkObjects, 1);
 
   objects->service = service;
   objects->store = store;
+  objects->hooks = hooks;
   objects->announced = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   return objects;
 }

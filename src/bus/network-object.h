@@ -8,7 +8,8 @@
 
 typedef struct _MvNetworkObjects MvNetworkObjects;
 
-MvNetworkObjects *mv_network_objects_new (MvBusService *service, MvNetworkStore *store);
+MvNetworkObjects *mv_network_objects_new (MvBusService *service, MvNetworkStore *store,
+                                          const MvNetworkHooks *hooks);
 void              mv_network_objects_free (MvNetworkObjects *objects);
 /* Serves the objects of the networks there are now, known as they are. */
 int               mv_network_objects_register (MvNetworkObjects *objects);

@@ -361,10 +361,11 @@ mv_bus_service_volumes (MvBusService *service)
 }
 
 void
-mv_bus_service_set_networks (MvBusService *service, MvNetworkStore *store)
+mv_bus_service_set_networks (MvBusService *service, MvNetworkStore *store,
+                             const MvNetworkHooks *hooks)
 {
   g_return_if_fail (service->networks == NULL);
-  service->networks = mv_network_objects_new (service, store);
+  service->networks = mv_network_objects_new (service, store, hooks);
 }
 
 MvNetworkObjects *

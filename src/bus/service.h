@@ -6,6 +6,7 @@
 #include "bus-util.h"
 #include "reconcile/reconciler.h"
 #include "storage/images.h"
+#include "storage/networks.h"
 
 typedef struct _MvBusService MvBusService;
 typedef struct _MvImageObjects MvImageObjects;
@@ -44,7 +45,17 @@ typedef struct _MvNetworkObjects MvNetworkObjects;
 typedef struct _MvNetworkStore MvNetworkStore;
 
 /* Serves @store's networks (before start); @store outlives the service. */
-void          mv_bus_service_set_networks (MvBusService *service, MvNetworkStore *store);
+/* Told on the main thread of a network created, or deleted, on the bus:
+ * the host's side of it follows (its bridge). */
+typedef struct {
+  void   (*created) (const MvNetworkSpec *network, gpointer data);
+  void   (*deleted) (const MvNetworkSpec *network, gpointer data);
+  gpointer data;
+} MvNetworkHooks;
+
+/* @hooks (may be NULL) outlives the service. */
+void          mv_bus_service_set_networks (MvBusService *service, MvNetworkStore *store,
+                                           const MvNetworkHooks *hooks);
 /* NULL: this host keeps no networks. */
 MvNetworkObjects *mv_bus_service_networks (MvBusService *service);
 /* Answers nothing more; the reconciler is freed before. */

@@ -673,7 +673,8 @@ static const char *const spec_fields[] = {
   "standby_after_seconds", "sleep_after_idle_seconds", "labels",
   "remove_on_exit", "cmd", "env", "user", "working_dir", "init_mode", "mounts",
   "health_check", "image", "image_digest", "kernel_name", "disk_bytes",
-  "disk_bytes_per_second", "disk_iops", NULL
+  "disk_bytes_per_second", "disk_iops", "upload_bytes_per_second",
+  "download_bytes_per_second", NULL
 };
 
 MvSpec *
@@ -769,7 +770,11 @@ mv_spec_from_node (JsonNode *node, GError **error)
       !mv_json_read_string_member (object, "kernel_name", TRUE, &spec->kernel_name, error) ||
       !read_uint64_member (object, "disk_bytes", &spec->disk_bytes, error) ||
       !read_uint64_member (object, "disk_bytes_per_second", &spec->disk_bytes_per_second, error) ||
-      !read_uint64_member (object, "disk_iops", &spec->disk_iops, error))
+      !read_uint64_member (object, "disk_iops", &spec->disk_iops, error) ||
+      !read_uint64_member (object, "upload_bytes_per_second", &spec->upload_bytes_per_second,
+                           error) ||
+      !read_uint64_member (object, "download_bytes_per_second",
+                           &spec->download_bytes_per_second, error))
     return NULL;
 
   return g_steal_pointer (&spec);
@@ -946,6 +951,12 @@ set_image_and_disks (JsonObject *object, const MvSpec *spec, gboolean strip)
                                 (gint64) spec->disk_bytes_per_second);
   if (spec->disk_iops > 0)
     json_object_set_int_member (object, "disk_iops", (gint64) spec->disk_iops);
+  if (spec->upload_bytes_per_second > 0)
+    json_object_set_int_member (object, "upload_bytes_per_second",
+                                (gint64) spec->upload_bytes_per_second);
+  if (spec->download_bytes_per_second > 0)
+    json_object_set_int_member (object, "download_bytes_per_second",
+                                (gint64) spec->download_bytes_per_second);
 }
 
 static JsonNode *

@@ -588,6 +588,23 @@ validate_network (const MvSpec *spec, GError **error)
 {
   if (spec->network_name != NULL && !mv_name_validate ("network_name", spec->network_name, error))
     return FALSE;
+  if (spec->network_name == NULL)
+    {
+      const char *needs = spec->static_ip ? "static_ip"
+                          : spec->upload_bytes_per_second ? "upload_bytes_per_second"
+                          : spec->download_bytes_per_second ? "download_bytes_per_second"
+                          : NULL;
+      if (needs)
+        return invalid (error, "%s: the machine is on no network (network_name is not set)",
+                        needs);
+    }
+  if (!check_optional_range ("upload_bytes_per_second", spec->upload_bytes_per_second,
+                             MV_NET_BYTES_PER_SECOND_MIN, MV_NET_BYTES_PER_SECOND_MAX, TRUE,
+                             error) ||
+      !check_optional_range ("download_bytes_per_second", spec->download_bytes_per_second,
+                             MV_NET_BYTES_PER_SECOND_MIN, MV_NET_BYTES_PER_SECOND_MAX, TRUE,
+                             error))
+    return FALSE;
   return check_ascii_field ("static_ip", spec->static_ip, MV_STATIC_IP_MAX_BYTES, FALSE,
                             "0123456789abcdefABCDEF.:/",
                             "an IP address and a prefix length", error);
@@ -999,12 +1016,6 @@ mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GErr
          validate_size (spec, error);
 }
 
-static gboolean
-string_set (const char *value)
-{
-  return value != NULL && *value != '\0';
-}
-
 gboolean
 mv_spec_has_directory_mount (const MvSpec *spec)
 {
@@ -1040,8 +1051,6 @@ mv_spec_check_implemented (const MvSpec *spec, GError **error)
     const char *field;
     gboolean    set;
   } pending[] = {
-    { "network_name", string_set (spec->network_name) },
-    { "static_ip", string_set (spec->static_ip) },
     { "firewall", json_array_get_length (spec->firewall) > 0 },
   };
 

@@ -219,6 +219,8 @@ mv_spec_copy (const MvSpec *spec)
   copy->disk_bytes = spec->disk_bytes;
   copy->disk_bytes_per_second = spec->disk_bytes_per_second;
   copy->disk_iops = spec->disk_iops;
+  copy->upload_bytes_per_second = spec->upload_bytes_per_second;
+  copy->download_bytes_per_second = spec->download_bytes_per_second;
   copy->init_mode = spec->init_mode;
   for (guint i = 0; i < spec->mounts->len; i++)
     g_ptr_array_add (copy->mounts, mount_copy (g_ptr_array_index (spec->mounts, i)));
@@ -399,6 +401,9 @@ mv_spec_shape_differs (const MvSpec *a, const MvSpec *b)
       g_strcmp0 (a->hypervisor_version, b->hypervisor_version) != 0 ||
       g_strcmp0 (a->image_digest, b->image_digest) != 0 ||
       mv_spec_overlay_bytes (a) != mv_spec_overlay_bytes (b) ||
+      /* The frozen guest's interface has its address in it. */
+      g_strcmp0 (a->network_name, b->network_name) != 0 ||
+      g_strcmp0 (a->static_ip, b->static_ip) != 0 ||
       a->disks->len != b->disks->len)
     return TRUE;
   for (guint i = 0; i < a->disks->len; i++)

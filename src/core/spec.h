@@ -73,6 +73,8 @@
 #define MV_DISK_BYTES_MAX                 (G_GUINT64_CONSTANT (16) << 40)  /* 16 TiB */
 #define MV_DISK_BYTES_PER_SECOND_MIN      (G_GUINT64_CONSTANT (64) << 10)  /* 64 KiB/s */
 #define MV_DISK_BYTES_PER_SECOND_MAX      (G_GUINT64_CONSTANT (1) << 40)
+#define MV_NET_BYTES_PER_SECOND_MIN       (G_GUINT64_CONSTANT (16) << 10)  /* 16 KiB/s */
+#define MV_NET_BYTES_PER_SECOND_MAX       (G_GUINT64_CONSTANT (100) << 30)
 #define MV_DISK_IOPS_MIN                  10
 #define MV_DISK_IOPS_MAX                  1000000
 #define MV_VOLUME_MOUNTS_MAX              22             /* 'z' - 'e' + 1 */
@@ -181,6 +183,9 @@ typedef struct {
   guint64        disk_bytes;         /* the overlay disk; 0 = MV_DEFAULT_DISK_BYTES with an image */
   guint64        disk_bytes_per_second;  /* each disk's; 0 = unlimited */
   guint64        disk_iops;          /* each disk's; 0 = unlimited */
+  /* Networks (seed 002): the guest's interface, each way; 0 = unlimited. */
+  guint64        upload_bytes_per_second;    /* guest to network */
+  guint64        download_bytes_per_second;  /* network to guest */
 } MvSpec;
 
 /* ---- the model (spec.c) ---- */
@@ -261,8 +266,7 @@ gboolean mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_
 gboolean mv_name_validate (const char *field, const char *name, GError **error);
 /* Fails with MV_ERROR_UNSUPPORTED naming the first field @spec sets that
  * this microvmd parses and validates but does not carry out yet:
- * network_name, static_ip, firewall ("network_name: not supported by this
- * microvmd yet"). */
+ * firewall ("firewall: not supported by this microvmd yet"). */
 gboolean mv_spec_check_implemented (const MvSpec *spec, GError **error);
 /* Whether @spec shares a host directory with its guest (a mount of type
  * directory, over virtio-fs): such a machine cannot be put on standby. */

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "hypervisor/runtime.h"
 #include "names.h"
+#include "network/host-network.h"
 #include "reconcile/reconciler.h"
 #include "storage/images.h"
 #include "storage/networks.h"
@@ -19,6 +20,7 @@
 #include <glib-unix.h>
 #include <glib/gi18n.h>
 #include <systemd/sd-daemon.h>
+#include <string.h>
 #include <unistd.h>
 
 struct _MvDaemon {
@@ -37,6 +39,10 @@ struct _MvDaemon {
   MvImageStore       *images;          /* the cache of images machines boot */
   MvVolumeStore      *volumes;         /* the volumes machines mount */
   MvNetworkStore     *networks;        /* the networks' records */
+  GDBusConnection    *nm_bus;          /* where NetworkManager is found */
+  MvNm               *nm;
+  MvHostNetwork      *host_network;
+  MvNetworkHooks      network_hooks;
   GMainLoop          *loop;
   char               *config_path;
   GKeyFile           *config;
@@ -240,6 +246,9 @@ mv_daemon_free (MvDaemon *daemon)
   g_clear_pointer (&daemon->images, mv_image_store_free);
   g_clear_pointer (&daemon->host.volumes, mv_host_volumes_free);
   g_clear_pointer (&daemon->volumes, mv_volume_store_free);
+  g_clear_pointer (&daemon->host_network, mv_host_network_free);
+  g_clear_object (&daemon->nm);
+  g_clear_object (&daemon->nm_bus);
   g_clear_pointer (&daemon->networks, mv_network_store_free);
   g_clear_pointer (&daemon->host.records, g_free);
   g_clear_pointer (&daemon->invalid, g_ptr_array_unref);
@@ -352,14 +361,88 @@ open_volumes (MvDaemon *daemon, GError **error)
 
 /* The networks' records, with what a crashed create or delete left swept
  * away; an invalid one is among the invalid records and left alone. */
+static void
+on_async_result (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  *(GAsyncResult **) user_data = g_object_ref (result);
+}
+
+static void
+on_network_created (const MvNetworkSpec *network, gpointer data)
+{
+  MvDaemon *daemon = data;
+
+  mv_host_network_added (daemon->host_network, network);
+}
+
+static void
+on_network_deleted (const MvNetworkSpec *network, gpointer data)
+{
+  MvDaemon *daemon = data;
+
+  mv_host_network_removed (daemon->host_network, network);
+}
+
 static gboolean
 open_networks (MvDaemon *daemon, GError **error)
 {
   g_autofree char *dir = g_build_filename (mv_store_state_dir (daemon->store), MV_NETWORKS_DIR,
                                            NULL);
 
+  g_autoptr (GAsyncResult) result = NULL;
+  g_autoptr (GError) local = NULL;
+
   daemon->networks = mv_network_store_open (dir, daemon->invalid, error);
-  return daemon->networks != NULL;
+  if (daemon->networks == NULL)
+    return FALSE;
+
+  /* NetworkManager on the daemon's bus. A bus that cannot be reached
+   * leaves the host without networks: machines on one are refused. */
+  if (!daemon->bus_address || g_str_equal (daemon->bus_address, "system"))
+    daemon->nm_bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, NULL, &local);
+  else if (g_str_equal (daemon->bus_address, "session"))
+    daemon->nm_bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &local);
+  else
+    daemon->nm_bus = g_dbus_connection_new_for_address_sync (
+      daemon->bus_address,
+      G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+      NULL, NULL, &local);
+  if (daemon->nm_bus)
+    {
+      mv_nm_new_async (daemon->nm_bus, NULL, on_async_result, &result);
+      while (!result)
+        g_main_context_iteration (NULL, TRUE);
+      daemon->nm = mv_nm_new_finish (result, &local);
+    }
+  if (!daemon->nm)
+    {
+      g_warning ("Networks: NetworkManager cannot be reached (%s); machines on a network "
+                 "will not start", local->message);
+      return TRUE;
+    }
+  daemon->host_network = mv_host_network_new (daemon->networks, daemon->nm);
+  daemon->host.network = mv_host_network_iface (daemon->host_network);
+  daemon->network_hooks = (MvNetworkHooks) {
+    .created = on_network_created,
+    .deleted = on_network_deleted,
+    .data = daemon,
+  };
+  return TRUE;
+}
+
+/* The machine whose record @path is (or is in), if it is one. */
+static char *
+invalid_machine_id (MvDaemon *daemon, const char *path)
+{
+  g_autofree char *machines = g_build_filename (mv_store_state_dir (daemon->store),
+                                                MV_MACHINES_DIR, NULL);
+  const char *rest;
+  size_t n = strlen (machines);
+
+  if (strncmp (path, machines, n) != 0 || path[n] != '/')
+    return NULL;
+  rest = path + n + 1;
+  return *rest ? g_strndup (rest, strcspn (rest, "/")) : NULL;
 }
 
 int
@@ -380,11 +463,20 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   daemon->service = mv_bus_service_new ();
   mv_bus_service_set_images (daemon->service, daemon->images, daemon->host.images);
   mv_bus_service_set_volumes (daemon->service, daemon->volumes);
-  mv_bus_service_set_networks (daemon->service, daemon->networks);
+  mv_bus_service_set_networks (daemon->service, daemon->networks,
+                               daemon->host_network ? &daemon->network_hooks : NULL);
   daemon->reconciler = mv_reconciler_new (&daemon->host, &daemon->options,
                                           mv_bus_service_observer (daemon->service), NULL);
 
   records = mv_store_load_machines (daemon->store, daemon->invalid);
+  for (guint i = 0; i < daemon->invalid->len; i++)
+    {
+      MvInvalidRecord *invalid = daemon->invalid->pdata[i];
+      g_autofree char *id = invalid_machine_id (daemon, invalid->path);
+
+      if (id)
+        mv_reconciler_add_invalid (daemon->reconciler, id);
+    }
   for (guint i = 0; i < records->len; i++)
     {
       MvRecord *record = records->pdata[i];

@@ -162,9 +162,27 @@ put_root (MvAgentBuf *buf, const MvSpec *spec)
     }
 }
 
+static void
+put_network (MvAgentBuf *buf, const MvNetworkAttachment *network)
+{
+  if (!network)
+    return;
+  mv_agent_buf_open (buf, MV_AGENT_F_NET);
+  mv_agent_buf_put_str (buf, MV_AGENT_F_MAC, network->mac_address);
+  mv_agent_buf_put_str (buf, MV_AGENT_F_ADDRESS, network->address);
+  if (network->gateway)
+    {
+      mv_agent_buf_put_str (buf, MV_AGENT_F_GATEWAY, network->gateway);
+      mv_agent_buf_put_str (buf, MV_AGENT_F_DNS, network->gateway);
+    }
+  if (network->mtu)
+    mv_agent_buf_put_u32 (buf, MV_AGENT_F_MTU, network->mtu);
+  mv_agent_buf_close (buf);
+}
+
 GBytes *
-mv_agent_config_frame (const MvSpec *spec_in, const MvImageConfig *image, MvAgentEnd end,
-                       GError **error)
+mv_agent_config_frame (const MvSpec *spec_in, const MvImageConfig *image,
+                       const MvNetworkAttachment *network, MvAgentEnd end, GError **error)
 {
   g_autoptr (MvSpec) spec = mv_spec_with_image_defaults (spec_in, image);
   MvAgentBuf buf;
@@ -184,6 +202,7 @@ mv_agent_config_frame (const MvSpec *spec_in, const MvImageConfig *image, MvAgen
   if (spec->user)
     mv_agent_buf_put_str (&buf, MV_AGENT_F_USER, spec->user);
   put_mounts (&buf, spec);
+  put_network (&buf, network);
   put_health_check (&buf, spec->health_check);
   return finish (&buf, "spec", error);
 }

@@ -7,6 +7,7 @@
 #pragma once
 #include <glib.h>
 
+#include "core/host/runtime.h"
 #include "core/image-config.h"
 #include "core/spec.h"
 #include "guest/protocol.h"
@@ -43,9 +44,11 @@ typedef enum {
   MV_AGENT_END_REBOOT,
 } MvAgentEnd;
 
-/* The CONFIG frame for @spec, whole; NULL and MV_ERROR_INVALID_ARGUMENT
- * if it would be over MV_AGENT_FRAME_MAX_BYTES. */
-GBytes   *mv_agent_config_frame (const MvSpec *spec, const MvImageConfig *image, MvAgentEnd end,
+/* The CONFIG frame for @spec, whole, with the guest's interface on
+ * @network (NULL: none; its gateway is its name server too); NULL and
+ * MV_ERROR_INVALID_ARGUMENT if it would be over MV_AGENT_FRAME_MAX_BYTES. */
+GBytes   *mv_agent_config_frame (const MvSpec *spec, const MvImageConfig *image,
+                                 const MvNetworkAttachment *network, MvAgentEnd end,
                                  GError **error);
 /* The METADATA frame for @spec: hostname (the machine's name unless the
  * spec names one), keys and the metadata document. */

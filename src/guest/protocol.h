@@ -104,6 +104,12 @@ typedef enum {
   MV_AGENT_F_CPUS           = 44,  /* u32: the guest's online CPUs */
   MV_AGENT_F_SOURCE         = 46,  /* str: a mount's source in the guest: a virtio-fs tag or a block device */
   MV_AGENT_F_OVERLAY        = 47,  /* str: the overlay disk's device, "/dev/vdb": the root's upper layer */
+  MV_AGENT_F_NET            = 48,  /* nested: MAC, ADDRESS, GATEWAY [, MTU, DNS...] */
+  MV_AGENT_F_MAC            = 49,  /* str: "02:xx:xx:xx:xx:xx", which interface */
+  MV_AGENT_F_ADDRESS        = 50,  /* str: IPv4 address with prefix length, "10.0.0.2/24" */
+  MV_AGENT_F_GATEWAY        = 51,  /* str: IPv4 address, the default route */
+  MV_AGENT_F_MTU            = 52,  /* u32 */
+  MV_AGENT_F_DNS            = 53,  /* str, repeated: name servers */
 } MvAgentTag;
 
 typedef enum {

@@ -88,6 +88,19 @@ mv_vm_spec_add_net (MvVmSpec *spec, const char *tap_device, const char *mac)
 }
 
 void
+mv_vm_spec_set_net_limits (MvVmSpec *spec, guint mtu, guint64 rx_bytes_per_second,
+                           guint64 tx_bytes_per_second)
+{
+  MvNetConfig *net;
+
+  g_return_if_fail (spec->nets->len > 0);
+  net = spec->nets->pdata[spec->nets->len - 1];
+  net->mtu = mtu;
+  net->rx_bytes_per_second = rx_bytes_per_second;
+  net->tx_bytes_per_second = tx_bytes_per_second;
+}
+
+void
 mv_vm_spec_add_share (MvVmSpec *spec, const char *tag, const char *socket_path,
                       const char *source, gboolean read_only, guint mount_index)
 {
@@ -142,6 +155,8 @@ mv_vm_spec_copy (const MvVmSpec *spec)
     {
       MvNetConfig *net = spec->nets->pdata[i];
       mv_vm_spec_add_net (copy, net->tap_device, net->mac);
+      mv_vm_spec_set_net_limits (copy, net->mtu, net->rx_bytes_per_second,
+                                 net->tx_bytes_per_second);
     }
   for (guint i = 0; i < spec->shares->len; i++)
     {
@@ -214,6 +229,12 @@ mv_vm_spec_to_node (const MvVmSpec *spec)
       JsonObject *o = json_object_new ();
       json_object_set_string_member (o, "tap", n->tap_device);
       mv_json_set_optional_string (o, "mac", n->mac);
+      if (n->mtu)
+        json_object_set_int_member (o, "mtu", n->mtu);
+      if (n->rx_bytes_per_second)
+        json_object_set_int_member (o, "rx_bytes_per_second", (gint64) n->rx_bytes_per_second);
+      if (n->tx_bytes_per_second)
+        json_object_set_int_member (o, "tx_bytes_per_second", (gint64) n->tx_bytes_per_second);
       json_array_add_object_element (nets, o);
     }
   mv_json_set_optional_string (console, "path", spec->console.path);

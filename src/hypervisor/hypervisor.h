@@ -66,8 +66,12 @@ typedef struct {
 } MvDiskConfig;
 
 typedef struct {
-  char *tap_device;
-  char *mac;               /* NULL: the hypervisor picks one */
+  char    *tap_device;
+  char    *mac;                      /* NULL: the hypervisor picks one */
+  guint    mtu;                      /* 0: the default */
+  /* Each way, from the guest's side; 0 is unlimited. */
+  guint64  rx_bytes_per_second;      /* what the guest receives */
+  guint64  tx_bytes_per_second;      /* what the guest sends */
 } MvNetConfig;
 
 typedef struct {
@@ -264,6 +268,9 @@ void        mv_vm_spec_set_disk_own (MvVmSpec *spec);
 void        mv_vm_spec_set_disk_rate_limit (MvVmSpec *spec, guint64 bytes_per_second,
                                             guint64 iops);
 void        mv_vm_spec_add_net (MvVmSpec *spec, const char *tap_device, const char *mac);
+/* The last interface added: its MTU and rate limits. */
+void        mv_vm_spec_set_net_limits (MvVmSpec *spec, guint mtu, guint64 rx_bytes_per_second,
+                                       guint64 tx_bytes_per_second);
 void        mv_vm_spec_add_share (MvVmSpec *spec, const char *tag, const char *socket_path,
                                   const char *source, gboolean read_only, guint mount_index);
 /* A form that a snapshot can keep, and back. */

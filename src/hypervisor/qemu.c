@@ -12,6 +12,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <sys/ioctl.h>
 #include <glib-unix.h>
 #include <glib/gstdio.h>
 #include <string.h>
@@ -490,9 +493,43 @@ furnish_jail (QemuStarter *self, const MvVmSpec *spec, GError **error)
     return FALSE;
   if (g_str_equal (self->accel, "kvm") && !mv_jail_add_device (jail, "/dev/kvm", error))
     return FALSE;
-  if (spec->nets->len > 0 && !mv_jail_add_device (jail, "/dev/net/tun", error))
-    return FALSE;
   return TRUE;
+}
+
+/* Attaches to the TAP @name, which must exist (the network layer made
+ * it), as QEMU would itself: no packet information, with the virtio-net
+ * header. */
+static int
+open_tap (const char *name, GError **error)
+{
+  struct ifreq ifr = { 0 };
+  int fd, saved;
+
+  if (strlen (name) >= sizeof ifr.ifr_name)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "network: TAP name %s is too long",
+                   name);
+      return -1;
+    }
+  fd = open ("/dev/net/tun", O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    {
+      saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not open /dev/net/tun: %s",
+                   g_strerror (saved));
+      return -1;
+    }
+  memcpy (ifr.ifr_name, name, strlen (name));
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+  if (ioctl (fd, TUNSETIFF, &ifr) < 0)
+    {
+      saved = errno;
+      close (fd);
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "network: could not attach to TAP %s: %s",
+                   name, g_strerror (saved));
+      return -1;
+    }
+  return fd;
 }
 
 /* A walled-in QEMU gets each disk as a descriptor the daemon opened,
@@ -639,8 +676,21 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   for (guint i = 0; i < spec->nets->len; i++)
     {
       MvNetConfig *net = spec->nets->pdata[i];
+
       add (argv, "-netdev");
-      add_printf (argv, "tap,id=net%u,ifname=%s,script=no,downscript=no", i, net->tap_device);
+      /* A walled-in QEMU may not attach to a TAP itself (the TAP belongs
+       * to root): the daemon attaches and passes the descriptor. */
+      if (spec->jail)
+        {
+          int fd = open_tap (net->tap_device, error);
+
+          if (fd < 0)
+            return NULL;
+          add_printf (argv, "tap,id=net%u,fd=%d", i,
+                      mv_jail_pass_fd (spec->jail, mv_jail_take_fd (spec->jail, fd)));
+        }
+      else
+        add_printf (argv, "tap,id=net%u,ifname=%s,script=no,downscript=no", i, net->tap_device);
       add (argv, "-device");
       add_printf (argv, "virtio-net-device,netdev=net%u%s%s", i, net->mac ? ",mac=" : "",
                   net->mac ? net->mac : "");

@@ -189,7 +189,7 @@ static gboolean
 frames_for (MvRuntimeGuests *guests, const MvRuntimeRequest *req, GBytes **config,
             GBytes **metadata, GError **error)
 {
-  *config = mv_agent_config_frame (req->spec, req->image_config, mv_runtime_guests_end (guests),
+  *config = mv_agent_config_frame (req->spec, req->image_config, req->network, mv_runtime_guests_end (guests),
                                    error);
   if (!*config)
     return FALSE;

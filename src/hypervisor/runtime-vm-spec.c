@@ -33,6 +33,24 @@ limit_disk (MvVmSpec *vm, const MvSpec *spec)
     mv_vm_spec_set_disk_rate_limit (vm, spec->disk_bytes_per_second, spec->disk_iops);
 }
 
+/* The kernel's own address configuration, ip=CLIENT::GATEWAY:NETMASK::
+ * eth0:off, for a guest without an agent to set its interface up (it
+ * takes effect where the kernel has its NIC driver built in). */
+static char *
+add_ip_argument (const char *kernel_args, const MvNetworkAttachment *net)
+{
+  g_autofree char *client = g_strdup (net->address);
+  char *slash = strchr (client, '/');
+  guint prefix = slash ? (guint) g_ascii_strtoull (slash + 1, NULL, 10) : 32;
+  guint32 mask = prefix == 0 ? 0 : G_MAXUINT32 << (32 - MIN (prefix, 32));
+
+  if (slash)
+    *slash = '\0';
+  return g_strdup_printf ("%s%sip=%s::%s:%u.%u.%u.%u::eth0:off", kernel_args ? kernel_args : "",
+                          kernel_args && *kernel_args ? " " : "", client, net->gateway,
+                          mask >> 24, (mask >> 16) & 0xff, (mask >> 8) & 0xff, mask & 0xff);
+}
+
 MvVmSpec *
 mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
                         const MvRuntimeRequest *req)
@@ -86,8 +104,18 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
       socket = mv_shares_socket_path (req->runtime_dir, n++);
       mv_vm_spec_add_share (vm, tag, socket, mount->source, mount->read_only, i);
     }
-  /* spec->network_name is for the network layer, which will hand over a
-   * TAP device; until then guests have no NIC. */
+  /* The network layer's TAP, the guest's one NIC. */
+  if (req->network)
+    {
+      const MvNetworkAttachment *net = req->network;
+      g_autofree char *args = add_ip_argument (vm->boot.kernel_args, net);
+
+      mv_vm_spec_add_net (vm, net->tap_device, net->mac_address);
+      mv_vm_spec_set_net_limits (vm, net->mtu, spec->download_bytes_per_second,
+                                 spec->upload_bytes_per_second);
+      g_free (vm->boot.kernel_args);
+      vm->boot.kernel_args = g_steal_pointer (&args);
+    }
   vm->console.path = mv_runtime_console_path (req->runtime_dir);
   vm->agent.kind = agent_kind (starter);
   vm->agent.socket_path = g_build_filename (req->runtime_dir,

@@ -347,7 +347,7 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   if (!check_before_start (self, req, launch.socket_path, launch.vm, error))
     return NULL;
   if (mv_runtime_guests_has_agent (self->guests, req->spec) &&
-      !(config = mv_agent_config_frame (req->spec, req->image_config,
+      !(config = mv_agent_config_frame (req->spec, req->image_config, req->network,
                                          mv_runtime_guests_end (self->guests), error)))
     return NULL;
   if (!launch.vm->boot.kernel_path)
@@ -704,6 +704,7 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
     }
   rspec.console.path = g_strdup (launch.vm->console.path);
   rspec.agent_socket = g_strdup (launch.vm->agent.socket_path);
+  rspec.tap_device = req->network ? g_strdup (req->network->tap_device) : NULL;
   rspec.jail = launch.jail;
   hv = self->starter->restore_vm (self->starter, launch.socket_path, state_dir, &rspec, &vmm,
                                   error);

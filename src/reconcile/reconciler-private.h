@@ -13,6 +13,7 @@ struct _MvReconciler {
   guint                recovering;   /* machines whose recovery is under way */
   guint                background;   /* deletions and pulls running off the main loop */
   GHashTable          *creating;     /* name -> MvCreate*: creates pulling their image */
+  GHashTable          *invalid_ids;  /* machines whose records are invalid: left alone */
   void               (*recovered) (gpointer data);
   gpointer             recovered_data;
 };

@@ -77,6 +77,7 @@ mv_reconciler_new (const MvHost *host, const MvReconcilerOptions *options,
     rec->observer = *observer;
   rec->clock = clock ? clock : &default_clock;
   rec->creating = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  rec->invalid_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   rec->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify) mv_machine_free);
   mv_reconciler_listen_to_guests (rec);
@@ -101,6 +102,7 @@ mv_reconciler_free (MvReconciler *rec)
   mv_reconciler_remove_timeout (rec, &rec->idle_timer);
   g_hash_table_unref (rec->machines);
   g_hash_table_unref (rec->creating);
+  g_hash_table_unref (rec->invalid_ids);
   g_free (rec);
 }
 
@@ -155,6 +157,12 @@ mv_reconciler_list (MvReconciler *rec)
       g_ptr_array_add (list, machine);
   g_ptr_array_sort (list, compare_by_name);
   return list;
+}
+
+void
+mv_reconciler_add_invalid (MvReconciler *rec, const char *machine_id)
+{
+  g_hash_table_add (rec->invalid_ids, g_strdup (machine_id));
 }
 
 GPtrArray *

@@ -55,10 +55,15 @@ void          mv_reconciler_free (MvReconciler *reconciler);
 /* Adds a machine loaded at startup; @config and @status are taken. */
 MvMachine    *mv_reconciler_add_loaded (MvReconciler *reconciler, MvConfig *config,
                                         MvStatus *status);
+/* A machine whose records were found invalid at startup: it is not
+ * loaded, and what it holds on the host (its network address) is left
+ * alone. */
+void          mv_reconciler_add_invalid (MvReconciler *reconciler, const char *machine_id);
 /* Recovers every loaded machine (seed 002, Recover): adopts what runs,
  * finishes or undoes interrupted operations, probing VMMs in worker
- * threads, in parallel; then warns of deprecated hypervisor versions and
- * applies StartOnBoot. @done runs on the main thread once all is done. */
+ * threads, in parallel; then gives back what the host's networks hold
+ * for machines that are gone or do not run (seed 002, Networks.Reconcile),
+ * warns of deprecated hypervisor versions and applies StartOnBoot. @done runs on the main thread once all is done. */
 void          mv_reconciler_recover (MvReconciler *reconciler, void (*done) (gpointer data),
                                      gpointer data);
 /* Looks at every machine, and keeps looking now and then (resync and

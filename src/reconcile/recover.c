@@ -273,14 +273,93 @@ start_on_boot (MvMachine *machine)
   mv_machine_save_config (machine, NULL);
 }
 
+/* Networks.Reconcile: TAPs, ports, rules and addresses of machines that
+ * no longer exist go, and the TAPs, ports and rules of those that neither
+ * run nor sleep. */
+typedef struct {
+  MvNetwork  *network;
+  GHashTable *defined;
+  GHashTable *holding;
+} NetworkSweep;
+
+static void
+network_sweep_free (NetworkSweep *sweep)
+{
+  g_hash_table_unref (sweep->defined);
+  g_hash_table_unref (sweep->holding);
+  g_free (sweep);
+}
+
+static void
+sweep_networks_in_thread (GTask *gtask, gpointer source, gpointer task_data,
+                          GCancellable *cancellable)
+{
+  NetworkSweep *sweep = task_data;
+  g_autoptr (GError) error = NULL;
+
+  if (!sweep->network->reconcile (sweep->network, sweep->defined, sweep->holding, &error))
+    g_warning ("Networks: could not give back what gone or stopped machines held: %s",
+               error->message);
+  g_task_return_boolean (gtask, TRUE);
+}
+
+static void finish_recovery (MvReconciler *rec);
+
+static void
+on_networks_swept (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  MvReconciler *rec = user_data;
+
+  rec->background--;
+  finish_recovery (rec);
+}
+
+static void
+sweep_networks (MvReconciler *rec)
+{
+  g_autoptr (GPtrArray) machines = mv_reconciler_all (rec);
+  NetworkSweep *sweep = g_new0 (NetworkSweep, 1);
+  GHashTableIter iter;
+  gpointer id;
+
+  sweep->network = rec->host->network;
+  sweep->defined = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  sweep->holding = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_hash_table_iter_init (&iter, rec->invalid_ids);
+  while (g_hash_table_iter_next (&iter, &id, NULL))
+    g_hash_table_add (sweep->defined, g_strdup (id));
+  for (guint i = 0; i < machines->len; i++)
+    {
+      MvMachine *machine = machines->pdata[i];
+
+      if (machine->gone)
+        continue;
+      g_hash_table_add (sweep->defined, g_strdup (machine->id));
+      if (mv_state_holds_reservations (machine->status->state))
+        g_hash_table_add (sweep->holding, g_strdup (machine->id));
+    }
+  g_autoptr (GTask) gtask = g_task_new (NULL, NULL, on_networks_swept, rec);
+  rec->background++;
+  g_task_set_task_data (gtask, sweep, (GDestroyNotify) network_sweep_free);
+  g_task_run_in_thread (gtask, sweep_networks_in_thread);
+}
+
 static void
 recovered_one (MvReconciler *rec)
 {
-  g_autoptr (GPtrArray) machines = NULL;
-
   g_return_if_fail (rec->recovering > 0);
   if (--rec->recovering > 0)
     return;
+  if (rec->host->network)
+    sweep_networks (rec);
+  else
+    finish_recovery (rec);
+}
+
+static void
+finish_recovery (MvReconciler *rec)
+{
+  g_autoptr (GPtrArray) machines = NULL;
 
   warn_deprecated_versions (rec);
   /* StartOnBoot runs once every machine is recovered. */

@@ -67,6 +67,17 @@ fits_host (const MvHost *host, const MvSpec *spec, GError **error)
                        "%s: %s is more than this host's memory (%s)", field, wanted, have);
 }
 
+/* The network the spec names exists here, and its static_ip can be had. */
+static gboolean
+check_network (const MvHost *host, const MvSpec *spec, GError **error)
+{
+  if (!spec->network_name)
+    return TRUE;
+  if (!host->network)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "network_name: this host has no networks");
+  return host->network->check (host->network, spec->id, spec, error);
+}
+
 /* Everything a spec must pass before it is recorded: its own limits,
  * this daemon's features, and the runtime that is to run it. */
 static MvRuntime *
@@ -77,6 +88,7 @@ validate (MvReconciler *rec, MvSpec *spec, GError **error)
   if (!mv_spec_validate_with_standby_min (spec, rec->options.standby_min_seconds, error) ||
       !mv_spec_check_implemented (spec, error) || !fits_host (rec->host, spec, error) ||
       !mv_volumes_check_spec (rec->host->volumes, spec, error) ||
+      !check_network (rec->host, spec, error) ||
       !(runtime = mv_runtimes_for_spec (rec->host->runtimes, spec, error)))
     return NULL;
   if (runtime->check && !runtime->check (runtime, spec, error))
@@ -642,7 +654,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
   g_autoptr (MvSpec) spec = spec_in;
   MvSpec *current = machine->config->spec;
   MvConfig *previous;
-  gboolean discard, tell_guest;
+  gboolean discard, tell_guest, moves;
 
   /* A machine keeps the hypervisor it was created with unless the new
    * spec names another: the host's default is only for new machines. */
@@ -652,17 +664,17 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
       g_free (spec->hypervisor_version);
       spec->hypervisor_version = g_strdup (current->hypervisor_version);
     }
-  if (!validate (rec, spec, error))
-    return FALSE;
   if (spec->id && g_strcmp0 (spec->id, machine->id) != 0)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "id: %s is not this machine's ID (%s)",
                          spec->id, machine->id);
+  g_free (spec->id);
+  spec->id = g_strdup (current->id);
+  if (!validate (rec, spec, error))
+    return FALSE;
   if (g_strcmp0 (spec->name, current->name) != 0)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
                          "name: %s differs from the machine's name %s; use Rename", spec->name,
                          current->name);
-  g_free (spec->id);
-  spec->id = g_strdup (current->id);
   if (!check_image_and_disk (current, spec, error))
     return FALSE;
   if (!only_live_fields_differ (current, spec) &&
@@ -672,6 +684,9 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
 
   discard = machine->status->saved_state && mv_spec_shape_differs (current, spec);
   tell_guest = guest_metadata_differs (current, spec);
+  moves = current->network_name &&
+          (g_strcmp0 (current->network_name, spec->network_name) != 0 ||
+           g_strcmp0 (current->static_ip, spec->static_ip) != 0);
   previous = mv_config_copy (machine->config);
   if (mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec)))
     {
@@ -682,6 +697,17 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
     mv_config_free (previous);
   if (discard)
     discard_saved_state (machine);
+  /* Its address on the network it leaves, or the one it had before a
+   * static_ip, is free for others at once (seed 002, Update). */
+  if (moves)
+    {
+      g_autoptr (GError) local = NULL;
+
+      if (!rec->host->network->forget (rec->host->network, machine->id, &local))
+        mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Machine %s (%s): its old address is "
+                        "kept until it starts: %s", machine->config->spec->name, machine->id,
+                        local->message);
+    }
   if (tell_guest)
     mv_reconciler_update_guest (machine);
   return TRUE;

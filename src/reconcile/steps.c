@@ -71,7 +71,17 @@ standby_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
   else if ((staged = storage->stage_saved_state (storage, task->machine_id, error)) &&
            rt->save (rt, req, staged, error) &&
            storage->commit_saved_state (storage, task->machine_id, error))
-    return TRUE;
+    {
+      MvNetwork *network = task->rec->host->network;
+      g_autoptr (GError) local = NULL;
+
+      /* Traffic to it wakes it. If that cannot be arranged the guest is
+       * still frozen, and a Start wakes it. */
+      if (task->spec->network_name && network && !network->sleep (network, req, &local))
+        g_warning ("Machine %s is on standby, but traffic will not wake it: %s",
+                   task->machine_id, local->message);
+      return TRUE;
+    }
 
   if (staged)
     storage->discard_saved_state (storage, task->machine_id, NULL);
@@ -87,6 +97,7 @@ start_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **error)
   MvRuntime *rt = task->runtime;
   g_autofree char *saved = NULL;
   g_autoptr (GPtrArray) blocks = NULL;
+  g_autoptr (MvNetworkAttachment) attachment = NULL;
   MvRuntimeRequest request = *req_in;
   const MvRuntimeRequest *req = &request;
 
@@ -103,6 +114,18 @@ start_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **error)
   else if (task->spec->image)
     return mv_error_set (error, MV_ERROR_UNSUPPORTED, "image: this host boots no images");
   mv_fault_point (task->phase, "disks");
+  /* Then its place on its network: the VMM is handed the TAP. */
+  if (task->spec->network_name)
+    {
+      if (!host->network)
+        return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                             "network_name: this host has no networks");
+      attachment = host->network->attach (host->network, req_in, error);
+      if (!attachment)
+        return FALSE;
+      request.network = attachment;
+      mv_fault_point (task->phase, "network");
+    }
   if (!task->restore)
     task->started_vmm = rt->start (rt, req, error);
   else if (!rt->restore)
@@ -113,7 +136,25 @@ start_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **error)
       saved = host->storage->saved_state_dir (host->storage, task->machine_id);
       task->started_vmm = rt->restore (rt, req, saved, error);
     }
+  /* A guest that did not come up gives its TAP back; a frozen one that
+   * did not wake keeps it, as it keeps its ports. */
+  if (!task->started_vmm && attachment && !task->restore)
+    host->network->detach (host->network, req_in, NULL);
   return task->started_vmm != NULL;
+}
+
+/* A stopped machine boots afresh next time: what was frozen goes, and
+ * its TAP, ports and rules with it; it keeps its address. */
+static gboolean
+stop_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
+{
+  const MvHost *host = task->rec->host;
+  MvRuntime *rt = task->runtime;
+
+  return rt->stop (rt, req, task->step == MV_STEP_FORCE_STOP, error) &&
+         host->storage->discard_saved_state (host->storage, task->machine_id, error) &&
+         (!task->spec->network_name || !host->network ||
+          host->network->detach (host->network, req, error));
 }
 
 static void
@@ -142,9 +183,7 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
       break;
     case MV_STEP_STOP:
     case MV_STEP_FORCE_STOP:
-      /* Stopped means booting afresh next time: what was frozen goes. */
-      ok = rt->stop (rt, &req, task->step == MV_STEP_FORCE_STOP, &error) &&
-           host->storage->discard_saved_state (host->storage, task->machine_id, &error);
+      ok = stop_in_thread (task, &req, &error);
       break;
     case MV_STEP_PAUSE:
       ok = rt->pause (rt, &req, &error);

@@ -398,6 +398,61 @@ mv_network_store_allocate (MvNetworkStore *store, const char *name_or_id, const 
 }
 
 gboolean
+mv_network_store_check (MvNetworkStore *store, const char *name_or_id, const char *machine_id,
+                        const char *static_ip, GError **error)
+{
+  guint32 before = 0, now = 0;
+  gboolean held, ok;
+  Entry *entry;
+
+  g_mutex_lock (&store->lock);
+  entry = find_locked (store, name_or_id);
+  if (entry == NULL)
+    ok = mv_error_set (error, MV_ERROR_NOT_FOUND, "network_name: no network called %s",
+                       name_or_id);
+  else
+    {
+      /* Allocated and given back at once, in memory only. */
+      const char *who = machine_id ? machine_id : "";
+
+      held = mv_ipam_lookup (entry->ipam, who, &before);
+      ok = mv_ipam_allocate (entry->ipam, who, static_ip, &now, error);
+      if (ok)
+        restore (entry, who, held, before);
+    }
+  g_mutex_unlock (&store->lock);
+  return ok;
+}
+
+gboolean
+mv_network_store_release_elsewhere (MvNetworkStore *store, const char *machine_id,
+                                    const char *keep_id, GError **error)
+{
+  GHashTableIter iter;
+  Entry *entry;
+  gboolean ok = TRUE;
+
+  g_mutex_lock (&store->lock);
+  g_hash_table_iter_init (&iter, store->by_id);
+  while (ok && g_hash_table_iter_next (&iter, NULL, (gpointer *) &entry))
+    {
+      guint32 before = 0;
+
+      if (g_strcmp0 (entry->spec->id, keep_id) == 0 ||
+          !mv_ipam_lookup (entry->ipam, machine_id, &before))
+        continue;
+      mv_ipam_release (entry->ipam, machine_id);
+      if (!write_allocations_locked (store, entry, error))
+        {
+          restore (entry, machine_id, TRUE, before);
+          ok = FALSE;
+        }
+    }
+  g_mutex_unlock (&store->lock);
+  return ok;
+}
+
+gboolean
 mv_network_store_release (MvNetworkStore *store, const char *name_or_id, const char *machine_id,
                           GError **error)
 {

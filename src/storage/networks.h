@@ -48,6 +48,17 @@ GPtrArray      *mv_network_store_list (MvNetworkStore *store);
 gboolean        mv_network_store_allocate (MvNetworkStore *store, const char *name_or_id,
                                            const char *machine_id, const char *static_ip,
                                            char **address, GError **error);
+/* Whether mv_network_store_allocate() would succeed, without allocating:
+ * the same errors. @machine_id may be NULL (a machine not yet created).
+ * Does no I/O. */
+gboolean        mv_network_store_check (MvNetworkStore *store, const char *name_or_id,
+                                        const char *machine_id, const char *static_ip,
+                                        GError **error);
+/* Blocks: what @machine_id holds on every network but @keep_id (NULL:
+ * on every network) is free again, on disk. */
+gboolean        mv_network_store_release_elsewhere (MvNetworkStore *store,
+                                                    const char *machine_id,
+                                                    const char *keep_id, GError **error);
 /* Blocks: what @machine_id holds on @name_or_id is free again, on disk. */
 gboolean        mv_network_store_release (MvNetworkStore *store, const char *name_or_id,
                                           const char *machine_id, GError **error);

@@ -1471,6 +1471,29 @@ test_limit_network (void)
   assert_invalid (spec, "network_name");
   set_string (&spec->network_name, NULL);
 
+  /* What is only for a machine on a network needs one. */
+  set_string (&spec->static_ip, g_strdup ("10.0.0.5"));
+  assert_invalid_message (spec, "static_ip: the machine is on no network (network_name is not "
+                          "set)");
+  set_string (&spec->static_ip, NULL);
+  spec->upload_bytes_per_second = 1 << 20;
+  assert_invalid_message (spec, "upload_bytes_per_second: the machine is on no network "
+                          "(network_name is not set)");
+  spec->upload_bytes_per_second = 0;
+  spec->download_bytes_per_second = 1 << 20;
+  assert_invalid_message (spec, "download_bytes_per_second: the machine is on no network "
+                          "(network_name is not set)");
+  set_string (&spec->network_name, g_strdup ("lan"));
+  assert_valid (spec);
+  spec->download_bytes_per_second = MV_NET_BYTES_PER_SECOND_MIN - 1;
+  assert_invalid (spec, "download_bytes_per_second");
+  spec->download_bytes_per_second = MV_NET_BYTES_PER_SECOND_MAX + 1;
+  assert_invalid (spec, "download_bytes_per_second");
+  spec->download_bytes_per_second = 0;
+  spec->upload_bytes_per_second = MV_NET_BYTES_PER_SECOND_MIN - 1;
+  assert_invalid (spec, "upload_bytes_per_second");
+  spec->upload_bytes_per_second = 0;
+
   for (guint i = 0; i < G_N_ELEMENTS (good_ips); i++)
     {
       set_string (&spec->static_ip, g_strdup (good_ips[i]));
@@ -2742,8 +2765,6 @@ test_implemented_each_field (void)
     const char *field;
     const char *json;
   } cases[] = {
-    { "network_name", "{'name':'web','kernel':'/k','network_name':'lan'}" },
-    { "static_ip", "{'name':'web','kernel':'/k','static_ip':'10.0.0.5/24'}" },
     { "firewall", "{'name':'web','kernel':'/k','firewall':[{'allow':'tcp/22'}]}" },
   };
 
@@ -2770,10 +2791,24 @@ test_implemented_first_named (void)
 
   json_array_add_object_element (spec->firewall, json_object_new ());
   assert_not_implemented (spec, "firewall");
-  set_string (&spec->static_ip, g_strdup ("10.0.0.5"));
-  assert_not_implemented (spec, "static_ip");
-  set_string (&spec->network_name, g_strdup ("lan"));
-  assert_not_implemented (spec, "network_name");
+}
+
+/* A machine on a network, with its own address and rate limits: carried
+ * out (by the host's network layer). */
+static void
+test_implemented_network (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok ("{'name':'web','kernel':'/k','network_name':'lan',"
+                                     "'static_ip':'10.0.0.5','upload_bytes_per_second':1048576,"
+                                     "'download_bytes_per_second':2097152}");
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (mv_spec_validate (spec, &error));
+  g_assert_no_error (error);
+  g_assert_true (mv_spec_check_implemented (spec, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (spec->upload_bytes_per_second, ==, 1048576);
+  g_assert_cmpuint (spec->download_bytes_per_second, ==, 2097152);
 }
 
 /* The guest's identity and metadata are carried out now. */
@@ -2956,6 +2991,7 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/implemented/each-field", test_implemented_each_field);
   g_test_add_func ("/spec/implemented/first-named", test_implemented_first_named);
   g_test_add_func ("/spec/implemented/guest-metadata", test_implemented_guest_metadata);
+  g_test_add_func ("/spec/implemented/network", test_implemented_network);
   g_test_add_func ("/spec/implemented/mounts", test_implemented_mounts);
   g_test_add_func ("/spec/directory-mount", test_directory_mount);
   g_test_add_func ("/spec/implemented/empty-strings", test_implemented_empty_strings);

@@ -10,6 +10,8 @@
 #                                   daemon/ hypervisor/ store/: it uses
 #                                   core's interfaces, which those fill
 #   store/ hypervisor/ util/        nothing from bus/ daemon/ reconcile/
+#   network/ storage/               nothing from bus/ daemon/ reconcile/
+#                                   hypervisor/: host layers side by side
 #   guest/                          nothing from bus/ daemon/ reconcile/
 #                                   hypervisor/ store/: the agent's host
 #                                   side knows channels, not VMMs
@@ -36,6 +38,7 @@ RULES = [
                   "guest/", "agent/"}),
     (("reconcile/",), {SYSTEMD, "bus/", "daemon/", "hypervisor/", "store/", "guest/"}),
     (("store/", "hypervisor/", "util/"), {"bus/", "daemon/", "reconcile/"}),
+    (("network/", "storage/"), {"bus/", "daemon/", "reconcile/", "hypervisor/"}),
     (("guest/",), {"bus/", "daemon/", "reconcile/", "hypervisor/", "store/"}),
 ]
 

@@ -53,6 +53,55 @@ fake_release (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
   return failure == NULL;
 }
 
+static gboolean
+fake_check (MvNetwork *network, const char *machine_id, const MvSpec *spec, GError **error)
+{
+  return TRUE;
+}
+
+/* What a stopped or sleeping machine holds is logged, not kept. */
+static gboolean
+fake_note (MvNetwork *network, const char *what, const char *machine_id)
+{
+  FakeNetwork *fake = fake_of (network);
+
+  if (fake_on_main_thread ())
+    fake_log_breach (fake->log, "network.%s %s ran on the main thread", what, machine_id);
+  fake_log_add (fake->log, "network.%s %s", what, machine_id);
+  return TRUE;
+}
+
+static gboolean
+fake_detach (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
+{
+  return fake_note (network, "detach", req->machine_id);
+}
+
+static gboolean
+fake_sleep (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
+{
+  return fake_note (network, "sleep", req->machine_id);
+}
+
+static gboolean
+fake_forget (MvNetwork *network, const char *machine_id, GError **error)
+{
+  fake_log_add (fake_of (network)->log, "network.forget %s", machine_id);
+  return TRUE;
+}
+
+static gboolean
+fake_reconcile (MvNetwork *network, GHashTable *defined, GHashTable *holding, GError **error)
+{
+  FakeNetwork *fake = fake_of (network);
+
+  if (fake_on_main_thread ())
+    fake_log_breach (fake->log, "network.reconcile ran on the main thread");
+  fake_log_add (fake->log, "network.reconcile %u %u", g_hash_table_size (defined),
+                g_hash_table_size (holding));
+  return TRUE;
+}
+
 FakeNetwork *
 fake_network_new (FakeLog *log)
 {
@@ -63,8 +112,13 @@ fake_network_new (FakeLog *log)
   fake->attached = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   fake->iface = (MvNetwork) {
     .data = fake,
+    .check = fake_check,
     .attach = fake_attach,
+    .detach = fake_detach,
+    .sleep = fake_sleep,
     .release = fake_release,
+    .forget = fake_forget,
+    .reconcile = fake_reconcile,
   };
   return fake;
 }

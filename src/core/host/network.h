@@ -1,36 +1,69 @@
-/* Network: a machine's place on a host network (NetworkManager bridge,
- * TAP device, address, published ports, firewall rules). Not on this host
- * yet: a daemon without one refuses every spec field that needs it; the
- * destroy of a machine releases what it holds (reconcile, destroy order).
+/* Network: a machine's place on a host network (a NetworkManager bridge,
+ * its TAP device, its address, published ports, firewall rules). A host
+ * without one refuses every spec that names a network.
+ *
+ * What a machine holds, by state:
+ * - defined: its address on its network (allocations.json), running or
+ *   not, until it is released;
+ * - running, paused, stopping: also its TAP, its published ports and its
+ *   firewall rules;
+ * - standby: all of that still (its ports stay its own), and the first
+ *   packet of a new connection to it is reported as traffic, so that it
+ *   is woken.
+ *
  * Contract:
- * - attach() and release() block and are called from worker threads, at
- *   most one at a time per machine;
+ * - check() runs on the main thread and does no I/O;
+ * - every other call blocks and is called from worker threads, at most
+ *   one at a time per machine;
  * - attach() is idempotent for a machine: asked again, it returns what the
- *   machine holds already; on failure it holds nothing new;
- * - release() of a machine that holds nothing succeeds. */
+ *   machine holds already (a machine waking from standby gets its TAP
+ *   again); on failure it holds nothing new but its address;
+ * - detach() and release() of a machine that holds nothing succeed. */
 #pragma once
 #include "runtime.h"
 
 typedef struct _MvNetwork MvNetwork;
 
-/* What a machine holds on its network, for the runtime to give the VMM. */
-typedef struct {
-  char *tap_device;            /* the TAP the VMM opens */
-  char *mac_address;
-  char *address;               /* the guest's address, CIDR notation */
-  char *gateway;
-} MvNetworkAttachment;
-
-void mv_network_attachment_free (MvNetworkAttachment *attachment);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvNetworkAttachment, mv_network_attachment_free)
+/* Called on the main thread when traffic arrives for a machine on
+ * standby; @sequence rises with each event. */
+typedef void (*MvNetworkTrafficFunc) (const char *machine_id, guint64 sequence,
+                                      gpointer user_data);
 
 struct _MvNetwork {
   gpointer data;
 
-  /* Allocates the machine's address and TAP on @req->spec's network. */
+  /* Refuses a spec whose network_name names no network (NOT_FOUND), or
+   * whose static_ip is not a host address of its subnet other than the
+   * gateway (INVALID_ARGUMENT) or is held by a machine other than
+   * @machine_id (CONFLICT; @machine_id is NULL at create). */
+  gboolean             (*check) (MvNetwork *network, const char *machine_id, const MvSpec *spec,
+                                 GError **error);
+  /* Start and restore: the machine's address on @req->spec's network,
+   * its TAP on that network's bridge, its ports and rules. The address
+   * of a machine that moved to another network (or static_ip) is given
+   * back first. */
   MvNetworkAttachment *(*attach) (MvNetwork *network, const MvRuntimeRequest *req,
                                   GError **error);
-  /* Gives back the address, TAP, ports and rules the machine holds. */
+  /* The machine's VMM is gone and no frozen guest is kept: its TAP,
+   * ports and rules go; it keeps its address. */
+  gboolean             (*detach) (MvNetwork *network, const MvRuntimeRequest *req,
+                                  GError **error);
+  /* The machine went on standby: what it holds stays, and traffic to it
+   * is reported. */
+  gboolean             (*sleep) (MvNetwork *network, const MvRuntimeRequest *req,
+                                 GError **error);
+  /* Main thread; writes a record, like the machine's own: the address
+   * @machine_id holds is free again (Update moved it to another network
+   * or static_ip). What else it holds is given back or moved by its next
+   * attach(), detach() or release(). */
+  gboolean             (*forget) (MvNetwork *network, const char *machine_id, GError **error);
+  /* Gives back everything the machine holds, its address too. */
   gboolean             (*release) (MvNetwork *network, const MvRuntimeRequest *req,
                                    GError **error);
+  /* Recover: gives back everything held by machines not in @defined (a
+   * set of IDs, those with invalid records too) and the TAPs, ports and
+   * rules of those in @defined but not in @holding (those whose VMM runs
+   * or whose guest is frozen). */
+  gboolean             (*reconcile) (MvNetwork *network, GHashTable *defined,
+                                     GHashTable *holding, GError **error);
 };

@@ -36,6 +36,20 @@ typedef struct {
   gboolean    read_only;
 } MvBlock;
 
+/* What a machine holds on its network (network.h), for the VMM and for
+ * the guest to be configured with. */
+typedef struct {
+  char  *network_id;
+  char  *tap_device;           /* the TAP the VMM is given */
+  char  *mac_address;
+  char  *address;              /* the guest's address, CIDR notation */
+  char  *gateway;              /* dotted quad; also the guest's DNS server */
+  guint  mtu;                  /* 0: the default, 1500 */
+} MvNetworkAttachment;
+
+void mv_network_attachment_free (MvNetworkAttachment *attachment);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvNetworkAttachment, mv_network_attachment_free)
+
 /* One machine, as every host layer is told of it. */
 typedef struct {
   const char   *machine_id;
@@ -51,6 +65,9 @@ typedef struct {
   /* start and restore: the guest's disks as the storage layer readied
    * them (MvBlock*, in the guest's order). NULL elsewhere. */
   GPtrArray    *blocks;
+  /* start and restore: the machine's interface on its network, NULL if
+   * it is on none. NULL elsewhere. */
+  const MvNetworkAttachment *network;
 } MvRuntimeRequest;
 
 typedef enum {
