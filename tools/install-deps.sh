@@ -17,6 +17,9 @@ packages=(
   skopeo umoci libarchive-dev curl docker-registry
   # networks: bridges and TAPs through NetworkManager
   network-manager libnm-dev iproute2
+  # published ports, firewall rules, waking on traffic, DNS; their tests
+  nftables libnftables-dev libnetfilter-log-dev libmnl-dev libldns-dev ldnsutils
+  dnsmasq-base iputils-ping netcat-openbsd
   # tests
   valgrind
   # fuzzing: clang with libFuzzer and the sanitizer runtimes

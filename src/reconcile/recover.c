@@ -279,8 +279,15 @@ start_on_boot (MvMachine *machine)
 typedef struct {
   MvNetwork  *network;
   GHashTable *defined;
-  GHashTable *holding;
+  GHashTable *holding;          /* id → MvNetworkHolder*, its spec a copy */
 } NetworkSweep;
+
+static void
+network_holder_free (MvNetworkHolder *holder)
+{
+  mv_spec_free ((MvSpec *) holder->spec);
+  g_free (holder);
+}
 
 static void
 network_sweep_free (NetworkSweep *sweep)
@@ -324,7 +331,8 @@ sweep_networks (MvReconciler *rec)
 
   sweep->network = rec->host->network;
   sweep->defined = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  sweep->holding = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  sweep->holding = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify) network_holder_free);
   g_hash_table_iter_init (&iter, rec->invalid_ids);
   while (g_hash_table_iter_next (&iter, &id, NULL))
     g_hash_table_add (sweep->defined, g_strdup (id));
@@ -335,8 +343,15 @@ sweep_networks (MvReconciler *rec)
       if (machine->gone)
         continue;
       g_hash_table_add (sweep->defined, g_strdup (machine->id));
-      if (mv_state_holds_reservations (machine->status->state))
-        g_hash_table_add (sweep->holding, g_strdup (machine->id));
+      if (mv_state_holds_reservations (machine->status->state) &&
+          machine->config->spec->network_name)
+        {
+          MvNetworkHolder *holder = g_new0 (MvNetworkHolder, 1);
+
+          holder->spec = mv_spec_copy (machine->config->spec);
+          holder->sleeping = machine->status->state == MV_STATE_STANDBY;
+          g_hash_table_insert (sweep->holding, g_strdup (machine->id), holder);
+        }
     }
   g_autoptr (GTask) gtask = g_task_new (NULL, NULL, on_networks_swept, rec);
   rec->background++;

@@ -24,6 +24,12 @@
 
 typedef struct _MvNetwork MvNetwork;
 
+/* A machine that holds its place on its network, as Recover finds it. */
+typedef struct {
+  const MvSpec *spec;
+  gboolean      sleeping;       /* on standby: traffic to it is reported */
+} MvNetworkHolder;
+
 /* Called on the main thread when traffic arrives for a machine on
  * standby; @sequence rises with each event. */
 typedef void (*MvNetworkTrafficFunc) (const char *machine_id, guint64 sequence,
@@ -62,8 +68,9 @@ struct _MvNetwork {
                                    GError **error);
   /* Recover: gives back everything held by machines not in @defined (a
    * set of IDs, those with invalid records too) and the TAPs, ports and
-   * rules of those in @defined but not in @holding (those whose VMM runs
-   * or whose guest is frozen). */
+   * rules of those in @defined but not in @holding (ID → MvNetworkHolder*:
+   * those whose VMM runs or whose guest is frozen), whose ports and rules
+   * are made again as their specs say. */
   gboolean             (*reconcile) (MvNetwork *network, GHashTable *defined,
                                      GHashTable *holding, GError **error);
 };
