@@ -126,6 +126,19 @@ get_image (sd_bus *bus, const char *path, const char *interface, const char *pro
 }
 
 static int
+get_address (sd_bus *bus, const char *path, const char *interface, const char *property,
+             sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  MvMachine *machine = userdata;
+  MvNetwork *network = mv_reconciler_host (machine->reconciler)->network;
+  const MvSpec *spec = machine->config->spec;
+  g_autofree char *address = spec->network_name && network
+                             ? network->address_of (network, machine->id, spec) : NULL;
+
+  return sd_bus_message_append (reply, "s", address ? address : "");
+}
+
+static int
 get_labels (sd_bus *bus, const char *path, const char *interface, const char *property,
             sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
@@ -441,6 +454,7 @@ static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_PROPERTY ("Labels", "a{ss}", get_labels, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("Image", "s", get_image, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("ImageDigest", "s", get_image, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("Address", "s", get_address, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("Phase", "s", get_phase, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("OperationId", "s", get_operation_id, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("StartedAt", "t", get_started_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -512,7 +526,8 @@ static const struct {
   const char *names[9];     /* NULL-terminated */
 } prop_names[] = {
   { MV_PROP_NAME, { "Name" } },
-  { MV_PROP_STATE, { "State" } },
+  /* A machine is given its address as it starts. */
+  { MV_PROP_STATE, { "State", "Address" } },
   { MV_PROP_STATE_ERROR, { "StateError" } },
   { MV_PROP_DESIRED_STATE, { "DesiredState", "StoppedByUser", "StandbyRequested" } },
   { MV_PROP_DESIRED_GENERATION, { "DesiredGeneration" } },

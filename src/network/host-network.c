@@ -176,6 +176,12 @@ net_check (MvNetwork *network, const char *machine_id, const MvSpec *spec, GErro
                                  error);
 }
 
+static char *
+net_address_of (MvNetwork *network, const char *machine_id, const MvSpec *spec)
+{
+  return mv_network_store_address_of (self_of (network)->store, spec->network_name, machine_id);
+}
+
 static MvNetworkAttachment *
 net_attach (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
 {
@@ -398,6 +404,7 @@ mv_host_network_new (MvNetworkStore *store, MvNm *nm)
   self->iface = (MvNetwork) {
     .data = self,
     .check = net_check,
+    .address_of = net_address_of,
     .attach = net_attach,
     .detach = net_detach,
     .sleep = net_sleep,

@@ -397,6 +397,22 @@ mv_network_store_allocate (MvNetworkStore *store, const char *name_or_id, const 
   return ok;
 }
 
+char *
+mv_network_store_address_of (MvNetworkStore *store, const char *name_or_id,
+                             const char *machine_id)
+{
+  guint32 address = 0;
+  gboolean held = FALSE;
+  Entry *entry;
+
+  g_mutex_lock (&store->lock);
+  entry = find_locked (store, name_or_id);
+  if (entry)
+    held = mv_ipam_lookup (entry->ipam, machine_id, &address);
+  g_mutex_unlock (&store->lock);
+  return held ? mv_ipv4_to_string (address) : NULL;
+}
+
 gboolean
 mv_network_store_check (MvNetworkStore *store, const char *name_or_id, const char *machine_id,
                         const char *static_ip, GError **error)

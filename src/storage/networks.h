@@ -48,6 +48,10 @@ GPtrArray      *mv_network_store_list (MvNetworkStore *store);
 gboolean        mv_network_store_allocate (MvNetworkStore *store, const char *name_or_id,
                                            const char *machine_id, const char *static_ip,
                                            char **address, GError **error);
+/* The address @machine_id holds on @name_or_id (dotted quad), or NULL.
+ * Does no I/O. */
+char           *mv_network_store_address_of (MvNetworkStore *store, const char *name_or_id,
+                                             const char *machine_id);
 /* Whether mv_network_store_allocate() would succeed, without allocating:
  * the same errors. @machine_id may be NULL (a machine not yet created).
  * Does no I/O. */

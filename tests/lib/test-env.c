@@ -66,6 +66,7 @@ struct _MvTestEnv
   GPid       bus_pid;
   GPid       polkit_pid;
   GPid       daemon_pid;
+  char      *daemon_netns;         /* the daemon runs in this namespace; NULL: ours */
 
   int        lock_fd;
 
@@ -840,6 +841,14 @@ append_log_line (MvTestEnv  *env,
 }
 
 void
+mv_test_env_set_daemon_netns (MvTestEnv  *env,
+                              const char *netns)
+{
+  g_free (env->daemon_netns);
+  env->daemon_netns = g_strdup (netns);
+}
+
+void
 mv_test_env_start_daemon (MvTestEnv         *env,
                           const char *const *extra_args)
 {
@@ -864,6 +873,15 @@ mv_test_env_start_daemon (MvTestEnv         *env,
   if (name_has_owner (env, MV_BUS_NAME))
     env_fail (env, "%s already has an owner on the test bus", MV_BUS_NAME);
 
+  /* ip netns exec enters the namespace and execs: the daemon keeps the
+   * PID the environment watches. */
+  if (env->daemon_netns)
+    {
+      g_ptr_array_add (argv, g_strdup ("ip"));
+      g_ptr_array_add (argv, g_strdup ("netns"));
+      g_ptr_array_add (argv, g_strdup ("exec"));
+      g_ptr_array_add (argv, g_strdup (env->daemon_netns));
+    }
   g_ptr_array_add (argv, g_strdup (daemon));
   g_ptr_array_add (argv, g_strconcat ("--bus=", env->bus_address, NULL));
   g_ptr_array_add (argv, g_strconcat ("--state-dir=", env->state_dir, NULL));
@@ -1201,6 +1219,7 @@ mv_test_env_free (MvTestEnv *env)
   g_free (env->images_dir);
   g_free (env->config_path);
   g_free (env->daemon_log_path);
+  g_free (env->daemon_netns);
   g_free (env->policy_original);
   g_ptr_array_unref (env->rule_names);
   g_strfreev (env->extra_bus_policies);

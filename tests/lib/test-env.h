@@ -83,6 +83,10 @@ void        mv_test_env_write_config         (MvTestEnv  *env,
  * org.microvmd1. */
 void        mv_test_env_start_daemon         (MvTestEnv         *env,
                                               const char *const *extra_args);
+/* The daemon started from now on runs in the network namespace @netns
+ * (ip netns exec), with the VMMs it starts; NULL: the test's own. */
+void        mv_test_env_set_daemon_netns     (MvTestEnv  *env,
+                                              const char *netns);
 /* 0 when the daemon is not running. */
 GPid        mv_test_env_daemon_pid           (MvTestEnv *env);
 /* Sends @signo and waits up to 20 s for the daemon to exit and for

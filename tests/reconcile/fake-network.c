@@ -53,6 +53,12 @@ fake_release (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
   return failure == NULL;
 }
 
+static char *
+fake_address_of (MvNetwork *network, const char *machine_id, const MvSpec *spec)
+{
+  return fake_network_attached (fake_of (network), machine_id) ? g_strdup ("10.0.0.2") : NULL;
+}
+
 static gboolean
 fake_check (MvNetwork *network, const char *machine_id, const MvSpec *spec, GError **error)
 {
@@ -113,6 +119,7 @@ fake_network_new (FakeLog *log)
   fake->iface = (MvNetwork) {
     .data = fake,
     .check = fake_check,
+    .address_of = fake_address_of,
     .attach = fake_attach,
     .detach = fake_detach,
     .sleep = fake_sleep,

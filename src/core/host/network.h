@@ -44,6 +44,10 @@ struct _MvNetwork {
    * @machine_id (CONFLICT; @machine_id is NULL at create). */
   gboolean             (*check) (MvNetwork *network, const char *machine_id, const MvSpec *spec,
                                  GError **error);
+  /* Main thread, no I/O: the address @machine_id holds on @spec's
+   * network (dotted quad), or NULL. */
+  char                *(*address_of) (MvNetwork *network, const char *machine_id,
+                                      const MvSpec *spec);
   /* Start and restore: the machine's address on @req->spec's network,
    * its TAP on that network's bridge, its ports and rules. The address
    * of a machine that moved to another network (or static_ip) is given

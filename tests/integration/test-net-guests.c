@@ -1,0 +1,412 @@
+/* Machines on networks, end to end: the daemon and its QEMU guests (TCG)
+ * in a network namespace of the test's own with a real NetworkManager in
+ * it on the private bus. A network's bridge carries its gateway; guests on
+ * it are given their addresses by the agent and reach each other and the
+ * gateway; a static IP is honoured and a taken one refused; a stopped
+ * machine keeps its address and gives up its TAP; Update moves it; destroy
+ * gives everything back; NetworkManager restarting under a running daemon
+ * gets its bridge and TAPs back; without NetworkManager a networked start
+ * is Unavailable and says so. No packet leaves the namespace. */
+#include "bus-client.h"
+#include "names.h"
+#include "test-netns.h"
+
+#include <json-glib/json-glib.h>
+#include <signal.h>
+
+static char *rootfs;
+
+typedef struct {
+  Fixture      f;
+  MvTestNetns *netns;
+} NetFixture;
+
+static char *guest_files;
+
+static const char config_text[] =
+  "[qemu]\naccel=tcg\n"
+  "[lifecycle]\n"
+  "boot-timeout-seconds=40\n"
+  "stop-timeout-seconds=20\n"
+  "restart-backoff-ms=300\n"
+  "resync-seconds=1\n";
+
+static void
+net_setup (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  g_autofree char *config = g_strconcat (config_text, guest_files, NULL);
+
+  f->env = mv_test_env_new ();
+  nf->netns = mv_test_netns_new (f->env);
+  mv_test_env_write_config (f->env, config);
+  mv_test_env_set_daemon_netns (f->env, mv_test_netns_name (nf->netns));
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+}
+
+static void
+net_teardown (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+
+  client_delete_all (f->client);
+  client_free (f->client);
+  /* The daemon first: it is a client of NetworkManager's. */
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_netns_free (nf->netns);
+  mv_test_env_free (f->env);
+}
+
+/* ---- helpers ---- */
+
+static char *
+create_network (Fixture *f, const char *json)
+{
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                  "CreateNetwork", &err, &msg, "s", json);
+  const char *path = NULL;
+
+  if (!reply)
+    g_error ("CreateNetwork %s: %s: %s", json, err, msg);
+  g_assert_cmpint (sd_bus_message_read (reply, "o", &path), >, 0);
+  return g_strdup (path);
+}
+
+static char *
+network_bridge (Fixture *f, const char *path)
+{
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  char *value = NULL;
+
+  g_assert_cmpint (sd_bus_get_property_string (f->client->bus, MV_BUS_NAME, path,
+                                               MV_NETWORK_IFACE, "Bridge", &error, &value), >=, 0);
+  return value;
+}
+
+/* `ip -j addr show dev IFNAME` in the namespace: whether it holds
+ * @cidr ("10.88.0.1/24"); FALSE if there is no such device. */
+static gboolean
+device_has_address (NetFixture *nf, const char *ifname, const char *cidr)
+{
+  const char *argv[] = { "ip", "-j", "addr", "show", "dev", ifname, NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_auto (GStrv) parts = g_strsplit (cidr, "/", 2);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonArray *links;
+
+  if (mv_test_netns_run (nf->netns, argv, &out, &err) != 0 ||
+      !json_parser_load_from_data (parser, out, -1, NULL))
+    return FALSE;
+  links = json_node_get_array (json_parser_get_root (parser));
+  for (guint i = 0; i < json_array_get_length (links); i++)
+    {
+      JsonArray *addrs = json_object_get_array_member (json_array_get_object_element (links, i),
+                                                       "addr_info");
+      for (guint j = 0; addrs && j < json_array_get_length (addrs); j++)
+        {
+          JsonObject *a = json_array_get_object_element (addrs, j);
+
+          if (g_strcmp0 (json_object_get_string_member_with_default (a, "local", ""),
+                         parts[0]) == 0 &&
+              json_object_get_int_member_with_default (a, "prefixlen", -1) ==
+                g_ascii_strtoll (parts[1], NULL, 10))
+            return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+static gboolean
+device_exists (NetFixture *nf, const char *ifname)
+{
+  const char *argv[] = { "ip", "link", "show", "dev", ifname, NULL };
+  g_autofree char *out = NULL, *err = NULL;
+
+  return mv_test_netns_run (nf->netns, argv, &out, &err) == 0;
+}
+
+/* The interface @ifname's master, or NULL. */
+static char *
+device_master (NetFixture *nf, const char *ifname)
+{
+  const char *argv[] = { "ip", "-j", "link", "show", "dev", ifname, NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonArray *links;
+
+  if (mv_test_netns_run (nf->netns, argv, &out, &err) != 0 ||
+      !json_parser_load_from_data (parser, out, -1, NULL))
+    return NULL;
+  links = json_node_get_array (json_parser_get_root (parser));
+  if (json_array_get_length (links) != 1)
+    return NULL;
+  return g_strdup (json_object_get_string_member_with_default (
+    json_array_get_object_element (links, 0), "master", NULL));
+}
+
+static void
+wait_for_address (NetFixture *nf, const char *ifname, const char *cidr)
+{
+  for (guint i = 0; i < 200; i++)
+    {
+      if (device_has_address (nf, ifname, cidr))
+        return;
+      g_usleep (100 * 1000);
+    }
+  g_error ("%s never had %s", ifname, cidr);
+}
+
+static void
+wait_for_device (NetFixture *nf, const char *ifname, gboolean present)
+{
+  for (guint i = 0; i < 200; i++)
+    {
+      if (device_exists (nf, ifname) == present)
+        return;
+      g_usleep (100 * 1000);
+    }
+  g_error ("%s is %s", ifname, present ? "never there" : "still there");
+}
+
+/* A machine of microvmd's guest on @network, its extra spec fields
+ * @extra (may be NULL); created and not started. */
+static char *
+create_on (Fixture *f, const char *name, const char *network, const char *extra)
+{
+  g_autofree char *spec = g_strdup_printf (
+    "{\"name\":\"%s\",\"hypervisor_type\":\"qemu\",\"memory_bytes\":268435456,"
+    "\"readiness\":\"agent\",\"network_name\":\"%s\","
+    "\"disks\":[{\"path\":\"%s\",\"read_only\":true,\"root\":true}]%s%s}",
+    name, network, rootfs, extra ? "," : "", extra ? extra : "");
+
+  return client_create_ok (f->client, spec);
+}
+
+static char *
+tap_of (Fixture *f, const char *path)
+{
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *input = g_strconcat ("tap:", id, NULL);
+  g_autofree char *hex = g_compute_checksum_for_string (G_CHECKSUM_SHA256, input, -1);
+
+  /* core/ipam.c: "mv" and 13 hex digits of a SHA-256 of "tap:" and the ID. */
+  return g_strdup_printf ("mv%.13s", hex);
+}
+
+static int
+guest_run (Fixture *f, const char *path, const char *const *argv, char **out)
+{
+  g_auto (ExecResult) r = { 0 };
+
+  exec_run (f, path, argv, NULL, &r);
+  g_test_message ("%s: %s %s%s", argv[0], r.status, r.out, r.err);
+  if (out)
+    *out = g_strdup (r.out);
+  return g_str_equal (r.status, "exit 0") ? 0 : 1;
+}
+
+static void
+assert_pings (Fixture *f, const char *path, const char *address)
+{
+  const char *argv[] = { "ping", "-c", "1", "-W", "3", address, NULL };
+
+  g_assert_cmpint (guest_run (f, path, argv, NULL), ==, 0);
+}
+
+/* ---- the tests ---- */
+
+/* The bridge carries the gateway; two guests on it reach each other and
+ * the gateway at the addresses they were given, one of them its static
+ * IP, which a third machine cannot have. */
+static void
+test_guests_ping (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.88.0.0/24\"}");
+  g_autofree char *bridge = network_bridge (f, net);
+  g_autofree char *a = NULL, *b = NULL, *a_address = NULL, *b_address = NULL;
+  g_autofree char *a_tap = NULL, *master = NULL, *err = NULL, *msg = NULL;
+  g_autofree char *taken = NULL, *c = NULL, *ifconfig = NULL;
+  const char *show[] = { "ip", "-4", "addr", NULL };
+
+  /* The bridge is up with the gateway before any machine is on it. */
+  wait_for_address (nf, bridge, "10.88.0.1/24");
+
+  a = create_on (f, "a", "lan", NULL);
+  b = create_on (f, "b", "lan", "\"static_ip\":\"10.88.0.50\"");
+  client_call_ok (f->client, a, "Start");
+  client_call_ok (f->client, b, "Start");
+  a_address = client_get_string (f->client, a, "Address");
+  b_address = client_get_string (f->client, b, "Address");
+  g_assert_cmpstr (a_address, ==, "10.88.0.2");
+  g_assert_cmpstr (b_address, ==, "10.88.0.50");
+
+  /* Each TAP is a port of the bridge. */
+  a_tap = tap_of (f, a);
+  master = device_master (nf, a_tap);
+  g_assert_cmpstr (master, ==, bridge);
+
+  /* The guest has its address on its interface, from the agent. */
+  g_assert_cmpint (guest_run (f, b, show, &ifconfig), ==, 0);
+  g_assert_nonnull (strstr (ifconfig, "10.88.0.50/24"));
+
+  assert_pings (f, a, "10.88.0.50");
+  assert_pings (f, b, "10.88.0.2");
+  assert_pings (f, a, "10.88.0.1");
+
+  /* Taken: refused at create, nothing recorded. */
+  taken = g_strdup_printf ("{\"name\":\"c\",\"hypervisor_type\":\"qemu\",\"network_name\":\"lan\","
+                           "\"static_ip\":\"10.88.0.50\",\"disks\":[{\"path\":\"%s\","
+                           "\"read_only\":true,\"root\":true}]}", rootfs);
+  c = client_create (f->client, taken, 0, &err, &msg);
+  g_assert_null (c);
+  g_assert_cmpstr (err, ==, "org.microvmd1.Error.Conflict");
+  g_assert_nonnull (strstr (msg, "static_ip"));
+  g_clear_pointer (&err, g_free);
+  g_clear_pointer (&msg, g_free);
+
+  /* The gateway and an address outside the subnet are not a machine's. */
+  g_free (taken);
+  taken = g_strdup_printf ("{\"name\":\"c\",\"hypervisor_type\":\"qemu\",\"network_name\":\"lan\","
+                           "\"static_ip\":\"10.88.0.1\",\"kernel\":\"/k\"}");
+  g_assert_null (client_create (f->client, taken, 0, &err, &msg));
+  g_assert_cmpstr (err, ==, "org.microvmd1.Error.InvalidArgument");
+  g_assert_nonnull (strstr (msg, "static_ip"));
+  g_clear_pointer (&err, g_free);
+  g_clear_pointer (&msg, g_free);
+  g_assert_null (client_create (f->client,
+                                "{\"name\":\"c\",\"hypervisor_type\":\"qemu\","
+                                "\"network_name\":\"nosuch\",\"kernel\":\"/k\"}", 0, &err, &msg));
+  g_assert_cmpstr (err, ==, "org.microvmd1.Error.NotFound");
+  g_assert_nonnull (strstr (msg, "network_name"));
+
+  /* Destroyed: its TAP goes, and its address is free for another. */
+  {
+    g_autoptr (sd_bus_message) r = client_call (f->client, a, MV_MACHINE_IFACE, "Delete", NULL,
+                                                NULL, "b", 1);
+    g_assert_nonnull (r);
+  }
+  wait_for_device (nf, a_tap, FALSE);
+  g_free (c);
+  c = create_on (f, "c", "lan", "\"static_ip\":\"10.88.0.2\"");
+  g_assert_nonnull (c);
+}
+
+/* Stop keeps the address and gives up the TAP; Update of static_ip
+ * frees the old address at once; the next start has the new one. */
+static void
+test_stop_and_update (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.89.0.0/24\","
+                                         "\"mtu\":1400}");
+  g_autofree char *a = create_on (f, "a", "lan", NULL);
+  g_autofree char *tap = tap_of (f, a), *address = NULL, *spec = NULL, *other = NULL;
+  g_autofree char *link = NULL;
+  const char *show[] = { "ip", "link", NULL };
+
+  client_call_ok (f->client, a, "Start");
+  address = client_get_string (f->client, a, "Address");
+  g_assert_cmpstr (address, ==, "10.89.0.2");
+  g_assert_true (device_exists (nf, tap));
+  /* The network's MTU reaches the guest. */
+  g_assert_cmpint (guest_run (f, a, show, &link), ==, 0);
+  g_assert_nonnull (strstr (link, "mtu 1400"));
+
+  client_call_ok (f->client, a, "Stop");
+  wait_for_device (nf, tap, FALSE);
+  g_free (address);
+  address = client_get_string (f->client, a, "Address");
+  g_assert_cmpstr (address, ==, "10.89.0.2");
+
+  spec = g_strdup_printf ("{\"name\":\"a\",\"hypervisor_type\":\"qemu\",\"memory_bytes\":268435456,"
+                          "\"readiness\":\"agent\",\"network_name\":\"lan\","
+                          "\"static_ip\":\"10.89.0.77\",\"disks\":[{\"path\":\"%s\","
+                          "\"read_only\":true,\"root\":true}]}", rootfs);
+  {
+    g_autofree char *err = NULL, *msg = NULL;
+    g_autoptr (sd_bus_message) r = client_call (f->client, a, MV_MACHINE_IFACE, "Update", &err,
+                                                &msg, "s", spec);
+    if (!r)
+      g_error ("Update: %s: %s", err, msg);
+  }
+  /* Free at once: another machine may have it. */
+  other = create_on (f, "b", "lan", "\"static_ip\":\"10.89.0.2\"");
+  client_call_ok (f->client, a, "Start");
+  g_free (address);
+  address = client_get_string (f->client, a, "Address");
+  g_assert_cmpstr (address, ==, "10.89.0.77");
+  assert_pings (f, a, "10.89.0.1");
+}
+
+/* NetworkManager restarted under a running daemon: the bridge and the
+ * running machine's TAP come back, and the guest reaches the gateway. */
+static void
+test_nm_restart (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.90.0.0/24\"}");
+  g_autofree char *bridge = network_bridge (f, net);
+  g_autofree char *a = create_on (f, "a", "lan", NULL);
+  g_autofree char *tap = tap_of (f, a), *master = NULL;
+
+  client_call_ok (f->client, a, "Start");
+  assert_pings (f, a, "10.90.0.1");
+
+  mv_test_netns_stop_nm (nf->netns, SIGTERM);
+  /* NetworkManager takes its devices down as it goes; here its in-memory
+   * profiles go with its /run. */
+  mv_test_netns_start_nm (nf->netns);
+  wait_for_address (nf, bridge, "10.90.0.1/24");
+  wait_for_device (nf, tap, TRUE);
+  for (guint i = 0; i < 100 && !master; i++)
+    {
+      master = device_master (nf, tap);
+      if (!master)
+        g_usleep (100 * 1000);
+    }
+  g_assert_cmpstr (master, ==, bridge);
+  assert_pings (f, a, "10.90.0.1");
+}
+
+/* No NetworkManager: a networked start fails with Unavailable naming it,
+ * and the machine holds no TAP. */
+static void
+test_without_nm (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.91.0.0/24\"}");
+  g_autofree char *a = create_on (f, "a", "lan", NULL);
+  g_autofree char *msg = NULL, *tap = tap_of (f, a);
+  g_autofree char *err = NULL;
+
+  mv_test_netns_stop_nm (nf->netns, SIGTERM);
+  err = client_machine_call (f->client, a, "Start", &msg);
+  g_assert_cmpstr (err, ==, "org.microvmd1.Error.Unavailable");
+  g_assert_nonnull (strstr (msg, "NetworkManager"));
+  g_assert_false (device_exists (nf, tap));
+  mv_test_netns_start_nm (nf->netns);
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *build = g_getenv ("MICROVMD_BUILD_DIR");
+
+  g_test_init (&argc, &argv, NULL);
+  g_assert_nonnull (build);
+  rootfs = g_build_filename (build, "tests", "guest", "rootfs.ext4", NULL);
+  guest_files = g_strdup_printf ("[guest]\nkernel=%s/guest/vmlinuz\ninitramfs=%s/guest/initramfs.img\n",
+                                 build, build);
+  g_test_add ("/net-guests/qemu/ping", NetFixture, NULL, net_setup, test_guests_ping,
+              net_teardown);
+  g_test_add ("/net-guests/qemu/stop-and-update", NetFixture, NULL, net_setup,
+              test_stop_and_update, net_teardown);
+  g_test_add ("/net-guests/qemu/networkmanager-restart", NetFixture, NULL, net_setup,
+              test_nm_restart, net_teardown);
+  g_test_add ("/net-guests/qemu/without-networkmanager", NetFixture, NULL, net_setup,
+              test_without_nm, net_teardown);
+  return g_test_run ();
+}
