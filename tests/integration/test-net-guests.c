@@ -390,6 +390,185 @@ test_without_nm (NetFixture *nf, gconstpointer data)
   mv_test_netns_start_nm (nf->netns);
 }
 
+/* ---- a crash at every network phase (the test runtime) ---- */
+
+typedef struct {
+  const char *fault;
+  const char *method;     /* what is under way when the daemon dies */
+} NetFault;
+
+static const NetFault net_faults[] = {
+  { "start:network", "Start" },
+  { "start:done", "Start" },
+  { "stop:recorded", "Stop" },
+  { "stop:done", "Stop" },
+  { "standby:done", "Standby" },
+  { "restore:network", "Start" },
+  { "restore:done", "Start" },
+  { "destroy-network:recorded", "Delete" },
+  { "destroy-network:done", "Delete" },
+};
+
+/* The names of the TAPs in the namespace. */
+static GHashTable *
+taps_present (NetFixture *nf)
+{
+  const char *argv[] = { "ip", "-j", "link", "show", "type", "tun", NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  GHashTable *names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  JsonArray *links;
+
+  g_assert_cmpint (mv_test_netns_run (nf->netns, argv, &out, &err), ==, 0);
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  links = json_node_get_array (json_parser_get_root (parser));
+  for (guint i = 0; i < json_array_get_length (links); i++)
+    g_hash_table_add (names, g_strdup (json_object_get_string_member (
+                                         json_array_get_object_element (links, i), "ifname")));
+  return names;
+}
+
+/* The NetworkManager connections of microvmd's. */
+static guint
+our_connections (Fixture *f)
+{
+  const char *argv[] = { "nmcli", "-g", "NAME", "connection", "show", NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_auto (GStrv) lines = NULL;
+  guint n = 0;
+
+  g_assert_cmpint (mv_test_env_run (f->env, argv, &out, &err), ==, 0);
+  lines = g_strsplit (out, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    n += g_str_has_prefix (lines[i], "microvmd-");
+  return n;
+}
+
+static char *
+allocations (Fixture *f, const char *network_path)
+{
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  g_autofree char *id = NULL;
+  g_autofree char *file = NULL;
+  char *text = NULL;
+
+  g_assert_cmpint (sd_bus_get_property_string (f->client->bus, MV_BUS_NAME, network_path,
+                                               MV_NETWORK_IFACE, "Id", &error, &id), >=, 0);
+  file = g_build_filename (mv_test_env_state_dir (f->env), "networks", id, "allocations.json",
+                           NULL);
+  if (!g_file_get_contents (file, &text, NULL, NULL))
+    text = g_strdup ("");
+  return text;
+}
+
+static gboolean
+holds_place (const char *state)
+{
+  return g_str_equal (state, "Running") || g_str_equal (state, "Paused") ||
+         g_str_equal (state, "Standby");
+}
+
+static void
+test_crash_sweep (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.92.0.0/24\"}");
+  g_autofree char *log = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (net_faults); i++)
+    {
+      const NetFault *c = &net_faults[i];
+      g_autofree char *name = g_strdup_printf ("crash-%u", i);
+      g_autofree char *spec = g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"test\","
+                                               "\"kernel\":\"/boot/vmlinuz\","
+                                               "\"network_name\":\"lan\"}", name);
+      g_autofree char *path = client_create_ok (f->client, spec);
+      g_autofree char *id = client_get_string (f->client, path, "Id");
+      g_autofree char *tap = tap_of (f, path);
+      g_autofree char *held = NULL, *state = NULL;
+      g_autoptr (GHashTable) taps = NULL;
+      gboolean exists = TRUE;
+
+      g_test_message ("fault point %s", c->fault);
+      if (!g_str_equal (c->method, "Start") || g_str_has_prefix (c->fault, "restore"))
+        client_call_ok (f->client, path, "Start");
+      if (g_str_has_prefix (c->fault, "restore"))
+        client_call_ok (f->client, path, "Standby");
+
+      g_setenv ("MICROVMD_FAULT_POINT", c->fault, TRUE);
+      mv_test_env_stop_daemon (f->env, SIGTERM);
+      mv_test_env_start_daemon (f->env, NULL);
+      g_unsetenv ("MICROVMD_FAULT_POINT");
+      if (g_str_equal (c->method, "Delete"))
+        {
+          g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
+                                                      NULL, NULL, "b", 1);
+          g_assert_null (r);
+        }
+      else
+        {
+          g_autofree char *err = client_machine_call (f->client, path, c->method, NULL);
+          g_assert_nonnull (err);
+        }
+      mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 20000);
+      mv_test_env_stop_daemon (f->env, SIGKILL);
+      mv_test_env_start_daemon (f->env, NULL);
+
+      /* Finished or undone: a TAP only for a machine that holds its
+       * place, an address only for a machine that exists. */
+      if (g_str_equal (c->method, "Delete"))
+        for (guint t = 0; t < 100 && exists; t++)
+          {
+            g_autoptr (sd_bus_message) r = client_call (f->client, MV_MANAGER_PATH,
+                                                        MV_MANAGER_IFACE, "GetMachine", NULL,
+                                                        NULL, "s", name);
+            exists = r != NULL;
+            if (exists)
+              client_settle (f->client, 100);
+          }
+      if (exists)
+        {
+          for (guint t = 0; t < 100; t++)
+            {
+              g_autofree char *phase = client_get_string (f->client, path, "Phase");
+              g_free (state);
+              state = client_get_string (f->client, path, "State");
+              if (!*phase && !g_str_equal (state, "Starting") && !g_str_equal (state, "Stopping"))
+                break;
+              client_settle (f->client, 100);
+            }
+          g_test_message ("%s: %s", c->fault, state);
+        }
+      /* Recover's sweep runs before the bus is served. */
+      taps = taps_present (nf);
+      g_assert_cmpint (g_hash_table_contains (taps, tap), ==, exists && holds_place (state));
+      held = allocations (f, net);
+      g_assert_cmpint (strstr (held, id) != NULL, ==, exists);
+      /* The bridge, and the TAP if there is one. */
+      g_assert_cmpuint (our_connections (f), ==, 1 + g_hash_table_size (taps));
+
+      if (exists)
+        {
+          g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
+                                                      NULL, NULL, "b", 1);
+          g_assert_nonnull (r);
+        }
+      g_hash_table_unref (g_steal_pointer (&taps));
+      taps = taps_present (nf);
+      g_assert_false (g_hash_table_contains (taps, tap));
+      g_free (held);
+      held = allocations (f, net);
+      g_assert_null (strstr (held, id));
+    }
+  log = mv_test_env_read_daemon_log (f->env);
+  for (guint i = 0; i < G_N_ELEMENTS (net_faults); i++)
+    {
+      g_autofree char *line = g_strdup_printf ("fault point %s reached", net_faults[i].fault);
+      if (!strstr (log, line))
+        g_error ("the daemon never reached %s", net_faults[i].fault);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -408,5 +587,7 @@ main (int argc, char **argv)
               test_nm_restart, net_teardown);
   g_test_add ("/net-guests/qemu/without-networkmanager", NetFixture, NULL, net_setup,
               test_without_nm, net_teardown);
+  g_test_add ("/net-guests/test/crash-sweep", NetFixture, NULL, net_setup, test_crash_sweep,
+              net_teardown);
   return g_test_run ();
 }
