@@ -753,6 +753,27 @@ drop_privileges (uid_t uid, gid_t gid, const char **step)
   return 0;
 }
 
+/* mkdir -p of @path's directory, in the forked child: no allocation. */
+static int
+make_parents (const char *path)
+{
+  char buf[PATH_MAX];
+  size_t n = strlen (path);
+
+  if (n >= sizeof buf)
+    return -1;
+  memcpy (buf, path, n + 1);
+  for (char *p = buf + 1; *p; p++)
+    if (*p == '/')
+      {
+        *p = '\0';
+        if (mkdir (buf, 0755) < 0 && errno != EEXIST)
+          return -1;
+        *p = '/';
+      }
+  return 0;
+}
+
 int
 mv_jail_enter (const MvJail *jail, const char **step)
 {
@@ -782,6 +803,9 @@ mv_jail_enter (const MvJail *jail, const char **step)
   for (guint i = 0; i < jail->devices->len; i++)
     {
       const Device *d = &g_array_index (jail->devices, Device, i);
+      /* Its directory (dev/net) is made on the fresh /dev, not before. */
+      if (make_parents (d->path) < 0)
+        FAIL ("making a device node's directory");
       if (mknod (d->path, d->mode, d->dev) < 0)
         FAIL ("making a device node");
       if (d->owned && chown (d->path, jail->uid, (gid_t) jail->uid) < 0)

@@ -35,7 +35,9 @@ static void
 net_setup (NetFixture *nf, gconstpointer data)
 {
   Fixture *f = &nf->f;
-  g_autofree char *config = g_strconcat (config_text, guest_files, NULL);
+  const char *type = data;
+  g_autofree char *base = g_strconcat (config_text, guest_files, NULL);
+  g_autofree char *config = type ? guest_config (type, base) : g_strdup (base);
 
   f->env = mv_test_env_new ();
   nf->netns = mv_test_netns_new (f->env);
@@ -569,6 +571,86 @@ test_crash_sweep (NetFixture *nf, gconstpointer data)
     }
 }
 
+/* ---- the test VMMs on the wire ---- */
+
+/* The VMM's own view of the machine's interfaces: Cloud Hypervisor's
+ * vm.info config.net, Firecracker's /vm/config network-interfaces. */
+static JsonArray *
+vmm_nets (Fixture *f, const char *type, const char *path, JsonNode **keep)
+{
+  gboolean chv = g_str_equal (type, "cloud-hypervisor");
+  g_autofree char *api = fixture_runtime_file (f, path, "api.sock");
+  g_autofree char *body = http_get_unix (api, chv ? "/api/v1/vm.info" : "/vm/config");
+  JsonObject *root;
+
+  *keep = json_from_string (body, NULL);
+  g_assert_nonnull (*keep);
+  root = json_node_get_object (*keep);
+  if (chv)
+    root = json_object_get_object_member (root, "config");
+  return json_object_get_array_member (root, chv ? "net" : "network-interfaces");
+}
+
+static void
+assert_vmm_has_tap (Fixture *f, const char *type, const char *path, const char *tap,
+                    const char *mac)
+{
+  gboolean chv = g_str_equal (type, "cloud-hypervisor");
+  g_autoptr (JsonNode) node = NULL;
+  JsonArray *nets = vmm_nets (f, type, path, &node);
+  JsonObject *net;
+
+  g_assert_nonnull (nets);
+  g_assert_cmpuint (json_array_get_length (nets), ==, 1);
+  net = json_array_get_object_element (nets, 0);
+  g_assert_cmpstr (json_object_get_string_member (net, chv ? "tap" : "host_dev_name"), ==, tap);
+  g_assert_cmpstr (json_object_get_string_member (net, chv ? "mac" : "guest_mac"), ==, mac);
+}
+
+/* Attach at start (the VMM is given the TAP and the MAC), standby keeps
+ * the TAP, the restored VMM is given it again, destroy removes it. */
+static void
+test_vmm_lifecycle (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  const char *type = data;
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.93.0.0/24\"}");
+  g_autofree char *spec = g_strdup_printf (
+    "{\"name\":\"w\",\"hypervisor_type\":\"%s\",\"kernel\":\"%s/guest/vmlinuz\","
+    "\"initrd\":\"%s/guest/initramfs.img\",\"memory_bytes\":268435456,\"readiness\":\"vmm\","
+    "\"network_name\":\"lan\"}", type, g_getenv ("MICROVMD_BUILD_DIR"),
+    g_getenv ("MICROVMD_BUILD_DIR"));
+  g_autofree char *path = client_create_ok (f->client, spec);
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *tap = tap_of (f, path), *address = NULL;
+  g_autofree char *input = g_strconcat ("mac:", id, NULL);
+  g_autofree char *hex = g_compute_checksum_for_string (G_CHECKSUM_SHA256, input, -1);
+  g_autofree char *mac = g_strdup_printf ("02:%.2s:%.2s:%.2s:%.2s:%.2s", hex, hex + 2, hex + 4,
+                                          hex + 6, hex + 8);
+
+  client_call_ok (f->client, path, "Start");
+  address = client_get_string (f->client, path, "Address");
+  g_assert_cmpstr (address, ==, "10.93.0.2");
+  g_assert_true (device_exists (nf, tap));
+  assert_vmm_has_tap (f, type, path, tap, mac);
+
+  client_call_ok (f->client, path, "Standby");
+  g_assert_true (device_exists (nf, tap));
+  client_call_ok (f->client, path, "Start");
+  assert_vmm_has_tap (f, type, path, tap, mac);
+
+  {
+    g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Delete",
+                                                NULL, NULL, "b", 1);
+    g_assert_nonnull (r);
+  }
+  wait_for_device (nf, tap, FALSE);
+  {
+    g_autofree char *held = allocations (f, net);
+    g_assert_null (strstr (held, id));
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -587,6 +669,10 @@ main (int argc, char **argv)
               test_nm_restart, net_teardown);
   g_test_add ("/net-guests/qemu/without-networkmanager", NetFixture, NULL, net_setup,
               test_without_nm, net_teardown);
+  g_test_add ("/net-guests/cloud-hypervisor/lifecycle", NetFixture, "cloud-hypervisor", net_setup,
+              test_vmm_lifecycle, net_teardown);
+  g_test_add ("/net-guests/firecracker/lifecycle", NetFixture, "firecracker", net_setup,
+              test_vmm_lifecycle, net_teardown);
   g_test_add ("/net-guests/test/crash-sweep", NetFixture, NULL, net_setup, test_crash_sweep,
               net_teardown);
   return g_test_run ();
