@@ -421,6 +421,63 @@ mv_network_objects_method_list (sd_bus_message *m, void *userdata, sd_bus_error 
   return sd_bus_send (NULL, reply, NULL);
 }
 
+/* ---- names ---- */
+
+static int
+reply_strings (sd_bus_message *m, GPtrArray *strings)
+{
+  g_autoptr (sd_bus_message) reply = NULL;
+  int r = sd_bus_message_new_method_return (m, &reply);
+
+  if (r >= 0)
+    r = sd_bus_message_open_container (reply, 'a', "s");
+  for (guint i = 0; r >= 0 && i < strings->len; i++)
+    r = sd_bus_message_append (reply, "s", (const char *) strings->pdata[i]);
+  if (r >= 0)
+    r = sd_bus_message_close_container (reply);
+  if (r < 0)
+    return r;
+  return sd_bus_send (NULL, reply, NULL);
+}
+
+static int
+lookup (sd_bus_message *m, void *userdata, sd_bus_error *error, gboolean host)
+{
+  MvNetworkObjects *objects = mv_bus_service_networks (userdata);
+  MvReconciler *rec = mv_bus_service_reconciler (userdata);
+  g_autoptr (MvNetworkSpec) network = NULL;
+  g_autoptr (GPtrArray) found = NULL;
+  const char *which, *what;
+  guint32 address;
+  int r;
+
+  r = sd_bus_message_read (m, "ss", &which, &what);
+  if (r < 0)
+    return r;
+  network = objects ? mv_network_store_find (objects->store, which) : NULL;
+  if (!network)
+    return sd_bus_error_setf (error, MV_BUS_ERROR_NOT_FOUND, "network: no network called %s",
+                              which);
+  if (!host && !mv_ipv4_parse (what, &address))
+    return sd_bus_error_setf (error, MV_BUS_ERROR_INVALID_ARGUMENT,
+                              "address: %s is not an IPv4 address", what);
+  found = host ? mv_reconciler_lookup_host (rec, network->name, what)
+               : mv_reconciler_lookup_addr (rec, network->name, what);
+  return reply_strings (m, found);
+}
+
+int
+mv_network_objects_method_lookup_host (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return lookup (m, userdata, error, TRUE);
+}
+
+int
+mv_network_objects_method_lookup_addr (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return lookup (m, userdata, error, FALSE);
+}
+
 /* ---- announcing ---- */
 
 static gboolean

@@ -22,4 +22,10 @@ int               mv_network_objects_method_create (sd_bus_message *m, void *use
 /* Manager.ListNetworks() → a(sso); @userdata is the service. */
 int               mv_network_objects_method_list (sd_bus_message *m, void *userdata,
                                                   sd_bus_error *error);
+/* Manager.LookupHost(s network, s name) → as and LookupAddr(s network,
+ * s address) → as; @userdata is the service. */
+int               mv_network_objects_method_lookup_host (sd_bus_message *m, void *userdata,
+                                                         sd_bus_error *error);
+int               mv_network_objects_method_lookup_addr (sd_bus_message *m, void *userdata,
+                                                         sd_bus_error *error);
 char             *mv_network_object_path (const char *id);

@@ -159,6 +159,58 @@ mv_reconciler_list (MvReconciler *rec)
   return list;
 }
 
+/* The machines that answer for names on @network, with their addresses. */
+static GPtrArray *
+lookup (MvReconciler *rec, const char *network, const char *name, const char *address,
+        gboolean names)
+{
+  GPtrArray *found = g_ptr_array_new_with_free_func (g_free);
+  MvNetwork *net = rec->host->network;
+  GHashTableIter iter;
+  MvMachine *machine;
+
+  if (!net)
+    return found;
+  g_hash_table_iter_init (&iter, rec->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    {
+      const MvSpec *spec = machine->config->spec;
+      const char *hostname = spec->hostname && *spec->hostname ? spec->hostname : spec->name;
+      g_autofree char *held = NULL;
+
+      if (machine->gone || g_strcmp0 (spec->network_name, network) != 0 ||
+          !mv_state_holds_resources (machine->status->state))
+        continue;
+      if (name && g_ascii_strcasecmp (spec->name, name) != 0 &&
+          g_ascii_strcasecmp (hostname, name) != 0)
+        continue;
+      held = net->address_of (net, machine->id, spec);
+      if (!held || (address && !g_str_equal (held, address)))
+        continue;
+      if (!names)
+        g_ptr_array_add (found, g_steal_pointer (&held));
+      else
+        {
+          g_ptr_array_add (found, g_strdup (spec->name));
+          if (g_ascii_strcasecmp (hostname, spec->name) != 0)
+            g_ptr_array_add (found, g_strdup (hostname));
+        }
+    }
+  return found;
+}
+
+GPtrArray *
+mv_reconciler_lookup_host (MvReconciler *rec, const char *network, const char *name)
+{
+  return lookup (rec, network, name, NULL, FALSE);
+}
+
+GPtrArray *
+mv_reconciler_lookup_addr (MvReconciler *rec, const char *network, const char *address)
+{
+  return lookup (rec, network, NULL, address, TRUE);
+}
+
 void
 mv_reconciler_add_invalid (MvReconciler *rec, const char *machine_id)
 {

@@ -77,6 +77,16 @@ gboolean      mv_reconciler_busy (MvReconciler *reconciler);
 /* The table. */
 MvMachine    *mv_reconciler_lookup (MvReconciler *reconciler, const char *id);
 MvMachine    *mv_reconciler_find (MvReconciler *reconciler, const char *name_or_id);
+/* Seed 002, LookupHost: the addresses (char*, dotted quads) of the
+ * machines on network @network (a name) whose name or hostname is @name,
+ * compared without regard to case, among those that hold resources
+ * (starting, running, paused). */
+GPtrArray    *mv_reconciler_lookup_host (MvReconciler *reconciler, const char *network,
+                                         const char *name);
+/* LookupAddr: the name of the machine on @network holding @address, and
+ * its hostname if that is another, if it holds resources. */
+GPtrArray    *mv_reconciler_lookup_addr (MvReconciler *reconciler, const char *network,
+                                         const char *address);
 /* Every machine (not gone), sorted by name; free the array only. */
 GPtrArray    *mv_reconciler_list (MvReconciler *reconciler);
 guint         mv_reconciler_count (MvReconciler *reconciler);

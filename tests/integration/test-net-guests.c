@@ -651,6 +651,67 @@ test_vmm_lifecycle (NetFixture *nf, gconstpointer data)
   }
 }
 
+/* ---- names ---- */
+
+static char *
+lookup (Fixture *f, const char *method, const char *network, const char *what, char **error_name)
+{
+  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                  method, error_name, NULL, "ss", network, what);
+  g_autoptr (GString) joined = g_string_new ("");
+  const char *s;
+
+  if (!reply)
+    return NULL;
+  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "s"), >, 0);
+  while (sd_bus_message_read (reply, "s", &s) > 0)
+    g_string_append_printf (joined, "%s%s", joined->len ? " " : "", s);
+  return g_string_free (g_steal_pointer (&joined), FALSE);
+}
+
+/* LookupHost and LookupAddr answer for machines that hold resources, by
+ * name or hostname, without regard to case. */
+static void
+test_lookup (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.94.0.0/24\"}");
+  g_autofree char *web = client_create_ok (f->client,
+                                           "{\"name\":\"Web\",\"hypervisor_type\":\"test\","
+                                           "\"kernel\":\"/boot/vmlinuz\",\"network_name\":\"lan\","
+                                           "\"hostname\":\"frontend\"}");
+  g_autofree char *db = client_create_ok (f->client,
+                                          "{\"name\":\"db\",\"hypervisor_type\":\"test\","
+                                          "\"kernel\":\"/boot/vmlinuz\",\"network_name\":\"lan\"}");
+  g_autofree char *found = NULL, *err = NULL;
+
+  client_call_ok (f->client, web, "Start");
+  client_call_ok (f->client, db, "Start");
+  client_call_ok (f->client, db, "Stop");
+
+  found = lookup (f, "LookupHost", "lan", "WEB", NULL);
+  g_assert_cmpstr (found, ==, "10.94.0.2");
+  g_free (found);
+  found = lookup (f, "LookupHost", "lan", "Frontend", NULL);
+  g_assert_cmpstr (found, ==, "10.94.0.2");
+  g_free (found);
+  found = lookup (f, "LookupAddr", "lan", "10.94.0.2", NULL);
+  g_assert_cmpstr (found, ==, "Web frontend");
+  /* Stopped: it keeps its address, but no name answers for it. */
+  g_free (found);
+  found = lookup (f, "LookupHost", "lan", "db", NULL);
+  g_assert_cmpstr (found, ==, "");
+  g_free (found);
+  found = lookup (f, "LookupAddr", "lan", "10.94.0.3", NULL);
+  g_assert_cmpstr (found, ==, "");
+
+  g_assert_null (lookup (f, "LookupHost", "wan", "web", &err));
+  g_assert_cmpstr (err, ==, "org.microvmd1.Error.NotFound");
+  g_clear_pointer (&err, g_free);
+  g_assert_null (lookup (f, "LookupAddr", "lan", "web", &err));
+  g_assert_cmpstr (err, ==, "org.microvmd1.Error.InvalidArgument");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -673,6 +734,7 @@ main (int argc, char **argv)
               test_vmm_lifecycle, net_teardown);
   g_test_add ("/net-guests/firecracker/lifecycle", NetFixture, "firecracker", net_setup,
               test_vmm_lifecycle, net_teardown);
+  g_test_add ("/net-guests/test/lookup", NetFixture, NULL, net_setup, test_lookup, net_teardown);
   g_test_add ("/net-guests/test/crash-sweep", NetFixture, NULL, net_setup, test_crash_sweep,
               net_teardown);
   return g_test_run ();
