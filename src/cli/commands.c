@@ -402,6 +402,8 @@ print_machines_json (GPtrArray *machines)
       json_builder_add_int_value (builder, mv_properties_get_int (info->props, "MemoryBytes"));
       json_builder_set_member_name (builder, "hypervisor");
       json_builder_add_string_value (builder, mv_properties_get_string (info->props, "Hypervisor"));
+      json_builder_set_member_name (builder, "address");
+      json_builder_add_string_value (builder, mv_properties_get_string (info->props, "Address"));
       json_builder_set_member_name (builder, "path");
       json_builder_add_string_value (builder, info->path);
       json_builder_end_object (builder);
@@ -423,7 +425,7 @@ print_machines_table (GPtrArray *machines)
       return;
     }
 
-  table = mv_table_new ("ID", "NAME", "STATE", "VCPUS", "MEMORY", "HYPERVISOR", NULL);
+  table = mv_table_new ("ID", "NAME", "STATE", "VCPUS", "MEMORY", "HYPERVISOR", "ADDRESS", NULL);
   mv_table_set_align_right (table, 3);
   mv_table_set_align_right (table, 4);
 
@@ -438,8 +440,10 @@ print_machines_table (GPtrArray *machines)
       g_autofree char *name = mv_terminal_text (mv_properties_get_string (info->props, "Name"), -1);
       g_autofree char *state = mv_terminal_text (mv_properties_get_string (info->props, "State"), -1);
       g_autofree char *hypervisor = mv_terminal_text (mv_properties_get_string (info->props, "Hypervisor"), -1);
+      const char *address = mv_properties_get_string (info->props, "Address");
 
-      mv_table_add_row (table, id, name, state, vcpus, memory, hypervisor);
+      mv_table_add_row (table, id, name, state, vcpus, memory, hypervisor,
+                        address && *address ? address : "-");
     }
   mv_table_print (table, stdout);
 }
