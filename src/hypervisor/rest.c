@@ -197,6 +197,18 @@ mv_rest_rate_limiter (const MvDiskConfig *disk)
   return limiter;
 }
 
+JsonObject *
+mv_rest_net_rate_limiter (guint64 bytes_per_second)
+{
+  JsonObject *limiter;
+
+  if (!bytes_per_second)
+    return NULL;
+  limiter = json_object_new ();
+  json_object_set_object_member (limiter, "bandwidth", token_bucket (bytes_per_second));
+  return limiter;
+}
+
 char *
 mv_rest_absolute_path (const char *path)
 {

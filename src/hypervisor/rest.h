@@ -63,6 +63,9 @@ MvVmState         mv_rest_vm_state (const char *state);
 
 /* A disk's rate limiter as both VMMs take it; NULL if it has none. */
 JsonObject       *mv_rest_rate_limiter (const MvDiskConfig *disk);
+/* A network rate limiter of @bytes_per_second, as both VMMs take it;
+ * NULL for 0 (unlimited). */
+JsonObject       *mv_rest_net_rate_limiter (guint64 bytes_per_second);
 
 /* @path made absolute against the daemon's working directory: the VMM
  * runs in another one. */
