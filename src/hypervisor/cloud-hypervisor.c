@@ -566,7 +566,8 @@ chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_d
   if (!check_socket (socket_path, error))
     return NULL;
   if (!write_restore_dir (snapshot_dir, restore_dir, spec, error) ||
-      (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir, error)))
+      (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir,
+                                                              spec->tap_device, error)))
     return NULL;
   process = launch (starter, socket_path, spec->jail, error);
   if (!process)

@@ -614,7 +614,8 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
       json_object_set_object_member (load, "vsock_override", o);
     }
 
-  if (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir, error))
+  if (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir,
+                                                           spec->tap_device, error))
     return NULL;
   process = launch (starter, socket_path, spec->jail, error);
   if (!process)

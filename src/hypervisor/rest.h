@@ -78,6 +78,8 @@ char             *mv_rest_absolute_path (const char *path);
 gboolean          mv_rest_furnish_jail (MvRestStarter *starter, const MvVmSpec *spec,
                                         GError **error);
 /* The same for a VMM that restores a guest from @snapshot_dir, which it
- * is shown read-only; the guest's disks are the caller's to show. */
+ * is shown read-only, onto the TAP device @tap_device (NULL: none given);
+ * the guest's disks are the caller's to show. */
 gboolean          mv_rest_furnish_restore_jail (MvRestStarter *starter, MvJail *jail,
-                                                const char *snapshot_dir, GError **error);
+                                                const char *snapshot_dir,
+                                                const char *tap_device, GError **error);
