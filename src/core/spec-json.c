@@ -5,6 +5,7 @@
 #include "json-strict.h"
 #include "json-util.h"
 #include "image-ref.h"
+#include "net-rules.h"
 #include "text.h"
 
 #include <string.h>
@@ -207,6 +208,27 @@ parse_firewall (JsonNode *node, MvSpec *spec, GError **error)
     }
   json_array_unref (spec->firewall);
   spec->firewall = mv_json_array_deep_copy (array);
+  return TRUE;
+}
+
+static gboolean
+parse_ports (JsonNode *node, MvSpec *spec, GError **error)
+{
+  JsonArray *array;
+
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return mv_json_wrong_type (node, "ports", "an array of objects", error);
+  array = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      g_autofree char *where = g_strdup_printf ("ports[%u]", i);
+      MvPortMapping *port = mv_port_mapping_from_json (json_array_get_element (array, i), where,
+                                                       error);
+
+      if (port == NULL)
+        return FALSE;
+      g_ptr_array_add (spec->ports, port);
+    }
   return TRUE;
 }
 
@@ -669,7 +691,7 @@ static const char *const spec_fields[] = {
   "id", "name", "hypervisor_type", "hypervisor_version", "kernel", "initrd",
   "kernel_args", "cpu_millicores", "max_vcpus", "memory_bytes",
   "max_memory_bytes", "disks", "readiness", "network_name", "static_ip",
-  "hostname", "ssh_keys", "user_data", "metadata", "firewall", "restart",
+  "hostname", "ssh_keys", "user_data", "metadata", "firewall", "ports", "restart",
   "standby_after_seconds", "sleep_after_idle_seconds", "labels",
   "remove_on_exit", "cmd", "env", "user", "working_dir", "init_mode", "mounts",
   "health_check", "image", "image_digest", "kernel_name", "disk_bytes",
@@ -735,6 +757,8 @@ mv_spec_from_node (JsonNode *node, GError **error)
       !read_string_map (field, "metadata", spec->metadata, error))
     return NULL;
   if ((field = mv_json_member (object, "firewall")) != NULL && !parse_firewall (field, spec, error))
+    return NULL;
+  if ((field = mv_json_member (object, "ports")) != NULL && !parse_ports (field, spec, error))
     return NULL;
   if ((field = mv_json_member (object, "restart")) != NULL && !parse_restart (field, spec, error))
     return NULL;
@@ -1036,6 +1060,16 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
       json_object_set_member (object, "metadata", metadata_node (spec->metadata, with_secrets));
     }
   json_object_set_array_member (object, "firewall", mv_json_array_deep_copy (spec->firewall));
+  /* Only when set, so that a spec without ports keeps its fingerprint. */
+  if (spec->ports->len > 0)
+    {
+      g_autoptr(JsonArray) ports = json_array_new ();
+
+      for (guint i = 0; i < spec->ports->len; i++)
+        json_array_add_object_element (ports,
+                                       mv_port_mapping_to_json (g_ptr_array_index (spec->ports, i)));
+      json_object_set_array_member (object, "ports", g_steal_pointer (&ports));
+    }
 
   json_object_set_string_member (restart, "mode", mv_restart_mode_to_string (spec->restart_mode));
   json_object_set_int_member (restart, "max_retries", spec->restart_max_retries);

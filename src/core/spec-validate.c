@@ -10,6 +10,7 @@
 #include "errors.h"
 #include "machine.h"
 #include "image-ref.h"
+#include "net-rules.h"
 
 #define invalid(error, ...) mv_error_set ((error), MV_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -560,6 +561,13 @@ validate_policies (const MvSpec *spec, guint32 standby_min, GError **error)
         return invalid (error, "firewall[%u]: %" G_GSIZE_FORMAT " bytes of JSON, more than the "
                         "limit of %d", i, size, MV_FIREWALL_RULE_MAX_BYTES);
     }
+  if (n_rules > 0)
+    {
+      g_autoptr(GPtrArray) rules = mv_firewall_rules_parse (spec->firewall, error);
+
+      if (rules == NULL)
+        return FALSE;
+    }
 
   if ((guint) spec->restart_mode > MV_RESTART_ALWAYS)
     return invalid (error, "restart.mode: unknown mode %d", (int) spec->restart_mode);
@@ -591,6 +599,8 @@ validate_network (const MvSpec *spec, GError **error)
   if (spec->network_name == NULL)
     {
       const char *needs = spec->static_ip ? "static_ip"
+                          : spec->ports->len > 0 ? "ports"
+                          : json_array_get_length (spec->firewall) > 0 ? "firewall"
                           : spec->upload_bytes_per_second ? "upload_bytes_per_second"
                           : spec->download_bytes_per_second ? "download_bytes_per_second"
                           : NULL;
@@ -598,6 +608,8 @@ validate_network (const MvSpec *spec, GError **error)
         return invalid (error, "%s: the machine is on no network (network_name is not set)",
                         needs);
     }
+  if (!mv_port_mappings_validate (spec->ports, error))
+    return FALSE;
   if (!check_optional_range ("upload_bytes_per_second", spec->upload_bytes_per_second,
                              MV_NET_BYTES_PER_SECOND_MIN, MV_NET_BYTES_PER_SECOND_MAX, TRUE,
                              error) ||
@@ -1051,6 +1063,7 @@ mv_spec_check_implemented (const MvSpec *spec, GError **error)
     const char *field;
     gboolean    set;
   } pending[] = {
+    { "ports", spec->ports->len > 0 },
     { "firewall", json_array_get_length (spec->firewall) > 0 },
   };
 

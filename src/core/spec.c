@@ -4,6 +4,7 @@
 #include "spec-private.h"
 #include "json-util.h"
 #include "enum-names.h"
+#include "net-rules.h"
 
 #include <string.h>
 
@@ -116,6 +117,7 @@ mv_spec_new (void)
   spec->ssh_keys = g_ptr_array_new_with_free_func (g_free);
   spec->metadata = string_map_new ();
   spec->firewall = json_array_new ();
+  spec->ports = g_ptr_array_new_with_free_func (g_free);
   spec->restart_mode = MV_RESTART_NO;
   spec->labels = string_map_new ();
   spec->env = string_map_new ();
@@ -145,6 +147,7 @@ mv_spec_free (MvSpec *spec)
   g_free (spec->user_data);
   g_clear_pointer (&spec->metadata, g_hash_table_unref);
   g_clear_pointer (&spec->firewall, json_array_unref);
+  g_clear_pointer (&spec->ports, g_ptr_array_unref);
   g_clear_pointer (&spec->labels, g_hash_table_unref);
   g_strfreev (spec->cmd);
   g_clear_pointer (&spec->env, g_hash_table_unref);
@@ -204,6 +207,8 @@ mv_spec_copy (const MvSpec *spec)
   copy_string_map (copy->metadata, spec->metadata);
   json_array_unref (copy->firewall);
   copy->firewall = mv_json_array_deep_copy (spec->firewall);
+  for (guint i = 0; i < spec->ports->len; i++)
+    g_ptr_array_add (copy->ports, mv_port_mapping_copy (g_ptr_array_index (spec->ports, i)));
   copy->restart_mode = spec->restart_mode;
   copy->restart_max_retries = spec->restart_max_retries;
   copy->standby_after_seconds = spec->standby_after_seconds;

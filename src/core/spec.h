@@ -162,7 +162,8 @@ typedef struct {
   GPtrArray     *ssh_keys;           /* char*, never NULL; secret */
   char          *user_data;          /* secret */
   GHashTable    *metadata;           /* char* -> char*, never NULL; values secret */
-  JsonArray     *firewall;           /* rules as given (objects), never NULL */
+  JsonArray     *firewall;           /* rules as given (objects), never NULL; core/net-rules.h */
+  GPtrArray     *ports;              /* MvPortMapping*, never NULL; core/net-rules.h */
   MvRestartMode  restart_mode;
   guint32        restart_max_retries;
   guint32        standby_after_seconds;  /* 0 = never */
@@ -266,7 +267,7 @@ gboolean mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_
 gboolean mv_name_validate (const char *field, const char *name, GError **error);
 /* Fails with MV_ERROR_UNSUPPORTED naming the first field @spec sets that
  * this microvmd parses and validates but does not carry out yet:
- * firewall ("firewall: not supported by this microvmd yet"). */
+ * ports and firewall ("firewall: not supported by this microvmd yet"). */
 gboolean mv_spec_check_implemented (const MvSpec *spec, GError **error);
 /* Whether @spec shares a host directory with its guest (a mount of type
  * directory, over virtio-fs): such a machine cannot be put on standby. */

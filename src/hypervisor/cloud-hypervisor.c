@@ -292,11 +292,17 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
     {
       MvNetConfig *n = spec->nets->pdata[i];
       JsonObject *net = json_object_new ();
+      /* One limiter setting for both ways: chv_check() refused them differing. */
+      JsonObject *limiter = mv_rest_net_rate_limiter (n->rx_bytes_per_second);
       g_autofree char *id = g_strdup_printf ("net%u", i);
 
       json_object_set_string_member (net, "tap", n->tap_device);
       if (n->mac)
         json_object_set_string_member (net, "mac", n->mac);
+      if (n->mtu)
+        json_object_set_int_member (net, "mtu", n->mtu);
+      if (limiter)
+        json_object_set_object_member (net, "rate_limiter_config", limiter);
       json_object_set_string_member (net, "id", id);
       json_array_add_object_element (nets, net);
     }
@@ -382,6 +388,19 @@ chv_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GErro
       g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
                    "agent: Cloud Hypervisor has no virtio-serial ports; use vsock");
       return FALSE;
+    }
+  for (guint i = 0; i < spec->nets->len; i++)
+    {
+      const MvNetConfig *net = spec->nets->pdata[i];
+
+      /* A net device takes one rate limiter setting, for each way alike. */
+      if (net->rx_bytes_per_second != net->tx_bytes_per_second)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                       "download_bytes_per_second: Cloud Hypervisor limits both directions "
+                       "alike; give upload_bytes_per_second the same value");
+          return FALSE;
+        }
     }
   return mv_vm_spec_check (spec, dir, error);
 }
@@ -547,7 +566,8 @@ chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_d
   if (!check_socket (socket_path, error))
     return NULL;
   if (!write_restore_dir (snapshot_dir, restore_dir, spec, error) ||
-      (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir, error)))
+      (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir,
+                                                              spec->tap_device, error)))
     return NULL;
   process = launch (starter, socket_path, spec->jail, error);
   if (!process)

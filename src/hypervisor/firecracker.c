@@ -22,6 +22,11 @@
 #define HOTPLUG_BLOCK_MIB  2
 /* Firecracker's --id: alphanumerics and hyphens, at most 64. */
 #define INSTANCE_ID_MAX    64
+/* The first version whose network interfaces take an MTU; older ones
+ * refuse the member and give the guest 1500. */
+#define MTU_SINCE_MAJOR    1
+#define MTU_SINCE_MINOR    16
+#define MTU_OLD_DEFAULT    1500
 
 /* ---- API calls ---- */
 
@@ -298,6 +303,12 @@ hypervisor_new (const char *socket_path)
 /* ---- booting ---- */
 
 static gboolean
+takes_mtu (MvStarter *starter)
+{
+  return mv_version_at_least (starter->version (starter), MTU_SINCE_MAJOR, MTU_SINCE_MINOR);
+}
+
+static gboolean
 configure (MvRestHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const char *mmds,
            GError **error)
 {
@@ -341,6 +352,8 @@ configure (MvRestHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const
     {
       MvNetConfig *n = spec->nets->pdata[i];
       g_autoptr (JsonObject) net = json_object_new ();
+      JsonObject *rx = mv_rest_net_rate_limiter (n->rx_bytes_per_second);
+      JsonObject *tx = mv_rest_net_rate_limiter (n->tx_bytes_per_second);
       g_autofree char *id = g_strdup_printf ("net%u", i);
       g_autofree char *path = g_strconcat ("/network-interfaces/", id, NULL);
 
@@ -348,6 +361,12 @@ configure (MvRestHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const
       json_object_set_string_member (net, "host_dev_name", n->tap_device);
       if (n->mac)
         json_object_set_string_member (net, "guest_mac", n->mac);
+      if (rx)
+        json_object_set_object_member (net, "rx_rate_limiter", rx);
+      if (tx)
+        json_object_set_object_member (net, "tx_rate_limiter", tx);
+      if (n->mtu && takes_mtu (starter))
+        json_object_set_int_member (net, "mtu", n->mtu);
       if (!mv_rest_put (hv, path, net, error))
         return FALSE;
     }
@@ -434,6 +453,19 @@ fc_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GError
       g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
                    "agent: Firecracker has no virtio-serial ports; use vsock");
       return FALSE;
+    }
+  for (guint i = 0; i < spec->nets->len; i++)
+    {
+      const MvNetConfig *net = spec->nets->pdata[i];
+
+      if (net->mtu && net->mtu != MTU_OLD_DEFAULT && !takes_mtu (base))
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                       "mtu: the network's MTU of %u needs Firecracker %d.%d or later; "
+                       "version %s gives its guests %d", net->mtu, MTU_SINCE_MAJOR,
+                       MTU_SINCE_MINOR, base->version (base), MTU_OLD_DEFAULT);
+          return FALSE;
+        }
     }
   if (spec->shares->len > 0)
     {
@@ -582,7 +614,8 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
       json_object_set_object_member (load, "vsock_override", o);
     }
 
-  if (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir, error))
+  if (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir,
+                                                           spec->tap_device, error))
     return NULL;
   process = launch (starter, socket_path, spec->jail, error);
   if (!process)

@@ -7,8 +7,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -46,6 +49,12 @@ typedef struct {
   char *target;
 } Link;
 
+/* A TAP device given to the VMM's UID, by name: plain memory, for the
+ * VMM's parent to give it back after a fork. */
+typedef struct {
+  char name[IFNAMSIZ];
+} Tap;
+
 typedef struct {
   char    *path;        /* relative to the new root */
   mode_t   mode;
@@ -69,6 +78,7 @@ struct _MvJail {
   GArray     *devices;    /* Device */
   GArray     *passed;     /* int: descriptors the VMM gets */
   GArray     *granted;    /* int: files with an ACL entry of the VMM's UID */
+  GArray     *taps;       /* Tap: TAP devices the VMM's UID owns */
   GArray     *parent_fds; /* int: what the VMM's parent keeps */
   GArray     *owned;      /* int: every descriptor to close at free */
   GHashTable *userns;     /* "uid:gid" of a file owner -> user namespace fd */
@@ -120,6 +130,37 @@ device_clear (gpointer data)
   g_free (((Device *) data)->path);
 }
 
+/* Makes @uid the owner of the TAP device @name: who may attach to it
+ * without CAP_NET_ADMIN. Plain system calls, as the VMM's parent gives
+ * it back after a fork; an errno or 0. */
+static int
+set_tap_owner (const char *name, uid_t uid)
+{
+  struct ifreq ifr = { 0 };
+  int fd = open ("/dev/net/tun", O_RDWR | O_CLOEXEC);
+  int err = 0;
+
+  if (fd < 0)
+    return errno;
+  /* Attaching to an existing TAP: the flags are the ones the VMMs open
+   * it with. */
+  strncpy (ifr.ifr_name, name, IFNAMSIZ - 1);
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+  if (ioctl (fd, TUNSETIFF, &ifr) < 0 || ioctl (fd, TUNSETOWNER, (unsigned long) uid) < 0)
+    err = errno;
+  close (fd);
+  return err;
+}
+
+/* The TAPs go back to root: a UID leased to another machine later cannot
+ * attach to them. Async-signal-safe. */
+static void
+release_taps (const MvJail *jail)
+{
+  for (guint i = 0; i < jail->taps->len; i++)
+    (void) set_tap_owner (g_array_index (jail->taps, Tap, i).name, 0);
+}
+
 MvJail *
 mv_jail_new (MvSandbox *sandbox, const char *machine_id, const char *runtime_dir,
              GError **error)
@@ -140,6 +181,7 @@ mv_jail_new (MvSandbox *sandbox, const char *machine_id, const char *runtime_dir
   g_array_set_clear_func (jail->devices, device_clear);
   jail->passed = g_array_new (FALSE, FALSE, sizeof (int));
   jail->granted = g_array_new (FALSE, FALSE, sizeof (int));
+  jail->taps = g_array_new (FALSE, TRUE, sizeof (Tap));
   jail->parent_fds = g_array_new (FALSE, FALSE, sizeof (int));
   jail->owned = g_array_new (FALSE, FALSE, sizeof (int));
   jail->userns = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
@@ -169,6 +211,7 @@ mv_jail_free (MvJail *jail)
       /* No VMM's parent took the grants over: take them back now. */
       for (guint i = 0; i < jail->granted->len; i++)
         mv_acl_revoke (g_array_index (jail->granted, int, i), jail->uid);
+      release_taps (jail);
       if (jail->prepared)
         mv_jail_reclaim_runtime_dir (jail->runtime_dir);
     }
@@ -177,6 +220,7 @@ mv_jail_free (MvJail *jail)
   g_array_unref (jail->owned);
   g_array_unref (jail->parent_fds);
   g_array_unref (jail->granted);
+  g_array_unref (jail->taps);
   g_array_unref (jail->passed);
   g_array_unref (jail->devices);
   g_array_unref (jail->links);
@@ -519,17 +563,48 @@ mv_jail_show_binary (MvJail *jail, const char *path, GError **error)
 gboolean
 mv_jail_add_device (MvJail *jail, const char *path, GError **error)
 {
+  g_autofree char *rel = relative (path);
   struct stat st;
   Device d;
 
+  /* Asked for by each user of it (every TAP, every NIC): made once. */
+  for (guint i = 0; i < jail->devices->len; i++)
+    if (strcmp (g_array_index (jail->devices, Device, i).path, rel) == 0)
+      return TRUE;
   if (stat (path, &st) < 0 || !S_ISCHR (st.st_mode))
     return set_errno (error, errno ? errno : ENODEV, "the device %s", path);
-  d.path = relative (path);
+  d.path = g_steal_pointer (&rel);
   d.mode = S_IFCHR | 0600;
   d.dev = st.st_rdev;
   d.owned = TRUE;
   add_parents (jail, d.path);
   g_array_append_val (jail->devices, d);
+  return TRUE;
+}
+
+gboolean
+mv_jail_give_tap (MvJail *jail, const char *name, GError **error)
+{
+  Tap tap = { { 0 } };
+  int err;
+
+  if (!name || !*name || strlen (name) >= IFNAMSIZ)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "network: \"%s\" is not a TAP device name", name ? name : "");
+      return FALSE;
+    }
+  /* Attaching by name would make a TAP that is not there. */
+  if (if_nametoindex (name) == 0)
+    return set_errno (error, errno, "the TAP device %s", name);
+  if (!mv_jail_add_device (jail, "/dev/net/tun", error))
+    return FALSE;
+  /* Recorded first: a failure half way is given back too. */
+  memcpy (tap.name, name, strlen (name));
+  g_array_append_val (jail->taps, tap);
+  err = set_tap_owner (name, jail->uid);
+  if (err)
+    return set_errno (error, err, "giving the TAP device %s to the VMM's user", name);
   return TRUE;
 }
 
@@ -843,6 +918,7 @@ mv_jail_release (const MvJail *jail)
 {
   for (guint i = 0; i < jail->granted->len; i++)
     mv_acl_revoke (g_array_index (jail->granted, int, i), jail->uid);
+  release_taps (jail);
   (void) !fchown (jail->runtime_fd, 0, 0);
   (void) !fchmod (jail->runtime_fd, 0700);
 }

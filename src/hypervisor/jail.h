@@ -25,7 +25,9 @@
  *   VMM's parent takes the entry away when the VMM ends, whether or not a
  *   daemon runs then;
  * - where the VMM takes descriptors (QEMU's -add-fd), the daemon opens the
- *   file itself and passes it (mv_jail_pass_fd()).
+ *   file itself and passes it (mv_jail_pass_fd());
+ * - a TAP device the VMM opens by name is owned by the VMM's UID while
+ *   the VMM runs (mv_jail_give_tap()), and by root again after.
  *
  * The runtime directory is root:<the VMM's group> 01770 while the VMM
  * runs: the VMM creates its sockets and console there but cannot remove
@@ -77,6 +79,12 @@ gboolean    mv_jail_show_dir (MvJail *jail, const char *path, GError **error);
 gboolean    mv_jail_show_binary (MvJail *jail, const char *path, GError **error);
 /* Adds the device node @path (/dev/kvm, /dev/net/tun), the VMM's alone. */
 gboolean    mv_jail_add_device (MvJail *jail, const char *path, GError **error);
+/* For a VMM that opens the TAP device @name itself (Cloud Hypervisor,
+ * Firecracker): makes the VMM's UID its owner (TUNSETOWNER), so that it
+ * may attach without privileges, and adds /dev/net/tun. The owner goes
+ * back to root when the VMM ends (mv_jail_release()), or when the jail
+ * is freed before it was handed over. */
+gboolean    mv_jail_give_tap (MvJail *jail, const char *name, GError **error);
 /* Passes @fd to the VMM under the same number; it stays the caller's. */
 int         mv_jail_pass_fd (MvJail *jail, int fd);
 /* The jail closes @fd when it is freed; returns @fd. */
@@ -99,7 +107,8 @@ void        mv_jail_hand_over (MvJail *jail);
  * to what failed. The caller chdir()s and execs. */
 int         mv_jail_enter (const MvJail *jail, const char **step);
 /* In the VMM's parent once the VMM is gone, async-signal-safe: takes the
- * grants back and gives the runtime directory back to root. */
+ * grants back, gives the TAP devices and the runtime directory back to
+ * root. */
 void        mv_jail_release (const MvJail *jail);
 
 /* For a running walled-in VMM @pidfd (checked to be it): shows the

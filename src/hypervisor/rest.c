@@ -197,6 +197,18 @@ mv_rest_rate_limiter (const MvDiskConfig *disk)
   return limiter;
 }
 
+JsonObject *
+mv_rest_net_rate_limiter (guint64 bytes_per_second)
+{
+  JsonObject *limiter;
+
+  if (!bytes_per_second)
+    return NULL;
+  limiter = json_object_new ();
+  json_object_set_object_member (limiter, "bandwidth", token_bucket (bytes_per_second));
+  return limiter;
+}
+
 char *
 mv_rest_absolute_path (const char *path)
 {
@@ -237,16 +249,21 @@ mv_rest_furnish_jail (MvRestStarter *starter, const MvVmSpec *spec, GError **err
       if (!(disk->own ? mv_jail_show_own_file : mv_jail_show_host_file) (jail, field, disk->path, !disk->read_only, error))
         return FALSE;
     }
+  /* Both VMMs open their TAPs by name, as the VMM's user. */
+  for (guint i = 0; i < spec->nets->len; i++)
+    if (!mv_jail_give_tap (jail, ((MvNetConfig *) spec->nets->pdata[i])->tap_device, error))
+      return FALSE;
   return furnish_devices (jail, spec->nets->len > 0, error);
 }
 
 gboolean
 mv_rest_furnish_restore_jail (MvRestStarter *starter, MvJail *jail, const char *snapshot_dir,
-                              GError **error)
+                              const char *tap_device, GError **error)
 {
   g_autofree char *dir = mv_rest_absolute_path (snapshot_dir);
 
   return mv_jail_show_binary (jail, starter->binary, error) &&
          mv_jail_show_dir (jail, dir, error) &&
-         furnish_devices (jail, FALSE, error);
+         (!tap_device || mv_jail_give_tap (jail, tap_device, error)) &&
+         furnish_devices (jail, tap_device != NULL, error);
 }

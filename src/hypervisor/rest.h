@@ -63,6 +63,9 @@ MvVmState         mv_rest_vm_state (const char *state);
 
 /* A disk's rate limiter as both VMMs take it; NULL if it has none. */
 JsonObject       *mv_rest_rate_limiter (const MvDiskConfig *disk);
+/* A network rate limiter of @bytes_per_second, as both VMMs take it;
+ * NULL for 0 (unlimited). */
+JsonObject       *mv_rest_net_rate_limiter (guint64 bytes_per_second);
 
 /* @path made absolute against the daemon's working directory: the VMM
  * runs in another one. */
@@ -75,6 +78,8 @@ char             *mv_rest_absolute_path (const char *path);
 gboolean          mv_rest_furnish_jail (MvRestStarter *starter, const MvVmSpec *spec,
                                         GError **error);
 /* The same for a VMM that restores a guest from @snapshot_dir, which it
- * is shown read-only; the guest's disks are the caller's to show. */
+ * is shown read-only, onto the TAP device @tap_device (NULL: none given);
+ * the guest's disks are the caller's to show. */
 gboolean          mv_rest_furnish_restore_jail (MvRestStarter *starter, MvJail *jail,
-                                                const char *snapshot_dir, GError **error);
+                                                const char *snapshot_dir,
+                                                const char *tap_device, GError **error);

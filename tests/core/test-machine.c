@@ -15,8 +15,8 @@ test_spec (void)
                                     "\"cpu_millicores\":1500,\"memory_bytes\":536870912,"
                                     "\"ssh_keys\":[\"ssh-ed25519 AAAA\"],"
                                     "\"user_data\":\"#cloud-config\","
-                                    "\"metadata\":{\"role\":\"frontend\"},"
-                                    "\"firewall\":[{\"allow\":\"tcp/22\"}],"
+                                    "\"metadata\":{\"role\":\"frontend\"},\"network_name\":\"lan\","
+                                    "\"firewall\":[{\"action\":\"allow\",\"protocol\":\"tcp\",\"port\":22}],"
                                     "\"labels\":{\"team\":\"web\"}}", &error);
 
   g_assert_no_error (error);

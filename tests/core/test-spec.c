@@ -2,6 +2,8 @@
 
 #include "core/errors.h"
 #include "core/machine.h"
+#include "core/net-rules.h"
+#include "core/network-spec.h"
 #include "core/spec.h"
 #include "core/spec-private.h"
 #include "core/workload.h"
@@ -107,7 +109,9 @@ static const char full_document[] =
   "'readiness':'console:login: ','network_name':'default','static_ip':'10.0.0.5',"
   "'hostname':'web.example','ssh_keys':['ssh-ed25519 AAAA one','ssh-ed25519 BBBB two'],"
   "'user_data':'#cloud-config','metadata':{'tier':'1','role':'frontend'},"
-  "'firewall':[{'allow':'tcp/22','from':'10.0.0.0/8'},{'deny':'all'}],"
+  "'firewall':[{'action':'allow','protocol':'tcp','port':22,'source':'10.0.0.0/8'},"
+  "{'action':'deny'}],'ports':[{'host_port':8080,'guest_port':80},"
+  "{'host_ip':'127.0.0.1','host_port':53,'protocol':'udp'}],"
   "'restart':{'mode':'on-failure','max_retries':5},'standby_after_seconds':300,"
   "'labels':{'team':'web','env':'prod'},'remove_on_exit':true}";
 
@@ -190,6 +194,19 @@ test_parse_full (void)
   g_assert_cmpuint (g_hash_table_size (spec->metadata), ==, 2);
   g_assert_cmpstr (g_hash_table_lookup (spec->metadata, "role"), ==, "frontend");
   g_assert_cmpuint (json_array_get_length (spec->firewall), ==, 2);
+  g_assert_cmpuint (spec->ports->len, ==, 2);
+  {
+    const MvPortMapping *web = g_ptr_array_index (spec->ports, 0);
+    const MvPortMapping *dns = g_ptr_array_index (spec->ports, 1);
+
+    g_assert_cmphex (web->host_address, ==, 0);
+    g_assert_cmpuint (web->host_port, ==, 8080);
+    g_assert_cmpuint (web->guest_port, ==, 80);
+    g_assert_cmpint (web->protocol, ==, MV_NET_PROTOCOL_TCP);
+    g_assert_cmphex (dns->host_address, ==, 0x7f000001);
+    g_assert_cmpuint (dns->guest_port, ==, 53);
+    g_assert_cmpint (dns->protocol, ==, MV_NET_PROTOCOL_UDP);
+  }
   g_assert_cmpint (spec->restart_mode, ==, MV_RESTART_ON_FAILURE);
   g_assert_cmpuint (spec->restart_max_retries, ==, 5);
   g_assert_cmpuint (spec->standby_after_seconds, ==, 300);
@@ -220,11 +237,13 @@ test_round_trip (void)
 
   /* The copy shares nothing with the original. */
   json_object_set_string_member (json_array_get_object_element (copy->firewall, 0),
-                                 "allow", "tcp/80");
+                                 "action", "deny");
+  ((MvPortMapping *) g_ptr_array_index (copy->ports, 0))->guest_port = 81;
   g_hash_table_insert (copy->labels, g_strdup ("team"), g_strdup ("db"));
   g_assert_false (mv_spec_equal (spec, copy));
   g_assert_cmpstr (json_object_get_string_member (json_array_get_object_element (spec->firewall, 0),
-                                                  "allow"), ==, "tcp/22");
+                                                  "action"), ==, "allow");
+  g_assert_cmpuint (((MvPortMapping *) g_ptr_array_index (spec->ports, 0))->guest_port, ==, 80);
   g_assert_cmpstr (g_hash_table_lookup (spec->labels, "team"), ==, "web");
 }
 
@@ -235,7 +254,7 @@ test_member_order (void)
     "id", "name", "hypervisor_type", "hypervisor_version", "kernel", "initrd",
     "kernel_args", "cpu_millicores", "max_vcpus", "memory_bytes",
     "max_memory_bytes", "disks", "readiness", "network_name", "static_ip",
-    "hostname", "ssh_keys", "user_data", "metadata", "firewall", "restart",
+    "hostname", "ssh_keys", "user_data", "metadata", "firewall", "ports", "restart",
     "standby_after_seconds", "labels", "remove_on_exit",
   };
   g_autoptr(MvSpec) spec = parse_ok (full_document);
@@ -417,6 +436,15 @@ test_wrong_types (void)
     { "{'labels':{'a':true}}", "labels.a: expected a string" },
     { "{'firewall':{}}", "firewall: expected an array" },
     { "{'firewall':[{},'allow']}", "firewall[1]: expected an object" },
+    { "{'ports':{}}", "ports: expected an array of objects, got an object" },
+    { "{'ports':[8080]}", "ports[0]: expected an object, got an integer" },
+    { "{'ports':[{'host_port':'8080'}]}", "ports[0].host_port: expected an integer" },
+    { "{'ports':[{'host_port':8080,'guest_port':true}]}", "ports[0].guest_port: expected an integer" },
+    { "{'ports':[{'host_port':80,'host_ip':1}]}", "ports[0].host_ip: expected a string" },
+    { "{'ports':[{'host_port':80,'protocol':6}]}", "ports[0].protocol: expected a string" },
+    { "{'ports':[{'host_port':80,'proto':'tcp'}]}", "ports[0]: unknown field 'proto'" },
+    { "{'ports':[{'host_port':80},{'guest_port':80}]}", "ports[1].host_port: required" },
+    { "{'ports':[{'host_port':70000}]}", "ports[0].host_port: 70000 is more than the limit of 65535" },
     { "{'restart':'always'}", "restart: expected an object" },
     { "{'restart':{'mode':1}}", "restart.mode: expected a string" },
     { "{'restart':{'max_retries':'3'}}", "restart.max_retries: expected an integer" },
@@ -881,6 +909,19 @@ rule_of_size (gsize size)
   return json_node_init_object (json_node_alloc (), rule);
 }
 
+/* The longest rule there can be: every member, each at its longest. */
+static JsonNode *
+longest_rule (void)
+{
+  g_autoptr(JsonObject) rule = json_object_new ();
+
+  json_object_set_string_member (rule, "action", "allow");
+  json_object_set_string_member (rule, "protocol", "tcp");
+  json_object_set_string_member (rule, "port", "65535-65535");
+  json_object_set_string_member (rule, "source", "255.255.255.255/32");
+  return json_node_init_object (json_node_alloc (), rule);
+}
+
 static char *
 path_of_length (gsize length, char fill)
 {
@@ -929,7 +970,17 @@ largest_spec (void)
   g_hash_table_insert (spec->metadata, g_strdup ("k"),
                        g_strnfill (MV_METADATA_MAX_JSON_BYTES - 8, 'm'));
   for (guint i = 0; i < MV_FIREWALL_RULES_MAX; i++)
-    json_array_add_element (spec->firewall, rule_of_size (MV_FIREWALL_RULE_MAX_BYTES));
+    json_array_add_element (spec->firewall, longest_rule ());
+  for (guint i = 0; i < MV_PORTS_MAX; i++)
+    {
+      MvPortMapping *port = g_new0 (MvPortMapping, 1);
+
+      port->host_address = 0xffffffff;
+      port->host_port = (guint16) (MV_NET_PORT_MAX - i);
+      port->guest_port = MV_NET_PORT_MAX;
+      port->protocol = MV_NET_PROTOCOL_UDP;
+      g_ptr_array_add (spec->ports, port);
+    }
   spec->restart_mode = MV_RESTART_ON_FAILURE;
   spec->restart_max_retries = MV_RESTART_MAX_RETRIES_MAX;
   spec->standby_after_seconds = MV_STANDBY_AFTER_MAX_SECONDS;
@@ -1417,40 +1468,196 @@ test_limit_labels (void)
 }
 
 static void
+reset_firewall (MvSpec *spec)
+{
+  json_array_unref (spec->firewall);
+  spec->firewall = json_array_new ();
+}
+
+static void
+add_rule (MvSpec *spec, const char *single_quoted)
+{
+  g_autofree char *json = q (single_quoted);
+
+  json_array_add_element (spec->firewall, json_from_string (json, NULL));
+}
+
+static void
 test_limit_firewall (void)
 {
   g_autoptr(MvSpec) spec = base_spec ();
 
+  set_string (&spec->network_name, g_strdup ("lan"));
   for (guint i = 0; i < MV_FIREWALL_RULES_MAX; i++)
     {
       g_autoptr(JsonObject) rule = json_object_new ();
-      json_object_set_int_member (rule, "port", i);
+      json_object_set_string_member (rule, "action", "allow");
+      json_object_set_string_member (rule, "protocol", "tcp");
+      json_object_set_int_member (rule, "port", i + 1);
       json_array_add_object_element (spec->firewall, g_steal_pointer (&rule));
     }
   assert_valid (spec);
-  json_array_add_object_element (spec->firewall, json_object_new ());
-  assert_invalid (spec, "firewall");
+  add_rule (spec, "{'action':'deny'}");
+  assert_invalid_message (spec, "firewall: 257 rules, more than the limit of 256");
 
-  json_array_unref (spec->firewall);
-  spec->firewall = json_array_new ();
-  json_array_add_object_element (spec->firewall, json_object_new ());
+  reset_firewall (spec);
+  add_rule (spec, "{'action':'deny'}");
   json_array_add_string_element (spec->firewall, "allow all");
   assert_invalid (spec, "firewall[1]");
 
-  /* Each rule: its depth, then its size. */
-  json_array_unref (spec->firewall);
-  spec->firewall = json_array_new ();
-  json_array_add_element (spec->firewall, nested_rule (MV_FIREWALL_RULE_MAX_DEPTH));
+  /* Rules need a network to be on. */
+  reset_firewall (spec);
+  add_rule (spec, "{'action':'deny','protocol':'icmp'}");
   assert_valid (spec);
+  set_string (&spec->network_name, NULL);
+  assert_invalid_message (spec, "firewall: the machine is on no network (network_name is not "
+                          "set)");
+  set_string (&spec->network_name, g_strdup ("lan"));
+
+  /* Each rule in its real form, the error naming it and its member. */
+  reset_firewall (spec);
+  add_rule (spec, "{'action':'allow','protocol':'tcp','port':'22-23','source':'10.0.0.0/8'}");
+  add_rule (spec, "{'allow':'tcp/22'}");
+  assert_invalid_message (spec, "firewall[1]: unknown field 'allow'");
+  reset_firewall (spec);
+  add_rule (spec, "{'action':'allow'}");
+  add_rule (spec, "{'protocol':'tcp'}");
+  assert_invalid_message (spec, "firewall[1].action: required (allow or deny)");
+  reset_firewall (spec);
+  add_rule (spec, "{'action':'allow','protocol':'udp','port':65535}");
+  assert_valid (spec);
+  add_rule (spec, "{'action':'allow','protocol':'udp','port':65536}");
+  assert_invalid_message (spec, "firewall[1].port: 65536 is more than the limit of 65535");
+  reset_firewall (spec);
+  add_rule (spec, "{'action':'allow','protocol':'tcp','port':1}");
+  assert_valid (spec);
+  add_rule (spec, "{'action':'allow','protocol':'tcp','port':0}");
+  assert_invalid_message (spec, "firewall[1].port: 0 is below the minimum of 1");
+  reset_firewall (spec);
+  add_rule (spec, "{'action':'allow','protocol':'icmp','port':1}");
+  assert_invalid_message (spec, "firewall[0].port: only for tcp and udp rules, not icmp");
+  reset_firewall (spec);
+  add_rule (spec, "{'action':'allow','source':'10.1.0.0/16'}");
+  assert_valid (spec);
+  add_rule (spec, "{'action':'allow','source':'10.1.0.0/15'}");
+  assert_invalid_message (spec, "firewall[1].source: \"10.1.0.0/15\" has host bits set "
+                          "(the network is 10.0.0.0/15)");
+
+  /* Each rule: its depth, then its size, before its members are read. */
+  reset_firewall (spec);
+  json_array_add_element (spec->firewall, nested_rule (MV_FIREWALL_RULE_MAX_DEPTH));
+  assert_invalid_message (spec, "firewall[0]: unknown field 'a'");
   json_array_add_element (spec->firewall, nested_rule (MV_FIREWALL_RULE_MAX_DEPTH + 1));
   assert_invalid_message (spec, "firewall[1]: nesting depth 9 is more than the limit of 8");
 
-  json_array_unref (spec->firewall);
-  spec->firewall = json_array_new ();
+  reset_firewall (spec);
   json_array_add_element (spec->firewall, rule_of_size (MV_FIREWALL_RULE_MAX_BYTES));
-  assert_valid (spec);
+  assert_invalid_message (spec, "firewall[0]: unknown field 'allow'");
   json_array_add_element (spec->firewall, rule_of_size (MV_FIREWALL_RULE_MAX_BYTES + 1));
   assert_invalid_message (spec, "firewall[1]: 1025 bytes of JSON, more than the limit of 1024");
+}
+
+static MvPortMapping *
+add_port (MvSpec *spec, const char *host_ip, guint16 host_port, MvNetProtocol protocol)
+{
+  MvPortMapping *port = g_new0 (MvPortMapping, 1);
+
+  if (host_ip != NULL)
+    g_assert_true (mv_ipv4_parse (host_ip, &port->host_address));
+  port->host_port = host_port;
+  port->guest_port = host_port;
+  port->protocol = protocol;
+  g_ptr_array_add (spec->ports, port);
+  return port;
+}
+
+static void
+test_limit_ports (void)
+{
+  g_autoptr(MvSpec) spec = base_spec ();
+  MvPortMapping *port;
+
+  set_string (&spec->network_name, g_strdup ("lan"));
+  for (guint i = 0; i < MV_PORTS_MAX; i++)
+    add_port (spec, NULL, (guint16) (8000 + i), MV_NET_PROTOCOL_TCP);
+  assert_valid (spec);
+  add_port (spec, NULL, 9000, MV_NET_PROTOCOL_TCP);
+  assert_invalid_message (spec, "ports: 65 ports, more than the limit of 64");
+
+  /* Ports need a network to be on. */
+  g_ptr_array_set_size (spec->ports, 1);
+  assert_valid (spec);
+  set_string (&spec->network_name, NULL);
+  assert_invalid_message (spec, "ports: the machine is on no network (network_name is not set)");
+  set_string (&spec->network_name, g_strdup ("lan"));
+
+  /* The same host port twice: the same address, or either is every one. */
+  g_ptr_array_set_size (spec->ports, 0);
+  add_port (spec, NULL, 8080, MV_NET_PROTOCOL_TCP);
+  add_port (spec, NULL, 8080, MV_NET_PROTOCOL_TCP);
+  assert_invalid_message (spec, "ports[1]: tcp 8080 is published twice");
+  g_ptr_array_set_size (spec->ports, 0);
+  add_port (spec, "127.0.0.1", 8080, MV_NET_PROTOCOL_TCP);
+  add_port (spec, "0.0.0.0", 8080, MV_NET_PROTOCOL_TCP);
+  assert_invalid_message (spec, "ports[1]: tcp 8080 is published twice");
+  g_ptr_array_set_size (spec->ports, 0);
+  add_port (spec, NULL, 53, MV_NET_PROTOCOL_UDP);
+  add_port (spec, "10.1.2.3", 53, MV_NET_PROTOCOL_UDP);
+  assert_invalid_message (spec, "ports[1]: udp 53 is published twice");
+  /* Another protocol, or another address of the host, is another port. */
+  g_ptr_array_set_size (spec->ports, 0);
+  add_port (spec, NULL, 53, MV_NET_PROTOCOL_UDP);
+  add_port (spec, NULL, 53, MV_NET_PROTOCOL_TCP);
+  add_port (spec, "127.0.0.1", 8080, MV_NET_PROTOCOL_TCP);
+  add_port (spec, "127.0.0.2", 8080, MV_NET_PROTOCOL_TCP);
+  assert_valid (spec);
+
+  /* From 1 to 65535, each way. */
+  g_ptr_array_set_size (spec->ports, 0);
+  port = add_port (spec, NULL, 1, MV_NET_PROTOCOL_TCP);
+  port->guest_port = MV_NET_PORT_MAX;
+  assert_valid (spec);
+  port->host_port = 0;
+  assert_invalid_message (spec, "ports[0].host_port: 0 is below the minimum of 1");
+  port->host_port = MV_NET_PORT_MAX;
+  port->guest_port = 0;
+  assert_invalid_message (spec, "ports[0].guest_port: 0 is below the minimum of 1");
+  port->guest_port = 1;
+  port->protocol = MV_NET_PROTOCOL_ICMP;
+  assert_invalid_message (spec, "ports[0].protocol: icmp is not one of tcp, udp");
+}
+
+/* As a document: the same refusals, and the defaults filled in. */
+static void
+test_ports_document (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok ("{'name':'web','kernel':'/k','network_name':'lan',"
+                                     "'ports':[{'host_port':8080}]}");
+  const MvPortMapping *port = g_ptr_array_index (spec->ports, 0);
+  g_autofree char *json = mv_spec_to_json (spec, TRUE);
+  g_autoptr(MvSpec) none = parse_ok ("{'name':'web','kernel':'/k'}");
+  g_autofree char *json_none = mv_spec_to_json (none, TRUE);
+
+  assert_valid (spec);
+  g_assert_cmphex (port->host_address, ==, 0);
+  g_assert_cmpuint (port->guest_port, ==, 8080);
+  g_assert_cmpint (port->protocol, ==, MV_NET_PROTOCOL_TCP);
+  assert_message_contains (json, "\"ports\":[{\"host_ip\":\"0.0.0.0\",\"host_port\":8080,"
+                           "\"guest_port\":8080,\"protocol\":\"tcp\"}]");
+  /* Written only when there are some. */
+  g_assert_null (strstr (json_none, "ports"));
+
+  g_clear_pointer (&spec, mv_spec_free);
+  spec = parse_ok ("{'name':'web','kernel':'/k','network_name':'lan',"
+                   "'ports':[{'host_port':8080},{'host_port':8080,'guest_port':80}]}");
+  assert_invalid_message (spec, "ports[1]: tcp 8080 is published twice");
+  g_clear_pointer (&spec, mv_spec_free);
+  spec = parse_ok ("{'name':'web','kernel':'/k','ports':[{'host_port':8080}]}");
+  assert_invalid_message (spec, "ports: the machine is on no network (network_name is not set)");
+  g_clear_pointer (&spec, mv_spec_free);
+  spec = parse_ok ("{'name':'web','kernel':'/k','network_name':'lan','ports':[]}");
+  assert_valid (spec);
+  g_assert_cmpuint (spec->ports->len, ==, 0);
 }
 
 static void
@@ -1784,7 +1991,20 @@ test_workload_defaults (void)
 static void
 test_workload_absent_unchanged (void)
 {
-  g_autoptr(MvSpec) full = parse_ok (full_document);
+  /* full_document as it was then: rules in a form read as any object. */
+  static const char then_document[] =
+    "{'id':'m1','name':'web','hypervisor_type':'qemu','hypervisor_version':'7.2',"
+    "'kernel':'/boot/vmlinuz','initrd':'/boot/initrd.img','kernel_args':'console=ttyS0',"
+    "'cpu_millicores':1500,'max_vcpus':4,'memory_bytes':536870912,"
+    "'max_memory_bytes':1073741824,"
+    "'disks':[{'path':'/var/lib/a.img','read_only':true},{'path':'/var/lib/b.img'}],"
+    "'readiness':'console:login: ','network_name':'default','static_ip':'10.0.0.5',"
+    "'hostname':'web.example','ssh_keys':['ssh-ed25519 AAAA one','ssh-ed25519 BBBB two'],"
+    "'user_data':'#cloud-config','metadata':{'tier':'1','role':'frontend'},"
+    "'firewall':[{'allow':'tcp/22','from':'10.0.0.0/8'},{'deny':'all'}],"
+    "'restart':{'mode':'on-failure','max_retries':5},'standby_after_seconds':300,"
+    "'labels':{'team':'web','env':'prod'},'remove_on_exit':true}";
+  g_autoptr(MvSpec) full = parse_ok (then_document);
   g_autoptr(MvSpec) minimal = parse_ok ("{'name':'web','kernel':'/boot/vmlinuz',"
                                         "'readiness':'vmm'}");
   g_autofree char *fp_full = mv_spec_fingerprint (full);
@@ -2594,6 +2814,9 @@ test_limit_whole_spec_with_workload (void)
   spec->cmd = argv_of (128, 1024);
   for (guint i = 0; i < 128; i++)
     memset (spec->cmd[i], '"', 1024);
+  /* 64 of "Vnn=..." at 2048 bytes each: the environment at its limit. */
+  for (guint i = 0; i < 64; i++)
+    g_hash_table_insert (spec->env, g_strdup_printf ("V%02u", i), g_strnfill (2044, '"'));
   g_assert_false (mv_spec_validate (spec, &error));
   g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
   assert_message_names_field (error->message, "spec");
@@ -2753,7 +2976,7 @@ test_implemented_plain (void)
                      "'readiness':'agent','restart':{'mode':'always'},"
                      "'standby_after_seconds':600,'labels':{'team':'web'},"
                      "'network_name':'','static_ip':'','hostname':'','user_data':'',"
-                     "'ssh_keys':[],'metadata':{},'firewall':[]}");
+                     "'ssh_keys':[],'metadata':{},'firewall':[],'ports':[]}");
   g_assert_true (mv_spec_check_implemented (parsed, &error));
   g_assert_no_error (error);
 }
@@ -2765,7 +2988,9 @@ test_implemented_each_field (void)
     const char *field;
     const char *json;
   } cases[] = {
-    { "firewall", "{'name':'web','kernel':'/k','firewall':[{'allow':'tcp/22'}]}" },
+    { "ports", "{'name':'web','kernel':'/k','network_name':'lan','ports':[{'host_port':80}]}" },
+    { "firewall", "{'name':'web','kernel':'/k','network_name':'lan',"
+      "'firewall':[{'action':'allow','protocol':'tcp','port':22}]}" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -2791,6 +3016,8 @@ test_implemented_first_named (void)
 
   json_array_add_object_element (spec->firewall, json_object_new ());
   assert_not_implemented (spec, "firewall");
+  add_port (spec, NULL, 80, MV_NET_PROTOCOL_TCP);
+  assert_not_implemented (spec, "ports");
 }
 
 /* A machine on a network, with its own address and rate limits: carried
@@ -2959,6 +3186,8 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/limits/metadata-document", test_metadata_document);
   g_test_add_func ("/spec/limits/labels", test_limit_labels);
   g_test_add_func ("/spec/limits/firewall", test_limit_firewall);
+  g_test_add_func ("/spec/limits/ports", test_limit_ports);
+  g_test_add_func ("/spec/ports-document", test_ports_document);
   g_test_add_func ("/spec/limits/network", test_limit_network);
   g_test_add_func ("/spec/limits/whole-spec", test_limit_whole_spec);
   g_test_add_func ("/spec/limits/restart", test_limit_restart);

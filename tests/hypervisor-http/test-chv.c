@@ -40,6 +40,67 @@ vm_config (const char *socket_path)
   return json_object_ref (json_object_get_object_member (json_node_get_object (reply), "config"));
 }
 
+/* Not given: left out, or null as the VMM reports a default of none. */
+static gboolean
+absent (JsonObject *object, const char *member)
+{
+  return !json_object_has_member (object, member) || json_object_get_null_member (object, member);
+}
+
+/* The net device's one limiter: @size bytes a second, refilled each
+ * second, no limit on operations. */
+static void
+assert_net_bandwidth (JsonObject *net, gint64 size)
+{
+  JsonObject *limiter = json_object_get_object_member (net, "rate_limiter_config");
+  JsonObject *bucket = json_object_get_object_member (limiter, "bandwidth");
+
+  g_assert_nonnull (bucket);
+  g_assert_true (absent (limiter, "ops"));
+  g_assert_cmpint (json_object_get_int_member (bucket, "size"), ==, size);
+  g_assert_cmpint (json_object_get_int_member (bucket, "refill_time"), ==, 1000);
+}
+
+/* One limiter for both ways: limits that differ are refused before
+ * anything starts, naming the field to change. */
+static void
+test_net_limits_differ (VmmFixture *fixture, gconstpointer data)
+{
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (GError) error = NULL;
+  const guint64 cases[][2] = { { 2 << 20, 1 << 20 }, { 1 << 20, 0 }, { 0, 1 << 20 } };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      mv_vm_spec_set_net_limits (spec, 1500, cases[i][0], cases[i][1]);
+      g_assert_false (starter->check (starter, fixture->socket_path, spec, &error));
+      g_assert_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED);
+      g_assert_cmpstr (error->message, ==, "download_bytes_per_second: Cloud Hypervisor limits "
+                       "both directions alike; give upload_bytes_per_second the same value");
+      g_clear_error (&error);
+    }
+  g_assert_false (g_file_test (fixture->socket_path, G_FILE_TEST_EXISTS));
+
+  /* Unlimited both ways: no limiter, and no MTU but the default. */
+  mv_vm_spec_set_net_limits (spec, 0, 0, 0);
+  g_assert_true (starter->check (starter, fixture->socket_path, spec, &error));
+  g_assert_no_error (error);
+  {
+    g_autoptr (MvHypervisor) hv = starter->start_vm (starter, fixture->socket_path, spec, &vmm,
+                                                     &error);
+    g_autoptr (JsonObject) config = NULL;
+    JsonObject *net;
+
+    g_assert_no_error (error);
+    config = vm_config (fixture->socket_path);
+    net = json_array_get_object_element (json_object_get_array_member (config, "net"), 0);
+    g_assert_true (absent (net, "rate_limiter_config"));
+    g_assert_true (absent (net, "mtu"));
+  }
+}
+
 static void
 test_lifecycle (VmmFixture *fixture, gconstpointer data)
 {
@@ -49,7 +110,7 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
   g_autoptr (GError) error = NULL;
   g_autoptr (JsonObject) config = NULL;
   g_autofree char *version = NULL;
-  JsonObject *disk, *memory;
+  JsonObject *disk, *memory, *net;
   MvCapabilities caps = starter->capabilities (starter);
   MvVmStats stats;
   MvVmInfo info;
@@ -80,9 +141,10 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
   g_assert_cmpint (json_object_get_int_member (json_object_get_object_member (
                      json_object_get_object_member (disk, "rate_limiter_config"), "bandwidth"),
                      "size"), ==, 10 << 20);
-  g_assert_cmpstr (json_object_get_string_member (
-                     json_array_get_object_element (json_object_get_array_member (config, "net"), 0),
-                     "tap"), ==, "mvtap0");
+  net = json_array_get_object_element (json_object_get_array_member (config, "net"), 0);
+  g_assert_cmpstr (json_object_get_string_member (net, "tap"), ==, "mvtap0");
+  g_assert_cmpint (json_object_get_int_member (net, "mtu"), ==, 1400);
+  assert_net_bandwidth (net, 1 << 20);
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (config, "console"),
                                                   "mode"), ==, "Off");
 
@@ -185,6 +247,9 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (
                      json_array_get_object_element (json_object_get_array_member (config, "net"), 0),
                      "tap"), ==, "mvtap9");
+  /* Only the TAP is edited: the limits and MTU are the snapshot's. */
+  assert_net_bandwidth (json_array_get_object_element (json_object_get_array_member (config, "net"), 0),
+                        1 << 20);
   /* The snapshot itself is kept as it was. */
   {
     g_autofree char *path = g_build_filename (restored.snapshot, "config.json", NULL);
@@ -366,6 +431,7 @@ main (int argc, char **argv)
   warnings = g_ptr_array_new_with_free_func (g_free);
   g_log_set_writer_func (writer, NULL, NULL);
   VMM_TEST ("/chv/lifecycle", test_lifecycle);
+  VMM_TEST ("/chv/net-limits-differ", test_net_limits_differ);
   VMM_TEST ("/chv/shutdown-and-connect", test_shutdown);
   VMM_TEST ("/chv/snapshot-restore", test_snapshot_restore);
   VMM_TEST ("/chv/errors", test_errors);

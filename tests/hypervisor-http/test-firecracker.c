@@ -22,6 +22,139 @@ get (const char *socket_path, const char *path)
   return json_object_ref (json_node_get_object (reply));
 }
 
+/* @limiter of @net takes @size bytes a second, refilled each second, and
+ * nothing else. */
+static void
+assert_bandwidth (JsonObject *net, const char *limiter, gint64 size)
+{
+  JsonObject *o = json_object_get_object_member (net, limiter);
+  JsonObject *bucket = json_object_get_object_member (o, "bandwidth");
+
+  g_assert_nonnull (bucket);
+  g_assert_true (!json_object_has_member (o, "ops") || json_object_get_null_member (o, "ops"));
+  g_assert_cmpint (json_object_get_int_member (bucket, "size"), ==, size);
+  g_assert_cmpint (json_object_get_int_member (bucket, "refill_time"), ==, 1000);
+}
+
+static MvHypervisor *
+boot_spec (VmmFixture *fixture, MvStarter *starter, MvVmSpec *spec, MvProcess **vmm)
+{
+  g_autoptr (GError) error = NULL;
+  MvHypervisor *hv = starter->start_vm (starter, fixture->socket_path, spec, vmm, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (hv);
+  return hv;
+}
+
+/* Each way its own limit: what the guest receives is rx, what it sends tx;
+ * an unlimited way has no limiter. */
+static void
+test_net_limits (VmmFixture *fixture, gconstpointer data)
+{
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("firecracker");
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = NULL;
+  g_autoptr (JsonObject) config = NULL;
+  JsonObject *net;
+
+  mv_vm_spec_set_net_limits (spec, 9000, 2 << 20, 0);
+  hv = boot_spec (fixture, starter, spec, &vmm);
+  config = get (fixture->socket_path, "/vm/config");
+  net = json_array_get_object_element (json_object_get_array_member (config, "network-interfaces"), 0);
+  g_assert_cmpint (json_object_get_int_member (net, "mtu"), ==, 9000);
+  assert_bandwidth (net, "rx_rate_limiter", 2 << 20);
+  g_assert_true (!json_object_has_member (net, "tx_rate_limiter") ||
+                 json_object_get_null_member (net, "tx_rate_limiter"));
+}
+
+/* Before 1.16 an interface takes no MTU: 1500 (what it gives the guest)
+ * is not sent, another is refused before anything starts. */
+static void
+test_mtu_old_version (VmmFixture *fixture, gconstpointer data)
+{
+  g_autofree char *binary = vmm_fixture_versioned_binary (fixture, "firecracker", "1.15.0");
+  g_autoptr (GError) error = NULL;
+  g_autoptr (MvStarter) starter = mv_firecracker_starter_new (binary, &error);
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = NULL;
+  g_autoptr (JsonObject) config = NULL;
+  JsonObject *net;
+
+  g_assert_no_error (error);
+  g_assert_cmpstr (starter->version (starter), ==, "1.15.0");
+  g_assert_false (starter->check (starter, fixture->socket_path, spec, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED);
+  g_assert_cmpstr (error->message, ==, "mtu: the network's MTU of 1400 needs Firecracker 1.16 "
+                   "or later; version 1.15.0 gives its guests 1500");
+  g_clear_error (&error);
+
+  mv_vm_spec_set_net_limits (spec, 1500, 1 << 20, 1 << 19);
+  g_assert_true (starter->check (starter, fixture->socket_path, spec, &error));
+  g_assert_no_error (error);
+  hv = boot_spec (fixture, starter, spec, &vmm);
+  config = get (fixture->socket_path, "/vm/config");
+  net = json_array_get_object_element (json_object_get_array_member (config, "network-interfaces"), 0);
+  g_assert_false (json_object_has_member (net, "mtu"));
+  assert_bandwidth (net, "rx_rate_limiter", 1 << 20);
+  assert_bandwidth (net, "tx_rate_limiter", 1 << 19);
+}
+
+/* The test VMM checks the interface as Firecracker does: an MTU only from
+ * 1.16, rate limiters of token buckets with their required members. */
+static void
+test_net_fields_checked (VmmFixture *fixture, gconstpointer data)
+{
+  static const struct {
+    const char *version;
+    const char *body;
+    guint       status;
+    const char *message;   /* the start of it */
+  } cases[] = {
+    { "1.16.0", "{\"iface_id\":\"net0\",\"host_dev_name\":\"tap0\",\"mtu\":9000}", 204, NULL },
+    { "1.15.0", "{\"iface_id\":\"net0\",\"host_dev_name\":\"tap0\",\"mtu\":9000}", 400,
+      "An error occurred when deserializing the json body of a request: unknown field `mtu`" },
+    { "1.16.0", "{\"iface_id\":\"net0\",\"host_dev_name\":\"tap0\",\"mtu\":70000}", 400,
+      "An error occurred when deserializing the json body of a request: " },
+    { "1.16.0", "{\"iface_id\":\"net0\",\"host_dev_name\":\"tap0\","
+      "\"rx_rate_limiter\":{\"bandwidth\":{\"size\":1}}}", 400,
+      "An error occurred when deserializing the json body of a request: missing field `refill_time`" },
+    { "1.16.0", "{\"iface_id\":\"net0\",\"host_dev_name\":\"tap0\","
+      "\"tx_rate_limiter\":{\"bandwidth\":{\"size\":1,\"refill_time\":1000,\"rate\":1}}}", 400,
+      "An error occurred when deserializing the json body of a request: unknown field `rate`" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *binary = vmm_fixture_versioned_binary (fixture, "firecracker",
+                                                              cases[i].version);
+      const char *argv[] = { binary, "--api-sock", fixture->socket_path, NULL };
+      g_autoptr (GError) error = NULL;
+      g_autoptr (MvProcess) vmm = NULL;
+      g_autoptr (MvHttp) http = NULL;
+      g_auto (MvHttpResponse) response = { 0 };
+      g_autofree char *text = NULL;
+
+      g_test_message ("%s %s", cases[i].version, cases[i].body);
+      g_unlink (fixture->socket_path);
+      vmm = mv_process_start (fixture->socket_path, argv, NULL, 10000, &error);
+      g_assert_no_error (error);
+      http = mv_http_new (fixture->socket_path, "Firecracker");
+      g_assert_true (mv_http_request (http, "PUT", "/network-interfaces/net0", cases[i].body,
+                                      strlen (cases[i].body), &response, &error));
+      g_assert_no_error (error);
+      g_assert_cmpuint (response.status, ==, cases[i].status);
+      if (cases[i].message)
+        {
+          text = mv_http_error_text (response.body);
+          g_assert_true (g_str_has_prefix (text, cases[i].message));
+        }
+      vmm_fixture_kill (fixture);
+    }
+}
+
 static void
 test_lifecycle (VmmFixture *fixture, gconstpointer data)
 {
@@ -34,7 +167,7 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
   g_autofree char *cmdline_path = NULL;
   g_autofree char *cmdline = NULL;
   MvCapabilities caps = starter->capabilities (starter);
-  JsonObject *drive;
+  JsonObject *drive, *net;
   MvVmInfo info;
   gsize length;
 
@@ -70,6 +203,11 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (
                      json_array_get_object_element (json_object_get_array_member (config, "network-interfaces"), 0),
                      "guest_mac"), ==, "52:54:00:12:34:56");
+
+  net = json_array_get_object_element (json_object_get_array_member (config, "network-interfaces"), 0);
+  g_assert_cmpint (json_object_get_int_member (net, "mtu"), ==, 1400);
+  assert_bandwidth (net, "rx_rate_limiter", 1 << 20);
+  assert_bandwidth (net, "tx_rate_limiter", 1 << 20);
 
   version = hv->vmm_version (hv, &error);
   g_assert_cmpstr (version, ==, "1.16.0");
@@ -226,6 +364,9 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
   g_assert_cmpstr (json_object_get_string_member (
                      json_array_get_object_element (json_object_get_array_member (config, "network-interfaces"), 0),
                      "host_dev_name"), ==, "mvtap9");
+  /* The rest of the interface is the snapshot's, limits and all. */
+  assert_bandwidth (json_array_get_object_element (json_object_get_array_member (config, "network-interfaces"), 0),
+                    "rx_rate_limiter", 1 << 20);
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (config, "vsock"),
                                                   "uds_path"), ==, restored.spec.agent_socket);
   vmm_fixture_resume_restored (&restored);
@@ -265,6 +406,9 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   VMM_TEST ("/firecracker/lifecycle", test_lifecycle);
+  VMM_TEST ("/firecracker/net-limits", test_net_limits);
+  VMM_TEST ("/firecracker/mtu-old-version", test_mtu_old_version);
+  VMM_TEST ("/firecracker/net-fields-checked", test_net_fields_checked);
   VMM_TEST ("/firecracker/destroy", test_destroy);
   VMM_TEST ("/firecracker/errors", test_errors);
   VMM_TEST ("/firecracker/payload-limit", test_payload_limit);

@@ -113,6 +113,8 @@ vmm_fixture_spec (VmmFixture *fixture)
   mv_vm_spec_add_disk (spec, fixture->disk, FALSE);
   mv_vm_spec_set_disk_rate_limit (spec, 10 << 20, 1000);
   mv_vm_spec_add_net (spec, "mvtap0", "52:54:00:12:34:56");
+  /* The same each way, which every backend takes. */
+  mv_vm_spec_set_net_limits (spec, 1400, 1 << 20, 1 << 20);
   spec->console.path = g_strdup (fixture->console_path);
   spec->agent.kind = MV_AGENT_CHANNEL_VSOCK;
   spec->agent.socket_path = g_build_filename (fixture->vm_dir, "vsock.sock", NULL);

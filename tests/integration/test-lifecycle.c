@@ -305,7 +305,9 @@ test_unimplemented_fields_refused (Fixture *f, gconstpointer data)
   } cases[] = {
     { "network_name", "\"network_name\":\"lan\"" },
     { "static_ip", "\"static_ip\":\"10.0.0.5\"" },
-    { "firewall", "\"firewall\":[{\"action\":\"allow\"}]" },
+    /* Checked before the network is looked for. */
+    { "ports", "\"network_name\":\"lan\",\"ports\":[{\"host_port\":8080}]" },
+    { "firewall", "\"network_name\":\"lan\",\"firewall\":[{\"action\":\"allow\"}]" },
   };
   g_autofree char *kept = client_create_ok (f->client, SPEC ("kept"));
 

@@ -11,6 +11,7 @@
 
 #include "core/errors.h"
 #include "core/json-strict.h"
+#include "core/net-rules.h"
 #include "store/store.h"
 #include "store-test.h"
 
@@ -886,7 +887,8 @@ test_record_size_linear (Fixture *fixture, gconstpointer data)
   g_assert_no_error (error);
 }
 
-/* The deepest and largest firewall a spec may have is a record that loads. */
+/* The largest firewall and the most ports a spec may have are a record
+ * that loads. */
 static void
 test_record_deepest_valid_spec (Fixture *fixture, gconstpointer data)
 {
@@ -896,20 +898,26 @@ test_record_deepest_valid_spec (Fixture *fixture, gconstpointer data)
   g_autoptr(GPtrArray) records = NULL;
   g_autoptr(GError) error = NULL;
 
+  config->spec->network_name = g_strdup ("lan");
   for (guint i = 0; i < MV_FIREWALL_RULES_MAX; i++)
     {
       g_autoptr(JsonObject) rule = json_object_new ();
-      JsonObject *inner = rule;
 
-      for (guint depth = 1; depth < MV_FIREWALL_RULE_MAX_DEPTH; depth++)
-        {
-          JsonObject *next = json_object_new ();
-
-          json_object_set_int_member (inner, "port", i);
-          json_object_set_object_member (inner, "a", next);
-          inner = next;
-        }
+      json_object_set_string_member (rule, "action", "allow");
+      json_object_set_string_member (rule, "protocol", "tcp");
+      json_object_set_string_member (rule, "port", "65535-65535");
+      json_object_set_string_member (rule, "source", "255.255.255.255/32");
       json_array_add_object_element (config->spec->firewall, g_steal_pointer (&rule));
+    }
+  for (guint i = 0; i < MV_PORTS_MAX; i++)
+    {
+      MvPortMapping *port = g_new0 (MvPortMapping, 1);
+
+      port->host_address = 0x7f000001;
+      port->host_port = (guint16) (8000 + i);
+      port->guest_port = 80;
+      port->protocol = MV_NET_PROTOCOL_UDP;
+      g_ptr_array_add (config->spec->ports, port);
     }
   g_assert_true (mv_spec_validate (config->spec, &error));
   g_assert_no_error (error);

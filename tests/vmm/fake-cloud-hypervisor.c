@@ -63,7 +63,8 @@ static const FakeField disk_fields[] = {
 static const FakeType disk = FAKE_LENIENT_OF ("DiskConfig", disk_fields);
 static const FakeType opt_disks = FAKE_OPT_LIST_OF (&disk);
 static const FakeField net_fields[] = {
-  { "tap", &fake_opt_str }, { "mac", &fake_opt_str }, { "id", &fake_opt_str }, { NULL } };
+  { "tap", &fake_opt_str }, { "mac", &fake_opt_str }, { "mtu", &fake_opt_u16 },
+  { "id", &fake_opt_str }, { "rate_limiter_config", &opt_rate_limiter }, { NULL } };
 static const FakeType net = FAKE_LENIENT_OF ("NetConfig", net_fields);
 static const FakeType opt_nets = FAKE_OPT_LIST_OF (&net);
 static const char *const console_modes[] = { "Off", "Pty", "Tty", "File", "Socket", "Null", NULL };

@@ -89,6 +89,13 @@ static const FakeField net_fields[] = {
   { "guest_mac", &fake_opt_str }, { "rx_rate_limiter", &opt_rate_limiter },
   { "tx_rate_limiter", &opt_rate_limiter }, { "mtu", &fake_opt_u16 }, { NULL } };
 static const FakeType net = FAKE_STRUCT_OF ("NetworkInterfaceConfig", net_fields);
+/* Before 1.16 an interface has no MTU, and the member is unknown. */
+static const FakeField net_fields_before_mtu[] = {
+  { "iface_id", &fake_str, TRUE }, { "host_dev_name", &fake_str, TRUE },
+  { "guest_mac", &fake_opt_str }, { "rx_rate_limiter", &opt_rate_limiter },
+  { "tx_rate_limiter", &opt_rate_limiter }, { NULL } };
+static const FakeType net_before_mtu = FAKE_STRUCT_OF ("NetworkInterfaceConfig",
+                                                       net_fields_before_mtu);
 
 static const FakeField vsock_fields[] = {
   { "vsock_id", &fake_opt_str }, { "guest_cid", &fake_u32, TRUE },
@@ -475,10 +482,20 @@ patch_drive (Firecracker *fc, const FakeRequest *request, FakeResponse *response
   fault (response, 400, "Drive config error: Invalid block device ID: %s", id);
 }
 
+static gboolean
+takes_mtu (const Firecracker *fc)
+{
+  guint major = 0, minor = 0;
+
+  return sscanf (fc->version, "%u.%u", &major, &minor) == 2 &&
+         (major > 1 || (major == 1 && minor >= 16));
+}
+
 static void
 put_net (Firecracker *fc, const FakeRequest *request, FakeResponse *response, const char *id)
 {
-  g_autoptr (JsonObject) cfg = body_object (request, &net, response);
+  g_autoptr (JsonObject) cfg = body_object (request, takes_mtu (fc) ? &net : &net_before_mtu,
+                                            response);
   const char *tap, *mac;
 
   if (!cfg || !pre_boot (fc, response) || !id_matches (cfg, "iface_id", id, response))
