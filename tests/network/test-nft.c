@@ -26,6 +26,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,7 +165,14 @@ typedef struct {
   char *output;   /* where its stdout and stderr go */
 } Server;
 
-/* Starts `nc ARGS...` in @ns and waits until a socket of @protocol
+/* A server dies with the test, also when an assertion aborts it. */
+static void
+die_with_parent (gpointer user_data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* Starts `nc ARGS...` in @ns (NULL: the host) and waits until a socket of @protocol
  * ("-tln" or "-uln" for ss) listens on @port there. */
 static Server *
 server_start (const char  *ns,
@@ -181,24 +189,27 @@ server_start (const char  *ns,
   server->output = g_strdup_printf ("%s/server-%u.out", scratch_dir, port);
   fd = open (server->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   g_assert_cmpint (fd, >=, 0);
-  for (const char *const *a = (const char *const[]) { "ip", "netns", "exec", ns, "nc", NULL }; *a != NULL; a++)
-    g_ptr_array_add (argv, g_strdup (*a));
+  if (ns != NULL)
+    for (const char *const *a = (const char *const[]) { "ip", "netns", "exec", ns, NULL }; *a != NULL; a++)
+      g_ptr_array_add (argv, g_strdup (*a));
+  g_ptr_array_add (argv, g_strdup ("nc"));
   for (const char **a = nc_args; *a != NULL; a++)
     g_ptr_array_add (argv, g_strdup (*a));
   g_ptr_array_add (argv, NULL);
   if (!g_spawn_async_with_pipes_and_fds (NULL, (const char *const *) argv->pdata, NULL,
                                          G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD,
-                                         NULL, NULL, -1, fd, fd, NULL, NULL, 0,
+                                         die_with_parent, NULL, -1, fd, fd, NULL, NULL, 0,
                                          &server->pid, NULL, NULL, NULL, &error))
     g_error ("cannot start nc: %s", error->message);
   close (fd);
 
   for (int i = 0; i < 100; i++)
     {
-      const char *ss[] = { "ip", "netns", "exec", ns, "ss", "-H", ss_kind, filter, NULL };
+      const char *in_ns[] = { "ip", "netns", "exec", ns, "ss", "-H", ss_kind, filter, NULL };
+      const char *here[] = { "ss", "-H", ss_kind, filter, NULL };
       g_autofree char *out = NULL;
 
-      g_assert_cmpint (run_argv (ss, &out), ==, 0);
+      g_assert_cmpint (run_argv (ns != NULL ? in_ns : here, &out), ==, 0);
       if (out != NULL && *g_strstrip (out) != '\0')
         return server;
       g_usleep (20 * 1000);
@@ -460,6 +471,8 @@ test_tcp_port_and_firewall (void)
     { .allow = FALSE, .protocol = MV_NFT_ANY, .source = 0x0a4e0000u, .source_prefix = 16 },
     { .allow = TRUE, .protocol = MV_NFT_TCP },
   };
+  const char *loopback_args[] = { "-k", "-l", "127.0.0.1", "8080", NULL };
+  Server *loopback;
   MvNftMachine machine;
 
   /* Nothing published yet: the host itself has nothing on the port. */
@@ -475,6 +488,10 @@ test_tcp_port_and_firewall (void)
   g_assert_true (tcp_connects (NULL, HOST_OUTSIDE_TEXT, 8081));
   /* A port published on one address only is not on the others. */
   g_assert_false (tcp_connects (NULL, HOST_BRIDGE_ADDRESS, 8081));
+  /* The host's own loopback service on the same port stays its own. */
+  loopback = server_start (NULL, "-tln", 8080, loopback_args);
+  g_assert_true (tcp_connects (NULL, "127.0.0.1", 8080));
+  server_stop (loopback);
 
   machine = machine_with (ports, G_N_ELEMENTS (ports), deny_port, G_N_ELEMENTS (deny_port));
   apply (nft, &machine);
@@ -707,6 +724,63 @@ test_masquerade (void)
   remove_all (nft);
 }
 
+typedef struct {
+  MvNft *nft;
+  guint  index;
+} Applier;
+
+static gpointer
+apply_repeatedly (gpointer user_data)
+{
+  Applier *applier = user_data;
+  g_autofree char *id = g_strdup_printf ("t%u", applier->index);
+  MvNftPort ports[] = { { .host_port = 10000 + applier->index, .guest_port = 80, .protocol = MV_NFT_TCP } };
+
+  for (guint round = 0; round < 10; round++)
+    {
+      MvNftMachine machine = {
+        .machine_id = id, .address = GUEST + 10 + applier->index, .bridge = BRIDGE,
+        .ports = ports, .n_ports = 1, .sleeping = round % 2 == 0,
+      };
+
+      apply (applier->nft, &machine);
+    }
+  return NULL;
+}
+
+/* One MvNft from several threads at once. */
+static void
+test_threads (void)
+{
+  g_autoptr (MvNft) nft = new_nft ();
+  g_autoptr (GPtrArray) machines = NULL;
+  g_autoptr (GError) error = NULL;
+  Applier appliers[4];
+  GThread *threads[G_N_ELEMENTS (appliers)];
+
+  for (guint i = 0; i < G_N_ELEMENTS (appliers); i++)
+    {
+      appliers[i] = (Applier) { .nft = nft, .index = i };
+      threads[i] = g_thread_new ("apply", apply_repeatedly, &appliers[i]);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (appliers); i++)
+    g_thread_join (threads[i]);
+
+  machines = mv_nft_list_machines (nft, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (machines->len, ==, G_N_ELEMENTS (appliers));
+  /* Each machine's last apply, and nothing of the ones before: two DNAT
+   * rules, awake. */
+  for (guint i = 0; i < G_N_ELEMENTS (appliers); i++)
+    {
+      g_autofree char *tag = g_strdup_printf ("mv:t%u", i);
+
+      g_assert_cmpuint (count_rules (NULL, tag), ==, 2);
+      g_assert_cmpuint (count_rules ("wake", tag), ==, 0);
+    }
+  remove_all (nft);
+}
+
 static void
 test_invalid_input (void)
 {
@@ -817,6 +891,7 @@ main (int    argc,
   g_test_add_func ("/nft/remove-and-list", test_remove_and_list);
   g_test_add_func ("/nft/refused-keeps-rules", test_refused_keeps_rules);
   g_test_add_func ("/nft/masquerade", test_masquerade);
+  g_test_add_func ("/nft/threads", test_threads);
   g_test_add_func ("/nft/invalid-input", test_invalid_input);
   status = g_test_run ();
 
