@@ -266,10 +266,9 @@ run_locked (MvNft       *nft,
   err = nft_ctx_get_error_buffer (nft->ctx);
   if (rc != 0)
     {
-      g_autofree char *copy = g_strdup (err);
-      g_autofree char *text = error_text (copy);
+      g_autofree char *text = error_text (err);
 
-      return mv_error_set (error, MV_ERROR_FAILED, "nftables refused the rules: %s", text);
+      return mv_error_set (error, MV_ERROR_FAILED, "nftables refused the command: %s", text);
     }
   if (output != NULL)
     *output = g_strdup (out);
