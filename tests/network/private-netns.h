@@ -9,7 +9,8 @@
 
 G_BEGIN_DECLS
 
-/* Enters a new network namespace and sets lo up. Exits with 77 (a skip)
+/* Enters a new network namespace, turns IPv6 off for the devices made
+ * in it and sets lo up. Exits with 77 (a skip)
  * when not root. Call first in main, before any thread exists. */
 void  mv_test_private_netns_enter (void);
 
