@@ -91,3 +91,22 @@ mv_test_sysfs_counter (const char *ifname,
                                              NULL));
   return value;
 }
+
+void
+mv_test_wait_link_up (const char *ifname)
+{
+  g_autofree char *path = g_build_filename ("/sys/class/net", ifname, "operstate", NULL);
+  gint64 deadline = g_get_monotonic_time () + 5 * G_TIME_SPAN_SECOND;
+
+  for (;;)
+    {
+      g_autofree char *state = NULL;
+
+      if (g_file_get_contents (path, &state, NULL, NULL)
+          && (g_str_equal (g_strchomp (state), "up") || g_str_equal (state, "unknown")))
+        return;
+      if (g_get_monotonic_time () >= deadline)
+        g_error ("%s is not up after 5 s (operstate %s)", ifname, state);
+      g_usleep (10 * G_TIME_SPAN_MILLISECOND);
+    }
+}

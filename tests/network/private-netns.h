@@ -25,4 +25,9 @@ char *mv_test_cmd_out (const char *program,
 guint64 mv_test_sysfs_counter (const char *ifname,
                                const char *name);
 
+/* Waits up to 5 s until the kernel has @ifname up: its operational state
+ * is up (or unknown, as a TAP's is). Until then its qdisc is noop and
+ * drops everything sent through it. */
+void    mv_test_wait_link_up (const char *ifname);
+
 G_END_DECLS

@@ -96,6 +96,7 @@ test_tap (void)
 
   mv_test_cmd ("ip", "addr", "add", TAP_HOST "/24", "dev", TAP, NULL);
   mv_test_cmd ("ip", "link", "set", "dev", TAP, "up", NULL);
+  mv_test_wait_link_up (TAP);
   mv_test_cmd ("ip", "neigh", "replace", TAP_GUEST, "lladdr", GUEST_MAC, "dev", TAP,
                "nud", "permanent", NULL);
   drain (fd);
@@ -146,6 +147,8 @@ test_veth (void)
   mv_test_cmd ("ip", "addr", "add", VETH_A_ADDR "/24", "dev", VETH_A, NULL);
   mv_test_cmd ("ip", "link", "set", "dev", VETH_A, "up", NULL);
   mv_test_cmd ("ip", "link", "set", "dev", VETH_B, "up", NULL);
+  mv_test_wait_link_up (VETH_A);
+  mv_test_wait_link_up (VETH_B);
   {
     g_autofree char *path = g_build_filename ("/sys/class/net", VETH_B, "address", NULL);
 

@@ -369,6 +369,8 @@ main (int    argc,
   mv_test_cmd ("ip", "addr", "add", A_ADDR "/24", "dev", VETH_A, NULL);
   mv_test_cmd ("ip", "link", "set", "dev", VETH_A, "up", NULL);
   mv_test_cmd ("ip", "link", "set", "dev", VETH_B, "up", NULL);
+  mv_test_wait_link_up (VETH_A);
+  mv_test_wait_link_up (VETH_B);
   g_assert_true (g_file_get_contents (path, &peer_mac, NULL, NULL));
   g_strchomp (peer_mac);
   mv_test_cmd ("ip", "neigh", "replace", PEER_ADDR, "lladdr", peer_mac, "dev", VETH_A,
