@@ -111,7 +111,8 @@ read_qdiscs (const char  *ifname,
         continue;
       qdisc = json_node_get_object (node);
       kind = json_object_get_string_member_with_default (qdisc, "kind", "");
-      if (g_str_equal (kind, "tbf") && json_object_get_boolean_member_with_default (qdisc, "root", FALSE))
+      if (g_str_equal (kind, "tbf")
+          && json_object_get_boolean_member_with_default (qdisc, "root", FALSE))
         qdiscs->root_tbf = TRUE;
       else if (g_str_equal (kind, "ingress"))
         qdiscs->ingress = TRUE;

@@ -19,6 +19,9 @@
 /* Beyond this many remembered addresses, those whose interval has passed
  * are forgotten, so a scan of many addresses cannot grow the table. */
 #define RECENT_PRUNE_AT 1024
+/* Datagrams read per wake-up of the main loop, so that a flood of logged
+ * packets cannot keep it from everything else. */
+#define READS_PER_DISPATCH 64
 
 /* The fields of an IPv4 header this file reads, by offset. */
 #define IP_MIN_HEADER   20
@@ -212,7 +215,7 @@ on_readable (int          fd,
 {
   MvTraffic *traffic = user_data;
 
-  for (;;)
+  for (guint reads = 0; reads < READS_PER_DISPATCH; reads++)
     {
       ssize_t n = mnl_socket_recvfrom (traffic->socket, traffic->buffer, traffic->buffer_size);
 

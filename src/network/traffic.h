@@ -31,7 +31,7 @@ typedef struct _MvTraffic MvTraffic;
 
 /* Main thread. @address: the packet's IPv4 destination (host byte order,
  * after any DNAT), @protocol: IPPROTO_*, @port: its destination port (0
- * when none). */
+ * when none). It must not free the MvTraffic that calls it. */
 typedef void (*MvTrafficFunc) (guint32  address,
                                guint8   protocol,
                                guint16  port,

@@ -145,7 +145,8 @@ assert_tbf (JsonObject *options,
 {
   g_assert_nonnull (options);
   g_assert_cmpint (json_object_get_int_member (options, "rate"), ==, (gint64) bps);
-  g_assert_cmpint (json_object_get_int_member (options, "burst"), >=, (gint64) (bps / 100 * 99 / 100));
+  g_assert_cmpint (json_object_get_int_member (options, "burst"), >=,
+                   (gint64) (bps / 100 * 99 / 100));
   g_assert_cmpint (json_object_get_int_member (options, "burst"), >=, 1500);
   g_assert_cmpint (json_object_get_int_member (options, "lat"), >=,
                    MV_RATE_LIMIT_LATENCY_MS * 1000 * 9 / 10);

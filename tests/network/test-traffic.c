@@ -352,7 +352,8 @@ test_parse (void)
   len = build_message (buffer, &spec);
   {
     struct nlmsghdr *nlh = (struct nlmsghdr *) buffer;
-    struct nlattr *last = (struct nlattr *) (buffer + len - MNL_ALIGN (sizeof ip) - MNL_ATTR_HDRLEN);
+    struct nlattr *last = (struct nlattr *) (buffer + len - MNL_ALIGN (sizeof ip)
+                                             - MNL_ATTR_HDRLEN);
 
     g_assert_cmpuint (mnl_attr_get_type (last), ==, NFULA_PAYLOAD);
     last->nla_len += 8;
