@@ -1053,26 +1053,3 @@ mv_spec_directory_tag (const MvSpec *spec, guint index)
   return g_strdup_printf (MV_DIRECTORY_TAG_PREFIX "%u", before);
 }
 
-gboolean
-mv_spec_check_implemented (const MvSpec *spec, GError **error)
-{
-  g_return_val_if_fail (spec != NULL, FALSE);
-
-  /* In the order the fields are documented, so the first is named. */
-  const struct {
-    const char *field;
-    gboolean    set;
-  } pending[] = {
-    { "ports", spec->ports->len > 0 },
-    { "firewall", json_array_get_length (spec->firewall) > 0 },
-  };
-
-  for (guint i = 0; i < G_N_ELEMENTS (pending); i++)
-    if (pending[i].set)
-      {
-        g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
-                     "%s: not supported by this microvmd yet", pending[i].field);
-        return FALSE;
-      }
-  return TRUE;
-}

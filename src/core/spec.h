@@ -265,10 +265,6 @@ gboolean mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_
  * (core/text.h: controls, bidirectional and invisible characters, other
  * spaces, not in NFC). */
 gboolean mv_name_validate (const char *field, const char *name, GError **error);
-/* Fails with MV_ERROR_UNSUPPORTED naming the first field @spec sets that
- * this microvmd parses and validates but does not carry out yet:
- * ports and firewall ("firewall: not supported by this microvmd yet"). */
-gboolean mv_spec_check_implemented (const MvSpec *spec, GError **error);
 /* Whether @spec shares a host directory with its guest (a mount of type
  * directory, over virtio-fs): such a machine cannot be put on standby. */
 gboolean mv_spec_has_directory_mount (const MvSpec *spec);

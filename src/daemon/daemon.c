@@ -367,6 +367,23 @@ on_async_result (GObject *source, GAsyncResult *result, gpointer user_data)
   *(GAsyncResult **) user_data = g_object_ref (result);
 }
 
+/* Seed 000: the traffic listener passes each event to RestoreAfterTraffic;
+ * a stale or duplicate one changes nothing. */
+static void
+on_machine_traffic (const char *machine_id, guint64 sequence, gpointer data)
+{
+  MvDaemon *daemon = data;
+  MvMachine *machine = daemon->reconciler ? mv_reconciler_lookup (daemon->reconciler, machine_id)
+                                          : NULL;
+  g_autoptr (GError) error = NULL;
+  gboolean waking = FALSE;
+
+  if (!machine)
+    return;
+  if (!mv_reconciler_traffic (daemon->reconciler, machine, sequence, &waking, &error))
+    g_message ("Traffic for machine %s: %s", machine_id, error->message);
+}
+
 static void
 on_network_created (const MvNetworkSpec *network, gpointer data)
 {
@@ -421,6 +438,7 @@ open_networks (MvDaemon *daemon, GError **error)
       return TRUE;
     }
   daemon->host_network = mv_host_network_new (daemon->networks, daemon->nm);
+  mv_host_network_set_traffic_func (daemon->host_network, on_machine_traffic, daemon);
   daemon->host.network = mv_host_network_iface (daemon->host_network);
   daemon->network_hooks = (MvNetworkHooks) {
     .created = on_network_created,

@@ -599,6 +599,7 @@ chv_capabilities (MvStarter *base)
     .vsock = TRUE,
     .gpu_passthrough = TRUE,
     .disk_rate_limit = TRUE,
+    .net_rate_limit = TRUE,
     .virtio_fs = TRUE,
   };
 }

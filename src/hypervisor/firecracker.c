@@ -653,6 +653,7 @@ fc_capabilities (MvStarter *base)
     .vsock = TRUE,
     .gpu_passthrough = FALSE,
     .disk_rate_limit = TRUE,
+    .net_rate_limit = TRUE,
     .virtio_fs = FALSE,
   };
 }

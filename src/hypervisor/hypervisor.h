@@ -130,6 +130,7 @@ typedef struct {
   gboolean vsock;
   gboolean gpu_passthrough;
   gboolean disk_rate_limit;
+  gboolean net_rate_limit; /* limits a NIC's traffic itself; else the host's TAP is */
   gboolean virtio_fs;      /* directory mounts (vhost-user-fs devices) */
 } MvCapabilities;
 

@@ -891,6 +891,7 @@ qemu_capabilities (MvStarter *starter)
     .snapshot = TRUE,
     .pause = TRUE,
     .disk_rate_limit = TRUE,
+    .net_rate_limit = FALSE,
     .virtio_fs = TRUE,
   };
 }

@@ -820,6 +820,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->guests = mv_runtime_guests_new (starter);
   mv_runtime_watches_set_filter (self->watches, exit_filter, self);
   self->runtime.type = starter->type;
+  self->runtime.limits_network = starter->capabilities (starter).net_rate_limit;
   self->runtime.data = self;
   self->runtime.version = rt_version;
   self->runtime.check = rt_check;

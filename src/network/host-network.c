@@ -3,12 +3,24 @@
 #include "host-network.h"
 #include "core/errors.h"
 #include "core/ipam.h"
+#include "core/net-rules.h"
+#include "counters.h"
+#include "nft.h"
+#include "rate-limit.h"
+#include "traffic.h"
 
 struct _MvHostNetwork {
   MvNetwork       iface;
   MvNetworkStore *store;
   MvNm           *nm;
   GMainContext   *context;
+  MvNft          *nft;           /* NULL: no nftables here; no ports, rules or waking */
+  MvTraffic      *traffic;       /* NULL: traffic does not wake machines */
+  MvNetworkTrafficFunc traffic_func;
+  gpointer        traffic_data;
+  guint64         sequence;      /* of the last traffic event */
+  GMutex          lock;
+  GHashTable     *ports;         /* machine id → its published ports (MvPortMapping*) */
 };
 
 /* ---- NetworkManager, from a worker thread ---- */
@@ -159,6 +171,171 @@ nm_failed (GError **error, const char *machine_id)
   return FALSE;
 }
 
+/* ---- published ports and rules ---- */
+
+static MvNftProtocol
+nft_protocol (MvNetProtocol protocol)
+{
+  switch (protocol)
+    {
+    case MV_NET_PROTOCOL_TCP: return MV_NFT_TCP;
+    case MV_NET_PROTOCOL_UDP: return MV_NFT_UDP;
+    case MV_NET_PROTOCOL_ICMP: return MV_NFT_ICMP;
+    case MV_NET_PROTOCOL_ANY:
+    default: return MV_NFT_ANY;
+    }
+}
+
+static gboolean
+needs_rules (const MvSpec *spec)
+{
+  return spec->ports->len > 0 || json_array_get_length (spec->firewall) > 0;
+}
+
+static gboolean
+no_nftables (GError **error, const MvSpec *spec)
+{
+  return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s: nftables is not available on this host",
+                       spec->ports->len > 0 ? "ports" : "firewall");
+}
+
+/* The machine's published ports, firewall rules and (while it sleeps)
+ * wake log, as its spec says, replacing what it had. */
+static gboolean
+apply_rules (MvHostNetwork *self, const char *machine_id, const MvSpec *spec, guint32 address,
+             const char *bridge, gboolean sleeping, GError **error)
+{
+  g_autoptr (GPtrArray) rules = NULL;
+  g_autofree MvNftPort *ports = NULL;
+  g_autofree MvNftRule *nft_rules = NULL;
+  MvNftMachine machine = {
+    .machine_id = machine_id, .address = address, .bridge = bridge, .sleeping = sleeping,
+  };
+
+  if (!self->nft)
+    return !needs_rules (spec) || no_nftables (error, spec);
+  if (!(rules = mv_firewall_rules_parse (spec->firewall, error)))
+    return FALSE;
+  ports = g_new0 (MvNftPort, MAX (spec->ports->len, 1));
+  for (guint i = 0; i < spec->ports->len; i++)
+    {
+      const MvPortMapping *p = spec->ports->pdata[i];
+
+      ports[i] = (MvNftPort) { p->host_address, p->host_port, p->guest_port,
+                               nft_protocol (p->protocol) };
+    }
+  nft_rules = g_new0 (MvNftRule, MAX (rules->len, 1));
+  for (guint i = 0; i < rules->len; i++)
+    {
+      const MvFirewallRule *r = rules->pdata[i];
+
+      nft_rules[i] = (MvNftRule) { r->allow, nft_protocol (r->protocol), r->port_min, r->port_max,
+                                   r->source, r->source_prefix };
+    }
+  machine.ports = ports;
+  machine.n_ports = spec->ports->len;
+  machine.rules = nft_rules;
+  machine.n_rules = rules->len;
+  return mv_nft_apply_machine (self->nft, &machine, error);
+}
+
+static gboolean
+remove_rules (MvHostNetwork *self, const char *machine_id, GError **error)
+{
+  return !self->nft || mv_nft_remove_machine (self->nft, machine_id, error);
+}
+
+/* The first of @ports another machine holding its ports publishes too:
+ * CONFLICT naming it. Called with the lock held. */
+static gboolean
+check_ports_locked (MvHostNetwork *self, const char *machine_id, const GPtrArray *ports,
+                    GError **error)
+{
+  GHashTableIter iter;
+  gpointer holder, held;
+
+  g_hash_table_iter_init (&iter, self->ports);
+  while (g_hash_table_iter_next (&iter, &holder, &held))
+    {
+      const MvPortMapping *taken;
+
+      if (g_strcmp0 (holder, machine_id) == 0 || !(taken = mv_port_mappings_conflict (held, ports)))
+        continue;
+      for (guint i = 0; i < ports->len; i++)
+        if (mv_port_mapping_overlaps (ports->pdata[i], taken))
+          {
+            g_autofree char *text = mv_port_mapping_to_string (ports->pdata[i]);
+
+            return mv_error_set (error, MV_ERROR_CONFLICT,
+                                 "ports[%u]: %s: machine %s publishes that port already", i, text,
+                                 (const char *) holder);
+          }
+    }
+  return TRUE;
+}
+
+/* @machine_id holds @ports from now on (none: it holds none). */
+static gboolean
+hold_ports (MvHostNetwork *self, const char *machine_id, const GPtrArray *ports, GError **error)
+{
+  gboolean ok = TRUE;
+
+  g_mutex_lock (&self->lock);
+  if (!ports || ports->len == 0)
+    g_hash_table_remove (self->ports, machine_id);
+  else if ((ok = check_ports_locked (self, machine_id, ports, error)))
+    {
+      GPtrArray *copy = g_ptr_array_new_with_free_func (g_free);
+
+      for (guint i = 0; i < ports->len; i++)
+        g_ptr_array_add (copy, mv_port_mapping_copy (ports->pdata[i]));
+      g_hash_table_insert (self->ports, g_strdup (machine_id), copy);
+    }
+  g_mutex_unlock (&self->lock);
+  return ok;
+}
+
+/* A network's own rules: its bridge's traffic forwarded, and masqueraded
+ * when it has NAT. */
+static void
+apply_network_rules (MvHostNetwork *self, const MvNetworkSpec *network)
+{
+  g_autofree char *bridge = mv_network_bridge_name (network->id);
+  g_autoptr (GError) error = NULL;
+
+  if (self->nft &&
+      !mv_nft_apply_network (self->nft, network->id, bridge, network->address, network->prefix,
+                             network->nat, &error))
+    g_warning ("Network %s: its forwarding and NAT rules are not in place: %s", network->name,
+               error->message);
+}
+
+/* ---- traffic ---- */
+
+static void
+on_traffic (guint32 address, guint8 protocol, guint16 port, gpointer data)
+{
+  MvHostNetwork *self = data;
+  g_autoptr (GPtrArray) networks = mv_network_store_list (self->store);
+  g_autofree char *dotted = mv_ipv4_to_string (address);
+
+  for (guint i = 0; i < networks->len; i++)
+    {
+      MvNetworkSpec *network = networks->pdata[i];
+      g_autofree char *machine_id = NULL;
+
+      if (!mv_network_contains (network, address) ||
+          !(machine_id = mv_network_store_instance_at (self->store, network->id, dotted)))
+        continue;
+      /* Rising across restarts of the daemon, as the machines' records
+       * keep the last one. */
+      self->sequence = MAX (self->sequence + 1, (guint64) g_get_real_time ());
+      if (self->traffic_func)
+        self->traffic_func (machine_id, self->sequence, self->traffic_data);
+      return;
+    }
+}
+
 /* ---- MvNetwork ---- */
 
 static MvHostNetwork *
@@ -171,9 +348,17 @@ static gboolean
 net_check (MvNetwork *network, const char *machine_id, const MvSpec *spec, GError **error)
 {
   MvHostNetwork *self = self_of (network);
+  gboolean ok;
 
-  return mv_network_store_check (self->store, spec->network_name, machine_id, spec->static_ip,
-                                 error);
+  if (!mv_network_store_check (self->store, spec->network_name, machine_id, spec->static_ip,
+                               error))
+    return FALSE;
+  if (!self->nft && needs_rules (spec))
+    return no_nftables (error, spec);
+  g_mutex_lock (&self->lock);
+  ok = check_ports_locked (self, machine_id, spec->ports, error);
+  g_mutex_unlock (&self->lock);
+  return ok;
 }
 
 static char *
@@ -218,7 +403,30 @@ net_attach (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
       nm_failed (error, req->machine_id);
       return NULL;
     }
+  apply_network_rules (self, net);
+  /* Its ports, its rules (awake), and on a VMM without a limiter of its
+   * own its rate limits; what fails gives back what this attach made. */
+  if (!hold_ports (self, req->machine_id, spec->ports, error))
+    goto undo;
+  {
+    guint32 host_order = 0;
+
+    mv_ipv4_parse (address, &host_order);
+    if (!apply_rules (self, req->machine_id, spec, host_order, bridge, FALSE, error))
+      goto undo;
+  }
+  if (req->host_limits_network &&
+      (spec->upload_bytes_per_second || spec->download_bytes_per_second) &&
+      !mv_rate_limit_apply (attachment->tap_device, spec->download_bytes_per_second,
+                            spec->upload_bytes_per_second, error))
+    goto undo;
   return g_steal_pointer (&attachment);
+
+undo:
+  hold_ports (self, req->machine_id, NULL, NULL);
+  remove_rules (self, req->machine_id, NULL);
+  remove_link (self, MV_NM_LINK_TAP, attachment->tap_device, NULL);
+  return NULL;
 }
 
 static gboolean
@@ -228,6 +436,15 @@ net_detach (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
   g_autofree char *tap = mv_network_tap_name (req->machine_id);
   g_autoptr (GError) local = NULL;
 
+  if (!remove_rules (self, req->machine_id, error))
+    return FALSE;
+  hold_ports (self, req->machine_id, NULL, NULL);
+  /* What a limit on the TAP's upload made (its IFB) goes with it. */
+  if (!mv_rate_limit_apply (tap, 0, 0, &local))
+    {
+      g_warning ("Machine %s: %s", req->machine_id, local->message);
+      g_clear_error (&local);
+    }
   if (remove_link (self, MV_NM_LINK_TAP, tap, &local))
     return TRUE;
   /* Without NetworkManager there is nobody to ask: whatever of the TAP
@@ -246,6 +463,51 @@ net_detach (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
 static gboolean
 net_sleep (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
 {
+  MvHostNetwork *self = self_of (network);
+  g_autoptr (MvNetworkSpec) net = mv_network_store_find (self->store, req->spec->network_name);
+  g_autofree char *address = NULL, *bridge = NULL;
+  guint32 host_order = 0;
+
+  if (!net || !(address = mv_network_store_address_of (self->store, net->id, req->machine_id)))
+    return mv_error_set (error, MV_ERROR_NOT_FOUND, "network_name: machine %s holds no address "
+                         "on %s", req->machine_id, req->spec->network_name);
+  if (!self->nft || !self->traffic)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "this host cannot watch for traffic "
+                         "(nftables and its log are needed)");
+  mv_ipv4_parse (address, &host_order);
+  bridge = mv_network_bridge_name (net->id);
+  return apply_rules (self, req->machine_id, req->spec, host_order, bridge, TRUE, error);
+}
+
+static gboolean
+net_update_rules (MvNetwork *network, const char *machine_id, const MvSpec *spec,
+                  gboolean sleeping, GError **error)
+{
+  MvHostNetwork *self = self_of (network);
+  g_autoptr (MvNetworkSpec) net = mv_network_store_find (self->store, spec->network_name);
+  g_autofree char *address = NULL, *bridge = NULL;
+  guint32 host_order = 0;
+
+  if (!net || !(address = mv_network_store_address_of (self->store, net->id, machine_id)))
+    return TRUE;    /* not attached yet: its next start applies them */
+  mv_ipv4_parse (address, &host_order);
+  bridge = mv_network_bridge_name (net->id);
+  return apply_rules (self, machine_id, spec, host_order, bridge, sleeping, error);
+}
+
+static gboolean
+net_counters (MvNetwork *network, const char *machine_id, MvNetworkCounters *counters,
+              GError **error)
+{
+  g_autofree char *tap = mv_network_tap_name (machine_id);
+  MvNetCounters c;
+
+  if (!mv_net_counters_read (tap, &c, error))
+    return FALSE;
+  *counters = (MvNetworkCounters) {
+    c.rx_bytes, c.rx_packets, c.rx_dropped, c.rx_errors,
+    c.tx_bytes, c.tx_packets, c.tx_dropped, c.tx_errors,
+  };
   return TRUE;
 }
 
@@ -254,7 +516,9 @@ net_release (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
 {
   MvHostNetwork *self = self_of (network);
 
-  return net_detach (network, req, error) &&
+  /* A machine on no network may still hold an address it had before an
+   * Update; it has no TAP or rules. */
+  return (!req->spec->network_name || net_detach (network, req, error)) &&
          mv_network_store_release_elsewhere (self->store, req->machine_id, NULL, error);
 }
 
@@ -307,6 +571,54 @@ list_links (MvHostNetwork *self, GError **error)
   return call.links;
 }
 
+/* The rules of machines that hold their place are made again as their
+ * specs say (the ports held again); those of others, and of networks that
+ * are gone, are removed. */
+static void
+reconcile_rules (MvHostNetwork *self, GHashTable *holding, GPtrArray *networks)
+{
+  g_autoptr (GError) local = NULL;
+  g_autoptr (GPtrArray) ruled = NULL;
+  GHashTableIter iter;
+  gpointer id, value;
+
+  if (!self->nft)
+    return;
+  g_hash_table_iter_init (&iter, holding);
+  while (g_hash_table_iter_next (&iter, &id, &value))
+    {
+      const MvNetworkHolder *holder = value;
+
+      if (!hold_ports (self, id, holder->spec->ports, &local) ||
+          !net_update_rules (&self->iface, id, holder->spec, holder->sleeping, &local))
+        {
+          g_warning ("Machine %s: its ports and rules are not in place: %s", (const char *) id,
+                     local->message);
+          g_clear_error (&local);
+        }
+    }
+  if ((ruled = mv_nft_list_machines (self->nft, &local)))
+    for (guint i = 0; i < ruled->len; i++)
+      if (!g_hash_table_contains (holding, ruled->pdata[i]))
+        {
+          g_message ("Networks: removing the rules of machine %s, which holds no place",
+                     (const char *) ruled->pdata[i]);
+          remove_rules (self, ruled->pdata[i], NULL);
+        }
+  g_clear_error (&local);
+  g_clear_pointer (&ruled, g_ptr_array_unref);
+  if ((ruled = mv_nft_list_networks (self->nft, &local)))
+    for (guint i = 0; i < ruled->len; i++)
+      {
+        gboolean known = FALSE;
+
+        for (guint j = 0; j < networks->len && !known; j++)
+          known = g_str_equal (((MvNetworkSpec *) networks->pdata[j])->id, ruled->pdata[i]);
+        if (!known)
+          mv_nft_remove_network (self->nft, ruled->pdata[i], NULL);
+      }
+}
+
 static gboolean
 net_reconcile (MvNetwork *network, GHashTable *defined, GHashTable *holding, GError **error)
 {
@@ -339,7 +651,9 @@ net_reconcile (MvNetwork *network, GHashTable *defined, GHashTable *holding, GEr
           g_warning ("Network %s: its bridge is not up: %s", net->name, local->message);
           g_clear_error (&local);
         }
+      apply_network_rules (self, net);
     }
+  reconcile_rules (self, holding, networks);
 
   links = list_links (self, &local);
   if (!links)
@@ -389,13 +703,39 @@ on_bridge_removed (GObject *source, GAsyncResult *result, gpointer user_data)
     g_warning ("Network bridge %s could not be removed: %s", name, error->message);
 }
 
+/* Main thread: the daemon's nftables table and its wake log, made once
+ * the host has a network (a host without one is left as it is). Made
+ * before any machine can attach, and not changed after. */
+static void
+enable_rules (MvHostNetwork *self)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (self->nft)
+    return;
+  self->nft = mv_nft_new (MV_HOST_NETWORK_WAKE_GROUP, &error);
+  if (!self->nft)
+    {
+      g_warning ("Networks: no nftables (%s): published ports and firewall rules are refused, "
+                 "and traffic does not wake machines", error->message);
+      return;
+    }
+  self->traffic = mv_traffic_new (MV_HOST_NETWORK_WAKE_GROUP, MV_HOST_NETWORK_WAKE_INTERVAL_MS,
+                                  on_traffic, self, &error);
+  if (!self->traffic)
+    g_warning ("Networks: traffic will not wake machines on standby: %s", error->message);
+}
+
 void
 mv_host_network_added (MvHostNetwork *self, const MvNetworkSpec *network)
 {
+  enable_rules (self);
   g_autofree char *cidr = gateway_cidr (network);
   char *name = mv_network_bridge_name (network->id);
 
   mv_nm_ensure_bridge_async (self->nm, name, cidr, network->mtu, NULL, on_bridge_ensured, name);
+  /* One short nftables transaction, as a record write is. */
+  apply_network_rules (self, network);
 }
 
 void
@@ -403,7 +743,18 @@ mv_host_network_removed (MvHostNetwork *self, const MvNetworkSpec *network)
 {
   char *name = mv_network_bridge_name (network->id);
 
+  g_autoptr (GError) error = NULL;
+
   mv_nm_remove_async (self->nm, MV_NM_LINK_BRIDGE, name, NULL, on_bridge_removed, name);
+  if (self->nft && !mv_nft_remove_network (self->nft, network->id, &error))
+    g_warning ("Network %s: its rules could not be removed: %s", network->name, error->message);
+}
+
+void
+mv_host_network_set_traffic_func (MvHostNetwork *self, MvNetworkTrafficFunc func, gpointer data)
+{
+  self->traffic_func = func;
+  self->traffic_data = data;
 }
 
 MvHostNetwork *
@@ -414,6 +765,15 @@ mv_host_network_new (MvNetworkStore *store, MvNm *nm)
   self->store = store;
   self->nm = nm;
   self->context = g_main_context_ref_thread_default ();
+  g_mutex_init (&self->lock);
+  self->ports = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                       (GDestroyNotify) g_ptr_array_unref);
+  {
+    g_autoptr (GPtrArray) networks = mv_network_store_list (store);
+
+    if (networks->len > 0)
+      enable_rules (self);
+  }
   self->iface = (MvNetwork) {
     .data = self,
     .check = net_check,
@@ -421,6 +781,8 @@ mv_host_network_new (MvNetworkStore *store, MvNm *nm)
     .attach = net_attach,
     .detach = net_detach,
     .sleep = net_sleep,
+    .update_rules = net_update_rules,
+    .counters = net_counters,
     .release = net_release,
     .forget = net_forget,
     .reconcile = net_reconcile,
@@ -433,6 +795,10 @@ mv_host_network_free (MvHostNetwork *self)
 {
   if (!self)
     return;
+  g_clear_pointer (&self->traffic, mv_traffic_free);
+  g_clear_pointer (&self->nft, mv_nft_free);
+  g_hash_table_unref (self->ports);
+  g_mutex_clear (&self->lock);
   g_main_context_unref (self->context);
   g_free (self);
 }

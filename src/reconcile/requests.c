@@ -4,6 +4,7 @@
 #include "reconciler-private.h"
 #include "core/errors.h"
 #include "core/image-ref.h"
+#include "core/json-util.h"
 #include "core/text.h"
 #include "util/fault.h"
 
@@ -86,7 +87,7 @@ validate (MvReconciler *rec, MvSpec *spec, GError **error)
   MvRuntime *runtime;
 
   if (!mv_spec_validate_with_standby_min (spec, rec->options.standby_min_seconds, error) ||
-      !mv_spec_check_implemented (spec, error) || !fits_host (rec->host, spec, error) ||
+      !fits_host (rec->host, spec, error) ||
       !mv_volumes_check_spec (rec->host->volumes, spec, error) ||
       !check_network (rec->host, spec, error) ||
       !(runtime = mv_runtimes_for_spec (rec->host->runtimes, spec, error)))
@@ -571,7 +572,67 @@ only_live_fields_differ (const MvSpec *current, const MvSpec *wanted)
   masked->standby_after_seconds = current->standby_after_seconds;
   masked->remove_on_exit = current->remove_on_exit;
   copy_map (masked->labels, current->labels);
+  json_array_unref (masked->firewall);
+  masked->firewall = mv_json_array_deep_copy (current->firewall);
   return mv_spec_equal (current, masked);
+}
+
+static gboolean
+firewall_differs (const MvSpec *current, const MvSpec *wanted)
+{
+  g_autoptr (JsonNode) a = json_node_init_array (json_node_alloc (), current->firewall);
+  g_autoptr (JsonNode) b = json_node_init_array (json_node_alloc (), wanted->firewall);
+
+  return !json_node_equal (a, b);
+}
+
+/* A firewall change to a machine that holds its place on its network is
+ * made at once (seed 000), off the main thread. */
+typedef struct {
+  MvNetwork *network;
+  char      *machine_id;
+  MvSpec    *spec;
+  gboolean   sleeping;
+} RulesTask;
+
+static void
+rules_task_free (RulesTask *task)
+{
+  g_free (task->machine_id);
+  mv_spec_free (task->spec);
+  g_free (task);
+}
+
+static void
+update_rules_in_thread (GTask *gtask, gpointer source, gpointer task_data,
+                        GCancellable *cancellable)
+{
+  RulesTask *task = task_data;
+  g_autoptr (GError) error = NULL;
+
+  if (!task->network->update_rules (task->network, task->machine_id, task->spec, task->sleeping,
+                                    &error))
+    g_warning ("Machine %s: its new firewall rules are not in force: %s", task->machine_id,
+               error->message);
+  g_task_return_boolean (gtask, TRUE);
+}
+
+static void
+update_network_rules (MvMachine *machine)
+{
+  MvReconciler *rec = machine->reconciler;
+  RulesTask *task;
+
+  if (!rec->host->network || !machine->config->spec->network_name ||
+      !mv_state_holds_reservations (machine->status->state))
+    return;
+  task = g_new0 (RulesTask, 1);
+  task->network = rec->host->network;
+  task->machine_id = g_strdup (machine->id);
+  task->spec = mv_spec_copy (machine->config->spec);
+  task->sleeping = machine->status->state == MV_STATE_STANDBY;
+  mv_reconciler_run_in_background (rec, update_rules_in_thread, task,
+                                   (GDestroyNotify) rules_task_free);
 }
 
 static gboolean
@@ -654,7 +715,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
   g_autoptr (MvSpec) spec = spec_in;
   MvSpec *current = machine->config->spec;
   MvConfig *previous;
-  gboolean discard, tell_guest, moves;
+  gboolean discard, tell_guest, moves, rules;
 
   /* A machine keeps the hypervisor it was created with unless the new
    * spec names another: the host's default is only for new machines. */
@@ -684,6 +745,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
 
   discard = machine->status->saved_state && mv_spec_shape_differs (current, spec);
   tell_guest = guest_metadata_differs (current, spec);
+  rules = firewall_differs (current, spec);
   moves = current->network_name &&
           (g_strcmp0 (current->network_name, spec->network_name) != 0 ||
            g_strcmp0 (current->static_ip, spec->static_ip) != 0);
@@ -710,6 +772,8 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
     }
   if (tell_guest)
     mv_reconciler_update_guest (machine);
+  if (rules)
+    update_network_rules (machine);
   return TRUE;
 }
 

@@ -120,7 +120,8 @@ start_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **error)
       if (!host->network)
         return mv_error_set (error, MV_ERROR_UNSUPPORTED,
                              "network_name: this host has no networks");
-      attachment = host->network->attach (host->network, req_in, error);
+      request.host_limits_network = !rt->limits_network;
+      attachment = host->network->attach (host->network, &request, error);
       if (!attachment)
         return FALSE;
       request.network = attachment;

@@ -310,6 +310,17 @@ fixture_setup (Fixture *f, gconstpointer data)
 }
 
 void
+fixture_setup_netns (Fixture *f, gconstpointer data)
+{
+  f->env = mv_test_env_new ();
+  mv_test_env_use_private_netns (f->env);
+  if (data)
+    mv_test_env_write_config (f->env, data);
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+}
+
+void
 fixture_teardown (Fixture *f, gconstpointer data)
 {
   client_free (f->client);

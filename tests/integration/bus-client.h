@@ -78,6 +78,9 @@ typedef struct {
 
 void fixture_setup (Fixture *f, gconstpointer data);
 void fixture_teardown (Fixture *f, gconstpointer data);
+/* fixture_setup() with the daemon in a network namespace of the
+ * environment's own (mv_test_env_use_private_netns()). */
+void fixture_setup_netns (Fixture *f, gconstpointer data);
 /* Deletes every machine, forced: a test's teardown, so that no guest
  * outlives its test. */
 void client_delete_all (Client *client);

@@ -370,6 +370,6 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_test_add ("/introspection/api", Fixture, NULL, fixture_setup, test_api, fixture_teardown);
+  g_test_add ("/introspection/api", Fixture, NULL, fixture_setup_netns, test_api, fixture_teardown);
   return g_test_run ();
 }

@@ -378,14 +378,14 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_test_add ("/networks/create-list-refusals", Fixture, NULL, fixture_setup,
+  g_test_add ("/networks/create-list-refusals", Fixture, NULL, fixture_setup_netns,
               test_create_list_refusals, fixture_teardown);
-  g_test_add ("/networks/delete-refused-while-named", Fixture, NULL, fixture_setup,
+  g_test_add ("/networks/delete-refused-while-named", Fixture, NULL, fixture_setup_netns,
               test_delete_refused_while_named, fixture_teardown);
-  g_test_add ("/networks/invalid-record", Fixture, NULL, fixture_setup, test_invalid_record,
+  g_test_add ("/networks/invalid-record", Fixture, NULL, fixture_setup_netns, test_invalid_record,
               fixture_teardown);
-  g_test_add ("/networks/unprivileged", Fixture, NULL, fixture_setup, test_unprivileged,
+  g_test_add ("/networks/unprivileged", Fixture, NULL, fixture_setup_netns, test_unprivileged,
               fixture_teardown);
-  g_test_add ("/networks/cli", Fixture, NULL, fixture_setup, test_cli, fixture_teardown);
+  g_test_add ("/networks/cli", Fixture, NULL, fixture_setup_netns, test_cli, fixture_teardown);
   return g_test_run ();
 }

@@ -791,7 +791,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
 #define ADD(name, fn, config) \
-  g_test_add ("/reconcile/" name, Fixture, config, fixture_setup, fn, fixture_teardown)
+  g_test_add ("/reconcile/" name, Fixture, config, fixture_setup_netns, fn, fixture_teardown)
 #define SHORT test_config
   ADD ("standby-and-start", test_standby_and_start, SHORT);
   ADD ("restore-failure-keeps-saved-state", test_restore_failure_keeps_saved_state, SHORT);

@@ -67,6 +67,7 @@ struct _MvTestEnv
   GPid       polkit_pid;
   GPid       daemon_pid;
   char      *daemon_netns;         /* the daemon runs in this namespace; NULL: ours */
+  char      *private_netns;        /* made by the environment, deleted at free */
 
   int        lock_fd;
 
@@ -841,6 +842,26 @@ append_log_line (MvTestEnv  *env,
 }
 
 void
+mv_test_env_use_private_netns (MvTestEnv *env)
+{
+  static guint counter;
+  g_autofree char *name = NULL;
+
+  g_assert_null (env->private_netns);
+  /* mvtest-PID-...: test-netns.c sweeps those of test processes that are gone. */
+  name = g_strdup_printf ("mvtest-%d-env%u", (int) getpid (), counter++);
+  {
+    const char *add[] = { "ip", "netns", "add", name, NULL };
+    const char *up[] = { "ip", "-n", name, "link", "set", "lo", "up", NULL };
+
+    if (mv_test_env_run (env, add, NULL, NULL) != 0 || mv_test_env_run (env, up, NULL, NULL) != 0)
+      env_fail (env, "could not make the network namespace %s", name);
+  }
+  env->private_netns = g_steal_pointer (&name);
+  mv_test_env_set_daemon_netns (env, env->private_netns);
+}
+
+void
 mv_test_env_set_daemon_netns (MvTestEnv  *env,
                               const char *netns)
 {
@@ -1107,6 +1128,13 @@ env_teardown (MvTestEnv *env)
   if (g_test_failed () && env->daemon_log_path != NULL && !env->daemon_log_printed)
     print_daemon_log (env);
 
+  if (env->private_netns)
+    {
+      const char *del[] = { "ip", "netns", "delete", env->private_netns, NULL };
+
+      mv_test_env_run (env, del, NULL, NULL);
+      g_clear_pointer (&env->private_netns, g_free);
+    }
   g_clear_pointer (&env->bus, sd_bus_flush_close_unref);
   stop_child (&env->polkit_pid, SIGTERM, WAIT_MS, NULL);
   stop_child (&env->bus_pid, SIGTERM, WAIT_MS, NULL);

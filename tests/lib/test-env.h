@@ -83,6 +83,11 @@ void        mv_test_env_write_config         (MvTestEnv  *env,
  * org.microvmd1. */
 void        mv_test_env_start_daemon         (MvTestEnv         *env,
                                               const char *const *extra_args);
+/* The daemon started from now on runs in a network namespace of the
+ * environment's own, with only its loopback up, which goes with the
+ * environment: what the daemon does to networks (nftables, its wake log)
+ * stays there. */
+void        mv_test_env_use_private_netns    (MvTestEnv *env);
 /* The daemon started from now on runs in the network namespace @netns
  * (ip netns exec), with the VMMs it starts; NULL: the test's own. */
 void        mv_test_env_set_daemon_netns     (MvTestEnv  *env,

@@ -90,6 +90,21 @@ fake_sleep (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
 }
 
 static gboolean
+fake_update_rules (MvNetwork *network, const char *machine_id, const MvSpec *spec,
+                   gboolean sleeping, GError **error)
+{
+  return fake_note (network, sleeping ? "update-rules-sleeping" : "update-rules", machine_id);
+}
+
+static gboolean
+fake_counters (MvNetwork *network, const char *machine_id, MvNetworkCounters *counters,
+               GError **error)
+{
+  *counters = (MvNetworkCounters) { 0 };
+  return TRUE;
+}
+
+static gboolean
 fake_forget (MvNetwork *network, const char *machine_id, GError **error)
 {
   fake_log_add (fake_of (network)->log, "network.forget %s", machine_id);
@@ -123,6 +138,8 @@ fake_network_new (FakeLog *log)
     .attach = fake_attach,
     .detach = fake_detach,
     .sleep = fake_sleep,
+    .update_rules = fake_update_rules,
+    .counters = fake_counters,
     .release = fake_release,
     .forget = fake_forget,
     .reconcile = fake_reconcile,

@@ -19,8 +19,7 @@ static gboolean
 release_network (const MvHost *host, MvRuntime *runtime, const MvRuntimeRequest *req,
                  GError **error)
 {
-  return !host->network || !req->spec->network_name ||
-         host->network->release (host->network, req, error);
+  return !host->network || host->network->release (host->network, req, error);
 }
 
 static gboolean

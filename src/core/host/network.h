@@ -24,6 +24,12 @@
 
 typedef struct _MvNetwork MvNetwork;
 
+/* Bytes, packets, drops and errors each way, as the guest sees them. */
+typedef struct {
+  guint64 rx_bytes, rx_packets, rx_dropped, rx_errors;   /* what the guest received */
+  guint64 tx_bytes, tx_packets, tx_dropped, tx_errors;   /* what it sent */
+} MvNetworkCounters;
+
 /* A machine that holds its place on its network, as Recover finds it. */
 typedef struct {
   const MvSpec *spec;
@@ -67,6 +73,14 @@ struct _MvNetwork {
    * or static_ip). What else it holds is given back or moved by its next
    * attach(), detach() or release(). */
   gboolean             (*forget) (MvNetwork *network, const char *machine_id, GError **error);
+  /* A running (or sleeping) machine's firewall changed: its rules are
+   * made again from @spec at once. */
+  gboolean             (*update_rules) (MvNetwork *network, const char *machine_id,
+                                        const MvSpec *spec, gboolean sleeping, GError **error);
+  /* What has gone through the machine's interface, from the guest's side;
+   * NOT_FOUND while it has no TAP. Cheap. */
+  gboolean             (*counters) (MvNetwork *network, const char *machine_id,
+                                    MvNetworkCounters *counters, GError **error);
   /* Gives back everything the machine holds, its address too. */
   gboolean             (*release) (MvNetwork *network, const MvRuntimeRequest *req,
                                    GError **error);

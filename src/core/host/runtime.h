@@ -68,6 +68,9 @@ typedef struct {
   /* start and restore: the machine's interface on its network, NULL if
    * it is on none. NULL elsewhere. */
   const MvNetworkAttachment *network;
+  /* start and restore: the VMM has no network rate limiter of its own;
+   * the network layer limits its TAP. */
+  gboolean      host_limits_network;
 } MvRuntimeRequest;
 
 typedef enum {
@@ -122,6 +125,9 @@ typedef void (*MvRuntimeExitFunc) (const char *machine_id, gboolean has_exit_cod
 struct _MvRuntime {
   const char *type;
   gpointer    data;
+  /* The VMM limits a guest's network traffic itself (its rate limiters on
+   * the wire); otherwise the network layer does, on the TAP. */
+  gboolean    limits_network;
 
   /* The hypervisor's version, asked once at startup. */
   char       *(*version) (MvRuntime *rt, GError **error);
