@@ -367,6 +367,32 @@ net_address_of (MvNetwork *network, const char *machine_id, const MvSpec *spec)
   return mv_network_store_address_of (self_of (network)->store, spec->network_name, machine_id);
 }
 
+/* What @machine_id holding @address on @net is given. */
+static MvNetworkAttachment *
+describe (const MvNetworkSpec *net, const char *machine_id, const char *address)
+{
+  MvNetworkAttachment *attachment = g_new0 (MvNetworkAttachment, 1);
+
+  attachment->network_id = g_strdup (net->id);
+  attachment->tap_device = mv_network_tap_name (machine_id);
+  attachment->mac_address = mv_network_mac_for (machine_id);
+  attachment->address = g_strdup_printf ("%s/%u", address, net->prefix);
+  attachment->gateway = mv_ipv4_to_string (net->gateway);
+  attachment->mtu = net->mtu;
+  return attachment;
+}
+
+static MvNetworkAttachment *
+net_held (MvNetwork *network, const MvRuntimeRequest *req)
+{
+  MvHostNetwork *self = self_of (network);
+  g_autoptr (MvNetworkSpec) net = mv_network_store_find (self->store, req->spec->network_name);
+  g_autofree char *address = net ? mv_network_store_address_of (self->store, net->id,
+                                                                 req->machine_id) : NULL;
+
+  return address ? describe (net, req->machine_id, address) : NULL;
+}
+
 static MvNetworkAttachment *
 net_attach (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
 {
@@ -390,13 +416,7 @@ net_attach (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
     return NULL;
 
   bridge = mv_network_bridge_name (net->id);
-  attachment = g_new0 (MvNetworkAttachment, 1);
-  attachment->network_id = g_strdup (net->id);
-  attachment->tap_device = mv_network_tap_name (req->machine_id);
-  attachment->mac_address = mv_network_mac_for (req->machine_id);
-  attachment->address = g_strdup_printf ("%s/%u", address, net->prefix);
-  attachment->gateway = mv_ipv4_to_string (net->gateway);
-  attachment->mtu = net->mtu;
+  attachment = describe (net, req->machine_id, address);
   if (!ensure_bridge (self, net, req->cancellable, error) ||
       !ensure_tap (self, attachment->tap_device, bridge, req->cancellable, error))
     {
@@ -778,6 +798,7 @@ mv_host_network_new (MvNetworkStore *store, MvNm *nm)
     .data = self,
     .check = net_check,
     .address_of = net_address_of,
+    .held = net_held,
     .attach = net_attach,
     .detach = net_detach,
     .sleep = net_sleep,

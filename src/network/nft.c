@@ -15,6 +15,7 @@
 #define CHAIN_PREROUTING "nat-prerouting"
 #define CHAIN_OUTPUT     "nat-output"
 #define CHAIN_FORWARD    "forward"
+#define CHAIN_LOCAL_OUT  "output"
 #define CHAIN_MACHINES   "machines"
 #define CHAIN_NETWORKS   "networks"
 #define CHAIN_WAKE       "wake"
@@ -207,8 +208,12 @@ append_firewall_rule (GString         *commands,
 {
   char guest_text[IPV4_TEXT_SIZE], source_text[IPV4_TEXT_SIZE];
 
-  g_string_append_printf (commands, "add rule " TABLE " " CHAIN_MACHINES " oifname \"%s\" ip daddr %s",
-                          bridge, format_ipv4 (guest_text, guest));
+  /* By the guest's address alone: in the output hook the interface is
+   * still the one routed to before the DNAT of a published port (lo), and
+   * the networks' subnets never overlap, so the address is the guest's
+   * wherever it goes. */
+  g_string_append_printf (commands, "add rule " TABLE " " CHAIN_MACHINES " ip daddr %s",
+                          format_ipv4 (guest_text, guest));
   if (rule->source_prefix > 0)
     g_string_append_printf (commands, " ip saddr %s/%u",
                             format_ipv4 (source_text, rule->source & prefix_mask (rule->source_prefix)),
@@ -440,12 +445,13 @@ mv_nft_new (guint    wake_group,
   nft_ctx_buffer_error (nft->ctx);
 
   /* "add" keeps what exists, so the machines' and networks' rules stay;
-   * only the forward chain's fixed rules are written again. */
+   * only the fixed rules of forward and output are written again. */
   commands = g_strdup (
     "add table " TABLE "\n"
     "add chain " TABLE " " CHAIN_PREROUTING " { type nat hook prerouting priority dstnat; policy accept; }\n"
     "add chain " TABLE " " CHAIN_OUTPUT " { type nat hook output priority -100; policy accept; }\n"
     "add chain " TABLE " " CHAIN_FORWARD " { type filter hook forward priority filter; policy accept; }\n"
+    "add chain " TABLE " " CHAIN_LOCAL_OUT " { type filter hook output priority filter; policy accept; }\n"
     "add chain " TABLE " " CHAIN_WAKE " { type filter hook postrouting priority filter; policy accept; }\n"
     "add chain " TABLE " " CHAIN_MASQUERADE " { type nat hook postrouting priority srcnat; policy accept; }\n"
     "add chain " TABLE " " CHAIN_MACHINES "\n"
@@ -453,7 +459,11 @@ mv_nft_new (guint    wake_group,
     "flush chain " TABLE " " CHAIN_FORWARD "\n"
     "add rule " TABLE " " CHAIN_FORWARD " ct state established,related accept\n"
     "add rule " TABLE " " CHAIN_FORWARD " jump " CHAIN_MACHINES "\n"
-    "add rule " TABLE " " CHAIN_FORWARD " jump " CHAIN_NETWORKS "\n");
+    "add rule " TABLE " " CHAIN_FORWARD " jump " CHAIN_NETWORKS "\n"
+    /* What the host itself sends a guest meets the guest's rules too. */
+    "flush chain " TABLE " " CHAIN_LOCAL_OUT "\n"
+    "add rule " TABLE " " CHAIN_LOCAL_OUT " ct state established,related accept\n"
+    "add rule " TABLE " " CHAIN_LOCAL_OUT " jump " CHAIN_MACHINES "\n");
   locker = g_mutex_locker_new (&nft->lock);
   if (!run_locked (nft, commands, FALSE, NULL, error))
     return NULL;

@@ -11,6 +11,10 @@
  *   ingress rules, matched on its bridge and address, in order; the first
  *   match decides), then the chain "networks" (forwarding in and out of
  *   each network's bridge accepted);
+ * - output (type filter, priority filter): what the host itself sends to
+ *   a guest meets the same "machines" rules (established and related
+ *   traffic first). Traffic between two guests on one bridge is bridged,
+ *   not routed, and meets none of these;
  * - wake (type filter, hook postrouting), which forwarded and locally made
  *   packets both pass after DNAT: while a machine sleeps, each packet of a
  *   new connection to it is logged to the wake NFLOG group, with the

@@ -59,11 +59,19 @@ step_task_free (StepTask *task)
  * frozen guest in one rename. If that fails, what the VMM does now is
  * asked here too: the VMM may be slow to answer. */
 static gboolean
-standby_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
+standby_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **error)
 {
   MvStorage *storage = task->rec->host->storage;
+  MvNetwork *net = task->rec->host->network;
   MvRuntime *rt = task->runtime;
   g_autofree char *staged = NULL;
+  g_autoptr (MvNetworkAttachment) held = NULL;
+  MvRuntimeRequest request = *req_in;
+  const MvRuntimeRequest *req = &request;
+
+  /* What is frozen records the interface the VMM was given. */
+  if (task->spec->network_name && net)
+    request.network = held = net->held (net, req_in);
 
   if (!rt->save)
     g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,

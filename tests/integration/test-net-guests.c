@@ -712,6 +712,128 @@ test_lookup (NetFixture *nf, gconstpointer data)
   g_assert_cmpstr (err, ==, "org.microvmd1.Error.InvalidArgument");
 }
 
+/* ---- published ports, the firewall, waking on traffic ---- */
+
+/* curl from the namespace's host side; its output, or NULL if it failed. */
+static char *
+fetch (NetFixture *nf, const char *url, const char *max_time)
+{
+  const char *argv[] = { "curl", "-s", "--max-time", max_time, url, NULL };
+  g_autofree char *out = NULL, *err = NULL;
+
+  if (mv_test_netns_run (nf->netns, argv, &out, &err) != 0)
+    return NULL;
+  return g_steal_pointer (&out);
+}
+
+static char *
+fetch_soon (NetFixture *nf, const char *url)
+{
+  for (guint i = 0; i < 40; i++)
+    {
+      char *body = fetch (nf, url, "2");
+
+      if (body)
+        return body;
+      g_usleep (250 * 1000);
+    }
+  return NULL;
+}
+
+#define WWW_WORKLOAD \
+  "\"cmd\":[\"sh\",\"-c\",\"mkdir -p /www && echo hello-from-guest > /www/index.html && " \
+  "exec httpd -f -p 80 -h /www\"]"
+
+static char *
+www_spec (const char *extra)
+{
+  return g_strdup_printf ("{\"name\":\"www\",\"hypervisor_type\":\"qemu\",\"memory_bytes\":268435456,"
+                          "\"readiness\":\"agent\",\"network_name\":\"lan\","
+                          "\"disks\":[{\"path\":\"%s\",\"read_only\":true,\"root\":true}],"
+                          "\"ports\":[{\"host_port\":8080,\"guest_port\":80}]," WWW_WORKLOAD "%s%s}",
+                          rootfs, extra ? "," : "", extra ? extra : "");
+}
+
+static void
+update_ok (Fixture *f, const char *path, const char *spec)
+{
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "Update", &err,
+                                              &msg, "s", spec);
+  if (!r)
+    g_error ("Update: %s: %s", err, msg);
+}
+
+/* A TCP server in the guest is reached through its published port; a
+ * firewall rule blocks it and an Update without a restart lets it through
+ * again; a taken port is refused; on standby, a connection to the port
+ * wakes the machine and completes without the client trying again. */
+static void
+test_ports_firewall_wake (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.95.0.0/24\"}");
+  g_autofree char *spec = www_spec (NULL);
+  g_autofree char *walled = www_spec ("\"firewall\":[{\"action\":\"deny\",\"protocol\":\"tcp\","
+                                      "\"port\":80}]");
+  g_autofree char *path = client_create_ok (f->client, spec);
+  g_autofree char *body = NULL, *state = NULL, *err = NULL, *msg = NULL, *second = NULL;
+  const char *url = "http://10.95.0.1:8080/";
+  guint64 generation;
+
+  client_call_ok (f->client, path, "Start");
+  body = fetch_soon (nf, url);
+  g_assert_cmpstr (body, ==, "hello-from-guest\n");
+
+  /* Denied at once, with no restart; the spec's generation moves. */
+  generation = client_get_u64 (f->client, path, "SpecificationGeneration");
+  update_ok (f, path, walled);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "SpecificationGeneration"), >, generation);
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Running");
+  for (guint i = 0; i < 20; i++)
+    {
+      g_free (body);
+      body = fetch (nf, url, "2");
+      if (!body)
+        break;
+      g_usleep (100 * 1000);
+    }
+  if (body)
+    {
+      const char *list[] = { "nft", "list", "table", "inet", "microvmd", NULL };
+      g_autofree char *rules = NULL;
+
+      mv_test_netns_run (nf->netns, list, &rules, NULL);
+      g_test_message ("%s", rules);
+    }
+  g_assert_null (body);
+  update_ok (f, path, spec);
+  body = fetch_soon (nf, url);
+  g_assert_cmpstr (body, ==, "hello-from-guest\n");
+
+  /* The port is this machine's while it holds its place. */
+  second = client_create (f->client,
+                          "{\"name\":\"other\",\"hypervisor_type\":\"qemu\",\"network_name\":\"lan\","
+                          "\"kernel\":\"/k\",\"ports\":[{\"host_port\":8080}]}", 0, &err, &msg);
+  g_assert_null (second);
+  g_assert_cmpstr (err, ==, "org.microvmd1.Error.Conflict");
+  g_assert_nonnull (strstr (msg, "ports[0]"));
+
+  /* Asleep: a client's connection wakes it and gets its answer. */
+  client_call_ok (f->client, path, "Standby");
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Standby");
+  g_free (body);
+  body = fetch (nf, url, "60");
+  g_assert_cmpstr (body, ==, "hello-from-guest\n");
+  g_free (state);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Running");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -726,6 +848,8 @@ main (int argc, char **argv)
               net_teardown);
   g_test_add ("/net-guests/qemu/stop-and-update", NetFixture, NULL, net_setup,
               test_stop_and_update, net_teardown);
+  g_test_add ("/net-guests/qemu/ports-firewall-wake", NetFixture, NULL, net_setup,
+              test_ports_firewall_wake, net_teardown);
   g_test_add ("/net-guests/qemu/networkmanager-restart", NetFixture, NULL, net_setup,
               test_nm_restart, net_teardown);
   g_test_add ("/net-guests/qemu/without-networkmanager", NetFixture, NULL, net_setup,

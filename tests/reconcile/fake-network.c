@@ -59,6 +59,12 @@ fake_address_of (MvNetwork *network, const char *machine_id, const MvSpec *spec)
   return fake_network_attached (fake_of (network), machine_id) ? g_strdup ("10.0.0.2") : NULL;
 }
 
+static MvNetworkAttachment *
+fake_held (MvNetwork *network, const MvRuntimeRequest *req)
+{
+  return NULL;
+}
+
 static gboolean
 fake_check (MvNetwork *network, const char *machine_id, const MvSpec *spec, GError **error)
 {
@@ -135,6 +141,7 @@ fake_network_new (FakeLog *log)
     .data = fake,
     .check = fake_check,
     .address_of = fake_address_of,
+    .held = fake_held,
     .attach = fake_attach,
     .detach = fake_detach,
     .sleep = fake_sleep,

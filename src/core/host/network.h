@@ -54,6 +54,9 @@ struct _MvNetwork {
    * network (dotted quad), or NULL. */
   char                *(*address_of) (MvNetwork *network, const char *machine_id,
                                       const MvSpec *spec);
+  /* What the machine holds now, as attach() gave it, or NULL; makes
+   * nothing (for a guest being frozen: what its VMM was given). */
+  MvNetworkAttachment *(*held) (MvNetwork *network, const MvRuntimeRequest *req);
   /* Start and restore: the machine's address on @req->spec's network,
    * its TAP on that network's bridge, its ports and rules. The address
    * of a machine that moved to another network (or static_ip) is given
