@@ -50,6 +50,7 @@ struct _MvDns {
   int                  forward_fd;  /* -1 until the first forward */
   GSource             *forward_source;
   GHashTable          *forwards;    /* our query ID -> Forward */
+  guint8              *datagram;    /* MAX_DATAGRAM bytes, for every UDP read */
 };
 
 struct _Server {
@@ -547,7 +548,7 @@ static gboolean
 on_upstream_readable (int fd, GIOCondition condition, gpointer user_data)
 {
   MvDns *dns = user_data;
-  g_autofree guint8 *buf = g_malloc (MAX_DATAGRAM);
+  guint8 *buf = dns->datagram;
 
   for (guint i = 0; i < READS_PER_WAKEUP; i++)
     {
@@ -712,7 +713,7 @@ static gboolean
 on_udp_readable (int fd, GIOCondition condition, gpointer user_data)
 {
   Server *server = user_data;
-  g_autofree guint8 *buf = g_malloc (MAX_DATAGRAM);
+  guint8 *buf = server->dns->datagram;
 
   for (guint i = 0; i < READS_PER_WAKEUP; i++)
     {
@@ -1052,6 +1053,7 @@ mv_dns_new (const MvDnsOptions *options, MvDnsLookupHostFunc host, MvDnsLookupAd
   dns->data = data;
   dns->context = g_main_context_ref_thread_default ();
   dns->forward_fd = -1;
+  dns->datagram = g_malloc (MAX_DATAGRAM);
   dns->forwards = g_hash_table_new_full (NULL, NULL, NULL, forward_free);
   /* Servers go before the forwards that point at them (server_free). */
   dns->servers = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, server_free);
@@ -1071,6 +1073,7 @@ mv_dns_free (MvDns *dns)
   g_main_context_unref (dns->context);
   g_array_unref (dns->upstreams);
   g_strfreev (dns->domain);
+  g_free (dns->datagram);
   g_free (dns);
 }
 
