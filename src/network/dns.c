@@ -72,6 +72,8 @@ struct _Connection {
   GSource    *idle;
   GByteArray *in;
   GByteArray *out;
+  guint       forwards;   /* its queries waiting for an upstream */
+  gboolean    read_done;  /* the client has sent all it will */
 };
 
 /* A query relayed to the upstreams, waiting for an answer. The client is
@@ -448,6 +450,8 @@ forward_free (gpointer data)
 {
   Forward *forward = data;
 
+  if (forward->connection)
+    forward->connection->forwards--;
   source_drop (&forward->timer);
   g_free (forward->query);
   g_free (forward);
@@ -459,8 +463,13 @@ forward_finish (Forward *forward, GBytes *reply)
 {
   /* Out of the table first: the reply may close the connection, which
    * drops that connection's forwards. */
+  Connection *connection = forward->connection;
+
   g_hash_table_steal (forward->dns->forwards, GUINT_TO_POINTER (forward->id));
-  send_reply (forward->server, &forward->client, forward->connection, reply);
+  if (connection)
+    connection->forwards--;
+  forward->connection = NULL;
+  send_reply (forward->server, &forward->client, connection, reply);
   forward_free (forward);
 }
 
@@ -634,13 +643,15 @@ forward (MvDns *dns, Server *server, const struct sockaddr_in *client, Connectio
   f->server = server;
   if (client)
     f->client = *client;
-  f->connection = connection;
   if (!forward_send_next (f))
     {
       forward_free (f);
       return raw_reply (wire, question_len, LDNS_RCODE_SERVFAIL, 0);
     }
   g_hash_table_insert (dns->forwards, GUINT_TO_POINTER (f->id), f);
+  f->connection = connection;
+  if (connection)
+    connection->forwards++;
   return NULL;
 }
 
@@ -786,8 +797,15 @@ connection_flush (Connection *c)
         return FALSE;
       g_byte_array_remove_range (c->out, 0, n);
     }
-  fd_source_set (c->source, G_IO_IN | (c->out->len ? G_IO_OUT : 0));
+  fd_source_set (c->source, (c->read_done ? 0 : G_IO_IN) | (c->out->len ? G_IO_OUT : 0));
   return TRUE;
+}
+
+/* Whether the client has sent all it will and has every answer. */
+static gboolean
+connection_done (Connection *c)
+{
+  return c->read_done && c->forwards == 0 && c->out->len == 0;
 }
 
 static gboolean
@@ -833,12 +851,13 @@ on_connection_ready (int fd, GIOCondition condition, gpointer user_data)
   Connection *c = user_data;
   guint8 buf[4096];
 
-  if (condition & G_IO_OUT && !connection_flush (c))
+  if ((condition & G_IO_OUT && !connection_flush (c)) || connection_done (c) ||
+      (c->read_done && condition & (G_IO_HUP | G_IO_ERR)))
     {
       connection_close (c);
       return G_SOURCE_CONTINUE;
     }
-  if (!(condition & (G_IO_IN | G_IO_HUP | G_IO_ERR)))
+  if (c->read_done || !(condition & (G_IO_IN | G_IO_HUP | G_IO_ERR)))
     return G_SOURCE_CONTINUE;
   for (;;)
     {
@@ -848,6 +867,16 @@ on_connection_ready (int fd, GIOCondition condition, gpointer user_data)
         continue;
       if (n < 0 && errno == EAGAIN)
         break;
+      if (n == 0 && c->in->len == 0)
+        {
+          /* A half-close: the answers still to come are sent first. */
+          c->read_done = TRUE;
+          if (connection_done (c))
+            connection_close (c);
+          else
+            fd_source_set (c->source, c->out->len ? G_IO_OUT : 0);
+          return G_SOURCE_CONTINUE;
+        }
       if (n <= 0)
         {
           connection_close (c);
@@ -907,7 +936,7 @@ send_reply (Server *server, const struct sockaddr_in *client, Connection *connec
 {
   if (connection)
     {
-      if (!connection_queue (connection, reply))
+      if (!connection_queue (connection, reply) || connection_done (connection))
         connection_close (connection);
       return;
     }

@@ -36,7 +36,9 @@
  *   512 bytes over UDP is sent empty with the TC bit, so that the client
  *   asks again over TCP.
  * - TCP carries length-prefixed messages (so at most 65535 bytes each),
- *   several on one connection, answered as they are ready. At most
+ *   several on one connection, answered as they are ready; a client that
+ *   shuts its sending side still gets the answers to come, then the
+ *   connection is closed (a message left unfinished closes it). At most
  *   MV_DNS_MAX_CONNECTIONS connections are open at once (over all
  *   networks; another is closed as soon as it is accepted), and one that
  *   has been idle for MV_DNS_IDLE_SECONDS is closed. */

@@ -99,7 +99,8 @@ await_probe (int fd, gboolean tcp)
       while (g_main_context_iteration (NULL, FALSE))
         ;
       n = recv (fd, buf, sizeof buf, MSG_DONTWAIT);
-      if (n == 0 && tcp)
+      /* Closed with the probe unread, the server's side resets. */
+      if (tcp && (n == 0 || (n < 0 && errno == ECONNRESET)))
         return FALSE;
       if (n < 0)
         {

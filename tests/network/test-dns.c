@@ -85,6 +85,7 @@ dns_new (const char *const *upstreams, guint timeout_ms)
 
 typedef struct {
   gboolean     tcp;
+  gboolean     half_close; /* TCP: shut the sending side after the queries */
   GPtrArray   *queries;   /* GBytes, sent at once */
   guint        expect;    /* answers to read */
   GPtrArray   *answers;   /* GBytes */
@@ -139,6 +140,8 @@ exchange_thread (gpointer data)
         }
       g_assert_cmpint (send (fd, q, size, MSG_NOSIGNAL), ==, (gssize) size);
     }
+  if (ex->half_close)
+    g_assert_cmpint (shutdown (fd, SHUT_WR), ==, 0);
   for (guint i = 0; i < ex->expect; i++)
     {
       guint8 *buf = g_malloc (65536);
@@ -170,9 +173,9 @@ exchange_thread (gpointer data)
 /* Sends @queries (GBytes) to the server and returns up to @expect answers,
  * fewer when the server sends no more within CLIENT_TIMEOUT_S. */
 static GPtrArray *
-exchange (GPtrArray *queries, gboolean tcp, guint expect)
+exchange_full (GPtrArray *queries, gboolean tcp, gboolean half_close, guint expect)
 {
-  Exchange ex = { .tcp = tcp, .queries = queries, .expect = expect,
+  Exchange ex = { .tcp = tcp, .half_close = half_close, .queries = queries, .expect = expect,
                   .answers = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref) };
   GThread *thread = g_thread_new ("client", exchange_thread, &ex);
 
@@ -180,6 +183,12 @@ exchange (GPtrArray *queries, gboolean tcp, guint expect)
     g_main_context_iteration (NULL, TRUE);
   g_thread_join (thread);
   return ex.answers;
+}
+
+static GPtrArray *
+exchange (GPtrArray *queries, gboolean tcp, guint expect)
+{
+  return exchange_full (queries, tcp, FALSE, expect);
 }
 
 static GBytes *
@@ -489,6 +498,18 @@ test_tcp (void)
       ldns_pkt_free (pkt);
     }
   g_assert_true (seen_local && seen_forwarded);
+
+  /* A client that shuts its side after asking still gets the answer that
+   * has to come from the upstream. */
+  g_ptr_array_set_size (queries, 0);
+  g_ptr_array_add (queries, query_wire ("host.ext.test.", LDNS_RR_TYPE_A, 0x3333));
+  g_clear_pointer (&answers, g_ptr_array_unref);
+  answers = exchange_full (queries, TRUE, TRUE, 1);
+  g_assert_cmpuint (answers->len, ==, 1);
+  pkt = parse (g_ptr_array_index (answers, 0));
+  g_assert_cmpuint (ldns_pkt_id (pkt), ==, 0x3333);
+  g_assert_cmpuint (ldns_pkt_ancount (pkt), ==, 1);
+  ldns_pkt_free (pkt);
 }
 
 static GBytes *
