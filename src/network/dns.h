@@ -58,7 +58,8 @@ G_BEGIN_DECLS
 
 typedef struct _MvDns MvDns;
 
-/* Called on the main thread. Return an array of char * (dotted quads for
+/* Called on the main thread, while a query is answered: they must not
+ * call back into the MvDns. Return an array of char * (dotted quads for
  * hosts, machine names for addresses) with g_free as its element free
  * function, or NULL or an empty array for none. @name is in ASCII lower
  * case; @address in host byte order. */

@@ -624,6 +624,42 @@ test_tcp_limit (void)
   g_assert_true (crowd.answered_within);
 }
 
+typedef struct {
+  gint   done;
+  gint64 closed_after; /* µs, or -1 when it was not closed */
+} Idle;
+
+static gpointer
+idle_thread (gpointer data)
+{
+  Idle *idle = data;
+  int fd = client_socket (TRUE);
+  struct timeval tv = { .tv_sec = MV_DNS_IDLE_SECONDS + CLIENT_TIMEOUT_S };
+  gint64 t0 = g_get_monotonic_time ();
+  guint8 buf[16];
+
+  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  idle->closed_after = recv (fd, buf, sizeof buf, 0) == 0 ? g_get_monotonic_time () - t0 : -1;
+  close (fd);
+  g_atomic_int_set (&idle->done, 1);
+  g_main_context_wakeup (NULL);
+  return NULL;
+}
+
+static void
+test_tcp_idle (void)
+{
+  g_autoptr (MvDns) dns = dns_new (NULL, 0);
+  Idle idle = { 0 };
+  GThread *thread = g_thread_new ("idle", idle_thread, &idle);
+
+  while (!g_atomic_int_get (&idle.done))
+    g_main_context_iteration (NULL, TRUE);
+  g_thread_join (thread);
+  g_assert_cmpint (idle.closed_after, >=, (MV_DNS_IDLE_SECONDS - 1) * G_USEC_PER_SEC);
+  g_assert_cmpint (idle.closed_after, <, (MV_DNS_IDLE_SECONDS + 2) * G_USEC_PER_SEC);
+}
+
 static void
 test_forward_limit (void)
 {
@@ -768,6 +804,7 @@ main (int argc, char **argv)
   g_test_add_func ("/dns/tcp", test_tcp);
   g_test_add_func ("/dns/malformed", test_malformed);
   g_test_add_func ("/dns/tcp-limit", test_tcp_limit);
+  g_test_add_func ("/dns/tcp-idle", test_tcp_idle);
   g_test_add_func ("/dns/forward-limit", test_forward_limit);
   g_test_add_func ("/dns/serve-and-stop", test_serve_and_stop);
   g_test_add_func ("/dns/host-upstreams", test_host_upstreams);
