@@ -400,6 +400,10 @@ test_unknown_and_nodata (void)
   pkt = query ("web.", LDNS_RR_TYPE_MX);
   assert_answers (pkt, LDNS_RCODE_NOERROR, TRUE, "");
   ldns_pkt_free (pkt);
+  /* The domain itself exists and has nothing. */
+  pkt = query ("microvm.", LDNS_RR_TYPE_A);
+  assert_answers (pkt, LDNS_RCODE_NOERROR, TRUE, "");
+  ldns_pkt_free (pkt);
   g_assert_cmpuint (mv_dns_get_forwards (dns), ==, 0);
 }
 
