@@ -408,7 +408,10 @@ answer_local (MvDns *dns, const char *network_id, const ldns_pkt *query, const l
   GBytes *bytes;
   guint32 address;
 
-  if (labels->len == 1 || (labels->len > dns->n_domain && ends_in_domain (dns, labels)))
+  /* The domain first: it may be a single label itself. */
+  if (labels->len == dns->n_domain && ends_in_domain (dns, labels))
+    reply = answer_new (query, question, LDNS_RCODE_NOERROR);
+  else if (labels->len == 1 || (labels->len > dns->n_domain && ends_in_domain (dns, labels)))
     {
       /* A machine's name, or nothing. */
       if (plain && (labels->len == 1 || labels->len == dns->n_domain + 1) && in_class)
@@ -422,8 +425,6 @@ answer_local (MvDns *dns, const char *network_id, const ldns_pkt *query, const l
             push_addresses (reply, question, found);
         }
     }
-  else if (labels->len == dns->n_domain && ends_in_domain (dns, labels))
-    reply = answer_new (query, question, LDNS_RCODE_NOERROR);
   else if (reverse_address (labels, &address) && in_class &&
            (found = dns->lookup_addr (network_id, address, dns->data)) && found->len > 0)
     {
