@@ -82,3 +82,6 @@ void     bench_row_agent (Bench *bench);          /* #10 */
 /* Starts a registry and pulls images with the image store; restarts the
  * daemon with microvmd's guest files, as #10 does. */
 void     bench_row_images (Bench *bench);         /* #11 */
+/* Drives MvDns in the bench process, in a network namespace of the row's
+ * own, against dnsmasq there; no daemon. */
+void     bench_row_dns (Bench *bench);            /* #12 */

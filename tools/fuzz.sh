@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-read -r -a targets <<< "${FUZZ_TARGETS:-fuzz-spec fuzz-records fuzz-http fuzz-qmp fuzz-bus fuzz-agent-protocol}"
+read -r -a targets <<< "${FUZZ_TARGETS:-fuzz-spec fuzz-records fuzz-http fuzz-qmp fuzz-bus fuzz-agent-protocol fuzz-dns}"
 build=build-fuzz
 artifacts=$build/artifacts
 
@@ -40,6 +40,7 @@ dict_for() {
   case $1 in
     fuzz-http) echo tests/fuzz/http.dict ;;
     fuzz-agent-protocol) echo tests/fuzz/agent.dict ;;
+    fuzz-dns)  echo tests/fuzz/dns.dict ;;
     *)         echo tests/fuzz/json.dict ;;
   esac
 }
