@@ -59,6 +59,8 @@
 #define MV_DEFAULT_STATE_DIR     "/var/lib/microvmd"
 #define MV_DEFAULT_RUNTIME_DIR   "/run/microvmd"
 #define MV_DEFAULT_CONFIG_FILE   "/etc/microvmd/microvmd.conf"
+/* The domain the networks' DNS answers machines' names under. */
+#define MV_DEFAULT_DNS_DOMAIN    "microvm"
 /* Where VMMs' user IDs are leased (hypervisor/sandbox.h): one directory
  * for the host, whatever runtime directory a daemon is given, since UIDs
  * are the host's. */

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "hypervisor/runtime.h"
 #include "names.h"
+#include "network/dns.h"
 #include "network/host-network.h"
 #include "reconcile/reconciler.h"
 #include "storage/images.h"
@@ -42,6 +43,7 @@ struct _MvDaemon {
   GDBusConnection    *nm_bus;          /* where NetworkManager is found */
   MvNm               *nm;
   MvHostNetwork      *host_network;
+  MvDns              *dns;             /* on every network's gateway */
   MvNetworkHooks      network_hooks;
   GMainLoop          *loop;
   char               *config_path;
@@ -246,6 +248,7 @@ mv_daemon_free (MvDaemon *daemon)
   g_clear_pointer (&daemon->images, mv_image_store_free);
   g_clear_pointer (&daemon->host.volumes, mv_host_volumes_free);
   g_clear_pointer (&daemon->volumes, mv_volume_store_free);
+  g_clear_pointer (&daemon->dns, mv_dns_free);
   g_clear_pointer (&daemon->host_network, mv_host_network_free);
   g_clear_object (&daemon->nm);
   g_clear_object (&daemon->nm_bus);
@@ -384,12 +387,87 @@ on_machine_traffic (const char *machine_id, guint64 sequence, gpointer data)
     g_message ("Traffic for machine %s: %s", machine_id, error->message);
 }
 
+/* The network DNS: names of machines that hold resources (seed 002,
+ * LookupHost and LookupAddr). */
+static GPtrArray *
+dns_lookup_host (const char *network_id, const char *name, gpointer data)
+{
+  MvDaemon *daemon = data;
+  g_autoptr (MvNetworkSpec) network = mv_network_store_find (daemon->networks, network_id);
+
+  return network && daemon->reconciler
+         ? mv_reconciler_lookup_host (daemon->reconciler, network->name, name) : NULL;
+}
+
+static GPtrArray *
+dns_lookup_addr (const char *network_id, guint32 address, gpointer data)
+{
+  MvDaemon *daemon = data;
+  g_autoptr (MvNetworkSpec) network = mv_network_store_find (daemon->networks, network_id);
+  g_autofree char *dotted = mv_ipv4_to_string (address);
+
+  return network && daemon->reconciler
+         ? mv_reconciler_lookup_addr (daemon->reconciler, network->name, dotted) : NULL;
+}
+
+static void
+serve_dns (MvDaemon *daemon, const MvNetworkSpec *network)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (daemon->dns && !mv_dns_serve (daemon->dns, network->id, network->gateway, 53, &error))
+    g_warning ("Network %s: no DNS on its gateway: %s", network->name, error->message);
+}
+
+/* [network] dns-domain (default "microvm") and dns-upstreams (default:
+ * the host's resolv.conf, less the networks' gateways). */
+static gboolean
+open_dns (MvDaemon *daemon, GError **error)
+{
+  g_autofree char *domain = g_key_file_get_string (daemon->config, "network", "dns-domain", NULL);
+  g_auto (GStrv) upstreams = g_key_file_get_string_list (daemon->config, "network",
+                                                         "dns-upstreams", NULL, NULL);
+  g_autoptr (GPtrArray) networks = mv_network_store_list (daemon->networks);
+  g_autoptr (GPtrArray) gateways = g_ptr_array_new_with_free_func (g_free);
+  MvDnsOptions options = { 0 };
+
+  if (!domain)
+    domain = g_strdup (MV_DEFAULT_DNS_DOMAIN);
+  if (!mv_dns_domain_validate (domain, error))
+    {
+      g_prefix_error (error, "%s: [network] dns-domain: ", daemon->config_path);
+      return FALSE;
+    }
+  for (guint i = 0; upstreams && upstreams[i]; i++)
+    if (!mv_dns_upstream_validate (upstreams[i], error))
+      {
+        g_prefix_error (error, "%s: [network] dns-upstreams: ", daemon->config_path);
+        return FALSE;
+      }
+  if (!g_key_file_has_key (daemon->config, "network", "dns-upstreams", NULL))
+    {
+      for (guint i = 0; i < networks->len; i++)
+        g_ptr_array_add (gateways,
+                         mv_ipv4_to_string (((MvNetworkSpec *) networks->pdata[i])->gateway));
+      g_ptr_array_add (gateways, NULL);
+      upstreams = mv_dns_host_upstreams ("/etc/resolv.conf",
+                                         (const char *const *) gateways->pdata);
+    }
+  options.domain = domain;
+  options.upstreams = (const char *const *) upstreams;
+  daemon->dns = mv_dns_new (&options, dns_lookup_host, dns_lookup_addr, daemon);
+  for (guint i = 0; i < networks->len; i++)
+    serve_dns (daemon, networks->pdata[i]);
+  return TRUE;
+}
+
 static void
 on_network_created (const MvNetworkSpec *network, gpointer data)
 {
   MvDaemon *daemon = data;
 
   mv_host_network_added (daemon->host_network, network);
+  serve_dns (daemon, network);
 }
 
 static void
@@ -398,6 +476,8 @@ on_network_deleted (const MvNetworkSpec *network, gpointer data)
   MvDaemon *daemon = data;
 
   mv_host_network_removed (daemon->host_network, network);
+  if (daemon->dns)
+    mv_dns_stop (daemon->dns, network->id);
 }
 
 static gboolean
@@ -445,7 +525,7 @@ open_networks (MvDaemon *daemon, GError **error)
     .deleted = on_network_deleted,
     .data = daemon,
   };
-  return TRUE;
+  return open_dns (daemon, error);
 }
 
 /* The machine whose record @path is (or is in), if it is one. */

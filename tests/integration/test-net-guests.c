@@ -236,7 +236,7 @@ test_guests_ping (NetFixture *nf, gconstpointer data)
   /* The bridge is up with the gateway before any machine is on it. */
   wait_for_address (nf, bridge, "10.88.0.1/24");
 
-  a = create_on (f, "a", "lan", NULL);
+  a = create_on (f, "a", "lan", "\"hostname\":\"alpha\"");
   b = create_on (f, "b", "lan", "\"static_ip\":\"10.88.0.50\"");
   client_call_ok (f->client, a, "Start");
   client_call_ok (f->client, b, "Start");
@@ -257,6 +257,38 @@ test_guests_ping (NetFixture *nf, gconstpointer data)
   assert_pings (f, a, "10.88.0.50");
   assert_pings (f, b, "10.88.0.2");
   assert_pings (f, a, "10.88.0.1");
+
+  /* The network's DNS, on the gateway the guest was told of, knows the
+   * running machines by name and hostname, whatever the case; a stopped
+   * one's name does not resolve. */
+  {
+    const char *resolv[] = { "cat", "/etc/resolv.conf", NULL };
+    const char *by_name[] = { "nslookup", "a", NULL };
+    const char *by_hostname[] = { "nslookup", "ALPHA.microvm", NULL };
+    const char *by_address[] = { "nslookup", "10.88.0.50", NULL };
+    const char *stopped[] = { "nslookup", "sleeper", NULL };
+    g_autofree char *out = NULL, *sleeper = NULL;
+
+    g_assert_cmpint (guest_run (f, b, resolv, &out), ==, 0);
+    g_assert_nonnull (strstr (out, "nameserver 10.88.0.1"));
+    g_clear_pointer (&out, g_free);
+    g_assert_cmpint (guest_run (f, b, by_name, &out), ==, 0);
+    g_assert_nonnull (strstr (out, "10.88.0.2"));
+    g_clear_pointer (&out, g_free);
+    g_assert_cmpint (guest_run (f, b, by_hostname, &out), ==, 0);
+    g_assert_nonnull (strstr (out, "10.88.0.2"));
+    g_clear_pointer (&out, g_free);
+    g_assert_cmpint (guest_run (f, a, by_address, &out), ==, 0);
+    g_assert_nonnull (strstr (out, "b.microvm"));
+
+    sleeper = client_create_ok (f->client, "{\"name\":\"sleeper\",\"hypervisor_type\":\"test\","
+                                "\"kernel\":\"/boot/vmlinuz\",\"network_name\":\"lan\"}");
+    client_call_ok (f->client, sleeper, "Start");
+    g_clear_pointer (&out, g_free);
+    g_assert_cmpint (guest_run (f, b, stopped, &out), ==, 0);
+    client_call_ok (f->client, sleeper, "Stop");
+    g_assert_cmpint (guest_run (f, b, stopped, NULL), !=, 0);
+  }
 
   /* Taken: refused at create, nothing recorded. */
   taken = g_strdup_printf ("{\"name\":\"c\",\"hypervisor_type\":\"qemu\",\"network_name\":\"lan\","
