@@ -1,8 +1,14 @@
 /* Idleness: a running machine with standby_after_seconds goes on standby
  * once it has used less than idle_cpu_percent of one CPU for that long,
  * judged every idle_sample_seconds from what its guest's agent says its
- * CPUs did, or from its VMM's CPU time where no agent says it. */
+ * CPUs did, or from its VMM's CPU time where no agent says it. A machine
+ * that received more than IDLE_NET_BYTES from its network since the last
+ * sample is busy, whatever its CPUs did: it is being talked to. */
 #include "reconciler-private.h"
+
+/* Below this, what a guest receives is the network's own chatter (ARP,
+ * neighbours' broadcasts), not a client. */
+#define IDLE_NET_BYTES  4096
 
 void
 mv_machine_reset_idle (MvMachine *machine)
@@ -11,6 +17,20 @@ mv_machine_reset_idle (MvMachine *machine)
   machine->idle_since = 0;
   machine->idle_guest_busy = 0;
   machine->idle_guest_total = 0;
+  machine->idle_net_rx = G_MAXUINT64;
+}
+
+/* What the guest has received from its network so far, or G_MAXUINT64. */
+static guint64
+received_bytes (MvMachine *machine)
+{
+  MvNetwork *network = machine->reconciler->host->network;
+  MvNetworkCounters counters;
+
+  if (!network || !machine->config->spec->network_name ||
+      !network->counters (network, machine->id, &counters, NULL))
+    return G_MAXUINT64;
+  return counters.rx_bytes;
 }
 
 /* The guest's own view counts while its agent keeps saying it: USAGE
@@ -66,7 +86,8 @@ mv_reconciler_sample_idle (MvMachine *machine)
   MvRuntime *runtime = mv_reconciler_runtime_for (machine, NULL);
   g_autofree char *runtime_dir = NULL;
   MvRuntimeUsage usage = { 0 };
-  guint64 cpu_ns;
+  guint64 cpu_ns, rx;
+  Judgement judged;
   gint64 now = rec->clock->monotonic_time (rec->clock->data);
 
   if (spec->standby_after_seconds == 0 || machine->status->state != MV_STATE_RUNNING ||
@@ -85,8 +106,13 @@ mv_reconciler_sample_idle (MvMachine *machine)
       return;
     }
   cpu_ns = usage.cpu_ns;
+  rx = received_bytes (machine);
+  judged = judge (machine, cpu_ns, now);
+  if (judged != JUDGED_FIRST && rx != G_MAXUINT64 && machine->idle_net_rx != G_MAXUINT64 &&
+      rx >= machine->idle_net_rx && rx - machine->idle_net_rx > IDLE_NET_BYTES)
+    judged = JUDGED_BUSY;
 
-  switch (judge (machine, cpu_ns, now))
+  switch (judged)
     {
     case JUDGED_BUSY:
       machine->idle_since = 0;
@@ -120,5 +146,6 @@ mv_reconciler_sample_idle (MvMachine *machine)
       machine->idle_guest_total = machine->guest_cpu_total;
     }
   machine->idle_cpu_ns = cpu_ns;
+  machine->idle_net_rx = rx;
   machine->idle_sampled_at = now;
 }

@@ -72,6 +72,7 @@ struct _MvMachine {
 
   /* Idleness, kept in memory only. */
   guint64       idle_cpu_ns;     /* the VMM's CPU time at the last sample */
+  guint64       idle_net_rx;     /* bytes its guest had received then; G_MAXUINT64: unknown */
   guint64       idle_guest_busy; /* the guest's counters at the last sample, or 0 */
   guint64       idle_guest_total;
   gint64        idle_sampled_at; /* µs, monotonic; 0 = not sampled yet */

@@ -6,6 +6,7 @@ struct _FakeNetwork {
   FakeLog    *log;
   GMutex      lock;
   GHashTable *attached;       /* machine id set */
+  GHashTable *received;       /* machine id → guint64* bytes its guest received */
   char       *release_failure;
 };
 
@@ -106,7 +107,15 @@ static gboolean
 fake_counters (MvNetwork *network, const char *machine_id, MvNetworkCounters *counters,
                GError **error)
 {
+  FakeNetwork *fake = fake_of (network);
+  guint64 *received;
+
   *counters = (MvNetworkCounters) { 0 };
+  g_mutex_lock (&fake->lock);
+  received = g_hash_table_lookup (fake->received, machine_id);
+  if (received)
+    counters->rx_bytes = *received;
+  g_mutex_unlock (&fake->lock);
   return TRUE;
 }
 
@@ -137,6 +146,7 @@ fake_network_new (FakeLog *log)
   fake->log = log;
   g_mutex_init (&fake->lock);
   fake->attached = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  fake->received = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   fake->iface = (MvNetwork) {
     .data = fake,
     .check = fake_check,
@@ -161,6 +171,7 @@ fake_network_free (FakeNetwork *fake)
     return;
   g_free (fake->release_failure);
   g_hash_table_unref (fake->attached);
+  g_hash_table_unref (fake->received);
   g_mutex_clear (&fake->lock);
   g_free (fake);
 }
@@ -189,4 +200,20 @@ fake_network_attached (FakeNetwork *fake, const char *machine_id)
   attached = g_hash_table_contains (fake->attached, machine_id);
   g_mutex_unlock (&fake->lock);
   return attached;
+}
+
+void
+fake_network_add_received (FakeNetwork *fake, const char *machine_id, guint64 bytes)
+{
+  guint64 *received;
+
+  g_mutex_lock (&fake->lock);
+  received = g_hash_table_lookup (fake->received, machine_id);
+  if (!received)
+    {
+      received = g_new0 (guint64, 1);
+      g_hash_table_insert (fake->received, g_strdup (machine_id), received);
+    }
+  *received += bytes;
+  g_mutex_unlock (&fake->lock);
 }

@@ -11,4 +11,6 @@ void         fake_network_free (FakeNetwork *fake);
 MvNetwork   *fake_network_iface (FakeNetwork *fake);
 void         fake_network_fail_next_release (FakeNetwork *fake, const char *message);
 /* Whether @machine_id holds an attachment. */
+/* Its guest has received @bytes more from its network (counters()). */
+void         fake_network_add_received (FakeNetwork *fake, const char *machine_id, guint64 bytes);
 gboolean     fake_network_attached (FakeNetwork *fake, const char *machine_id);

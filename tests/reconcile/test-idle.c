@@ -77,6 +77,40 @@ test_busy_stays_awake (Fixture *f, gconstpointer data)
   g_assert_cmpint (m->status->state, ==, MV_STATE_STANDBY);
 }
 
+/* A machine on a network that is being talked to is not idle, however
+ * little CPU it uses; the network's chatter alone does not keep it up. */
+static void
+test_traffic_keeps_it_awake (Fixture *f, gconstpointer data)
+{
+  MvSpec *spec = fixture_spec ("m1");
+  MvMachine *m, *machines[1];
+  g_autoptr (GError) error = NULL;
+
+  spec->standby_after_seconds = 3;
+  spec->network_name = g_strdup ("lan");
+  m = machines[0] = fixture_define (f, spec);
+  error = fixture_request (f, m, MV_REQUEST_START);
+  g_assert_no_error (error);
+  mv_reconciler_run (f->rec);
+  for (guint i = 0; i < 8; i++)
+    {
+      fake_network_add_received (f->network, "m1", 64 * 1024);
+      one_second (f, machines, NULL, 1);
+    }
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+
+  /* A trickle: idle again, and asleep after the same time. */
+  for (guint i = 0; i < 2; i++)
+    {
+      fake_network_add_received (f->network, "m1", 300);
+      one_second (f, machines, NULL, 1);
+    }
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  fake_network_add_received (f->network, "m1", 300);
+  one_second (f, machines, NULL, 1);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_STANDBY);
+}
+
 static void
 test_threshold (Fixture *f, gconstpointer data)
 {
@@ -204,6 +238,7 @@ main (int argc, char **argv)
   FIXTURE_TEST ("/reconcile/idle/goes-on-standby", test_idle_goes_on_standby);
   FIXTURE_TEST ("/reconcile/idle/busy-stays-awake", test_busy_stays_awake);
   FIXTURE_TEST ("/reconcile/idle/threshold", test_threshold);
+  FIXTURE_TEST ("/reconcile/idle/traffic-keeps-it-awake", test_traffic_keeps_it_awake);
   FIXTURE_TEST ("/reconcile/idle/never-without-standby-after", test_never_without_standby_after);
   FIXTURE_TEST ("/reconcile/idle/woken-guest-idles-afresh", test_woken_guest_idles_afresh);
   FIXTURE_TEST ("/reconcile/idle/usage-failure-restarts-the-count",
