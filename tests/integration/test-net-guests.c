@@ -336,12 +336,19 @@ test_stop_and_update (NetFixture *nf, gconstpointer data)
   Fixture *f = &nf->f;
   g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.89.0.0/24\","
                                          "\"mtu\":1400}");
-  g_autofree char *a = create_on (f, "a", "lan", NULL);
+  g_autofree char *a = create_on (f, "a", "lan", "\"download_bytes_per_second\":1048576,"
+                                   "\"upload_bytes_per_second\":524288");
   g_autofree char *tap = tap_of (f, a), *address = NULL, *spec = NULL, *other = NULL;
-  g_autofree char *link = NULL;
+  g_autofree char *link = NULL, *qdiscs = NULL;
   const char *show[] = { "ip", "link", NULL };
+  const char *tc[] = { "tc", "-j", "qdisc", "show", "dev", tap, NULL };
 
   client_call_ok (f->client, a, "Start");
+  /* QEMU has no limiter of its own: its TAP is shaped (tbf, 1 MiB/s). */
+  g_assert_cmpint (mv_test_netns_run (nf->netns, tc, &qdiscs, NULL), ==, 0);
+  g_test_message ("%s", qdiscs);
+  g_assert_nonnull (strstr (qdiscs, "\"tbf\""));
+  g_assert_nonnull (strstr (qdiscs, "1048576"));
   address = client_get_string (f->client, a, "Address");
   g_assert_cmpstr (address, ==, "10.89.0.2");
   g_assert_true (device_exists (nf, tap));
@@ -495,6 +502,22 @@ allocations (Fixture *f, const char *network_path)
   return text;
 }
 
+/* How many nftables rules carry machine @id's tag. */
+static guint
+rules_of (NetFixture *nf, const char *id)
+{
+  const char *argv[] = { "nft", "list", "table", "inet", "microvmd", NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_autofree char *tag = g_strdup_printf ("\"mv:%s\"", id);
+  guint n = 0;
+
+  if (mv_test_netns_run (nf->netns, argv, &out, &err) != 0)
+    return 0;
+  for (const char *p = out; (p = strstr (p, tag)); p += strlen (tag))
+    n++;
+  return n;
+}
+
 static gboolean
 holds_place (const char *state)
 {
@@ -515,7 +538,8 @@ test_crash_sweep (NetFixture *nf, gconstpointer data)
       g_autofree char *name = g_strdup_printf ("crash-%u", i);
       g_autofree char *spec = g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"test\","
                                                "\"kernel\":\"/boot/vmlinuz\","
-                                               "\"network_name\":\"lan\"}", name);
+                                               "\"network_name\":\"lan\","
+                                               "\"ports\":[{\"host_port\":%u}]}", name, 9000 + i);
       g_autofree char *path = client_create_ok (f->client, spec);
       g_autofree char *id = client_get_string (f->client, path, "Id");
       g_autofree char *tap = tap_of (f, path);
@@ -580,6 +604,8 @@ test_crash_sweep (NetFixture *nf, gconstpointer data)
       g_assert_cmpint (strstr (held, id) != NULL, ==, exists);
       /* The bridge, and the TAP if there is one. */
       g_assert_cmpuint (our_connections (f), ==, 1 + g_hash_table_size (taps));
+      /* Its rules (the published port) only while it holds its place. */
+      g_assert_cmpint (rules_of (nf, id) > 0, ==, exists && holds_place (state));
 
       if (exists)
         {
@@ -593,6 +619,7 @@ test_crash_sweep (NetFixture *nf, gconstpointer data)
       g_free (held);
       held = allocations (f, net);
       g_assert_null (strstr (held, id));
+      g_assert_cmpuint (rules_of (nf, id), ==, 0);
     }
   log = mv_test_env_read_daemon_log (f->env);
   for (guint i = 0; i < G_N_ELEMENTS (net_faults); i++)
