@@ -593,6 +593,7 @@ typedef struct {
   char      *machine_id;
   MvSpec    *spec;
   gboolean   sleeping;
+  gboolean   detach;     /* its place is given up (TAP, ports, rules), not changed */
 } RulesTask;
 
 static void
@@ -609,30 +610,43 @@ update_rules_in_thread (GTask *gtask, gpointer source, gpointer task_data,
 {
   RulesTask *task = task_data;
   g_autoptr (GError) error = NULL;
+  MvRuntimeRequest req = { .machine_id = task->machine_id, .spec = task->spec };
 
-  if (!task->network->update_rules (task->network, task->machine_id, task->spec, task->sleeping,
-                                    &error))
+  if (task->detach)
+    {
+      if (!task->network->detach (task->network, &req, &error))
+        g_warning ("Machine %s: its TAP, ports and rules are left to the next start: %s",
+                   task->machine_id, error->message);
+    }
+  else if (!task->network->update_rules (task->network, task->machine_id, task->spec,
+                                         task->sleeping, &error))
     g_warning ("Machine %s: its new firewall rules are not in force: %s", task->machine_id,
                error->message);
   g_task_return_boolean (gtask, TRUE);
 }
 
 static void
-update_network_rules (MvMachine *machine)
+network_later (MvMachine *machine, gboolean detach)
 {
   MvReconciler *rec = machine->reconciler;
   RulesTask *task;
 
-  if (!rec->host->network || !machine->config->spec->network_name ||
-      !mv_state_holds_reservations (machine->status->state))
-    return;
   task = g_new0 (RulesTask, 1);
   task->network = rec->host->network;
   task->machine_id = g_strdup (machine->id);
   task->spec = mv_spec_copy (machine->config->spec);
   task->sleeping = machine->status->state == MV_STATE_STANDBY;
+  task->detach = detach;
   mv_reconciler_run_in_background (rec, update_rules_in_thread, task,
                                    (GDestroyNotify) rules_task_free);
+}
+
+static void
+update_network_rules (MvMachine *machine)
+{
+  if (machine->reconciler->host->network && machine->config->spec->network_name &&
+      mv_state_holds_reservations (machine->status->state))
+    network_later (machine, FALSE);
 }
 
 static gboolean
@@ -646,7 +660,7 @@ guest_metadata_differs (const MvSpec *current, const MvSpec *wanted)
 /* The frozen guest cannot wake into another shape: it is thrown away, and
  * a machine on standby becomes Stopped, to boot afresh when next started. */
 static void
-discard_saved_state (MvMachine *machine)
+discard_saved_state (MvMachine *machine, gboolean on_network)
 {
   MvReconciler *rec = machine->reconciler;
 
@@ -660,6 +674,9 @@ discard_saved_state (MvMachine *machine)
       if (changed)
         mv_machine_save_config (machine, NULL);
       mv_machine_set_state (machine, MV_STATE_STOPPED, NULL);
+      /* Stopped now: it gives up its place on its network as a stop does. */
+      if (on_network && rec->host->network)
+        network_later (machine, TRUE);
     }
   /* The status no longer names it before it goes. */
   mv_machine_save_status (machine, NULL);
@@ -715,7 +732,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
   g_autoptr (MvSpec) spec = spec_in;
   MvSpec *current = machine->config->spec;
   MvConfig *previous;
-  gboolean discard, tell_guest, moves, rules;
+  gboolean discard, tell_guest, moves, rules, was_on_network;
 
   /* A machine keeps the hypervisor it was created with unless the new
    * spec names another: the host's default is only for new machines. */
@@ -746,6 +763,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
   discard = machine->status->saved_state && mv_spec_shape_differs (current, spec);
   tell_guest = guest_metadata_differs (current, spec);
   rules = firewall_differs (current, spec);
+  was_on_network = current->network_name != NULL;
   moves = current->network_name &&
           (g_strcmp0 (current->network_name, spec->network_name) != 0 ||
            g_strcmp0 (current->static_ip, spec->static_ip) != 0);
@@ -758,7 +776,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
   else
     mv_config_free (previous);
   if (discard)
-    discard_saved_state (machine);
+    discard_saved_state (machine, was_on_network);
   /* Its address on the network it leaves, or the one it had before a
    * static_ip, is free for others at once (seed 002, Update). */
   if (moves)

@@ -893,6 +893,36 @@ test_ports_firewall_wake (NetFixture *nf, gconstpointer data)
   g_assert_cmpstr (state, ==, "Running");
 }
 
+/* A machine on standby whose frozen guest cannot wake into its new shape
+ * is Stopped, and gives up its TAP, rules and ports as a stop does. */
+static void
+test_standby_reshaped (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.97.0.0/24\"}");
+  g_autofree char *path = client_create_ok (f->client,
+    "{\"name\":\"m\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\","
+    "\"network_name\":\"lan\",\"ports\":[{\"host_port\":9100}]}");
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *tap = tap_of (f, path), *state = NULL, *other = NULL;
+
+  client_call_ok (f->client, path, "Start");
+  client_call_ok (f->client, path, "Standby");
+  g_assert_true (device_exists (nf, tap));
+  g_assert_cmpuint (rules_of (nf, id), >, 0);
+  update_ok (f, path, "{\"name\":\"m\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\","
+                      "\"memory_bytes\":1073741824,\"network_name\":\"lan\","
+                      "\"ports\":[{\"host_port\":9100}]}");
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Stopped");
+  wait_for_device (nf, tap, FALSE);
+  g_assert_cmpuint (rules_of (nf, id), ==, 0);
+  other = client_create_ok (f->client,
+    "{\"name\":\"n\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\","
+    "\"network_name\":\"lan\",\"ports\":[{\"host_port\":9100}]}");
+  client_call_ok (f->client, other, "Start");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -918,6 +948,8 @@ main (int argc, char **argv)
   g_test_add ("/net-guests/firecracker/lifecycle", NetFixture, "firecracker", net_setup,
               test_vmm_lifecycle, net_teardown);
   g_test_add ("/net-guests/test/lookup", NetFixture, NULL, net_setup, test_lookup, net_teardown);
+  g_test_add ("/net-guests/test/standby-reshaped", NetFixture, NULL, net_setup,
+              test_standby_reshaped, net_teardown);
   g_test_add ("/net-guests/test/crash-sweep", NetFixture, NULL, net_setup, test_crash_sweep,
               net_teardown);
   return g_test_run ();
