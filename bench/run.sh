@@ -6,10 +6,10 @@
 # loopback, dnsmasq in a network namespace of row 12's own; rows 13 and
 # 14 run the daemon in a network namespace of their own with a
 # NetworkManager there), all on one private system bus. Runs as root;
-# installs what it needs from Debian's archive, builds, builds the test guest, microvmd's
-# guest kernel and initramfs and the busybox root disk (with its OCI
-# layout, which row 11 boots as an image), and takes under 10 minutes on a
-# 2-core machine.
+# installs what it needs from Debian's archive, builds, builds the test
+# guest, microvmd's guest kernel and initramfs and the busybox root disk
+# (with its OCI layout, which row 11 boots as an image), and takes under
+# 10 minutes on a 2-core machine.
 #
 #   bench/run.sh OUTDIR
 #
