@@ -119,7 +119,10 @@ bench_daemon_try_start (Bench *bench, double *us)
   g_autofree char *state_arg = g_strconcat ("--state-dir=", mv_test_env_state_dir (bench->env), NULL);
   g_autofree char *run_arg = g_strconcat ("--runtime-dir=", mv_test_env_runtime_dir (bench->env), NULL);
   g_autofree char *config_arg = g_strconcat ("--config=", mv_test_env_config_path (bench->env), NULL);
-  const char *argv[] = { bench->daemon_path, bus_arg, state_arg, run_arg, config_arg, NULL };
+  /* ip netns exec enters the namespace and execs: the daemon keeps its PID. */
+  const char *argv[] = { "ip", "netns", "exec", bench->daemon_netns, bench->daemon_path, bus_arg,
+                         state_arg, run_arg, config_arg, NULL };
+  const char *const *command = bench->daemon_netns ? argv : argv + 4;
   g_autoptr (GError) error = NULL;
   int log_fd;
   gint64 t0, t1;
@@ -127,7 +130,8 @@ bench_daemon_try_start (Bench *bench, double *us)
   g_assert (bench->daemon_pid == 0);
   log_fd = open (mv_test_env_daemon_log_path (bench->env), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   t0 = bench_now ();
-  if (!g_spawn_async_with_pipes_and_fds (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+  if (!g_spawn_async_with_pipes_and_fds (NULL, command, NULL,
+                                         G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
                                          die_with_parent, NULL, -1, log_fd, log_fd, NULL, NULL, 0,
                                          &bench->daemon_pid, NULL, NULL, NULL, &error))
     bench_fail (bench, "cannot start %s: %s", bench->daemon_path, error->message);

@@ -27,6 +27,7 @@ typedef struct {
   char        *rootfs;       /* the busybox root disk booted with it, or NULL */
   char       **rows;         /* the rows to run ("7", "10", ...); NULL: all */
   gboolean     with_libvirt;
+  char        *daemon_netns; /* the daemon starts in this network namespace; NULL: ours */
   GPid         daemon_pid;
   GPid         echo_pid;
   guint        machine_seq;  /* for unique machine names */
@@ -85,3 +86,7 @@ void     bench_row_images (Bench *bench);         /* #11 */
 /* Drives MvDns in the bench process, in a network namespace of the row's
  * own, against dnsmasq there; no daemon. */
 void     bench_row_dns (Bench *bench);            /* #12 */
+/* Starts NetworkManager in a network namespace of the rows' own and
+ * restarts the daemon in it with microvmd's guest files, as #10 does;
+ * runs #13 if @attach, #14 if @wake. */
+void     bench_rows_network (Bench *bench, gboolean attach, gboolean wake); /* #13, #14 */

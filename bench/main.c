@@ -8,7 +8,8 @@
  * test (built with the instant "test" runtime) and the baselines. --smoke
  * runs every row briefly, without the libvirt peer and real guests, to
  * check that the benchmark still works (#11 pulls a small image and boots
- * nothing; #12 makes 100 DNS queries of each server). --rows 7,10 runs
+ * nothing; #12 makes 100 DNS queries of each server; #13 and #14 run once
+ * each with the test runtime instead of QEMU). --rows 7,10 runs
  * only those rows (#2, #3 and #5 are measured together). */
 #include "bench.h"
 
@@ -169,6 +170,8 @@ main (int argc, char **argv)
     bench_row_images (&bench);
   if (WANTED ("12"))
     bench_row_dns (&bench);
+  if (WANTED ("13", "14"))
+    bench_rows_network (&bench, WANTED ("13"), WANTED ("14"));
 
   if (WANTED ("2", "3", "5"))
     bench_rows_scale (&bench);
@@ -195,6 +198,7 @@ main (int argc, char **argv)
   g_free (bench.guest_dir);
   g_free (bench.agent_guest_dir);
   g_free (bench.rootfs);
+  g_free (bench.daemon_netns);
   g_strfreev (bench.rows);
   return 0;
 }

@@ -3,12 +3,13 @@
 # OUTDIR/results.md: microvmd side by side with its baselines (a bare
 # sd-bus service, a private libvirtd + libvirt-dbus, raw record writes,
 # bare QEMU, skopeo + umoci + mkfs.ext4 against a docker-registry on
-# loopback, dnsmasq in a network namespace of row 12's own), all on one
-# private system bus. Runs as root; installs what it
-# needs from Debian's archive, builds, builds the test guest, microvmd's
-# guest kernel and initramfs and the busybox root disk (with its OCI
-# layout, which row 11 boots as an image), and takes under 10 minutes on a
-# 2-core machine.
+# loopback, dnsmasq in a network namespace of row 12's own; rows 13 and
+# 14 run the daemon in a network namespace of their own with a
+# NetworkManager there), all on one private system bus. Runs as root;
+# installs what it needs from Debian's archive, builds, builds the test
+# guest, microvmd's guest kernel and initramfs and the busybox root disk
+# (with its OCI layout, which row 11 boots as an image), and takes under
+# 10 minutes on a 2-core machine.
 #
 #   bench/run.sh OUTDIR
 #

@@ -385,6 +385,9 @@ on_machine_traffic (const char *machine_id, guint64 sequence, gpointer data)
     return;
   if (!mv_reconciler_traffic (daemon->reconciler, machine, sequence, &waking, &error))
     g_message ("Traffic for machine %s: %s", machine_id, error->message);
+  /* At once, not at the next resync: the client's connection waits. */
+  else if (waking)
+    mv_reconciler_kick (machine);
 }
 
 /* The network DNS: names of machines that hold resources (seed 002,
