@@ -234,8 +234,25 @@ test_guests_ping (NetFixture *nf, gconstpointer data)
   g_autofree char *taken = NULL, *c = NULL, *ifconfig = NULL;
   const char *show[] = { "ip", "-4", "addr", NULL };
 
-  /* The bridge is up with the gateway before any machine is on it. */
+  /* The bridge is up with the gateway before any machine is on it, and
+   * asks for its neighbours often enough that a woken guest is found at
+   * once. */
   wait_for_address (nf, bridge, "10.88.0.1/24");
+  {
+    g_autofree char *file = g_strdup_printf ("/proc/sys/net/ipv4/neigh/%s/retrans_time_ms", bridge);
+    const char *cat[] = { "cat", file, NULL };
+    g_autofree char *retrans = NULL;
+
+    for (guint i = 0; i < 50; i++)
+      {
+        g_clear_pointer (&retrans, g_free);
+        g_assert_cmpint (mv_test_netns_run (nf->netns, cat, &retrans, NULL), ==, 0);
+        if (g_str_equal (retrans, "100\n"))
+          break;
+        g_usleep (100 * 1000);
+      }
+    g_assert_cmpstr (retrans, ==, "100\n");
+  }
 
   a = create_on (f, "a", "lan", "\"hostname\":\"alpha\"");
   b = create_on (f, "b", "lan", "\"static_ip\":\"10.88.0.50\"");
