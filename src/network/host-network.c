@@ -151,6 +151,22 @@ write_sysctl (const char *bridge, const char *key, const char *value)
     close (fd);
 }
 
+/* The host forgets the guest's link-layer address, so that what is sent
+ * to it while it sleeps waits for it to answer ARP again (in the
+ * neighbour queue) instead of going to a TAP that nobody reads. */
+static void
+forget_neighbour (const char *bridge, const char *address)
+{
+  const char *argv[] = { "ip", "neigh", "flush", "to", address, "dev", bridge, NULL };
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL |
+                     G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &status, &error) ||
+      !g_spawn_check_wait_status (status, &error))
+    g_debug ("ip neigh flush to %s dev %s: %s", address, bridge, error->message);
+}
+
 static void
 tune_neighbours (const char *bridge)
 {
@@ -531,7 +547,10 @@ net_sleep (MvNetwork *network, const MvRuntimeRequest *req, GError **error)
                          "(nftables and its log are needed)");
   mv_ipv4_parse (address, &host_order);
   bridge = mv_network_bridge_name (net->id);
-  return apply_rules (self, req->machine_id, req->spec, host_order, bridge, TRUE, error);
+  if (!apply_rules (self, req->machine_id, req->spec, host_order, bridge, TRUE, error))
+    return FALSE;
+  forget_neighbour (bridge, address);
+  return TRUE;
 }
 
 static gboolean
