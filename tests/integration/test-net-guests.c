@@ -903,6 +903,15 @@ test_ports_firewall_wake (NetFixture *nf, gconstpointer data)
   g_free (state);
   state = client_get_string (f->client, path, "State");
   g_assert_cmpstr (state, ==, "Standby");
+  /* The host has forgotten its link-layer address: the first packet to
+   * it waits for it to answer again. */
+  {
+    const char *neigh[] = { "ip", "neigh", "show", "to", "10.95.0.2", NULL };
+    g_autofree char *entries = NULL;
+
+    g_assert_cmpint (mv_test_netns_run (nf->netns, neigh, &entries, NULL), ==, 0);
+    g_assert_cmpstr (entries, ==, "");
+  }
   g_free (body);
   body = fetch (nf, url, "60");
   g_assert_cmpstr (body, ==, "hello-from-guest\n");
