@@ -600,6 +600,7 @@ chv_capabilities (MvStarter *base)
     .gpu_passthrough = TRUE,
     .disk_rate_limit = TRUE,
     .net_rate_limit = TRUE,
+    .net_rate_limit_symmetric = TRUE,
     .virtio_fs = TRUE,
   };
 }

@@ -131,6 +131,7 @@ typedef struct {
   gboolean gpu_passthrough;
   gboolean disk_rate_limit;
   gboolean net_rate_limit; /* limits a NIC's traffic itself; else the host's TAP is */
+  gboolean net_rate_limit_symmetric; /* ...with one limit for both directions */
   gboolean virtio_fs;      /* directory mounts (vhost-user-fs devices) */
 } MvCapabilities;
 

@@ -236,10 +236,24 @@ check_kernel_name (Adapter *self, const MvSpec *spec, GError **error)
                        spec->kernel_name, known ? known : "none is configured");
 }
 
+/* A VMM with one limiter for both directions cannot give the guest two
+ * different ones: refused when the spec is recorded, not at its start. */
+static gboolean
+check_net_limits (Adapter *self, const MvSpec *spec, GError **error)
+{
+  if (!self->starter->capabilities (self->starter).net_rate_limit_symmetric ||
+      spec->upload_bytes_per_second == spec->download_bytes_per_second)
+    return TRUE;
+  return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                       "download_bytes_per_second: %s limits both directions alike; give "
+                       "upload_bytes_per_second the same value", self->starter->type);
+}
+
 static gboolean
 rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
 {
-  return check_kernel_name (adapter_of (rt), spec, error) &&
+  return check_net_limits (adapter_of (rt), spec, error) &&
+         check_kernel_name (adapter_of (rt), spec, error) &&
          check_host_files (adapter_of (rt), spec, error) &&
          check_shares (adapter_of (rt), spec, error);
 }

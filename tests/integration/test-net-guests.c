@@ -705,6 +705,22 @@ test_vmm_lifecycle (NetFixture *nf, gconstpointer data)
   g_autofree char *mac = g_strdup_printf ("02:%.2s:%.2s:%.2s:%.2s:%.2s", hex, hex + 2, hex + 4,
                                           hex + 6, hex + 8);
 
+  /* One limiter for both directions: two different ones are refused at
+   * create, before anything is recorded. */
+  if (g_str_equal (type, "cloud-hypervisor"))
+    {
+      g_autofree char *err = NULL, *msg = NULL;
+      g_autofree char *limited = g_strdup_printf (
+        "{\"name\":\"limited\",\"hypervisor_type\":\"%s\",\"kernel\":\"/k\","
+        "\"network_name\":\"lan\",\"upload_bytes_per_second\":1048576,"
+        "\"download_bytes_per_second\":2097152}", type);
+      g_autofree char *refused = client_create (f->client, limited, 0, &err, &msg);
+
+      g_assert_null (refused);
+      g_assert_cmpstr (err, ==, "org.microvmd1.Error.Unsupported");
+      g_assert_true (g_str_has_prefix (msg, "download_bytes_per_second"));
+    }
+
   client_call_ok (f->client, path, "Start");
   address = client_get_string (f->client, path, "Address");
   g_assert_cmpstr (address, ==, "10.93.0.2");
