@@ -808,9 +808,9 @@ mv_host_network_added (MvHostNetwork *self, const MvNetworkSpec *network)
   g_autofree char *cidr = gateway_cidr (network);
   char *name = mv_network_bridge_name (network->id);
 
+  /* Its forwarding and NAT rules are made by the first attach to it (and
+   * by Recover), in a worker: none are needed before a machine is on it. */
   mv_nm_ensure_bridge_async (self->nm, name, cidr, network->mtu, NULL, on_bridge_ensured, name);
-  /* One short nftables transaction, as a record write is. */
-  apply_network_rules (self, network);
 }
 
 void
