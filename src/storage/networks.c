@@ -368,11 +368,14 @@ restore (Entry *entry, const char *machine_id, gboolean held, guint32 before)
     mv_ipam_allocate (entry->ipam, machine_id, text, &again, &ignored);
 }
 
-gboolean
-mv_network_store_allocate (MvNetworkStore *store, const char *name_or_id, const char *machine_id,
-                           const char *static_ip, char **address, GError **error)
+/* mv_ipam_allocate() on @name_or_id; with @record, written before it
+ * returns (on a failed write the table is as it was), else only tried:
+ * given back at once, in memory. */
+static gboolean
+allocate (MvNetworkStore *store, const char *name_or_id, const char *machine_id,
+          const char *static_ip, gboolean record, guint32 *now, GError **error)
 {
-  guint32 before = 0, now = 0;
+  guint32 before = 0;
   gboolean held, ok;
   Entry *entry;
 
@@ -384,17 +387,29 @@ mv_network_store_allocate (MvNetworkStore *store, const char *name_or_id, const 
   else
     {
       held = mv_ipam_lookup (entry->ipam, machine_id, &before);
-      ok = mv_ipam_allocate (entry->ipam, machine_id, static_ip, &now, error);
-      if (ok && (!held || before != now) && !write_allocations_locked (store, entry, error))
+      ok = mv_ipam_allocate (entry->ipam, machine_id, static_ip, now, error);
+      if (ok && !record)
+        restore (entry, machine_id, held, before);
+      else if (ok && (!held || before != *now) && !write_allocations_locked (store, entry, error))
         {
           restore (entry, machine_id, held, before);
           ok = FALSE;
         }
     }
   g_mutex_unlock (&store->lock);
-  if (ok)
-    *address = mv_ipv4_to_string (now);
   return ok;
+}
+
+gboolean
+mv_network_store_allocate (MvNetworkStore *store, const char *name_or_id, const char *machine_id,
+                           const char *static_ip, char **address, GError **error)
+{
+  guint32 now = 0;
+
+  if (!allocate (store, name_or_id, machine_id, static_ip, TRUE, &now, error))
+    return FALSE;
+  *address = mv_ipv4_to_string (now);
+  return TRUE;
 }
 
 char *
@@ -417,27 +432,10 @@ gboolean
 mv_network_store_check (MvNetworkStore *store, const char *name_or_id, const char *machine_id,
                         const char *static_ip, GError **error)
 {
-  guint32 before = 0, now = 0;
-  gboolean held, ok;
-  Entry *entry;
+  guint32 now = 0;
 
-  g_mutex_lock (&store->lock);
-  entry = find_locked (store, name_or_id);
-  if (entry == NULL)
-    ok = mv_error_set (error, MV_ERROR_NOT_FOUND, "network_name: no network called %s",
-                       name_or_id);
-  else
-    {
-      /* Allocated and given back at once, in memory only. */
-      const char *who = machine_id ? machine_id : "";
-
-      held = mv_ipam_lookup (entry->ipam, who, &before);
-      ok = mv_ipam_allocate (entry->ipam, who, static_ip, &now, error);
-      if (ok)
-        restore (entry, who, held, before);
-    }
-  g_mutex_unlock (&store->lock);
-  return ok;
+  return allocate (store, name_or_id, machine_id ? machine_id : "", static_ip, FALSE, &now,
+                   error);
 }
 
 gboolean
