@@ -158,8 +158,21 @@ struct _MvRuntime {
    * its VMM. On failure the VMM may still run: the caller probes it. */
   gboolean    (*save) (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
                        GError **error);
-  /* Starts a fresh VMM from what save() wrote and lets the guest run on;
-   * the files are kept if it fails. Returns the new VMM's identity. */
+  /* Writes the running or paused guest's state (its memory and devices)
+   * into @state_dir (empty, exists) in the form save() writes, but keeps
+   * the VMM: the guest is left paused, so that the caller can copy its
+   * disks as they are at the same moment, then resume it (or not).
+   * MV_ERROR_UNAVAILABLE if it cannot be taken yet but can in a moment
+   * (a guest restored moments ago whose memory is still being loaded);
+   * on any failure the guest is left as it was, running or paused.
+   * May be NULL: the runtime cannot snapshot a guest it keeps. */
+  gboolean    (*snapshot) (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
+                           GError **error);
+  /* Starts a fresh VMM from what save() or snapshot() wrote and lets the
+   * guest run on; the files are kept if it fails. The state may be of
+   * another machine (a fork): the VMM is given @req's disks, TAP, MAC,
+   * console and agent channel in place of those the state was taken
+   * with. Returns the new VMM's identity. */
   JsonObject *(*restore) (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
                           GError **error);
   /* What the VMM has used so far. Main thread; cheap (reads /proc). */
@@ -177,6 +190,14 @@ struct _MvRuntime {
   /* @req->spec's hostname, keys or metadata changed: the running guest
    * is told at once (and its metadata service, where it has one). */
   gboolean    (*update_guest) (MvRuntime *rt, const MvRuntimeRequest *req, GError **error);
+  /* The attached guest was restored from a frozen state, maybe another
+   * machine's: its agent is given @req's identity (hostname, the network
+   * interface's MAC, address, gateway, MTU and DNS, the metadata) and
+   * fresh entropy from the host for the guest kernel's random number
+   * generator, which reseeds, so that no two guests restored from one
+   * state share random state. Queued until the agent answers; a guest
+   * without microvmd's agent is left alone. */
+  gboolean    (*reidentify_guest) (MvRuntime *rt, const MvRuntimeRequest *req, GError **error);
   /* Starts @exec in the attached guest; @fds as mv_agent_session_exec()
    * gives them: stdin, stdout, stderr, status. MV_ERROR_INVALID_STATE if
    * its agent has not answered. */
