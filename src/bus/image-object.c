@@ -310,6 +310,7 @@ do_delete (sd_bus_message *call, gboolean root, gpointer user_data)
   Removal *pending = user_data;
   MvImageObjects *objects = pending->objects;
   g_autoptr (GPtrArray) users = NULL;
+  g_auto (GStrv) in_use = NULL;
   g_autoptr (GTask) task = NULL;
   Removal *removal;
 
@@ -327,6 +328,14 @@ do_delete (sd_bus_message *call, gboolean root, gpointer user_data)
       sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_STATE,
                                   "Image %s is used by %s: delete %s first", pending->digest, names,
                                   users->len == 1 ? "that machine" : "those machines");
+      return;
+    }
+  in_use = mv_reconciler_images_in_use (mv_bus_service_reconciler (objects->service));
+  if (g_strv_contains ((const char * const *) in_use, pending->digest))
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_STATE,
+                                  "Image %s is what snapshots' guests booted from: delete those "
+                                  "snapshots first", pending->digest);
       return;
     }
   removal = g_new0 (Removal, 1);
@@ -760,24 +769,16 @@ static void
 do_prune (sd_bus_message *call, gboolean root, gpointer user_data)
 {
   MvImageObjects *objects = user_data;
-  g_autoptr (GPtrArray) machines = mv_reconciler_list (mv_bus_service_reconciler (objects->service));
-  g_autoptr (GStrvBuilder) keep = g_strv_builder_new ();
   g_autoptr (GTask) task = NULL;
   Prune *prune;
 
-  /* What machines are pinned to now; one defined while the removal runs
-   * pulls its image again when it starts. */
-  for (guint i = 0; i < machines->len; i++)
-    {
-      const char *digest = ((MvMachine *) machines->pdata[i])->config->spec->image_digest;
-
-      if (digest != NULL)
-        g_strv_builder_add (keep, digest);
-    }
+  /* What machines are pinned to and snapshots' guests booted from now;
+   * a machine defined while the removal runs pulls its image again when
+   * it starts. */
   prune = g_new0 (Prune, 1);
   prune->objects = objects;
   prune->call = sd_bus_message_ref (call);
-  prune->keep = g_strv_builder_end (keep);
+  prune->keep = mv_reconciler_images_in_use (mv_bus_service_reconciler (objects->service));
   task = g_task_new (NULL, NULL, pruned, NULL);
   g_task_set_task_data (task, prune, (GDestroyNotify) prune_free);
   g_task_run_in_thread (task, prune_thread);

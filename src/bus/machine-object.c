@@ -8,6 +8,7 @@
 #include "core/image-ref.h"
 #include "names.h"
 #include "polkit.h"
+#include "snapshot-object.h"
 #include "util/files.h"
 
 #include <errno.h>
@@ -486,6 +487,9 @@ static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_METHOD_WITH_ARGS ("Restart", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_restart,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("Standby", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_standby,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("CreateSnapshot", SD_BUS_ARGS ("s", name),
+                           SD_BUS_RESULT ("o", snapshot), mv_snapshot_method_create,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("Delete", SD_BUS_ARGS ("b", force), SD_BUS_NO_RESULT,
                            method_delete, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -6,6 +6,7 @@
 #include "machine-object.h"
 #include "names.h"
 #include "network-object.h"
+#include "snapshot-object.h"
 #include "polkit.h"
 #include "volume-object.h"
 #include "store/store.h"
@@ -360,6 +361,15 @@ static const sd_bus_vtable manager_vtable[] = {
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("ListNetworks", SD_BUS_NO_ARGS,
                            SD_BUS_RESULT ("a(sso)", networks), mv_network_objects_method_list,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("ListSnapshots", SD_BUS_NO_ARGS,
+                           SD_BUS_RESULT ("a(ssso)", snapshots), mv_snapshot_method_list,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("GetSnapshot", SD_BUS_ARGS ("s", name_or_id),
+                           SD_BUS_RESULT ("o", snapshot), mv_snapshot_method_get,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("ForkMachine", SD_BUS_ARGS ("s", source, "s", spec_json),
+                           SD_BUS_RESULT ("o", machine), mv_snapshot_method_fork_machine,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("LookupHost", SD_BUS_ARGS ("s", network, "s", name),
                            SD_BUS_RESULT ("as", addresses), mv_network_objects_method_lookup_host,

@@ -6,6 +6,7 @@
 #include "machine-object.h"
 #include "manager-object.h"
 #include "network-object.h"
+#include "snapshot-object.h"
 #include "volume-object.h"
 #include "core/errors.h"
 #include "names.h"
@@ -263,6 +264,24 @@ on_removed (MvMachine *machine, gpointer data)
   mv_network_objects_machines_changed (service->networks);
 }
 
+static void
+on_snapshot_added (const MvSnapshot *snapshot, gpointer data)
+{
+  MvBusService *service = data;
+
+  if (service->serving)
+    mv_snapshot_objects_added (service, snapshot);
+}
+
+static void
+on_snapshot_removed (const MvSnapshot *snapshot, gpointer data)
+{
+  MvBusService *service = data;
+
+  if (service->serving)
+    mv_snapshot_objects_removed (service, snapshot);
+}
+
 MvBusService *
 mv_bus_service_new (void)
 {
@@ -274,6 +293,8 @@ mv_bus_service_new (void)
   service->observer.added = on_added;
   service->observer.settled = on_settled;
   service->observer.removed = on_removed;
+  service->observer.snapshot_added = on_snapshot_added;
+  service->observer.snapshot_removed = on_snapshot_removed;
   service->observer.data = service;
   return service;
 }
@@ -316,6 +337,8 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
     r = mv_volume_objects_register (service->volumes);
   if (r >= 0 && service->networks)
     r = mv_network_objects_register (service->networks);
+  if (r >= 0)
+    r = mv_snapshot_objects_register (service);
   if (r < 0)
     return r;
 

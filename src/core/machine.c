@@ -131,6 +131,7 @@ mv_status_free (MvStatus *status)
   g_free (status->operation_id);
   g_clear_pointer (&status->vmm, json_object_unref);
   g_free (status->saved_state);
+  g_free (status->restoring_snapshot);
   g_ptr_array_unref (status->destroyed);
   g_free (status);
 }
@@ -148,6 +149,8 @@ mv_status_copy (const MvStatus *status)
   copy->operation_id = g_strdup (status->operation_id);
   copy->vmm = status->vmm != NULL ? mv_json_object_deep_copy (status->vmm) : NULL;
   copy->saved_state = g_strdup (status->saved_state);
+  copy->restoring_snapshot = g_strdup (status->restoring_snapshot);
+  copy->forking = status->forking;
   copy->destroyed = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; i < status->destroyed->len; i++)
     g_ptr_array_add (copy->destroyed, g_strdup (status->destroyed->pdata[i]));
@@ -543,6 +546,10 @@ mv_status_to_node (const MvStatus *status)
     json_object_set_string_member (object, "saved_state", status->saved_state);
   if (status->traffic_sequence != 0)
     json_object_set_int_member (object, "traffic_sequence", (gint64) status->traffic_sequence);
+  if (status->restoring_snapshot != NULL)
+    json_object_set_string_member (object, "restoring_snapshot", status->restoring_snapshot);
+  if (status->forking)
+    json_object_set_boolean_member (object, "forking", TRUE);
   if (status->destroyed->len > 0)
     {
       JsonArray *done = json_array_new ();
@@ -567,7 +574,8 @@ mv_status_from_node (JsonNode *node, GError **error)
   static const char *const known[] = {
     "format", "state", "state_error", "phase", "operation_id",
     "observed_generation", "observed_restart_generation", "failed_generation", "started_at", "finished_at", "next_restart_at",
-    "exit_code", "restart_count", "vmm", "saved_state", "traffic_sequence", "destroyed", NULL
+    "exit_code", "restart_count", "vmm", "saved_state", "traffic_sequence", "destroyed",
+    "restoring_snapshot", "forking", NULL
   };
   g_autoptr(MvStatus) status = mv_status_new ();
   const char *state = NULL;
@@ -611,8 +619,15 @@ mv_status_from_node (JsonNode *node, GError **error)
       !read_optional_timestamp (object, "finished_at", &status->finished_at, error) ||
       !read_optional_timestamp (object, "next_restart_at", &status->next_restart_at, error) ||
       !read_optional_generation (object, "traffic_sequence", 0, &status->traffic_sequence,
-                                 error))
+                                 error) ||
+      !mv_json_read_string_member (object, "restoring_snapshot", FALSE,
+                                   &status->restoring_snapshot, error))
     return NULL;
+  if ((field = mv_json_member (object, "forking")) != NULL &&
+      !mv_json_read_bool (field, "forking", &status->forking, error))
+    return NULL;
+  if (status->restoring_snapshot && !mv_id_validate (status->restoring_snapshot, error))
+    return g_prefix_error (error, "restoring_snapshot: "), NULL;
 
   if ((field = mv_json_member (object, "destroyed")) != NULL)
     {

@@ -54,6 +54,11 @@ typedef struct {
   guint64    observed_restart_generation;
   /* The sequence number of the last traffic event that woke the machine. */
   guint64    traffic_sequence;
+  /* A Snapshot.Restore under way: the snapshot whose disk (and frozen
+   * guest) is being put back; an interrupted one is done again. NULL = none. */
+  char      *restoring_snapshot;
+  /* A fork not yet whole: the machine is removed if it is interrupted. */
+  gboolean   forking;
   /* What an interrupted destroy already removed, by resource name. */
   GPtrArray *destroyed;         /* char*, never NULL */
 } MvStatus;

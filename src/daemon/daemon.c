@@ -12,6 +12,7 @@
 #include "reconcile/reconciler.h"
 #include "storage/images.h"
 #include "storage/networks.h"
+#include "storage/snapshots.h"
 #include "storage/storage.h"
 #include "storage/volumes.h"
 #include "store/store.h"
@@ -243,6 +244,7 @@ mv_daemon_free (MvDaemon *daemon)
   if (daemon->bus)
     sd_bus_flush_close_unref (daemon->bus);
   g_clear_pointer (&daemon->host.runtimes, mv_runtimes_free);
+  g_clear_pointer (&daemon->host.snapshots, mv_snapshot_store_free);
   g_clear_pointer (&daemon->host.storage, mv_storage_free);
   g_clear_pointer (&daemon->host.images, mv_host_images_free);
   g_clear_pointer (&daemon->images, mv_image_store_free);
@@ -360,6 +362,37 @@ open_volumes (MvDaemon *daemon, GError **error)
   daemon->host.volumes = mv_host_volumes_new (daemon->volumes);
   mv_storage_set_volumes (daemon->host.storage, daemon->host.volumes);
   return TRUE;
+}
+
+/* The snapshots, with what crashed creates and deletes left swept away;
+ * an invalid one is among the invalid records and left alone. */
+static GPtrArray *
+open_snapshots (MvDaemon *daemon)
+{
+  g_autofree char *dir = g_build_filename (mv_store_state_dir (daemon->store), MV_SNAPSHOTS_DIR,
+                                           NULL);
+  g_autoptr (GHashTable) invalid = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                          g_free);
+  g_autoptr (GError) local = NULL;
+  GHashTableIter iter;
+  gpointer id, reason;
+  GPtrArray *loaded;
+
+  daemon->host.snapshots = mv_snapshot_store_new (dir, daemon->host.storage);
+  if (!daemon->host.snapshots->sweep (daemon->host.snapshots, &local))
+    g_warning ("Snapshots: could not sweep what was left of interrupted ones: %s",
+               local->message);
+  loaded = daemon->host.snapshots->load (daemon->host.snapshots, invalid, NULL);
+  g_hash_table_iter_init (&iter, invalid);
+  while (g_hash_table_iter_next (&iter, &id, &reason))
+    {
+      MvInvalidRecord *record = g_new0 (MvInvalidRecord, 1);
+
+      record->path = g_build_filename (dir, id, NULL);
+      record->reason = g_strdup (reason);
+      g_ptr_array_add (daemon->invalid, record);
+    }
+  return loaded;
 }
 
 /* The networks' records, with what a crashed create or delete left swept
@@ -550,6 +583,7 @@ int
 mv_daemon_run (MvDaemon *daemon, GError **error)
 {
   g_autoptr (GPtrArray) records = NULL;
+  g_autoptr (GPtrArray) snapshots = NULL;
   int r;
 
   daemon->host.runtimes = runtimes_new (daemon);
@@ -561,6 +595,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   daemon->host.storage = mv_storage_new (daemon->host.records, daemon->images);
   if (!open_volumes (daemon, error) || !open_networks (daemon, error))
     return 1;
+  snapshots = open_snapshots (daemon);
   daemon->service = mv_bus_service_new ();
   mv_bus_service_set_images (daemon->service, daemon->images, daemon->host.images);
   mv_bus_service_set_volumes (daemon->service, daemon->volumes);
@@ -569,6 +604,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   daemon->reconciler = mv_reconciler_new (&daemon->host, &daemon->options,
                                           mv_bus_service_observer (daemon->service), NULL);
 
+  mv_reconciler_add_snapshots (daemon->reconciler, snapshots);
   records = mv_store_load_machines (daemon->store, daemon->invalid);
   for (guint i = 0; i < daemon->invalid->len; i++)
     {

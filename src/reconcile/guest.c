@@ -88,6 +88,24 @@ mv_reconciler_attach_guest (MvMachine *machine, MvRuntime *runtime)
 }
 
 void
+mv_reconciler_reidentify_guest (MvMachine *machine, MvRuntime *runtime,
+                                const MvNetworkAttachment *network)
+{
+  MvRecords *records = machine->reconciler->host->records;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *runtime_dir = NULL;
+
+  if (!runtime->reidentify_guest || !machine->status->vmm)
+    return;
+  runtime_dir = records->runtime_dir (records, machine->id);
+  MvRuntimeRequest req = mv_machine_request (machine, runtime_dir);
+  req.network = network;
+  if (!runtime->reidentify_guest (runtime, &req, &error))
+    mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Could not give the restored guest its "
+                    "identity: %s", error->message);
+}
+
+void
 mv_reconciler_detach_guest (MvMachine *machine, MvRuntime *runtime)
 {
   gboolean changed = FALSE;

@@ -42,6 +42,7 @@ mv_machine_settled (MvMachine *machine, const GError *failure, guint64 generatio
 {
   MvReconciler *rec = machine->reconciler;
 
+  mv_reconciler_fork_settled (machine, failure);
   if (rec->observer.settled)
     rec->observer.settled (machine, failure, generation, rec->observer.data);
 }

@@ -7,6 +7,7 @@
 
 typedef struct _MvReconciler MvReconciler;
 typedef struct _MvMachine MvMachine;
+typedef struct _MvForkWait MvForkWait;
 
 /* What of a machine changed, as bits: the bus turns them into properties. */
 typedef enum {
@@ -78,6 +79,8 @@ struct _MvMachine {
   gint64        idle_sampled_at; /* µs, monotonic; 0 = not sampled yet */
   gint64        idle_since;      /* µs, monotonic; 0 = busy */
 
+  /* A fork whose caller waits for it to be whole (snapshots.c). */
+  MvForkWait   *fork_wait;
   /* The observer's own state for this machine (the bus object); set and
    * freed by the observer, never touched by the reconciler. */
   gpointer      view;

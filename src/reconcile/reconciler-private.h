@@ -14,6 +14,9 @@ struct _MvReconciler {
   guint                background;   /* deletions and pulls running off the main loop */
   GHashTable          *creating;     /* name -> MvCreate*: creates pulling their image */
   GHashTable          *invalid_ids;  /* machines whose records are invalid: left alone */
+  GHashTable          *snapshots;    /* id -> MvSnapshot* */
+  GHashTable          *snapshot_names; /* names of snapshots being taken or deleted */
+  GHashTable          *snapshot_users; /* id -> how many restores and forks read it */
   void               (*recovered) (gpointer data);
   gpointer             recovered_data;
 };
@@ -82,6 +85,9 @@ void       mv_reconciler_listen_to_guests (MvReconciler *rec);
 void       mv_reconciler_attach_guest (MvMachine *machine, MvRuntime *runtime);
 /* Forgets what the agent said; @runtime may be NULL. */
 void       mv_reconciler_detach_guest (MvMachine *machine, MvRuntime *runtime);
+/* The guest restored from a frozen state is told its identity. */
+void       mv_reconciler_reidentify_guest (MvMachine *machine, MvRuntime *runtime,
+                                           const MvNetworkAttachment *network);
 /* Gives the running guest its spec's hostname, keys and metadata. */
 void       mv_reconciler_update_guest (MvMachine *machine);
 
@@ -91,3 +97,27 @@ void       mv_machine_reset_idle (MvMachine *machine);
 
 MvMachine *mv_machine_new (MvReconciler *rec, MvConfig *config, MvStatus *status);
 void       mv_machine_free (MvMachine *machine);
+
+/* Requests (requests.c) that snapshots share. */
+/* Everything a spec must pass before it is recorded; its runtime. */
+MvRuntime *mv_reconciler_validate_spec (MvReconciler *rec, MvSpec *spec, GError **error);
+gboolean   mv_reconciler_check_name_free (MvReconciler *rec, const MvSpec *spec, GError **error);
+/* Records a new machine: @spec validated, its name free; @forking: its
+ * status says it is a fork not yet whole. */
+MvMachine *mv_reconciler_record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec,
+                                         char *fingerprint, MvImageConfig *image_config,
+                                         gboolean start, gboolean forking, GError **error);
+/* Writes the changed config; if it cannot be, @previous is what the
+ * machine keeps. @previous is taken. */
+gboolean   mv_reconciler_commit_config (MvMachine *machine, MvConfig *previous, GError **error);
+
+/* Snapshots (snapshots.c). */
+void       mv_reconciler_release_snapshot (MvReconciler *rec, const char *id);
+/* A fork's wish settled (mv_machine_settled), or its machine is gone. */
+void       mv_reconciler_fork_settled (MvMachine *machine, const GError *failure);
+void       mv_reconciler_fork_gone (MvMachine *machine);
+/* After Recover: an interrupted restore is done again; an interrupted
+ * fork goes. */
+void       mv_reconciler_finish_restore (MvMachine *machine);
+void       mv_reconciler_drop_fork (MvMachine *machine);
+void       mv_reconciler_warn_deprecated_snapshots (MvReconciler *rec);

@@ -78,6 +78,10 @@ mv_reconciler_new (const MvHost *host, const MvReconcilerOptions *options,
   rec->clock = clock ? clock : &default_clock;
   rec->creating = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   rec->invalid_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  rec->snapshots = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify) mv_snapshot_free);
+  rec->snapshot_names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  rec->snapshot_users = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   rec->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify) mv_machine_free);
   mv_reconciler_listen_to_guests (rec);
@@ -103,6 +107,9 @@ mv_reconciler_free (MvReconciler *rec)
   g_hash_table_unref (rec->machines);
   g_hash_table_unref (rec->creating);
   g_hash_table_unref (rec->invalid_ids);
+  g_hash_table_unref (rec->snapshots);
+  g_hash_table_unref (rec->snapshot_names);
+  g_hash_table_unref (rec->snapshot_users);
   g_free (rec);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include "machine.h"
 #include "core/host/host.h"
+#include "core/snapshot.h"
 
 /* How the reconciler tells time and waits; tests inject their own. */
 typedef struct {
@@ -32,6 +33,10 @@ typedef struct {
                    gpointer data);
   /* @machine's records are gone; it is freed when this returns. */
   void (*removed) (MvMachine *machine, gpointer data);
+  /* A snapshot was taken (not called for those loaded at startup), or is
+   * about to be deleted: it is found until this returns, then no more. */
+  void (*snapshot_added) (const MvSnapshot *snapshot, gpointer data);
+  void (*snapshot_removed) (const MvSnapshot *snapshot, gpointer data);
   gpointer data;
 } MvObserver;
 
@@ -166,3 +171,55 @@ typedef enum {
 
 MvWishOutcome mv_machine_wish_outcome (const MvMachine *machine, MvDesired target,
                                        guint64 generation);
+
+/* Snapshots (seed 002). Each operation below holds the machine it works on
+ * as a step does: a machine busy with one is refused (INVALID_STATE). */
+
+/* Adds the snapshots loaded at startup (MvSnapshot*, copied). */
+void          mv_reconciler_add_snapshots (MvReconciler *reconciler, GPtrArray *snapshots);
+/* Every snapshot, by name; free the array only. */
+GPtrArray    *mv_reconciler_list_snapshots (MvReconciler *reconciler);
+const MvSnapshot *mv_reconciler_lookup_snapshot (MvReconciler *reconciler, const char *id);
+const MvSnapshot *mv_reconciler_find_snapshot (MvReconciler *reconciler, const char *name_or_id);
+/* The digests of the images machines are pinned to and snapshots' guests
+ * booted from (seed 002, ImagesInUse): what PruneImages keeps. */
+char        **mv_reconciler_images_in_use (MvReconciler *reconciler);
+
+/* Told on the main thread how a snapshot operation ended: @snapshot (the
+ * table's) or @error. */
+typedef void (*MvSnapshotFunc) (const MvSnapshot *snapshot, const GError *error,
+                                gpointer user_data);
+/* ...or, for one that ends with a machine (a restore: @machine, NULL for
+ * a delete), @error. */
+typedef void (*MvSnapshotDoneFunc) (MvMachine *machine, const GError *error, gpointer user_data);
+
+/* CreateSnapshot: a memory snapshot of a running, paused or standby
+ * machine, a disk snapshot of a stopped one; @name "" for one after the
+ * machine and the time. FALSE with an error (and nothing done) if it
+ * cannot be taken; else @func is called once it is. */
+gboolean      mv_reconciler_create_snapshot (MvReconciler *reconciler, MvMachine *machine,
+                                             const char *name, MvSnapshotFunc func,
+                                             gpointer user_data, GError **error);
+/* RestoreSnapshot: puts the stopped machine a snapshot was taken of back
+ * as it was; @func is called once its disk (and frozen guest) are back:
+ * a memory snapshot's machine is then being started, and settles as a
+ * Start does. */
+gboolean      mv_reconciler_restore_snapshot (MvReconciler *reconciler, const char *snapshot_id,
+                                              MvSnapshotDoneFunc func, gpointer user_data,
+                                              GError **error);
+/* ForkSnapshot and ForkInstance: defines a machine from the snapshot (or
+ * from one of @source taken now and not kept) with the spec changes in
+ * @fork_json, and calls @func once it is running (from memory) or stopped
+ * (from a disk), or with the error once a failed fork is gone. */
+void          mv_reconciler_fork_snapshot (MvReconciler *reconciler, const char *snapshot_id,
+                                           const char *fork_json, MvDefineFunc func,
+                                           gpointer user_data);
+void          mv_reconciler_fork_machine (MvReconciler *reconciler, MvMachine *source,
+                                          const char *fork_json, MvDefineFunc func,
+                                          gpointer user_data);
+/* DeleteSnapshot: gone from the table at once (snapshot_removed), its
+ * files in a worker thread; @func is called once they are (with a NULL
+ * machine). Refused while a restore or fork reads it. */
+gboolean      mv_reconciler_delete_snapshot (MvReconciler *reconciler, const char *snapshot_id,
+                                             MvSnapshotDoneFunc func, gpointer user_data,
+                                             GError **error);

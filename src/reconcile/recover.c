@@ -13,6 +13,7 @@ typedef enum {
   RECOVER_STOP,               /* a stop was interrupted */
   RECOVER_STANDBY,            /* a standby was interrupted */
   RECOVER_ADOPT,              /* running or paused: adopt the VMM if it is there */
+  RECOVER_RESUME,             /* running, paused for a snapshot: adopt and resume it */
 } RecoverCase;
 
 typedef struct {
@@ -55,6 +56,8 @@ recover_case (const MvConfig *config, const MvStatus *status)
     return RECOVER_STOP;
   if (g_strcmp0 (phase, "standby") == 0)
     return RECOVER_STANDBY;
+  if (g_strcmp0 (phase, "snapshot") == 0 && status->state == MV_STATE_RUNNING)
+    return RECOVER_RESUME;
   if (status->state == MV_STATE_RUNNING || status->state == MV_STATE_PAUSED)
     return RECOVER_ADOPT;
   return RECOVER_NOTHING;
@@ -107,6 +110,12 @@ recover_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellab
         storage->discard_saved_state (storage, task->machine_id, NULL);
       else if (task->what == RECOVER_STANDBY && !storage->has_saved_state (storage, task->machine_id))
         storage->discard_saved_state (storage, task->machine_id, NULL);
+      break;
+    case RECOVER_RESUME:
+      /* A snapshot was being taken of it: it runs on as it did. */
+      task->probed = probe (task, &req);
+      if (task->probed == MV_VMM_PAUSED && task->runtime->resume (task->runtime, &req, NULL))
+        task->probed = MV_VMM_RUNNING;
       break;
     case RECOVER_NOTHING:
     case RECOVER_DESTROY:
@@ -178,6 +187,7 @@ apply (MvMachine *machine, RecoverTask *task)
         mv_machine_set_failed (machine, "interrupted while going on standby; the guest was lost");
       break;
     case RECOVER_ADOPT:
+    case RECOVER_RESUME:
       if (task->probed != MV_VMM_GONE)
         adopt (machine, task);
       else
@@ -377,8 +387,19 @@ finish_recovery (MvReconciler *rec)
   g_autoptr (GPtrArray) machines = NULL;
 
   warn_deprecated_versions (rec);
-  /* StartOnBoot runs once every machine is recovered. */
+  mv_reconciler_warn_deprecated_snapshots (rec);
   machines = mv_reconciler_list (rec);
+  /* A fork not yet whole goes; a restore from a snapshot is done again. */
+  for (guint i = 0; i < machines->len; i++)
+    {
+      MvMachine *machine = machines->pdata[i];
+
+      if (machine->status->forking && machine->config->desired != MV_DESIRED_DESTROYED)
+        mv_reconciler_drop_fork (machine);
+      else if (machine->status->restoring_snapshot)
+        mv_reconciler_finish_restore (machine);
+    }
+  /* StartOnBoot runs once every machine is recovered. */
   for (guint i = 0; i < machines->len; i++)
     start_on_boot (machines->pdata[i]);
   if (rec->recovered)

@@ -13,8 +13,8 @@
 
 /* Writes the changed config; if it cannot be written, @previous is what
  * the machine keeps: nothing changes unless it is on disk. */
-static gboolean
-commit_config (MvMachine *machine, MvConfig *previous, GError **error)
+gboolean
+mv_reconciler_commit_config (MvMachine *machine, MvConfig *previous, GError **error)
 {
   if (mv_machine_save_config (machine, error))
     {
@@ -81,8 +81,8 @@ check_network (const MvHost *host, const MvSpec *spec, GError **error)
 
 /* Everything a spec must pass before it is recorded: its own limits,
  * this daemon's features, and the runtime that is to run it. */
-static MvRuntime *
-validate (MvReconciler *rec, MvSpec *spec, GError **error)
+MvRuntime *
+mv_reconciler_validate_spec (MvReconciler *rec, MvSpec *spec, GError **error)
 {
   MvRuntime *runtime;
 
@@ -119,7 +119,7 @@ find_retried (MvReconciler *rec, const MvSpec *spec, const char *fingerprint, gb
   previous = mv_config_copy (machine->config);
   if (start && mv_config_set_desired (machine->config, MV_DESIRED_RUNNING, mv_reconciler_now (rec)))
     {
-      if (!commit_config (machine, previous, error))
+      if (!mv_reconciler_commit_config (machine, previous, error))
         return NULL;
     }
   else
@@ -127,8 +127,8 @@ find_retried (MvReconciler *rec, const MvSpec *spec, const char *fingerprint, gb
   return machine;
 }
 
-static gboolean
-check_name_free (MvReconciler *rec, const MvSpec *spec, GError **error)
+gboolean
+mv_reconciler_check_name_free (MvReconciler *rec, const MvSpec *spec, GError **error)
 {
   if (mv_reconciler_find (rec, spec->name) || g_hash_table_contains (rec->creating, spec->name))
     return mv_error_set (error, MV_ERROR_ALREADY_EXISTS, "name: a machine called %s exists already",
@@ -137,9 +137,10 @@ check_name_free (MvReconciler *rec, const MvSpec *spec, GError **error)
 }
 
 /* Records a new machine: @spec validated, its name free. */
-static MvMachine *
-record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in, char *fingerprint_in,
-                MvImageConfig *image_config_in, gboolean start, GError **error)
+MvMachine *
+mv_reconciler_record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in,
+                              char *fingerprint_in, MvImageConfig *image_config_in,
+                              gboolean start, gboolean forking, GError **error)
 {
   g_autoptr (MvSpec) spec = spec_in;
   g_autofree char *fingerprint = fingerprint_in;
@@ -163,6 +164,7 @@ record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in, char *fi
   if (start)
     mv_config_set_desired (config, MV_DESIRED_RUNNING, config->created_at);
   status = mv_status_new ();
+  status->forking = forking;
   if (!rec->host->records->create (rec->host->records, config, status, error))
     return NULL;
   mv_fault_point ("create", "published");
@@ -186,7 +188,7 @@ mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboole
   MvRuntime *runtime;
 
   *existed = FALSE;
-  if (!(runtime = validate (rec, spec, error)))
+  if (!(runtime = mv_reconciler_validate_spec (rec, spec, error)))
     return NULL;
   fingerprint = mv_spec_fingerprint (spec);
   if ((machine = find_retried (rec, spec, fingerprint, start, existed, &local)) || local)
@@ -194,10 +196,10 @@ mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboole
   if (spec->image)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
                          "image: a machine booted from an image is created with its pull"), NULL;
-  if (!check_name_free (rec, spec, error))
+  if (!mv_reconciler_check_name_free (rec, spec, error))
     return NULL;
-  return record_machine (rec, runtime, g_steal_pointer (&spec), g_steal_pointer (&fingerprint),
-                         NULL, start, error);
+  return mv_reconciler_record_machine (rec, runtime, g_steal_pointer (&spec),
+                                       g_steal_pointer (&fingerprint), NULL, start, FALSE, error);
 }
 
 /* ---- creates that pull ---- */
@@ -270,13 +272,14 @@ on_pulled (GObject *source, GAsyncResult *result, gpointer user_data)
           g_free (create->spec->image_digest);
           create->spec->image_digest = g_steal_pointer (&create->digest);
           /* What may have changed while it pulled: the hypervisors. */
-          runtime = validate (rec, create->spec, &error);
+          runtime = mv_reconciler_validate_spec (rec, create->spec, &error);
         }
     }
   if (runtime)
-    machine = record_machine (rec, runtime, g_steal_pointer (&create->spec),
-                              g_steal_pointer (&create->fingerprint),
-                              g_steal_pointer (&create->image_config), create->start, &error);
+    machine = mv_reconciler_record_machine (rec, runtime, g_steal_pointer (&create->spec),
+                                            g_steal_pointer (&create->fingerprint),
+                                            g_steal_pointer (&create->image_config),
+                                            create->start, FALSE, &error);
   if (!machine && create->spec)
     g_message ("Machine %s not created: %s", create->spec->name, error->message);
   create->func (machine, FALSE, error, create->func_data);
@@ -304,7 +307,7 @@ mv_reconciler_define_async (MvReconciler *rec, MvSpec *spec_in, gboolean start,
       return;
     }
   /* Everything that can be refused is, before anything is pulled. */
-  if (!(runtime = validate (rec, spec, &error)))
+  if (!(runtime = mv_reconciler_validate_spec (rec, spec, &error)))
     goto refused;
   create = g_new0 (MvCreate, 1);
   create->fingerprint = mv_spec_fingerprint (spec);
@@ -316,7 +319,7 @@ mv_reconciler_define_async (MvReconciler *rec, MvSpec *spec_in, gboolean start,
     }
   if (!images)
     mv_error_set (&error, MV_ERROR_UNSUPPORTED, "image: this microvmd boots no images");
-  if (error || !images->check (images, spec->image, &error) || !check_name_free (rec, spec, &error))
+  if (error || !images->check (images, spec->image, &error) || !mv_reconciler_check_name_free (rec, spec, &error))
     {
       create_free (create);
       goto refused;
@@ -390,7 +393,7 @@ request_desired (MvMachine *machine, MvDesired desired, gboolean restart, gboole
   changed |= mv_config_set_desired (config, desired, now);
   retry_if_unchanged (machine, changed || restart, now);
   config->stopped_by_user = by_user_stop;
-  if (!commit_config (machine, previous, error))
+  if (!mv_reconciler_commit_config (machine, previous, error))
     return FALSE;
   /* A user's start or stop ends what the restart policy had pending. */
   if (desired == MV_DESIRED_RUNNING || desired == MV_DESIRED_STOPPED)
@@ -413,7 +416,7 @@ request_standby (MvMachine *machine, GError **error)
                          "of the shared directory is not part of the saved guest; stop it instead");
   previous = mv_config_copy (machine->config);
   retry_if_unchanged (machine, mv_config_set_standby (machine->config, TRUE, now), now);
-  return commit_config (machine, previous, error);
+  return mv_reconciler_commit_config (machine, previous, error);
 }
 
 /* Checked when the change is made, not when the call came: a machine
@@ -514,7 +517,7 @@ mv_reconciler_set_desired (MvReconciler *rec, MvMachine *machine, MvDesired desi
   if (mv_config_set_desired (machine->config, desired, mv_reconciler_now (rec)))
     {
       machine->config->stopped_by_user = desired == MV_DESIRED_STOPPED;
-      if (!commit_config (machine, previous, error))
+      if (!mv_reconciler_commit_config (machine, previous, error))
         return FALSE;
     }
   else
@@ -747,7 +750,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
                          spec->id, machine->id);
   g_free (spec->id);
   spec->id = g_strdup (current->id);
-  if (!validate (rec, spec, error))
+  if (!mv_reconciler_validate_spec (rec, spec, error))
     return FALSE;
   if (g_strcmp0 (spec->name, current->name) != 0)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
@@ -770,7 +773,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
   previous = mv_config_copy (machine->config);
   if (mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec)))
     {
-      if (!commit_config (machine, previous, error))
+      if (!mv_reconciler_commit_config (machine, previous, error))
         return FALSE;
     }
   else
@@ -818,7 +821,7 @@ mv_reconciler_rename (MvReconciler *rec, MvMachine *machine, const char *name, G
   g_free (spec->name);
   spec->name = g_strdup (name);
   mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec));
-  return commit_config (machine, previous, error);
+  return mv_reconciler_commit_config (machine, previous, error);
 }
 
 gboolean
@@ -842,7 +845,7 @@ mv_reconciler_traffic (MvReconciler *rec, MvMachine *machine, guint64 sequence, 
                   machine->config->spec->name, machine->id);
   previous = mv_config_copy (machine->config);
   mv_config_set_standby (machine->config, FALSE, mv_reconciler_now (rec));
-  if (!commit_config (machine, previous, error))
+  if (!mv_reconciler_commit_config (machine, previous, error))
     return FALSE;
   *waking = TRUE;
   return TRUE;

@@ -26,6 +26,7 @@ typedef struct {
   guint64       generation;      /* the desired generation the step works towards */
   /* Results, read on the main thread once the task is done. */
   JsonObject   *started_vmm;     /* START */
+  MvNetworkAttachment *attachment; /* START: the interface the guest was given */
   MvVmmState    probed;          /* STANDBY that failed: what the VMM does now */
 } StepTask;
 
@@ -51,6 +52,7 @@ step_task_free (StepTask *task)
   mv_image_config_free (task->image_config);
   g_clear_pointer (&task->vmm, json_object_unref);
   g_clear_pointer (&task->started_vmm, json_object_unref);
+  g_clear_pointer (&task->attachment, mv_network_attachment_free);
   g_clear_object (&task->cancellable);
   g_free (task);
 }
@@ -149,6 +151,7 @@ start_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **error)
    * did not wake keeps it, as it keeps its ports. */
   if (!task->started_vmm && attachment && !task->restore)
     host->network->detach (host->network, req_in, NULL);
+  task->attachment = g_steal_pointer (&attachment);
   return task->started_vmm != NULL;
 }
 
@@ -298,6 +301,10 @@ step_succeeded (MvMachine *machine, StepTask *task)
         g_clear_pointer (&status->saved_state, g_free);
       mv_machine_set_state (machine, MV_STATE_RUNNING, NULL);
       mv_reconciler_watch_vmm (machine, task->runtime);
+      /* A frozen guest may be another machine's (a fork): it is told
+       * whose it is now, with fresh entropy either way. */
+      if (task->restore)
+        mv_reconciler_reidentify_guest (machine, task->runtime, task->attachment);
       break;
     case MV_STEP_STOP:
     case MV_STEP_FORCE_STOP:
@@ -327,6 +334,7 @@ step_succeeded (MvMachine *machine, StepTask *task)
           mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) deleted",
                           machine->config->spec->name, machine->id);
           machine->gone = TRUE;
+          mv_reconciler_fork_gone (machine);
           if (rec->observer.removed)
             rec->observer.removed (machine, rec->observer.data);
           g_hash_table_remove (rec->machines, machine->id);

@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -244,4 +246,125 @@ mv_rename_durably (const char *from, const char *to, GError **error)
   if (rename (from, to) < 0)
     return mv_set_errno_error (error, errno, "Cannot rename %s to %s", from, to);
   return mv_fsync_dir (dir, error);
+}
+
+/* The data of @in to @out, extent by extent: holes stay holes. */
+static gboolean
+copy_data (int in, int out, off_t size, const char *from, GError **error)
+{
+  off_t data = 0;
+
+  while (data < size)
+    {
+      off_t hole, at;
+
+      data = lseek (in, data, SEEK_DATA);
+      if (data < 0 && errno == ENXIO)
+        break;          /* nothing but a hole to the end */
+      if (data < 0)
+        return mv_set_errno_error (error, errno, "Cannot read %s", from);
+      hole = lseek (in, data, SEEK_HOLE);
+      if (hole < 0)
+        return mv_set_errno_error (error, errno, "Cannot read %s", from);
+      at = data;
+      while (at < hole)
+        {
+          off_t out_at = at;
+          ssize_t n = copy_file_range (in, &at, out, &out_at, (size_t) (hole - at), 0);
+
+          if (n < 0 && errno == EINTR)
+            continue;
+          if (n < 0)
+            return mv_set_errno_error (error, errno, "Cannot copy %s", from);
+          if (n == 0)
+            break;      /* the file shrank meanwhile */
+        }
+      data = hole;
+    }
+  if (ftruncate (out, size) < 0)
+    return mv_set_errno_error (error, errno, "Cannot copy %s", from);
+  return TRUE;
+}
+
+gboolean
+mv_copy_file (const char *from, const char *to, GError **error)
+{
+  int in = open (from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int out;
+  struct stat st = { 0 };
+  gboolean ok = FALSE;
+
+  if (in < 0)
+    return mv_set_errno_error (error, errno, "Cannot open %s", from);
+  if (fstat (in, &st) < 0 || !S_ISREG (st.st_mode))
+    {
+      int errsv = S_ISREG (st.st_mode) ? errno : EINVAL;
+
+      close (in);
+      return mv_set_errno_error (error, errsv, "Cannot copy %s", from);
+    }
+  out = open (to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (out < 0)
+    {
+      mv_set_errno_error (error, errno, "Cannot create %s", to);
+      close (in);
+      return FALSE;
+    }
+  if (ioctl (out, FICLONE, in) == 0 || copy_data (in, out, st.st_size, from, error))
+    {
+      if (fsync (out) == 0)
+        ok = TRUE;
+      else
+        mv_set_errno_error (error, errno, "Cannot write %s", to);
+    }
+  close (in);
+  close (out);
+  if (!ok)
+    g_unlink (to);
+  return ok;
+}
+
+gboolean
+mv_copy_dir_files (const char *from_dir, const char *to_dir, guint64 *bytes, GError **error)
+{
+  g_autoptr (GDir) dir = g_dir_open (from_dir, 0, error);
+  const char *name;
+  guint64 total = 0;
+
+  if (dir == NULL)
+    return FALSE;
+  while ((name = g_dir_read_name (dir)))
+    {
+      g_autofree char *from = g_build_filename (from_dir, name, NULL);
+      g_autofree char *to = g_build_filename (to_dir, name, NULL);
+
+      if (!mv_copy_file (from, to, error))
+        return FALSE;
+      total += mv_disk_usage (to);
+    }
+  if (bytes)
+    *bytes = total;
+  return mv_fsync_dir (to_dir, error);
+}
+
+guint64
+mv_disk_usage (const char *path)
+{
+  struct stat st;
+  g_autoptr (GDir) dir = NULL;
+  const char *name;
+  guint64 total;
+
+  if (lstat (path, &st) < 0)
+    return 0;
+  total = (guint64) st.st_blocks * 512;
+  if (!S_ISDIR (st.st_mode) || !(dir = g_dir_open (path, 0, NULL)))
+    return total;
+  while ((name = g_dir_read_name (dir)))
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      total += mv_disk_usage (child);
+    }
+  return total;
 }

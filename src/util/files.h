@@ -31,3 +31,18 @@ gboolean    mv_file_read_bounded (const char *path, gsize max_bytes, const char 
  * within its last 64 KiB), control characters blanked; "" if unreadable,
  * a symbolic link or not a regular file. */
 char       *mv_file_tail (const char *path, goffset offset, guint lines);
+
+/* Copies the regular file @from to @to (created, 0600; it must not exist),
+ * then fsyncs it: a reflink (FICLONE) where the file system shares
+ * blocks, else a copy of the parts that hold data, with the holes left
+ * holes. On failure nothing of @to is left; a full disk is
+ * G_IO_ERROR_NO_SPACE. */
+gboolean    mv_copy_file (const char *from, const char *to, GError **error);
+/* Copies every regular file directly in @from_dir into @to_dir (which
+ * exists) as mv_copy_file() does, then fsyncs @to_dir; anything but a
+ * regular file is an error. Returns the bytes the copies hold. */
+gboolean    mv_copy_dir_files (const char *from_dir, const char *to_dir, guint64 *bytes,
+                               GError **error);
+/* The space @path and everything below it take on disk (blocks, not
+ * lengths: a sparse file counts what it holds). */
+guint64     mv_disk_usage (const char *path);

@@ -188,6 +188,28 @@ test_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GE
   return TRUE;
 }
 
+/* The guest's state goes into @state_dir as save() writes it; the VMM
+ * stays, paused. "test.snapshot-busy" in the kernel arguments makes it a
+ * guest that cannot be snapshotted yet, "test.fail-snapshot" one whose
+ * snapshot fails. */
+static gboolean
+test_snapshot (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
+{
+  g_autofree char *path = state_path (req);
+  g_autofree char *state = read_state (path);
+  g_autofree char *saved = g_build_filename (state_dir, SAVED_FILE, NULL);
+  const char *args = req->spec->kernel_args ? req->spec->kernel_args : "";
+
+  if (!state || (!g_str_equal (state, "running") && !g_str_equal (state, "paused")))
+    return mv_error_set (error, MV_ERROR_INVALID_STATE, "The VMM is not running");
+  if (strstr (args, "test.snapshot-busy"))
+    return mv_error_set (error, MV_ERROR_UNAVAILABLE, "The guest's memory is still being "
+                         "restored; try again in a moment");
+  if (strstr (args, "test.fail-snapshot"))
+    return mv_error_set (error, MV_ERROR_FAILED, "The VMM could not write the snapshot");
+  return write_state (saved, state, error) && write_state (path, "paused", error);
+}
+
 static JsonObject *
 test_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
 {
@@ -305,6 +327,7 @@ mv_test_runtime_new (void)
   rt->watch = test_watch;
   rt->unwatch = test_unwatch;
   rt->save = test_save;
+  rt->snapshot = test_snapshot;
   rt->restore = test_restore;
   rt->usage = test_usage;
   return rt;

@@ -16,13 +16,72 @@ fake_of (MvSnapshots *snapshots)
 }
 
 static char *
-fake_create (MvSnapshots *snapshots, const MvRuntimeRequest *req, const char *name,
-             const char *state_dir, GError **error)
+fake_stage (MvSnapshots *snapshots, GError **error)
+{
+  FakeSnapshots *fake = fake_of (snapshots);
+  char *dir;
+
+  g_mutex_lock (&fake->lock);
+  dir = g_strdup_printf ("/var/lib/fake/snapshots/.staged-%u", ++fake->next_id);
+  g_mutex_unlock (&fake->lock);
+  fake_log_add (fake->log, "snapshots.stage %s", dir);
+  return dir;
+}
+
+static char *
+fake_state_dir (MvSnapshots *snapshots, const char *dir)
+{
+  return g_build_filename (dir, "state", NULL);
+}
+
+static char *
+fake_dir (MvSnapshots *snapshots, const char *id)
+{
+  return g_build_filename ("/var/lib/fake/snapshots", id, NULL);
+}
+
+static gboolean
+fake_take_disk (MvSnapshots *snapshots, const char *dir, const char *machine_id, gboolean *had,
+                GError **error)
+{
+  fake_log_add (fake_of (snapshots)->log, "snapshots.take_disk %s", machine_id);
+  *had = TRUE;
+  return TRUE;
+}
+
+static gboolean
+fake_take_saved_state (MvSnapshots *snapshots, const char *dir, const char *machine_id,
+                       GError **error)
+{
+  fake_log_add (fake_of (snapshots)->log, "snapshots.take_saved_state %s", machine_id);
+  return TRUE;
+}
+
+static gboolean
+fake_commit (MvSnapshots *snapshots, const char *dir, MvSnapshot *snapshot, GError **error)
 {
   FakeSnapshots *fake = fake_of (snapshots);
 
-  fake_log_add (fake->log, "snapshots.create %s %s", req->machine_id, name);
-  return fake_snapshots_add (fake, req->machine_id, name);
+  fake_log_add (fake->log, "snapshots.commit %s %s", snapshot->machine_id, snapshot->name);
+  g_mutex_lock (&fake->lock);
+  g_hash_table_insert (fake->snapshots, g_strdup (snapshot->id), g_strdup (snapshot->machine_id));
+  g_mutex_unlock (&fake->lock);
+  return TRUE;
+}
+
+static void
+fake_discard (MvSnapshots *snapshots, const char *dir)
+{
+  fake_log_add (fake_of (snapshots)->log, "snapshots.discard %s", dir);
+}
+
+static gboolean
+fake_put_back (MvSnapshots *snapshots, const char *dir, const char *machine_id, gboolean state,
+               gboolean move, GError **error)
+{
+  fake_log_add (fake_of (snapshots)->log, "snapshots.put_back %s %s", machine_id,
+                state ? "state" : "disk");
+  return TRUE;
 }
 
 static gboolean
@@ -40,16 +99,16 @@ fake_remove (MvSnapshots *snapshots, const char *snapshot_id, GError **error)
   return removed;
 }
 
-static char *
-fake_state_dir (MvSnapshots *snapshots, const char *snapshot_id)
+static GPtrArray *
+fake_load (MvSnapshots *snapshots, GHashTable *invalid, GError **error)
 {
-  return g_build_filename ("/var/lib/fake/snapshots", snapshot_id, NULL);
+  return g_ptr_array_new_with_free_func ((GDestroyNotify) mv_snapshot_free);
 }
 
 static gboolean
-fake_sweep_staging (MvSnapshots *snapshots, GError **error)
+fake_sweep (MvSnapshots *snapshots, GError **error)
 {
-  fake_log_add (fake_of (snapshots)->log, "snapshots.sweep_staging -");
+  fake_log_add (fake_of (snapshots)->log, "snapshots.sweep -");
   return TRUE;
 }
 
@@ -63,10 +122,17 @@ fake_snapshots_new (FakeLog *log)
   fake->snapshots = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   fake->iface = (MvSnapshots) {
     .data = fake,
-    .create = fake_create,
-    .remove = fake_remove,
+    .stage = fake_stage,
     .state_dir = fake_state_dir,
-    .sweep_staging = fake_sweep_staging,
+    .dir = fake_dir,
+    .take_disk = fake_take_disk,
+    .take_saved_state = fake_take_saved_state,
+    .commit = fake_commit,
+    .discard = fake_discard,
+    .put_back = fake_put_back,
+    .remove = fake_remove,
+    .load = fake_load,
+    .sweep = fake_sweep,
   };
   return fake;
 }

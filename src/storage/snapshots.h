@@ -1,0 +1,10 @@
+/* The host's snapshots (core/host/snapshots.h), kept in @dir (the state
+ * directory's snapshots/), taking machines' disks and frozen guests from
+ * @storage, which outlives them. */
+#pragma once
+#include "core/host/snapshots.h"
+#include "core/host/storage.h"
+
+MvSnapshots *mv_snapshot_store_new (const char *dir, MvStorage *storage);
+void         mv_snapshot_store_free (MvSnapshots *snapshots);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvSnapshots, mv_snapshot_store_free)
