@@ -8,10 +8,12 @@
 #include "hypervisor/firecracker.h"
 #include "hypervisor/http.h"
 #include "hypervisor/runtime.h"
+#include "hypervisor/sandbox.h"
 #include "core/errors.h"
 
 #include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BOOT_ARGS "console=ttyS0 reboot=k panic=1 microvmd.boot_ms=20"
 
@@ -360,6 +362,58 @@ test_firecracker (VmmFixture *fixture, gconstpointer data)
   machine_clear (&origin);
 }
 
+/* Behind the sandbox's wall, the forked guest's own disk is shown to
+ * Firecracker where the snapshot's guest had its disk: the load finds a
+ * disk there though the origin's file is gone from the host. */
+static void
+test_firecracker_walled (VmmFixture *fixture, gconstpointer data)
+{
+  g_autoptr (GKeyFile) config = g_key_file_new ();
+  g_autofree char *text = g_strdup_printf ("[paths]\nallowed-directories=%s\n", fixture->dir);
+  g_autoptr (MvSandbox) sandbox = NULL;
+  g_autoptr (MvRuntime) rt = NULL;
+  g_autoptr (MvSpec) spec = guest_spec (fixture);
+  g_autofree char *state = g_build_filename (fixture->dir, "state", NULL);
+  g_autofree char *fork_disk = g_build_filename (fixture->dir, "fork.img", NULL);
+  g_autofree char *body = NULL;
+  g_autoptr (GError) error = NULL;
+  Machine origin = { 0 }, fork = { 0 };
+  int counter;
+
+  if (getuid () != 0)
+    {
+      g_test_skip ("the sandbox's wall needs root");
+      return;
+    }
+  g_assert_true (g_key_file_load_from_data (config, text, -1, G_KEY_FILE_NONE, NULL));
+  sandbox = mv_sandbox_new_from_config (config, &error);
+  g_assert_no_error (error);
+  g_assert_true (mv_sandbox_enabled (sandbox));
+  rt = runtime_for ("firecracker", sandbox);
+  g_assert_true (g_file_set_contents (fork_disk, "fork", -1, NULL));
+  machine_init (&origin, fixture, spec, "origin", fixture->disk, NULL, NULL, FALSE);
+  start (rt, &origin);
+  g_assert_cmpint (json_object_get_int_member (origin.req.vmm, "uid"), >, 0);
+  snapshot_and_resume (rt, &origin, state, "devices.json memory vm-spec.json vmstate");
+  counter = vmm_fixture_last_counter (origin.console);
+  stop (rt, &origin);
+  g_assert_cmpint (g_unlink (fixture->disk), ==, 0);
+
+  machine_init (&fork, fixture, spec, "fork", fork_disk, NULL, NULL, FALSE);
+  arm_request_log (fork.dir);
+  fork.req.vmm = rt->restore (rt, &fork.req, state, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (fork.req.vmm);
+  wait_counter_above (fork.console, counter - 2);
+  body = logged (fork.dir, "PUT /snapshot/load");
+  g_assert_null (strstr (body, "network_overrides"));
+  g_assert_nonnull (strstr (body, "\"vsock_override\":{\"uds_path\":\""));
+
+  stop (rt, &fork);
+  machine_clear (&fork);
+  machine_clear (&origin);
+}
+
 #define VMM_TEST(name, func) \
   g_test_add (name, VmmFixture, NULL, vmm_fixture_setup, func, vmm_fixture_teardown)
 
@@ -369,5 +423,6 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   VMM_TEST ("/snapshots/cloud-hypervisor", test_chv);
   VMM_TEST ("/snapshots/firecracker", test_firecracker);
+  VMM_TEST ("/snapshots/firecracker-walled", test_firecracker_walled);
   return g_test_run ();
 }
