@@ -747,7 +747,8 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   if (!hv)
     {
       /* A snapshot refused before any VMM ran has no console to quote. */
-      if (g_error_matches (*error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT))
+      if (g_error_matches (*error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT) ||
+          g_error_matches (*error, MV_ERROR, MV_ERROR_UNSUPPORTED))
         abandon (self, req->machine_id, NULL, req->runtime_dir);
       else
         launch_fail (self, req, &launch, NULL, error);
