@@ -457,8 +457,9 @@ chv_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, Mv
 }
 
 /* The snapshot's config.json with what @spec gives afresh: the console
- * file, the TAP of its first interface, the vsock socket. Cloud Hypervisor
- * takes no overrides on restore, so the config is what changes. */
+ * file, the TAP and MAC of its first interface, the disks' paths, the
+ * vsock socket. Cloud Hypervisor takes no overrides on restore, so the
+ * config is what changes. */
 static gboolean
 write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRestoreSpec *spec,
                    GError **error)
@@ -471,7 +472,7 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
   g_autofree char *snapshot_abs = NULL;
   g_autofree char *text = NULL;
   JsonObject *config;
-  JsonArray *nets;
+  JsonArray *nets, *disks;
   const char *name;
 
   root = mv_snapshot_json_load (config_path, error);
@@ -505,6 +506,20 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
         }
       json_object_set_string_member (json_array_get_object_element (nets, 0), "tap",
                                      spec->tap_device);
+    }
+  if (spec->mac && nets && json_array_get_length (nets) > 0)
+    json_object_set_string_member (json_array_get_object_element (nets, 0), "mac", spec->mac);
+  disks = mv_json_get_array (config, "disks");
+  if (!mv_restore_spec_check_disks (spec, disks ? json_array_get_length (disks) : 0, error))
+    return FALSE;
+  for (guint i = 0; spec->disks && i < spec->disks->len; i++)
+    {
+      JsonObject *disk = json_array_get_object_element (disks, i);
+      const MvDiskConfig *given = spec->disks->pdata[i];
+
+      if (!disk)
+        return mv_error_set (error, MV_ERROR_FAILED, "%s: disks[%u] is not a disk", config_path, i);
+      json_object_set_string_member (disk, "path", given->path);
     }
   if (spec->agent_socket && mv_json_get_object (config, "vsock"))
     json_object_set_string_member (mv_json_get_object (config, "vsock"), "socket",
@@ -567,7 +582,8 @@ chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_d
     return NULL;
   if (!write_restore_dir (snapshot_dir, restore_dir, spec, error) ||
       (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir,
-                                                              spec->tap_device, error)))
+                                                    spec->tap_device, spec->disks, NULL,
+                                                    error)))
     return NULL;
   process = launch (starter, socket_path, spec->jail, error);
   if (!process)

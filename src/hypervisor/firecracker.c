@@ -566,6 +566,32 @@ read_devices (const char *snapshot_dir, GError **error)
   return json_object_ref (json_node_get_object (root));
 }
 
+/* The disks a restored guest opens: Firecracker takes no override of
+ * them and opens them where the snapshot's guest had them (@recorded's).
+ * A walled-in VMM is shown @spec's disks there; without a wall, they
+ * must be those files. */
+static gboolean
+check_restore_disks (const MvRestoreSpec *spec, const MvVmSpec *recorded, GError **error)
+{
+  if (!mv_restore_spec_check_disks (spec, recorded->disks->len, error))
+    return FALSE;
+  for (guint i = 0; !spec->jail && i < spec->disks->len; i++)
+    {
+      const MvDiskConfig *given = spec->disks->pdata[i];
+      const MvDiskConfig *then = recorded->disks->pdata[i];
+      g_autofree char *given_path = mv_rest_absolute_path (given->path);
+      g_autofree char *then_path = mv_rest_absolute_path (then->path);
+
+      if (strcmp (given_path, then_path) != 0)
+        return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                             "disks[%u].path: Firecracker restores a guest only onto the disk "
+                             "files it had when its state was taken (%s, not %s); without the "
+                             "sandbox's wall no other file can be shown there",
+                             i, then_path, given_path);
+    }
+  return TRUE;
+}
+
 static MvHypervisor *
 fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_dir,
                const MvRestoreSpec *spec, MvProcess **vmm, GError **error)
@@ -577,6 +603,7 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
   g_autoptr (JsonObject) devices = read_devices (snapshot_dir, error);
   g_autoptr (JsonObject) load = json_object_new ();
   g_autoptr (MvProcess) process = NULL;
+  g_autoptr (MvVmSpec) recorded = NULL;
   JsonObject *backend;
   JsonArray *ifaces;
   MvRestHypervisor *hv;
@@ -614,8 +641,14 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
       json_object_set_object_member (load, "vsock_override", o);
     }
 
+  if (spec->disks &&
+      (!(recorded = mv_snapshot_vm_spec_load (snapshot_dir, error)) ||
+       !check_restore_disks (spec, recorded, error)))
+    return NULL;
+
   if (spec->jail && !mv_rest_furnish_restore_jail (starter, spec->jail, snapshot_dir,
-                                                           spec->tap_device, error))
+                                                  spec->tap_device, spec->disks,
+                                                  recorded ? recorded->disks : NULL, error))
     return NULL;
   process = launch (starter, socket_path, spec->jail, error);
   if (!process)

@@ -178,6 +178,35 @@ mv_restore_spec_clear (MvRestoreSpec *spec)
   g_clear_pointer (&spec->console.path, g_free);
   g_clear_pointer (&spec->tap_device, g_free);
   g_clear_pointer (&spec->agent_socket, g_free);
+  g_clear_pointer (&spec->mac, g_free);
+  g_clear_pointer (&spec->disks, g_ptr_array_unref);
+}
+
+MvVmSpec *
+mv_snapshot_vm_spec_load (const char *snapshot_dir, GError **error)
+{
+  g_autofree char *path = g_build_filename (snapshot_dir, MV_SNAPSHOT_VM_SPEC_NAME, NULL);
+  g_autoptr (JsonNode) root = NULL;
+  g_autoptr (GError) local = NULL;
+
+  root = mv_snapshot_json_load (path, &local);
+  if (root == NULL)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "The snapshot in %s is unusable: %s",
+                   snapshot_dir, local->message);
+      return NULL;
+    }
+  return mv_vm_spec_from_node (root, error);
+}
+
+gboolean
+mv_restore_spec_check_disks (const MvRestoreSpec *spec, guint snapshot_disks, GError **error)
+{
+  if (!spec->disks || spec->disks->len == snapshot_disks)
+    return TRUE;
+  return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                       "disks: the snapshot's guest has %u disks; it cannot be given %u",
+                       snapshot_disks, spec->disks->len);
 }
 
 /* ---- JSON ---- */

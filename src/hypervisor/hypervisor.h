@@ -113,11 +113,16 @@ typedef struct {
 } MvVmSpec;
 
 /* What a guest restored from a snapshot is given afresh rather than taken
- * from the snapshot. */
+ * from the snapshot: a snapshot of another machine (a fork) becomes this
+ * one with its own disks, NIC and channels. */
 typedef struct {
   MvConsoleConfig console;
   char           *tap_device;     /* NULL: the one it was snapshotted with */
+  char           *mac;            /* NULL: the one it was snapshotted with */
   char           *agent_socket;   /* NULL: beside the API socket, as before */
+  /* MvDiskConfig*, as many as the snapshot's and in its order, each in
+   * place of the disk the guest had there; NULL: the snapshot's own. */
+  GPtrArray      *disks;
   MvJail         *jail;           /* as MvVmSpec's; the caller's */
 } MvRestoreSpec;
 
@@ -292,6 +297,14 @@ JsonNode   *mv_snapshot_json_load (const char *path, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvVmSpec, mv_vm_spec_free)
 
 void        mv_restore_spec_clear (MvRestoreSpec *spec);
+/* The MvVmSpec recorded beside a snapshot in @snapshot_dir
+ * (MV_SNAPSHOT_VM_SPEC_NAME); MV_ERROR_INVALID_ARGUMENT if it is missing
+ * or unusable. */
+MvVmSpec   *mv_snapshot_vm_spec_load (const char *snapshot_dir, GError **error);
+/* MV_ERROR_INVALID_ARGUMENT unless @spec gives as many disks as the
+ * snapshot of @snapshot_disks had (a guest keeps its devices). */
+gboolean    mv_restore_spec_check_disks (const MvRestoreSpec *spec, guint snapshot_disks,
+                                         GError **error);
 
 /* Whether a guest that booted with @boot_bytes and @hotplug_bytes set
  * aside can be resized to @bytes: MV_ERROR_UNSUPPORTED if none was set

@@ -472,13 +472,20 @@ mv_jail_open_own_file (MvJail *jail, const char *field, const char *path, gboole
   return open_file (jail, field, path, writable, TRUE, error);
 }
 
+/* Shows @path at @at in the VMM's root. */
 static gboolean
-show_file (MvJail *jail, const char *field, const char *path, gboolean writable, gboolean own,
-           GError **error)
+show_file (MvJail *jail, const char *field, const char *path, const char *at, gboolean writable,
+           gboolean own, GError **error)
 {
-  int fd = open_file (jail, field, path, writable, own, error);
-  int tree, r;
+  g_autofree char *rel = relative (at);
+  int fd, tree, r;
 
+  /* Another file shown there first would be what the VMM opens. */
+  if (g_strcmp0 (at, path) != 0 && g_hash_table_contains (jail->seen, rel))
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                         "%s: %s cannot be shown to the VMM at %s, where it is shown something "
+                         "else", field, path, at);
+  fd = open_file (jail, field, path, writable, own, error);
   if (fd < 0)
     return FALSE;
   if (writable && (r = mv_acl_grant (fd, jail->uid, MV_ACL_READ | MV_ACL_WRITE)) < 0)
@@ -497,7 +504,7 @@ show_file (MvJail *jail, const char *field, const char *path, gboolean writable,
   tree = tree_of (jail, fd, writable ? RW_ATTRS : RO_ATTRS, !writable, path, error);
   if (tree < 0)
     return FALSE;
-  add_mount (jail, path, tree, TRUE);
+  add_mount (jail, at, tree, TRUE);
   return TRUE;
 }
 
@@ -505,14 +512,25 @@ gboolean
 mv_jail_show_host_file (MvJail *jail, const char *field, const char *path, gboolean writable,
                         GError **error)
 {
-  return show_file (jail, field, path, writable, FALSE, error);
+  return show_file (jail, field, path, path, writable, FALSE, error);
 }
 
 gboolean
 mv_jail_show_own_file (MvJail *jail, const char *field, const char *path, gboolean writable,
                        GError **error)
 {
-  return show_file (jail, field, path, writable, TRUE, error);
+  return show_file (jail, field, path, path, writable, TRUE, error);
+}
+
+gboolean
+mv_jail_show_file_at (MvJail *jail, const char *field, const char *path, gboolean own,
+                      const char *at, gboolean writable, GError **error)
+{
+  if (!g_path_is_absolute (at))
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                         "%s: %s cannot be shown to the VMM at %s, which is not an absolute path",
+                         field, path, at);
+  return show_file (jail, field, path, at, writable, own, error);
 }
 
 gboolean

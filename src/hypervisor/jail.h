@@ -73,6 +73,14 @@ int         mv_jail_open_own_file (MvJail *jail, const char *field, const char *
                                    gboolean writable, GError **error);
 gboolean    mv_jail_show_own_file (MvJail *jail, const char *field, const char *path,
                                    gboolean writable, GError **error);
+/* Shows the file @path (the daemon's own if @own, else a host file as
+ * above) at the absolute path @at instead of its own: where a restored
+ * guest's VMM, which cannot be told of another path, opens the disk it
+ * had when its state was taken. MV_ERROR_INVALID_ARGUMENT if something
+ * else is shown at @at. */
+gboolean    mv_jail_show_file_at (MvJail *jail, const char *field, const char *path,
+                                  gboolean own, const char *at, gboolean writable,
+                                  GError **error);
 /* Shows a directory of the daemon's (a saved guest) read-only. */
 gboolean    mv_jail_show_dir (MvJail *jail, const char *path, GError **error);
 /* Shows the VMM's binary, unless /usr already does. */

@@ -300,6 +300,18 @@ hv_snapshot_vm (MvHypervisor *hv, const char *dest_dir, GError **error)
 
   if (!qmp || !(status = query_status (qmp, error)))
     return FALSE;
+  /* Paused since its last snapshot and not resumed: QEMU will not write
+   * the state again until the guest has run, so it runs for the moment
+   * between the two commands. */
+  if (g_str_equal (status, "postmigrate"))
+    {
+      g_autoptr (JsonNode) cont = mv_qmp_execute (qmp, "cont", NULL, COMMAND_TIMEOUT_MS, error);
+      g_autoptr (JsonNode) stop = cont ? mv_qmp_execute (qmp, "stop", NULL, COMMAND_TIMEOUT_MS,
+                                                         error) : NULL;
+
+      if (!stop || !(status = query_status (qmp, error)))
+        return FALSE;
+    }
   if (!g_str_equal (status, "paused"))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
@@ -764,23 +776,6 @@ qemu_start_vm (MvStarter *starter, const char *socket_path, const MvVmSpec *spec
   return launch (self_of (starter), socket_path, spec, NULL, vmm, error);
 }
 
-static MvVmSpec *
-load_snapshot_spec (const char *snapshot_dir, GError **error)
-{
-  g_autofree char *path = g_build_filename (snapshot_dir, MV_SNAPSHOT_VM_SPEC_NAME, NULL);
-  g_autoptr (JsonNode) root = NULL;
-  g_autoptr (GError) local = NULL;
-
-  root = mv_snapshot_json_load (path, &local);
-  if (root == NULL)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "The snapshot in %s is unusable: %s",
-                   snapshot_dir, local->message);
-      return NULL;
-    }
-  return mv_vm_spec_from_node (root, error);
-}
-
 /* Waits for the incoming state to be loaded: QEMU then sits "paused"
  * (started with -S); a failed load ends it. */
 static gboolean
@@ -822,7 +817,7 @@ qemu_restore_vm (MvStarter *starter, const char *socket_path, const char *snapsh
 {
   QemuStarter *self = self_of (starter);
   g_autofree char *state = g_build_filename (snapshot_dir, STATE_FILE_NAME, NULL);
-  g_autoptr (MvVmSpec) spec = load_snapshot_spec (snapshot_dir, error);
+  g_autoptr (MvVmSpec) spec = mv_snapshot_vm_spec_load (snapshot_dir, error);
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (MvProcess) process = NULL;
 
@@ -849,6 +844,24 @@ qemu_restore_vm (MvStarter *starter, const char *socket_path, const char *snapsh
       MvNetConfig *net = spec->nets->pdata[0];
       g_free (net->tap_device);
       net->tap_device = g_strdup (rspec->tap_device);
+    }
+  if (rspec->mac && spec->nets->len > 0)
+    {
+      MvNetConfig *net = spec->nets->pdata[0];
+      g_free (net->mac);
+      net->mac = g_strdup (rspec->mac);
+    }
+  /* The command line names the disks; the state only their devices. */
+  if (!mv_restore_spec_check_disks (rspec, spec->disks->len, error))
+    return NULL;
+  for (guint i = 0; rspec->disks && i < rspec->disks->len; i++)
+    {
+      MvDiskConfig *disk = spec->disks->pdata[i];
+      const MvDiskConfig *given = rspec->disks->pdata[i];
+
+      g_free (disk->path);
+      disk->path = g_strdup (given->path);
+      disk->own = given->own;
     }
   spec->jail = rspec->jail;
 

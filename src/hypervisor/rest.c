@@ -258,10 +258,20 @@ mv_rest_furnish_jail (MvRestStarter *starter, const MvVmSpec *spec, GError **err
 
 gboolean
 mv_rest_furnish_restore_jail (MvRestStarter *starter, MvJail *jail, const char *snapshot_dir,
-                              const char *tap_device, GError **error)
+                              const char *tap_device, GPtrArray *disks, GPtrArray *shown_at,
+                              GError **error)
 {
   g_autofree char *dir = mv_rest_absolute_path (snapshot_dir);
 
+  for (guint i = 0; disks && i < disks->len; i++)
+    {
+      const MvDiskConfig *disk = disks->pdata[i];
+      const char *at = shown_at ? ((const MvDiskConfig *) shown_at->pdata[i])->path : disk->path;
+      g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
+
+      if (!mv_jail_show_file_at (jail, field, disk->path, disk->own, at, !disk->read_only, error))
+        return FALSE;
+    }
   return mv_jail_show_binary (jail, starter->binary, error) &&
          mv_jail_show_dir (jail, dir, error) &&
          (!tap_device || mv_jail_give_tap (jail, tap_device, error)) &&

@@ -78,8 +78,11 @@ char             *mv_rest_absolute_path (const char *path);
 gboolean          mv_rest_furnish_jail (MvRestStarter *starter, const MvVmSpec *spec,
                                         GError **error);
 /* The same for a VMM that restores a guest from @snapshot_dir, which it
- * is shown read-only, onto the TAP device @tap_device (NULL: none given);
- * the guest's disks are the caller's to show. */
+ * is shown read-only, onto the TAP device @tap_device (NULL: none given),
+ * with @disks (MvDiskConfig*, NULL: none): each at its own path, or, for
+ * a VMM that opens the disks where the snapshot's guest had them, at the
+ * path of the disk in its place in @shown_at (MvDiskConfig*, as many). */
 gboolean          mv_rest_furnish_restore_jail (MvRestStarter *starter, MvJail *jail,
                                                 const char *snapshot_dir,
-                                                const char *tap_device, GError **error);
+                                                const char *tap_device, GPtrArray *disks,
+                                                GPtrArray *shown_at, GError **error);

@@ -647,35 +647,64 @@ snapshot (Adapter *self, const MvProcess *vmm, MvHypervisor *hv, const char *sta
   return ok;
 }
 
+/* Writes the guest's state and its VM spec into @state_dir, leaving it
+ * paused; on failure it is as it was, running or paused. */
 static gboolean
-rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
+freeze (Adapter *self, const MvRuntimeRequest *req, const MvProcess *vmm, MvHypervisor *hv,
+        const char *state_dir, GError **error)
 {
-  Adapter *self = adapter_of (rt);
-  g_autoptr (MvVmSpec) vm = mv_runtime_vm_spec_new (self->starter, mv_runtime_guests_files (self->guests), req);
-  g_autoptr (MvProcess) vmm = attach_running (req, error);
-  g_autoptr (MvHypervisor) hv = NULL;
+  g_autoptr (MvVmSpec) vm = mv_runtime_vm_spec_new (self->starter,
+                                                    mv_runtime_guests_files (self->guests), req);
   g_autoptr (GError) local = NULL;
   MvVmInfo info;
-  gboolean was_running;
 
   if (mv_spec_has_directory_mount (req->spec))
     return mv_error_set (error, MV_ERROR_UNSUPPORTED,
                          "a machine with a directory mount cannot be frozen: virtiofsd's view "
                          "of the shared directory is not part of the saved guest");
+  if (!hv->vm_info (hv, &info, error))
+    return FALSE;
+  if (info.state == MV_VM_STATE_STOPPED)
+    return mv_error_set (error, MV_ERROR_INVALID_STATE,
+                         "The guest of VMM %d is not running: there is nothing to freeze",
+                         vmm->pid);
+  /* Pausing a paused guest is an error to some VMMs. */
+  if (info.state == MV_VM_STATE_RUNNING && !hv->pause_vm (hv, error))
+    return FALSE;
+  if (snapshot (self, vmm, hv, state_dir, error) && write_vm_spec (vm, state_dir, error))
+    return TRUE;
+  /* Nothing is lost: the guest goes on as it was. */
+  if (info.state == MV_VM_STATE_RUNNING && !hv->resume_vm (hv, &local))
+    mv_log_machine (G_LOG_LEVEL_WARNING, req->machine_id, NULL, NULL,
+                    "Could not resume VMM %d's guest after a failed snapshot: %s", vmm->pid,
+                    local->message);
+  return FALSE;
+}
+
+static gboolean
+rt_snapshot (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
+{
+  Adapter *self = adapter_of (rt);
+  g_autoptr (MvProcess) vmm = attach_running (req, error);
+  g_autoptr (MvHypervisor) hv = NULL;
+
   if (!vmm || !(hv = self->starter->connect (self->starter, vmm->socket_path, error)))
     return FALSE;
-  was_running = hv->vm_info (hv, &info, NULL) && info.state == MV_VM_STATE_RUNNING;
-  if (!hv->pause_vm (hv, error))
+  return freeze (self, req, vmm, hv, state_dir, error);
+}
+
+/* A snapshot whose VMM is ended once the state is written. */
+static gboolean
+rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GError **error)
+{
+  Adapter *self = adapter_of (rt);
+  g_autoptr (MvProcess) vmm = attach_running (req, error);
+  g_autoptr (MvHypervisor) hv = NULL;
+  g_autoptr (GError) local = NULL;
+
+  if (!vmm || !(hv = self->starter->connect (self->starter, vmm->socket_path, error)) ||
+      !freeze (self, req, vmm, hv, state_dir, error))
     return FALSE;
-  if (!snapshot (self, vmm, hv, state_dir, error) || !write_vm_spec (vm, state_dir, error))
-    {
-      /* Nothing is lost: the guest goes on as it was. */
-      if (was_running && !hv->resume_vm (hv, &local))
-        mv_log_machine (G_LOG_LEVEL_WARNING, req->machine_id, NULL, NULL,
-                        "Could not resume VMM %d's guest after a failed save: %s", vmm->pid,
-                        local->message);
-      return FALSE;
-    }
 
   if (!hv->shutdown (hv, &local) || !mv_process_wait (vmm, QUIT_TIMEOUT_MS))
     mv_log_machine (G_LOG_LEVEL_MESSAGE, req->machine_id, NULL, NULL,
@@ -704,21 +733,13 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
       !launch_begin (self, req, &launch, error))
     return NULL;
 
-  /* A VMM that opens the guest's disks itself is shown them, as at start. */
-  for (guint i = 0; launch.jail && self->starter->opens_paths && i < launch.vm->disks->len; i++)
-    {
-      MvDiskConfig *disk = launch.vm->disks->pdata[i];
-      g_autofree char *field = g_strdup_printf ("disks[%u].path", i);
-
-      if (!(disk->own ? mv_jail_show_own_file : mv_jail_show_host_file) (launch.jail, field, disk->path, !disk->read_only, error))
-        {
-          abandon (self, req->machine_id, NULL, req->runtime_dir);
-          return NULL;
-        }
-    }
+  /* The machine's own disks, NIC and channels, whichever machine the
+   * state was taken of; the backend shows a walled-in VMM the disks. */
   rspec.console.path = g_strdup (launch.vm->console.path);
   rspec.agent_socket = g_strdup (launch.vm->agent.socket_path);
   rspec.tap_device = req->network ? g_strdup (req->network->tap_device) : NULL;
+  rspec.mac = req->network ? g_strdup (req->network->mac_address) : NULL;
+  rspec.disks = g_ptr_array_ref (launch.vm->disks);
   rspec.jail = launch.jail;
   hv = self->starter->restore_vm (self->starter, launch.socket_path, state_dir, &rspec, &vmm,
                                   error);
@@ -726,7 +747,8 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   if (!hv)
     {
       /* A snapshot refused before any VMM ran has no console to quote. */
-      if (g_error_matches (*error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT))
+      if (g_error_matches (*error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT) ||
+          g_error_matches (*error, MV_ERROR, MV_ERROR_UNSUPPORTED))
         abandon (self, req->machine_id, NULL, req->runtime_dir);
       else
         launch_fail (self, req, &launch, NULL, error);
@@ -847,6 +869,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->runtime.watch = rt_watch;
   self->runtime.unwatch = rt_unwatch;
   self->runtime.save = rt_save;
+  self->runtime.snapshot = rt_snapshot;
   self->runtime.restore = rt_restore;
   self->runtime.usage = rt_usage;
   self->runtime.attach_guest = rt_attach_guest;

@@ -5,6 +5,7 @@
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BOOT_CONFIG "[lifecycle]\nboot-timeout-seconds=90\nstop-timeout-seconds=30\n"
 
@@ -322,6 +323,187 @@ test_lifecycle (void)
   hv_test_remove_tree (state_dir);
 }
 
+static void
+block_free (MvBlock *block)
+{
+  g_free (block->path);
+  g_free (block);
+}
+
+/* One disk of the daemon's own (an overlay), a fresh 1 MiB file at @path. */
+static GPtrArray *
+one_overlay (const char *path)
+{
+  GPtrArray *blocks = g_ptr_array_new_with_free_func ((GDestroyNotify) block_free);
+  MvBlock *block = g_new0 (MvBlock, 1);
+
+  g_assert_true (g_file_set_contents (path, "", 0, NULL));
+  g_assert_cmpint (truncate (path, 1 << 20), ==, 0);
+  block->role = MV_BLOCK_OVERLAY;
+  block->path = g_strdup (path);
+  g_ptr_array_add (blocks, block);
+  return blocks;
+}
+
+/* Whether process @pid holds @path open. */
+static gboolean
+holds_open (int pid, const char *path)
+{
+  g_autofree char *fd_dir = g_strdup_printf ("/proc/%d/fd", pid);
+  g_autoptr (GDir) dir = g_dir_open (fd_dir, 0, NULL);
+  const char *name;
+
+  while (dir && (name = g_dir_read_name (dir)))
+    {
+      g_autofree char *link = g_build_filename (fd_dir, name, NULL);
+      g_autofree char *target = g_file_read_link (link, NULL);
+
+      if (g_strcmp0 (target, path) == 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* snapshot keeps the VMM: the guest is left paused, runs on when
+ * resumed, and the state, restored into another machine's directory
+ * with another disk, runs as a second guest beside the first. */
+static void
+test_snapshot_and_fork (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = hv_test_make_dir ();
+  g_autofree char *fork_dir = hv_test_make_dir ();
+  g_autofree char *disks = hv_test_make_dir ();
+  g_autofree char *state_dir = hv_test_make_dir ();
+  g_autofree char *paused_state = hv_test_make_dir ();
+  g_autofree char *again_state = hv_test_make_dir ();
+  g_autofree char *console = g_build_filename (dir, "console.log", NULL);
+  g_autofree char *fork_console = g_build_filename (fork_dir, "console.log", NULL);
+  g_autofree char *disk = g_build_filename (disks, "a.img", NULL);
+  g_autofree char *fork_disk = g_build_filename (disks, "b.img", NULL);
+  g_autofree char *listing = NULL;
+  g_autoptr (MvRuntime) rt = hv_test_qemu_runtime (BOOT_CONFIG, &error);
+  g_autoptr (MvSpec) spec = hv_test_guest_spec (MV_READINESS_CONSOLE, "MICROVMD-GUEST-READY", NULL);
+  g_autoptr (GPtrArray) blocks = one_overlay (disk);
+  g_autoptr (GPtrArray) fork_blocks = one_overlay (fork_disk);
+  g_autoptr (JsonObject) identity = NULL;
+  g_autoptr (JsonObject) forked = NULL;
+  MvRuntimeRequest req = { .machine_id = "origin", .spec = spec, .runtime_dir = dir,
+                           .blocks = blocks };
+  MvRuntimeRequest fork_req = { .machine_id = "fork", .spec = spec, .runtime_dir = fork_dir,
+                                .blocks = fork_blocks };
+  gint64 snapshot_at, resumed_at;
+  int pid, fork_pid;
+
+  g_assert_no_error (error);
+  g_assert_nonnull (rt->snapshot);
+  identity = start_guest (rt, &req);
+  req.vmm = identity;
+  pid = hv_test_identity_pid (identity);
+  g_assert_true (holds_open (pid, disk));
+  wait_counter_above (console, 0, 1, 15);
+
+  /* snapshot of a running guest: the state is written, the VMM stays,
+   * the guest is paused and stands still. */
+  g_assert_true (rt->snapshot (rt, &req, state_dir, &error));
+  g_assert_no_error (error);
+  g_assert_true (hv_test_pid_alive (pid));
+  g_assert_cmpint (rt->probe (rt, &req), ==, MV_VMM_PAUSED);
+  listing = hv_test_list_dir (state_dir);
+  g_assert_cmpstr (listing, ==, "qemu.state vm-spec.json");
+  g_clear_pointer (&listing, g_free);
+  g_usleep (300 * 1000);   /* what was on its way out */
+  snapshot_at = hv_test_last_counter (console, 0);
+  assert_counter_still (console, 2);
+
+  /* resume brings it back from QEMU's postmigrate, disks and all. */
+  g_assert_true (rt->resume (rt, &req, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (rt->probe (rt, &req), ==, MV_VMM_RUNNING);
+  resumed_at = wait_counter_above (console, 0, snapshot_at, 10);
+  g_assert_cmpint (resumed_at, >, snapshot_at);
+
+  /* A paused guest is snapshotted as it is, twice over, and stays paused. */
+  g_assert_true (rt->pause (rt, &req, &error));
+  g_assert_no_error (error);
+  g_assert_true (rt->snapshot (rt, &req, paused_state, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (rt->probe (rt, &req), ==, MV_VMM_PAUSED);
+  {
+    gboolean ok = rt->snapshot (rt, &req, again_state, &error);
+    g_assert_no_error (error);
+    g_assert_true (ok);
+  }
+  g_assert_cmpint (rt->probe (rt, &req), ==, MV_VMM_PAUSED);
+  listing = hv_test_list_dir (again_state);
+  g_assert_cmpstr (listing, ==, "qemu.state vm-spec.json");
+  g_clear_pointer (&listing, g_free);
+  g_assert_true (rt->resume (rt, &req, &error));
+  g_assert_no_error (error);
+  resumed_at = wait_counter_above (console, 0, hv_test_last_counter (console, 0), 10);
+
+  /* The first state restored as another machine: its own directory,
+   * console and disk, while the first guest runs on. */
+  forked = rt->restore (rt, &fork_req, state_dir, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (forked);
+  fork_req.vmm = forked;
+  fork_pid = hv_test_identity_pid (forked);
+  g_assert_cmpint (fork_pid, !=, pid);
+  g_assert_cmpstr (json_object_get_string_member (forked, "socket"), !=,
+                   json_object_get_string_member (identity, "socket"));
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (forked, "socket"), fork_dir));
+  g_assert_cmpint (rt->probe (rt, &fork_req), ==, MV_VMM_RUNNING);
+  g_assert_true (holds_open (fork_pid, fork_disk));
+  g_assert_false (holds_open (fork_pid, disk));
+  wait_counter_above (fork_console, 0, snapshot_at, 10);
+  g_assert_cmpint (hv_test_first_counter (fork_console, 0), >=, snapshot_at);
+  g_assert_false (hv_test_wait_file_has (fork_console, 0, "MICROVMD-GUEST-READY", 0));
+  wait_counter_above (console, 0, resumed_at, 10);
+  g_assert_cmpint (rt->probe (rt, &req), ==, MV_VMM_RUNNING);
+
+  /* A state with one disk given two is refused before any VMM runs. */
+  {
+    g_autoptr (GPtrArray) two = g_ptr_array_new ();
+    g_autofree char *other_dir = hv_test_make_dir ();
+    MvRuntimeRequest two_req = { .machine_id = "two", .spec = spec, .runtime_dir = other_dir,
+                                 .blocks = two };
+    JsonObject *none;
+
+    g_ptr_array_add (two, fork_blocks->pdata[0]);
+    g_ptr_array_add (two, fork_blocks->pdata[0]);
+    none = rt->restore (rt, &two_req, state_dir, &error);
+    g_assert_null (none);
+    g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull (strstr (error->message, "disks: the snapshot's guest has 1 disks"));
+    g_clear_error (&error);
+    listing = hv_test_list_dir (other_dir);
+    g_assert_cmpstr (listing, ==, "");
+    g_clear_pointer (&listing, g_free);
+    hv_test_remove_tree (other_dir);
+  }
+
+  g_assert_true (rt->stop (rt, &fork_req, TRUE, &error));
+  g_assert_no_error (error);
+  g_assert_true (rt->stop (rt, &req, TRUE, &error));
+  g_assert_no_error (error);
+  g_assert_false (hv_test_pid_alive (pid));
+  g_assert_false (hv_test_pid_alive (fork_pid));
+
+  for (guint i = 0; i < 2; i++)
+    {
+      const char *d = i == 0 ? dir : fork_dir;
+      MvRuntimeRequest *r = i == 0 ? &req : &fork_req;
+      g_assert_true (rt->destroy (rt, r, &error));
+      g_assert_no_error (error);
+      hv_test_remove_tree (d);
+    }
+  hv_test_remove_tree (disks);
+  hv_test_remove_tree (state_dir);
+  hv_test_remove_tree (paused_state);
+  hv_test_remove_tree (again_state);
+}
+
 /* A guest that powers off by itself: readiness console:TEXT, and the
  * watch reports a clean end. */
 static void
@@ -524,6 +706,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/hypervisor/qemu/lifecycle", test_lifecycle);
+  g_test_add_func ("/hypervisor/qemu/snapshot-and-fork", test_snapshot_and_fork);
   g_test_add_func ("/hypervisor/qemu/guest-poweroff", test_guest_poweroff);
   g_test_add_func ("/hypervisor/qemu/vmm-killed", test_vmm_killed);
   g_test_add_func ("/hypervisor/qemu/unwatch-and-unrecorded-stop", test_unwatch_and_unrecorded_stop);

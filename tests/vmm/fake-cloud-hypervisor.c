@@ -977,6 +977,7 @@ handle (const FakeRequest *request, FakeResponse *response, gpointer data)
   const char *prefix = "/api/v1/";
   const char *name;
 
+  fake_control_request (&((Chv *) data)->control, request);
   if (!g_str_has_prefix (path, prefix))
     {
       fake_response_status (response, 404);

@@ -3,6 +3,8 @@
 #include "fake-vmm.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 
 #define DEFAULT_STALL_MS 10000
@@ -80,4 +82,34 @@ fake_control_probe (FakeControl *control, FakeResponse *response)
   control->snapshot_failed = FALSE;
   mark (control, FAKE_CONTROL_STALL_BEGIN);
   fake_response_delay (response, (guint) ms, on_stall_end, control);
+}
+
+void
+fake_control_request (FakeControl *control, const FakeRequest *request)
+{
+  g_autofree char *words = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *log = NULL;
+  g_autoptr (GString) line = NULL;
+  gsize len = 0;
+  const char *body;
+  int fd;
+
+  if (!request->body)
+    return;
+  words = read_words (control);
+  if (!fake_cmdline_has (words, "log-requests"))
+    return;
+  body = g_bytes_get_data (request->body, &len);
+  path = fake_request_path (request);
+  line = g_string_new (NULL);
+  g_string_append_printf (line, "%s %s ", request->method, path);
+  g_string_append_len (line, body, (gssize) len);
+  g_string_append_c (line, '\n');
+  log = g_build_filename (control->dir, FAKE_CONTROL_REQUEST_LOG, NULL);
+  fd = open (log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return;
+  fake_write_all (fd, line->str, line->len);
+  close (fd);
 }

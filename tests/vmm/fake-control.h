@@ -13,6 +13,10 @@
  *                       fake-vmm.stall-begin is written as the stall
  *                       begins, fake-vmm.stall-end just before the answer
  *                       goes. Other connections are served meanwhile.
+ *   log-requests        every request that carries a body is appended to
+ *                       fake-vmm.requests beside it, one line each:
+ *                       METHOD PATH BODY, the body as it came, so that a
+ *                       test reads what the backend sent on the wire
  *
  * Test code only. */
 #pragma once
@@ -21,6 +25,7 @@
 #define FAKE_CONTROL_FILE        "fake-vmm.control"
 #define FAKE_CONTROL_STALL_BEGIN "fake-vmm.stall-begin"
 #define FAKE_CONTROL_STALL_END   "fake-vmm.stall-end"
+#define FAKE_CONTROL_REQUEST_LOG "fake-vmm.requests"
 
 typedef struct {
   char     *dir;
@@ -35,3 +40,5 @@ int  fake_control_snapshot_error (FakeControl *control);
 /* For the probe request's response once it is filled in: holds it back
  * if a snapshot failed and stall-probe is set. */
 void fake_control_probe (FakeControl *control, FakeResponse *response);
+/* Called for each request as it comes: logs it if log-requests is set. */
+void fake_control_request (FakeControl *control, const FakeRequest *request);

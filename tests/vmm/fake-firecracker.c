@@ -1238,6 +1238,7 @@ handle (const FakeRequest *request, FakeResponse *response, gpointer data)
   g_autoptr (GPtrArray) parts = g_ptr_array_new ();
   gsize len;
 
+  fake_control_request (&fc->control, request);
   for (char **p = split; *p; p++)
     if (**p)
       g_ptr_array_add (parts, *p);
