@@ -4,7 +4,10 @@
  * namespace of the test's own (run as root). Two copies of one frozen
  * guest get their own hostname, MAC, address, MTU and default route, and
  * their agents report the host's entropy mixed in and the kernel's
- * generator reseeded, so that their /dev/urandom differs. */
+ * generator reseeded (the answer's "entropy" is both ioctls done in the
+ * guest). Their /dev/urandom is compared too, though that alone proves
+ * little here: under TCG two copies left alone drift apart within
+ * seconds, as the kernel reseeds often in its first minutes. */
 #include "hv-test.h"
 #include "core/errors.h"
 #include "names.h"
