@@ -8,6 +8,8 @@
  *   exec.c      processes: the workload, EXEC channels and their streams
  *   health.c    the health check
  *   metadata.c  hostname, keys and document; the state saved for --service
+ *   network.c   the interface on the guest's network
+ *   identity.c  REIDENTIFY: a restored guest's new identity and entropy
  *
  * Plain C and the C library only: it runs in an initramfs as /init. */
 #pragma once
@@ -60,6 +62,18 @@ typedef struct {
   uint32_t mtu;           /* 0: leave it */
   StrList  dns;
 } NetConfig;
+
+/* What REIDENTIFY changed, for its answer's CHANGED fields. */
+typedef enum {
+  CHANGED_HOSTNAME = 1u << 0,
+  CHANGED_METADATA = 1u << 1,   /* the keys or the document */
+  CHANGED_MAC      = 1u << 2,
+  CHANGED_ADDRESS  = 1u << 3,
+  CHANGED_ROUTE    = 1u << 4,
+  CHANGED_MTU      = 1u << 5,
+  CHANGED_DNS      = 1u << 6,
+  CHANGED_ENTROPY  = 1u << 7,   /* mixed into the kernel's pool, which reseeded */
+} Changed;
 
 /* What CONFIG said, kept for the whole boot. */
 typedef struct {
@@ -183,6 +197,9 @@ bool    session_flush (Session *session);
 void    sessions_broadcast_exit (void);
 void    sessions_broadcast_health (void);
 bool    config_parse (const uint8_t *data, size_t len, Config *config, char *error, size_t size);
+/* A NET field's value (nested fields) into @net. */
+bool    config_parse_net (const MvAgentField *outer, NetConfig *net, char *error, size_t size);
+void    net_config_clear (NetConfig *net);
 void    agent_apply_config (Session *from, const MvAgentFrame *frame);
 
 /* exec.c */
@@ -220,17 +237,29 @@ int64_t health_next_deadline (void);
 void    health_timers (void);
 bool    health_put (MvAgentBuf *buf);
 
-/* metadata.c */
-/* Applies HOSTNAME, SSH_KEY... and DOCUMENT of @data (a CONFIG's or a
- * METADATA's fields). */
 /* usage.c */
 int64_t usage_next_deadline (void);
 void    usage_timers (void);
 
-bool    metadata_apply (const uint8_t *data, size_t len, char *error, size_t size);
+/* metadata.c */
+/* Applies HOSTNAME, SSH_KEY... and DOCUMENT of @data (a CONFIG's,
+ * METADATA's or REIDENTIFY's fields), leaving alone what is so already;
+ * @changed (may be NULL) gets CHANGED_HOSTNAME and CHANGED_METADATA for
+ * what was not. */
+bool    metadata_apply (const uint8_t *data, size_t len, unsigned *changed, char *error,
+                        size_t size);
 
 /* network.c */
 bool    network_apply (const NetConfig *net, char *error, size_t size);
+/* Gives the interface @had configured (or the one with @want's MAC, or
+ * the guest's only one) @want's MAC, address, MTU, default route and
+ * name servers, each only if it differs; @changed gets what did. */
+bool    network_reidentify (const NetConfig *want, const NetConfig *had, unsigned *changed,
+                            char *error, size_t size);
+
+/* identity.c */
+/* REIDENTIFY from @from: applied, and answered with REIDENTIFIED. */
+void    identity_apply (Session *from, const MvAgentFrame *frame);
 bool    state_save (const Config *config);
 bool    state_load (Config *config);
 int     authorized_keys_print (const char *state_dir);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,53 @@ write_state_file (const char *name, const void *data, size_t len, mode_t mode,
   return true;
 }
 
+static uint8_t *read_whole (const char *path, size_t max, size_t *len);
+
+/* Whether the state file @name holds @data already. */
+static bool
+state_file_holds (const char *name, const void *data, size_t len)
+{
+  char path[4096];
+  uint8_t *have;
+  size_t have_len = 0;
+  bool same;
+
+  if (!state_path (path, sizeof path, name))
+    return false;
+  /* One byte more than @data: a longer file does not fit, and differs. */
+  have = read_whole (path, len + 1, &have_len);
+  same = have && have_len == len && memcmp (have, data, len) == 0;
+  free (have);
+  return same;
+}
+
+/* Writes the state file @name unless it holds @data already; *@changed
+ * gets @bit if it was written. */
+static bool
+update_state_file (const char *name, const void *data, size_t len, mode_t mode,
+                   unsigned *changed, unsigned bit, char *error, size_t size)
+{
+  if (state_file_holds (name, data, len))
+    return true;
+  if (!write_state_file (name, data, len, mode, error, size))
+    return false;
+  if (changed)
+    *changed |= bit;
+  return true;
+}
+
+static bool
+hostname_is (const char *hostname)
+{
+  char have[HOST_NAME_MAX + 1] = "";
+
+  if (agent.mode == MODE_TEST)
+    return true;   /* the test mode leaves the host's name alone */
+  return gethostname (have, sizeof have) == 0 && strcmp (have, hostname) == 0;
+}
+
 bool
-metadata_apply (const uint8_t *data, size_t len, char *error, size_t size)
+metadata_apply (const uint8_t *data, size_t len, unsigned *changed, char *error, size_t size)
 {
   MvAgentFields fields;
   MvAgentField f;
@@ -47,6 +93,7 @@ metadata_apply (const uint8_t *data, size_t len, char *error, size_t size)
   uint8_t *keys = NULL;
   size_t keys_len = 0;
   bool have_hostname = false, ok = true;
+  unsigned before = changed ? *changed : 0;
 
   mv_agent_fields_init (&fields, data, len);
   while (ok && mv_agent_fields_next (&fields, &f) > 0)
@@ -87,26 +134,32 @@ metadata_apply (const uint8_t *data, size_t len, char *error, size_t size)
       default:
         break;
       }
+  /* What the guest has already is left as it is: a guest restored from
+   * its own frozen state is told what it knows. */
   if (ok && have_hostname)
     {
-      if (agent.mode != MODE_TEST && sethostname (hostname, strlen (hostname)) < 0)
-        {
-          snprintf (error, size, "sethostname %s: %s", hostname, strerror (errno));
-          ok = false;
-        }
-      else
-        {
-          char line[80];
-          int n = snprintf (line, sizeof line, "%s\n", hostname);
+      char line[80];
+      int n = snprintf (line, sizeof line, "%s\n", hostname);
 
-          ok = write_state_file ("hostname", line, (size_t) n, 0644, error, size);
+      if (!hostname_is (hostname))
+        {
+          if (sethostname (hostname, strlen (hostname)) < 0)
+            {
+              snprintf (error, size, "sethostname %s: %s", hostname, strerror (errno));
+              ok = false;
+            }
+          else if (changed)
+            *changed |= CHANGED_HOSTNAME;
         }
+      ok = ok && update_state_file ("hostname", line, (size_t) n, 0644, changed,
+                                    CHANGED_HOSTNAME, error, size);
     }
-  ok = ok && write_state_file ("ssh-authorized-keys", keys ? keys : (const uint8_t *) "",
-                               keys_len, 0644, error, size);
-  ok = ok && write_state_file ("metadata.json", document, document_len, 0600, error, size);
+  ok = ok && update_state_file ("ssh-authorized-keys", keys ? keys : (const uint8_t *) "",
+                                keys_len, 0644, changed, CHANGED_METADATA, error, size);
+  ok = ok && update_state_file ("metadata.json", document, document_len, 0600, changed,
+                                CHANGED_METADATA, error, size);
   free (keys);
-  if (ok)
+  if (ok && (!changed || *changed != before))
     agent_log ("metadata written to %s", agent.state_dir);
   return ok;
 }

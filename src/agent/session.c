@@ -215,8 +215,18 @@ parse_health (const MvAgentField *outer, HealthCheck *hc, char *error, size_t si
   return ok;
 }
 
-static bool
-parse_net (const MvAgentField *outer, NetConfig *net, char *error, size_t size)
+void
+net_config_clear (NetConfig *net)
+{
+  free (net->mac);
+  free (net->address);
+  free (net->gateway);
+  strlist_free (&net->dns);
+  memset (net, 0, sizeof *net);
+}
+
+bool
+config_parse_net (const MvAgentField *outer, NetConfig *net, char *error, size_t size)
 {
   MvAgentFields fields;
   MvAgentField f;
@@ -236,7 +246,7 @@ parse_net (const MvAgentField *outer, NetConfig *net, char *error, size_t size)
       }
   if (ok && (!net->mac || !net->address))
     {
-      snprintf (error, size, "CONFIG: a NET without its MAC or ADDRESS");
+      snprintf (error, size, "NET: without its MAC or ADDRESS");
       ok = false;
     }
   return ok;
@@ -292,7 +302,7 @@ config_parse (const uint8_t *data, size_t len, Config *c, char *error, size_t si
       case MV_AGENT_F_WORKDIR: ok = take_str (&f, &c->workdir, "WORKDIR", error, size); break;
       case MV_AGENT_F_USER: ok = take_str (&f, &c->user, "USER", error, size); break;
       case MV_AGENT_F_HEALTH_CHECK: ok = parse_health (&f, &c->health, error, size); break;
-      case MV_AGENT_F_NET: ok = parse_net (&f, &c->net, error, size); break;
+      case MV_AGENT_F_NET: ok = config_parse_net (&f, &c->net, error, size); break;
       default: break;   /* MOUNTs are made from the raw fields; unknown tags are skipped */
       }
   return ok;
@@ -360,7 +370,7 @@ agent_apply_config (Session *from, const MvAgentFrame *frame)
           return;
         }
     }
-  if (!metadata_apply (c->raw, c->raw_len, error, sizeof error))
+  if (!metadata_apply (c->raw, c->raw_len, NULL, error, sizeof error))
     {
       config_failed (from, error);
       return;
@@ -450,9 +460,12 @@ handle_frame (Session *s, const MvAgentFrame *frame)
       {
         char error[256];
 
-        if (!metadata_apply (frame->payload, frame->payload_len, error, sizeof error))
+        if (!metadata_apply (frame->payload, frame->payload_len, NULL, error, sizeof error))
           agent_log ("METADATA: %s", error);
       }
+      break;
+    case MV_AGENT_REIDENTIFY:
+      identity_apply (s, frame);
       break;
     case MV_AGENT_POWEROFF:
       agent_log ("POWEROFF from the host");

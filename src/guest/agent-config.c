@@ -217,3 +217,20 @@ mv_agent_metadata_frame (const MvSpec *spec, GError **error)
   put_metadata (&buf, spec);
   return finish (&buf, "metadata", error);
 }
+
+GBytes *
+mv_agent_reidentify_frame (const MvSpec *spec, const MvNetworkAttachment *network,
+                           const guint8 *entropy, gsize entropy_len, GError **error)
+{
+  MvAgentBuf buf;
+
+  g_return_val_if_fail (entropy_len >= MV_AGENT_ENTROPY_MIN_BYTES &&
+                        entropy_len <= MV_AGENT_ENTROPY_MAX_BYTES, NULL);
+  mv_agent_buf_init (&buf);
+  mv_agent_buf_begin (&buf, MV_AGENT_REIDENTIFY, 0);
+  /* Entropy first: the agent mixes it in before anything else. */
+  mv_agent_buf_put (&buf, MV_AGENT_F_ENTROPY, entropy, entropy_len);
+  put_metadata (&buf, spec);
+  put_network (&buf, network);
+  return finish (&buf, "identity", error);
+}

@@ -46,6 +46,8 @@ struct _MvAgentSession {
   guint32               next_channel;
   GQueue                pings;         /* Ping */
   gboolean              poweroff_unsent; /* POWEROFF, once the agent answers */
+  GBytes               *reidentify;    /* REIDENTIFY, until the agent answers it */
+  gboolean              reidentify_sent; /* on this connection */
 };
 
 typedef struct {
@@ -479,12 +481,44 @@ end_execs (MvAgentSession *session, const char *line, gboolean unsent)
     }
 }
 
+static void
+on_reidentify_probe (GBytes *pong, gpointer data)
+{
+  MvAgentSession *session = data;
+  const char *const none[] = { NULL };
+
+  /* NULL: the connection closed, and REIDENTIFY goes again on the next. */
+  if (!pong || !session->reidentify || !session->reidentify_sent)
+    return;
+  /* The agent answers frames in order: a PONG before REIDENTIFIED is an
+   * agent that skipped the frame. */
+  g_clear_pointer (&session->reidentify, g_bytes_unref);
+  session->reidentify_sent = FALSE;
+  if (session->events.reidentified)
+    session->events.reidentified (FALSE, none, NULL, session->data);
+}
+
+static void
+send_reidentify (MvAgentSession *session)
+{
+  g_autoptr (GBytes) probe = g_bytes_new_static ("reidentify", 10);
+
+  if (!session->reidentify || session->reidentify_sent)
+    return;
+  queue_bytes (session, session->reidentify);
+  session->reidentify_sent = TRUE;
+  mv_agent_session_ping (session, probe, on_reidentify_probe, session);
+}
+
 /* The agent has answered: the execs asked for before go out. */
 static void
 send_unsent (MvAgentSession *session)
 {
   GHashTableIter iter;
   gpointer value;
+
+  /* Before anything runs in a restored guest: its identity. */
+  send_reidentify (session);
 
   if (session->poweroff_unsent)
     {
@@ -738,6 +772,29 @@ handle_frame (MvAgentSession *session, const MvAgentFrame *frame)
           }
         return TRUE;
       }
+    case MV_AGENT_REIDENTIFIED:
+      {
+        g_autoptr (GPtrArray) changed = g_ptr_array_new_with_free_func (g_free);
+        g_autofree char *message = mv_agent_frame_string (frame, MV_AGENT_F_MESSAGE);
+        MvAgentFields fields;
+        MvAgentField field;
+
+        mv_agent_fields_init (&fields, frame->payload, frame->payload_len);
+        while (mv_agent_fields_next (&fields, &field) > 0)
+          if (field.tag == MV_AGENT_F_CHANGED && !memchr (field.value, '\0', field.len))
+            g_ptr_array_add (changed, g_utf8_make_valid ((const char *) field.value, field.len));
+        g_ptr_array_add (changed, NULL);
+        /* A repeat's answer (the connection closed before this one came)
+         * has been heard. */
+        if (!session->reidentify)
+          return TRUE;
+        g_clear_pointer (&session->reidentify, g_bytes_unref);
+        session->reidentify_sent = FALSE;
+        if (session->events.reidentified)
+          session->events.reidentified (TRUE, (const char *const *) changed->pdata,
+                                        message && *message ? message : NULL, session->data);
+        return TRUE;
+      }
     case MV_AGENT_FAILED:
     default:
       /* FAILED is the boot's to report (agent-ready.c); unknown types
@@ -812,6 +869,7 @@ session_close (MvAgentSession *session, const char *why)
   close (session->fd);
   session->fd = -1;
   session->ready = FALSE;
+  session->reidentify_sent = FALSE;
   g_byte_array_set_size (session->out, 0);
   end_execs (session, "error the connection to the guest's agent was lost", FALSE);
   fail_ping (session);
@@ -867,6 +925,7 @@ mv_agent_session_free (MvAgentSession *session)
   g_byte_array_unref (session->out);
   g_clear_pointer (&session->config, g_bytes_unref);
   g_clear_pointer (&session->metadata, g_bytes_unref);
+  g_clear_pointer (&session->reidentify, g_bytes_unref);
   g_free (session->channel.socket_path);
   g_free (session);
 }
@@ -886,6 +945,16 @@ mv_agent_session_set_guest (MvAgentSession *session, GBytes *config, GBytes *met
   session->metadata = metadata ? g_bytes_ref (metadata) : NULL;
   if (session->ready && metadata)
     queue_bytes (session, metadata);
+}
+
+void
+mv_agent_session_reidentify (MvAgentSession *session, GBytes *frame)
+{
+  g_clear_pointer (&session->reidentify, g_bytes_unref);
+  session->reidentify = g_bytes_ref (frame);
+  session->reidentify_sent = FALSE;
+  if (session->ready)
+    send_reidentify (session);
 }
 
 gboolean

@@ -53,6 +53,13 @@ GBytes   *mv_agent_config_frame (const MvSpec *spec, const MvImageConfig *image,
 /* The METADATA frame for @spec: hostname (the machine's name unless the
  * spec names one), keys and the metadata document. */
 GBytes   *mv_agent_metadata_frame (const MvSpec *spec, GError **error);
+/* The REIDENTIFY frame telling a restored guest that it is @spec's
+ * machine on @network (NULL: its interface is left as it is; the gateway
+ * is its name server too), with @entropy (MV_AGENT_ENTROPY_MIN_BYTES to
+ * _MAX_BYTES) for its kernel's random number generator. NULL and
+ * MV_ERROR_INVALID_ARGUMENT if it would be over the frame limit. */
+GBytes   *mv_agent_reidentify_frame (const MvSpec *spec, const MvNetworkAttachment *network,
+                                     const guint8 *entropy, gsize entropy_len, GError **error);
 /* The hostname the guest is given. */
 const char *mv_agent_hostname (const MvSpec *spec);
 
@@ -98,6 +105,12 @@ typedef struct {
   void (*health) (const char *status, guint failing_streak, const char *output, gpointer data);
   /* What the guest's CPUs have done since boot (USAGE), every 2 s. */
   void (*usage) (guint64 cpu_busy_ticks, guint64 cpu_total_ticks, guint cpus, gpointer data);
+  /* The agent answered REIDENTIFY: what it changed ("hostname", "mac",
+   * ..., NULL-terminated) and what it could not do (NULL: nothing
+   * failed). @known is FALSE for an agent that skipped the frame as one
+   * it does not know (an older agent): nothing was changed. */
+  void (*reidentified) (gboolean known, const char *const *changed, const char *message,
+                        gpointer data);
 } MvAgentSessionEvents;
 
 /* Keeps a session to the agent on @channel (copied), dialling again
@@ -114,6 +127,11 @@ gboolean  mv_agent_session_ready (MvAgentSession *session);
 /* Replaces the config given to a guest that asks, and sends @metadata
  * (may be NULL) now if the agent is ready, and at every reconnection. */
 void      mv_agent_session_set_guest (MvAgentSession *session, GBytes *config, GBytes *metadata);
+/* Sends @frame (mv_agent_reidentify_frame()) once the agent answers, or
+ * now if it has; again on each new connection until the agent says
+ * REIDENTIFIED (it applies the same identity twice as once). A PING after
+ * it tells an agent that skipped it: its PONG comes first. */
+void      mv_agent_session_reidentify (MvAgentSession *session, GBytes *frame);
 /* Asks the agent to end the workload and power off; FALSE if it has not
  * answered. With @when_ready, one that has not answered yet is asked as
  * soon as it does (for a guest known to have an agent up: its session is

@@ -342,6 +342,8 @@ mv_agent_type_name (uint8_t type)
     case MV_AGENT_PING: return "PING";
     case MV_AGENT_PONG: return "PONG";
     case MV_AGENT_USAGE: return "USAGE";
+    case MV_AGENT_REIDENTIFY: return "REIDENTIFY";
+    case MV_AGENT_REIDENTIFIED: return "REIDENTIFIED";
     default: return "unknown";
     }
 }

@@ -33,6 +33,10 @@
 #define MV_AGENT_USAGE_INTERVAL_MS  2000
 /* Execs running at once in one guest, over all sessions. */
 #define MV_AGENT_EXECS_MAX          64
+/* REIDENTIFY's ENTROPY: the host's random bytes for the guest kernel's
+ * generator, at least enough to reseed it wholly, at most this many. */
+#define MV_AGENT_ENTROPY_MIN_BYTES  64
+#define MV_AGENT_ENTROPY_MAX_BYTES  512
 
 typedef enum {
   /* guest -> host */
@@ -44,6 +48,7 @@ typedef enum {
   MV_AGENT_HEALTH       = 15,  /* HEALTH_STATUS, FAILING_STREAK [, OUTPUT] */
   MV_AGENT_PONG         = 19,  /* BYTES: PING's */
   MV_AGENT_USAGE        = 20,  /* CPU_BUSY, CPU_TOTAL, CPUS: what the guest's CPUs have done */
+  MV_AGENT_REIDENTIFIED = 22,  /* CHANGED... [, MESSAGE]: REIDENTIFY done (MESSAGE: what failed) */
   /* host -> guest */
   MV_AGENT_CONFIG       = 2,   /* the guest's whole configuration, see docs */
   MV_AGENT_EXIT_ACK     = 6,   /* the host has recorded EXIT */
@@ -52,6 +57,7 @@ typedef enum {
   MV_AGENT_METADATA     = 14,  /* HOSTNAME, SSH_KEY..., DOCUMENT: replaces what CONFIG gave */
   MV_AGENT_POWEROFF     = 16,  /* end the workload and power the guest off */
   MV_AGENT_PING         = 18,  /* BYTES, echoed in PONG */
+  MV_AGENT_REIDENTIFY   = 21,  /* HOSTNAME, NET, SSH_KEY..., DOCUMENT, ENTROPY: a restored guest's new identity */
   /* both ways */
   MV_AGENT_DATA         = 10,  /* channel: STREAM, BYTES */
   MV_AGENT_EOF          = 11,  /* channel: STREAM: no more of it */
@@ -110,6 +116,8 @@ typedef enum {
   MV_AGENT_F_GATEWAY        = 51,  /* str: IPv4 address, the default route */
   MV_AGENT_F_MTU            = 52,  /* u32 */
   MV_AGENT_F_DNS            = 53,  /* str, repeated: name servers */
+  MV_AGENT_F_ENTROPY        = 54,  /* raw: MV_AGENT_ENTROPY_MIN_BYTES to _MAX_BYTES from the host's getrandom() */
+  MV_AGENT_F_CHANGED        = 55,  /* str, repeated: what REIDENTIFY changed: "hostname", "mac", ... */
 } MvAgentTag;
 
 typedef enum {

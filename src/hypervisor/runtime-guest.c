@@ -6,7 +6,12 @@
 #include "util/log.h"
 #include "core/errors.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/random.h>
+
+/* What a restored guest is given of the host's random bytes. */
+#define REIDENTIFY_ENTROPY_BYTES  64
 
 typedef struct {
   MvRuntimeGuests *guests;
@@ -169,11 +174,32 @@ on_usage (guint64 cpu_busy_ticks, guint64 cpu_total_ticks, guint cpus, gpointer 
     guest->guests->func (guest->machine_id, &event, guest->guests->func_data);
 }
 
+static void
+on_reidentified (gboolean known, const char *const *changed, const char *message, gpointer data)
+{
+  Guest *guest = data;
+  g_autofree char *list = g_strjoinv (", ", (char **) changed);
+
+  if (!known)
+    mv_log_machine (G_LOG_LEVEL_WARNING, guest->machine_id, NULL, NULL,
+                    "The restored guest's agent does not know REIDENTIFY (an older agent): "
+                    "it keeps the hostname, address and random state it was frozen with");
+  else if (message)
+    mv_log_machine (G_LOG_LEVEL_WARNING, guest->machine_id, NULL, NULL,
+                    "The restored guest could not take all of its identity: %s (changed: %s)",
+                    message, *list ? list : "nothing");
+  else
+    mv_log_machine (G_LOG_LEVEL_MESSAGE, guest->machine_id, NULL, NULL,
+                    "The restored guest took its identity (changed: %s)",
+                    *list ? list : "nothing");
+}
+
 static const MvAgentSessionEvents session_events = {
   .hello = on_hello,
   .exited = on_exited,
   .health = on_health,
   .usage = on_usage,
+  .reidentified = on_reidentified,
 };
 
 /* ---- attaching ---- */
@@ -315,12 +341,9 @@ metadata_put_thread (GTask *task, gpointer source, gpointer task_data, GCancella
   g_task_return_boolean (task, TRUE);
 }
 
-gboolean
-mv_runtime_guests_update (MvRuntimeGuests *guests, const MvRuntimeRequest *req, GError **error)
+static void
+update_metadata_service (MvRuntimeGuests *guests, const MvRuntimeRequest *req)
 {
-  Guest *guest = g_hash_table_lookup (guests->table, req->machine_id);
-  g_autoptr (GBytes) config = NULL, metadata = NULL;
-
   if (mv_runtime_guests_end (guests) == MV_AGENT_END_REBOOT && req->vmm)
     {
       /* Firecracker's guests also read it from the VMM's metadata
@@ -335,10 +358,50 @@ mv_runtime_guests_update (MvRuntimeGuests *guests, const MvRuntimeRequest *req, 
       g_task_set_task_data (task, put, metadata_put_free);
       g_task_run_in_thread (task, metadata_put_thread);
     }
+}
+
+gboolean
+mv_runtime_guests_update (MvRuntimeGuests *guests, const MvRuntimeRequest *req, GError **error)
+{
+  Guest *guest = g_hash_table_lookup (guests->table, req->machine_id);
+  g_autoptr (GBytes) config = NULL, metadata = NULL;
+
+  update_metadata_service (guests, req);
   if (!guest)
     return TRUE;
   if (!frames_for (guests, req, &config, &metadata, error))
     return FALSE;
+  mv_agent_session_set_guest (guest->session, config, metadata);
+  return TRUE;
+}
+
+gboolean
+mv_runtime_guests_reidentify (MvRuntimeGuests *guests, const MvRuntimeRequest *req,
+                              GError **error)
+{
+  Guest *guest = g_hash_table_lookup (guests->table, req->machine_id);
+  g_autoptr (GBytes) frame = NULL, config = NULL, metadata = NULL;
+  guint8 entropy[REIDENTIFY_ENTROPY_BYTES];
+  ssize_t n;
+
+  update_metadata_service (guests, req);
+  if (!guest)
+    return TRUE;   /* no agent of microvmd's: nothing in the guest can be told */
+  /* The kernel's CSPRNG, initialised long before any guest runs: it does
+   * not block here. */
+  do
+    n = getrandom (entropy, sizeof entropy, 0);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t) sizeof entropy)
+    return mv_error_set (error, MV_ERROR_FAILED, "Could not read %zu random bytes for the "
+                         "restored guest: %s", sizeof entropy,
+                         n < 0 ? g_strerror (errno) : "short read");
+  frame = mv_agent_reidentify_frame (req->spec, req->network, entropy, sizeof entropy, error);
+  explicit_bzero (entropy, sizeof entropy);
+  if (!frame || !frames_for (guests, req, &config, &metadata, error))
+    return FALSE;
+  /* Identity first; the metadata that follows it is the same. */
+  mv_agent_session_reidentify (guest->session, frame);
   mv_agent_session_set_guest (guest->session, config, metadata);
   return TRUE;
 }

@@ -49,6 +49,10 @@ void             mv_runtime_guests_attach (MvRuntimeGuests *guests, const MvRunt
 void             mv_runtime_guests_detach (MvRuntimeGuests *guests, const char *machine_id);
 gboolean         mv_runtime_guests_update (MvRuntimeGuests *guests, const MvRuntimeRequest *req,
                                            GError **error);
+/* The attached guest was restored: its agent is told @req's identity
+ * with fresh entropy, once it answers (MvRuntime.reidentify_guest). */
+gboolean         mv_runtime_guests_reidentify (MvRuntimeGuests *guests,
+                                               const MvRuntimeRequest *req, GError **error);
 gboolean         mv_runtime_guests_exec (MvRuntimeGuests *guests, const char *machine_id,
                                          const MvRuntimeExec *exec, int fds[4], GError **error);
 /* Any thread: the agent of @machine_id answered its start with

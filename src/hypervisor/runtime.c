@@ -828,6 +828,12 @@ rt_update_guest (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
 }
 
 static gboolean
+rt_reidentify_guest (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
+{
+  return mv_runtime_guests_reidentify (adapter_of (rt)->guests, req, error);
+}
+
+static gboolean
 rt_exec (MvRuntime *rt, const char *machine_id, const MvRuntimeExec *exec, int fds[4],
          GError **error)
 {
@@ -875,6 +881,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->runtime.attach_guest = rt_attach_guest;
   self->runtime.detach_guest = rt_detach_guest;
   self->runtime.update_guest = rt_update_guest;
+  self->runtime.reidentify_guest = rt_reidentify_guest;
   self->runtime.exec = rt_exec;
   self->runtime.set_guest_listener = rt_set_guest_listener;
   return &self->runtime;

@@ -1,6 +1,6 @@
 /* microvmd-agent driven over a socketpair in its test mode (--serve-fd):
- * sessions, CONFIG, EXEC with its flow control, METADATA, health checks,
- * PING, and a peer that breaks the protocol. */
+ * sessions, CONFIG, EXEC with its flow control, METADATA, REIDENTIFY,
+ * health checks, PING, and a peer that breaks the protocol. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
@@ -712,6 +712,104 @@ test_metadata (void)
   agent_stop (&a);
 }
 
+/* REIDENTIFY with web-1's keys and document, @hostname, a NET field and
+ * @entropy_len bytes of entropy; the answer, REIDENTIFIED. */
+static Frame
+reidentify (Agent *a, const char *hostname, const char *mac, size_t entropy_len)
+{
+  MvAgentBuf b;
+  uint8_t entropy[MV_AGENT_ENTROPY_MAX_BYTES + 1];
+
+  g_assert_cmpuint (entropy_len, <=, sizeof entropy);
+  for (size_t i = 0; i < entropy_len; i++)
+    entropy[i] = (uint8_t) g_random_int ();
+  mv_agent_buf_init (&b);
+  mv_agent_buf_begin (&b, MV_AGENT_REIDENTIFY, 0);
+  mv_agent_buf_put (&b, MV_AGENT_F_ENTROPY, entropy, entropy_len);
+  fill_identity (&b, NULL);
+  /* The last HOSTNAME is the one the agent takes: fill_identity's first. */
+  mv_agent_buf_put_str (&b, MV_AGENT_F_HOSTNAME, hostname);
+  mv_agent_buf_open (&b, MV_AGENT_F_NET);
+  mv_agent_buf_put_str (&b, MV_AGENT_F_MAC, mac);
+  mv_agent_buf_put_str (&b, MV_AGENT_F_ADDRESS, "10.0.0.7/24");
+  mv_agent_buf_put_str (&b, MV_AGENT_F_GATEWAY, "10.0.0.1");
+  mv_agent_buf_put_str (&b, MV_AGENT_F_DNS, "10.0.0.1");
+  mv_agent_buf_put_u32 (&b, MV_AGENT_F_MTU, 1400);
+  mv_agent_buf_close (&b);
+  g_assert_true (mv_agent_buf_end (&b));
+  send_buf (a, &b);
+  return expect (a, MV_AGENT_REIDENTIFIED);
+}
+
+/* The CHANGED fields of @f, joined by spaces. */
+static char *
+changed_of (const Frame *f)
+{
+  MvAgentFrame v = view (f);
+  MvAgentFields fields;
+  MvAgentField field;
+  GString *out = g_string_new (NULL);
+
+  mv_agent_fields_init (&fields, v.payload, v.payload_len);
+  while (mv_agent_fields_next (&fields, &field) > 0)
+    if (field.tag == MV_AGENT_F_CHANGED)
+      g_string_append_printf (out, "%s%.*s", out->len ? " " : "", (int) field.len,
+                              (const char *) field.value);
+  return g_string_free (out, FALSE);
+}
+
+/* The same identity changes nothing; another hostname changes only that
+ * (the test mode touches neither the host's kernel nor its interfaces);
+ * entropy out of bounds, or a NET that is no MAC, is a MESSAGE and the
+ * rest is still applied. */
+static void
+test_reidentify (void)
+{
+  Agent a;
+  Frame f;
+  g_autofree char *changed = NULL, *message = NULL;
+
+  agent_start (&a);
+  hello (&a, "unconfigured");
+  f = configure (&a, fill_identity, NULL);
+  g_assert_cmpuint (f.type, ==, MV_AGENT_READY);
+  frame_clear (&f);
+  /* The hostname last came from CONFIG's first HOSTNAME: give it the
+   * one the REIDENTIFYs below carry. */
+  f = reidentify (&a, "web-1", "02:00:00:00:00:07", MV_AGENT_ENTROPY_MIN_BYTES);
+  changed = changed_of (&f);
+  g_assert_cmpstr (changed, ==, "");
+  g_assert_null (frame_str (&f, MV_AGENT_F_MESSAGE));
+  frame_clear (&f);
+  g_clear_pointer (&changed, g_free);
+
+  f = reidentify (&a, "web-3", "02:00:00:00:00:07", MV_AGENT_ENTROPY_MAX_BYTES);
+  changed = changed_of (&f);
+  g_assert_cmpstr (changed, ==, "hostname");
+  g_assert_null (frame_str (&f, MV_AGENT_F_MESSAGE));
+  assert_file (a.dir, "hostname", "web-3\n", 0644);
+  assert_file (a.dir, "metadata.json", "{\"instance-id\":\"i-1\"}", 0600);
+  frame_clear (&f);
+  g_clear_pointer (&changed, g_free);
+
+  f = reidentify (&a, "web-4", "02:00:00:00:00:07", MV_AGENT_ENTROPY_MIN_BYTES - 1);
+  changed = changed_of (&f);
+  message = frame_str (&f, MV_AGENT_F_MESSAGE);
+  g_assert_cmpstr (changed, ==, "hostname");
+  g_assert_cmpstr (message, ==, "ENTROPY: 63 bytes, not 64 to 512");
+  assert_file (a.dir, "hostname", "web-4\n", 0644);
+  frame_clear (&f);
+  g_clear_pointer (&changed, g_free);
+  g_clear_pointer (&message, g_free);
+
+  f = reidentify (&a, "web-4", "02:00:00:00:00", MV_AGENT_ENTROPY_MAX_BYTES + 1);
+  message = frame_str (&f, MV_AGENT_F_MESSAGE);
+  g_assert_cmpstr (message, ==, "ENTROPY: 513 bytes, not 64 to 512; "
+                                "network: MAC 02:00:00:00:00 is not a MAC address");
+  frame_clear (&f);
+  agent_stop (&a);
+}
+
 static void
 fill_health (MvAgentBuf *b, gpointer data)
 {
@@ -848,6 +946,7 @@ main (int argc, char **argv)
   g_test_add_func ("/agent/session/exec-window", test_exec_window);
   g_test_add_func ("/agent/session/exec-limit", test_exec_limit);
   g_test_add_func ("/agent/session/metadata", test_metadata);
+  g_test_add_func ("/agent/session/reidentify", test_reidentify);
   g_test_add_func ("/agent/session/health", test_health);
   g_test_add_func ("/agent/session/ping", test_ping);
   g_test_add_func ("/agent/session/malformed", test_malformed);
