@@ -27,7 +27,9 @@ static const char *const desired_names[MV_DESIRED_COUNT] = {
  * left and removes a frozen guest. The reconciler checks every move it
  * makes against this table. */
 static const guint transitions[MV_STATE_COUNT] = {
-  [MV_STATE_STOPPED] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPING) | BIT (MV_STATE_FAILED),
+  /* Standby: a memory snapshot put back (a restore, a fork). */
+  [MV_STATE_STOPPED] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STANDBY) |
+                       BIT (MV_STATE_STOPPING) | BIT (MV_STATE_FAILED),
   /* Standby: a restore that failed keeps the frozen guest; Restarting: a
    * start by the restart policy that failed is another end. */
   [MV_STATE_STARTING] = BIT (MV_STATE_RUNNING) | BIT (MV_STATE_PAUSED) |
@@ -45,8 +47,9 @@ static const guint transitions[MV_STATE_COUNT] = {
   [MV_STATE_STOPPING] = BIT (MV_STATE_STOPPED) | BIT (MV_STATE_FAILED),
   [MV_STATE_RESTARTING] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPING) |
                           BIT (MV_STATE_STOPPED) | BIT (MV_STATE_FAILED),
-  [MV_STATE_FAILED] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STOPPING) |
-                      BIT (MV_STATE_STOPPED) | BIT (MV_STATE_RESTARTING),
+  [MV_STATE_FAILED] = BIT (MV_STATE_STARTING) | BIT (MV_STATE_STANDBY) |
+                      BIT (MV_STATE_STOPPING) | BIT (MV_STATE_STOPPED) |
+                      BIT (MV_STATE_RESTARTING),
 };
 
 const char *

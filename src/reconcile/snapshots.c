@@ -399,6 +399,15 @@ take_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable 
   work->snapshot->has_disk = had;
   if (ok && work->keep)
     ok = snapshots->commit (snapshots, work->staged, work->snapshot, &error);
+  if (!ok && work->staged && !g_error_matches (error, MV_ERROR, MV_ERROR_RESOURCE_EXHAUSTED) &&
+      snapshots->full (snapshots, work->staged))
+    {
+      GError *full = g_error_new (MV_ERROR, MV_ERROR_RESOURCE_EXHAUSTED, "The disk is full: %s",
+                                  error->message);
+
+      g_error_free (error);
+      error = full;
+    }
   if (!ok)
     {
       if (work->staged)

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <glib/gstdio.h>
+#include <sys/statvfs.h>
 
 #define RECORD_NAME     "snapshot.json"
 #define STATE_NAME      "state"
@@ -133,6 +134,17 @@ commit (MvSnapshots *snapshots, const char *dir, MvSnapshot *snapshot, GError **
     return host_failed (error, local, "snapshot");
   (void) self;
   return TRUE;
+}
+
+/* Less than this is no room for a guest's state. */
+#define FULL_BYTES  (1024 * 1024)
+
+static gboolean
+full (MvSnapshots *snapshots, const char *dir)
+{
+  struct statvfs st;
+
+  return statvfs (dir, &st) == 0 && (guint64) st.f_bavail * st.f_frsize < FULL_BYTES;
 }
 
 static void
@@ -305,6 +317,7 @@ mv_snapshot_store_new (const char *dir, MvStorage *storage)
   snapshots->take_disk = take_disk;
   snapshots->take_saved_state = take_saved_state;
   snapshots->commit = commit;
+  snapshots->full = full;
   snapshots->discard = discard;
   snapshots->put_back = put_back;
   snapshots->remove = remove_snapshot;

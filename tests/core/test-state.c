@@ -6,14 +6,14 @@
  * Failed). */
 static const gboolean expected_transitions[MV_STATE_COUNT][MV_STATE_COUNT] = {
   /*                       Stp Sta Run Pau Sby Sto Rst Fai */
-  [MV_STATE_STOPPED]    = { 0,  1,  0,  0,  0,  1,  0,  1 },
+  [MV_STATE_STOPPED]    = { 0,  1,  0,  0,  1,  1,  0,  1 },
   [MV_STATE_STARTING]   = { 1,  0,  1,  1,  1,  1,  1,  1 },
   [MV_STATE_RUNNING]    = { 1,  0,  0,  1,  1,  1,  1,  1 },
   [MV_STATE_PAUSED]     = { 1,  0,  1,  0,  1,  1,  1,  1 },
   [MV_STATE_STANDBY]    = { 1,  1,  0,  0,  0,  1,  0,  1 },
   [MV_STATE_STOPPING]   = { 1,  0,  0,  0,  0,  0,  0,  1 },
   [MV_STATE_RESTARTING] = { 1,  1,  0,  0,  0,  1,  0,  1 },
-  [MV_STATE_FAILED]     = { 1,  1,  0,  0,  0,  1,  1,  0 },
+  [MV_STATE_FAILED]     = { 1,  1,  0,  0,  1,  1,  1,  0 },
 };
 
 static const char *const expected_state_names[MV_STATE_COUNT] = {

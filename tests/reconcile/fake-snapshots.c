@@ -69,6 +69,12 @@ fake_commit (MvSnapshots *snapshots, const char *dir, MvSnapshot *snapshot, GErr
   return TRUE;
 }
 
+static gboolean
+fake_full (MvSnapshots *snapshots, const char *dir)
+{
+  return FALSE;
+}
+
 static void
 fake_discard (MvSnapshots *snapshots, const char *dir)
 {
@@ -128,6 +134,7 @@ fake_snapshots_new (FakeLog *log)
     .take_disk = fake_take_disk,
     .take_saved_state = fake_take_saved_state,
     .commit = fake_commit,
+    .full = fake_full,
     .discard = fake_discard,
     .put_back = fake_put_back,
     .remove = fake_remove,

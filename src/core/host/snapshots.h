@@ -41,6 +41,9 @@ struct _MvSnapshots {
    * and moves it into place under its ID in one rename. */
   gboolean   (*commit) (MvSnapshots *snapshots, const char *dir, MvSnapshot *snapshot,
                         GError **error);
+  /* Cheap: whether the file system of @dir has (almost) no room left:
+   * what a failure to write a frozen guest there means then. */
+  gboolean   (*full) (MvSnapshots *snapshots, const char *dir);
   /* Blocks: removes a staged directory and all in it. */
   void       (*discard) (MvSnapshots *snapshots, const char *dir);
   /* Blocks: makes the disk in @dir (if it holds one) @machine_id's overlay
