@@ -354,6 +354,7 @@ take_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable 
   MvRuntimeRequest req = work_request (work);
   g_autofree char *state = NULL;
   g_autoptr (MvNetworkAttachment) held = NULL;
+  g_autoptr (GPtrArray) blocks = NULL;
   g_autoptr (GError) resume_error = NULL;
   GError *error = NULL;
   gboolean ok = FALSE, had = FALSE;
@@ -365,6 +366,14 @@ take_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable 
       work->snapshot->mac_address = g_strdup (held->mac_address);
       req.network = held;
     }
+  /* What is frozen records the disks the VMM has. */
+  if ((work->from == TAKE_RUNNING || work->from == TAKE_PAUSED) && host->storage->prepare_disks &&
+      !(blocks = host->storage->prepare_disks (host->storage, &req, &error)))
+    {
+      g_task_return_error (gtask, error);
+      return;
+    }
+  req.blocks = blocks;
   work->staged = snapshots->stage (snapshots, &error);
   if (work->staged)
     {

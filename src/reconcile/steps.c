@@ -68,12 +68,20 @@ standby_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **erro
   MvRuntime *rt = task->runtime;
   g_autofree char *staged = NULL;
   g_autoptr (MvNetworkAttachment) held = NULL;
+  g_autoptr (GPtrArray) blocks = NULL;
   MvRuntimeRequest request = *req_in;
   const MvRuntimeRequest *req = &request;
 
-  /* What is frozen records the interface the VMM was given. */
+  /* What is frozen records the interface and the disks the VMM was
+   * given. */
   if (task->spec->network_name && net)
     request.network = held = net->held (net, req_in);
+  if (storage->prepare_disks && !(blocks = storage->prepare_disks (storage, req_in, error)))
+    {
+      task->probed = rt->probe (rt, req);
+      return FALSE;
+    }
+  request.blocks = blocks;
 
   if (!rt->save)
     g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
