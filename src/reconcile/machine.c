@@ -169,6 +169,8 @@ mv_machine_free (MvMachine *machine)
   MvReconciler *rec = machine->reconciler;
 
   mv_reconciler_remove_timeout (rec, &machine->restart_timer);
+  /* A fork still waited on (the daemon is leaving): its caller is told. */
+  mv_reconciler_fork_gone (machine);
   mv_reconciler_unwatch_vmm (machine);
   g_clear_object (&machine->step_cancellable);
   g_free (machine->end_reason);

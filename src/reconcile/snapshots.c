@@ -796,7 +796,7 @@ mv_reconciler_fork_settled (MvMachine *machine, const GError *failure)
   fork_settled (machine, TRUE);
 }
 
-/* Called when a machine's records are gone. */
+/* Called when a machine's records are gone, and when it is freed. */
 void
 mv_reconciler_fork_gone (MvMachine *machine)
 {
@@ -806,7 +806,9 @@ mv_reconciler_fork_gone (MvMachine *machine)
   if (!wait)
     return;
   error = wait->error ? wait->error
-                      : g_error_new (MV_ERROR, MV_ERROR_FAILED, "The fork was deleted");
+                      : g_error_new (MV_ERROR, MV_ERROR_UNAVAILABLE,
+                                     "The fork did not finish: it was deleted, or the daemon "
+                                     "is stopping");
   wait->func (NULL, FALSE, error, wait->data);
   g_free (wait);
 }
