@@ -564,6 +564,7 @@ typedef enum { OP_TAKE, OP_RESTORE, OP_FORK, OP_FORK_MACHINE, OP_DELETE } SweepO
 typedef struct {
   const char *fault;
   SweepOp     op;
+  gboolean    image;      /* a machine booted from an image: with a disk to copy */
 } SweepCase;
 
 static const SweepCase sweep_cases[] = {
@@ -584,6 +585,12 @@ static const SweepCase sweep_cases[] = {
   { "snapshot:state-written", OP_FORK_MACHINE },
   { "fork:done", OP_FORK_MACHINE },
   { "snapshot-delete:moved", OP_DELETE },
+  { "snapshot:disk-copied", OP_TAKE, TRUE },
+  { "snapshot:staged", OP_TAKE, TRUE },
+  { "put-back:disk", OP_RESTORE, TRUE },
+  { "restore-snapshot:done", OP_RESTORE, TRUE },
+  { "put-back:disk", OP_FORK, TRUE },
+  { "snapshot:disk-copied", OP_FORK_MACHINE, TRUE },
 };
 
 static gboolean
@@ -608,15 +615,20 @@ static void
 run_sweep_case (Fixture *f, const SweepCase *c, guint n)
 {
   g_autofree char *name = g_strdup_printf ("crash-%u", n);
+  g_autofree char *layout = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "tests", "guest",
+                                              "oci", NULL);
+  g_autofree char *image = g_strdup_printf (",\"image\":\"oci:%s:1\",\"disk_bytes\":67108864",
+                                            layout);
   g_autofree char *spec = g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"test\","
-                                           "\"kernel\":\"/boot/vmlinuz\"}", name);
+                                           "\"kernel\":\"/boot/vmlinuz\"%s}", name,
+                                           c->image ? image : "");
   g_autofree char *fork_json = g_strdup_printf ("{\"name\":\"%s-fork\"}", name);
   g_autofree char *fork_name = g_strdup_printf ("%s-fork", name);
   g_autofree char *machine = client_create_ok (f->client, spec);
   g_autofree char *snapshot = NULL, *state = NULL, *err = NULL;
   guint snapshots_before;
 
-  g_test_message ("fault point %s (%u)", c->fault, c->op);
+  g_test_message ("fault point %s (%u%s)", c->fault, c->op, c->image ? ", image" : "");
   client_call_ok (f->client, machine, "Start");
   if (c->op != OP_TAKE && c->op != OP_FORK_MACHINE)
     snapshot = take_ok (f, machine, name);
