@@ -26,6 +26,7 @@ static const char *const features[] = {
   "image-objects",
   "volumes",
   "networks",
+  "snapshots",
   NULL,
 };
 

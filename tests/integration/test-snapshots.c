@@ -198,6 +198,15 @@ test_running (Fixture *f, gconstpointer data)
   g_autofree char *id = NULL, *spec = NULL, *type = NULL, *state = NULL, *found = NULL;
   g_autofree char *record = NULL, *frozen = NULL;
 
+  {
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    g_auto (GStrv) features = NULL;
+
+    g_assert_cmpint (sd_bus_get_property_strv (f->client->bus, MV_BUS_NAME, MV_MANAGER_PATH,
+                                               MV_MANAGER_IFACE, "Features", &error, &features),
+                     >=, 0);
+    g_assert_true (g_strv_contains ((const char *const *) features, "snapshots"));
+  }
   client_call_ok (f->client, machine, "Start");
   client_clear_signals (f->client);
   path = take_ok (f, machine, "before");
