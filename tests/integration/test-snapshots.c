@@ -337,6 +337,21 @@ test_refusals (Fixture *f, gconstpointer data)
   g_assert_true (g_file_get_contents (vmm_state, &contents, NULL, NULL));
   g_assert_cmpstr (g_strstrip (contents), ==, "running");
 
+  /* A shared directory is not part of a frozen guest. */
+  {
+    g_autofree char *shared = client_create_ok (f->client,
+      "{\"name\":\"sharing\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\","
+      "\"mounts\":[{\"type\":\"directory\",\"source\":\"/srv\",\"target\":\"/srv\"}]}");
+
+    client_call_ok (f->client, shared, "Start");
+    g_assert_null (take (f, shared, "shared", &err));
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_UNSUPPORTED);
+    g_clear_pointer (&err, g_free);
+    g_assert_null (fork_from (f, NULL, "sharing", "{\"name\":\"sharing-copy\"}", &err));
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_UNSUPPORTED);
+    g_clear_pointer (&err, g_free);
+  }
+
   g_assert_cmpuint (count_snapshots (f), ==, 1);
   g_assert_cmpuint (count_snapshot_dirs (f), ==, 1);
   /* The name of a refused one is free. */
@@ -390,6 +405,41 @@ test_restore (Fixture *f, gconstpointer data)
   g_assert_true (g_file_get_contents (status_path, &status, NULL, NULL));
   g_assert_nonnull (strstr (status, "\"restored\" : true"));
   g_assert_null (strstr (status, "restoring_snapshot"));
+
+  /* A snapshot whose hypervisor version this host no longer has is
+   * neither restored nor forked. */
+  {
+    g_autofree char *old = take_ok (f, machine, "old");
+    g_autofree char *old_id = snapshot_string (f, old, "Id");
+    g_autofree char *record = g_build_filename (mv_test_env_state_dir (f->env), MV_SNAPSHOTS_DIR,
+                                                old_id, "snapshot.json", NULL);
+    g_autofree char *text = NULL, *version = NULL, *changed = NULL, *pattern = NULL;
+    g_autofree char *copy = NULL;
+
+    version = snapshot_string (f, old, "HypervisorVersion");
+    g_assert_true (g_file_get_contents (record, &text, NULL, NULL));
+    pattern = g_strdup_printf ("\"hypervisor_version\" : \"%s\"", version);
+    g_assert_nonnull (strstr (text, pattern));
+    {
+      g_auto (GStrv) parts = g_strsplit (text, pattern, 2);
+      changed = g_strjoin ("\"hypervisor_version\" : \"0.0.1\"", parts[0], parts[1], NULL);
+    }
+    mv_test_env_stop_daemon (f->env, SIGTERM);
+    g_assert_true (g_file_set_contents (record, changed, -1, NULL));
+    mv_test_env_start_daemon (f->env, NULL);
+    client_call_ok (f->client, machine, "Stop");
+    g_free (err);
+    err = snapshot_call (f, old, "Restore");
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_UNAVAILABLE);
+    g_clear_pointer (&err, g_free);
+    copy = fork_from (f, old, NULL, "{\"name\":\"copy\"}", &err);
+    g_assert_null (copy);
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_UNAVAILABLE);
+    g_free (state);
+    state = client_get_string (f->client, machine, "State");
+    g_assert_cmpstr (state, ==, "Stopped");
+    g_assert_cmpuint (count_machines (f), ==, 1);
+  }
 }
 
 /* Forks: their own machine, running; refused specs leave none behind. */
