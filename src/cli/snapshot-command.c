@@ -115,11 +115,8 @@ machine_filter_init (MvCtl *ctl, const char *name_or_id, MachineFilter *filter)
   if (r >= 0)
     r = sd_bus_message_read (reply, "o", &path);
   if (r >= 0)
-    {
-      sd_bus_error_free (&error);
-      r = sd_bus_get_property_string (ctl->bus, MV_BUS_NAME, path, MV_MACHINE_IFACE, "Id",
-                                      &error, &filter->machine_id);
-    }
+    r = sd_bus_get_property_string (ctl->bus, MV_BUS_NAME, path, MV_MACHINE_IFACE, "Id",
+                                    &error, &filter->machine_id);
   if (r < 0)
     return mv_fail_bus (&error, r);
   return MV_EXIT_OK;
