@@ -128,9 +128,8 @@ explain_not_found (MvCtl *ctl, const char *name_or_id, const sd_bus_error *not_f
   return TRUE;
 }
 
-/* Finds a machine's object path by its name or ID. */
-static int
-resolve_machine (MvCtl *ctl, const char *name_or_id, char **path)
+int
+mv_resolve_machine (MvCtl *ctl, const char *name_or_id, char **path)
 {
   g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
   g_autoptr(sd_bus_message) reply = NULL;
@@ -608,6 +607,15 @@ print_properties_text (GPtrArray *props)
     }
 }
 
+void
+mv_print_properties (MvCtl *ctl, const char *path, GPtrArray *props)
+{
+  if (ctl->json)
+    print_properties_json (path, props);
+  else
+    print_properties_text (props);
+}
+
 int
 mv_cmd_show (MvCtl *ctl, const char *method, int argc, char **argv)
 {
@@ -616,7 +624,7 @@ mv_cmd_show (MvCtl *ctl, const char *method, int argc, char **argv)
   g_autofree char *path = NULL;
   int status, r;
 
-  status = resolve_machine (ctl, argv[0], &path);
+  status = mv_resolve_machine (ctl, argv[0], &path);
   if (status != MV_EXIT_OK)
     return status;
 
@@ -624,44 +632,17 @@ mv_cmd_show (MvCtl *ctl, const char *method, int argc, char **argv)
   if (r < 0)
     return mv_fail_bus (&error, r);
 
-  if (ctl->json)
-    print_properties_json (path, props);
-  else
-    print_properties_text (props);
+  mv_print_properties (ctl, path, props);
   return MV_EXIT_OK;
 }
 
-int
-mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv)
+void
+mv_print_created_machine (MvCtl *ctl, const char *path)
 {
   g_autoptr(GPtrArray) props = mv_properties_new ();
   g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
-  g_autoptr(sd_bus_message) reply = NULL;
-  g_autofree char *spec = NULL;
-  const char *path, *id = NULL, *name = NULL;
-  int status, r;
-
-  guint64 flags = ctl->start ? MV_CREATE_START : 0;
-
-  /* The image's pull policy, as CreateMachine's flags say it. */
-  if (g_strcmp0 (ctl->policy, "always") == 0)
-    flags |= MV_CREATE_PULL_ALWAYS;
-  else if (g_strcmp0 (ctl->policy, "never") == 0)
-    flags |= MV_CREATE_PULL_NEVER;
-  else if (ctl->policy && !g_str_equal (ctl->policy, "missing"))
-    return mv_usage_error (_("--policy: '%s' is not one of missing, always, never"), ctl->policy);
-  status = read_spec (ctl->file, &spec);
-  if (status != MV_EXIT_OK)
-    return status;
-
-  r = mv_call (ctl, MV_MANAGER_PATH, MV_MANAGER_IFACE, "CreateMachine", ctl->timeout_usec,
-               &error, &reply, "st", spec, flags);
-  if (r < 0)
-    return mv_fail_bus (&error, r);
-
-  r = sd_bus_message_read (reply, "o", &path);
-  if (r < 0)
-    return fail_parse (r);
+  const char *id = NULL, *name = NULL;
+  int r;
 
   /* The machine exists now; if its properties cannot be read, say where it
    * is rather than fail a create that worked. */
@@ -693,7 +674,40 @@ mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv)
     printf (_("Created machine %s (%s).\n"), name, id);
   else
     printf (_("Created machine at %s.\n"), path);
+}
 
+int
+mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autoptr(sd_bus_message) reply = NULL;
+  g_autofree char *spec = NULL;
+  const char *path;
+  int status, r;
+
+  guint64 flags = ctl->start ? MV_CREATE_START : 0;
+
+  /* The image's pull policy, as CreateMachine's flags say it. */
+  if (g_strcmp0 (ctl->policy, "always") == 0)
+    flags |= MV_CREATE_PULL_ALWAYS;
+  else if (g_strcmp0 (ctl->policy, "never") == 0)
+    flags |= MV_CREATE_PULL_NEVER;
+  else if (ctl->policy && !g_str_equal (ctl->policy, "missing"))
+    return mv_usage_error (_("--policy: '%s' is not one of missing, always, never"), ctl->policy);
+  status = read_spec (ctl->file, &spec);
+  if (status != MV_EXIT_OK)
+    return status;
+
+  r = mv_call (ctl, MV_MANAGER_PATH, MV_MANAGER_IFACE, "CreateMachine", ctl->timeout_usec,
+               &error, &reply, "st", spec, flags);
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+
+  r = sd_bus_message_read (reply, "o", &path);
+  if (r < 0)
+    return fail_parse (r);
+
+  mv_print_created_machine (ctl, path);
   return MV_EXIT_OK;
 }
 
@@ -706,7 +720,7 @@ mv_cmd_lifecycle (MvCtl *ctl, const char *method, int argc, char **argv)
   g_autofree char *path = NULL;
   int status, r;
 
-  status = resolve_machine (ctl, argv[0], &path);
+  status = mv_resolve_machine (ctl, argv[0], &path);
   if (status != MV_EXIT_OK)
     return status;
 
@@ -728,7 +742,7 @@ mv_cmd_console (MvCtl *ctl, const char *method, int argc, char **argv)
   const char *text = NULL;
   int status, r;
 
-  status = resolve_machine (ctl, argv[0], &path);
+  status = mv_resolve_machine (ctl, argv[0], &path);
   if (status != MV_EXIT_OK)
     return status;
 
@@ -756,7 +770,7 @@ mv_cmd_delete (MvCtl *ctl, const char *method, int argc, char **argv)
   g_autofree char *path = NULL;
   int status, r;
 
-  status = resolve_machine (ctl, argv[0], &path);
+  status = mv_resolve_machine (ctl, argv[0], &path);
   if (status != MV_EXIT_OK)
     return status;
 
@@ -779,7 +793,7 @@ mv_cmd_update (MvCtl *ctl, const char *method, int argc, char **argv)
   if (status != MV_EXIT_OK)
     return status;
 
-  status = resolve_machine (ctl, argv[0], &path);
+  status = mv_resolve_machine (ctl, argv[0], &path);
   if (status != MV_EXIT_OK)
     return status;
 
@@ -797,7 +811,7 @@ mv_cmd_rename (MvCtl *ctl, const char *method, int argc, char **argv)
   g_autofree char *path = NULL;
   int status, r;
 
-  status = resolve_machine (ctl, argv[0], &path);
+  status = mv_resolve_machine (ctl, argv[0], &path);
   if (status != MV_EXIT_OK)
     return status;
 
@@ -819,7 +833,7 @@ mv_cmd_set_desired (MvCtl *ctl, const char *method, int argc, char **argv)
   if (!g_strv_contains (states, argv[1]))
     return mv_usage_error (_("unknown state '%s': expected running, paused or stopped"), argv[1]);
 
-  status = resolve_machine (ctl, argv[0], &path);
+  status = mv_resolve_machine (ctl, argv[0], &path);
   if (status != MV_EXIT_OK)
     return status;
 
@@ -934,7 +948,7 @@ run_exec (MvCtl *ctl, const char *machine, char **argv, gboolean tty)
   MvExecFds fds = { -1, -1, -1, -1 };
   int status, r;
 
-  status = resolve_machine (ctl, machine, &path);
+  status = mv_resolve_machine (ctl, machine, &path);
   if (status != MV_EXIT_OK)
     return MV_EXIT_EXEC_ERROR;
 
@@ -1018,7 +1032,7 @@ mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv)
   guint64 timeout_usec = ctl->timeout_given ? ctl->timeout_usec : G_MAXUINT64;
   int status, r;
 
-  status = resolve_machine (ctl, argv[0], &path);
+  status = mv_resolve_machine (ctl, argv[0], &path);
   if (status != MV_EXIT_OK)
     return status;
 

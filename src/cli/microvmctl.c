@@ -21,6 +21,9 @@
 
 #define MV_DEFAULT_CALL_TIMEOUT_SEC 600
 
+/* Usage lines longer than this do not widen the column of --help. */
+#define HELP_USAGE_MAX_WIDTH 44
+
 /* Options that belong to single commands; any other command refuses them. */
 typedef enum {
   MV_OPT_FILE  = 1 << 0,   /* -f FILE, required where accepted */
@@ -39,6 +42,7 @@ typedef enum {
   MV_OPT_GATEWAY   = 1 << 13,
   MV_OPT_NO_NAT    = 1 << 14,
   MV_OPT_MTU       = 1 << 15,
+  MV_OPT_SET       = 1 << 16,
 } MvCommandOptions;
 
 #define MV_OPTS_EXEC (MV_OPT_TTY | MV_OPT_ENV | MV_OPT_USER | MV_OPT_WORKDIR)
@@ -101,6 +105,11 @@ static const MvCommand commands[] = {
     TRUE, NULL,
     "create NAME SUBNET [--gateway G] [--no-nat] [--mtu N] | list [--names] | rm NAME",
     N_("Create, list or remove networks") },
+  { "snapshot",    mv_cmd_snapshot,    1, 3, MV_OPT_NAMES | MV_OPT_SET, TRUE, NULL,
+    "create MACHINE [NAME] | list [--names] [MACHINE] | show|restore|rm NAME | fork NAME NEWNAME",
+    N_("Take, list, restore, fork or delete snapshots") },
+  { "fork",        mv_cmd_fork,        2, 2, MV_OPT_SET,   TRUE,  NULL,
+    "NAME|ID NEWNAME [--set FIELD=JSON...]", N_("Copy a machine; the copy runs if it runs") },
 };
 
 static const struct {
@@ -123,6 +132,7 @@ static const struct {
   { MV_OPT_GATEWAY,   "--gateway" },
   { MV_OPT_NO_NAT,    "--no-nat" },
   { MV_OPT_MTU,       "--mtu" },
+  { MV_OPT_SET,       "--set" },
 };
 
 enum {
@@ -143,6 +153,7 @@ enum {
   ARG_GATEWAY,
   ARG_NO_NAT,
   ARG_MTU,
+  ARG_SET,
 };
 
 static const struct option long_options[] = {
@@ -170,6 +181,7 @@ static const struct option long_options[] = {
   { "gateway",         required_argument, NULL, ARG_GATEWAY },
   { "no-nat",          no_argument,       NULL, ARG_NO_NAT },
   { "mtu",             required_argument, NULL, ARG_MTU },
+  { "set",             required_argument, NULL, ARG_SET },
   { NULL, 0, NULL, 0 },
 };
 
@@ -183,12 +195,22 @@ print_help (void)
             "Commands:\n"), g_get_prgname ());
 
   for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
-    width = MAX (width, (int) (strlen (commands[i].name) + 1 + strlen (commands[i].synopsis)));
+    {
+      int length = (int) (strlen (commands[i].name) + 1 + strlen (commands[i].synopsis));
+
+      if (length <= HELP_USAGE_MAX_WIDTH)
+        width = MAX (width, length);
+    }
 
   for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
     {
       g_autofree char *usage = g_strdup_printf ("%s %s", commands[i].name, commands[i].synopsis);
-      printf ("  %-*s  %s\n", width, usage, _(commands[i].help));
+
+      /* A long usage line has its help on the next line, in the column. */
+      if ((int) strlen (usage) > width)
+        printf ("  %s\n  %-*s  %s\n", usage, width, "", _(commands[i].help));
+      else
+        printf ("  %-*s  %s\n", width, usage, _(commands[i].help));
     }
 
   /* TRANSLATORS: keep the options and their arguments (--timeout=SECONDS,
@@ -221,6 +243,8 @@ print_help (void)
             "                         (default: its first)\n"
             "     --no-nat            network create: do not masquerade the guests\n"
             "     --mtu=BYTES         network create: the MTU (default 1500)\n"
+            "     --set=FIELD=JSON    fork, snapshot fork: a field of the copy's spec\n"
+            "                         that differs, its value JSON; may be repeated\n"
             "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
             "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
             "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
@@ -418,6 +442,7 @@ main (int argc, char **argv)
   };
   g_autoptr(GPtrArray) env = g_ptr_array_new ();
   g_autoptr(GPtrArray) labels = g_ptr_array_new ();
+  g_autoptr(GPtrArray) sets = g_ptr_array_new ();
   MvCommandOptions given = 0;
   const MvCommand *command;
   int n_args, status, c;
@@ -531,6 +556,11 @@ main (int argc, char **argv)
           ctl.mtu = optarg;
           given |= MV_OPT_MTU;
           break;
+        case ARG_SET:
+          /* Checked by the command, before it calls the daemon. */
+          g_ptr_array_add (sets, optarg);
+          given |= MV_OPT_SET;
+          break;
         default:
           /* getopt_long() has said what was wrong. */
           fprintf (stderr, _("Try '%s --help' for more information.\n"), g_get_prgname ());
@@ -540,6 +570,7 @@ main (int argc, char **argv)
 
   ctl.env = env;
   ctl.labels = labels;
+  ctl.sets = sets;
 
   if (ctl.names && ctl.json)
     return mv_usage_error ("--names and --json cannot be used together");

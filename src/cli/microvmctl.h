@@ -56,6 +56,7 @@ typedef struct {
   const char *gateway;     /* network create's --gateway */
   gboolean no_nat;
   const char *mtu;         /* network create's --mtu, as given */
+  GPtrArray *sets;         /* the fork commands' --set FIELD=JSON, in their order */
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;
@@ -96,6 +97,18 @@ int mv_fail (const char *format, ...) G_GNUC_PRINTF (1, 2);
 /* Prints a usage error with a hint to stderr and returns MV_EXIT_USAGE. */
 int mv_usage_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
 
+/* Finds a machine's object path by its name or ID; prints what went wrong
+ * and returns its exit status if there is none. */
+int mv_resolve_machine (MvCtl *ctl, const char *name_or_id, char **path);
+
+/* Prints an object's properties as show does: one "Key: value" line each
+ * and the spec last, or one JSON object with --json. */
+void mv_print_properties (MvCtl *ctl, const char *path, GPtrArray *props);
+
+/* Prints the machine at PATH that a command has just made, as create
+ * does. */
+void mv_print_created_machine (MvCtl *ctl, const char *path);
+
 /* The commands, in src/cli/commands.c. ARGV holds the command's own
  * arguments, without the command name. METHOD is the table's method name for
  * commands that share one implementation. */
@@ -117,3 +130,5 @@ int mv_cmd_pull (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_image (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_volume (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_network (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_snapshot (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_fork (MvCtl *ctl, const char *method, int argc, char **argv);

@@ -79,6 +79,7 @@ expect_german "unbekannter Befehl »frobnicate«" frobnicate
 expect_german "»microvmctl --help« gibt weitere Informationen." frobnicate
 expect_german "Aufruf: microvmctl [OPTIONEN...] BEFEHL [ARGUMENTE...]" --help
 expect_german "Alle Maschinen auflisten" --help
+expect_german "Schnappschüsse anlegen, auflisten, zurückspielen, abzweigen oder löschen" --help
 expect_german "fehlendes Argument; Aufruf: microvmctl show NAME|ID" show
 
 exit $failed

@@ -18,6 +18,7 @@ fake_ctl ()
     printf '%s\n' "$*" > "$args_file"
     case " $* " in
         *" volume list --names "*) printf 'cache\ndata\n' ;;
+        *" snapshot list --names "*) printf 'before\nnightly\n' ;;
         *" network list --names "*) printf 'lan\nwan\n' ;;
         *" list --names "*) printf 'db\nweb\nwww\n' ;;
     esac
@@ -56,7 +57,7 @@ fi
 
 expect "standby start stop" microvmctl st
 expect "rename restart resume" microvmctl re
-expect "set-desired shell show standby start stop" microvmctl --json s
+expect "set-desired shell show snapshot standby start stop" microvmctl --json s
 expect "rename restart resume" microvmctl --timeout 5 re
 expect "list" microvmctl li
 expect "web www" microvmctl start w
@@ -86,6 +87,27 @@ expect "--names" microvmctl list --na
 expect "--healthy --help" microvmctl wait --he
 expect "--id" microvmctl wait --i
 expect "--force" microvmctl delete --f
+# Snapshots: the verbs, machines to take and list them of, snapshots to
+# name, and --set, whose value is free.
+expect "create fork list restore rm show" microvmctl snapshot ""
+expect "restore rm" microvmctl snapshot r
+expect "db web www" microvmctl snapshot create ""
+expect "web www" microvmctl snapshot list w
+expect "" microvmctl snapshot create web ""
+expect "before nightly" microvmctl snapshot restore ""
+expect "nightly" microvmctl snapshot rm n
+expect "before" microvmctl snapshot fork b
+expect "" microvmctl snapshot fork before ""
+expect "before" microvmctl --timeout 5 snapshot show b
+expect "--names" microvmctl snapshot --na
+expect "--session" microvmctl snapshot list --se
+expect "--session --set" microvmctl snapshot fork before copy --se
+expect "" microvmctl snapshot fork before copy --set ""
+expect "fork" microvmctl fo
+expect "db web www" microvmctl fork ""
+expect "" microvmctl fork web ""
+expect "--session --set" microvmctl fork web copy --se
+expect "--session" microvmctl list --se
 
 # Names come from the same bus as the command line's.
 completions microvmctl --session stop "" > /dev/null

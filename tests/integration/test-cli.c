@@ -365,6 +365,170 @@ test_volumes (CliFixture *f, gconstpointer data)
   g_assert_cmpstr (out, ==, "cache\n");
 }
 
+/* The machine ID that `show --json NAME` gives. */
+static char *
+shown_id (CliFixture *f, const char *name)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", name, NULL), ==, 0);
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  return g_strdup (json_object_get_string_member (json_node_get_object (
+                     json_parser_get_root (parser)), "id"));
+}
+
+/* snapshot create, list, show, fork, restore and rm, fork of a machine,
+ * and --set refused before the daemon is asked. */
+static void
+test_snapshots (CliFixture *f, gconstpointer data)
+{
+  g_autofree char *out = NULL, *err = NULL, *unnamed = NULL, *web_id = NULL, *copy_id = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonArray *list;
+  JsonObject *object;
+
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", f->spec_file, NULL), ==, 0);
+
+  /* Stopped, a machine that boots no image has nothing to snapshot. */
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "create", "web", "cold", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, "Machine web boots no image, so it has no disk of its own to "
+                                 "snapshot while it is stopped"));
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_INVALID_STATE));
+
+  /* Running, it gives memory snapshots; the name printed is the one taken. */
+  g_assert_cmpint (ctl (f, &out, &err, "start", "web", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "create", "web", "before", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "before\n");
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "create", "web", NULL), ==, 0);
+  g_assert_true (g_str_has_prefix (out, "web-2"));
+  unnamed = g_strndup (out, strcspn (out, "\n"));
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "create", "web", "before", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, "a snapshot called before exists already"));
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_ALREADY_EXISTS));
+
+  /* Listed by name, as a table, names alone or JSON, and by machine. */
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "list", NULL), ==, 0);
+  g_assert_true (g_str_has_prefix (out, "NAME"));
+  g_assert_nonnull (strstr (out, "KIND"));
+  g_assert_nonnull (strstr (out, "CREATED"));
+  g_assert_nonnull (strstr (out, "before"));
+  g_assert_nonnull (strstr (out, "memory"));
+  g_assert_nonnull (strstr (out, " test "));
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "list", "--names", NULL), ==, 0);
+  g_autofree char *both = g_strdup_printf ("before\n%s\n", unnamed);
+  g_assert_cmpstr (out, ==, both);
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "list", "--names", "web", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, both);
+  web_id = shown_id (f, "web");
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "list", "--names", web_id, NULL), ==, 0);
+  g_assert_cmpstr (out, ==, both);
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "list", "--names", "other", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "");
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "snapshot", "list", NULL), ==, 0);
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  list = json_node_get_array (json_parser_get_root (parser));
+  g_assert_cmpuint (json_array_get_length (list), ==, 2);
+  object = json_array_get_object_element (list, 0);
+  g_assert_cmpstr (json_object_get_string_member (object, "name"), ==, "before");
+  g_assert_cmpstr (json_object_get_string_member (object, "kind"), ==, "memory");
+  g_assert_cmpstr (json_object_get_string_member (object, "machine_id"), ==, web_id);
+  g_assert_cmpstr (json_object_get_string_member (object, "machine_name"), ==, "web");
+  g_assert_true (g_str_has_prefix (json_object_get_string_member (object, "path"),
+                                   MV_SNAPSHOT_PREFIX "/"));
+  g_assert_false (json_object_has_member (object, "spec"));
+
+  /* Every property, the spec last. */
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "show", "before", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "Kind:"));
+  g_assert_nonnull (strstr (out, "MachineName:"));
+  g_assert_nonnull (strstr (out, "HypervisorType:"));
+  g_assert_nonnull (strstr (out, "SizeBytes:"));
+  g_assert_nonnull (strstr (out, "CreatedAt:"));
+  g_assert_nonnull (strstr (out, "Spec:\n"));
+  g_assert_null (strstr (strstr (out, "Spec:\n"), "Kind:"));
+  g_assert_nonnull (strstr (strstr (out, "Spec:\n"), "\"cpu_millicores\" : 2000"));
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "snapshot", "show", "before", NULL), ==, 0);
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  object = json_node_get_object (json_parser_get_root (parser));
+  g_assert_cmpstr (json_object_get_string_member (object, "kind"), ==, "memory");
+  g_assert_cmpstr (json_object_get_string_member (
+                     json_object_get_object_member (object, "spec"), "name"), ==, "web");
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "show", "nosuch", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_NOT_FOUND));
+
+  /* rm is delete. */
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "rm", unnamed, NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "list", "--names", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "before\n");
+
+  /* A malformed --set is refused before any call: the snapshot named is
+   * never looked up, and no machine is made. */
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "fork", "nosuch", "copy", "--set",
+                        "memory_bytes", NULL), ==, 2);
+  g_assert_nonnull (strstr (err, "invalid --set 'memory_bytes': expected FIELD=JSON"));
+  g_assert_null (strstr (err, MV_BUS_ERROR_NOT_FOUND));
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "fork", "before", "copy", "--set",
+                        "labels={\"fork\":", NULL), ==, 2);
+  g_assert_nonnull (strstr (err, "the value is not JSON"));
+  g_assert_cmpint (ctl (f, &out, &err, "fork", "nosuch", "copy", "--set", "hostname=copy",
+                        NULL), ==, 2);
+  g_assert_nonnull (strstr (err, "a string is quoted: --set 'hostname=\"copy\"'"));
+  g_assert_null (strstr (err, MV_BUS_ERROR_NOT_FOUND));
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "list", "--set", "a=1", NULL), ==, 2);
+  g_assert_cmpint (ctl (f, &out, &err, "list", "--names", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "web\n");
+
+  /* A fork of the snapshot runs, a machine of its own with the fields set. */
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "fork", "before", "copy", "--set",
+                        "labels={\"fork\":\"yes\"}", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "Created machine copy ("));
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", "copy", NULL), ==, 0);
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  object = json_node_get_object (json_parser_get_root (parser));
+  g_assert_cmpstr (json_object_get_string_member (object, "state"), ==, "Running");
+  g_assert_cmpstr (json_object_get_string_member (
+                     json_object_get_object_member (object, "labels"), "fork"), ==, "yes");
+  copy_id = g_strdup (json_object_get_string_member (object, "id"));
+  g_assert_cmpstr (copy_id, !=, web_id);
+
+  /* A fork of the machine: it runs on, the copy runs, no snapshot is kept. */
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "fork", "web", "copy2", NULL), ==, 0);
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  object = json_node_get_object (json_parser_get_root (parser));
+  g_assert_cmpstr (json_object_get_string_member (object, "name"), ==, "copy2");
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", "copy2", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "\"state\" : \"Running\""));
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", "web", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "\"state\" : \"Running\""));
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "list", "--names", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "before\n");
+  g_assert_cmpint (ctl (f, &out, &err, "fork", "web", "copy", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_ALREADY_EXISTS));
+
+  /* Restore wants the machine stopped, and gives it back running. */
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "restore", "before", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_INVALID_STATE));
+  g_assert_cmpint (ctl (f, &out, &err, "stop", "web", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "restore", "before", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "");
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", "web", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "\"state\" : \"Running\""));
+
+  /* Deleted once. */
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "delete", "before", NULL), ==, 0);
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "rm", "before", NULL), ==, 1);
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_NOT_FOUND));
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "list", "--names", NULL), ==, 0);
+  g_assert_cmpstr (out, ==, "");
+
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "frobnicate", NULL), ==, 2);
+  g_assert_cmpint (ctl (f, &out, &err, "snapshot", "show", "--names", "x", NULL), ==, 2);
+  for (const char *const *name = (const char *const[]) { "copy", "copy2", "web", NULL };
+       *name; name++)
+    g_assert_cmpint (ctl (f, &out, &err, "delete", "--force", *name, NULL), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -378,5 +542,6 @@ main (int argc, char **argv)
   g_test_add ("/cli/console", CliFixture, NULL, cli_fixture_setup, test_console, cli_fixture_teardown);
   g_test_add ("/cli/show-invalid-record", CliFixture, BROKEN_RECORD, cli_fixture_setup, test_show_invalid_record, cli_fixture_teardown);
   g_test_add ("/cli/list-filters", CliFixture, NULL, cli_fixture_setup, test_list_filters, cli_fixture_teardown);
+  g_test_add ("/cli/snapshots", CliFixture, NULL, cli_fixture_setup, test_snapshots, cli_fixture_teardown);
   return g_test_run ();
 }
