@@ -476,12 +476,15 @@ on_taken (GObject *source, GAsyncResult *result, gpointer user_data)
   work_free (work);
 }
 
-/* The snapshot @machine would give now, without its files. */
+/* The snapshot @machine would give now, without its files; a @passing
+ * one (a fork's, not kept) is named after its ID, which nothing shares. */
 static Work *
-take_work (MvReconciler *rec, MvMachine *machine, const char *name, GError **error)
+take_work (MvReconciler *rec, MvMachine *machine, const char *name, gboolean passing,
+           GError **error)
 {
   MvRuntime *runtime = mv_reconciler_runtime_for (machine, NULL);
   g_autofree char *chosen = NULL;
+  g_autofree char *id = NULL;
   MvSnapshot *snapshot;
   TakeFrom from = TAKE_STOPPED;
   Work *work;
@@ -490,15 +493,16 @@ take_work (MvReconciler *rec, MvMachine *machine, const char *name, GError **err
     return mv_error_set (error, MV_ERROR_UNSUPPORTED, "This host keeps no snapshots"), NULL;
   if (!check_not_busy (machine, error) || !take_from (machine, runtime, &from, error))
     return NULL;
-  chosen = name && *name ? g_strdup (name)
-                         : mv_snapshot_default_name (machine->config->spec->name,
-                                                     mv_reconciler_now (rec));
+  id = mv_id_new ();
+  chosen = passing ? g_strdup (id)
+           : name && *name ? g_strdup (name)
+           : mv_snapshot_default_name (machine->config->spec->name, mv_reconciler_now (rec));
   if (!mv_name_validate ("name", chosen, error))
     return NULL;
-  if (name_taken (rec, chosen))
+  if (!passing && name_taken (rec, chosen))
     return mv_error_set (error, MV_ERROR_ALREADY_EXISTS,
                          "name: a snapshot called %s exists already", chosen), NULL;
-  if (g_hash_table_size (rec->snapshots) + g_hash_table_size (rec->snapshot_names) >=
+  if (!passing && g_hash_table_size (rec->snapshots) + g_hash_table_size (rec->snapshot_names) >=
       MV_SNAPSHOTS_MAX)
     return mv_error_set (error, MV_ERROR_RESOURCE_EXHAUSTED, "This host keeps %d snapshots, "
                          "its limit: delete some first", MV_SNAPSHOTS_MAX), NULL;
@@ -506,7 +510,7 @@ take_work (MvReconciler *rec, MvMachine *machine, const char *name, GError **err
   work = work_new (rec, WORK_CREATE, machine);
   work->from = from;
   work->snapshot = snapshot = g_new0 (MvSnapshot, 1);
-  snapshot->id = mv_id_new ();
+  snapshot->id = g_steal_pointer (&id);
   snapshot->name = g_steal_pointer (&chosen);
   snapshot->kind = from == TAKE_STOPPED ? MV_SNAPSHOT_DISK : MV_SNAPSHOT_MEMORY;
   snapshot->machine_id = g_strdup (machine->id);
@@ -538,7 +542,7 @@ gboolean
 mv_reconciler_create_snapshot (MvReconciler *rec, MvMachine *machine, const char *name,
                                MvSnapshotFunc func, gpointer data, GError **error)
 {
-  Work *work = take_work (rec, machine, name, error);
+  Work *work = take_work (rec, machine, name, FALSE, error);
 
   if (!work)
     return FALSE;
@@ -986,7 +990,7 @@ mv_reconciler_fork_machine (MvReconciler *rec, MvMachine *source, const char *fo
   g_autoptr (GError) error = NULL;
   g_autoptr (MvSpec) spec = NULL;
   MvRuntime *runtime = NULL;
-  Work *work = take_work (rec, source, NULL, &error);
+  Work *work = take_work (rec, source, NULL, TRUE, &error);
 
   if (!work)
     {
