@@ -581,11 +581,21 @@ test_deprecated_version (Fixture *f, gconstpointer data)
   g_assert_true (g_file_get_contents (status_path, &status, NULL, NULL));
   g_assert_nonnull (strstr (status, "40.0.0"));
 
-  /* Once after Recover, a warning names it and the version to move to. */
+  /* A memory snapshot of its guest is of that version too. */
+  {
+    g_autoptr (sd_bus_message) taken = client_call (f->client, path, MV_MACHINE_IFACE,
+                                                    "CreateSnapshot", NULL, NULL, "s", "old-guest");
+    g_assert_nonnull (taken);
+  }
+
+  /* Once after Recover, a warning names it and the version to move to,
+   * and one the snapshot. */
   mv_test_env_stop_daemon (f->env, SIGTERM);
   mv_test_env_start_daemon (f->env, NULL);
   log = mv_test_env_read_daemon_log (f->env);
   g_assert_nonnull (strstr (log, "uses cloud-hypervisor 40.0.0, a deprecated version; move it to 41.0.0"));
+  g_assert_nonnull (strstr (log, "Snapshot old-guest"));
+  g_assert_nonnull (strstr (log, "frozen by cloud-hypervisor 40.0.0, a deprecated version"));
 
   /* A version the host does not have is refused, naming the field. */
   g_autofree char *spec = guest_spec (data, "unpinnable", "\"hypervisor_version\":\"39.0.0\"");
