@@ -1,9 +1,10 @@
-/* A record file as the store finds it on disk (config.json or
- * status.json, every input is tried as both): parsed, upgraded and checked
- * as loading does. A record that loads must be written back in the
+/* A record file as the store finds it on disk (config.json, status.json
+ * or a snapshot's snapshot.json; every input is tried as each): parsed,
+ * upgraded and checked as loading does. A record that loads must be written back in the
  * current format and load again to the same record, or a restart of the
  * daemon would change the machine. */
 #include "fuzz-common.h"
+#include "core/snapshot.h"
 #include "store/store.h"
 
 #include <string.h>
@@ -99,6 +100,36 @@ fuzz_status (const char *data, gsize size)
     mv_fuzz_fail ("a copy of a status differs from it:\n%s\n%s", text, text_copy);
 }
 
+static void
+fuzz_snapshot (const char *data, gsize size)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (MvSnapshot) snapshot = mv_snapshot_from_json (data, size, &error);
+  g_autoptr (MvSnapshot) again = NULL;
+  g_autoptr (MvSnapshot) copy = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *text_again = NULL;
+  g_autofree char *text_copy = NULL;
+
+  if (!snapshot)
+    {
+      g_assert (error != NULL);
+      return;
+    }
+  text = mv_snapshot_to_json (snapshot);
+  again = mv_snapshot_from_json (text, strlen (text), &error);
+  if (!again)
+    mv_fuzz_fail ("a snapshot.json that loaded was written back unreadable: %s\n%s",
+                  error->message, text);
+  text_again = mv_snapshot_to_json (again);
+  if (strcmp (text, text_again) != 0)
+    mv_fuzz_fail ("a snapshot.json written back loads differently:\n%s\n%s", text, text_again);
+  copy = mv_snapshot_copy (snapshot);
+  text_copy = mv_snapshot_to_json (copy);
+  if (strcmp (text, text_copy) != 0)
+    mv_fuzz_fail ("a copy of a snapshot differs from it:\n%s\n%s", text, text_copy);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -111,5 +142,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     return -1;
   fuzz_config (text, size);
   fuzz_status (text, size);
+  fuzz_snapshot (text, size);
   return 0;
 }
