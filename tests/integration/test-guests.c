@@ -375,6 +375,61 @@ test_standby_resumes_counter (Fixture *f, gconstpointer data)
   g_assert_cmpuint (vmm_count (f, path), ==, 0);
 }
 
+/* A memory snapshot of a running guest, which counts on; a fork of it is
+ * a second guest with its own VMM counting on from there; the snapshot
+ * restored onto the stopped machine counts on from where it was. */
+static void
+test_snapshot_fork_restore (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "origin", NULL);
+  g_autofree char *snapshot = NULL, *copy = NULL, *state = NULL;
+  g_autofree char *err = NULL, *msg = NULL;
+  const char *out = NULL;
+  gint64 at_snapshot, later;
+  int pid;
+
+  client_call_ok (f->client, path, "Start");
+  pid = vmm_pid (f, path);
+  wait_counter_at_least (f, path, 3, 30000);
+  {
+    g_autoptr (sd_bus_message) reply = client_call (f->client, path, MV_MACHINE_IFACE,
+                                                    "CreateSnapshot", &err, &msg, "s", "then");
+    if (!reply)
+      g_error ("CreateSnapshot: %s: %s", err, msg);
+    g_assert_cmpint (sd_bus_message_read (reply, "o", &out), >, 0);
+    snapshot = g_strdup (out);
+  }
+  at_snapshot = last_counter (f, path);
+  /* The same VMM runs on. */
+  g_assert_cmpint (vmm_pid (f, path), ==, pid);
+  later = wait_counter_at_least (f, path, at_snapshot + 2, 30000);
+
+  {
+    g_autoptr (sd_bus_message) reply = client_call (f->client, snapshot, MV_SNAPSHOT_IFACE, "Fork",
+                                                    &err, &msg, "s", "{\"name\":\"copy\"}");
+    if (!reply)
+      g_error ("Fork: %s: %s", err, msg);
+    g_assert_cmpint (sd_bus_message_read (reply, "o", &out), >, 0);
+    copy = g_strdup (out);
+  }
+  state = get_state (f, copy);
+  g_assert_cmpstr (state, ==, "Running");
+  g_assert_cmpint (vmm_pid (f, copy), !=, pid);
+  wait_counter_at_least (f, copy, at_snapshot + 1, 30000);
+
+  client_call_ok (f->client, path, "Stop");
+  {
+    g_autoptr (sd_bus_message) reply = client_call (f->client, snapshot, MV_SNAPSHOT_IFACE,
+                                                    "Restore", &err, &msg, NULL);
+    if (!reply)
+      g_error ("Restore: %s: %s", err, msg);
+  }
+  g_free (state);
+  state = get_state (f, path);
+  g_assert_cmpstr (state, ==, "Running");
+  g_assert_cmpint (wait_counter_at_least (f, path, later + 1, 30000), >, later);
+}
+
 static void
 test_idle_guest_sleeps (Fixture *f, gconstpointer data)
 {
@@ -668,6 +723,7 @@ main (int argc, char **argv)
       ADD ("missing-files", test_missing_files);
       ADD ("daemon-crash-adopts-guest", test_daemon_crash_adopts_guest);
       ADD ("standby-resumes-counter", test_standby_resumes_counter);
+      ADD ("snapshot-fork-restore", test_snapshot_fork_restore);
       ADD ("idle-guest-sleeps", test_idle_guest_sleeps);
       ADD ("on-failure-restarts-real-guest", test_on_failure_restarts_real_guest);
       ADD ("unless-stopped-after-user-stop", test_unless_stopped_after_user_stop);
