@@ -628,8 +628,15 @@ on_restored (GObject *source, GAsyncResult *result, gpointer user_data)
   mv_log_machine (G_LOG_LEVEL_MESSAGE, machine->id, NULL, NULL,
                   "Machine %s restored from snapshot %s (%s)", machine->config->spec->name,
                   work->snapshot->name, work->snapshot->id);
+  /* A disk snapshot leaves it stopped, to boot from the disk when asked. */
   if (work->snapshot->kind == MV_SNAPSHOT_MEMORY)
     mv_reconciler_request (work->rec, machine, MV_REQUEST_START, NULL);
+  else if (mv_config_set_desired (machine->config, MV_DESIRED_STOPPED,
+                                  mv_reconciler_now (work->rec)))
+    {
+      mv_machine_save_config (machine, NULL);
+      mv_machine_changed (machine, MV_PROP_DESIRED_STATE | MV_PROP_DESIRED_GENERATION);
+    }
   if (work->restore_func)
     work->restore_func (machine, NULL, work->restore_data);
   work_free (work);
