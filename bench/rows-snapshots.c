@@ -57,6 +57,9 @@ typedef struct {
 typedef struct {
   BenchSamples *create, *restore, *fork;
   BenchSamples *bare_create, *bare_restore, *bare_fork;
+  BenchSamples *bare_fork_save, *bare_fork_load;  /* the bare fork's two halves */
+  guint64       bare_state_bytes;  /* the last saved file's size */
+  guint64       snapshot_bytes;    /* the last snapshot's SizeBytes */
   char         *failure;   /* the first daemon call that failed */
 } Figures;
 
@@ -202,7 +205,16 @@ daemon_create_restore (Bench *bench, const Subject *s, Figures *f)
 
     snapshot = reply_path (reply);
     if (snapshot)
-      bench_samples_add (f->create, (double) (t1 - t0));
+      {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t size = 0;
+
+        bench_samples_add (f->create, (double) (t1 - t0));
+        if (sd_bus_get_property_trivial (bench->bus, MV_BUS_NAME, snapshot, MV_SNAPSHOT_IFACE,
+                                         "SizeBytes", &error, 't', &size) >= 0)
+          f->snapshot_bytes = size;
+        sd_bus_error_free (&error);
+      }
   }
   if (snapshot)
     {
@@ -321,6 +333,12 @@ bare_qemu_create_restore (Bench *bench, const Subject *s, Figures *f)
   qemu_save (bench, &q, state);
   bench_samples_add (f->bare_create, (double) (bench_now () - t0));
   bench_qemu_end (bench, &q, pid);
+  {
+    GStatBuf st;
+
+    if (g_stat (state, &st) == 0)
+      f->bare_state_bytes = (guint64) st.st_size;
+  }
 
   t0 = bench_now ();
   pid = qemu_restore (bench, &q, dir, s->memory_mib, state);
@@ -495,7 +513,8 @@ bare_vmm_create_restore (Bench *bench, const Subject *s, Figures *f)
 
 static void
 add_row (Bench *bench, const char *id, const char *what, BenchSamples **figure,
-         const char *baseline_what, BenchSamples **baseline, const char *not_measured)
+         const char *baseline_what, BenchSamples **baseline, const char *not_measured,
+         const char *more)
 {
   BenchResult *r;
 
@@ -505,11 +524,12 @@ add_row (Bench *bench, const char *id, const char *what, BenchSamples **figure,
 
       r = bench_report_add (bench->report, "15", id, what, "µs", -1, g_steal_pointer (figure),
                             baseline_what, g_steal_pointer (baseline));
-      note = g_strdup_printf ("min–max %.1f–%.1f ms through the daemon, %.1f–%.1f ms bare",
+      note = g_strdup_printf ("min–max %.1f–%.1f ms through the daemon, %.1f–%.1f ms bare%s%s",
                               bench_samples_percentile (r->figure, 0.001) / 1000,
                               bench_samples_percentile (r->figure, 100) / 1000,
                               bench_samples_percentile (r->baseline, 0.001) / 1000,
-                              bench_samples_percentile (r->baseline, 100) / 1000);
+                              bench_samples_percentile (r->baseline, 100) / 1000,
+                              more ? "; " : "", more ? more : "");
       bench_result_set_note (r, note);
     }
   else
@@ -533,6 +553,8 @@ figures_clear (Figures *f)
   g_clear_pointer (&f->bare_create, bench_samples_free);
   g_clear_pointer (&f->bare_restore, bench_samples_free);
   g_clear_pointer (&f->bare_fork, bench_samples_free);
+  g_clear_pointer (&f->bare_fork_save, bench_samples_free);
+  g_clear_pointer (&f->bare_fork_load, bench_samples_free);
   g_clear_pointer (&f->failure, g_free);
 }
 
@@ -551,14 +573,18 @@ measure_fork (Bench *bench, const Subject *s, guint runs, Figures *f)
     {
       BenchQmp copy = { 0 };
       GPid copy_pid;
-      gint64 t0;
+      gint64 t0, t1, t2;
 
       if (source && !f->failure && i % 2 == 0)
         daemon_fork (bench, source, f);
       t0 = bench_now ();
       qemu_save (bench, &q, state);
+      t1 = bench_now ();
       copy_pid = qemu_restore (bench, &copy, copy_dir, s->memory_mib, state);
-      bench_samples_add (f->bare_fork, (double) (bench_now () - t0));
+      t2 = bench_now ();
+      bench_samples_add (f->bare_fork, (double) (t2 - t0));
+      bench_samples_add (f->bare_fork_save, (double) (t1 - t0));
+      bench_samples_add (f->bare_fork_load, (double) (t2 - t1));
       bench_qemu_end (bench, &copy, copy_pid);
       if (source && !f->failure && i % 2 == 1)
         daemon_fork (bench, source, f);
@@ -585,6 +611,7 @@ measure_subject (Bench *bench, const Subject *s, const char *skip)
   guint runs = bench->smoke ? 2 : s->runs;
   g_autofree char *not_measured = NULL, *fork_not_measured = NULL;
   g_autofree char *spec = machine_spec (bench, s, "NAME");
+  g_autofree char *sizes = NULL, *halves = NULL;
   Figures f = { 0 };
 
   if (s->vmm == VMM_QEMU)
@@ -609,6 +636,8 @@ measure_subject (Bench *bench, const Subject *s, const char *skip)
   f.bare_create = bench_samples_new ();
   f.bare_restore = bench_samples_new ();
   f.bare_fork = bench_samples_new ();
+  f.bare_fork_save = bench_samples_new ();
+  f.bare_fork_load = bench_samples_new ();
   if (!skip)
     {
       /* Alternating which side goes first spreads the machine's drift
@@ -627,10 +656,13 @@ measure_subject (Bench *bench, const Subject *s, const char *skip)
       if (f.failure)
         not_measured = g_strdup_printf ("%s (spec: %s)", f.failure, spec);
     }
+  if (s->vmm == VMM_QEMU)
+    sizes = g_strdup_printf ("the saved file %.1f MiB bare, the snapshot's SizeBytes %.1f MiB",
+                             f.bare_state_bytes / (double) MIB, f.snapshot_bytes / (double) MIB);
   add_row (bench, create_id, create_what, &f.create, bare_create, &f.bare_create,
-           skip ? skip : not_measured);
+           skip ? skip : not_measured, sizes);
   add_row (bench, restore_id, restore_what, &f.restore, bare_restore, &f.bare_restore,
-           skip ? skip : not_measured);
+           skip ? skip : not_measured, NULL);
 
   if (s->fork)
     {
@@ -642,9 +674,13 @@ measure_subject (Bench *bench, const Subject *s, const char *skip)
             fork_not_measured = g_strdup_printf ("%s (source spec: %s, fork: "
                                                  "{\"name\":\"NAME\"})", f.failure, spec);
         }
+      if (bench_samples_count (f.bare_fork_save) > 0)
+        halves = g_strdup_printf ("bare p50 %.1f ms to save and %.1f ms to restore",
+                                  bench_samples_percentile (f.bare_fork_save, 50) / 1000,
+                                  bench_samples_percentile (f.bare_fork_load, 50) / 1000);
       add_row (bench, fork_id, fork_what, &f.fork,
                "bare QEMU: the create above into a file, then a second QEMU restored from it",
-               &f.bare_fork, skip ? skip : fork_not_measured);
+               &f.bare_fork, skip ? skip : fork_not_measured, halves);
     }
   figures_clear (&f);
 }
