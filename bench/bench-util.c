@@ -204,10 +204,12 @@ bench_clear_state (Bench *bench)
 {
   g_autofree char *machines = g_build_filename (mv_test_env_state_dir (bench->env), MV_MACHINES_DIR, NULL);
   g_autofree char *run_machines = g_build_filename (mv_test_env_runtime_dir (bench->env), MV_MACHINES_DIR, NULL);
+  g_autofree char *snapshots = g_build_filename (mv_test_env_state_dir (bench->env), MV_SNAPSHOTS_DIR, NULL);
 
   g_assert (bench->daemon_pid == 0);
   remove_tree (machines);
   remove_tree (run_machines);
+  remove_tree (snapshots);
 }
 
 sd_bus_message *

@@ -50,7 +50,8 @@ double   bench_daemon_start (Bench *bench);
 gboolean bench_daemon_try_start (Bench *bench, double *us);
 char    *bench_daemon_last_log_line (Bench *bench);
 void     bench_daemon_stop (Bench *bench);
-/* Removes every machine record (the daemon must not be running). */
+/* Removes every machine and snapshot record (the daemon must not be
+ * running). */
 void     bench_clear_state (Bench *bench);
 
 /* A method call whose reply is checked; fails the bench on error. */
@@ -90,3 +91,6 @@ void     bench_row_dns (Bench *bench);            /* #12 */
  * restarts the daemon in it with microvmd's guest files, as #10 does;
  * runs #13 if @attach, #14 if @wake. */
 void     bench_rows_network (Bench *bench, gboolean attach, gboolean wake); /* #13, #14 */
+/* Restarts the daemon with the QEMU, Cloud Hypervisor and Firecracker
+ * test runtimes; real guests need --guest-dir. */
+void     bench_row_snapshots (Bench *bench);      /* #15 */

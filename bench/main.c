@@ -9,7 +9,8 @@
  * runs every row briefly, without the libvirt peer and real guests, to
  * check that the benchmark still works (#11 pulls a small image and boots
  * nothing; #12 makes 100 DNS queries of each server; #13 and #14 run once
- * each with the test runtime instead of QEMU). --rows 7,10 runs
+ * each with the test runtime instead of QEMU; #15 only the Cloud Hypervisor
+ * and Firecracker test VMMs, twice each). --rows 7,10 runs
  * only those rows (#2, #3 and #5 are measured together). */
 #include "bench.h"
 
@@ -172,6 +173,8 @@ main (int argc, char **argv)
     bench_row_dns (&bench);
   if (WANTED ("13", "14"))
     bench_rows_network (&bench, WANTED ("13"), WANTED ("14"));
+  if (WANTED ("15"))
+    bench_row_snapshots (&bench);
 
   if (WANTED ("2", "3", "5"))
     bench_rows_scale (&bench);

@@ -5,178 +5,14 @@
  * "qemu") and, for standby, a Standby method; without them the row says
  * "not measured" and why. The bare-QEMU baselines need only the test guest
  * (tests/guest/build.sh OUTDIR, passed as --guest-dir). */
-#include "bench.h"
+#include "bare-qemu.h"
 
 #include "names.h"
 
-#include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <gio/gio.h>
-#include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
-#include <json-glib/json-glib.h>
-
-#define QEMU           "qemu-system-x86_64"
-#define READY_MARKER   "MICROVMD-GUEST-READY"
-#define KERNEL_ARGS    "console=ttyS0 tsc_early_khz=2000000 reboot=t panic=-1"
-#define BOOT_TIMEOUT_S 60
-
-typedef struct {
-  GSocketConnection *conn;
-  GDataInputStream  *in;
-} Qmp;
-
-static void
-qmp_close (Qmp *q)
-{
-  g_clear_object (&q->in);
-  g_clear_object (&q->conn);
-}
-
-/* Sends @command and returns the "return" member of its answer; events in
- * between are skipped. */
-static JsonNode *
-qmp_execute (Bench *bench, Qmp *q, const char *command)
-{
-  GOutputStream *out = g_io_stream_get_output_stream (G_IO_STREAM (q->conn));
-  g_autoptr (GError) error = NULL;
-  g_autofree char *line = g_strconcat (command, "\n", NULL);
-
-  if (!g_output_stream_write_all (out, line, strlen (line), NULL, NULL, &error))
-    bench_fail (bench, "QMP write: %s", error->message);
-  for (;;)
-    {
-      g_autofree char *answer = g_data_input_stream_read_line_utf8 (q->in, NULL, NULL, &error);
-      g_autoptr (JsonNode) node = NULL;
-      JsonObject *obj;
-
-      if (!answer)
-        bench_fail (bench, "QMP: connection closed during %s", command);
-      node = json_from_string (answer, NULL);
-      if (!node || !JSON_NODE_HOLDS_OBJECT (node))
-        continue;
-      obj = json_node_get_object (node);
-      if (json_object_has_member (obj, "error"))
-        bench_fail (bench, "QMP %s: %s", command, answer);
-      if (json_object_has_member (obj, "return"))
-        return json_node_copy (json_object_get_member (obj, "return"));
-    }
-}
-
-static void
-qmp_connect (Bench *bench, Qmp *q, const char *path, GPid pid)
-{
-  g_autoptr (GSocketClient) client = g_socket_client_new ();
-  g_autoptr (GSocketAddress) addr = g_unix_socket_address_new (path);
-  gint64 deadline = bench_now () + 20 * G_USEC_PER_SEC;
-  g_autoptr (GError) error = NULL;
-  g_autofree char *greeting = NULL;
-
-  while (!(q->conn = g_socket_client_connect (client, G_SOCKET_CONNECTABLE (addr), NULL, NULL)))
-    {
-      if (bench_now () > deadline || waitpid (pid, NULL, WNOHANG) == pid)
-        bench_fail (bench, "cannot reach QEMU's QMP socket %s", path);
-      g_usleep (2000);
-    }
-  q->in = g_data_input_stream_new (g_io_stream_get_input_stream (G_IO_STREAM (q->conn)));
-  greeting = g_data_input_stream_read_line_utf8 (q->in, NULL, NULL, &error);
-  if (!greeting)
-    bench_fail (bench, "no QMP greeting");
-  json_node_unref (qmp_execute (bench, q, "{\"execute\":\"qmp_capabilities\"}"));
-}
-
-/* A session of its own, as the daemon gives its VMMs: with the kernel's
- * autogroup scheduling, a CPU share of its own like theirs. */
-static void
-child_setup (gpointer data)
-{
-  setsid ();
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-}
-
-static GPid
-spawn_qemu (Bench *bench, const char *dir, const char *incoming)
-{
-  g_autofree char *kernel = g_build_filename (bench->guest_dir, "vmlinuz", NULL);
-  g_autofree char *initrd = g_build_filename (bench->guest_dir, "initrd.img", NULL);
-  g_autofree char *console = g_strdup_printf ("file,id=con,path=%s/console.log", dir);
-  g_autofree char *qmp = g_strdup_printf ("unix:%s/qmp.sock,server=on,wait=off", dir);
-  g_autofree char *agent = g_strdup_printf ("socket,id=agent,path=%s/agent.sock,server=on,wait=off", dir);
-  g_autofree char *log = g_build_filename (dir, "qemu.log", NULL);
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_autoptr (GError) error = NULL;
-  GPid pid = 0;
-  const char *fixed[] = {
-    QEMU, "-M", "microvm", "-accel", "tcg", "-m", "256", "-smp", "1", "-nodefaults",
-    "-no-user-config", "-display", "none", "-no-reboot", "-kernel", kernel, "-initrd", initrd,
-    "-append", KERNEL_ARGS, "-chardev", console, "-serial", "chardev:con",
-    "-device", "virtio-serial-device", "-chardev", agent,
-    "-device", "virtserialport,chardev=agent,name=org.microvmd1.agent", "-qmp", qmp,
-  };
-
-  for (gsize i = 0; i < G_N_ELEMENTS (fixed); i++)
-    g_ptr_array_add (argv, (gpointer) fixed[i]);
-  if (incoming)
-    {
-      g_ptr_array_add (argv, (gpointer) "-incoming");
-      g_ptr_array_add (argv, (gpointer) incoming);
-    }
-  g_ptr_array_add (argv, NULL);
-  if (!g_spawn_async (dir, (char **) argv->pdata, NULL,
-                      G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL |
-                      G_SPAWN_STDERR_TO_DEV_NULL, child_setup, NULL, &pid, &error))
-    bench_fail (bench, "cannot start QEMU: %s", error->message);
-  (void) log;
-  return pid;
-}
-
-static void
-wait_console (Bench *bench, const char *dir, GPid pid)
-{
-  g_autofree char *path = g_build_filename (dir, "console.log", NULL);
-  gint64 deadline = bench_now () + BOOT_TIMEOUT_S * G_USEC_PER_SEC;
-
-  for (;;)
-    {
-      g_autofree char *text = NULL;
-
-      if (g_file_get_contents (path, &text, NULL, NULL) && strstr (text, READY_MARKER))
-        return;
-      if (bench_now () > deadline || waitpid (pid, NULL, WNOHANG) == pid)
-        bench_fail (bench, "the guest did not print %s (console: %s)", READY_MARKER, path);
-      g_usleep (2000);
-    }
-}
-
-static gboolean
-migration_done (Bench *bench, Qmp *q)
-{
-  g_autoptr (JsonNode) r = qmp_execute (bench, q, "{\"execute\":\"query-migrate\"}");
-  const char *status = json_object_get_string_member_with_default (json_node_get_object (r), "status", "");
-
-  if (g_str_equal (status, "failed"))
-    bench_fail (bench, "QEMU's migration to a file failed");
-  return g_str_equal (status, "completed");
-}
-
-static gboolean
-vm_status_is (Bench *bench, Qmp *q, const char *want)
-{
-  g_autoptr (JsonNode) r = qmp_execute (bench, q, "{\"execute\":\"query-status\"}");
-  return g_strcmp0 (json_object_get_string_member_with_default (json_node_get_object (r), "status", ""), want) == 0;
-}
-
-static void
-end_qemu (Bench *bench, Qmp *q, GPid pid)
-{
-  json_node_unref (qmp_execute (bench, q, "{\"execute\":\"quit\"}"));
-  qmp_close (q);
-  waitpid (pid, NULL, 0);
-}
 
 /* Bare QEMU: boot to the ready marker; save (stop, migrate to a file,
  * quit); restore (-incoming, wait for paused, cont). */
@@ -193,31 +29,31 @@ bare_qemu (Bench *bench, guint runs, BenchSamples *boot, BenchSamples *restore)
   g_mkdir_with_parents (dir, 0700);
   for (guint i = 0; i < runs; i++)
     {
-      Qmp q = { 0 };
+      BenchQmp q = { 0 };
       gint64 t0;
       GPid pid;
 
       g_unlink (console);
       t0 = bench_now ();
-      pid = spawn_qemu (bench, dir, NULL);
-      wait_console (bench, dir, pid);
+      pid = bench_qemu_spawn (bench, dir, 256, NULL);
+      bench_vmm_wait_console (bench, dir, pid);
       bench_samples_add (boot, (double) (bench_now () - t0));
 
-      qmp_connect (bench, &q, qmp_path, pid);
-      json_node_unref (qmp_execute (bench, &q, "{\"execute\":\"stop\"}"));
-      json_node_unref (qmp_execute (bench, &q, save_uri));
-      while (!migration_done (bench, &q))
+      bench_qmp_connect (bench, &q, qmp_path, pid);
+      json_node_unref (bench_qmp_execute (bench, &q, "{\"execute\":\"stop\"}"));
+      json_node_unref (bench_qmp_execute (bench, &q, save_uri));
+      while (!bench_qmp_migration_done (bench, &q))
         g_usleep (5000);
-      end_qemu (bench, &q, pid);
+      bench_qemu_end (bench, &q, pid);
 
       t0 = bench_now ();
-      pid = spawn_qemu (bench, dir, incoming);
-      qmp_connect (bench, &q, qmp_path, pid);
-      while (!vm_status_is (bench, &q, "paused"))
+      pid = bench_qemu_spawn (bench, dir, 256, incoming);
+      bench_qmp_connect (bench, &q, qmp_path, pid);
+      while (!bench_qmp_status_is (bench, &q, "paused"))
         g_usleep (2000);
-      json_node_unref (qmp_execute (bench, &q, "{\"execute\":\"cont\"}"));
+      json_node_unref (bench_qmp_execute (bench, &q, "{\"execute\":\"cont\"}"));
       bench_samples_add (restore, (double) (bench_now () - t0));
-      end_qemu (bench, &q, pid);
+      bench_qemu_end (bench, &q, pid);
     }
 }
 
@@ -266,7 +102,7 @@ daemon_qemu (Bench *bench, guint runs, BenchSamples *create, BenchSamples *wake,
       g_autofree char *extra = g_strdup_printf ("\"hypervisor_type\":\"qemu\",\"kernel\":\"%s\",\"initrd\":\"%s\","
                                                 "\"kernel_args\":\"%s\",\"memory_bytes\":268435456,"
                                                 "\"readiness\":\"console:%s\"", kernel, initrd,
-                                                KERNEL_ARGS, READY_MARKER);
+                                                BENCH_QEMU_KERNEL_ARGS, BENCH_READY_MARKER);
       g_autofree char *spec = g_strdup_printf ("{\"name\":\"bench-q%05u\",%s}", ++bench->machine_seq, extra);
       g_autoptr (sd_bus_message) reply = NULL;
       g_autofree char *path = NULL;
@@ -303,7 +139,7 @@ bench_row_qemu (Bench *bench)
 {
   g_autofree char *hypervisors = NULL;
   g_autofree char *no_daemon = NULL, *no_guest = NULL, *wake_reason = NULL;
-  g_autofree char *qemu = g_find_program_in_path (QEMU);
+  g_autofree char *qemu = g_find_program_in_path (BENCH_QEMU);
   guint runs = 3;
   BenchSamples *boot = NULL, *restore = NULL;
   BenchSamples *create = NULL, *wake = NULL;
@@ -314,7 +150,7 @@ bench_row_qemu (Bench *bench)
   if (bench->smoke)
     no_guest = g_strdup ("smoke mode boots no real guest");
   else if (!qemu)
-    no_guest = g_strdup (QEMU " is not installed");
+    no_guest = g_strdup (BENCH_QEMU " is not installed");
   else if (!bench->guest_dir)
     no_guest = g_strdup ("no test guest given (tests/guest/build.sh OUTDIR, then --guest-dir OUTDIR)");
   else

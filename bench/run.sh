@@ -5,7 +5,9 @@
 # bare QEMU, skopeo + umoci + mkfs.ext4 against a docker-registry on
 # loopback, dnsmasq in a network namespace of row 12's own; rows 13 and
 # 14 run the daemon in a network namespace of their own with a
-# NetworkManager there), all on one private system bus. Runs as root;
+# NetworkManager there; row 15 takes and restores snapshots against the
+# same calls made on bare QEMU and on the Cloud Hypervisor and Firecracker
+# test VMMs' API sockets), all on one private system bus. Runs as root;
 # installs what it needs from Debian's archive, builds, builds the test
 # guest, microvmd's guest kernel and initramfs and the busybox root disk
 # (with its OCI layout, which row 11 boots as an image), and takes under
