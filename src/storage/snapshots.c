@@ -1,7 +1,9 @@
 /* The host's snapshots (core/host/snapshots.h), under the state
  * directory's snapshots/:
  *   <id>/snapshot.json   the record, written last
- *   <id>/state/          the frozen guest, as Runtime.snapshot() wrote it
+ *   <id>/state/          the frozen guest, as Runtime.snapshot() wrote it; a
+ *                        machine's frozen guest put back from it shares its
+ *                        files (hard links: neither is written again)
  *   <id>/disk.ext4       the machine's overlay disk, if it had one
  * A snapshot is written as .staged-<random>/ and renamed to its ID once
  * durable; one being removed is renamed to .removed-<id> first. Both are
@@ -108,7 +110,8 @@ take_saved_state (MvSnapshots *snapshots, const char *dir, const char *machine_i
   g_autofree char *state = state_dir (snapshots, dir);
   GError *local = NULL;
 
-  if (!mv_copy_dir_files (saved, state, NULL, &local))
+  /* A frozen guest is never written again: the snapshot shares its files. */
+  if (!mv_link_dir_files (saved, state, &local))
     return host_failed (error, local, "frozen guest");
   return TRUE;
 }
@@ -205,7 +208,7 @@ put_back (MvSnapshots *snapshots, const char *dir, const char *machine_id, gbool
       if (!mv_remove_tree (staged, &local) || !mv_rename_durably (from, staged, &local))
         return host_failed (error, local, "frozen guest");
     }
-  else if (!mv_copy_dir_files (from, staged, NULL, &local))
+  else if (!mv_link_dir_files (from, staged, &local))
     {
       storage->discard_saved_state (storage, machine_id, NULL);
       return host_failed (error, local, "frozen guest");

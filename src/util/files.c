@@ -325,11 +325,10 @@ mv_copy_file (const char *from, const char *to, GError **error)
 }
 
 gboolean
-mv_copy_dir_files (const char *from_dir, const char *to_dir, guint64 *bytes, GError **error)
+mv_link_dir_files (const char *from_dir, const char *to_dir, GError **error)
 {
   g_autoptr (GDir) dir = g_dir_open (from_dir, 0, error);
   const char *name;
-  guint64 total = 0;
 
   if (dir == NULL)
     return FALSE;
@@ -337,13 +336,22 @@ mv_copy_dir_files (const char *from_dir, const char *to_dir, guint64 *bytes, GEr
     {
       g_autofree char *from = g_build_filename (from_dir, name, NULL);
       g_autofree char *to = g_build_filename (to_dir, name, NULL);
+      struct stat st = { 0 };
+      int errsv;
 
+      if (lstat (from, &st) < 0)
+        return mv_set_errno_error (error, errno, "Cannot link %s", from);
+      if (!S_ISREG (st.st_mode))
+        return mv_set_errno_error (error, EINVAL, "Cannot link %s", from);
+      if (link (from, to) == 0)
+        continue;
+      errsv = errno;
+      /* Another file system, or one without links: a copy. */
+      if (errsv != EXDEV && errsv != EPERM && errsv != EMLINK)
+        return mv_set_errno_error (error, errsv, "Cannot link %s", to);
       if (!mv_copy_file (from, to, error))
         return FALSE;
-      total += mv_disk_usage (to);
     }
-  if (bytes)
-    *bytes = total;
   return mv_fsync_dir (to_dir, error);
 }
 

@@ -38,11 +38,11 @@ char       *mv_file_tail (const char *path, goffset offset, guint lines);
  * holes. On failure nothing of @to is left; a full disk is
  * G_IO_ERROR_NO_SPACE. */
 gboolean    mv_copy_file (const char *from, const char *to, GError **error);
-/* Copies every regular file directly in @from_dir into @to_dir (which
- * exists) as mv_copy_file() does, then fsyncs @to_dir; anything but a
- * regular file is an error. Returns the bytes the copies hold. */
-gboolean    mv_copy_dir_files (const char *from_dir, const char *to_dir, guint64 *bytes,
-                               GError **error);
+/* Gives @to_dir (which exists) every regular file directly in @from_dir:
+ * a hard link where the file system allows (the same one), else a copy
+ * (mv_copy_file()); then fsyncs @to_dir. Anything but a regular file is
+ * an error. For files that neither side writes again. */
+gboolean    mv_link_dir_files (const char *from_dir, const char *to_dir, GError **error);
 /* The space @path and everything below it take on disk (blocks, not
  * lengths: a sparse file counts what it holds). */
 guint64     mv_disk_usage (const char *path);
