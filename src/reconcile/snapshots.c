@@ -669,8 +669,9 @@ restore_spec (MvReconciler *rec, MvMachine *machine, const MvSnapshot *snapshot,
           (g_strcmp0 (current->network_name, spec->network_name) != 0 ||
            g_strcmp0 (current->static_ip, spec->static_ip) != 0);
   previous = mv_config_copy (machine->config);
-  if (mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec)) &&
-      !mv_reconciler_commit_config (machine, previous, error))
+  if (!mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec)))
+    mv_config_free (previous);
+  else if (!mv_reconciler_commit_config (machine, previous, error))
     return FALSE;
   if (moves)
     {
