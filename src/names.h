@@ -74,6 +74,11 @@
 #define MV_CONFIG_RECORD         "config.json"
 #define MV_STATUS_RECORD         "status.json"
 #define MV_METRICS_DIR           "metrics"
+/* The event log (store/event-log.h), in the state directory. */
+#define MV_EVENTS_LOG_NAME       "events.jsonl"
+#define MV_EVENTS_ROTATED_NAME   "events.jsonl.1"
+/* At most this many events in one Manager.GetEvents answer. */
+#define MV_EVENTS_PER_CALL       1000
 /* An empty file beside the records: the machine is to be destroyed. Made
  * when config.json cannot be rewritten (a full disk): it needs no space. */
 #define MV_DESTROY_MARKER        "destroy-requested"
@@ -89,3 +94,8 @@
 #define MV_LOG_FIELD_MACHINE_ID  "MICROVMD_MACHINE_ID"
 #define MV_LOG_FIELD_OPERATION   "MICROVMD_OPERATION_ID"
 #define MV_LOG_FIELD_PHASE       "MICROVMD_PHASE"
+/* An event's journal message: its kind's catalogue ID, its kind and its
+ * sequence number. */
+#define MV_LOG_FIELD_MESSAGE_ID  "MESSAGE_ID"
+#define MV_LOG_FIELD_EVENT       "MICROVMD_EVENT"
+#define MV_LOG_FIELD_EVENT_SEQUENCE "MICROVMD_EVENT_SEQUENCE"

@@ -1,6 +1,7 @@
 /* org.microvmd1.Manager: defines machines, finds them, lists them, and
  * tells what the host offers. */
 #include "manager-object.h"
+#include "manager-events.h"
 #include "core/errors.h"
 #include "image-object.h"
 #include "machine-object.h"
@@ -378,6 +379,13 @@ static const sd_bus_vtable manager_vtable[] = {
   SD_BUS_METHOD_WITH_ARGS ("LookupAddr", SD_BUS_ARGS ("s", network, "s", address),
                            SD_BUS_RESULT ("as", names), mv_network_objects_method_lookup_addr,
                            SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("GetEvents", SD_BUS_ARGS ("t", since),
+                           SD_BUS_RESULT ("a(ttsssssa{sv})", events), mv_manager_method_get_events,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_SIGNAL_WITH_ARGS ("Event", SD_BUS_ARGS ("t", sequence, "t", time, "s", kind,
+                                                 "s", machine_id, "s", machine_name,
+                                                 "s", operation_id, "s", message,
+                                                 "a{sv}", details), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineNew", SD_BUS_ARGS ("s", id, "o", machine), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineRemoved", SD_BUS_ARGS ("s", id, "o", machine), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("PullProgress", SD_BUS_ARGS ("s", reference, "t", done_bytes,

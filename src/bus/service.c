@@ -4,6 +4,7 @@
 #include "image-object.h"
 #include "machine-guest.h"
 #include "machine-object.h"
+#include "manager-events.h"
 #include "manager-object.h"
 #include "network-object.h"
 #include "snapshot-object.h"
@@ -29,6 +30,7 @@ struct _MvBusService {
   MvImageObjects *images;        /* NULL: no image store */
   MvVolumeObjects *volumes;      /* NULL: no volumes */
   MvNetworkObjects *networks;    /* NULL: no networks */
+  MvEventLog   *events;          /* NULL: events are not recorded */
 };
 
 char *
@@ -282,6 +284,27 @@ on_snapshot_removed (const MvSnapshot *snapshot, gpointer data)
     mv_snapshot_objects_removed (service, snapshot);
 }
 
+static void
+on_event (const MvEvent *event, gpointer data)
+{
+  MvBusService *service = data;
+
+  if (service->events)
+    mv_manager_record_event (service, service->events, event);
+}
+
+void
+mv_bus_service_set_events (MvBusService *service, MvEventLog *log)
+{
+  service->events = log;
+}
+
+MvEventLog *
+mv_bus_service_events (MvBusService *service)
+{
+  return service->events;
+}
+
 MvBusService *
 mv_bus_service_new (void)
 {
@@ -295,6 +318,7 @@ mv_bus_service_new (void)
   service->observer.removed = on_removed;
   service->observer.snapshot_added = on_snapshot_added;
   service->observer.snapshot_removed = on_snapshot_removed;
+  service->observer.event = on_event;
   service->observer.data = service;
   return service;
 }

@@ -58,6 +58,13 @@ void          mv_bus_service_set_networks (MvBusService *service, MvNetworkStore
                                            const MvNetworkHooks *hooks);
 /* NULL: this host keeps no networks. */
 MvNetworkObjects *mv_bus_service_networks (MvBusService *service);
+typedef struct _MvEventLog MvEventLog;
+
+/* Records machines' events in @log (before start; it outlives the
+ * service) and serves them (manager-events.h). */
+void          mv_bus_service_set_events (MvBusService *service, MvEventLog *log);
+/* NULL: events are not recorded. */
+MvEventLog   *mv_bus_service_events (MvBusService *service);
 /* Answers nothing more; the reconciler is freed before. */
 void          mv_bus_service_free (MvBusService *service);
 /* The observer to give the reconciler; it lives as long as @service. */

@@ -15,6 +15,7 @@
 #include "storage/snapshots.h"
 #include "storage/storage.h"
 #include "storage/volumes.h"
+#include "store/event-log.h"
 #include "store/store.h"
 
 #include "config.h"
@@ -36,6 +37,7 @@ struct _MvDaemon {
   char               *default_type;    /* [daemon] default-hypervisor; NULL = the first */
   MvHost              host;
   MvReconcilerOptions options;
+  MvEventLog         *events;          /* what happened to machines */
   MvReconciler       *reconciler;
   MvBusService       *service;
   MvImageStore       *images;          /* the cache of images machines boot */
@@ -236,6 +238,7 @@ mv_daemon_free (MvDaemon *daemon)
   /* The reconciler answers what still waits, through the bus, first. */
   g_clear_pointer (&daemon->reconciler, mv_reconciler_free);
   g_clear_pointer (&daemon->service, mv_bus_service_free);
+  g_clear_pointer (&daemon->events, mv_event_log_free);
   if (daemon->bus_source)
     {
       g_source_destroy (daemon->bus_source);
@@ -347,6 +350,44 @@ open_images (MvDaemon *daemon, GError **error)
   if (!mv_image_store_sweep (daemon->images, &local))
     g_warning ("Images: could not sweep what failed pulls left: %s", local->message);
   return TRUE;
+}
+
+/* One key of [events]; data/microvmd.conf documents each. */
+static gboolean
+events_setting (MvDaemon *daemon, const char *key, guint64 min, guint64 max, guint64 fallback,
+                guint64 *out, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+
+  *out = fallback;
+  if (!g_key_file_has_key (daemon->config, "events", key, NULL))
+    return TRUE;
+  *out = g_key_file_get_uint64 (daemon->config, "events", key, &local);
+  if (local || *out < min || *out > max)
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                         "%s: [events] %s must be %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT,
+                         daemon->config_path, key, min, max);
+  return TRUE;
+}
+
+static gboolean
+open_events (MvDaemon *daemon, GError **error)
+{
+  guint64 max_file_bytes, max_kept, sync_seconds;
+  MvEventLogOptions options;
+
+  if (!events_setting (daemon, "max-file-bytes", 4096, G_GUINT64_CONSTANT (1) << 30,
+                       4 * 1024 * 1024, &max_file_bytes, error) ||
+      !events_setting (daemon, "kept-in-memory", 1, 1000000, 10000, &max_kept, error) ||
+      !events_setting (daemon, "sync-seconds", 1, 3600, 5, &sync_seconds, error))
+    return FALSE;
+  options = (MvEventLogOptions) {
+    .max_file_bytes = max_file_bytes,
+    .max_kept = (guint) max_kept,
+    .sync_seconds = (guint) sync_seconds,
+  };
+  daemon->events = mv_event_log_open (mv_store_state_dir (daemon->store), &options, error);
+  return daemon->events != NULL;
 }
 
 /* The volumes, with what a crashed create or delete left swept away;
@@ -593,10 +634,12 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
     return 1;
   daemon->host.images = mv_host_images_new (daemon->images);
   daemon->host.storage = mv_storage_new (daemon->host.records, daemon->images);
-  if (!open_volumes (daemon, error) || !open_networks (daemon, error))
+  if (!open_volumes (daemon, error) || !open_networks (daemon, error) ||
+      !open_events (daemon, error))
     return 1;
   snapshots = open_snapshots (daemon);
   daemon->service = mv_bus_service_new ();
+  mv_bus_service_set_events (daemon->service, daemon->events);
   mv_bus_service_set_images (daemon->service, daemon->images, daemon->host.images);
   mv_bus_service_set_volumes (daemon->service, daemon->volumes);
   mv_bus_service_set_networks (daemon->service, daemon->networks,

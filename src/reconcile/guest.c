@@ -36,9 +36,14 @@ on_guest_event (const char *machine_id, const MvGuestEvent *event, gpointer data
     }
   if (event->agent_version)
     {
+      gboolean first = machine->agent_version == NULL;
+
       set_string (&machine->agent_version, event->agent_version, &changed);
       if (changed)
         mv_machine_changed (machine, MV_PROP_GUEST);
+      /* The agent said who it is: the guest is up. */
+      if (first)
+        mv_machine_event (machine, MV_EVENT_READY, NULL, event->agent_version);
       return;
     }
   if (event->health)

@@ -41,6 +41,14 @@ void       mv_machine_settled (MvMachine *machine, const GError *failure, guint6
 /* Settled with @failure about what is desired now. */
 void       mv_machine_failed_now (MvMachine *machine, const GError *failure);
 
+/* Tells the observer of an event of @kind about @machine (events.c);
+ * @operation_id and @message may be NULL. */
+void       mv_machine_event (MvMachine *machine, MvEventKind kind, const char *operation_id,
+                             const char *message);
+/* The same for an event the caller filled in (an exit code, a snapshot):
+ * its time is set here. */
+void       mv_reconciler_event (MvReconciler *rec, MvEvent *event);
+
 /* Records: a status or config write that fails is logged; the caller that
  * must not go on without it checks the result. */
 gboolean   mv_machine_save_status (MvMachine *machine, GError **error);

@@ -401,6 +401,23 @@ mv_reconciler_cancel_restart (MvMachine *machine)
     }
 }
 
+/* Ended cleanly only with exit code 0, as the restart policy judges it:
+ * anything else is a crash. */
+static void
+report_end (MvMachine *machine, gboolean has_exit_code, int exit_code, const char *reason)
+{
+  MvEvent event = {
+    .kind = has_exit_code && exit_code == 0 ? MV_EVENT_ENDED : MV_EVENT_CRASHED,
+    .machine_id = machine->id,
+    .machine_name = machine->config->spec->name,
+    .message = (char *) reason,
+    .has_exit_code = has_exit_code,
+    .exit_code = exit_code,
+  };
+
+  mv_reconciler_event (machine->reconciler, &event);
+}
+
 /* The guest ended without being asked to (or could not be started again
  * by its restart policy): the restart policy decides what becomes of it. */
 void
@@ -421,6 +438,7 @@ mv_reconciler_handle_end (MvMachine *machine, gboolean has_exit_code, int exit_c
   status->has_exit_code = has_exit_code;
   status->exit_code = has_exit_code ? exit_code : 0;
   mv_machine_changed (machine, MV_PROP_EXIT_CODE);
+  report_end (machine, has_exit_code, exit_code, reason);
 
   outcome = mv_restart_decide (config->spec, status->restart_count, clean, status->finished_at,
                                (gint64) rec->options.restart_backoff_ms * 1000, &restart_at);

@@ -6,6 +6,7 @@
 #include "machine.h"
 #include "core/host/host.h"
 #include "core/snapshot.h"
+#include "core/event.h"
 
 /* How the reconciler tells time and waits; tests inject their own. */
 typedef struct {
@@ -37,6 +38,10 @@ typedef struct {
    * about to be deleted: it is found until this returns, then no more. */
   void (*snapshot_added) (const MvSnapshot *snapshot, gpointer data);
   void (*snapshot_removed) (const MvSnapshot *snapshot, gpointer data);
+  /* Something happened to a machine (core/event.h): @event is filled in
+   * but for its sequence, which is the recorder's to give; it is the
+   * caller's, and valid only during the call. */
+  void (*event) (const MvEvent *event, gpointer data);
   gpointer data;
 } MvObserver;
 

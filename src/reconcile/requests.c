@@ -174,6 +174,7 @@ mv_reconciler_record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spe
                   machine->config->spec->name, machine->id);
   if (rec->observer.added)
     rec->observer.added (machine, rec->observer.data);
+  mv_machine_event (machine, MV_EVENT_CREATED, NULL, NULL);
   return machine;
 }
 
@@ -775,6 +776,7 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
     {
       if (!mv_reconciler_commit_config (machine, previous, error))
         return FALSE;
+      mv_machine_event (machine, MV_EVENT_UPDATED, NULL, NULL);
     }
   else
     mv_config_free (previous);
@@ -820,8 +822,12 @@ mv_reconciler_rename (MvReconciler *rec, MvMachine *machine, const char *name, G
   spec = mv_spec_copy (machine->config->spec);
   g_free (spec->name);
   spec->name = g_strdup (name);
+  g_autofree char *was = g_strdup_printf ("was %s", machine->config->spec->name);
   mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec));
-  return mv_reconciler_commit_config (machine, previous, error);
+  if (!mv_reconciler_commit_config (machine, previous, error))
+    return FALSE;
+  mv_machine_event (machine, MV_EVENT_RENAMED, NULL, was);
+  return TRUE;
 }
 
 gboolean

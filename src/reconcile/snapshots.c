@@ -156,6 +156,23 @@ mv_reconciler_release_snapshot (MvReconciler *rec, const char *id)
 }
 
 static void
+snapshot_event (MvReconciler *rec, MvEventKind kind, const char *machine_id,
+                const char *machine_name, const char *operation_id, const MvSnapshot *snapshot)
+{
+  g_autofree char *message = g_strdup_printf ("snapshot %s", snapshot->name);
+  MvEvent event = {
+    .kind = kind,
+    .machine_id = (char *) machine_id,
+    .machine_name = (char *) machine_name,
+    .operation_id = (char *) operation_id,
+    .message = message,
+    .snapshot_id = snapshot->id,
+  };
+
+  mv_reconciler_event (rec, &event);
+}
+
+static void
 snapshot_added (MvReconciler *rec, MvSnapshot *snapshot)
 {
   g_hash_table_insert (rec->snapshots, g_strdup (snapshot->id), snapshot);
@@ -440,6 +457,7 @@ on_taken (GObject *source, GAsyncResult *result, gpointer user_data)
   MvMachine *machine = mv_reconciler_lookup (rec, work->kind == WORK_FORK ? work->source_id
                                                                            : work->machine_id);
   g_autoptr (GError) error = NULL;
+  g_autofree char *operation_id = machine ? g_strdup (machine->status->operation_id) : NULL;
   MvSnapshot *snapshot;
 
   g_task_propagate_boolean (gtask, &error);
@@ -472,6 +490,8 @@ on_taken (GObject *source, GAsyncResult *result, gpointer user_data)
                   "Snapshot %s (%s, %s) of machine %s taken", snapshot->name, snapshot->id,
                   mv_snapshot_kind_to_string (snapshot->kind), snapshot->machine_name);
   snapshot_added (rec, snapshot);
+  snapshot_event (rec, MV_EVENT_SNAPSHOT_TAKEN, snapshot->machine_id, snapshot->machine_name,
+                  operation_id, snapshot);
   work->func (snapshot, NULL, work->func_data);
   work_free (work);
 }
@@ -606,9 +626,11 @@ on_restored (GObject *source, GAsyncResult *result, gpointer user_data)
   Work *work = g_task_get_task_data (G_TASK (result));
   MvMachine *machine = mv_reconciler_lookup (work->rec, work->machine_id);
   g_autoptr (GError) error = NULL;
+  g_autofree char *operation_id = NULL;
 
   g_task_propagate_boolean (G_TASK (result), &error);
   g_return_if_fail (machine != NULL);
+  operation_id = g_strdup (machine->status->operation_id);
   if (error)
     {
       /* The disk is the snapshot's or the machine's own, whole either
@@ -628,6 +650,8 @@ on_restored (GObject *source, GAsyncResult *result, gpointer user_data)
   mv_log_machine (G_LOG_LEVEL_MESSAGE, machine->id, NULL, NULL,
                   "Machine %s restored from snapshot %s (%s)", machine->config->spec->name,
                   work->snapshot->name, work->snapshot->id);
+  snapshot_event (work->rec, MV_EVENT_SNAPSHOT_RESTORED, machine->id,
+                  machine->config->spec->name, operation_id, work->snapshot);
   /* A disk snapshot leaves it stopped, to boot from the disk when asked. */
   if (work->snapshot->kind == MV_SNAPSHOT_MEMORY)
     mv_reconciler_request (work->rec, machine, MV_REQUEST_START, NULL);
@@ -825,6 +849,25 @@ mv_reconciler_fork_gone (MvMachine *machine)
   g_free (wait);
 }
 
+/* A fork from a machine names no snapshot: the passing one is gone. */
+static void
+fork_event (Work *work, MvMachine *machine, const char *operation_id)
+{
+  const char *from = work->source_id ? work->snapshot->machine_name : work->snapshot->name;
+  g_autofree char *message = g_strdup_printf ("from %s %s",
+                                              work->source_id ? "machine" : "snapshot", from);
+  MvEvent event = {
+    .kind = MV_EVENT_FORKED,
+    .machine_id = machine->id,
+    .machine_name = machine->config->spec->name,
+    .operation_id = (char *) operation_id,
+    .message = message,
+    .snapshot_id = work->source_id ? NULL : work->snapshot->id,
+  };
+
+  mv_reconciler_event (work->rec, &event);
+}
+
 static void
 on_fork_put_back (GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -832,11 +875,13 @@ on_fork_put_back (GObject *source, GAsyncResult *result, gpointer user_data)
   MvReconciler *rec = work->rec;
   MvMachine *machine = mv_reconciler_lookup (rec, work->machine_id);
   g_autoptr (GError) error = NULL;
+  g_autofree char *operation_id = NULL;
 
   g_task_propagate_boolean (G_TASK (result), &error);
   if (work->staged)
     rec->host->snapshots->discard (rec->host->snapshots, work->staged);
   g_return_if_fail (machine != NULL);
+  operation_id = g_strdup (machine->status->operation_id);
   release (machine);
   machine->fork_wait = g_new0 (MvForkWait, 1);
   machine->fork_wait->func = work->define_func;
@@ -855,6 +900,7 @@ on_fork_put_back (GObject *source, GAsyncResult *result, gpointer user_data)
                   "Machine %s (%s) forked from %s %s", machine->config->spec->name, machine->id,
                   work->source_id ? "machine" : "snapshot",
                   work->source_id ? work->snapshot->machine_name : work->snapshot->name);
+  fork_event (work, machine, operation_id);
   if (work->snapshot->kind == MV_SNAPSHOT_MEMORY)
     mv_reconciler_request (rec, machine, MV_REQUEST_START, NULL);
   work_free (work);
@@ -1085,6 +1131,8 @@ on_removed (GObject *source, GAsyncResult *result, gpointer user_data)
       return;
     }
   g_message ("Snapshot %s (%s) deleted", removal->snapshot->name, removal->snapshot->id);
+  snapshot_event (rec, MV_EVENT_SNAPSHOT_DELETED, removal->snapshot->machine_id,
+                  removal->snapshot->machine_name, NULL, removal->snapshot);
   removal->func (NULL, NULL, removal->data);
 }
 

@@ -15,6 +15,7 @@ typedef struct {
   MvRuntime    *runtime;         /* NULL only for a destroy of a type gone from the host */
   MvStep        step;
   char         *phase;           /* as recorded; also names the fault points */
+  char         *operation_id;    /* as recorded: what its event names */
   char         *runtime_dir;
   MvSpec       *spec;            /* copies: nothing here is shared with the main thread */
   MvImageConfig *image_config;
@@ -47,6 +48,7 @@ step_task_free (StepTask *task)
 {
   g_free (task->machine_id);
   g_free (task->phase);
+  g_free (task->operation_id);
   g_free (task->runtime_dir);
   mv_spec_free (task->spec);
   mv_image_config_free (task->image_config);
@@ -250,6 +252,7 @@ step_failed (MvMachine *machine, StepTask *task, GError *error)
       mv_reconciler_handle_end (machine, FALSE, 0, error->message);
       return;
     }
+  mv_machine_event (machine, MV_EVENT_FAILED, task->operation_id, error->message);
   if (task->step == MV_STEP_START)
     mv_machine_clear_vmm (machine);
   if (task->step == MV_STEP_START && task->restore)
@@ -308,6 +311,11 @@ step_succeeded (MvMachine *machine, StepTask *task)
       if (task->restore)
         g_clear_pointer (&status->saved_state, g_free);
       mv_machine_set_state (machine, MV_STATE_RUNNING, NULL);
+      mv_machine_event (machine,
+                        task->restarting ? MV_EVENT_RESTARTED
+                        : task->restore  ? MV_EVENT_WOKEN
+                                         : MV_EVENT_STARTED,
+                        task->operation_id, NULL);
       mv_reconciler_watch_vmm (machine, task->runtime);
       /* A frozen guest may be another machine's (a fork): it is told
        * whose it is now, with fresh entropy either way. */
@@ -321,12 +329,16 @@ step_succeeded (MvMachine *machine, StepTask *task)
       g_clear_pointer (&status->saved_state, g_free);
       mv_machine_set_state (machine, MV_STATE_STOPPED, NULL);
       machine->stopped_now = TRUE;
+      mv_machine_event (machine, MV_EVENT_STOPPED, task->operation_id,
+                        task->step == MV_STEP_FORCE_STOP ? "forced" : NULL);
       break;
     case MV_STEP_PAUSE:
       mv_machine_set_state (machine, MV_STATE_PAUSED, NULL);
+      mv_machine_event (machine, MV_EVENT_PAUSED, task->operation_id, NULL);
       break;
     case MV_STEP_RESUME:
       mv_machine_set_state (machine, MV_STATE_RUNNING, NULL);
+      mv_machine_event (machine, MV_EVENT_RESUMED, task->operation_id, NULL);
       break;
     case MV_STEP_STANDBY:
       mv_reconciler_unwatch_vmm (machine);
@@ -334,6 +346,7 @@ step_succeeded (MvMachine *machine, StepTask *task)
       g_free (status->saved_state);
       status->saved_state = rec->host->storage->saved_state_dir (rec->host->storage, machine->id);
       mv_machine_set_state (machine, MV_STATE_STANDBY, NULL);
+      mv_machine_event (machine, MV_EVENT_STANDBY, task->operation_id, NULL);
       break;
     case MV_STEP_DESTROY:
       switch (task->resource->role)
@@ -341,6 +354,7 @@ step_succeeded (MvMachine *machine, StepTask *task)
         case MV_RESOURCE_RECORDS:
           mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) deleted",
                           machine->config->spec->name, machine->id);
+          mv_machine_event (machine, MV_EVENT_DELETED, task->operation_id, NULL);
           machine->gone = TRUE;
           mv_reconciler_fork_gone (machine);
           if (rec->observer.removed)
@@ -497,6 +511,7 @@ run_step (MvMachine *machine, MvStep step)
   status->phase = g_strdup (task->phase);
   g_free (status->operation_id);
   status->operation_id = mv_id_new ();
+  task->operation_id = g_strdup (status->operation_id);
   mv_machine_set_state (machine, next, NULL);
   /* Every destroy step can be repeated: one whose phase cannot be written
    * (a full disk) goes on, since what it removes is what frees the disk. */

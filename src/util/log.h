@@ -11,3 +11,9 @@ void mv_log_machine (GLogLevelFlags level, const char *machine_id, const char *o
 void mv_log_machine_valist (GLogLevelFlags level, const char *machine_id,
                             const char *operation_id, const char *phase, const char *format,
                             va_list args) G_GNUC_PRINTF (5, 0);
+/* A message of a kind the journal's catalogue knows by @message_id (32
+ * hex digits, as MESSAGE_ID), with @n_extra more fields (may be 0, at
+ * most 4). */
+void mv_log_catalogued (GLogLevelFlags level, const char *message_id, const char *machine_id,
+                        const char *operation_id, const GLogField *extra, gsize n_extra,
+                        const char *format, ...) G_GNUC_PRINTF (7, 8);

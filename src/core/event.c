@@ -1,0 +1,205 @@
+#include "event.h"
+#include <string.h>
+#include "errors.h"
+#include "json-strict.h"
+#include "json-util.h"
+
+typedef struct {
+  const char *name;
+  const char *message_id;
+} KindInfo;
+
+static const KindInfo kinds[MV_EVENT_N_KINDS] = {
+  [MV_EVENT_CREATED]           = { "created",           "c9a2e01885e54bb4a54a164f0165f86a" },
+  [MV_EVENT_STARTED]           = { "started",           "13cadb73b1164b1896c1eed17b63e740" },
+  [MV_EVENT_READY]             = { "ready",             "99604b6ffb92456faa9f96341aba6fe4" },
+  [MV_EVENT_PAUSED]            = { "paused",            "0e0581cbdb0c413e869d7c56ed07e43e" },
+  [MV_EVENT_RESUMED]           = { "resumed",           "edf580865113459892a2d98750e13e14" },
+  [MV_EVENT_STOPPED]           = { "stopped",           "599937f5a07e4de294cc2084cdb41e8d" },
+  [MV_EVENT_ENDED]             = { "ended",             "6d93b94f9b8543f38a4d48dd66c56e23" },
+  [MV_EVENT_CRASHED]           = { "crashed",           "4c123009aa2d4106b7b8af03ac796eec" },
+  [MV_EVENT_RESTARTED]         = { "restarted",         "cdae276a38b14774aa67d076596e0d53" },
+  [MV_EVENT_FAILED]            = { "failed",            "a4c5e19412ed4692bc61e2ebf29c9c36" },
+  [MV_EVENT_STANDBY]           = { "standby",           "38f526b9ff764757bceb63698b265b54" },
+  [MV_EVENT_WOKEN]             = { "woken",             "24930f2bb5b54565bc6bb2c5c997cca9" },
+  [MV_EVENT_UPDATED]           = { "updated",           "4dee251df27540b38e006eb8628e3ab3" },
+  [MV_EVENT_RENAMED]           = { "renamed",           "7c6812cb16534f9ba9ca84f998892d92" },
+  [MV_EVENT_DELETED]           = { "deleted",           "04fc13c9443b44e9b50ca5490f0f16da" },
+  [MV_EVENT_SNAPSHOT_TAKEN]    = { "snapshot-taken",    "91239ab976894fa897436bbf7816b3f3" },
+  [MV_EVENT_SNAPSHOT_RESTORED] = { "snapshot-restored", "4e96ba15c6174f79939a9fcd6cdceb31" },
+  [MV_EVENT_SNAPSHOT_DELETED]  = { "snapshot-deleted",  "319587a8a8e7466fb2df752021b60801" },
+  [MV_EVENT_FORKED]            = { "forked",            "39489e2d7b28453cb2e1ad29ec49b482" },
+};
+
+const char *
+mv_event_kind_to_string (MvEventKind kind)
+{
+  g_return_val_if_fail (kind < MV_EVENT_N_KINDS, "unknown");
+  return kinds[kind].name;
+}
+
+gboolean
+mv_event_kind_from_string (const char *text, MvEventKind *kind)
+{
+  for (guint i = 0; i < MV_EVENT_N_KINDS; i++)
+    if (g_strcmp0 (kinds[i].name, text) == 0)
+      {
+        *kind = i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+const char *
+mv_event_kind_message_id (MvEventKind kind)
+{
+  g_return_val_if_fail (kind < MV_EVENT_N_KINDS, NULL);
+  return kinds[kind].message_id;
+}
+
+/* A message's first line (what follows a failure's first line may quote
+ * the console, which not everyone may read), cut to MV_EVENT_MESSAGE_MAX
+ * bytes, keeping whole characters; invalid UTF-8 is made valid, since it
+ * goes on the bus. */
+static char *
+bounded_text (const char *text)
+{
+  g_autofree char *valid = NULL;
+  const char *end;
+
+  if (!text)
+    return NULL;
+  valid = g_utf8_make_valid (text, strcspn (text, "\n"));
+  if (strlen (valid) <= MV_EVENT_MESSAGE_MAX)
+    return g_steal_pointer (&valid);
+  end = g_utf8_find_prev_char (valid, valid + MV_EVENT_MESSAGE_MAX + 1);
+  return g_strndup (valid, end - valid);
+}
+
+MvEvent *
+mv_event_copy (const MvEvent *event)
+{
+  MvEvent *copy = g_new0 (MvEvent, 1);
+
+  *copy = *event;
+  copy->machine_id = g_strdup (event->machine_id);
+  copy->machine_name = g_strdup (event->machine_name);
+  copy->operation_id = g_strdup (event->operation_id);
+  copy->message = bounded_text (event->message);
+  copy->snapshot_id = g_strdup (event->snapshot_id);
+  return copy;
+}
+
+void
+mv_event_free (MvEvent *event)
+{
+  if (!event)
+    return;
+  g_free (event->machine_id);
+  g_free (event->machine_name);
+  g_free (event->operation_id);
+  g_free (event->message);
+  g_free (event->snapshot_id);
+  g_free (event);
+}
+
+char *
+mv_event_to_json (const MvEvent *event)
+{
+  g_autoptr (JsonBuilder) builder = json_builder_new ();
+  g_autoptr (JsonNode) root = NULL;
+  g_autoptr (JsonGenerator) generator = json_generator_new ();
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "sequence");
+  json_builder_add_int_value (builder, (gint64) event->sequence);
+  json_builder_set_member_name (builder, "time");
+  json_builder_add_int_value (builder, event->time);
+  json_builder_set_member_name (builder, "kind");
+  json_builder_add_string_value (builder, mv_event_kind_to_string (event->kind));
+  json_builder_set_member_name (builder, "machine_id");
+  json_builder_add_string_value (builder, event->machine_id);
+  json_builder_set_member_name (builder, "machine_name");
+  json_builder_add_string_value (builder, event->machine_name);
+  if (event->operation_id)
+    {
+      json_builder_set_member_name (builder, "operation_id");
+      json_builder_add_string_value (builder, event->operation_id);
+    }
+  if (event->message)
+    {
+      json_builder_set_member_name (builder, "message");
+      json_builder_add_string_value (builder, event->message);
+    }
+  if (event->has_exit_code)
+    {
+      json_builder_set_member_name (builder, "exit_code");
+      json_builder_add_int_value (builder, event->exit_code);
+    }
+  if (event->snapshot_id)
+    {
+      json_builder_set_member_name (builder, "snapshot_id");
+      json_builder_add_string_value (builder, event->snapshot_id);
+    }
+  json_builder_end_object (builder);
+  root = json_builder_get_root (builder);
+  json_generator_set_root (generator, root);
+  return json_generator_to_data (generator, NULL);
+}
+
+static const char *const known_members[] = {
+  "sequence", "time", "kind", "machine_id", "machine_name", "operation_id", "message",
+  "exit_code", "snapshot_id", NULL,
+};
+
+/* A line is at most this long: a message of MV_EVENT_MESSAGE_MAX bytes,
+ * each escaped at worst as \uXXXX, and the rest. */
+#define LINE_MAX_BYTES (6 * MV_EVENT_MESSAGE_MAX + 4096)
+
+MvEvent *
+mv_event_from_json (const char *line, gsize length, GError **error)
+{
+  static const MvJsonLimits limits = { .max_bytes = LINE_MAX_BYTES, .max_depth = 1 };
+  g_autoptr (JsonNode) root = mv_json_parse (line, length, &limits, "event", error);
+  g_autoptr (MvEvent) event = g_new0 (MvEvent, 1);
+  JsonObject *object;
+  const char *kind = NULL;
+  gint64 sequence = 0, time = 0, exit_code = 0;
+  JsonNode *node;
+
+  if (!root)
+    return NULL;
+  if (!JSON_NODE_HOLDS_OBJECT (root))
+    return mv_json_wrong_type (root, "event", "an object", error), NULL;
+  object = json_node_get_object (root);
+  if (!mv_json_reject_unknown_members (object, NULL, known_members, error))
+    return NULL;
+  if (!(node = mv_json_required_member (object, "sequence", error)) ||
+      !mv_json_read_int (node, "sequence", 1, G_MAXINT64, &sequence, error) ||
+      !(node = mv_json_required_member (object, "time", error)) ||
+      !mv_json_read_int (node, "time", 0, G_MAXINT64, &time, error) ||
+      !(node = mv_json_required_member (object, "kind", error)) ||
+      !mv_json_read_string (node, "kind", &kind, error))
+    return NULL;
+  if (!mv_event_kind_from_string (kind, &event->kind))
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "kind: unknown kind %s", kind), NULL;
+  if (!mv_json_read_string_member (object, "machine_id", FALSE, &event->machine_id, error) ||
+      !mv_json_read_string_member (object, "machine_name", FALSE, &event->machine_name, error) ||
+      !mv_json_read_string_member (object, "operation_id", TRUE, &event->operation_id, error) ||
+      !mv_json_read_string_member (object, "message", FALSE, &event->message, error) ||
+      !mv_json_read_string_member (object, "snapshot_id", TRUE, &event->snapshot_id, error))
+    return NULL;
+  if (!event->machine_id || !event->machine_name)
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "%s: missing",
+                         event->machine_id ? "machine_name" : "machine_id"), NULL;
+  if ((node = mv_json_member (object, "exit_code")))
+    {
+      if (!mv_json_read_int (node, "exit_code", G_MININT, G_MAXINT, &exit_code, error))
+        return NULL;
+      event->has_exit_code = TRUE;
+      event->exit_code = (int) exit_code;
+    }
+  event->sequence = (guint64) sequence;
+  event->time = time;
+  return g_steal_pointer (&event);
+}

@@ -1,0 +1,249 @@
+#include "event-log.h"
+#include "names.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct _MvEventLog {
+  MvEventLogOptions options;
+  char    *path;             /* events.jsonl */
+  char    *rotated_path;     /* events.jsonl.1 */
+  int      fd;               /* -1: could not be opened; tried again at each append */
+  guint64  size;             /* of events.jsonl */
+  guint64  last_sequence;
+  GQueue   kept;             /* MvEvent*, oldest first, at most options.max_kept */
+  gboolean unsynced;
+  guint    sync_timer;
+};
+
+static void
+keep (MvEventLog *log, MvEvent *event)
+{
+  g_queue_push_tail (&log->kept, event);
+  while (log->kept.length > log->options.max_kept)
+    mv_event_free (g_queue_pop_head (&log->kept));
+}
+
+/* Every event of @path; the last sequence seen is raised to theirs. */
+static void
+read_file (MvEventLog *log, const char *path)
+{
+  g_autofree char *text = NULL;
+  gsize length = 0;
+  const char *line, *end;
+
+  if (!g_file_get_contents (path, &text, &length, NULL))
+    return;
+  for (line = text; line < text + length; line = end + 1)
+    {
+      g_autoptr (MvEvent) event = NULL;
+
+      end = memchr (line, '\n', text + length - line);
+      if (!end)
+        end = text + length;
+      event = mv_event_from_json (line, end - line, NULL);
+      if (!event)
+        continue;
+      log->last_sequence = MAX (log->last_sequence, event->sequence);
+      keep (log, g_steal_pointer (&event));
+    }
+}
+
+static gboolean
+open_current (MvEventLog *log, GError **error)
+{
+  struct stat st;
+  int fd = open (log->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+
+  if (fd < 0 || fstat (fd, &st) < 0)
+    {
+      int saved = errno;
+
+      if (fd >= 0)
+        close (fd);
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved), "%s: %s", log->path,
+                   g_strerror (saved));
+      return FALSE;
+    }
+  log->fd = fd;
+  log->size = (guint64) st.st_size;
+  /* A line a crash cut short ends here, so the next one starts afresh. */
+  if (st.st_size > 0)
+    {
+      char last = '\n';
+
+      if (pread (fd, &last, 1, st.st_size - 1) == 1 && last != '\n' &&
+          write (fd, "\n", 1) == 1)
+        log->size++;
+    }
+  return TRUE;
+}
+
+MvEventLog *
+mv_event_log_open (const char *dir, const MvEventLogOptions *options, GError **error)
+{
+  g_autoptr (MvEventLog) log = g_new0 (MvEventLog, 1);
+
+  g_return_val_if_fail (options->max_kept > 0 && options->sync_seconds > 0, NULL);
+  log->options = *options;
+  log->fd = -1;
+  log->path = g_build_filename (dir, MV_EVENTS_LOG_NAME, NULL);
+  log->rotated_path = g_build_filename (dir, MV_EVENTS_ROTATED_NAME, NULL);
+  g_queue_init (&log->kept);
+  read_file (log, log->rotated_path);
+  read_file (log, log->path);
+  if (!open_current (log, error))
+    return NULL;
+  return g_steal_pointer (&log);
+}
+
+/* fsync in a worker thread ------------------------------------------------- */
+
+static void
+sync_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  int fd = GPOINTER_TO_INT (task_data);
+
+  fdatasync (fd);
+  close (fd);
+  g_task_return_boolean (gtask, TRUE);
+}
+
+/* Syncs (a duplicate of) @fd and closes it, off the main loop. */
+static void
+sync_later (int fd)
+{
+  g_autoptr (GTask) gtask = NULL;
+
+  if (fd < 0)
+    return;
+  gtask = g_task_new (NULL, NULL, NULL, NULL);
+  g_task_set_task_data (gtask, GINT_TO_POINTER (fd), NULL);
+  g_task_run_in_thread (gtask, sync_in_thread);
+}
+
+static gboolean
+on_sync_due (gpointer data)
+{
+  MvEventLog *log = data;
+
+  log->sync_timer = 0;
+  if (log->unsynced && log->fd >= 0)
+    sync_later (fcntl (log->fd, F_DUPFD_CLOEXEC, 3));
+  log->unsynced = FALSE;
+  return G_SOURCE_REMOVE;
+}
+
+void
+mv_event_log_free (MvEventLog *log)
+{
+  if (!log)
+    return;
+  if (log->sync_timer)
+    g_source_remove (log->sync_timer);
+  if (log->fd >= 0)
+    {
+      if (log->unsynced)
+        fdatasync (log->fd);
+      close (log->fd);
+    }
+  g_queue_clear_full (&log->kept, (GDestroyNotify) mv_event_free);
+  g_free (log->path);
+  g_free (log->rotated_path);
+  g_free (log);
+}
+
+/* Appending ------------------------------------------------------------------- */
+
+/* events.jsonl becomes events.jsonl.1 (the one there goes) and a new one
+ * is begun. The old one is synced off the main loop. */
+static gboolean
+rotate (MvEventLog *log, GError **error)
+{
+  if (g_rename (log->path, log->rotated_path) < 0)
+    {
+      int saved = errno;
+
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved), "%s: %s", log->path,
+                   g_strerror (saved));
+      return FALSE;
+    }
+  sync_later (log->fd);
+  log->fd = -1;
+  return open_current (log, error);
+}
+
+static gboolean
+write_line (MvEventLog *log, const char *line, gsize length, GError **error)
+{
+  gsize done = 0;
+
+  if (log->fd < 0 && !open_current (log, error))
+    return FALSE;
+  if (log->size > 0 && log->size + length > log->options.max_file_bytes &&
+      !rotate (log, error))
+    return FALSE;
+  while (done < length)
+    {
+      ssize_t n = write (log->fd, line + done, length - done);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          int saved = errno;
+
+          /* What a short write left is ended by the next open's newline. */
+          close (log->fd);
+          log->fd = -1;
+          g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved), "%s: %s", log->path,
+                       g_strerror (saved));
+          return FALSE;
+        }
+      done += (gsize) n;
+    }
+  log->size += length;
+  log->unsynced = TRUE;
+  if (!log->sync_timer)
+    log->sync_timer = g_timeout_add_seconds (log->options.sync_seconds, on_sync_due, log);
+  return TRUE;
+}
+
+gboolean
+mv_event_log_append (MvEventLog *log, MvEvent *event, GError **error)
+{
+  MvEvent *kept;
+  g_autofree char *json = NULL;
+  g_autofree char *line = NULL;
+
+  event->sequence = ++log->last_sequence;
+  kept = mv_event_copy (event);
+  keep (log, kept);
+  json = mv_event_to_json (kept);
+  line = g_strconcat (json, "\n", NULL);
+  return write_line (log, line, strlen (line), error);
+}
+
+GPtrArray *
+mv_event_log_since (MvEventLog *log, guint64 since, guint max)
+{
+  GPtrArray *events = g_ptr_array_new ();
+  GList *l;
+
+  /* From the newest back to the first one after @since. */
+  for (l = log->kept.tail; l && ((MvEvent *) l->data)->sequence > since; l = l->prev)
+    ;
+  for (l = l ? l->next : log->kept.head; l && events->len < max; l = l->next)
+    g_ptr_array_add (events, l->data);
+  return events;
+}
+
+guint64
+mv_event_log_last_sequence (MvEventLog *log)
+{
+  return log->last_sequence;
+}
