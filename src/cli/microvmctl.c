@@ -43,6 +43,8 @@ typedef enum {
   MV_OPT_NO_NAT    = 1 << 14,
   MV_OPT_MTU       = 1 << 15,
   MV_OPT_SET       = 1 << 16,
+  MV_OPT_FOLLOW    = 1 << 17,
+  MV_OPT_SINCE     = 1 << 18,
 } MvCommandOptions;
 
 #define MV_OPTS_EXEC (MV_OPT_TTY | MV_OPT_ENV | MV_OPT_USER | MV_OPT_WORKDIR)
@@ -110,6 +112,8 @@ static const MvCommand commands[] = {
     N_("Take, list, restore, fork or delete snapshots") },
   { "fork",        mv_cmd_fork,        2, 2, MV_OPT_SET,   TRUE,  NULL,
     "NAME|ID NEWNAME [--set FIELD=JSON...]", N_("Copy a machine; the copy runs if it runs") },
+  { "events",      mv_cmd_events,      0, 0, MV_OPT_FOLLOW | MV_OPT_SINCE, FALSE, NULL,
+    "[--follow] [--since SEQ]", N_("Show what happened to machines, and what happens") },
 };
 
 static const struct {
@@ -133,6 +137,8 @@ static const struct {
   { MV_OPT_NO_NAT,    "--no-nat" },
   { MV_OPT_MTU,       "--mtu" },
   { MV_OPT_SET,       "--set" },
+  { MV_OPT_FOLLOW,    "--follow" },
+  { MV_OPT_SINCE,     "--since" },
 };
 
 enum {
@@ -154,6 +160,8 @@ enum {
   ARG_NO_NAT,
   ARG_MTU,
   ARG_SET,
+  ARG_FOLLOW,
+  ARG_SINCE,
 };
 
 static const struct option long_options[] = {
@@ -182,6 +190,8 @@ static const struct option long_options[] = {
   { "no-nat",          no_argument,       NULL, ARG_NO_NAT },
   { "mtu",             required_argument, NULL, ARG_MTU },
   { "set",             required_argument, NULL, ARG_SET },
+  { "follow",          no_argument,       NULL, ARG_FOLLOW },
+  { "since",           required_argument, NULL, ARG_SINCE },
   { NULL, 0, NULL, 0 },
 };
 
@@ -245,6 +255,8 @@ print_help (void)
             "     --mtu=BYTES         network create: the MTU (default 1500)\n"
             "     --set=FIELD=JSON    fork, snapshot fork: a field of the copy's spec\n"
             "                         that differs, its value JSON; may be repeated\n"
+            "     --follow            events: then print each event as it happens\n"
+            "     --since=SEQ         events: only those after sequence number SEQ\n"
             "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
             "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
             "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
@@ -555,6 +567,14 @@ main (int argc, char **argv)
         case ARG_MTU:
           ctl.mtu = optarg;
           given |= MV_OPT_MTU;
+          break;
+        case ARG_FOLLOW:
+          ctl.follow = TRUE;
+          given |= MV_OPT_FOLLOW;
+          break;
+        case ARG_SINCE:
+          ctl.since = optarg;
+          given |= MV_OPT_SINCE;
           break;
         case ARG_SET:
           /* Checked by the command, before it calls the daemon. */

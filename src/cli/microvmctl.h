@@ -57,6 +57,8 @@ typedef struct {
   gboolean no_nat;
   const char *mtu;         /* network create's --mtu, as given */
   GPtrArray *sets;         /* the fork commands' --set FIELD=JSON, in their order */
+  gboolean follow;         /* events' --follow */
+  const char *since;       /* events' --since, as given */
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;
@@ -132,3 +134,4 @@ int mv_cmd_volume (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_network (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_snapshot (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_fork (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_events (MvCtl *ctl, const char *method, int argc, char **argv);

@@ -364,6 +364,46 @@ test_rotation (Fixture *f, gconstpointer data)
   g_assert_cmpuint (((Event *) events->pdata[0])->sequence, ==, last + 1);
 }
 
+/* microvmctl events, as any local user: text, and JSON after a sequence. */
+static void
+test_cli (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create_ok (f->client, SPEC_WITH ("shown", ""));
+  g_autofree char *ctl = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "src", "cli",
+                                           "microvmctl", NULL);
+  const char *text_argv[] = { ctl, "events", NULL };
+  const char *json_argv[] = { ctl, "--json", "events", "--since", "1", NULL };
+  const char *bad_argv[] = { ctl, "events", "--since", "soon", NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_auto (GStrv) lines = NULL;
+
+  client_call_ok (f->client, path, "Start");
+  client_call_ok (f->client, path, "Stop");
+
+  g_assert_cmpint (mv_test_env_run_as_nobody (f->env, text_argv, &out, &err), ==, 0);
+  lines = g_strsplit (out, "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 4);
+  g_assert_true (g_str_has_prefix (lines[0], "1 "));
+  g_assert_nonnull (strstr (lines[0], " created "));
+  g_assert_nonnull (strstr (lines[0], " shown"));
+  g_assert_nonnull (strstr (lines[2], " stopped "));
+
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_clear_pointer (&lines, g_strfreev);
+  g_assert_cmpint (mv_test_env_run_as_nobody (f->env, json_argv, &out, &err), ==, 0);
+  lines = g_strsplit (out, "\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 3);
+  g_assert_true (g_str_has_prefix (lines[0], "{\"sequence\":2,"));
+  g_assert_nonnull (strstr (lines[0], "\"kind\":\"started\""));
+  g_assert_nonnull (strstr (lines[1], "\"kind\":\"stopped\""));
+
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (mv_test_env_run_as_nobody (f->env, bad_argv, &out, &err), ==, 2);
+  g_assert_nonnull (strstr (err, "--since"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -374,5 +414,6 @@ main (int argc, char **argv)
               test_kept_across_restart, fixture_teardown);
   g_test_add ("/events/rotation", Fixture, small_cap_config, fixture_setup, test_rotation,
               fixture_teardown);
+  g_test_add ("/events/cli", Fixture, NULL, fixture_setup, test_cli, fixture_teardown);
   return g_test_run ();
 }
