@@ -4,6 +4,7 @@
 #include "core/errors.h"
 #include "image-object.h"
 #include "machine-object.h"
+#include "machine-stats.h"
 #include "names.h"
 #include "network-object.h"
 #include "snapshot-object.h"
@@ -262,6 +263,12 @@ method_list_machines (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static int
+method_get_all_stats (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return mv_manager_method_get_all_stats (m, userdata, error);
+}
+
+static int
 method_pull_image (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
   return mv_image_method_pull (m, mv_bus_service_images (userdata), error);
@@ -377,6 +384,9 @@ static const sd_bus_vtable manager_vtable[] = {
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("LookupAddr", SD_BUS_ARGS ("s", network, "s", address),
                            SD_BUS_RESULT ("as", names), mv_network_objects_method_lookup_addr,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("GetAllStats", SD_BUS_NO_ARGS,
+                           SD_BUS_RESULT ("a(sa{sv})", stats), method_get_all_stats,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineNew", SD_BUS_ARGS ("s", id, "o", machine), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineRemoved", SD_BUS_ARGS ("s", id, "o", machine), 0),
