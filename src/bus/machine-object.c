@@ -4,6 +4,7 @@
  * has reached it. */
 #include "machine-object.h"
 #include "machine-guest.h"
+#include "machine-stats.h"
 #include "core/errors.h"
 #include "core/image-ref.h"
 #include "names.h"
@@ -431,6 +432,18 @@ method_wait (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static int
+method_get_stats (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return mv_machine_method_get_stats (m, userdata, error);
+}
+
+static int
+method_get_metrics (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return mv_machine_method_get_metrics (m, userdata, error);
+}
+
+static int
 method_set_desired_state (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
   return authorize (userdata, m, MV_ACTION_MACHINE_LIFECYCLE, "set-desired-state",
@@ -509,6 +522,11 @@ static const sd_bus_vtable machine_vtable[] = {
                            method_exec, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("Wait", SD_BUS_ARGS ("s", condition, "a{sv}", options),
                            SD_BUS_RESULT ("a{sv}", result), method_wait,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("GetStats", SD_BUS_NO_ARGS, SD_BUS_RESULT ("a{sv}", stats),
+                           method_get_stats, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("GetMetrics", SD_BUS_ARGS ("t", since, "t", until),
+                           SD_BUS_RESULT ("a(ta{sv})", samples), method_get_metrics,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_SIGNAL_WITH_ARGS ("StateChanged", SD_BUS_ARGS ("s", state, "s", previous, "s", error), 0),
   SD_BUS_VTABLE_END

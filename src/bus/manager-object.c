@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "image-object.h"
 #include "machine-object.h"
+#include "machine-stats.h"
 #include "names.h"
 #include "network-object.h"
 #include "snapshot-object.h"
@@ -263,6 +264,12 @@ method_list_machines (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static int
+method_get_all_stats (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return mv_manager_method_get_all_stats (m, userdata, error);
+}
+
+static int
 method_pull_image (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
   return mv_image_method_pull (m, mv_bus_service_images (userdata), error);
@@ -386,6 +393,9 @@ static const sd_bus_vtable manager_vtable[] = {
                                                  "s", machine_id, "s", machine_name,
                                                  "s", operation_id, "s", message,
                                                  "a{sv}", details), 0),
+  SD_BUS_METHOD_WITH_ARGS ("GetAllStats", SD_BUS_NO_ARGS,
+                           SD_BUS_RESULT ("a(sa{sv})", stats), method_get_all_stats,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineNew", SD_BUS_ARGS ("s", id, "o", machine), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("MachineRemoved", SD_BUS_ARGS ("s", id, "o", machine), 0),
   SD_BUS_SIGNAL_WITH_ARGS ("PullProgress", SD_BUS_ARGS ("s", reference, "t", done_bytes,

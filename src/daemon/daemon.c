@@ -16,6 +16,7 @@
 #include "storage/storage.h"
 #include "storage/volumes.h"
 #include "store/event-log.h"
+#include "store/metrics.h"
 #include "store/store.h"
 
 #include "config.h"
@@ -39,6 +40,8 @@ struct _MvDaemon {
   MvReconcilerOptions options;
   MvEventLog         *events;          /* what happened to machines */
   MvReconciler       *reconciler;
+  guint               metrics_sample_seconds; /* [metrics] sample-seconds */
+  MvMetricsSampler   *metrics;
   MvBusService       *service;
   MvImageStore       *images;          /* the cache of images machines boot */
   MvVolumeStore      *volumes;         /* the volumes machines mount */
@@ -103,6 +106,36 @@ static const LifecycleSetting lifecycle_settings[] = {
   { "restart-backoff-ms", 1, 600000, 1000, G_STRUCT_OFFSET (MvReconcilerOptions, restart_backoff_ms) },
   { "resync-seconds", 1, 3600, 30, G_STRUCT_OFFSET (MvReconcilerOptions, resync_seconds) },
 };
+
+/* [metrics] sample-seconds; data/microvmd.conf documents it. */
+static gboolean
+load_metrics_config (MvDaemon *daemon, const char *path, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  guint64 v;
+
+  daemon->metrics_sample_seconds = 60;
+  if (!g_key_file_has_key (daemon->config, "metrics", "sample-seconds", NULL))
+    return TRUE;
+  v = g_key_file_get_uint64 (daemon->config, "metrics", "sample-seconds", &local);
+  if (local || v < MV_METRICS_SAMPLE_MIN_S || v > MV_METRICS_SAMPLE_MAX_S)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "%s: [metrics] sample-seconds must be %u to %u", path,
+                   MV_METRICS_SAMPLE_MIN_S, MV_METRICS_SAMPLE_MAX_S);
+      return FALSE;
+    }
+  daemon->metrics_sample_seconds = (guint) v;
+  return TRUE;
+}
+
+/* The sampler's writer: a worker thread, the machine's files only. */
+static gboolean
+write_metrics (const char *machine_dir, const MvMetricsSample *sample, guint sample_seconds,
+               gpointer data, GError **error)
+{
+  return mv_metrics_append (machine_dir, sample, sample_seconds, error);
+}
 
 static gboolean
 load_config (MvDaemon *daemon, const char *path, gboolean explicit, GError **error)
@@ -221,6 +254,7 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
     g_ptr_array_extend (daemon->runtimes, registered_runtimes, NULL, NULL);
 
   if (!load_config (daemon, config_path, options->config_path != NULL, error) ||
+      !load_metrics_config (daemon, config_path, error) ||
       !add_builtin_runtimes (daemon, error))
     {
       mv_daemon_free (daemon);
@@ -236,6 +270,7 @@ mv_daemon_free (MvDaemon *daemon)
   if (!daemon)
     return;
   /* The reconciler answers what still waits, through the bus, first. */
+  g_clear_pointer (&daemon->metrics, mv_metrics_sampler_free);
   g_clear_pointer (&daemon->reconciler, mv_reconciler_free);
   g_clear_pointer (&daemon->service, mv_bus_service_free);
   g_clear_pointer (&daemon->events, mv_event_log_free);
@@ -693,6 +728,8 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   g_source_set_callback (daemon->bus_source, on_bus_failed, daemon, NULL);
 
   mv_reconciler_run (daemon->reconciler);
+  daemon->metrics = mv_metrics_sampler_new (daemon->reconciler, daemon->metrics_sample_seconds,
+                                            write_metrics, NULL);
 
   sd_notify (0, "READY=1");
   g_message ("microvmd %s serving %s", PACKAGE_VERSION, MV_BUS_NAME);

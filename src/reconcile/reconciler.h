@@ -5,6 +5,7 @@
 #pragma once
 #include "machine.h"
 #include "core/host/host.h"
+#include "core/metrics.h"
 #include "core/snapshot.h"
 #include "core/event.h"
 
@@ -228,3 +229,37 @@ void          mv_reconciler_fork_machine (MvReconciler *reconciler, MvMachine *s
 gboolean      mv_reconciler_delete_snapshot (MvReconciler *reconciler, const char *snapshot_id,
                                              MvSnapshotDoneFunc func, gpointer user_data,
                                              GError **error);
+
+/* Stats (seed 002, Stats; reconcile/stats.c): what a machine's VMM uses
+ * of the host, read at one moment. Totals are since the VMM started. */
+typedef struct {
+  gint64            started_at;    /* µs since the epoch: when the VMM started */
+  gint64            read_at;       /* µs since the epoch */
+  guint             vcpus;         /* held */
+  guint64           memory_bytes;  /* held: the guest's memory */
+  MvRuntimeUsage    usage;
+  gboolean          has_network;   /* on a network, with its interface up */
+  MvNetworkCounters network;
+} MvMachineStats;
+
+/* Main thread, cheap (reads /proc and the TAP's counters).
+ * MV_ERROR_INVALID_STATE for a machine without a VMM; the runtime's error
+ * if it cannot be read. */
+gboolean      mv_reconciler_read_stats (MvMachine *machine, MvMachineStats *stats,
+                                        GError **error);
+
+/* Daily metrics (reconcile/metrics.c): a sample of every machine with a
+ * VMM every @sample_seconds of the reconciler's clock, handed to @write
+ * in a worker thread, one round at a time (a round still writing when
+ * the next is due makes that one skipped). @write is given the machine's
+ * state directory and the sample, and must not create that directory. */
+typedef gboolean (*MvMetricsWriteFunc) (const char *machine_dir, const MvMetricsSample *sample,
+                                        guint sample_seconds, gpointer data, GError **error);
+typedef struct _MvMetricsSampler MvMetricsSampler;
+
+MvMetricsSampler *mv_metrics_sampler_new (MvReconciler *reconciler, guint sample_seconds,
+                                          MvMetricsWriteFunc write, gpointer data);
+/* Stops sampling; a round still writing finishes in its thread. */
+void              mv_metrics_sampler_free (MvMetricsSampler *sampler);
+/* Whether a round is being written. */
+gboolean          mv_metrics_sampler_busy (MvMetricsSampler *sampler);
