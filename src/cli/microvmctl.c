@@ -45,6 +45,9 @@ typedef enum {
   MV_OPT_SET       = 1 << 16,
   MV_OPT_FOLLOW    = 1 << 17,
   MV_OPT_SINCE     = 1 << 18,
+  MV_OPT_UNTIL      = 1 << 19,
+  MV_OPT_INTERVAL   = 1 << 20,
+  MV_OPT_ITERATIONS = 1 << 21,
 } MvCommandOptions;
 
 #define MV_OPTS_EXEC (MV_OPT_TTY | MV_OPT_ENV | MV_OPT_USER | MV_OPT_WORKDIR)
@@ -114,6 +117,12 @@ static const MvCommand commands[] = {
     "NAME|ID NEWNAME [--set FIELD=JSON...]", N_("Copy a machine; the copy runs if it runs") },
   { "events",      mv_cmd_events,      0, 0, MV_OPT_FOLLOW | MV_OPT_SINCE, FALSE, NULL,
     "[--follow] [--since SEQ]", N_("Show what happened to machines, and what happens") },
+  { "stats",       mv_cmd_stats,       0, 256, 0,          FALSE, NULL,
+    "[NAME|ID...]",                    N_("Show what machines use of the host: CPU, memory, I/O") },
+  { "top",         mv_cmd_top,         0, 0, MV_OPT_INTERVAL | MV_OPT_ITERATIONS, FALSE, NULL,
+    "[--interval S] [--iterations N]", N_("Show each machine's CPU, memory and I/O rates, live") },
+  { "metrics",     mv_cmd_metrics,     1, 1, MV_OPT_SINCE | MV_OPT_UNTIL, FALSE, NULL,
+    "NAME|ID [--since T] [--until T]", N_("Show a machine's samples of the last days") },
 };
 
 static const struct {
@@ -139,6 +148,9 @@ static const struct {
   { MV_OPT_SET,       "--set" },
   { MV_OPT_FOLLOW,    "--follow" },
   { MV_OPT_SINCE,     "--since" },
+  { MV_OPT_UNTIL,      "--until" },
+  { MV_OPT_INTERVAL,   "--interval" },
+  { MV_OPT_ITERATIONS, "--iterations" },
 };
 
 enum {
@@ -162,6 +174,9 @@ enum {
   ARG_SET,
   ARG_FOLLOW,
   ARG_SINCE,
+  ARG_UNTIL,
+  ARG_INTERVAL,
+  ARG_ITERATIONS,
 };
 
 static const struct option long_options[] = {
@@ -192,6 +207,9 @@ static const struct option long_options[] = {
   { "set",             required_argument, NULL, ARG_SET },
   { "follow",          no_argument,       NULL, ARG_FOLLOW },
   { "since",           required_argument, NULL, ARG_SINCE },
+  { "until",           required_argument, NULL, ARG_UNTIL },
+  { "interval",        required_argument, NULL, ARG_INTERVAL },
+  { "iterations",      required_argument, NULL, ARG_ITERATIONS },
   { NULL, 0, NULL, 0 },
 };
 
@@ -257,6 +275,12 @@ print_help (void)
             "                         that differs, its value JSON; may be repeated\n"
             "     --follow            events: then print each event as it happens\n"
             "     --since=SEQ         events: only those after sequence number SEQ\n"
+            "     --since=TIME        metrics: from TIME, ISO 8601 or how long ago\n"
+            "                         (90s, 30m, 12h, 2d; default 1d)\n"
+            "     --until=TIME        metrics: up to TIME (default now)\n"
+            "     --interval=SECONDS  top: between frames, 1 to 3600 (default 1)\n"
+            "     --iterations=N      top: print N frames, then exit (default 1 when\n"
+            "                         standard output is not a terminal)\n"
             "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
             "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
             "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
@@ -575,6 +599,18 @@ main (int argc, char **argv)
         case ARG_SINCE:
           ctl.since = optarg;
           given |= MV_OPT_SINCE;
+          break;
+        case ARG_UNTIL:
+          ctl.until = optarg;
+          given |= MV_OPT_UNTIL;
+          break;
+        case ARG_INTERVAL:
+          ctl.interval = optarg;
+          given |= MV_OPT_INTERVAL;
+          break;
+        case ARG_ITERATIONS:
+          ctl.iterations = optarg;
+          given |= MV_OPT_ITERATIONS;
           break;
         case ARG_SET:
           /* Checked by the command, before it calls the daemon. */

@@ -58,7 +58,10 @@ typedef struct {
   const char *mtu;         /* network create's --mtu, as given */
   GPtrArray *sets;         /* the fork commands' --set FIELD=JSON, in their order */
   gboolean follow;         /* events' --follow */
-  const char *since;       /* events' --since, as given */
+  const char *since;       /* events' and metrics' --since, as given */
+  const char *until;       /* metrics' --until, as given */
+  const char *interval;    /* top's --interval, as given */
+  const char *iterations;  /* top's --iterations, as given */
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;
@@ -135,3 +138,6 @@ int mv_cmd_network (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_snapshot (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_fork (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_events (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_stats (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_top (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_metrics (MvCtl *ctl, const char *method, int argc, char **argv);
