@@ -55,9 +55,9 @@ else
     failed=$(( failed + 1 )); echo "not ok: no completion registered for microvmctl" >&2
 fi
 
-expect "standby start stop" microvmctl st
+expect "standby start stats stop" microvmctl st
 expect "rename restart resume" microvmctl re
-expect "set-desired shell show snapshot standby start stop" microvmctl --json s
+expect "set-desired shell show snapshot standby start stats stop" microvmctl --json s
 expect "rename restart resume" microvmctl --timeout 5 re
 expect "list" microvmctl li
 expect "web www" microvmctl start w
@@ -73,6 +73,12 @@ expect "" microvmctl network create l
 expect "--gateway" microvmctl network create lan 10.0.0.0/24 --gat
 expect "" microvmctl network create lan 10.0.0.0/24 --mtu ""
 expect "db web www" microvmctl console ""
+expect "db web www" microvmctl stats web ""
+expect "--interval --iterations" microvmctl top --i
+expect "" microvmctl top --interval ""
+expect "" microvmctl top ""
+expect "--since" microvmctl metrics web --si
+expect "web www" microvmctl metrics --until 1h w
 # Images: the verbs of image, the values of --policy.
 expect "list prune rm" microvmctl image ""
 expect "always" microvmctl pull --policy a
