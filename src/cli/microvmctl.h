@@ -59,6 +59,8 @@ typedef struct {
   GPtrArray *sets;         /* the fork commands' --set FIELD=JSON, in their order */
   gboolean follow;         /* events' --follow */
   const char *since;       /* events' --since, as given */
+  const char *tail;        /* logs' --tail, as given */
+  const char *source;      /* logs' --source */
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;
@@ -135,3 +137,4 @@ int mv_cmd_network (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_snapshot (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_fork (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_events (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_logs (MvCtl *ctl, const char *method, int argc, char **argv);
