@@ -84,6 +84,9 @@
 #define MV_DESTROY_MARKER        "destroy-requested"
 /* In a machine's runtime directory. */
 #define MV_CONSOLE_LOG_NAME      "console.log"
+#define MV_VMM_LOG_NAME          "vmm.log"
+/* A log's one rotated file: its name and this (see store/log-rotation.h). */
+#define MV_LOG_ROTATED_SUFFIX    ".1"
 #define MV_AGENT_SOCKET_NAME     "agent.sock"
 /* In a machine's state directory: its frozen guest, and where it is
  * written before it is known to be whole. */

@@ -4,6 +4,7 @@
  * has reached it. */
 #include "machine-object.h"
 #include "machine-guest.h"
+#include "machine-logs.h"
 #include "machine-stats.h"
 #include "core/errors.h"
 #include "core/image-ref.h"
@@ -414,6 +415,12 @@ do_get_spec (MvMachine *machine, sd_bus_message *call, gboolean root)
 }
 
 static int
+method_stream_logs (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return mv_machine_method_stream_logs (m, userdata, authorize, error);
+}
+
+static int
 method_get_spec (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
   return authorize (userdata, m, MV_ACTION_MACHINE_READ_SECRETS, "read-secrets", do_get_spec);
@@ -514,6 +521,9 @@ static const sd_bus_vtable machine_vtable[] = {
                            method_set_desired_state, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("GetConsoleLog", SD_BUS_ARGS ("u", tail_lines),
                            SD_BUS_RESULT ("s", text), method_get_console_log,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("StreamLogs", SD_BUS_ARGS ("s", source, "u", tail_lines, "b", follow),
+                           SD_BUS_RESULT ("h", log), method_stream_logs,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("GetSpec", SD_BUS_NO_ARGS, SD_BUS_RESULT ("s", spec_json),
                            method_get_spec, SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_SENSITIVE),

@@ -3,6 +3,7 @@
 #include "service.h"
 #include "image-object.h"
 #include "machine-guest.h"
+#include "machine-logs.h"
 #include "machine-object.h"
 #include "manager-events.h"
 #include "manager-object.h"
@@ -328,6 +329,7 @@ mv_bus_service_free (MvBusService *service)
 {
   if (!service)
     return;
+  mv_machine_logs_close_all ();
   mv_volume_objects_free (service->volumes);
   mv_network_objects_free (service->networks);
   g_hash_table_unref (service->views);

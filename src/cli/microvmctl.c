@@ -48,6 +48,8 @@ typedef enum {
   MV_OPT_UNTIL      = 1 << 19,
   MV_OPT_INTERVAL   = 1 << 20,
   MV_OPT_ITERATIONS = 1 << 21,
+  MV_OPT_TAIL       = 1 << 22,
+  MV_OPT_SOURCE     = 1 << 23,
 } MvCommandOptions;
 
 #define MV_OPTS_EXEC (MV_OPT_TTY | MV_OPT_ENV | MV_OPT_USER | MV_OPT_WORKDIR)
@@ -123,6 +125,9 @@ static const MvCommand commands[] = {
     "[--interval S] [--iterations N]", N_("Show each machine's CPU, memory and I/O rates, live") },
   { "metrics",     mv_cmd_metrics,     1, 1, MV_OPT_SINCE | MV_OPT_UNTIL, FALSE, NULL,
     "NAME|ID [--since T] [--until T]", N_("Show a machine's samples of the last days") },
+  { "logs",        mv_cmd_logs,        1, 1, MV_OPT_FOLLOW | MV_OPT_TAIL | MV_OPT_SOURCE, TRUE, NULL,
+    "[-f] [--tail N] [--source console|vmm] NAME|ID",
+    N_("Print a machine's log; with -f, go on while it runs") },
 };
 
 static const struct {
@@ -151,6 +156,8 @@ static const struct {
   { MV_OPT_UNTIL,      "--until" },
   { MV_OPT_INTERVAL,   "--interval" },
   { MV_OPT_ITERATIONS, "--iterations" },
+  { MV_OPT_TAIL,      "--tail" },
+  { MV_OPT_SOURCE,    "--source" },
 };
 
 enum {
@@ -177,6 +184,8 @@ enum {
   ARG_UNTIL,
   ARG_INTERVAL,
   ARG_ITERATIONS,
+  ARG_TAIL,
+  ARG_SOURCE,
 };
 
 static const struct option long_options[] = {
@@ -210,6 +219,8 @@ static const struct option long_options[] = {
   { "until",           required_argument, NULL, ARG_UNTIL },
   { "interval",        required_argument, NULL, ARG_INTERVAL },
   { "iterations",      required_argument, NULL, ARG_ITERATIONS },
+  { "tail",            required_argument, NULL, ARG_TAIL },
+  { "source",          required_argument, NULL, ARG_SOURCE },
   { NULL, 0, NULL, 0 },
 };
 
@@ -281,6 +292,9 @@ print_help (void)
             "     --interval=SECONDS  top: between frames, 1 to 3600 (default 1)\n"
             "     --iterations=N      top: print N frames, then exit (default 1 when\n"
             "                         standard output is not a terminal)\n"
+            "  -f --follow            logs: go on printing while the machine runs\n"
+            "     --tail=N            logs: from the last N lines (default all)\n"
+            "     --source=SOURCE     logs: console (default) or vmm\n"
             "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
             "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
             "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
@@ -469,6 +483,38 @@ parse_timeout (const char *text, guint64 *usec)
   return TRUE;
 }
 
+/* The command word of @argv, looked for before the options are parsed:
+ * "-f" means --file to every command but logs, where it is --follow. */
+static const char *
+command_word (int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++)
+    {
+      const char *arg = argv[i];
+
+      if (strcmp (arg, "--") == 0)
+        return i + 1 < argc ? argv[i + 1] : NULL;
+      if (g_str_has_prefix (arg, "--"))
+        {
+          for (const struct option *o = long_options; o->name; o++)
+            if (strcmp (arg + 2, o->name) == 0 && o->has_arg == required_argument)
+              i++;
+          continue;
+        }
+      if (arg[0] == '-' && arg[1] != '\0')
+        {
+          /* A short option that takes a value takes the rest, or the next. */
+          const char *value = strpbrk (arg + 1, "feuw");
+
+          if (value && value[1] == '\0')
+            i++;
+          continue;
+        }
+      return arg;
+    }
+  return NULL;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -482,6 +528,8 @@ main (int argc, char **argv)
   MvCommandOptions given = 0;
   const MvCommand *command;
   int n_args, status, c;
+  const char *word;
+  gboolean logs;
 
   setlocale (LC_ALL, "");
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
@@ -489,8 +537,13 @@ main (int argc, char **argv)
   textdomain (GETTEXT_PACKAGE);
   g_set_prgname ("microvmctl");
 
-  while ((c = getopt_long (argc, argv, "hf:tTe:u:w:", long_options, NULL)) >= 0)
+  word = command_word (argc, argv);
+  logs = word && strcmp (word, "logs") == 0;
+  while ((c = getopt_long (argc, argv, logs ? "hftTe:u:w:" : "hf:tTe:u:w:", long_options,
+                           NULL)) >= 0)
     {
+      if (logs && c == 'f')
+        c = ARG_FOLLOW;
       switch (c)
         {
         case 'h':
@@ -611,6 +664,14 @@ main (int argc, char **argv)
         case ARG_ITERATIONS:
           ctl.iterations = optarg;
           given |= MV_OPT_ITERATIONS;
+          break;
+        case ARG_TAIL:
+          ctl.tail = optarg;
+          given |= MV_OPT_TAIL;
+          break;
+        case ARG_SOURCE:
+          ctl.source = optarg;
+          given |= MV_OPT_SOURCE;
           break;
         case ARG_SET:
           /* Checked by the command, before it calls the daemon. */

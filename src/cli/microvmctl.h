@@ -62,6 +62,8 @@ typedef struct {
   const char *until;       /* metrics' --until, as given */
   const char *interval;    /* top's --interval, as given */
   const char *iterations;  /* top's --iterations, as given */
+  const char *tail;        /* logs' --tail, as given */
+  const char *source;      /* logs' --source */
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;
@@ -141,3 +143,4 @@ int mv_cmd_events (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_stats (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_top (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_metrics (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_logs (MvCtl *ctl, const char *method, int argc, char **argv);

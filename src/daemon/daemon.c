@@ -16,6 +16,7 @@
 #include "storage/storage.h"
 #include "storage/volumes.h"
 #include "store/event-log.h"
+#include "store/log-rotation.h"
 #include "store/metrics.h"
 #include "store/store.h"
 
@@ -42,6 +43,9 @@ struct _MvDaemon {
   MvReconciler       *reconciler;
   guint               metrics_sample_seconds; /* [metrics] sample-seconds */
   MvMetricsSampler   *metrics;
+  guint64             logs_max_bytes;      /* [logs] max-bytes */
+  guint               logs_check_seconds;  /* [logs] check-seconds */
+  MvLogRotator       *logs;
   MvBusService       *service;
   MvImageStore       *images;          /* the cache of images machines boot */
   MvVolumeStore      *volumes;         /* the volumes machines mount */
@@ -126,6 +130,37 @@ load_metrics_config (MvDaemon *daemon, const char *path, GError **error)
       return FALSE;
     }
   daemon->metrics_sample_seconds = (guint) v;
+  return TRUE;
+}
+
+/* [logs] max-bytes and check-seconds; data/microvmd.conf documents them. */
+static gboolean
+load_logs_config (MvDaemon *daemon, const char *path, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  guint64 v;
+
+  daemon->logs_max_bytes = MV_LOGS_MAX_BYTES_DEFAULT;
+  daemon->logs_check_seconds = MV_LOGS_CHECK_SECONDS_DEFAULT;
+  if (g_key_file_has_key (daemon->config, "logs", "max-bytes", NULL))
+    {
+      v = g_key_file_get_uint64 (daemon->config, "logs", "max-bytes", &local);
+      if (local || v < MV_LOGS_MAX_BYTES_MIN || v > MV_LOGS_MAX_BYTES_MAX)
+        return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                             "%s: [logs] max-bytes must be %" G_GUINT64_FORMAT " to %"
+                             G_GUINT64_FORMAT, path, MV_LOGS_MAX_BYTES_MIN,
+                             MV_LOGS_MAX_BYTES_MAX);
+      daemon->logs_max_bytes = v;
+    }
+  if (g_key_file_has_key (daemon->config, "logs", "check-seconds", NULL))
+    {
+      v = g_key_file_get_uint64 (daemon->config, "logs", "check-seconds", &local);
+      if (local || v < MV_LOGS_CHECK_SECONDS_MIN || v > MV_LOGS_CHECK_SECONDS_MAX)
+        return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                             "%s: [logs] check-seconds must be %u to %u", path,
+                             MV_LOGS_CHECK_SECONDS_MIN, MV_LOGS_CHECK_SECONDS_MAX);
+      daemon->logs_check_seconds = (guint) v;
+    }
   return TRUE;
 }
 
@@ -255,6 +290,7 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
 
   if (!load_config (daemon, config_path, options->config_path != NULL, error) ||
       !load_metrics_config (daemon, config_path, error) ||
+      !load_logs_config (daemon, config_path, error) ||
       !add_builtin_runtimes (daemon, error))
     {
       mv_daemon_free (daemon);
@@ -271,6 +307,7 @@ mv_daemon_free (MvDaemon *daemon)
     return;
   /* The reconciler answers what still waits, through the bus, first. */
   g_clear_pointer (&daemon->metrics, mv_metrics_sampler_free);
+  g_clear_pointer (&daemon->logs, mv_log_rotator_free);
   g_clear_pointer (&daemon->reconciler, mv_reconciler_free);
   g_clear_pointer (&daemon->service, mv_bus_service_free);
   g_clear_pointer (&daemon->events, mv_event_log_free);
@@ -730,6 +767,13 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   mv_reconciler_run (daemon->reconciler);
   daemon->metrics = mv_metrics_sampler_new (daemon->reconciler, daemon->metrics_sample_seconds,
                                             write_metrics, NULL);
+  {
+    g_autofree char *machines_dir = g_build_filename (mv_store_runtime_dir (daemon->store),
+                                                      MV_MACHINES_DIR, NULL);
+
+    daemon->logs = mv_log_rotator_new (machines_dir, daemon->logs_max_bytes,
+                                       daemon->logs_check_seconds);
+  }
 
   sd_notify (0, "READY=1");
   g_message ("microvmd %s serving %s", PACKAGE_VERSION, MV_BUS_NAME);

@@ -715,8 +715,12 @@ add_system (MvJail *jail, GError **error)
 static gboolean
 is_daemons (const char *name)
 {
+  /* The rotated logs too: what an earlier run printed is not the next
+   * VMM's to rewrite. */
   return strcmp (name, MV_VMM_LOG_NAME) == 0 || strcmp (name, MV_VMM_EXIT_NAME) == 0 ||
-         strcmp (name, MV_VMM_EXIT_NAME ".tmp") == 0;
+         strcmp (name, MV_VMM_EXIT_NAME ".tmp") == 0 ||
+         strcmp (name, MV_VMM_LOG_NAME MV_LOG_ROTATED_SUFFIX) == 0 ||
+         strcmp (name, MV_CONSOLE_LOG_NAME MV_LOG_ROTATED_SUFFIX) == 0;
 }
 
 /* Gives what lies in @dir_fd (and below) to @uid, without following a

@@ -2,6 +2,7 @@
  * identified afterwards by PID, start time and API socket, so that a PID
  * the kernel has since given to another process is never signalled. */
 #pragma once
+#include "names.h"
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
@@ -18,10 +19,9 @@ typedef struct {
   gint64   uid;           /* the user it runs as if walled in (jail.h); -1 if not */
 } MvProcess;
 
-/* Beside the API socket: what the VMM writes to its stdout and stderr,
- * and the wait status its parent writes when it ends. The daemon's files:
+/* Beside the API socket: what the VMM writes to its stdout and stderr
+ * (MV_VMM_LOG_NAME), and the wait status its parent writes when it ends. The daemon's files:
  * a walled-in VMM cannot replace them. */
-#define MV_VMM_LOG_NAME   "vmm.log"
 #define MV_VMM_EXIT_NAME  "vmm.exit"
 
 void        mv_process_free (MvProcess *process);

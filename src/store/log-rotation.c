@@ -1,0 +1,224 @@
+/* Machines' logs bounded on disk by copy and truncate: the VMM keeps its
+ * log open with O_APPEND, so the file cannot be renamed away from it. */
+#include "log-rotation.h"
+#include "names.h"
+#include "util/files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gio.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* One read and write of the copy. */
+#define COPY_CHUNK (64 * 1024)
+
+static gboolean
+write_all (int fd, const char *data, gsize length)
+{
+  while (length > 0)
+    {
+      ssize_t n = write (fd, data, length);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return FALSE;
+      data += n;
+      length -= (gsize) n;
+    }
+  return TRUE;
+}
+
+/* Copies @from_fd from its start to its end as it is when the copy gets
+ * there (the VMM may still be writing), but at most @limit bytes. */
+static gboolean
+copy_to_end (int from_fd, int to_fd, guint64 limit)
+{
+  g_autofree char *buffer = g_malloc (COPY_CHUNK);
+  guint64 copied = 0;
+
+  while (copied < limit)
+    {
+      ssize_t n = pread (from_fd, buffer, MIN (COPY_CHUNK, limit - copied), (off_t) copied);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return FALSE;
+      if (n == 0)
+        break;
+      if (!write_all (to_fd, buffer, (gsize) n))
+        return FALSE;
+      copied += (guint64) n;
+    }
+  return TRUE;
+}
+
+gboolean
+mv_log_rotate (const char *path, const char *rotated, guint64 max_bytes, gboolean *done,
+               GError **error)
+{
+  g_autofree char *partial = g_strconcat (rotated, ".tmp", NULL);
+  struct stat st;
+  int fd, out;
+
+  *done = FALSE;
+  fd = open (path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return errno == ENOENT ? TRUE : mv_set_errno_error (error, errno, "Could not open %s", path);
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || (guint64) st.st_size <= max_bytes)
+    {
+      close (fd);
+      return TRUE;
+    }
+  unlink (partial);
+  out = open (partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (out < 0)
+    {
+      int errsv = errno;
+
+      close (fd);
+      return mv_set_errno_error (error, errsv, "Could not create %s", partial);
+    }
+  /* What grows while the copy runs is copied too, up to twice the cap,
+   * so that the window in which a write is lost is the truncation's. */
+  if (!copy_to_end (fd, out, MAX ((guint64) st.st_size, max_bytes * 2)) ||
+      ftruncate (fd, 0) < 0)
+    {
+      int errsv = errno;
+
+      close (fd);
+      close (out);
+      unlink (partial);
+      return mv_set_errno_error (error, errsv, "Could not rotate %s", path);
+    }
+  close (fd);
+  if (close (out) < 0 || rename (partial, rotated) < 0)
+    {
+      int errsv = errno;
+
+      unlink (partial);
+      return mv_set_errno_error (error, errsv, "Could not rotate %s into %s", path, rotated);
+    }
+  *done = TRUE;
+  return TRUE;
+}
+
+static void
+rotate_one (const char *dir, const char *name, guint64 max_bytes)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autofree char *rotated = g_strconcat (path, MV_LOG_ROTATED_SUFFIX, NULL);
+  g_autoptr (GError) error = NULL;
+  gboolean done;
+
+  if (!mv_log_rotate (path, rotated, max_bytes, &done, &error))
+    g_warning ("Logs: %s", error->message);
+  else if (done)
+    g_debug ("Logs: rotated %s", path);
+}
+
+void
+mv_logs_rotate_all (const char *machines_dir, guint64 max_bytes)
+{
+  DIR *dir = opendir (machines_dir);
+  struct dirent *entry;
+
+  if (!dir)
+    return;
+  while ((entry = readdir (dir)))
+    {
+      g_autofree char *machine_dir = NULL;
+
+      if (entry->d_name[0] == '.' || entry->d_type != DT_DIR)
+        continue;
+      machine_dir = g_build_filename (machines_dir, entry->d_name, NULL);
+      rotate_one (machine_dir, MV_CONSOLE_LOG_NAME, max_bytes);
+      rotate_one (machine_dir, MV_VMM_LOG_NAME, max_bytes);
+    }
+  closedir (dir);
+}
+
+/* What a round's thread and the rotator share: the rotator may be freed
+ * while a round runs. */
+typedef struct {
+  char    *machines_dir;
+  guint64  max_bytes;
+  gboolean busy;
+} RotatorState;
+
+struct _MvLogRotator {
+  RotatorState *state;
+  guint         timer_id;
+};
+
+static void
+rotator_state_clear (RotatorState *state)
+{
+  g_free (state->machines_dir);
+}
+
+static void
+rotator_state_release (RotatorState *state)
+{
+  g_rc_box_release_full (state, (GDestroyNotify) rotator_state_clear);
+}
+
+static void
+round_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  RotatorState *state = task_data;
+
+  mv_logs_rotate_all (state->machines_dir, state->max_bytes);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+round_done (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  RotatorState *state = g_task_get_task_data (G_TASK (result));
+
+  state->busy = FALSE;
+}
+
+static gboolean
+on_check (gpointer user_data)
+{
+  MvLogRotator *rotator = user_data;
+  g_autoptr (GTask) task = NULL;
+
+  if (rotator->state->busy)
+    return G_SOURCE_CONTINUE;
+  rotator->state->busy = TRUE;
+  task = g_task_new (NULL, NULL, round_done, NULL);
+  g_task_set_task_data (task, g_rc_box_acquire (rotator->state),
+                        (GDestroyNotify) rotator_state_release);
+  g_task_run_in_thread (task, round_thread);
+  return G_SOURCE_CONTINUE;
+}
+
+MvLogRotator *
+mv_log_rotator_new (const char *machines_dir, guint64 max_bytes, guint check_seconds)
+{
+  MvLogRotator *rotator = g_new0 (MvLogRotator, 1);
+
+  rotator->state = g_rc_box_new0 (RotatorState);
+  rotator->state->machines_dir = g_strdup (machines_dir);
+  rotator->state->max_bytes = max_bytes;
+  rotator->timer_id = g_timeout_add_seconds (check_seconds, on_check, rotator);
+  return rotator;
+}
+
+void
+mv_log_rotator_free (MvLogRotator *rotator)
+{
+  if (!rotator)
+    return;
+  g_clear_handle_id (&rotator->timer_id, g_source_remove);
+  rotator_state_release (rotator->state);
+  g_free (rotator);
+}
