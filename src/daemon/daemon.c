@@ -9,6 +9,7 @@
 #include "names.h"
 #include "network/dns.h"
 #include "network/host-network.h"
+#include "prometheus.h"
 #include "reconcile/reconciler.h"
 #include "storage/images.h"
 #include "storage/networks.h"
@@ -42,6 +43,8 @@ struct _MvDaemon {
   MvReconciler       *reconciler;
   guint               metrics_sample_seconds; /* [metrics] sample-seconds */
   MvMetricsSampler   *metrics;
+  GSocketAddress     *prometheus_address; /* [prometheus] listen; NULL: not served */
+  MvPrometheus       *prometheus;
   MvBusService       *service;
   MvImageStore       *images;          /* the cache of images machines boot */
   MvVolumeStore      *volumes;         /* the volumes machines mount */
@@ -127,6 +130,45 @@ load_metrics_config (MvDaemon *daemon, const char *path, GError **error)
     }
   daemon->metrics_sample_seconds = (guint) v;
   return TRUE;
+}
+
+/* [prometheus] listen; data/microvmd.conf documents it. */
+static gboolean
+load_prometheus_config (MvDaemon *daemon, const char *path, GError **error)
+{
+  g_autofree char *listen = g_key_file_get_string (daemon->config, "prometheus", "listen", NULL);
+  g_autoptr (GError) local = NULL;
+
+  if (!listen)
+    listen = g_strdup (MV_PROMETHEUS_DEFAULT_LISTEN);
+  g_strstrip (listen);
+  if (!*listen)
+    return TRUE;
+  daemon->prometheus_address = mv_prometheus_parse_listen (listen, &local);
+  if (!daemon->prometheus_address)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "%s: %s", path, local->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Metrics are not worth failing the daemon for: an address in use is
+ * warned about, and the bus is served all the same. */
+static void
+serve_prometheus (MvDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *where = NULL;
+
+  if (!daemon->prometheus_address)
+    return;
+  where = g_socket_connectable_to_string (G_SOCKET_CONNECTABLE (daemon->prometheus_address));
+  daemon->prometheus = mv_prometheus_new (daemon->reconciler, daemon->prometheus_address, &error);
+  if (!daemon->prometheus)
+    g_warning ("Not serving metrics on %s: %s", where, error->message);
+  else
+    g_message ("Serving metrics on http://%s%s", where, MV_PROMETHEUS_PATH);
 }
 
 /* The sampler's writer: a worker thread, the machine's files only. */
@@ -255,6 +297,7 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
 
   if (!load_config (daemon, config_path, options->config_path != NULL, error) ||
       !load_metrics_config (daemon, config_path, error) ||
+      !load_prometheus_config (daemon, config_path, error) ||
       !add_builtin_runtimes (daemon, error))
     {
       mv_daemon_free (daemon);
@@ -270,6 +313,8 @@ mv_daemon_free (MvDaemon *daemon)
   if (!daemon)
     return;
   /* The reconciler answers what still waits, through the bus, first. */
+  g_clear_pointer (&daemon->prometheus, mv_prometheus_free);
+  g_clear_object (&daemon->prometheus_address);
   g_clear_pointer (&daemon->metrics, mv_metrics_sampler_free);
   g_clear_pointer (&daemon->reconciler, mv_reconciler_free);
   g_clear_pointer (&daemon->service, mv_bus_service_free);
@@ -730,6 +775,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   mv_reconciler_run (daemon->reconciler);
   daemon->metrics = mv_metrics_sampler_new (daemon->reconciler, daemon->metrics_sample_seconds,
                                             write_metrics, NULL);
+  serve_prometheus (daemon);
 
   sd_notify (0, "READY=1");
   g_message ("microvmd %s serving %s", PACKAGE_VERSION, MV_BUS_NAME);
