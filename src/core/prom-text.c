@@ -64,7 +64,14 @@ mv_prom_append_double (GString *out, double value)
   else if (isnan (value))
     g_string_append (out, "NaN");
   else
-    g_string_append (out, g_ascii_dtostr (buf, sizeof buf, value));
+    {
+      /* The shortest of these that reads back as @value: 0.025, not
+       * 0.025000000000000001. */
+      g_ascii_formatd (buf, sizeof buf, "%.15g", value);
+      if (g_ascii_strtod (buf, NULL) != value)
+        g_ascii_formatd (buf, sizeof buf, "%.17g", value);
+      g_string_append (out, buf);
+    }
 }
 
 void
