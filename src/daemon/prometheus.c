@@ -262,20 +262,33 @@ mv_prometheus_render (MvReconciler *reconciler)
 
 /* ---- The server ---- */
 
-/* Before the body is read: only GET and HEAD are answered, so nobody
- * makes the daemon hold a request body. */
+/* Only GET and HEAD are answered. */
+static gboolean
+refuse_method (SoupServerMessage *msg)
+{
+  const char *method = soup_server_message_get_method (msg);
+
+  if (method == SOUP_METHOD_GET || method == SOUP_METHOD_HEAD)
+    return FALSE;
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Allow",
+                                "GET, HEAD");
+  soup_server_message_set_status (msg, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
+  return TRUE;
+}
+
+/* Once the headers are in, before a body is read. */
 static void
 on_request_headers (SoupServer *server, SoupServerMessage *msg, const char *path,
                     GHashTable *query, gpointer user_data)
 {
-  const char *method = soup_server_message_get_method (msg);
+  refuse_method (msg);
+}
 
-  if (method != SOUP_METHOD_GET && method != SOUP_METHOD_HEAD)
-    {
-      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Allow",
-                                    "GET, HEAD");
-      soup_server_message_set_status (msg, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
-    }
+static void
+on_not_found (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
+              gpointer user_data)
+{
+  soup_server_message_set_status (msg, SOUP_STATUS_NOT_FOUND, NULL);
 }
 
 static void
@@ -286,6 +299,8 @@ on_metrics (SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
   GString *text;
   gsize length;
 
+  if (refuse_method (msg))
+    return;
   /* The handler is also asked for paths below /metrics/. */
   if (strcmp (path, MV_PROMETHEUS_PATH) != 0)
     {
@@ -312,6 +327,7 @@ mv_prometheus_new (MvReconciler *reconciler, GSocketAddress *address, GError **e
   prometheus->reconciler = reconciler;
   prometheus->server = g_steal_pointer (&server);
   soup_server_add_early_handler (prometheus->server, NULL, on_request_headers, NULL, NULL);
+  soup_server_add_handler (prometheus->server, NULL, on_not_found, NULL, NULL);
   soup_server_add_handler (prometheus->server, MV_PROMETHEUS_PATH, on_metrics, prometheus, NULL);
   return prometheus;
 }
