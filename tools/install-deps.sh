@@ -20,6 +20,8 @@ packages=(
   # published ports, firewall rules, waking on traffic, DNS; their tests
   nftables libnftables-dev libnetfilter-log-dev libmnl-dev libldns-dev ldnsutils
   dnsmasq-base iputils-ping netcat-openbsd
+  # the metrics endpoint; Debian's Prometheus scrapes it in the tests
+  libsoup-3.0-dev prometheus
   # tests
   valgrind
   # fuzzing: clang with libFuzzer and the sanitizer runtimes

@@ -9,6 +9,7 @@
 #include "names.h"
 #include "network/dns.h"
 #include "network/host-network.h"
+#include "prometheus.h"
 #include "reconcile/reconciler.h"
 #include "storage/images.h"
 #include "storage/networks.h"
@@ -46,6 +47,8 @@ struct _MvDaemon {
   guint64             logs_max_bytes;      /* [logs] max-bytes */
   guint               logs_check_seconds;  /* [logs] check-seconds */
   MvLogRotator       *logs;
+  GSocketAddress     *prometheus_address; /* [prometheus] listen; NULL: not served */
+  MvPrometheus       *prometheus;
   MvBusService       *service;
   MvImageStore       *images;          /* the cache of images machines boot */
   MvVolumeStore      *volumes;         /* the volumes machines mount */
@@ -162,6 +165,45 @@ load_logs_config (MvDaemon *daemon, const char *path, GError **error)
       daemon->logs_check_seconds = (guint) v;
     }
   return TRUE;
+}
+
+/* [prometheus] listen; data/microvmd.conf documents it. */
+static gboolean
+load_prometheus_config (MvDaemon *daemon, const char *path, GError **error)
+{
+  g_autofree char *listen = g_key_file_get_string (daemon->config, "prometheus", "listen", NULL);
+  g_autoptr (GError) local = NULL;
+
+  if (!listen)
+    listen = g_strdup (MV_PROMETHEUS_DEFAULT_LISTEN);
+  g_strstrip (listen);
+  if (!*listen)
+    return TRUE;
+  daemon->prometheus_address = mv_prometheus_parse_listen (listen, &local);
+  if (!daemon->prometheus_address)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "%s: %s", path, local->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Metrics are not worth failing the daemon for: an address in use is
+ * warned about, and the bus is served all the same. */
+static void
+serve_prometheus (MvDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *where = NULL;
+
+  if (!daemon->prometheus_address)
+    return;
+  where = g_socket_connectable_to_string (G_SOCKET_CONNECTABLE (daemon->prometheus_address));
+  daemon->prometheus = mv_prometheus_new (daemon->reconciler, daemon->prometheus_address, &error);
+  if (!daemon->prometheus)
+    g_warning ("Not serving metrics on %s: %s", where, error->message);
+  else
+    g_message ("Serving metrics on http://%s%s", where, MV_PROMETHEUS_PATH);
 }
 
 /* The sampler's writer: a worker thread, the machine's files only. */
@@ -291,6 +333,7 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
   if (!load_config (daemon, config_path, options->config_path != NULL, error) ||
       !load_metrics_config (daemon, config_path, error) ||
       !load_logs_config (daemon, config_path, error) ||
+      !load_prometheus_config (daemon, config_path, error) ||
       !add_builtin_runtimes (daemon, error))
     {
       mv_daemon_free (daemon);
@@ -306,6 +349,8 @@ mv_daemon_free (MvDaemon *daemon)
   if (!daemon)
     return;
   /* The reconciler answers what still waits, through the bus, first. */
+  g_clear_pointer (&daemon->prometheus, mv_prometheus_free);
+  g_clear_object (&daemon->prometheus_address);
   g_clear_pointer (&daemon->metrics, mv_metrics_sampler_free);
   g_clear_pointer (&daemon->logs, mv_log_rotator_free);
   g_clear_pointer (&daemon->reconciler, mv_reconciler_free);
@@ -774,6 +819,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
     daemon->logs = mv_log_rotator_new (machines_dir, daemon->logs_max_bytes,
                                        daemon->logs_check_seconds);
   }
+  serve_prometheus (daemon);
 
   sd_notify (0, "READY=1");
   g_message ("microvmd %s serving %s", PACKAGE_VERSION, MV_BUS_NAME);

@@ -17,6 +17,7 @@ struct _MvReconciler {
   GHashTable          *snapshots;    /* id -> MvSnapshot* */
   GHashTable          *snapshot_names; /* names of snapshots being taken or deleted */
   GHashTable          *snapshot_users; /* id -> how many restores and forks read it */
+  MvOpStats            op_stats;     /* what the steps came to (steps.c) */
   void               (*recovered) (gpointer data);
   gpointer             recovered_data;
 };

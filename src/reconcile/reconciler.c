@@ -43,6 +43,12 @@ mv_clock_default (void)
   return &default_clock;
 }
 
+const MvOpStats *
+mv_reconciler_op_stats (MvReconciler *rec)
+{
+  return &rec->op_stats;
+}
+
 gint64
 mv_reconciler_now (MvReconciler *rec)
 {
@@ -82,6 +88,7 @@ mv_reconciler_new (const MvHost *host, const MvReconcilerOptions *options,
                                           (GDestroyNotify) mv_snapshot_free);
   rec->snapshot_names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   rec->snapshot_users = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  mv_op_stats_init (&rec->op_stats);
   rec->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify) mv_machine_free);
   mv_reconciler_listen_to_guests (rec);

@@ -8,6 +8,7 @@
 #include "core/metrics.h"
 #include "core/snapshot.h"
 #include "core/event.h"
+#include "core/op-stats.h"
 
 /* How the reconciler tells time and waits; tests inject their own. */
 typedef struct {
@@ -263,3 +264,7 @@ MvMetricsSampler *mv_metrics_sampler_new (MvReconciler *reconciler, guint sample
 void              mv_metrics_sampler_free (MvMetricsSampler *sampler);
 /* Whether a round is being written. */
 gboolean          mv_metrics_sampler_busy (MvMetricsSampler *sampler);
+
+/* What every step taken since the daemon started came to, by kind (its
+ * phase), for the metrics endpoint; recorded as each step ends. */
+const MvOpStats  *mv_reconciler_op_stats (MvReconciler *reconciler);

@@ -25,6 +25,7 @@ typedef struct {
   gboolean      restarting;      /* START: by the restart policy */
   const MvHostResource *resource; /* DESTROY: the one resource this step releases */
   guint64       generation;      /* the desired generation the step works towards */
+  gint64        started_at;      /* µs, the reconciler's monotonic clock */
   /* Results, read on the main thread once the task is done. */
   JsonObject   *started_vmm;     /* START */
   MvNetworkAttachment *attachment; /* START: the interface the guest was given */
@@ -390,9 +391,13 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
   StepTask *task = g_task_get_task_data (G_TASK (result));
   MvMachine *machine = mv_reconciler_lookup (task->rec, task->machine_id);
   g_autoptr (GError) error = NULL;
+  const MvClock *clock = task->rec->clock;
   MvStatus *status;
 
   g_task_propagate_boolean (G_TASK (result), &error);
+  mv_op_stats_record (&task->rec->op_stats, task->phase, error != NULL,
+                      (clock->monotonic_time (clock->data) - task->started_at) /
+                      (double) G_USEC_PER_SEC);
   g_return_if_fail (machine != NULL);
   status = machine->status;
   machine->busy = FALSE;
@@ -531,6 +536,7 @@ run_step (MvMachine *machine, MvStep step)
   machine->step_cancellable = g_object_ref (task->cancellable);
   mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, task->phase);
 
+  task->started_at = rec->clock->monotonic_time (rec->clock->data);
   mv_reconciler_run_in_thread (run_step_in_thread, on_step_done, task,
                                (GDestroyNotify) step_task_free);
 }

@@ -1,0 +1,25 @@
+/* The Prometheus endpoint: GET /metrics in the text exposition format
+ * (docs/metrics.md lists every series), served by libsoup on the main
+ * loop from [prometheus] listen. */
+#pragma once
+#include "reconcile/reconciler.h"
+
+#include <gio/gio.h>
+
+#define MV_PROMETHEUS_DEFAULT_LISTEN "127.0.0.1:9477"
+#define MV_PROMETHEUS_PATH           "/metrics"
+
+typedef struct _MvPrometheus MvPrometheus;
+
+/* "ADDRESS:PORT" ("[ADDRESS]:PORT" for IPv6), a literal IP address and a
+ * port of 1 to 65535: no name is looked up. */
+GSocketAddress *mv_prometheus_parse_listen (const char *text, GError **error);
+
+/* Everything the endpoint serves, as of now: stats are read here (a few
+ * /proc files a machine with a VMM). */
+GString        *mv_prometheus_render (MvReconciler *reconciler);
+
+/* Listens on @address; @reconciler outlives it. */
+MvPrometheus   *mv_prometheus_new (MvReconciler *reconciler, GSocketAddress *address,
+                                   GError **error);
+void            mv_prometheus_free (MvPrometheus *prometheus);
