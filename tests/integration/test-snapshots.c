@@ -179,6 +179,31 @@ count_announced (Fixture *f, const char *member, const char *path)
   return n;
 }
 
+/* The kinds of the events told of the machine called @name, in order,
+ * one per line. */
+static char *
+events_of (Fixture *f, const char *name)
+{
+  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                  "GetEvents", NULL, NULL, "t", (guint64) 0);
+  GString *kinds = g_string_new (NULL);
+  const char *kind, *id, *machine, *operation, *message;
+  guint64 sequence, time;
+
+  g_assert_nonnull (reply);
+  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "(ttsssssa{sv})"), >, 0);
+  while (sd_bus_message_enter_container (reply, 'r', "ttsssssa{sv}") > 0)
+    {
+      g_assert_cmpint (sd_bus_message_read (reply, "ttsssss", &sequence, &time, &kind, &id,
+                                            &machine, &operation, &message), >, 0);
+      g_assert_cmpint (sd_bus_message_skip (reply, "a{sv}"), >=, 0);
+      g_assert_cmpint (sd_bus_message_exit_container (reply), >=, 0);
+      if (g_str_equal (machine, name))
+        g_string_append_printf (kinds, "%s\n", kind);
+    }
+  return g_string_free (kinds, FALSE);
+}
+
 static void
 snapshot_teardown (Fixture *f, gconstpointer data)
 {
@@ -500,6 +525,20 @@ test_fork (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 3);
   name = client_get_string (f->client, copy, "Name");
   g_assert_cmpstr (name, ==, "copy");
+
+  /* What happened is told: the source's snapshots, each fork made and
+   * woken, the failed one gone. */
+  {
+    g_autofree char *origin_events = events_of (f, "origin");
+    g_autofree char *copy_events = events_of (f, "copy");
+    g_autofree char *bad_events = events_of (f, "bad");
+
+    g_test_message ("origin: %s\ncopy: %s\nbad: %s", origin_events, copy_events, bad_events);
+    g_assert_nonnull (strstr (origin_events, "snapshot-taken\n"));
+    g_assert_nonnull (strstr (copy_events, "created\n"));
+    g_assert_nonnull (strstr (copy_events, "forked\n"));
+    g_assert_nonnull (strstr (bad_events, "deleted\n"));
+  }
 }
 
 /* Snapshots outlive their machine; a restore then is refused, a fork
@@ -528,6 +567,12 @@ test_outlive_and_delete (Fixture *f, gconstpointer data)
   err = snapshot_call (f, snapshot, "Delete");
   g_assert_cmpstr (err, ==, NULL);
   client_settle (f->client, 200);
+  {
+    g_autofree char *events = events_of (f, "gone");
+
+    g_assert_nonnull (strstr (events, "snapshot-taken\n"));
+    g_assert_nonnull (strstr (events, "snapshot-deleted\n"));
+  }
   g_assert_cmpuint (count_announced (f, "InterfacesRemoved", snapshot), ==, 1);
   g_assert_cmpuint (count_snapshots (f), ==, 0);
   g_assert_cmpuint (count_snapshot_dirs (f), ==, 0);
