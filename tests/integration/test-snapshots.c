@@ -814,10 +814,15 @@ run_sweep_case (Fixture *f, const SweepCase *c, guint n)
 
       for (guint i = 0; i < 100 && (copy = get_path (f, "GetMachine", fork_name)); i++)
         {
-          g_autofree char *copy_state = client_get_string (f->client, copy, "State");
+          sd_bus_error error = SD_BUS_ERROR_NULL;
+          g_autofree char *copy_state = NULL;
 
-          if (g_str_equal (copy_state, "Running"))
+          /* It may go between the two calls. */
+          if (sd_bus_get_property_string (f->client->bus, MV_BUS_NAME, copy, MV_MACHINE_IFACE,
+                                          "State", &error, &copy_state) >= 0 &&
+              g_str_equal (copy_state, "Running"))
             break;
+          sd_bus_error_free (&error);
           g_clear_pointer (&copy, g_free);
           client_settle (f->client, 100);
         }
