@@ -282,6 +282,37 @@ test_lifecycle (Fixture *f, gconstpointer data)
   }
 }
 
+/* What a client asks of a machine is told too: pause and resume, standby
+ * and the wake from it, an update and a rename. */
+static void
+test_requests (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create_ok (f->client, SPEC_WITH ("asker", ""));
+  g_autofree char *id = machine_id (f->client, path);
+  g_autoptr (sd_bus_message) updated = NULL, renamed = NULL;
+  g_autoptr (GPtrArray) events = NULL;
+  Event *rename;
+
+  client_call_ok (f->client, path, "Start");
+  client_call_ok (f->client, path, "Pause");
+  client_call_ok (f->client, path, "Resume");
+  client_call_ok (f->client, path, "Standby");
+  client_call_ok (f->client, path, "Start");
+  client_call_ok (f->client, path, "Stop");
+  updated = client_call (f->client, path, MV_MACHINE_IFACE, "Update", NULL, NULL, "s",
+                         "{\"name\":\"asker\",\"hypervisor_type\":\"test\","
+                         "\"kernel\":\"/boot/vmlinuz\",\"memory_bytes\":536870912}");
+  g_assert_nonnull (updated);
+  renamed = client_call (f->client, path, MV_MACHINE_IFACE, "Rename", NULL, NULL, "s", "answerer");
+  g_assert_nonnull (renamed);
+  assert_kinds_soon (f->client, id, "created started paused resumed standby woken stopped "
+                                    "updated renamed");
+  events = get_events (f->client, 0);
+  rename = find_event (events, id, "renamed");
+  g_assert_cmpstr (rename->machine_name, ==, "answerer");
+  g_assert_nonnull (strstr (rename->message, "asker"));
+}
+
 static void
 test_kept_across_restart (Fixture *f, gconstpointer data)
 {
@@ -409,6 +440,8 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add ("/events/lifecycle", Fixture, test_config, fixture_setup, test_lifecycle,
+              fixture_teardown);
+  g_test_add ("/events/requests", Fixture, test_config, fixture_setup, test_requests,
               fixture_teardown);
   g_test_add ("/events/kept-across-restart", Fixture, test_config, fixture_setup,
               test_kept_across_restart, fixture_teardown);
