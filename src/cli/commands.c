@@ -367,6 +367,69 @@ list_machines_one_by_one (MvCtl *ctl, GPtrArray *machines)
   return MV_EXIT_OK;
 }
 
+/* One object of GetManagedObjects' reply: its properties are added to
+ * @objects if it has @interface. */
+static int
+read_managed_object (sd_bus_message *reply, const char *interface, GPtrArray *objects)
+{
+  const char *path;
+  int r = sd_bus_message_read (reply, "o", &path);
+
+  if (r >= 0)
+    r = sd_bus_message_enter_container (reply, 'a', "{sa{sv}}");
+  while (r >= 0 && (r = sd_bus_message_enter_container (reply, 'e', "sa{sv}")) > 0)
+    {
+      const char *name;
+
+      r = sd_bus_message_read (reply, "s", &name);
+      if (r >= 0 && g_str_equal (name, interface))
+        {
+          GPtrArray *props = mv_properties_new ();
+
+          mv_properties_add_string (props, "path", path);
+          g_ptr_array_add (objects, props);
+          r = mv_properties_read (reply, props);
+        }
+      else if (r >= 0)
+        r = sd_bus_message_skip (reply, "a{sv}");
+      if (r >= 0)
+        r = sd_bus_message_exit_container (reply);
+    }
+  if (r >= 0)
+    r = sd_bus_message_exit_container (reply);
+  return r;
+}
+
+static gint
+properties_by_name (gconstpointer a, gconstpointer b)
+{
+  return g_strcmp0 (mv_properties_get_string (*(GPtrArray **) a, "Name"),
+                    mv_properties_get_string (*(GPtrArray **) b, "Name"));
+}
+
+int
+mv_read_objects (MvCtl *ctl, const char *interface, const char *what, GPtrArray *objects)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  g_autoptr(sd_bus_message) reply = NULL;
+  int r = mv_call (ctl, MV_MANAGER_PATH, "org.freedesktop.DBus.ObjectManager",
+                   "GetManagedObjects", 0, &error, &reply, NULL);
+
+  if (r < 0)
+    return mv_fail_bus (&error, r);
+  r = sd_bus_message_enter_container (reply, 'a', "{oa{sa{sv}}}");
+  while (r >= 0 && (r = sd_bus_message_enter_container (reply, 'e', "oa{sa{sv}}")) > 0)
+    {
+      r = read_managed_object (reply, interface, objects);
+      if (r >= 0)
+        r = sd_bus_message_exit_container (reply);
+    }
+  if (r < 0)
+    return mv_fail (_("cannot read %s: %s"), what, g_strerror (-r));
+  g_ptr_array_sort (objects, properties_by_name);
+  return MV_EXIT_OK;
+}
+
 static int
 compare_by_name (gconstpointer a, gconstpointer b)
 {

@@ -108,6 +108,12 @@ int mv_usage_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
  * and returns its exit status if there is none. */
 int mv_resolve_machine (MvCtl *ctl, const char *name_or_id, char **path);
 
+/* Every object of the manager's ObjectManager that has @interface: its
+ * properties (GPtrArray of MvProperty, with "path") added to @objects,
+ * sorted by Name. On failure prints that @what (plural, "the volumes")
+ * cannot be read and returns its exit status. */
+int mv_read_objects (MvCtl *ctl, const char *interface, const char *what, GPtrArray *objects);
+
 /* Prints an object's properties as show does: one "Key: value" line each
  * and the spec last, or one JSON object with --json. */
 void mv_print_properties (MvCtl *ctl, const char *path, GPtrArray *props);

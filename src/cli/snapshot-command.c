@@ -15,63 +15,6 @@
 #include "terminal-text.h"
 
 #define DBUS_PROPERTIES_IFACE     "org.freedesktop.DBus.Properties"
-#define DBUS_OBJECT_MANAGER_IFACE "org.freedesktop.DBus.ObjectManager"
-
-/* One object of GetManagedObjects' reply: its properties are added to
- * @snapshots if it is a snapshot. */
-static int
-read_object (sd_bus_message *reply, GPtrArray *snapshots)
-{
-  const char *path;
-  int r = sd_bus_message_read (reply, "o", &path);
-
-  if (r >= 0)
-    r = sd_bus_message_enter_container (reply, 'a', "{sa{sv}}");
-  while (r >= 0 && (r = sd_bus_message_enter_container (reply, 'e', "sa{sv}")) > 0)
-    {
-      const char *interface;
-
-      r = sd_bus_message_read (reply, "s", &interface);
-      if (r >= 0 && g_str_equal (interface, MV_SNAPSHOT_IFACE))
-        {
-          GPtrArray *props = mv_properties_new ();
-
-          mv_properties_add_string (props, "path", path);
-          g_ptr_array_add (snapshots, props);
-          r = mv_properties_read (reply, props);
-        }
-      else if (r >= 0)
-        r = sd_bus_message_skip (reply, "a{sv}");
-      if (r >= 0)
-        r = sd_bus_message_exit_container (reply);
-    }
-  if (r >= 0)
-    r = sd_bus_message_exit_container (reply);
-  return r;
-}
-
-/* Every snapshot's properties (GPtrArray of MvProperty), with "path". */
-static int
-read_snapshots (MvCtl *ctl, GPtrArray *snapshots)
-{
-  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
-  g_autoptr(sd_bus_message) reply = NULL;
-  int r = mv_call (ctl, MV_MANAGER_PATH, DBUS_OBJECT_MANAGER_IFACE, "GetManagedObjects", 0,
-                   &error, &reply, NULL);
-
-  if (r < 0)
-    return mv_fail_bus (&error, r);
-  r = sd_bus_message_enter_container (reply, 'a', "{oa{sa{sv}}}");
-  while (r >= 0 && (r = sd_bus_message_enter_container (reply, 'e', "oa{sa{sv}}")) > 0)
-    {
-      r = read_object (reply, snapshots);
-      if (r >= 0)
-        r = sd_bus_message_exit_container (reply);
-    }
-  if (r < 0)
-    return mv_fail (_("cannot read the snapshots: %s"), g_strerror (-r));
-  return MV_EXIT_OK;
-}
 
 /* A snapshot's object path by its name or ID; the daemon's NotFound if
  * there is none. */
@@ -131,13 +74,6 @@ machine_filter_matches (const MachineFilter *filter, GPtrArray *props)
     return g_str_equal (id, filter->machine_id);
   return g_str_equal (id, filter->given) ||
          g_str_equal (mv_properties_get_string (props, "MachineName"), filter->given);
-}
-
-static gint
-by_name (gconstpointer a, gconstpointer b)
-{
-  return g_strcmp0 (mv_properties_get_string (*(GPtrArray **) a, "Name"),
-                    mv_properties_get_string (*(GPtrArray **) b, "Name"));
 }
 
 /* Every property but the spec, which show prints, in snake_case. */
@@ -214,7 +150,7 @@ snapshot_list (MvCtl *ctl, const char *machine)
   if (machine != NULL)
     status = machine_filter_init (ctl, machine, &filter);
   if (status == MV_EXIT_OK)
-    status = read_snapshots (ctl, snapshots);
+    status = mv_read_objects (ctl, MV_SNAPSHOT_IFACE, _("the snapshots"), snapshots);
   for (guint i = snapshots->len; machine != NULL && i > 0; i--)
     if (!machine_filter_matches (&filter, snapshots->pdata[i - 1]))
       g_ptr_array_remove_index (snapshots, i - 1);
@@ -222,7 +158,6 @@ snapshot_list (MvCtl *ctl, const char *machine)
   if (status != MV_EXIT_OK)
     return status;
 
-  g_ptr_array_sort (snapshots, by_name);
   if (ctl->names)
     {
       /* For scripts and shell completion: nothing else, not even a header. */

@@ -12,7 +12,6 @@
 #include "table.h"
 #include "terminal-text.h"
 
-#define DBUS_OBJECT_MANAGER_IFACE "org.freedesktop.DBus.ObjectManager"
 
 /* "64M", "1G", "1073741824": bytes, with K, M, G, T as powers of 1024. */
 static gboolean
@@ -47,78 +46,14 @@ parse_size (const char *text, guint64 *out)
   return TRUE;
 }
 
-/* One object of GetManagedObjects' reply: its properties are added to
- * @volumes if it is a volume. */
-static int
-read_object (sd_bus_message *reply, GPtrArray *volumes)
-{
-  const char *path;
-  int r = sd_bus_message_read (reply, "o", &path);
-
-  if (r >= 0)
-    r = sd_bus_message_enter_container (reply, 'a', "{sa{sv}}");
-  while (r >= 0 && (r = sd_bus_message_enter_container (reply, 'e', "sa{sv}")) > 0)
-    {
-      const char *interface;
-
-      r = sd_bus_message_read (reply, "s", &interface);
-      if (r >= 0 && g_str_equal (interface, MV_VOLUME_IFACE))
-        {
-          GPtrArray *props = mv_properties_new ();
-
-          mv_properties_add_string (props, "path", path);
-          g_ptr_array_add (volumes, props);
-          r = mv_properties_read (reply, props);
-        }
-      else if (r >= 0)
-        r = sd_bus_message_skip (reply, "a{sv}");
-      if (r >= 0)
-        r = sd_bus_message_exit_container (reply);
-    }
-  if (r >= 0)
-    r = sd_bus_message_exit_container (reply);
-  return r;
-}
-
-/* Every volume's properties (GPtrArray of MvProperty), with "path". */
-static int
-read_volumes (MvCtl *ctl, GPtrArray *volumes)
-{
-  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
-  g_autoptr(sd_bus_message) reply = NULL;
-  int r = mv_call (ctl, MV_MANAGER_PATH, DBUS_OBJECT_MANAGER_IFACE, "GetManagedObjects", 0,
-                   &error, &reply, NULL);
-
-  if (r < 0)
-    return mv_fail_bus (&error, r);
-  r = sd_bus_message_enter_container (reply, 'a', "{oa{sa{sv}}}");
-  while (r >= 0 && (r = sd_bus_message_enter_container (reply, 'e', "oa{sa{sv}}")) > 0)
-    {
-      r = read_object (reply, volumes);
-      if (r >= 0)
-        r = sd_bus_message_exit_container (reply);
-    }
-  if (r < 0)
-    return mv_fail (_("cannot read the volumes: %s"), g_strerror (-r));
-  return MV_EXIT_OK;
-}
-
-static gint
-by_name (gconstpointer a, gconstpointer b)
-{
-  return g_strcmp0 (mv_properties_get_string (*(GPtrArray **) a, "Name"),
-                    mv_properties_get_string (*(GPtrArray **) b, "Name"));
-}
-
 static int
 volume_list (MvCtl *ctl)
 {
   g_autoptr(GPtrArray) volumes = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
-  int status = read_volumes (ctl, volumes);
+  int status = mv_read_objects (ctl, MV_VOLUME_IFACE, _("the volumes"), volumes);
 
   if (status != MV_EXIT_OK)
     return status;
-  g_ptr_array_sort (volumes, by_name);
   if (ctl->names)
     {
       /* For scripts and shell completion: nothing else, not even a header. */
@@ -223,7 +158,7 @@ volume_remove (MvCtl *ctl, const char *name)
 {
   g_autoptr(GPtrArray) volumes = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
   g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
-  int status = read_volumes (ctl, volumes);
+  int status = mv_read_objects (ctl, MV_VOLUME_IFACE, _("the volumes"), volumes);
   const char *path = NULL;
   int r;
 
