@@ -62,8 +62,8 @@ fail_parse (int r)
   return mv_fail (_("Failed to parse the reply from microvmd: %s"), g_strerror (-r));
 }
 
-static void
-print_json (JsonNode *root)
+void
+mv_print_json (JsonNode *root)
 {
   g_autoptr(JsonGenerator) generator = json_generator_new ();
   g_autofree char *text = NULL;
@@ -473,7 +473,7 @@ print_machines_json (GPtrArray *machines)
   json_builder_end_array (builder);
 
   root = json_builder_get_root (builder);
-  print_json (root);
+  mv_print_json (root);
 }
 
 static void
@@ -603,7 +603,7 @@ print_properties_json (const char *path, GPtrArray *props)
   json_object_set_string_member (object, "path", path);
 
   json_node_init_object (root, object);
-  print_json (root);
+  mv_print_json (root);
 }
 
 static void
@@ -731,7 +731,7 @@ mv_print_created_machine (MvCtl *ctl, const char *path)
         json_object_set_null_member (object, "name");
       json_object_set_string_member (object, "path", path);
       json_node_init_object (root, object);
-      print_json (root);
+      mv_print_json (root);
     }
   else if (id != NULL)
     printf (_("Created machine %s (%s).\n"), name, id);
@@ -1124,7 +1124,7 @@ mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv)
   if (ctl->json)
     {
       g_autoptr(JsonNode) root = mv_wait_result_to_json (result);
-      print_json (root);
+      mv_print_json (root);
     }
   else
     {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 #include <systemd/sd-bus.h>
 
 #include "polkit-agent.h"
@@ -113,6 +114,9 @@ int mv_resolve_machine (MvCtl *ctl, const char *name_or_id, char **path);
  * sorted by Name. On failure prints that @what (plural, "the volumes")
  * cannot be read and returns its exit status. */
 int mv_read_objects (MvCtl *ctl, const char *interface, const char *what, GPtrArray *objects);
+
+/* Prints @root as indented JSON and a newline on stdout. */
+void mv_print_json (JsonNode *root);
 
 /* Prints an object's properties as show does: one "Key: value" line each
  * and the spec last, or one JSON object with --json. */

@@ -82,8 +82,6 @@ print_json (GPtrArray *snapshots)
 {
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   g_autoptr(JsonNode) root = NULL;
-  g_autoptr(JsonGenerator) generator = json_generator_new ();
-  g_autofree char *text = NULL;
 
   json_builder_begin_array (builder);
   for (guint i = 0; i < snapshots->len; i++)
@@ -106,10 +104,7 @@ print_json (GPtrArray *snapshots)
     }
   json_builder_end_array (builder);
   root = json_builder_get_root (builder);
-  json_generator_set_pretty (generator, TRUE);
-  json_generator_set_root (generator, root);
-  text = json_generator_to_data (generator, NULL);
-  printf ("%s\n", text);
+  mv_print_json (root);
 }
 
 static void

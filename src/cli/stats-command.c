@@ -185,19 +185,6 @@ read_named_stats (MvCtl *ctl, int argc, char **argv, GPtrArray *rows, GPtrArray 
 }
 
 static void
-print_json (JsonNode *root)
-{
-  g_autoptr (JsonGenerator) generator = json_generator_new ();
-  g_autofree char *text = NULL;
-
-  json_generator_set_pretty (generator, TRUE);
-  json_generator_set_indent (generator, 2);
-  json_generator_set_root (generator, root);
-  text = json_generator_to_data (generator, NULL);
-  printf ("%s\n", text);
-}
-
-static void
 add_int (JsonBuilder *b, const char *key, gint64 value)
 {
   json_builder_set_member_name (b, key);
@@ -249,7 +236,7 @@ print_stats_json (GPtrArray *rows, GPtrArray *have)
     }
   json_builder_end_array (b);
   root = json_builder_get_root (b);
-  print_json (root);
+  mv_print_json (root);
 }
 
 static void
@@ -414,7 +401,7 @@ print_metrics_json (GArray *samples)
     }
   json_builder_end_array (b);
   root = json_builder_get_root (b);
-  print_json (root);
+  mv_print_json (root);
 }
 
 static void
