@@ -945,6 +945,11 @@ fork_spec (MvReconciler *rec, const MvSnapshot *snapshot, const char *fork_json,
         return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "hypervisor_type: a fork of a "
                              "running guest runs on %s, which froze it",
                              snapshot->hypervisor_type), NULL;
+      if (spec->hypervisor_version && *spec->hypervisor_version &&
+          g_strcmp0 (spec->hypervisor_version, snapshot->hypervisor_version) != 0)
+        return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "hypervisor_version: a fork of "
+                             "a running guest runs on %s %s, which froze it",
+                             snapshot->hypervisor_type, snapshot->hypervisor_version), NULL;
       /* Pinned to the version only when it is not the host's default. */
       if (mv_runtimes_find (rec->host->runtimes, spec->hypervisor_type, NULL) != needed)
         {

@@ -489,6 +489,11 @@ test_fork (Fixture *f, gconstpointer data)
                             &err));
   g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
   g_clear_pointer (&err, g_free);
+  /* ...and the hypervisor version that froze it. */
+  g_assert_null (fork_from (f, snapshot, NULL, "{\"name\":\"other\",\"hypervisor_version\":"
+                            "\"9.9.9\"}", &err));
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+  g_clear_pointer (&err, g_free);
   g_assert_null (fork_from (f, snapshot, NULL, "[1]", &err));
   g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
   g_clear_pointer (&err, g_free);
