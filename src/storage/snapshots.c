@@ -119,7 +119,6 @@ take_saved_state (MvSnapshots *snapshots, const char *dir, const char *machine_i
 static gboolean
 commit (MvSnapshots *snapshots, const char *dir, MvSnapshot *snapshot, GError **error)
 {
-  Store *self = store_of (snapshots);
   g_autofree char *record = g_build_filename (dir, RECORD_NAME, NULL);
   g_autofree char *target = snapshot_dir (snapshots, snapshot->id);
   g_autofree char *state = state_dir (snapshots, dir);
@@ -135,7 +134,6 @@ commit (MvSnapshots *snapshots, const char *dir, MvSnapshot *snapshot, GError **
   mv_fault_point ("snapshot", "staged");
   if (!mv_rename_durably (dir, target, &local))
     return host_failed (error, local, "snapshot");
-  (void) self;
   return TRUE;
 }
 
@@ -172,8 +170,10 @@ place (const char *from, const char *to, const char *partial, gboolean move, GEr
       return TRUE;
     }
   if (g_unlink (partial) < 0 && errno != ENOENT)
-    return host_failed (error, (mv_set_errno_error (&local, errno, "Cannot remove %s", partial),
-                                local), "disk");
+    {
+      mv_set_errno_error (&local, errno, "Cannot remove %s", partial);
+      return host_failed (error, local, "disk");
+    }
   if (!mv_copy_file (from, partial, &local) || !mv_rename_durably (partial, to, &local))
     {
       g_unlink (partial);
