@@ -287,6 +287,14 @@ test_fork_running (NetFixture *nf, gconstpointer data)
     g_assert_cmpstr (ping, ==, "ok");
   }
 
+  /* The fork's agent mixed fresh entropy from the host into its kernel
+   * and had it reseed (both ioctls succeeded), and said so. */
+  {
+    g_autofree char *log = mv_test_env_read_daemon_log (f->env);
+
+    g_assert_nonnull (strstr (log, "took its identity (changed: entropy"));
+  }
+
   /* Their random number generators do not share a state. */
   origin_random = guest_output (f, origin, "head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'");
   twin_random = guest_output (f, twin, "head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'");
