@@ -84,6 +84,8 @@
 #define MV_DESTROY_MARKER        "destroy-requested"
 /* In a machine's runtime directory. */
 #define MV_CONSOLE_LOG_NAME      "console.log"
+/* Where the console's holder takes clients (hypervisor/console.h). */
+#define MV_CONSOLE_SOCKET_NAME   "console.sock"
 #define MV_VMM_LOG_NAME          "vmm.log"
 /* A log's one rotated file: its name and this (see store/log-rotation.h). */
 #define MV_LOG_ROTATED_SUFFIX    ".1"

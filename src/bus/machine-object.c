@@ -407,6 +407,32 @@ method_get_console_log (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static void
+do_open_console (MvMachine *machine, sd_bus_message *call, gboolean root)
+{
+  g_autoptr (GError) error = NULL;
+  gboolean writer = FALSE;
+  int fd = mv_reconciler_open_console (machine, &writer, &error);
+
+  if (fd < 0)
+    {
+      mv_bus_reply_gerror (call, error);
+      return;
+    }
+  mv_machine_log (machine, G_LOG_LEVEL_INFO, "%s attached to the console%s",
+                  sd_bus_message_get_sender (call),
+                  writer ? "" : " read-only: another client holds its input");
+  /* sd-bus sends a duplicate: ours is closed either way. */
+  sd_bus_reply_method_return (call, "h", fd);
+  close (fd);
+}
+
+static int
+method_open_console (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_CONSOLE, "console", do_open_console);
+}
+
+static void
 do_get_spec (MvMachine *machine, sd_bus_message *call, gboolean root)
 {
   g_autofree char *json = mv_spec_to_json (machine->config->spec, TRUE);
@@ -522,6 +548,8 @@ static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_METHOD_WITH_ARGS ("GetConsoleLog", SD_BUS_ARGS ("u", tail_lines),
                            SD_BUS_RESULT ("s", text), method_get_console_log,
                            SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("OpenConsole", SD_BUS_NO_ARGS, SD_BUS_RESULT ("h", console),
+                           method_open_console, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("StreamLogs", SD_BUS_ARGS ("s", source, "u", tail_lines, "b", follow),
                            SD_BUS_RESULT ("h", log), method_stream_logs,
                            SD_BUS_VTABLE_UNPRIVILEGED),

@@ -29,6 +29,11 @@ static const char *const features[] = {
   "volumes",
   "networks",
   "snapshots",
+  "console",
+  "logs",
+  "stats",
+  "metrics",
+  "events",
   NULL,
 };
 

@@ -328,13 +328,9 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
       json_object_set_array_member (config, "fs", fs);
     }
 
-  if (spec->console.path)
-    {
-      json_object_set_string_member (serial, "mode", "File");
-      json_object_set_string_member (serial, "file", spec->console.path);
-    }
-  else
-    json_object_set_string_member (serial, "mode", "Null");
+  /* The serial console is the VMM's stdin and stdout, which its parent
+   * holds (console.h). */
+  json_object_set_string_member (serial, "mode", spec->console.path ? "Tty" : "Null");
   json_object_set_object_member (config, "serial", serial);
   /* The virtio console defaults to the VMM's terminal, which a daemon's
    * VMM has none of. */
@@ -406,8 +402,10 @@ chv_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GErro
 }
 
 static MvProcess *
-launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, GError **error)
+launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, const char *console_log,
+        GError **error)
 {
+  MvProcessOptions options = { .jail = jail, .console_log = console_log };
   g_autofree char *option = g_strconcat ("path=", socket_path, NULL);
   const char *argv[] = { starter->binary, "--api-socket", option, "-v", NULL };
 
@@ -428,7 +426,7 @@ launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, GError **
           return NULL;
         }
     }
-  return mv_process_start (socket_path, argv, jail, START_TIMEOUT_MS, error);
+  return mv_process_start_with (socket_path, argv, &options, START_TIMEOUT_MS, error);
 }
 
 static MvHypervisor *
@@ -443,7 +441,7 @@ chv_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, Mv
   if (!chv_check (base, socket_path, spec, error) ||
       (spec->jail && !mv_rest_furnish_jail (starter, spec, error)))
     return NULL;
-  process = launch (starter, socket_path, spec->jail, error);
+  process = launch (starter, socket_path, spec->jail, spec->console.path, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);
@@ -490,8 +488,7 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
   if (spec->console.path)
     {
       JsonObject *serial = json_object_new ();
-      json_object_set_string_member (serial, "mode", "File");
-      json_object_set_string_member (serial, "file", spec->console.path);
+      json_object_set_string_member (serial, "mode", "Tty");
       json_object_set_object_member (config, "serial", serial);
     }
   nets = mv_json_get_array (config, "net");
@@ -585,7 +582,7 @@ chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_d
                                                     spec->tap_device, spec->disks, NULL,
                                                     error)))
     return NULL;
-  process = launch (starter, socket_path, spec->jail, error);
+  process = launch (starter, socket_path, spec->jail, spec->console.path, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);

@@ -380,13 +380,8 @@ configure (MvRestHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const
         return FALSE;
     }
 
-  if (spec->console.path)
-    {
-      g_autoptr (JsonObject) serial = json_object_new ();
-      json_object_set_string_member (serial, "serial_out_path", spec->console.path);
-      if (!mv_rest_put (hv, "/serial", serial, error))
-        return FALSE;
-    }
+  /* Without serial_out_path the serial console is Firecracker's stdin
+   * and stdout, which its parent holds (console.h). */
 
   if (spec->memory.hotplug_bytes > 0)
     {
@@ -497,8 +492,10 @@ instance_id (const char *socket_path)
 }
 
 static MvProcess *
-launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, GError **error)
+launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, const char *console_log,
+        GError **error)
 {
+  MvProcessOptions options = { .jail = jail, .console_log = console_log };
   g_autofree char *id = instance_id (socket_path);
   g_autofree char *limit = g_strdup_printf ("%d", MV_MMDS_SIZE_LIMIT_BYTES);
   /* The MMDS limit is set explicitly, and requests may be as large, since
@@ -518,7 +515,7 @@ launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, GError **
                    "there, or a stale socket was left)", socket_path);
       return NULL;
     }
-  return mv_process_start (socket_path, argv, jail, START_TIMEOUT_MS, error);
+  return mv_process_start_with (socket_path, argv, &options, START_TIMEOUT_MS, error);
 }
 
 static MvHypervisor *
@@ -537,7 +534,7 @@ fc_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, MvP
     return NULL;
   if (spec->jail && !mv_rest_furnish_jail (starter, spec, error))
     return NULL;
-  process = launch (starter, socket_path, spec->jail, error);
+  process = launch (starter, socket_path, spec->jail, spec->console.path, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);
@@ -607,7 +604,6 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
   JsonObject *backend;
   JsonArray *ifaces;
   MvRestHypervisor *hv;
-  gboolean ok;
 
   if (!devices)
     return NULL;
@@ -650,19 +646,12 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
                                                   spec->tap_device, spec->disks,
                                                   recorded ? recorded->disks : NULL, error))
     return NULL;
-  process = launch (starter, socket_path, spec->jail, error);
+  process = launch (starter, socket_path, spec->jail, spec->console.path, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);
-  ok = TRUE;
-  if (spec->console.path)
-    {
-      g_autoptr (JsonObject) serial = json_object_new ();
-      json_object_set_string_member (serial, "serial_out_path", spec->console.path);
-      ok = mv_rest_put (hv, "/serial", serial, error);
-    }
   /* A failed load ends Firecracker; its answer still says why. */
-  if (!ok || !mv_rest_put (hv, "/snapshot/load", load, error))
+  if (!mv_rest_put (hv, "/snapshot/load", load, error))
     return mv_rest_abandon (base, &hv->base, process, "Could not restore the guest: ", error);
   *vmm = g_steal_pointer (&process);
   return &hv->base;

@@ -716,8 +716,9 @@ static gboolean
 is_daemons (const char *name)
 {
   /* The rotated logs too: what an earlier run printed is not the next
-   * VMM's to rewrite. */
+   * VMM's to rewrite. The console's log and socket are its holder's. */
   return strcmp (name, MV_VMM_LOG_NAME) == 0 || strcmp (name, MV_VMM_EXIT_NAME) == 0 ||
+         strcmp (name, MV_CONSOLE_LOG_NAME) == 0 || strcmp (name, MV_CONSOLE_SOCKET_NAME) == 0 ||
          strcmp (name, MV_VMM_EXIT_NAME ".tmp") == 0 ||
          strcmp (name, MV_VMM_LOG_NAME MV_LOG_ROTATED_SUFFIX) == 0 ||
          strcmp (name, MV_CONSOLE_LOG_NAME MV_LOG_ROTATED_SUFFIX) == 0;

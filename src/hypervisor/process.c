@@ -1,5 +1,6 @@
 /* Detached VMM processes and their identity. */
 #include "process.h"
+#include "console.h"
 #include "jail.h"
 #include "core/errors.h"
 #include "util/fd.h"
@@ -531,9 +532,9 @@ typedef struct {
 
 /* Runs in the forked grandchild, so only async-signal-safe calls. */
 G_GNUC_NORETURN static void
-exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, const char *dir,
-          char *const *argv, char *const *envp, const MvJail *jail, const int *passed,
-          guint n_passed)
+exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, int console_fd,
+          const char *dir, char *const *argv, char *const *envp, const MvJail *jail,
+          const int *passed, guint n_passed)
 {
   struct sigaction dfl = { .sa_handler = SIG_DFL };
   ExecFailure failure = { 0, NULL };
@@ -545,7 +546,10 @@ exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, const char 
   close (go_pipe[1]);
   if (read (go_pipe[0], &go, 1) != 1)
     _exit (127);
-  if (dup2 (null_fd, 0) < 0 || dup2 (log_fd, 1) < 0 || dup2 (log_fd, 2) < 0)
+  /* The guest's serial console is the VMM's stdin and stdout, if it has
+   * a holder. */
+  if (dup2 (console_fd >= 0 ? console_fd : null_fd, 0) < 0 ||
+      dup2 (console_fd >= 0 ? console_fd : log_fd, 1) < 0 || dup2 (log_fd, 2) < 0)
     failure.err = errno;
   else if (jail && (r = mv_jail_enter (jail, &failure.step)) < 0)
     failure.err = -r;
@@ -635,16 +639,18 @@ reaper_drop_privileges (void)
   prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }
 
-/* The VMM's parent, for as long as the VMM lives: reaps it and writes its
- * wait status to @path (through @temp, so the file is whole or absent),
- * for whoever watches the VMM, which is not its parent and could not learn
- * how it ended otherwise. Of the daemon's it holds only what @jail needs
- * kept for the VMM's lifetime (the UID lease, the files whose grants it
- * takes back once the VMM is gone); no signal handler. Only
- * async-signal-safe calls: this is a fork of a threaded process. */
+/* The VMM's parent, for as long as the VMM lives: holds the guest's
+ * console if @console has one (console.h), then reaps the VMM and writes
+ * its wait status to @path (through @temp, so the file is whole or
+ * absent), for whoever watches the VMM, which is not its parent and could
+ * not learn how it ended otherwise. Of the daemon's it holds only the
+ * console and what @jail needs kept for the VMM's lifetime (the UID
+ * lease, the files whose grants it takes back once the VMM is gone), all
+ * in @keep; no signal handler. Only async-signal-safe calls: this is a
+ * fork of a threaded process. */
 static void G_GNUC_NORETURN
 reap_vmm (pid_t pid, const char *path, const char *temp, const MvJail *jail,
-          const int *keep, guint n_keep)
+          MvConsoleFds *console, const int *keep, guint n_keep)
 {
   struct sigaction dfl = { .sa_handler = SIG_DFL };
   sigset_t none;
@@ -667,6 +673,16 @@ reap_vmm (pid_t pid, const char *path, const char *temp, const MvJail *jail,
       sigaction (sig, &dfl, NULL);
   if (jail)
     reaper_drop_privileges ();
+
+  /* The VMM's end went with the descriptors not kept. */
+  console->vmm_end = -1;
+  if (console->held_end >= 0)
+    {
+      int pidfd = pidfd_open (pid);
+      mv_console_hold (console, pidfd);
+      if (pidfd >= 0)
+        close (pidfd);
+    }
 
   while (waitpid (pid, &status, 0) < 0)
     if (errno != EINTR)
@@ -778,8 +794,10 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   int pid_pipe[2] = { -1, -1 }, go_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
   int log_fd, null_fd, pidfd = -1, status;
   ExecFailure failure = { 0, NULL };
-  const int *keep = NULL, *passed = NULL;
-  guint n_keep = 0, n_passed = 0;
+  MvConsoleFds console = MV_CONSOLE_FDS_INIT;
+  const int *jail_keep = NULL, *passed = NULL;
+  int keep[64];
+  guint n_keep = 0, n_jail_keep = 0, n_passed = 0;
   goffset log_offset;
   pid_t intermediate, pid = -1;
   guint64 start_time = 0;
@@ -791,7 +809,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
     return NULL;
   if (jail)
     {
-      keep = mv_jail_parent_fds (jail, &n_keep);
+      jail_keep = mv_jail_parent_fds (jail, &n_jail_keep);
       passed = mv_jail_passed_fds (jail, &n_passed);
     }
   else if (options->passed_fds)
@@ -808,6 +826,20 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
       g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not open %s: %s", log_path,
                    g_strerror (saved));
       return NULL;
+    }
+  if (options->console_log && !mv_console_open (&console, options->console_log, error))
+    {
+      close (log_fd);
+      return NULL;
+    }
+  /* What the VMM's parent keeps: the jail's and the console's. */
+  for (guint i = 0; i < n_jail_keep && n_keep < G_N_ELEMENTS (keep) - 3; i++)
+    keep[n_keep++] = jail_keep[i];
+  if (console.held_end >= 0)
+    {
+      keep[n_keep++] = console.held_end;
+      keep[n_keep++] = console.log;
+      keep[n_keep++] = console.listener;
     }
   log_offset = lseek (log_fd, 0, SEEK_END);
   header = g_strdup_printf ("microvmd: %s: starting %s\n", stamp, command);
@@ -827,6 +859,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
       if (null_fd >= 0)
         close (null_fd);
       close (log_fd);
+      mv_console_close (&console);
       return NULL;
     }
 
@@ -847,14 +880,14 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
         {
           vmm = fork ();
           if (vmm == 0)
-            exec_vmm (go_pipe, err_pipe[1], null_fd, log_fd, dir, (char *const *) argv, envp,
-                      jail, passed, n_passed);
+            exec_vmm (go_pipe, err_pipe[1], null_fd, log_fd, console.vmm_end, dir,
+                      (char *const *) argv, envp, jail, passed, n_passed);
           if (vmm < 0)
             vmm = -errno;
           (void) !write (pid_pipe[1], &vmm, sizeof vmm);
           if (vmm < 0)
             _exit (0);
-          reap_vmm (vmm, exit_path, exit_temp, jail, keep, n_keep);
+          reap_vmm (vmm, exit_path, exit_temp, jail, &console, keep, n_keep);
         }
       if (reaper < 0)
         {
@@ -873,6 +906,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
       close_pipe (err_pipe);
       close (null_fd);
       close (log_fd);
+      mv_console_close (&console);
       return NULL;
     }
 
@@ -884,6 +918,8 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   err_pipe[1] = -1;
   close (null_fd);
   close (log_fd);
+  /* The VMM and its parent have theirs. */
+  mv_console_close (&console);
   while (waitpid (intermediate, &status, 0) < 0 && errno == EINTR)
     ;
   if (!transfer_all (pid_pipe[0], &pid, sizeof pid, READ_ALL) || pid <= 0)

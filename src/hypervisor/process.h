@@ -64,6 +64,11 @@ typedef struct {
   /* Ready once a socket listens on @socket_path, rather than once it
    * accepts a connection: for a server that serves its first peer only. */
   gboolean   ready_when_listening;
+  /* The guest's serial console: the VMM's stdin and stdout, held by its
+   * parent, which appends it to this log and serves it on the socket
+   * beside it (console.h). NULL: stdin is /dev/null, stdout the VMM's
+   * log. */
+  const char *console_log;
 } MvProcessOptions;
 
 MvProcess  *mv_process_start_with (const char *socket_path, const char *const *argv,

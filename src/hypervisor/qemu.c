@@ -650,11 +650,12 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   add (argv, "-append");
   add (argv, append);
 
+  /* The serial console is QEMU's stdin and stdout, which the VMM's
+   * parent holds (console.h). */
   if (spec->console.path)
     {
-      g_autofree char *console = opt_value (spec->console.path);
       add (argv, "-chardev");
-      add_printf (argv, "file,id=console,path=%s,append=on", console);
+      add (argv, "stdio,id=console,signal=off");
       add (argv, "-serial");
       add (argv, "chardev:console");
     }
@@ -762,8 +763,9 @@ launch (QemuStarter *self, const char *socket_path, const MvVmSpec *spec, const 
   argv = build_argv (self, socket_path, spec, incoming, error);
   if (!argv)
     return NULL;
-  *vmm = mv_process_start (socket_path, (const char *const *) argv->pdata, spec->jail,
-                           SERVE_TIMEOUT_MS, error);
+  MvProcessOptions options = { .jail = spec->jail, .console_log = spec->console.path };
+  *vmm = mv_process_start_with (socket_path, (const char *const *) argv->pdata, &options,
+                                SERVE_TIMEOUT_MS, error);
   if (!*vmm)
     return NULL;
   return hypervisor_new (socket_path);

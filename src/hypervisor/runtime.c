@@ -6,6 +6,7 @@
 #include "config.h"
 #include "runtime.h"
 #include "runtime-private.h"
+#include "console.h"
 #include "jail.h"
 #include "sandbox.h"
 #include "shares.h"
@@ -113,7 +114,7 @@ remove_sockets (Adapter *self, const char *runtime_dir)
   g_autofree char *vsock = g_build_filename (runtime_dir, MV_RUNTIME_VSOCK_SOCKET_NAME, NULL);
   g_autofree char *exit_path = mv_vmm_exit_path (socket_path);
   g_autofree char *exit_temp = g_strconcat (exit_path, ".tmp", NULL);
-
+  g_autofree char *console = g_build_filename (runtime_dir, MV_CONSOLE_SOCKET_NAME, NULL);
   g_autoptr (GError) local = NULL;
 
   /* A virtiofsd whose VMM is gone has no one left to serve. */
@@ -122,6 +123,7 @@ remove_sockets (Adapter *self, const char *runtime_dir)
   self->starter->cleanup (self->starter, socket_path);
   g_unlink (agent);
   g_unlink (vsock);
+  g_unlink (console);
   g_unlink (exit_temp);
   g_unlink (exit_path);
   /* The VMM's parent gives it back as the VMM ends; this covers a parent
@@ -765,6 +767,14 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   return identity_new (self, vmm, NULL);
 }
 
+static int
+rt_open_console (MvRuntime *rt, const MvRuntimeRequest *req, gboolean *writer, GError **error)
+{
+  g_autofree char *log_path = mv_runtime_console_path (req->runtime_dir);
+
+  return mv_console_attach (log_path, TRUE, writer, error);
+}
+
 static gboolean
 rt_usage (MvRuntime *rt, const MvRuntimeRequest *req, MvRuntimeUsage *usage, GError **error)
 {
@@ -878,6 +888,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->runtime.snapshot = rt_snapshot;
   self->runtime.restore = rt_restore;
   self->runtime.usage = rt_usage;
+  self->runtime.open_console = rt_open_console;
   self->runtime.attach_guest = rt_attach_guest;
   self->runtime.detach_guest = rt_detach_guest;
   self->runtime.update_guest = rt_update_guest;

@@ -176,3 +176,38 @@ mv_reconciler_exec (MvMachine *machine, const MvRuntimeExec *exec, int fds[4], G
     }
   return runtime->exec (runtime, machine->id, exec, fds, error);
 }
+
+int
+mv_reconciler_open_console (MvMachine *machine, gboolean *writer, GError **error)
+{
+  MvRecords *records = machine->reconciler->host->records;
+  g_autofree char *runtime_dir = NULL;
+  MvRuntimeRequest req;
+  MvRuntime *runtime;
+  MvState state = machine->status->state;
+
+  if (machine->gone)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_NOT_FOUND, "The machine was deleted");
+      return -1;
+    }
+  if ((state != MV_STATE_RUNNING && state != MV_STATE_PAUSED) || !machine->status->vmm)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
+                   "The machine is %s: only a running or paused guest has a console",
+                   mv_state_to_string (state));
+      return -1;
+    }
+  runtime = mv_reconciler_runtime_for (machine, error);
+  if (!runtime)
+    return -1;
+  if (!runtime->open_console)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                   "%s guests have no console to attach to", runtime->type);
+      return -1;
+    }
+  runtime_dir = records->runtime_dir (records, machine->id);
+  req = mv_machine_request (machine, runtime_dir);
+  return runtime->open_console (runtime, &req, writer, error);
+}

@@ -161,6 +161,10 @@ gboolean      mv_reconciler_update (MvReconciler *reconciler, MvMachine *machine
  * MvRuntime.exec gives them). MV_ERROR_INVALID_STATE unless it runs. */
 gboolean      mv_reconciler_exec (MvMachine *machine, const MvRuntimeExec *exec, int fds[4],
                                   GError **error);
+/* Attaches to @machine's serial console (MvRuntime.open_console): a
+ * socket, and in *@writer whether it may type. MV_ERROR_INVALID_STATE
+ * unless the guest runs or is paused. */
+int           mv_reconciler_open_console (MvMachine *machine, gboolean *writer, GError **error);
 gboolean      mv_reconciler_rename (MvReconciler *reconciler, MvMachine *machine,
                                     const char *name, GError **error);
 /* A traffic event (RestoreAfterTraffic): *@waking is TRUE if it woke the

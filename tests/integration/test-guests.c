@@ -9,9 +9,13 @@
 #include "bus-client.h"
 #include "names.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -333,6 +337,157 @@ test_daemon_crash_adopts_guest (Fixture *f, gconstpointer data)
   /* And it is watched again: Stop works, a crash would be seen. */
   client_call_ok (f->client, path, "Stop");
   g_assert_false (pid_alive (pid));
+}
+
+/* ----- the serial console ----- */
+
+/* OpenConsole; the caller's socket, or -1 with *@err. */
+static int
+open_console (Fixture *f, const char *path, char **err)
+{
+  g_autofree char *msg = NULL;
+  g_autoptr (sd_bus_message) reply = client_call (f->client, path, MV_MACHINE_IFACE, "OpenConsole",
+                                                  err, &msg, "");
+  int fd = -1;
+
+  if (!reply)
+    return -1;
+  g_assert_cmpint (sd_bus_message_read (reply, "h", &fd), >, 0);
+  fd = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+  g_assert_cmpint (fd, >=, 0);
+  return fd;
+}
+
+static void
+type_line (int fd, const char *line)
+{
+  g_autofree char *text = g_strconcat (line, "\n", NULL);
+  g_assert_cmpint (send (fd, text, strlen (text), MSG_NOSIGNAL), ==, (gssize) strlen (text));
+}
+
+/* Reads @fd into @got until it holds @text; FALSE at its end, or after
+ * @timeout_ms. */
+static gboolean
+read_until (int fd, GString *got, const char *text, guint timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+
+  while (!strstr (got->str, text))
+    {
+      struct pollfd pfd = { .fd = fd, .events = POLLIN };
+      gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
+      char buf[4096];
+      ssize_t n;
+
+      if (left <= 0 || poll (&pfd, 1, (int) left) <= 0)
+        return FALSE;
+      n = read (fd, buf, sizeof buf);
+      if (n <= 0)
+        return FALSE;
+      g_string_append_len (got, buf, n);
+    }
+  return TRUE;
+}
+
+/* Every counter from @from to @to is in the console log, once each. */
+static void
+assert_counters_whole (Fixture *f, const char *path, gint64 from, gint64 to)
+{
+  g_autofree char *text = console_text (f, path);
+
+  for (gint64 n = from; n <= to; n++)
+    {
+      g_autofree char *line = g_strdup_printf ("MICROVMD-COUNTER %" G_GINT64_FORMAT, n);
+      guint count = 0;
+
+      /* A terminal ends its lines with CR LF. */
+      for (const char *hit = text; (hit = strstr (hit, line)); hit++)
+        count += hit[strlen (line)] == '\r' || hit[strlen (line)] == '\n';
+      if (count != 1)
+        g_error ("the console log has %s %u times", line, count);
+    }
+}
+
+static void
+test_console (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "typist", NULL);
+  g_autoptr (GString) seen_a = g_string_new (NULL);
+  g_autoptr (GString) seen_b = g_string_new (NULL);
+  g_autoptr (GString) seen_c = g_string_new (NULL);
+  g_autofree char *err = NULL;
+  gint64 before, after;
+  int a, b, c, pid;
+
+  /* Nothing to attach to before the guest runs. */
+  g_assert_cmpint (open_console (f, path, &err), <, 0);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+  g_clear_pointer (&err, g_free);
+
+  client_call_ok (f->client, path, "Start");
+  wait_counter_at_least (f, path, 1, 30000);
+
+  /* The first types, the second reads the same; a command typed runs in
+   * the guest, and its output (worked out there) comes back to both. */
+  a = open_console (f, path, NULL);
+  b = open_console (f, path, NULL);
+  g_assert_cmpint (a, >=, 0);
+  g_assert_cmpint (b, >=, 0);
+  type_line (a, "echo CONSOLE-$((6*7))");
+  g_assert_true (read_until (a, seen_a, "CONSOLE-42", 30000));
+  g_assert_true (read_until (b, seen_b, "CONSOLE-42", 30000));
+  g_assert_true (read_until (b, seen_b, "MICROVMD-COUNTER", 5000));
+  /* The reader cannot type. */
+  g_assert_cmpint (send (b, "x\n", 2, MSG_NOSIGNAL), ==, -1);
+  g_assert_cmpint (errno, ==, EPIPE);
+
+  /* Once the writer is gone, the next to attach types. */
+  close (a);
+  for (guint i = 0; i < 50; i++)
+    {
+      static const char line[] = "echo SECOND-$((7*6))\n";
+
+      /* The holder may not have seen the writer go yet. */
+      c = open_console (f, path, NULL);
+      if (send (c, line, strlen (line), MSG_NOSIGNAL) == (gssize) strlen (line))
+        break;
+      close (c);
+      c = -1;
+      g_usleep (100000);
+    }
+  g_assert_cmpint (c, >=, 0);
+  g_assert_true (read_until (c, seen_c, "SECOND-42", 30000));
+  close (c);
+
+  /* The daemon killed: the console goes on, to the attached reader and to
+   * the log, and nothing the guest printed meanwhile is lost. */
+  pid = vmm_pid (f, path);
+  before = wait_counter_at_least (f, path, 1, 5000);
+  mv_test_env_stop_daemon (f->env, SIGKILL);
+  g_string_truncate (seen_b, 0);
+  {
+    g_autofree char *next = g_strdup_printf ("MICROVMD-COUNTER %" G_GINT64_FORMAT, before + 3);
+    g_assert_true (read_until (b, seen_b, next, 30000));
+  }
+  mv_test_env_start_daemon (f->env, NULL);
+  g_assert_cmpint (vmm_pid (f, path), ==, pid);
+  after = wait_counter_at_least (f, path, before + 4, 30000);
+  assert_counters_whole (f, path, 0, after);
+  /* And it is attached to again through the new daemon. */
+  a = open_console (f, path, NULL);
+  g_assert_cmpint (a, >=, 0);
+  g_string_truncate (seen_a, 0);
+  type_line (a, "echo THIRD-$((3*3))");
+  g_assert_true (read_until (a, seen_a, "THIRD-9", 30000));
+
+  /* The VMM's end is every socket's end. */
+  client_call_ok (f->client, path, "Stop");
+  g_assert_false (read_until (b, seen_b, "never printed", 30000));
+  g_assert_false (read_until (a, seen_a, "never printed", 30000));
+  close (a);
+  close (b);
+  g_assert_cmpint (open_console (f, path, &err), <, 0);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
 }
 
 /* ----- standby and restore ----- */
@@ -722,6 +877,7 @@ main (int argc, char **argv)
       ADD ("unbootable-quotes-console", test_unbootable_quotes_console);
       ADD ("missing-files", test_missing_files);
       ADD ("daemon-crash-adopts-guest", test_daemon_crash_adopts_guest);
+      ADD ("console", test_console);
       ADD ("standby-resumes-counter", test_standby_resumes_counter);
       ADD ("snapshot-fork-restore", test_snapshot_fork_restore);
       ADD ("idle-guest-sleeps", test_idle_guest_sleeps);

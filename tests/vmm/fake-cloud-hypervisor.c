@@ -450,6 +450,9 @@ start_guest (Chv *chv, JsonObject *guest_state, gboolean paused)
                                                 "\"tx_frames\":0}"));
   chv->guest = fake_guest_new (fake_json_str (fake_json_obj (chv->config, "payload"), "cmdline"),
                                &hooks, open_console (chv->config), guest_state, chv->vsock);
+  /* In Tty mode the serial port reads the VMM's stdin. */
+  if (g_strcmp0 (fake_json_str (fake_json_obj (chv->config, "serial"), "mode"), "Tty") == 0)
+    fake_guest_take_console_input (chv->guest, STDIN_FILENO);
   if (chv->vsock)
     fake_vsock_start (chv->vsock, chv->guest);
   fake_guest_start (chv->guest, paused);

@@ -839,6 +839,8 @@ start_guest (Firecracker *fc, JsonObject *state, gboolean paused)
   const char *args = fc->boot_source ? fake_json_str (fc->boot_source, "boot_args") : NULL;
 
   fc->guest = fake_guest_new (args, &hooks, open_console (fc), state, fc->vsock);
+  /* The serial port reads Firecracker's stdin. */
+  fake_guest_take_console_input (fc->guest, STDIN_FILENO);
   if (fc->vsock)
     fake_vsock_start (fc->vsock, fc->guest);
   fake_guest_start (fc->guest, paused);

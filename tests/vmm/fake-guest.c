@@ -5,6 +5,7 @@
 #include "fake-vsock.h"
 #include "fake-vmm.h"
 
+#include <glib-unix.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,6 +68,10 @@ struct _FakeGuest {
   GPtrArray     *pending;          /* "acpi", "cad": requests not yet seen */
   gboolean       hello_done;
   gint64         ticks;            /* counter lines printed, ever */
+
+  /* The serial console's input, when it is the VMM's stdin. */
+  guint          typed_source;
+  GString       *typed;            /* received, not yet read by the guest */
 };
 
 /* ---- command line ---- */
@@ -419,6 +424,103 @@ advance (FakeGuest *guest)
   guest->last = now;
 }
 
+/* ---- the shell on the serial console ---- */
+
+/* @word with each $((A*B)) in it worked out, as the shell does. */
+static char *
+expand (const char *word)
+{
+  GString *out = g_string_new (NULL);
+  const char *p = word;
+
+  while (*p)
+    {
+      const char *close;
+      char *end;
+      gint64 a, b;
+
+      if (g_str_has_prefix (p, "$((") && (close = strstr (p, "))")))
+        {
+          a = g_ascii_strtoll (p + 3, &end, 10);
+          if (*end == '*')
+            {
+              b = g_ascii_strtoll (end + 1, &end, 10);
+              if (end == close)
+                {
+                  g_string_append_printf (out, "%" G_GINT64_FORMAT, a * b);
+                  p = close + 2;
+                  continue;
+                }
+            }
+        }
+      g_string_append_c (out, *p++);
+    }
+  return g_string_free (out, FALSE);
+}
+
+/* One line typed on the console: `echo WORDS` prints them, anything else
+ * is not found, as a shell there would say. */
+static void
+run_typed_line (FakeGuest *guest, const char *line)
+{
+  g_auto (GStrv) words = g_strsplit_set (line, " \t", -1);
+
+  if (!words[0] || !*words[0])
+    return;
+  if (g_str_equal (words[0], "echo"))
+    {
+      g_autofree char *rest = g_strjoinv (" ", words + 1);
+      g_autofree char *expanded = expand (rest);
+      say (guest, "%s", expanded);
+    }
+  else
+    say (guest, "sh: %s: not found", words[0]);
+}
+
+/* What was typed, line by line, once the guest runs and has booted. */
+static void
+read_typed (FakeGuest *guest)
+{
+  char *newline;
+
+  if (!guest->typed || guest->paused || guest->phase != PHASE_UP)
+    return;
+  while ((newline = memchr (guest->typed->str, '\n', guest->typed->len)))
+    {
+      g_autofree char *line = g_strndup (guest->typed->str, newline - guest->typed->str);
+      g_string_erase (guest->typed, 0, newline - guest->typed->str + 1);
+      g_strchomp (line);
+      run_typed_line (guest, line);
+    }
+}
+
+static gboolean
+on_typed (int fd, GIOCondition condition, gpointer data)
+{
+  FakeGuest *guest = data;
+  char buf[1024];
+  ssize_t n = read (fd, buf, sizeof buf);
+
+  if (n <= 0)
+    {
+      guest->typed_source = 0;
+      return G_SOURCE_REMOVE;
+    }
+  /* A serial port's input is small: what nobody reads is dropped. */
+  if (guest->typed->len < 64 * 1024)
+    g_string_append_len (guest->typed, buf, n);
+  read_typed (guest);
+  return G_SOURCE_CONTINUE;
+}
+
+void
+fake_guest_take_console_input (FakeGuest *guest, int fd)
+{
+  if (!guest->typed)
+    guest->typed = g_string_new (NULL);
+  guest->typed_source = g_unix_fd_add (fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_typed, guest);
+}
+
 static gboolean
 tick (gpointer data)
 {
@@ -427,6 +529,7 @@ tick (gpointer data)
   advance (guest);
   if (!guest->paused)
     step (guest);
+  read_typed (guest);
   if (guest->vsock)
     fake_vsock_pump (guest->vsock);
   return G_SOURCE_CONTINUE;
@@ -493,6 +596,10 @@ fake_guest_free (FakeGuest *guest)
     g_source_remove (guest->tick_source);
   if (guest->action_source)
     g_source_remove (guest->action_source);
+  if (guest->typed_source)
+    g_source_remove (guest->typed_source);
+  if (guest->typed)
+    g_string_free (guest->typed, TRUE);
   if (guest->console > STDERR_FILENO)
     close (guest->console);
   fake_agent_free (guest->agent);

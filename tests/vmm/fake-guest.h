@@ -62,6 +62,11 @@ typedef struct {
 FakeGuest *fake_guest_new (const char *cmdline, const FakeGuestHooks *hooks, int console,
                            JsonObject *state, FakeVsock *vsock);
 void       fake_guest_start (FakeGuest *guest, gboolean paused);
+/* The serial console's input comes from @fd (the VMM's stdin): a line
+ * `echo WORDS` (with $((A*B)) worked out) prints WORDS, any other line
+ * that its command is not found, once the guest has booted and while it
+ * runs. */
+void       fake_guest_take_console_input (FakeGuest *guest, int fd);
 /* The VM is gone: the clock stops and guest connections drop. */
 void       fake_guest_free (FakeGuest *guest);
 

@@ -178,6 +178,14 @@ struct _MvRuntime {
   /* What the VMM has used so far. Main thread; cheap (reads /proc). */
   gboolean    (*usage) (MvRuntime *rt, const MvRuntimeRequest *req, MvRuntimeUsage *usage,
                         GError **error);
+  /* Attaches to the running guest's serial console: a connected socket
+   * that reads what the guest prints from now on and, if *@writer came
+   * back TRUE, types into it (one writer at a time: whoever asks while
+   * another types is given a reader, whose writes fail with EPIPE). Main
+   * thread; answered at once by the console's holder, which outlives the
+   * daemon (hypervisor/console.h). NULL: the runtime has no console. */
+  int         (*open_console) (MvRuntime *rt, const MvRuntimeRequest *req, gboolean *writer,
+                               GError **error);
 
   /* The guest's agent (docs/agent-protocol.md); all may be NULL for a
    * runtime whose guests have none. Main thread, never blocking. */
