@@ -793,39 +793,6 @@ mv_cmd_lifecycle (MvCtl *ctl, const char *method, int argc, char **argv)
   return MV_EXIT_OK;
 }
 
-#define CONSOLE_LINES 50
-
-/* The end of a machine's console log. */
-int
-mv_cmd_console (MvCtl *ctl, const char *method, int argc, char **argv)
-{
-  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
-  g_autoptr(sd_bus_message) reply = NULL;
-  g_autofree char *path = NULL;
-  const char *text = NULL;
-  int status, r;
-
-  status = mv_resolve_machine (ctl, argv[0], &path);
-  if (status != MV_EXIT_OK)
-    return status;
-
-  r = mv_call (ctl, path, MV_MACHINE_IFACE, "GetConsoleLog", ctl->timeout_usec, &error, &reply,
-               "u", (uint32_t) CONSOLE_LINES);
-  if (r >= 0)
-    r = sd_bus_message_read (reply, "s", &text);
-  if (r < 0)
-    return mv_fail_bus (&error, r);
-
-  /* The log is kept in the runtime directory, so it is empty until the
-   * machine boots here, and again after the host restarts. */
-  if (text[0] == '\0')
-    return mv_fail ("%s has not run on this host: its console is empty", argv[0]);
-
-  g_autofree char *shown = mv_terminal_text (text, -1);
-  fputs (shown, stdout);
-  return MV_EXIT_OK;
-}
-
 int
 mv_cmd_delete (MvCtl *ctl, const char *method, int argc, char **argv)
 {

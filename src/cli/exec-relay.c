@@ -34,6 +34,9 @@ typedef struct {
   int to;
   gboolean done;
   gsize start, end;
+  int escape;           /* input: the byte that ends the relay, or -1 */
+  gboolean escaped;     /* it was typed */
+  gboolean read_only;   /* input: the other side refused it (EPIPE) */
   char buffer[RELAY_BUFFER_SIZE];
 } Channel;
 
@@ -142,6 +145,7 @@ channel_step (Channel *channel)
       if (n < 0)
         {
           /* The command stopped reading, or our output went away. */
+          channel->read_only = channel->kind == CHANNEL_INPUT && errno == EPIPE;
           channel_finish (channel);
           return;
         }
@@ -158,6 +162,17 @@ channel_step (Channel *channel)
     {
       channel_finish (channel);
       return;
+    }
+  if (channel->escape >= 0)
+    {
+      const char *at = memchr (channel->buffer, channel->escape, n);
+
+      /* What was typed before it still goes. */
+      if (at)
+        {
+          channel->escaped = TRUE;
+          n = at - channel->buffer;
+        }
     }
   channel->end = n;
 }
@@ -246,8 +261,24 @@ read_signal (int signal_fd)
   return (int) info.ssi_signo;
 }
 
+static int relay (const MvExecFds *fds, gboolean raw_terminal, int escape);
+
 int
 mv_exec_relay (const MvExecFds *fds, gboolean raw_terminal)
+{
+  return relay (fds, raw_terminal, -1);
+}
+
+int
+mv_console_relay (int console_fd, gboolean raw_terminal, char escape)
+{
+  MvExecFds fds = { console_fd, dup (console_fd), -1, -1 };
+
+  return relay (&fds, raw_terminal, (unsigned char) escape);
+}
+
+static int
+relay (const MvExecFds *fds, gboolean raw_terminal, int escape)
 {
   Channel *input = g_new0 (Channel, 1);
   Channel *output = g_new0 (Channel, 1);
@@ -258,11 +289,14 @@ mv_exec_relay (const MvExecFds *fds, gboolean raw_terminal)
   sigset_t old_mask;
   int signal_fd, caught = 0, exit_code;
 
-  *input = (Channel) { .kind = CHANNEL_INPUT, .from = STDIN_FILENO, .to = fds->stdin_fd };
+  *input = (Channel) { .kind = CHANNEL_INPUT, .from = STDIN_FILENO, .to = fds->stdin_fd,
+                       .escape = escape };
   *output = (Channel) { .kind = CHANNEL_OUTPUT, .from = fds->stdout_fd, .to = STDOUT_FILENO };
   *error_output = (Channel) { .kind = CHANNEL_OUTPUT, .from = fds->stderr_fd, .to = STDERR_FILENO,
                               .done = fds->stderr_fd < 0 };
   status->fd = fds->status_fd;
+  /* A console has no status: it ends with its output, or at the escape. */
+  status->done = fds->status_fd < 0;
 
   /* A closed output of ours is a write error to handle, not the end. */
   signal (SIGPIPE, SIG_IGN);
@@ -272,7 +306,8 @@ mv_exec_relay (const MvExecFds *fds, gboolean raw_terminal)
   set_nonblocking (fds->stdout_fd);
   if (fds->stderr_fd >= 0)
     set_nonblocking (fds->stderr_fd);
-  set_nonblocking (fds->status_fd);
+  if (fds->status_fd >= 0)
+    set_nonblocking (fds->status_fd);
   save_terminal (&saved, raw_terminal);
 
   while (!(output->done && error_output->done && status->done))
@@ -314,13 +349,24 @@ mv_exec_relay (const MvExecFds *fds, gboolean raw_terminal)
       for (int i = 0; i < n_pfds; i++)
         if (owners[i] != NULL && pfds[i].revents != 0)
           channel_step (owners[i]);
+      if (input->read_only)
+        {
+          static const char note[] = "\r\n[read-only: another client types into this console]\r\n";
+          (void) !write (STDERR_FILENO, note, strlen (note));
+          input->read_only = FALSE;
+        }
+      /* Once what came before the escape is passed on. */
+      if (input->escaped && (input->done || input->start == input->end))
+        break;
       if (status_index >= 0 && pfds[status_index].revents != 0)
         status_step (status);
     }
 
   restore_terminal (&saved);
 
-  if (caught == 0)
+  if (caught == 0 && fds->status_fd < 0)
+    exit_code = 0;
+  else if (caught == 0)
     exit_code = status_exit_code (status);
   else
     exit_code = caught > 0 ? 128 + caught : MV_EXIT_EXEC_ERROR;

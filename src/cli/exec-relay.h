@@ -1,5 +1,6 @@
-/* Relays a command started with Machine.Exec: our standard input to its
- * input, its output and error output to ours, until it has ended. */
+/* Relays a command started with Machine.Exec, or a console opened with
+ * Machine.OpenConsole: our standard input to its input, its output (and
+ * error output) to ours, until it has ended. */
 #pragma once
 
 #include <glib.h>
@@ -19,3 +20,9 @@ typedef struct {
  * Returns the exit status for the command's status line, having printed
  * what went wrong. */
 int mv_exec_relay (const MvExecFds *fds, gboolean raw_terminal);
+
+/* The same for the socket of Machine.OpenConsole (taken and closed),
+ * until the console ends or @escape is typed (what came before it is
+ * passed on). A read-only console's refusal of input is noted once on
+ * stderr; its output goes on. Returns 0, having restored the terminal. */
+int mv_console_relay (int console_fd, gboolean raw_terminal, char escape);

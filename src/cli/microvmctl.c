@@ -86,8 +86,6 @@ static const MvCommand commands[] = {
     "NAME|ID",                         N_("Stop a machine and boot it afresh") },
   { "standby",     mv_cmd_lifecycle,   1, 1, 0,            TRUE,  "Standby",
     "NAME|ID",                         N_("Freeze a machine to disk; start wakes it") },
-  { "console",     mv_cmd_console,     1, 1, 0,            TRUE,  NULL,
-    "NAME|ID",                         N_("Print the last 50 lines of a machine's console") },
   { "delete",      mv_cmd_delete,      1, 1, MV_OPT_FORCE, TRUE,  NULL,
     "[--force] NAME|ID",               N_("Delete a machine and its records") },
   { "update",      mv_cmd_update,      1, 1, MV_OPT_FILE,  TRUE,  NULL,
@@ -128,6 +126,8 @@ static const MvCommand commands[] = {
   { "logs",        mv_cmd_logs,        1, 1, MV_OPT_FOLLOW | MV_OPT_TAIL | MV_OPT_SOURCE, TRUE, NULL,
     "[-f] [--tail N] [--source console|vmm] NAME|ID",
     N_("Print a machine's log; with -f, go on while it runs") },
+  { "console",     mv_cmd_console,     1, 1, 0,            TRUE,  NULL,
+    "NAME|ID", N_("Attach to a machine's serial console (Ctrl+] leaves)") },
 };
 
 static const struct {

@@ -297,7 +297,9 @@ take_typed (Holder *h, Client *c)
   while (n < 0 && errno == EINTR);
   if (n > 0)
     h->typed_end += (size_t) n;
-  else if (n == 0 || errno != EAGAIN)
+  else if (n == 0)
+    c->role = CLIENT_READER;      /* done typing; still reading */
+  else if (errno != EAGAIN)
     drop (c);
 }
 

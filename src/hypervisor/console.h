@@ -15,7 +15,8 @@
  *                                                   fail with EPIPE
  *             'f'  refused: MV_CONSOLE_CLIENTS_MAX are attached
  *
- * A client that does not keep up (MV_CONSOLE_LAG_BYTES unread) is
+ * A writer that shuts down its sending side goes on reading, and another
+ * client may type. A client that does not keep up (MV_CONSOLE_LAG_BYTES unread) is
  * dropped, so that neither the guest nor the other clients wait on it. */
 #pragma once
 #include "names.h"

@@ -130,7 +130,7 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
 
   /* The VmConfig carries the spec: CPUs with room, memory with its
    * virtio-mem region, the rate-limited disk, the TAP and MAC, the serial
-   * file with the virtio console off. */
+   * port on the VMM's terminal with the virtio console off. */
   config = vm_config (fixture->socket_path);
   g_assert_cmpint (json_object_get_int_member (json_object_get_object_member (config, "cpus"),
                                                "max_vcpus"), ==, 2);
@@ -147,6 +147,9 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
   assert_net_bandwidth (net, 1 << 20);
   g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (config, "console"),
                                                   "mode"), ==, "Off");
+  /* The serial port is the VMM's terminal, which its parent holds. */
+  g_assert_cmpstr (json_object_get_string_member (json_object_get_object_member (config, "serial"),
+                                                  "mode"), ==, "Tty");
 
   version = hv->vmm_version (hv, &error);
   g_assert_no_error (error);

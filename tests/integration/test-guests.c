@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -389,6 +390,68 @@ read_until (int fd, GString *got, const char *text, guint timeout_ms)
   return TRUE;
 }
 
+/* `microvmctl console NAME` with pipes for its stdin, stdout and stderr. */
+static GPid
+spawn_console_cli (Fixture *f, const char *name, int *in, int *out, int *err)
+{
+  g_autofree char *ctl = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "src", "cli",
+                                           "microvmctl", NULL);
+  const char *argv[] = { ctl, "console", name, NULL };
+  g_auto (GStrv) envp = g_environ_setenv (g_get_environ (), "DBUS_SYSTEM_BUS_ADDRESS",
+                                          mv_test_env_bus_address (f->env), TRUE);
+  g_autoptr (GError) error = NULL;
+  GPid pid;
+
+  g_assert_true (g_spawn_async_with_pipes (NULL, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD,
+                                           NULL, NULL, &pid, in, out, err, &error));
+  return pid;
+}
+
+static int
+wait_pid (GPid pid)
+{
+  int status;
+
+  g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+  return status;
+}
+
+/* microvmctl types a command and shows its output; the escape key ends
+ * it. The holder may not have seen the last writer go yet: a console
+ * that says it is read-only is tried again. */
+static void
+check_console_cli (Fixture *f, const char *name)
+{
+  for (guint attempt = 0; attempt < 20; attempt++)
+    {
+      static const char line[] = "echo CLI-$((2*21))\n";
+      g_autoptr (GString) out_text = g_string_new (NULL);
+      g_autoptr (GString) err_text = g_string_new (NULL);
+      int in, out, err;
+      GPid pid = spawn_console_cli (f, name, &in, &out, &err);
+
+      g_assert_cmpint (write (in, line, strlen (line)), ==, (gssize) strlen (line));
+      if (read_until (out, out_text, "CLI-42", 10000))
+        {
+          g_assert_cmpint (write (in, "\x1d", 1), ==, 1);
+          g_assert_cmpint (wait_pid (pid), ==, 0);
+          close (in);
+          close (out);
+          close (err);
+          return;
+        }
+      /* Not the writer: it said so. */
+      g_assert_true (read_until (err, err_text, "read-only", 1000));
+      kill (pid, SIGTERM);
+      wait_pid (pid);
+      close (in);
+      close (out);
+      close (err);
+      g_usleep (100000);
+    }
+  g_error ("microvmctl console never got to type");
+}
+
 /* Every counter from @from to @to is in the console log, once each. */
 static void
 assert_counters_whole (Fixture *f, const char *path, gint64 from, gint64 to)
@@ -479,6 +542,9 @@ test_console (Fixture *f, gconstpointer data)
   g_string_truncate (seen_a, 0);
   type_line (a, "echo THIRD-$((3*3))");
   g_assert_true (read_until (a, seen_a, "THIRD-9", 30000));
+  close (a);
+  check_console_cli (f, "typist");
+  a = open_console (f, path, NULL);
 
   /* The VMM's end is every socket's end. */
   client_call_ok (f->client, path, "Stop");
