@@ -620,10 +620,10 @@ close_all_but (const int *keep, guint n)
   syscall (SYS_close_range, next, ~0U, 0);
 }
 
-/* The parent of a walled-in VMM stays root, so that the VMM, which runs
- * as another user, can neither signal nor trace it; but it keeps only
- * what taking ACL entries back needs (CAP_FOWNER), and gains nothing by
- * exec. */
+/* The VMM's parent stays root, so that a walled-in VMM, which runs as
+ * another user, can neither signal nor trace it; but it keeps only what
+ * taking a jail's ACL entries back needs (CAP_FOWNER), and gains nothing
+ * by exec: it reads what the guest prints on its console. */
 static void
 reaper_drop_privileges (void)
 {
@@ -671,8 +671,7 @@ reap_vmm (pid_t pid, const char *path, const char *temp, const MvJail *jail,
   for (int sig = 1; sig < NSIG; sig++)
     if (sig != SIGKILL && sig != SIGSTOP)
       sigaction (sig, &dfl, NULL);
-  if (jail)
-    reaper_drop_privileges ();
+  reaper_drop_privileges ();
 
   /* The VMM's end went with the descriptors not kept. */
   console->vmm_end = -1;
