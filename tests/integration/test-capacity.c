@@ -243,6 +243,21 @@ test_admission (Fixture *f, gconstpointer data)
   assert_member (usage, "by_health", "starting=0 healthy=0 unhealthy=0 ");
   g_assert_cmpstr (g_hash_table_lookup (usage, "capacity"), ==, "a");
 
+  /* microvmctl usage says the same. */
+  {
+    g_autofree char *ctl = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "src", "cli",
+                                             "microvmctl", NULL);
+    g_autofree char *out = NULL, *cerr = NULL;
+
+    g_assert_cmpint (mv_test_env_run (f->env, (const char *const[]) { ctl, "usage", NULL },
+                                      &out, &cerr), ==, 0);
+    g_assert_nonnull (strstr (out, "Host:        2 CPUs, 2G memory, 512M reserved\n"));
+    g_assert_nonnull (strstr (out, "Overcommit:  CPU 1.5, memory 1\n"));
+    g_assert_nonnull (strstr (out, "Held:        3 of 3 vCPUs, 1.5G of 1.5G memory\n"));
+    g_assert_nonnull (strstr (out, "Machines:    Stopped 1, Running 3\n"));
+    g_assert_true (g_regex_match_simple ("\\nb +Running +1 +512M\\n", out, 0, 0));
+  }
+
   /* Paused still holds. */
   client_call_ok (f->client, c, "Pause");
   g_clear_pointer (&err, g_free);
