@@ -2,6 +2,7 @@
  * tells what the host offers. */
 #include "manager-object.h"
 #include "manager-events.h"
+#include "manager-resources.h"
 #include "core/errors.h"
 #include "image-object.h"
 #include "machine-object.h"
@@ -34,6 +35,7 @@ static const char *const features[] = {
   "stats",
   "metrics",
   "events",
+  "admission",
   NULL,
 };
 
@@ -349,6 +351,7 @@ static const sd_bus_vtable manager_vtable[] = {
   SD_BUS_PROPERTY ("Features", "as", get_features, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("Hypervisors", "a(ss)", get_hypervisors, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("InvalidRecords", "a(ss)", get_invalid_records, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+  SD_BUS_PROPERTY ("Capacity", "a{sv}", mv_manager_get_capacity, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_METHOD_WITH_ARGS ("CreateMachine", SD_BUS_ARGS ("s", spec_json, "t", flags),
                            SD_BUS_RESULT ("o", machine), method_create_machine,
                            SD_BUS_VTABLE_UNPRIVILEGED),
@@ -398,6 +401,12 @@ static const sd_bus_vtable manager_vtable[] = {
                                                  "s", machine_id, "s", machine_name,
                                                  "s", operation_id, "s", message,
                                                  "a{sv}", details), 0),
+  SD_BUS_METHOD_WITH_ARGS ("CheckResources", SD_BUS_ARGS ("u", vcpus, "t", memory_bytes),
+                           SD_BUS_RESULT ("b", fits_now), mv_manager_method_check_resources,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("GetUsage", SD_BUS_NO_ARGS,
+                           SD_BUS_RESULT ("a{sv}", usage), mv_manager_method_get_usage,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("GetAllStats", SD_BUS_NO_ARGS,
                            SD_BUS_RESULT ("a(sa{sv})", stats), method_get_all_stats,
                            SD_BUS_VTABLE_UNPRIVILEGED),

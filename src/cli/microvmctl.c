@@ -119,6 +119,8 @@ static const MvCommand commands[] = {
     "[--follow] [--since SEQ]", N_("Show what happened to machines, and what happens") },
   { "stats",       mv_cmd_stats,       0, 256, 0,          FALSE, NULL,
     "[NAME|ID...]",                    N_("Show what machines use of the host: CPU, memory, I/O") },
+  { "usage",       mv_cmd_usage,       0, 0, 0,            FALSE, NULL,
+    "",                                N_("Show what machines may be given of the host, and hold") },
   { "top",         mv_cmd_top,         0, 0, MV_OPT_INTERVAL | MV_OPT_ITERATIONS, FALSE, NULL,
     "[--interval S] [--iterations N]", N_("Show each machine's CPU, memory and I/O rates, live") },
   { "metrics",     mv_cmd_metrics,     1, 1, MV_OPT_SINCE | MV_OPT_UNTIL, FALSE, NULL,

@@ -150,6 +150,7 @@ int mv_cmd_snapshot (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_fork (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_events (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_stats (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_usage (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_top (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_metrics (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_logs (MvCtl *ctl, const char *method, int argc, char **argv);

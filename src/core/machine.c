@@ -550,6 +550,10 @@ mv_status_to_node (const MvStatus *status)
     json_object_set_string_member (object, "restoring_snapshot", status->restoring_snapshot);
   if (status->forking)
     json_object_set_boolean_member (object, "forking", TRUE);
+  if (status->vcpus != 0)
+    json_object_set_int_member (object, "vcpus", status->vcpus);
+  if (status->memory_bytes != 0)
+    json_object_set_int_member (object, "memory_bytes", (gint64) status->memory_bytes);
   if (status->destroyed->len > 0)
     {
       JsonArray *done = json_array_new ();
@@ -575,7 +579,7 @@ mv_status_from_node (JsonNode *node, GError **error)
     "format", "state", "state_error", "phase", "operation_id",
     "observed_generation", "observed_restart_generation", "failed_generation", "started_at", "finished_at", "next_restart_at",
     "exit_code", "restart_count", "vmm", "saved_state", "traffic_sequence", "destroyed",
-    "restoring_snapshot", "forking", NULL
+    "restoring_snapshot", "forking", "vcpus", "memory_bytes", NULL
   };
   g_autoptr(MvStatus) status = mv_status_new ();
   const char *state = NULL;
@@ -653,6 +657,14 @@ mv_status_from_node (JsonNode *node, GError **error)
       status->has_exit_code = TRUE;
       status->exit_code = (gint32) value;
     }
+  if ((field = mv_json_member (object, "vcpus")) != NULL)
+    {
+      if (!mv_json_read_int (field, "vcpus", 0, G_MAXUINT32, &value, error))
+        return NULL;
+      status->vcpus = (guint32) value;
+    }
+  if (!read_optional_generation (object, "memory_bytes", 0, &status->memory_bytes, error))
+    return NULL;
   if ((field = mv_json_member (object, "restart_count")) != NULL)
     {
       if (!mv_json_read_int (field, "restart_count", 0, G_MAXUINT32, &value, error))

@@ -61,6 +61,12 @@ typedef struct {
   gboolean   forking;
   /* What an interrupted destroy already removed, by resource name. */
   GPtrArray *destroyed;         /* char*, never NULL */
+  /* The size the guest was admitted with (seed 002, Status.VCPUs and
+   * MemoryBytes), kept while it is frozen to disk: what a resume is
+   * admitted on, since the spec may say otherwise by then. 0 = not
+   * recorded (the spec's size). */
+  guint32    vcpus;
+  guint64    memory_bytes;
 } MvStatus;
 
 MvConfig *mv_config_new (const char *id, MvSpec *spec /* owned */, gint64 now);

@@ -167,6 +167,80 @@ load_logs_config (MvDaemon *daemon, const char *path, GError **error)
   return TRUE;
 }
 
+/* One size key of [resources]: absent leaves *@out as it is. */
+static gboolean
+resources_size (MvDaemon *daemon, const char *key, guint64 min, guint64 max, guint64 *out,
+                GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  guint64 v;
+
+  if (!g_key_file_has_key (daemon->config, "resources", key, NULL))
+    return TRUE;
+  v = g_key_file_get_uint64 (daemon->config, "resources", key, &local);
+  if (local || v < min || v > max)
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                         "%s: [resources] %s must be %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT,
+                         daemon->config_path, key, min, max);
+  *out = v;
+  return TRUE;
+}
+
+static gboolean
+resources_factor (MvDaemon *daemon, const char *key, double *out, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  double v;
+
+  if (!g_key_file_has_key (daemon->config, "resources", key, NULL))
+    return TRUE;
+  v = g_key_file_get_double (daemon->config, "resources", key, &local);
+  if (local)
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                         "%s: [resources] %s: not a number (1 to %g)", daemon->config_path, key,
+                         MV_OVERCOMMIT_MAX);
+  *out = v;
+  return TRUE;
+}
+
+/* [resources]: the host as it is measured, unless told it is smaller
+ * (host-cpus, host-memory-bytes: part of it is kept for other work), and
+ * what machines may be given of it; data/microvmd.conf documents each. */
+static gboolean
+load_resources_config (MvDaemon *daemon, GError **error)
+{
+  long cpus = sysconf (_SC_NPROCESSORS_ONLN);
+  guint64 host_cpus = cpus > 0 ? (guint64) cpus : 1;
+  guint64 host_memory = (guint64) sysconf (_SC_PHYS_PAGES) * (guint64) sysconf (_SC_PAGESIZE);
+  MvCapacity capacity;
+
+  if (!resources_size (daemon, "host-cpus", 1, host_cpus, &host_cpus, error) ||
+      !resources_size (daemon, "host-memory-bytes", 1, host_memory, &host_memory, error))
+    return FALSE;
+  capacity = mv_capacity_default ((MvResources) { (guint) host_cpus, host_memory });
+  if (!resources_size (daemon, "reserved-memory-bytes", 0, G_MAXUINT64,
+                       &capacity.reserved_memory_bytes, error) ||
+      !resources_factor (daemon, "cpu-overcommit", &capacity.cpu_overcommit, error) ||
+      !resources_factor (daemon, "memory-overcommit", &capacity.memory_overcommit, error))
+    return FALSE;
+  if (!mv_capacity_validate (&capacity, error))
+    {
+      g_prefix_error (error, "%s: ", daemon->config_path);
+      return FALSE;
+    }
+  daemon->options.capacity = capacity;
+  {
+    MvResources allocatable = mv_capacity_allocatable (&capacity);
+
+    g_message ("Machines may be given %u vCPUs and %" G_GUINT64_FORMAT " bytes of memory: "
+               "%u CPUs × %g, (%" G_GUINT64_FORMAT " − %" G_GUINT64_FORMAT " reserved) × %g",
+               allocatable.vcpus, allocatable.memory_bytes, capacity.host.vcpus,
+               capacity.cpu_overcommit, capacity.host.memory_bytes,
+               capacity.reserved_memory_bytes, capacity.memory_overcommit);
+  }
+  return TRUE;
+}
+
 /* [prometheus] listen; data/microvmd.conf documents it. */
 static gboolean
 load_prometheus_config (MvDaemon *daemon, const char *path, GError **error)
@@ -334,6 +408,7 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
       !load_metrics_config (daemon, config_path, error) ||
       !load_logs_config (daemon, config_path, error) ||
       !load_prometheus_config (daemon, config_path, error) ||
+      !load_resources_config (daemon, error) ||
       !add_builtin_runtimes (daemon, error))
     {
       mv_daemon_free (daemon);

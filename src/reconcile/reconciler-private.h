@@ -33,6 +33,13 @@ MvRuntime *mv_reconciler_runtime_for (MvMachine *machine, GError **error);
  * start with the volumes its spec mounts (volume-holds.c). */
 gboolean   mv_reconciler_check_volume_holds (MvMachine *machine, GError **error);
 gboolean   mv_reconciler_is_migrating (MvMachine *machine);
+/* Admits a start of @machine (admission.c): *@admitted is the size it
+ * starts with, for the caller to note in its status as it becomes
+ * Starting; or MV_ERROR_RESOURCE_EXHAUSTED with the numbers. */
+gboolean   mv_reconciler_admit (MvMachine *machine, MvResources *admitted, GError **error);
+/* MV_ERROR_INVALID_ARGUMENT unless a machine of @spec's size could ever
+ * start here. */
+gboolean   mv_reconciler_check_spec_size (MvReconciler *rec, const MvSpec *spec, GError **error);
 
 /* Reports to the observer. */
 void       mv_machine_changed (MvMachine *machine, guint props);

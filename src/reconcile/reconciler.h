@@ -9,6 +9,7 @@
 #include "core/snapshot.h"
 #include "core/event.h"
 #include "core/op-stats.h"
+#include "core/capacity.h"
 
 /* How the reconciler tells time and waits; tests inject their own. */
 typedef struct {
@@ -56,6 +57,8 @@ typedef struct {
   /* Whether a machine is being migrated; such machines are left alone. */
   gboolean (*migration_guard) (const char *machine_id, gpointer user_data);
   gpointer migration_guard_data;
+  /* What machines may be given of the host; zero limits nothing. */
+  MvCapacity capacity;
 } MvReconcilerOptions;
 
 /* @host, @observer and @clock (NULL: the default) outlive the reconciler. */
@@ -234,6 +237,40 @@ void          mv_reconciler_fork_machine (MvReconciler *reconciler, MvMachine *s
 gboolean      mv_reconciler_delete_snapshot (MvReconciler *reconciler, const char *snapshot_id,
                                              MvSnapshotDoneFunc func, gpointer user_data,
                                              GError **error);
+
+/* Capacity and admission (seed 002; reconcile/admission.c). Every start
+ * (a boot, a restart by the restart policy, a wake from standby, a
+ * restored or forked memory snapshot) is admitted first: one that does
+ * not fit is refused with MV_ERROR_RESOURCE_EXHAUSTED and changes
+ * nothing; a restart refused so is a failed start. */
+const MvCapacity *mv_reconciler_capacity (MvReconciler *reconciler);
+/* What @machine holds: its admitted size while it is starting, running
+ * or paused, else nothing. */
+MvResources   mv_machine_held (const MvMachine *machine);
+/* What every machine holds between them. */
+MvResources   mv_reconciler_held (MvReconciler *reconciler);
+/* CheckResources: MV_ERROR_INVALID_ARGUMENT unless a machine of @wanted
+ * could ever start here; else *@fits_now says whether it would now. */
+gboolean      mv_reconciler_check_resources (MvReconciler *reconciler, const MvResources *wanted,
+                                             gboolean *fits_now, GError **error);
+
+/* The health statuses a guest's agent reports, in this order. */
+#define MV_HEALTH_STATUS_COUNT 3
+extern const char *const mv_health_statuses[MV_HEALTH_STATUS_COUNT + 1];
+
+/* Seed 002, Usage: computed when asked. */
+typedef struct {
+  guint        by_state[MV_STATE_COUNT];
+  guint        by_health[MV_HEALTH_STATUS_COUNT];  /* of machines whose health is checked */
+  MvCapacity   capacity;
+  MvResources  allocatable;
+  MvResources  held;       /* by the holders between them */
+  GPtrArray   *holders;    /* MvMachine*, borrowed: those that hold resources, by name */
+} MvUsage;
+
+MvUsage      *mv_reconciler_usage (MvReconciler *reconciler);
+void          mv_usage_free (MvUsage *usage);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvUsage, mv_usage_free)
 
 /* Stats (seed 002, Stats; reconcile/stats.c): what a machine's VMM uses
  * of the host, read at one moment. Totals are since the VMM started. */

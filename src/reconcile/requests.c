@@ -80,14 +80,16 @@ check_network (const MvHost *host, const MvSpec *spec, GError **error)
 }
 
 /* Everything a spec must pass before it is recorded: its own limits,
- * this daemon's features, and the runtime that is to run it. */
-MvRuntime *
-mv_reconciler_validate_spec (MvReconciler *rec, MvSpec *spec, GError **error)
+ * this daemon's features, and the runtime that is to run it; with
+ * @check_size, that a machine of its size could ever start here. */
+static MvRuntime *
+validate_spec (MvReconciler *rec, MvSpec *spec, gboolean check_size, GError **error)
 {
   MvRuntime *runtime;
 
   if (!mv_spec_validate_with_standby_min (spec, rec->options.standby_min_seconds, error) ||
       !fits_host (rec->host, spec, error) ||
+      (check_size && !mv_reconciler_check_spec_size (rec, spec, error)) ||
       !mv_volumes_check_spec (rec->host->volumes, spec, error) ||
       !check_network (rec->host, spec, error) ||
       !(runtime = mv_runtimes_for_spec (rec->host->runtimes, spec, error)))
@@ -95,6 +97,12 @@ mv_reconciler_validate_spec (MvReconciler *rec, MvSpec *spec, GError **error)
   if (runtime->check && !runtime->check (runtime, spec, error))
     return NULL;
   return runtime;
+}
+
+MvRuntime *
+mv_reconciler_validate_spec (MvReconciler *rec, MvSpec *spec, GError **error)
+{
+  return validate_spec (rec, spec, TRUE, error);
 }
 
 /* A client retrying with the same ID gets the same machine: *@existed
@@ -751,7 +759,12 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
                          spec->id, machine->id);
   g_free (spec->id);
   spec->id = g_strdup (current->id);
-  if (!mv_reconciler_validate_spec (rec, spec, error))
+  /* A machine the host has become too small for may still have its
+   * labels changed; a new size must be one it could start with. */
+  if (!validate_spec (rec, spec,
+                      mv_spec_vcpus (spec) != mv_spec_vcpus (current) ||
+                        spec->memory_bytes != current->memory_bytes,
+                      error))
     return FALSE;
   if (g_strcmp0 (spec->name, current->name) != 0)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,

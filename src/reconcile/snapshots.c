@@ -543,6 +543,12 @@ take_work (MvReconciler *rec, MvMachine *machine, const char *name, gboolean pas
                                                                           runtime) : "");
   snapshot->vcpus = mv_spec_vcpus (machine->config->spec);
   snapshot->memory_bytes = machine->config->spec->memory_bytes;
+  /* A frozen guest is what it was admitted with. */
+  if (from != TAKE_STOPPED && machine->status->vcpus != 0 && machine->status->memory_bytes != 0)
+    {
+      snapshot->vcpus = machine->status->vcpus;
+      snapshot->memory_bytes = machine->status->memory_bytes;
+    }
   snapshot->image_digest = g_strdup (machine->config->spec->image_digest);
   snapshot->created_at = mv_reconciler_now (rec);
   return work;
@@ -613,6 +619,9 @@ put_back_done (MvMachine *machine, const MvSnapshot *snapshot)
     {
       g_free (status->saved_state);
       status->saved_state = storage->saved_state_dir (storage, machine->id);
+      /* The guest wakes with the size it was frozen with. */
+      status->vcpus = snapshot->vcpus;
+      status->memory_bytes = snapshot->memory_bytes;
       mv_machine_set_state (machine, MV_STATE_STANDBY, NULL);
     }
   else

@@ -465,6 +465,7 @@ run_step (MvMachine *machine, MvStep step)
   g_autoptr (GError) error = NULL;
   g_autoptr (MvStatus) before = NULL;
   MvRuntime *runtime = mv_reconciler_runtime_for (machine, &error);
+  MvResources admitted = { 0, 0 };
   StepTask *task;
 
   if (!runtime && step != MV_STEP_DESTROY)
@@ -479,6 +480,20 @@ run_step (MvMachine *machine, MvStep step)
    * and is not tried again until something new is asked. */
   if (step == MV_STEP_START && !mv_reconciler_check_volume_holds (machine, &error))
     {
+      status->failed_generation = machine->config->desired_generation;
+      mv_machine_failed_now (machine, error);
+      return;
+    }
+  if (step == MV_STEP_START && !mv_reconciler_admit (machine, &admitted, &error))
+    {
+      mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) is not started: %s",
+                      machine->config->spec->name, machine->id, error->message);
+      /* The restart policy's start that cannot be had is another end. */
+      if (status->state == MV_STATE_RESTARTING)
+        {
+          mv_reconciler_handle_end (machine, FALSE, 0, error->message);
+          return;
+        }
       status->failed_generation = machine->config->desired_generation;
       mv_machine_failed_now (machine, error);
       return;
@@ -517,6 +532,12 @@ run_step (MvMachine *machine, MvStep step)
   g_free (status->operation_id);
   status->operation_id = mv_id_new ();
   task->operation_id = g_strdup (status->operation_id);
+  /* Held from now on, in this turn: the next start counts it. */
+  if (step == MV_STEP_START)
+    {
+      status->vcpus = admitted.vcpus;
+      status->memory_bytes = admitted.memory_bytes;
+    }
   mv_machine_set_state (machine, next, NULL);
   /* Every destroy step can be repeated: one whose phase cannot be written
    * (a full disk) goes on, since what it removes is what frees the disk. */

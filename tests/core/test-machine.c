@@ -527,6 +527,8 @@ test_status_round_trip (void)
   json_object_set_int_member (status->vmm, "pid", 4242);
   json_object_set_string_member (status->vmm, "socket", "/run/microvmd/machines/x/api.sock");
   status->saved_state = g_strdup ("/var/lib/microvmd/machines/x/saved");
+  status->vcpus = 3;
+  status->memory_bytes = G_GUINT64_CONSTANT (3) << 30;
 
   node = mv_status_to_node (status);
   object = json_node_get_object (node);
@@ -554,6 +556,8 @@ test_status_round_trip (void)
   g_assert_nonnull (parsed->vmm);
   g_assert_cmpint (json_object_get_int_member (parsed->vmm, "pid"), ==, 4242);
   g_assert_cmpstr (parsed->saved_state, ==, status->saved_state);
+  g_assert_cmpuint (parsed->vcpus, ==, 3);
+  g_assert_cmpuint (parsed->memory_bytes, ==, G_GUINT64_CONSTANT (3) << 30);
 
   node_again = mv_status_to_node (parsed);
   text = json_to_string (node, FALSE);
