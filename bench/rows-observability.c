@@ -7,7 +7,8 @@
  *        stopped on the test runtime), against a bare libsoup server in
  *        the bench process serving the bytes of one scrape as they are;
  *        one client session fetches both, alternately, the same number
- *        of times.
+ *        of times. The daemon keeps a scrape's text for a second, so a
+ *        loop like this one renders about once a second.
  *
  * One daemon serves both rows. The daemon's VMMs are walled in, as by
  * default; the sampler of daily metrics is set to an hour so that none of
