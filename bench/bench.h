@@ -94,3 +94,6 @@ void     bench_rows_network (Bench *bench, gboolean attach, gboolean wake); /* #
 /* Restarts the daemon with the QEMU, Cloud Hypervisor and Firecracker
  * test runtimes; real guests need --guest-dir. */
 void     bench_row_snapshots (Bench *bench);      /* #15 */
+/* Restarts the daemon with the Firecracker test runtime and the
+ * Prometheus endpoint; runs #16 if @stats, #17 if @scrape. */
+void     bench_rows_observability (Bench *bench, gboolean stats, gboolean scrape); /* #16, #17 */

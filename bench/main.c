@@ -175,6 +175,8 @@ main (int argc, char **argv)
     bench_rows_network (&bench, WANTED ("13"), WANTED ("14"));
   if (WANTED ("15"))
     bench_row_snapshots (&bench);
+  if (WANTED ("16", "17"))
+    bench_rows_observability (&bench, WANTED ("16"), WANTED ("17"));
 
   if (WANTED ("2", "3", "5"))
     bench_rows_scale (&bench);

@@ -48,6 +48,7 @@ struct _MvDaemon {
   guint               logs_check_seconds;  /* [logs] check-seconds */
   MvLogRotator       *logs;
   GSocketAddress     *prometheus_address; /* [prometheus] listen; NULL: not served */
+  guint               prometheus_max_connections; /* [prometheus] max-connections */
   MvPrometheus       *prometheus;
   MvBusService       *service;
   MvImageStore       *images;          /* the cache of images machines boot */
@@ -241,13 +242,28 @@ load_resources_config (MvDaemon *daemon, GError **error)
   return TRUE;
 }
 
-/* [prometheus] listen; data/microvmd.conf documents it. */
+/* [prometheus] listen and max-connections; data/microvmd.conf documents
+ * them. */
 static gboolean
 load_prometheus_config (MvDaemon *daemon, const char *path, GError **error)
 {
   g_autofree char *listen = g_key_file_get_string (daemon->config, "prometheus", "listen", NULL);
   g_autoptr (GError) local = NULL;
 
+  daemon->prometheus_max_connections = MV_PROMETHEUS_MAX_CONNECTIONS_DEFAULT;
+  if (g_key_file_has_key (daemon->config, "prometheus", "max-connections", NULL))
+    {
+      guint64 v = g_key_file_get_uint64 (daemon->config, "prometheus", "max-connections", &local);
+
+      if (local || v < 1 || v > MV_PROMETHEUS_MAX_CONNECTIONS_MAX)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "%s: [prometheus] max-connections must be 1 to %u", path,
+                       MV_PROMETHEUS_MAX_CONNECTIONS_MAX);
+          return FALSE;
+        }
+      daemon->prometheus_max_connections = (guint) v;
+    }
   if (!listen)
     listen = g_strdup (MV_PROMETHEUS_DEFAULT_LISTEN);
   g_strstrip (listen);
@@ -273,7 +289,8 @@ serve_prometheus (MvDaemon *daemon)
   if (!daemon->prometheus_address)
     return;
   where = g_socket_connectable_to_string (G_SOCKET_CONNECTABLE (daemon->prometheus_address));
-  daemon->prometheus = mv_prometheus_new (daemon->reconciler, daemon->prometheus_address, &error);
+  daemon->prometheus = mv_prometheus_new (daemon->reconciler, daemon->prometheus_address,
+                                          daemon->prometheus_max_connections, &error);
   if (!daemon->prometheus)
     g_warning ("Not serving metrics on %s: %s", where, error->message);
   else

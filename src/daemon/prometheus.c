@@ -1,6 +1,8 @@
 /* The Prometheus endpoint. A scrape is answered on the main loop: what it
  * reads is the machines' records in memory, the steps' counts and, for
- * each machine with a VMM, the cheap /proc reads of its stats. */
+ * each machine with a VMM, the cheap /proc reads of its stats. The text
+ * is kept for MV_PROMETHEUS_CACHE_USEC, and the connections served at
+ * once are capped. */
 #include "prometheus.h"
 #include "core/errors.h"
 #include "core/prom-text.h"
@@ -12,8 +14,13 @@
 #include <string.h>
 
 struct _MvPrometheus {
-  MvReconciler *reconciler;
-  SoupServer   *server;
+  MvReconciler   *reconciler;
+  SoupServer     *server;
+  GSocketService *service;
+  guint           max_connections;
+  GHashTable     *connections;    /* GSocketConnection* served, weakly held */
+  GBytes         *cached;         /* the last scrape's text, or NULL */
+  gint64          cached_at;      /* µs, monotonic */
 };
 
 GSocketAddress *
@@ -298,6 +305,7 @@ on_metrics (SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
   MvPrometheus *prometheus = user_data;
   GString *text;
   gsize length;
+  gint64 now;
 
   if (refuse_method (msg))
     return;
@@ -307,37 +315,121 @@ on_metrics (SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
       soup_server_message_set_status (msg, SOUP_STATUS_NOT_FOUND, NULL);
       return;
     }
-  text = mv_prometheus_render (prometheus->reconciler);
-  length = text->len;
+  now = g_get_monotonic_time ();
+  if (!prometheus->cached || now - prometheus->cached_at >= MV_PROMETHEUS_CACHE_USEC)
+    {
+      text = mv_prometheus_render (prometheus->reconciler);
+      length = text->len;
+      g_clear_pointer (&prometheus->cached, g_bytes_unref);
+      prometheus->cached = g_bytes_new_take (g_string_free (text, FALSE), length);
+      prometheus->cached_at = now;
+    }
   soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
-  soup_server_message_set_response (msg, MV_PROM_CONTENT_TYPE, SOUP_MEMORY_TAKE,
-                                    g_string_free (text, FALSE), length);
+  soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Content-Type",
+                                MV_PROM_CONTENT_TYPE);
+  soup_message_body_append_bytes (soup_server_message_get_response_body (msg),
+                                  prometheus->cached);
+}
+
+/* ---- Connections ---- */
+
+static void
+on_connection_gone (gpointer data, GObject *gone)
+{
+  MvPrometheus *prometheus = data;
+
+  g_hash_table_remove (prometheus->connections, gone);
+}
+
+/* One over the cap is told so and closed at once; a client's retry finds
+ * room once a scrape ends. */
+static void
+refuse_connection (GSocketConnection *connection)
+{
+  static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                             "Content-Length: 0\r\n"
+                             "Connection: close\r\n\r\n";
+  GSocket *socket = g_socket_connection_get_socket (connection);
+
+  /* A fresh socket's send buffer takes these bytes without waiting. */
+  g_socket_set_blocking (socket, FALSE);
+  g_socket_send (socket, busy, sizeof busy - 1, NULL, NULL);
+  g_io_stream_close (G_IO_STREAM (connection), NULL, NULL);
+}
+
+static gboolean
+on_incoming (GSocketService *service, GSocketConnection *connection, GObject *source,
+             gpointer user_data)
+{
+  MvPrometheus *prometheus = user_data;
+  g_autoptr (GSocketAddress) local = NULL, remote = NULL;
+  g_autoptr (GError) error = NULL;
+
+  if (g_hash_table_size (prometheus->connections) >= prometheus->max_connections)
+    {
+      g_debug ("Metrics: %u connections are open, the most [prometheus] max-connections "
+               "allows: one more is refused", prometheus->max_connections);
+      refuse_connection (connection);
+      return TRUE;
+    }
+  local = g_socket_connection_get_local_address (connection, NULL);
+  remote = g_socket_connection_get_remote_address (connection, NULL);
+  if (!soup_server_accept_iostream (prometheus->server, G_IO_STREAM (connection), local, remote,
+                                    &error))
+    {
+      g_debug ("Metrics: cannot serve a connection: %s", error->message);
+      return TRUE;
+    }
+  g_hash_table_add (prometheus->connections, connection);
+  g_object_weak_ref (G_OBJECT (connection), on_connection_gone, prometheus);
+  return TRUE;
 }
 
 MvPrometheus *
-mv_prometheus_new (MvReconciler *reconciler, GSocketAddress *address, GError **error)
+mv_prometheus_new (MvReconciler *reconciler, GSocketAddress *address, guint max_connections,
+                   GError **error)
 {
-  g_autoptr (SoupServer) server = soup_server_new ("server-header", "microvmd/" PACKAGE_VERSION,
-                                                   NULL);
+  g_autoptr (GSocketService) service = g_socket_service_new ();
   MvPrometheus *prometheus;
 
-  if (!soup_server_listen (server, address, 0, error))
+  g_return_val_if_fail (max_connections > 0, NULL);
+  /* The connections are accepted here, not by libsoup, to count them. */
+  if (!g_socket_listener_add_address (G_SOCKET_LISTENER (service), address,
+                                      G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL, NULL,
+                                      error))
     return NULL;
   prometheus = g_new0 (MvPrometheus, 1);
   prometheus->reconciler = reconciler;
-  prometheus->server = g_steal_pointer (&server);
+  prometheus->max_connections = max_connections;
+  prometheus->connections = g_hash_table_new (NULL, NULL);
+  prometheus->server = soup_server_new ("server-header", "microvmd/" PACKAGE_VERSION, NULL);
   soup_server_add_early_handler (prometheus->server, NULL, on_request_headers, NULL, NULL);
   soup_server_add_handler (prometheus->server, NULL, on_not_found, NULL, NULL);
   soup_server_add_handler (prometheus->server, MV_PROMETHEUS_PATH, on_metrics, prometheus, NULL);
+  prometheus->service = g_steal_pointer (&service);
+  g_signal_connect (prometheus->service, "incoming", G_CALLBACK (on_incoming), prometheus);
+  g_socket_service_start (prometheus->service);
   return prometheus;
 }
 
 void
 mv_prometheus_free (MvPrometheus *prometheus)
 {
+  GHashTableIter iter;
+  gpointer connection;
+
   if (!prometheus)
     return;
+  g_socket_service_stop (prometheus->service);
+  g_socket_listener_close (G_SOCKET_LISTENER (prometheus->service));
+  g_signal_handlers_disconnect_by_data (prometheus->service, prometheus);
+  g_object_unref (prometheus->service);
+  g_hash_table_iter_init (&iter, prometheus->connections);
+  while (g_hash_table_iter_next (&iter, &connection, NULL))
+    g_object_weak_unref (connection, on_connection_gone, prometheus);
+  g_hash_table_unref (prometheus->connections);
   soup_server_disconnect (prometheus->server);
   g_object_unref (prometheus->server);
+  g_clear_pointer (&prometheus->cached, g_bytes_unref);
   g_free (prometheus);
 }

@@ -8,6 +8,13 @@
 
 #define MV_PROMETHEUS_DEFAULT_LISTEN "127.0.0.1:9477"
 #define MV_PROMETHEUS_PATH           "/metrics"
+/* [prometheus] max-connections: connections served at once; one more is
+ * answered 503 and closed. */
+#define MV_PROMETHEUS_MAX_CONNECTIONS_DEFAULT 16
+#define MV_PROMETHEUS_MAX_CONNECTIONS_MAX     1024
+/* A scrape within this long of the last one is answered with its text:
+ * a scrape of 1,000 machines takes about 10 ms to render. */
+#define MV_PROMETHEUS_CACHE_USEC     G_USEC_PER_SEC
 
 typedef struct _MvPrometheus MvPrometheus;
 
@@ -19,7 +26,8 @@ GSocketAddress *mv_prometheus_parse_listen (const char *text, GError **error);
  * /proc files a machine with a VMM). */
 GString        *mv_prometheus_render (MvReconciler *reconciler);
 
-/* Listens on @address; @reconciler outlives it. */
+/* Listens on @address, serving up to @max_connections at once;
+ * @reconciler outlives it. */
 MvPrometheus   *mv_prometheus_new (MvReconciler *reconciler, GSocketAddress *address,
-                                   GError **error);
+                                   guint max_connections, GError **error);
 void            mv_prometheus_free (MvPrometheus *prometheus);

@@ -43,7 +43,8 @@ on_guest_event (const char *machine_id, const MvGuestEvent *event, gpointer data
         mv_machine_changed (machine, MV_PROP_GUEST);
       /* The agent said who it is: the guest is up. */
       if (first)
-        mv_machine_event (machine, MV_EVENT_READY, NULL, event->agent_version);
+        mv_machine_event (machine, MV_EVENT_READY, machine->run_operation_id,
+                          event->agent_version);
       return;
     }
   if (event->health)
@@ -121,6 +122,7 @@ mv_reconciler_detach_guest (MvMachine *machine, MvRuntime *runtime)
   machine->guest_usage_at = 0;
   set_string (&machine->agent_version, NULL, &changed);
   set_string (&machine->health, NULL, &changed);
+  g_clear_pointer (&machine->run_operation_id, g_free);
   if (machine->health_failing_streak)
     {
       machine->health_failing_streak = 0;

@@ -175,6 +175,7 @@ mv_machine_free (MvMachine *machine)
   g_clear_object (&machine->step_cancellable);
   g_free (machine->end_reason);
   g_free (machine->agent_version);
+  g_free (machine->run_operation_id);
   g_free (machine->health);
   mv_config_free (machine->config);
   mv_status_free (machine->status);

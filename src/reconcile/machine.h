@@ -62,6 +62,9 @@ struct _MvMachine {
    * again to the next daemon. NULL while it has said nothing. */
   char         *agent_version;
   char         *health;
+  /* The operation whose start brought up the VMM the guest runs in: what
+   * the guest's ready event names. NULL for a VMM adopted at startup. */
+  char         *run_operation_id;
   guint         health_failing_streak;
 
   /* What the guest's agent last said its CPUs had done (USAGE), and when

@@ -317,6 +317,8 @@ step_succeeded (MvMachine *machine, StepTask *task)
                         : task->restore  ? MV_EVENT_WOKEN
                                          : MV_EVENT_STARTED,
                         task->operation_id, NULL);
+      g_free (machine->run_operation_id);
+      machine->run_operation_id = g_strdup (task->operation_id);
       mv_reconciler_watch_vmm (machine, task->runtime);
       /* A frozen guest may be another machine's (a fork): it is told
        * whose it is now, with fresh entropy either way. */

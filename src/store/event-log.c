@@ -1,5 +1,6 @@
 #include "event-log.h"
 #include "names.h"
+#include "util/fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -172,6 +173,7 @@ rotate (MvEventLog *log, GError **error)
                    g_strerror (saved));
       return FALSE;
     }
+  mv_fault_point ("event-log", "rotated");
   sync_later (log->fd);
   log->fd = -1;
   return open_current (log, error);
@@ -206,6 +208,7 @@ write_line (MvEventLog *log, const char *line, gsize length, GError **error)
         }
       done += (gsize) n;
     }
+  mv_fault_point ("event-log", "written");
   log->size += length;
   log->unsynced = TRUE;
   if (!log->sync_timer)

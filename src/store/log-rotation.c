@@ -2,6 +2,7 @@
  * log open with O_APPEND, so the file cannot be renamed away from it. */
 #include "log-rotation.h"
 #include "names.h"
+#include "util/fault.h"
 #include "util/files.h"
 
 #include <dirent.h>
@@ -86,8 +87,7 @@ mv_log_rotate (const char *path, const char *rotated, guint64 max_bytes, gboolea
     }
   /* What grows while the copy runs is copied too, up to twice the cap,
    * so that the window in which a write is lost is the truncation's. */
-  if (!copy_to_end (fd, out, MAX ((guint64) st.st_size, max_bytes * 2)) ||
-      ftruncate (fd, 0) < 0)
+  if (!copy_to_end (fd, out, MAX ((guint64) st.st_size, max_bytes * 2)))
     {
       int errsv = errno;
 
@@ -96,14 +96,26 @@ mv_log_rotate (const char *path, const char *rotated, guint64 max_bytes, gboolea
       unlink (partial);
       return mv_set_errno_error (error, errsv, "Could not rotate %s", path);
     }
-  close (fd);
+  mv_fault_point ("log-rotation", "copied");
+  /* The copy takes the rotated name before the log is emptied: a crash
+   * in between leaves its lines twice, never nowhere. */
   if (close (out) < 0 || rename (partial, rotated) < 0)
     {
       int errsv = errno;
 
+      close (fd);
       unlink (partial);
       return mv_set_errno_error (error, errsv, "Could not rotate %s into %s", path, rotated);
     }
+  mv_fault_point ("log-rotation", "renamed");
+  if (ftruncate (fd, 0) < 0)
+    {
+      int errsv = errno;
+
+      close (fd);
+      return mv_set_errno_error (error, errsv, "Could not empty %s", path);
+    }
+  close (fd);
   *done = TRUE;
   return TRUE;
 }

@@ -3,6 +3,7 @@
  * sample, never half a file. */
 #include "metrics.h"
 #include "store.h"
+#include "util/fault.h"
 #include "util/files.h"
 
 #include <errno.h>
@@ -93,6 +94,7 @@ mv_metrics_append (const char *machine_dir, const MvMetricsSample *sample, guint
   json = mv_metrics_day_to_json ((MvMetricsSample *) samples->data, samples->len);
   if (!mv_write_file_atomic (path, json, strlen (json), error))
     return FALSE;
+  mv_fault_point ("metrics", "written");
   prune (dir, sample->time);
   return TRUE;
 }

@@ -1,7 +1,9 @@
 /* Events through the daemon, with the test runtime: the events of a
  * lifecycle with a crash and a restart by the restart policy, a clean
  * end, GetEvents since a sequence, the Event signal, the log kept across
- * a daemon restart, and its rotation at the size cap. */
+ * a daemon restart, and its rotation at the size cap; and on the
+ * Firecracker test VMM, whose simulated guest runs an agent, the guest's
+ * ready event. */
 #include "bus-client.h"
 #include "names.h"
 
@@ -395,6 +397,66 @@ test_rotation (Fixture *f, gconstpointer data)
   g_assert_cmpuint (((Event *) events->pdata[0])->sequence, ==, last + 1);
 }
 
+/* A guest whose readiness is its agent: ready comes after started, once,
+ * and names the start's operation. */
+static void
+test_ready (Fixture *f, gconstpointer data)
+{
+  g_autofree char *kernel = g_build_filename (mv_test_env_images_dir (f->env), "vmlinuz", NULL);
+  g_autofree char *initrd = g_build_filename (mv_test_env_images_dir (f->env), "initrd", NULL);
+  g_autofree char *spec = NULL, *path = NULL, *id = NULL;
+  g_autoptr (GPtrArray) events = NULL;
+  Event *started, *ready;
+
+  /* The simulated guest needs files, not a kernel. */
+  g_assert_true (g_file_set_contents (kernel, "kernel", -1, NULL));
+  g_assert_true (g_file_set_contents (initrd, "initrd", -1, NULL));
+  spec = g_strdup_printf ("{\"name\":\"greeter\",\"hypervisor_type\":\"firecracker\","
+                          "\"kernel\":\"%s\",\"initrd\":\"%s\",\"memory_bytes\":134217728,"
+                          "\"kernel_args\":\"console=ttyS0 reboot=k panic=1 microvmd.boot_ms=0\","
+                          "\"readiness\":\"agent\"}", kernel, initrd);
+  path = client_create_ok (f->client, spec);
+  id = machine_id (f->client, path);
+
+  client_call_ok (f->client, path, "Start");
+  assert_kinds_soon (f->client, id, "created started ready");
+  events = get_events (f->client, 0);
+  started = find_event (events, id, "started");
+  ready = find_event (events, id, "ready");
+  g_assert_cmpuint (ready->sequence, >, started->sequence);
+  g_assert_cmpuint (strlen (ready->operation_id), ==, 32);
+  g_assert_cmpstr (ready->operation_id, ==, started->operation_id);
+  /* The message is the agent's version. */
+  g_assert_cmpstr (ready->message, !=, "");
+
+  /* A second run is ready again, under its own start. */
+  client_call_ok (f->client, path, "Stop");
+  client_call_ok (f->client, path, "Start");
+  assert_kinds_soon (f->client, id, "created started ready stopped started ready");
+  g_ptr_array_unref (events);
+  events = get_events (f->client, 0);
+  {
+    Event *second_start = NULL, *second_ready = NULL;
+
+    for (guint i = 0; i < events->len; i++)
+      {
+        Event *e = events->pdata[i];
+
+        if (!g_str_equal (e->machine_id, id))
+          continue;
+        if (g_str_equal (e->kind, "started"))
+          second_start = e;
+        else if (g_str_equal (e->kind, "ready"))
+          second_ready = e;
+      }
+    g_assert_nonnull (second_start);
+    g_assert_nonnull (second_ready);
+    g_assert_cmpstr (second_ready->operation_id, ==, second_start->operation_id);
+    g_assert_cmpstr (second_start->operation_id, !=, started->operation_id);
+  }
+  client_delete_all (f->client);
+}
+
 /* microvmctl events, as any local user: text, and JSON after a sequence. */
 static void
 test_cli (Fixture *f, gconstpointer data)
@@ -438,6 +500,8 @@ test_cli (Fixture *f, gconstpointer data)
 int
 main (int argc, char **argv)
 {
+  g_autofree char *ready_config = NULL;
+
   g_test_init (&argc, &argv, NULL);
   g_test_add ("/events/lifecycle", Fixture, test_config, fixture_setup, test_lifecycle,
               fixture_teardown);
@@ -448,5 +512,7 @@ main (int argc, char **argv)
   g_test_add ("/events/rotation", Fixture, small_cap_config, fixture_setup, test_rotation,
               fixture_teardown);
   g_test_add ("/events/cli", Fixture, NULL, fixture_setup, test_cli, fixture_teardown);
+  ready_config = guest_config ("firecracker", test_config);
+  g_test_add ("/events/ready", Fixture, ready_config, fixture_setup, test_ready, fixture_teardown);
   return g_test_run ();
 }

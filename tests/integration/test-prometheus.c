@@ -18,6 +18,11 @@
 
 static guint16 metrics_port;
 
+/* How long the daemon answers with the last scrape's text (docs/metrics.md). */
+#define CACHE_USEC G_USEC_PER_SEC
+/* The connections it serves at once, in the test's configuration. */
+#define MAX_CONNECTIONS 2
+
 /* A port nobody listens on now, on loopback. */
 static guint16
 free_port (void)
@@ -109,6 +114,8 @@ test_endpoint (Fixture *f, gconstpointer data)
 
   client_call_ok (f->client, path, "Start");
   set_cpu (f, path, 3500000000);
+  /* Past the second in which a scrape is answered with the last one's text. */
+  g_usleep (CACHE_USEC + 100000);
   body = scrape ();
   g_clear_pointer (&line, g_free);
   line = g_strdup_printf ("microvmd_machine_cpu_seconds_total{id=\"%s\",name=\"scraped\"} 3.5", id);
@@ -250,10 +257,82 @@ test_prometheus_scrapes (Fixture *f, gconstpointer data)
   g_assert_cmpfloat_with_epsilon (value, 7.25, 1e-9);
 }
 
+/* Scrapes within a second are one rendering: a machine defined between
+ * them shows only once the second is over. */
+static void
+test_cached (Fixture *f, gconstpointer data)
+{
+  g_autofree char *first = NULL, *again = NULL, *later = NULL, *path = NULL;
+  gint64 t0 = g_get_monotonic_time ();
+
+  first = scrape ();
+  assert_has_line (first, "microvmd_machines{state=\"Stopped\"} 0");
+  path = client_create_ok (f->client, SPEC ("late"));
+  again = scrape ();
+  if (g_get_monotonic_time () - t0 < CACHE_USEC)
+    g_assert_cmpstr (again, ==, first);
+  g_usleep (CACHE_USEC + 100000);
+  later = scrape ();
+  assert_has_line (later, "microvmd_machines{state=\"Stopped\"} 1");
+}
+
+static GSocketConnection *
+connect_to_metrics (void)
+{
+  g_autoptr (GSocketClient) client = g_socket_client_new ();
+  g_autoptr (GError) error = NULL;
+  GSocketConnection *connection = g_socket_client_connect_to_host (client, "127.0.0.1",
+                                                                   metrics_port, NULL, &error);
+
+  g_assert_no_error (error);
+  return connection;
+}
+
+/* What a connection says before it is closed, or "" if nothing. */
+static char *
+read_until_closed (GSocketConnection *connection)
+{
+  GSocket *socket = g_socket_connection_get_socket (connection);
+  GString *got = g_string_new (NULL);
+  char buffer[512];
+  gssize n;
+
+  g_socket_set_timeout (socket, 10);
+  while ((n = g_socket_receive (socket, buffer, sizeof buffer, NULL, NULL)) > 0)
+    g_string_append_len (got, buffer, n);
+  g_assert_cmpint (n, ==, 0);
+  return g_string_free (got, FALSE);
+}
+
+/* Connections beyond [prometheus] max-connections are answered 503 and
+ * closed at once; once one closes, a scrape goes through again. */
+static void
+test_connection_cap (Fixture *f, gconstpointer data)
+{
+  GSocketConnection *open[MAX_CONNECTIONS];
+  g_autoptr (GSocketConnection) over = NULL;
+  g_autofree char *refused = NULL, *body = NULL;
+
+  for (guint i = 0; i < MAX_CONNECTIONS; i++)
+    open[i] = connect_to_metrics ();
+  /* The daemon has taken them before the next is made. */
+  client_settle (f->client, 200);
+  over = connect_to_metrics ();
+  refused = read_until_closed (over);
+  g_assert_true (g_str_has_prefix (refused, "HTTP/1.1 503 "));
+
+  g_object_unref (open[0]);
+  client_settle (f->client, 200);
+  body = scrape ();
+  assert_has_line (body, "microvmd_machines{state=\"Stopped\"} 0");
+  for (guint i = 1; i < MAX_CONNECTIONS; i++)
+    g_object_unref (open[i]);
+}
+
 int
 main (int argc, char **argv)
 {
-  g_autofree char *config = NULL;
+  g_autofree char *config = NULL, *capped = NULL;
 
   g_test_init (&argc, &argv, NULL);
   metrics_port = free_port ();
@@ -261,6 +340,12 @@ main (int argc, char **argv)
   g_test_add ("/prometheus/endpoint", Fixture, config, fixture_setup, test_endpoint,
               fixture_teardown);
   g_test_add ("/prometheus/scraped", Fixture, config, fixture_setup, test_prometheus_scrapes,
+              fixture_teardown);
+  g_test_add ("/prometheus/cached", Fixture, config, fixture_setup, test_cached,
+              fixture_teardown);
+  capped = g_strdup_printf ("[prometheus]\nlisten=127.0.0.1:%u\nmax-connections=%u\n",
+                            metrics_port, MAX_CONNECTIONS);
+  g_test_add ("/prometheus/connection-cap", Fixture, capped, fixture_setup, test_connection_cap,
               fixture_teardown);
   return g_test_run ();
 }

@@ -2,6 +2,13 @@
  * each machine with a VMM is sampled on the main thread and handed to the
  * writer in a worker thread, one round at a time. */
 #include "fixture.h"
+#include "core/metrics.h"
+#include "store/metrics.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "util/files.h"
 
 #define SECOND_NS  (G_GUINT64_CONSTANT (1000000000))
 
@@ -161,11 +168,112 @@ test_slow_round_skips_next (Fixture *f, gconstpointer data)
   writer_clear (&w);
 }
 
+/* The store's writer, with each machine's directory under @data. */
+static gboolean
+store_write (const char *machine_dir, const MvMetricsSample *sample, guint sample_seconds,
+             gpointer data, GError **error)
+{
+  g_autofree char *base = g_path_get_basename (machine_dir);
+  g_autofree char *dir = g_build_filename (data, base, NULL);
+
+  return mv_metrics_append (dir, sample, sample_seconds, error);
+}
+
+static int
+compare_names (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The metrics directory's entries, sorted, joined with spaces. */
+static char *
+listing (const char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  const char *name;
+
+  while (d && (name = g_dir_read_name (d)))
+    g_ptr_array_add (names, g_strdup (name));
+  g_ptr_array_sort (names, compare_names);
+  g_ptr_array_add (names, NULL);
+  return g_strjoinv (" ", (char **) names->pdata);
+}
+
+/* The day files of today and the @n - 1 days before it, oldest first. */
+static char *
+last_days (gint64 now, guint n, const char *also)
+{
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+
+  for (guint i = n; i-- > 0;)
+    g_ptr_array_add (names, mv_metrics_file_name (now - (gint64) i * 86400 * G_USEC_PER_SEC));
+  if (also)
+    g_ptr_array_add (names, g_strdup (also));
+  g_ptr_array_sort (names, compare_names);
+  g_ptr_array_add (names, NULL);
+  return g_strjoinv (" ", (char **) names->pdata);
+}
+
+/* Through the store's writer on the injected clock, an hour a sample for
+ * ten days: a day's file goes once it is seven days old, the week's stay,
+ * and what is not a day's file is left alone. */
+static void
+test_prunes_after_seven_days (Fixture *f, gconstpointer data)
+{
+  g_autofree char *root = g_dir_make_tmp ("test-metrics-XXXXXX", NULL);
+  g_autofree char *machine_dir = g_build_filename (root, "a", NULL);
+  g_autofree char *metrics_dir = g_build_filename (machine_dir, MV_METRICS_DIR, NULL);
+  g_autofree char *stray = g_build_filename (metrics_dir, "notes.txt", NULL);
+  MvMetricsSampler *sampler;
+  gint64 first;
+
+  g_assert_nonnull (root);
+  fixture_running (f, "a");
+  g_assert_cmpint (g_mkdir_with_parents (metrics_dir, 0700), ==, 0);
+  g_assert_true (g_file_set_contents (stray, "kept", -1, NULL));
+  sampler = mv_metrics_sampler_new (f->rec, MV_METRICS_SAMPLE_MAX_S, store_write, root);
+
+  tick (f, sampler, MV_METRICS_SAMPLE_MAX_S);
+  first = fake_clock_real (f->clock);
+  for (guint day = 1; day <= 10; day++)
+    {
+      g_autofree char *have = NULL, *want = NULL;
+      gint64 now;
+
+      for (guint hour = 0; hour < 24; hour++)
+        tick (f, sampler, MV_METRICS_SAMPLE_MAX_S);
+      now = fake_clock_real (f->clock);
+      g_assert_cmpint (now - first, ==, (gint64) day * 86400 * G_USEC_PER_SEC);
+      have = listing (metrics_dir);
+      /* Day 0 and each day since have a file, seven at most. */
+      want = last_days (now, MIN (day + 1, MV_METRICS_KEEP_DAYS), "notes.txt");
+      g_assert_cmpstr (have, ==, want);
+    }
+  /* What the week holds is read back: the oldest kept day is whole. */
+  {
+    gint64 now = fake_clock_real (f->clock);
+    g_autoptr (GError) error = NULL;
+    g_autoptr (GArray) week = mv_metrics_read (machine_dir, 0, now, 100000, &error);
+
+    g_assert_no_error (error);
+    g_assert_nonnull (week);
+    g_assert_cmpuint (week->len, >=, 6 * 24);
+    g_assert_cmpuint (week->len, <=, 7 * 24);
+    g_assert_cmpint (g_array_index (week, MvMetricsSample, week->len - 1).time, ==, now);
+    g_assert_cmpint (g_array_index (week, MvMetricsSample, 0).time, >,
+                     now - (gint64) MV_METRICS_KEEP_DAYS * 86400 * G_USEC_PER_SEC);
+  }
+  mv_metrics_sampler_free (sampler);
+  g_assert_true (mv_remove_tree (root, NULL));
+}
+
 int
 main (int argc, char **argv)
 {
   fixture_init (&argc, &argv);
   FIXTURE_TEST ("/metrics/samples-running-machines", test_samples_running_machines);
   FIXTURE_TEST ("/metrics/slow-round-skips-next", test_slow_round_skips_next);
+  FIXTURE_TEST ("/metrics/prunes-after-seven-days", test_prunes_after_seven_days);
   return g_test_run ();
 }
