@@ -407,6 +407,44 @@ method_get_console_log (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static void
+on_resized (MvMachine *machine, const GError *error, gpointer user_data)
+{
+  g_autoptr (sd_bus_message) call = user_data;
+
+  if (error)
+    mv_bus_reply_gerror (call, error);
+  else
+    sd_bus_reply_method_return (call, NULL);
+}
+
+static void
+do_resize (MvMachine *machine, sd_bus_message *call, gboolean root)
+{
+  g_autoptr (GError) error = NULL;
+  uint32_t vcpus = 0;
+  uint64_t memory_bytes = 0;
+
+  sd_bus_message_rewind (call, TRUE);
+  if (sd_bus_message_read (call, "ut", &vcpus, &memory_bytes) < 0)
+    {
+      sd_bus_reply_method_errorf (call, SD_BUS_ERROR_INVALID_ARGS, "Expected vCPUs and memory");
+      return;
+    }
+  if (!mv_reconciler_resize (machine->reconciler, machine, vcpus, memory_bytes, on_resized,
+                             sd_bus_message_ref (call), &error))
+    {
+      mv_bus_reply_gerror (call, error);
+      sd_bus_message_unref (call);
+    }
+}
+
+static int
+method_resize (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_MODIFY, "resize", do_resize);
+}
+
+static void
 do_open_console (MvMachine *machine, sd_bus_message *call, gboolean root)
 {
   g_autoptr (GError) error = NULL;
@@ -548,6 +586,8 @@ static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_METHOD_WITH_ARGS ("GetConsoleLog", SD_BUS_ARGS ("u", tail_lines),
                            SD_BUS_RESULT ("s", text), method_get_console_log,
                            SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("Resize", SD_BUS_ARGS ("u", vcpus, "t", memory_bytes),
+                           SD_BUS_NO_RESULT, method_resize, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("OpenConsole", SD_BUS_NO_ARGS, SD_BUS_RESULT ("h", console),
                            method_open_console, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("StreamLogs", SD_BUS_ARGS ("s", source, "u", tail_lines, "b", follow),

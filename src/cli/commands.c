@@ -1102,3 +1102,37 @@ mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv)
     }
   return mv_wait_result_exit_status (condition, result);
 }
+
+/* "64M", "1G", "1073741824": bytes, with K, M, G, T as powers of 1024. */
+gboolean
+mv_parse_size (const char *text, guint64 *out)
+{
+  static const char suffixes[] = "KMGT";
+  guint64 value = 0;
+  char *end = NULL;
+  const char *s;
+
+  if (!g_ascii_isdigit (text[0]))
+    return FALSE;
+  value = g_ascii_strtoull (text, &end, 10);
+  if (end == text)
+    return FALSE;
+  if (*end != '\0')
+    {
+      if (end[1] != '\0' && !(g_ascii_toupper (end[1]) == 'I' && end[2] == 'B' && end[3] == '\0') &&
+          !(g_ascii_toupper (end[1]) == 'B' && end[2] == '\0'))
+        return FALSE;
+      s = strchr (suffixes, g_ascii_toupper (*end));
+      if (s == NULL || *end == '\0')
+        return FALSE;
+      for (gsize i = 0; i <= (gsize) (s - suffixes); i++)
+        {
+          if (value > G_MAXUINT64 / 1024)
+            return FALSE;
+          value *= 1024;
+        }
+    }
+  *out = value;
+  return TRUE;
+}
+

@@ -50,6 +50,8 @@ typedef enum {
   MV_OPT_ITERATIONS = 1 << 21,
   MV_OPT_TAIL       = 1 << 22,
   MV_OPT_SOURCE     = 1 << 23,
+  MV_OPT_VCPUS      = 1 << 24,
+  MV_OPT_MEMORY     = 1 << 25,
 } MvCommandOptions;
 
 #define MV_OPTS_EXEC (MV_OPT_TTY | MV_OPT_ENV | MV_OPT_USER | MV_OPT_WORKDIR)
@@ -128,6 +130,8 @@ static const MvCommand commands[] = {
   { "logs",        mv_cmd_logs,        1, 1, MV_OPT_FOLLOW | MV_OPT_TAIL | MV_OPT_SOURCE, TRUE, NULL,
     "[-f] [--tail N] [--source console|vmm] NAME|ID",
     N_("Print a machine's log; with -f, go on while it runs") },
+  { "resize",      mv_cmd_resize,      1, 1, MV_OPT_VCPUS | MV_OPT_MEMORY, TRUE, NULL,
+    "NAME|ID [--vcpus N] [--memory SIZE]", N_("Give a running machine other vCPUs or memory") },
   { "console",     mv_cmd_console,     1, 1, 0,            TRUE,  NULL,
     "NAME|ID", N_("Attach to a machine's serial console (Ctrl+] leaves)") },
 };
@@ -160,6 +164,8 @@ static const struct {
   { MV_OPT_ITERATIONS, "--iterations" },
   { MV_OPT_TAIL,      "--tail" },
   { MV_OPT_SOURCE,    "--source" },
+  { MV_OPT_VCPUS,     "--vcpus" },
+  { MV_OPT_MEMORY,    "--memory" },
 };
 
 enum {
@@ -186,6 +192,8 @@ enum {
   ARG_UNTIL,
   ARG_INTERVAL,
   ARG_ITERATIONS,
+  ARG_VCPUS,
+  ARG_MEMORY,
   ARG_TAIL,
   ARG_SOURCE,
 };
@@ -221,6 +229,8 @@ static const struct option long_options[] = {
   { "until",           required_argument, NULL, ARG_UNTIL },
   { "interval",        required_argument, NULL, ARG_INTERVAL },
   { "iterations",      required_argument, NULL, ARG_ITERATIONS },
+  { "vcpus",           required_argument, NULL, ARG_VCPUS },
+  { "memory",          required_argument, NULL, ARG_MEMORY },
   { "tail",            required_argument, NULL, ARG_TAIL },
   { "source",          required_argument, NULL, ARG_SOURCE },
   { NULL, 0, NULL, 0 },
@@ -666,6 +676,14 @@ main (int argc, char **argv)
         case ARG_ITERATIONS:
           ctl.iterations = optarg;
           given |= MV_OPT_ITERATIONS;
+          break;
+        case ARG_VCPUS:
+          ctl.vcpus = optarg;
+          given |= MV_OPT_VCPUS;
+          break;
+        case ARG_MEMORY:
+          ctl.memory = optarg;
+          given |= MV_OPT_MEMORY;
           break;
         case ARG_TAIL:
           ctl.tail = optarg;

@@ -65,6 +65,8 @@ typedef struct {
   const char *iterations;  /* top's --iterations, as given */
   const char *tail;        /* logs' --tail, as given */
   const char *source;      /* logs' --source */
+  const char *vcpus;       /* resize's --vcpus, as given */
+  const char *memory;      /* resize's --memory, as given */
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;
@@ -155,3 +157,8 @@ int mv_cmd_top (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_metrics (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_logs (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_console (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_resize (MvCtl *ctl, const char *method, int argc, char **argv);
+
+/* "64M", "1G", "1073741824": bytes, with K, M, G, T as powers of 1024
+ * (KiB, KB and the like too). */
+gboolean mv_parse_size (const char *text, guint64 *out);

@@ -13,39 +13,6 @@
 #include "terminal-text.h"
 
 
-/* "64M", "1G", "1073741824": bytes, with K, M, G, T as powers of 1024. */
-static gboolean
-parse_size (const char *text, guint64 *out)
-{
-  static const char suffixes[] = "KMGT";
-  guint64 value = 0;
-  char *end = NULL;
-  const char *s;
-
-  if (!g_ascii_isdigit (text[0]))
-    return FALSE;
-  value = g_ascii_strtoull (text, &end, 10);
-  if (end == text)
-    return FALSE;
-  if (*end != '\0')
-    {
-      if (end[1] != '\0' && !(g_ascii_toupper (end[1]) == 'I' && end[2] == 'B' && end[3] == '\0') &&
-          !(g_ascii_toupper (end[1]) == 'B' && end[2] == '\0'))
-        return FALSE;
-      s = strchr (suffixes, g_ascii_toupper (*end));
-      if (s == NULL || *end == '\0')
-        return FALSE;
-      for (gsize i = 0; i <= (gsize) (s - suffixes); i++)
-        {
-          if (value > G_MAXUINT64 / 1024)
-            return FALSE;
-          value *= 1024;
-        }
-    }
-  *out = value;
-  return TRUE;
-}
-
 static int
 volume_list (MvCtl *ctl)
 {
@@ -134,7 +101,7 @@ volume_create (MvCtl *ctl, const char *name, const char *size_text)
   guint64 size = 0;
   int r;
 
-  if (!parse_size (size_text, &size))
+  if (!mv_parse_size (size_text, &size))
     return mv_usage_error (_("'%s' is not a size: give bytes, or a number with K, M, G or T"),
                            size_text);
   json_builder_begin_object (builder);

@@ -29,6 +29,7 @@ static const KindInfo kinds[MV_EVENT_N_KINDS] = {
   [MV_EVENT_SNAPSHOT_RESTORED] = { "snapshot-restored", "4e96ba15c6174f79939a9fcd6cdceb31" },
   [MV_EVENT_SNAPSHOT_DELETED]  = { "snapshot-deleted",  "319587a8a8e7466fb2df752021b60801" },
   [MV_EVENT_FORKED]            = { "forked",            "39489e2d7b28453cb2e1ad29ec49b482" },
+  [MV_EVENT_RESIZED]           = { "resized",           "2317637773b04ce9925e51b5b7e7de68" },
 };
 
 const char *

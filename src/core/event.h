@@ -24,6 +24,7 @@ typedef enum {
   MV_EVENT_SNAPSHOT_RESTORED,
   MV_EVENT_SNAPSHOT_DELETED,
   MV_EVENT_FORKED,             /* this machine was made from a snapshot or another machine */
+  MV_EVENT_RESIZED,            /* given other vCPUs or memory while it runs */
   MV_EVENT_N_KINDS,
 } MvEventKind;
 

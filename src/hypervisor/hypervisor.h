@@ -15,7 +15,7 @@
 #include "hypervisor/process.h"
 
 /* The guest's memory is resized in steps of this: the block virtio-mem
- * plugs and unplugs. */
+ * plugs and unplugs (the spec's MV_MEMORY_STEP_BYTES). */
 #define MV_MEMORY_RESIZE_STEP_BYTES  (G_GUINT64_CONSTANT (2) << 20)
 
 /* The kernel argument that lets a guest give back hot-added memory: it

@@ -65,9 +65,15 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
                                    : named ? named : files->kernel);
   vm->boot.initrd_path = g_strdup (spec->initrd && *spec->initrd
                                    ? spec->initrd : files->initramfs);
-  vm->boot.kernel_args = g_strdup (spec->kernel_args && *spec->kernel_args
-                                   ? spec->kernel_args
-                                   : starter->default_kernel_args (starter));
+  /* A guest with memory to grow into brings it online where it can be
+   * given back (seed 003); a machine's own arguments are its own. */
+  if (spec->kernel_args && *spec->kernel_args)
+    vm->boot.kernel_args = g_strdup (spec->kernel_args);
+  else if (spec->max_memory_bytes > spec->memory_bytes)
+    vm->boot.kernel_args = g_strconcat (starter->default_kernel_args (starter), " ",
+                                        MV_MEMORY_RESIZE_KERNEL_ARGS, NULL);
+  else
+    vm->boot.kernel_args = g_strdup (starter->default_kernel_args (starter));
   vm->cpu.count = mv_spec_vcpus (spec);
   vm->cpu.max_count = MAX (spec->max_vcpus, vm->cpu.count);
   vm->memory.size_bytes = spec->memory_bytes;

@@ -251,10 +251,29 @@ check_net_limits (Adapter *self, const MvSpec *spec, GError **error)
                        "upload_bytes_per_second the same value", self->starter->type);
 }
 
+/* Room to grow that the hypervisor could never give (seed 003,
+ * Capabilities): refused rather than accepted without effect. */
+static gboolean
+check_resize_room (Adapter *self, const MvSpec *spec, GError **error)
+{
+  MvCapabilities caps = self->starter->capabilities (self->starter);
+
+  if (spec->max_vcpus > mv_spec_vcpus (spec) && !caps.hotplug_cpu)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                         "max_vcpus: %s cannot add vCPUs to a running guest; leave max_vcpus "
+                         "out or at the machine's vCPUs", self->starter->type);
+  if (spec->max_memory_bytes > spec->memory_bytes && !caps.hotplug_memory)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                         "max_memory_bytes: %s cannot add memory to a running guest; leave "
+                         "max_memory_bytes out or at memory_bytes", self->starter->type);
+  return TRUE;
+}
+
 static gboolean
 rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
 {
-  return check_net_limits (adapter_of (rt), spec, error) &&
+  return check_resize_room (adapter_of (rt), spec, error) &&
+         check_net_limits (adapter_of (rt), spec, error) &&
          check_kernel_name (adapter_of (rt), spec, error) &&
          check_host_files (adapter_of (rt), spec, error) &&
          check_shares (adapter_of (rt), spec, error);
@@ -767,6 +786,43 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   return identity_new (self, vmm, NULL);
 }
 
+static gboolean
+rt_resize (MvRuntime *rt, const MvRuntimeRequest *req, const MvRuntimeResize *resize,
+           GError **error)
+{
+  Adapter *self = adapter_of (rt);
+  MvCapabilities caps = self->starter->capabilities (self->starter);
+  gboolean memory = resize->memory_bytes != resize->from_memory_bytes;
+  gboolean cpus = resize->vcpus != resize->from_vcpus;
+  g_autoptr (MvHypervisor) hv = NULL;
+
+  /* What the hypervisor cannot do at all is refused before either part. */
+  if (cpus && !caps.hotplug_cpu)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                         "vcpus: %s cannot add or remove vCPUs of a running guest",
+                         self->starter->type);
+  if (memory && !caps.hotplug_memory)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                         "memory_bytes: %s cannot resize a running guest's memory",
+                         self->starter->type);
+  if (!(hv = connect_running (self, req, error)))
+    return FALSE;
+  /* Memory first: a guest given more vCPUs has more to feed. */
+  if (memory && !hv->resize_vm_memory (hv, resize->memory_bytes, error))
+    return FALSE;
+  if (cpus && !hv->resize_vm_cpu (hv, resize->vcpus, error))
+    {
+      /* The memory was taken already: this is no refusal. */
+      if (memory && error && *error && (*error)->domain == MV_ERROR)
+        {
+          g_prefix_error (error, "The memory was resized, the vCPUs not: ");
+          (*error)->code = MV_ERROR_FAILED;
+        }
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static int
 rt_open_console (MvRuntime *rt, const MvRuntimeRequest *req, gboolean *writer, GError **error)
 {
@@ -889,6 +945,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->runtime.restore = rt_restore;
   self->runtime.usage = rt_usage;
   self->runtime.open_console = rt_open_console;
+  self->runtime.resize = rt_resize;
   self->runtime.attach_guest = rt_attach_guest;
   self->runtime.detach_guest = rt_detach_guest;
   self->runtime.update_guest = rt_update_guest;

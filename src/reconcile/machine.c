@@ -196,3 +196,54 @@ mv_machine_new (MvReconciler *rec, MvConfig *config, MvStatus *status)
   return machine;
 }
 
+/* Holds @machine for an operation, with @phase recorded before the host
+ * is touched; FALSE (the machine left as it was) if it cannot be. */
+gboolean
+mv_machine_hold (MvMachine *machine, const char *phase, GError **error)
+{
+  MvStatus *status = machine->status;
+  g_autofree char *old_phase = g_strdup (status->phase);
+  g_autofree char *old_operation = g_strdup (status->operation_id);
+
+  g_free (status->phase);
+  status->phase = g_strdup (phase);
+  g_free (status->operation_id);
+  status->operation_id = mv_id_new ();
+  if (!mv_machine_save_status (machine, error))
+    {
+      g_free (status->phase);
+      status->phase = g_steal_pointer (&old_phase);
+      g_free (status->operation_id);
+      status->operation_id = g_steal_pointer (&old_operation);
+      return FALSE;
+    }
+  machine->busy = TRUE;
+  mv_machine_changed (machine, MV_PROP_PHASE);
+  mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, phase);
+  return TRUE;
+}
+
+/* The operation on @machine is over: the phase goes, and the machine is
+ * looked at again. */
+void
+mv_machine_release (MvMachine *machine)
+{
+  MvStatus *status = machine->status;
+
+  machine->busy = FALSE;
+  g_clear_pointer (&status->phase, g_free);
+  g_clear_pointer (&status->operation_id, g_free);
+  mv_machine_changed (machine, MV_PROP_PHASE);
+  mv_machine_save_status (machine, NULL);
+}
+
+gboolean
+mv_machine_check_not_busy (MvMachine *machine, GError **error)
+{
+  if (machine->busy || machine->gone || mv_reconciler_is_migrating (machine))
+    return mv_error_set (error, MV_ERROR_INVALID_STATE,
+                         "Machine %s is busy with another operation; try again once it is done",
+                         machine->config->spec->name);
+  return TRUE;
+}
+

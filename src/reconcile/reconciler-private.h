@@ -68,6 +68,15 @@ void       mv_machine_clear_vmm (MvMachine *machine);
  * machine, for the main thread only. @runtime_dir is the caller's. */
 MvRuntimeRequest mv_machine_request (MvMachine *machine, const char *runtime_dir);
 
+/* An operation beside the steps (a snapshot, a resize) holds @machine:
+ * @phase and a new operation ID are recorded before the host is touched
+ * (FALSE, the machine left as it was, if they cannot be), and nothing
+ * else runs on it until it is released. */
+gboolean   mv_machine_hold (MvMachine *machine, const char *phase, GError **error);
+void       mv_machine_release (MvMachine *machine);
+/* MV_ERROR_INVALID_STATE if @machine is held, gone or migrating. */
+gboolean   mv_machine_check_not_busy (MvMachine *machine, GError **error);
+
 /* A copy of a VMM identity that shares nothing with @vmm: what a worker
  * thread is given. */
 JsonObject *mv_reconciler_copy_vmm (JsonObject *vmm);

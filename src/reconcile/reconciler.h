@@ -164,6 +164,14 @@ gboolean      mv_reconciler_update (MvReconciler *reconciler, MvMachine *machine
  * MvRuntime.exec gives them). MV_ERROR_INVALID_STATE unless it runs. */
 gboolean      mv_reconciler_exec (MvMachine *machine, const MvRuntimeExec *exec, int fds[4],
                                   GError **error);
+/* Machine.Resize: called with @machine (NULL if it was deleted
+ * meanwhile) once the hypervisor has done it, or with its error. */
+typedef void (*MvResizeFunc) (MvMachine *machine, const GError *error, gpointer user_data);
+/* Resizes running @machine to @vcpus and @memory_bytes (resize.c says
+ * how); FALSE and nothing changed if it is refused at once. */
+gboolean      mv_reconciler_resize (MvReconciler *reconciler, MvMachine *machine, guint32 vcpus,
+                                    guint64 memory_bytes, MvResizeFunc func, gpointer data,
+                                    GError **error);
 /* Attaches to @machine's serial console (MvRuntime.open_console): a
  * socket, and in *@writer whether it may type. MV_ERROR_INVALID_STATE
  * unless the guest runs or is paused. */

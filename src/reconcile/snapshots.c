@@ -241,57 +241,6 @@ work_request (Work *work)
   return req;
 }
 
-/* Holds @machine for an operation, with @phase recorded before the host
- * is touched; FALSE (the machine left as it was) if it cannot be. */
-static gboolean
-hold (MvMachine *machine, const char *phase, GError **error)
-{
-  MvStatus *status = machine->status;
-  g_autofree char *old_phase = g_strdup (status->phase);
-  g_autofree char *old_operation = g_strdup (status->operation_id);
-
-  g_free (status->phase);
-  status->phase = g_strdup (phase);
-  g_free (status->operation_id);
-  status->operation_id = mv_id_new ();
-  if (!mv_machine_save_status (machine, error))
-    {
-      g_free (status->phase);
-      status->phase = g_steal_pointer (&old_phase);
-      g_free (status->operation_id);
-      status->operation_id = g_steal_pointer (&old_operation);
-      return FALSE;
-    }
-  machine->busy = TRUE;
-  mv_machine_changed (machine, MV_PROP_PHASE);
-  mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, phase);
-  return TRUE;
-}
-
-/* The operation on @machine is over: the phase goes, and the machine is
- * looked at again. */
-static void
-release (MvMachine *machine)
-{
-  MvStatus *status = machine->status;
-
-  machine->busy = FALSE;
-  g_clear_pointer (&status->phase, g_free);
-  g_clear_pointer (&status->operation_id, g_free);
-  mv_machine_changed (machine, MV_PROP_PHASE);
-  mv_machine_save_status (machine, NULL);
-}
-
-static gboolean
-check_not_busy (MvMachine *machine, GError **error)
-{
-  if (machine->busy || machine->gone || mv_reconciler_is_migrating (machine))
-    return mv_error_set (error, MV_ERROR_INVALID_STATE,
-                         "Machine %s is busy with another operation; try again once it is done",
-                         machine->config->spec->name);
-  return TRUE;
-}
-
 /* A memory snapshot resumes only on the hypervisor, in the version, that
  * froze it. */
 static MvRuntime *
@@ -464,7 +413,7 @@ on_taken (GObject *source, GAsyncResult *result, gpointer user_data)
   g_hash_table_remove (rec->snapshot_names, work->snapshot->name);
   if (machine)
     {
-      release (machine);
+      mv_machine_release (machine);
       mv_reconciler_reconcile (machine);
     }
   if (work->kind == WORK_FORK)
@@ -511,7 +460,7 @@ take_work (MvReconciler *rec, MvMachine *machine, const char *name, gboolean pas
 
   if (!rec->host->snapshots)
     return mv_error_set (error, MV_ERROR_UNSUPPORTED, "This host keeps no snapshots"), NULL;
-  if (!check_not_busy (machine, error) || !take_from (machine, runtime, &from, error))
+  if (!mv_machine_check_not_busy (machine, error) || !take_from (machine, runtime, &from, error))
     return NULL;
   id = mv_id_new ();
   chosen = passing ? g_strdup (id)
@@ -557,7 +506,7 @@ take_work (MvReconciler *rec, MvMachine *machine, const char *name, gboolean pas
 static gboolean
 start_take (MvReconciler *rec, MvMachine *machine, Work *work, GError **error)
 {
-  if (!hold (machine, "snapshot", error))
+  if (!mv_machine_hold (machine, "snapshot", error))
     return FALSE;
   g_hash_table_add (rec->snapshot_names, g_strdup (work->snapshot->name));
   mv_reconciler_run_in_thread (take_in_thread, on_taken, work, NULL);
@@ -647,7 +596,7 @@ on_restored (GObject *source, GAsyncResult *result, gpointer user_data)
        * restore, or the machine booted as it is now. */
       g_clear_pointer (&machine->status->restoring_snapshot, g_free);
       mv_machine_set_state (machine, MV_STATE_FAILED, error->message);
-      release (machine);
+      mv_machine_release (machine);
       if (work->restore_func)
         work->restore_func (NULL, error, work->restore_data);
       work_free (work);
@@ -655,7 +604,7 @@ on_restored (GObject *source, GAsyncResult *result, gpointer user_data)
       return;
     }
   put_back_done (machine, work->snapshot);
-  release (machine);
+  mv_machine_release (machine);
   mv_log_machine (G_LOG_LEVEL_MESSAGE, machine->id, NULL, NULL,
                   "Machine %s restored from snapshot %s (%s)", machine->config->spec->name,
                   work->snapshot->name, work->snapshot->id);
@@ -745,7 +694,7 @@ mv_reconciler_restore_snapshot (MvReconciler *rec, const char *snapshot_id,
                          "of, is gone: fork the snapshot instead", snapshot->machine_name,
                          snapshot->name);
   status = machine->status;
-  if (!check_not_busy (machine, error))
+  if (!mv_machine_check_not_busy (machine, error))
     return FALSE;
   if (status->state == MV_STATE_STANDBY)
     return mv_error_set (error, MV_ERROR_INVALID_STATE, "Machine %s is on standby: a restore "
@@ -762,7 +711,7 @@ mv_reconciler_restore_snapshot (MvReconciler *rec, const char *snapshot_id,
   g_free (status->restoring_snapshot);
   status->restoring_snapshot = g_strdup (snapshot->id);
   g_clear_pointer (&status->saved_state, g_free);
-  if (!hold (machine, "restore-snapshot", error))
+  if (!mv_machine_hold (machine, "restore-snapshot", error))
     {
       g_clear_pointer (&status->restoring_snapshot, g_free);
       return FALSE;
@@ -790,7 +739,7 @@ mv_reconciler_finish_restore (MvMachine *machine)
       mv_machine_save_status (machine, NULL);
       return;
     }
-  if (!hold (machine, "restore-snapshot", &error))
+  if (!mv_machine_hold (machine, "restore-snapshot", &error))
     {
       mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Machine %s: the restore from snapshot %s "
                       "cannot go on: %s", machine->id, snapshot->id, error->message);
@@ -891,7 +840,7 @@ on_fork_put_back (GObject *source, GAsyncResult *result, gpointer user_data)
     rec->host->snapshots->discard (rec->host->snapshots, work->staged);
   g_return_if_fail (machine != NULL);
   operation_id = g_strdup (machine->status->operation_id);
-  release (machine);
+  mv_machine_release (machine);
   machine->fork_wait = g_new0 (MvForkWait, 1);
   machine->fork_wait->func = work->define_func;
   machine->fork_wait->data = work->define_data;
@@ -1007,7 +956,7 @@ fork_put_back (Work *work, MvSnapshot *snapshot_in)
       work_free (work);
       return;
     }
-  if (!hold (machine, "fork", &error))
+  if (!mv_machine_hold (machine, "fork", &error))
     {
       /* Nothing was put back: the machine goes at once. */
       machine->fork_wait = g_new0 (MvForkWait, 1);

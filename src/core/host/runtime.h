@@ -93,6 +93,12 @@ typedef struct {
  * only to callers allowed to read the machine's console. */
 
 /* A command to run in a running guest, through its agent. */
+/* A resize of a running guest: what it has, what it is to have. */
+typedef struct {
+  guint   from_vcpus, vcpus;
+  guint64 from_memory_bytes, memory_bytes;
+} MvRuntimeResize;
+
 typedef struct {
   const char *const *argv;       /* at least one */
   const char *const *env;        /* "KEY=VALUE", NULL-terminated; may be NULL */
@@ -178,6 +184,15 @@ struct _MvRuntime {
   /* What the VMM has used so far. Main thread; cheap (reads /proc). */
   gboolean    (*usage) (MvRuntime *rt, const MvRuntimeRequest *req, MvRuntimeUsage *usage,
                         GError **error);
+  /* Gives the running guest @resize's vCPUs and memory (seed 003,
+   * ResizeVMMemory and ResizeVMCPU), each only if it differs from what
+   * the guest has; memory in MV_MEMORY_STEP_BYTES steps within what it
+   * booted with and set aside. MV_ERROR_INVALID_ARGUMENT or
+   * MV_ERROR_UNSUPPORTED: refused before anything changed; any other
+   * error may come after a part was taken. Worker thread. NULL: the
+   * runtime cannot resize. */
+  gboolean    (*resize) (MvRuntime *rt, const MvRuntimeRequest *req,
+                         const MvRuntimeResize *resize, GError **error);
   /* Attaches to the running guest's serial console: a connected socket
    * that reads what the guest prints from now on and, if *@writer came
    * back TRUE, types into it (one writer at a time: whoever asks while
