@@ -297,6 +297,8 @@ mv_cgroups_new_from_config (GKeyFile *config, GError **error)
   g_autofree char *root = config ? g_key_file_get_string (config, "resources", "cgroup-root",
                                                           NULL)
                                  : NULL;
+  g_autofree char *fs = config ? g_key_file_get_string (config, "resources", "cgroup-fs", NULL)
+                               : NULL;
   g_autofree char *self_cgroup = NULL;
   guint64 overhead = MV_VMM_MEMORY_OVERHEAD_DEFAULT, tasks = MV_VMM_TASKS_MAX_DEFAULT;
 
@@ -309,13 +311,19 @@ mv_cgroups_new_from_config (GKeyFile *config, GError **error)
                     "'.', '_' and '-'", root);
       return NULL;
     }
+  if (fs && !g_path_is_absolute (g_strstrip (fs)))
+    {
+      mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                    "[resources] cgroup-fs: '%s' is not an absolute path", fs);
+      return NULL;
+    }
   if (!read_size (config, "vmm-memory-overhead-bytes", MV_VMM_MEMORY_OVERHEAD_MIN,
                   MV_VMM_MEMORY_OVERHEAD_MAX, &overhead, error) ||
       !read_size (config, "vmm-tasks-max", MV_VMM_TASKS_MAX_MIN, MV_VMM_TASKS_MAX_MAX, &tasks,
                   error))
     return NULL;
   g_file_get_contents ("/proc/self/cgroup", &self_cgroup, NULL, NULL);
-  return mv_cgroups_new (MV_CGROUP_FS_ROOT, self_cgroup, root ? root : MV_CGROUP_ROOT_DEFAULT,
+  return mv_cgroups_new (fs ? fs : MV_CGROUP_FS_ROOT, self_cgroup, root ? root : MV_CGROUP_ROOT_DEFAULT,
                          overhead, tasks);
 }
 

@@ -48,7 +48,7 @@ typedef struct {
  * (mv_cgroups_describe()). */
 MvCgroups  *mv_cgroups_new (const char *fs_root, const char *self_cgroup, const char *root,
                             guint64 memory_overhead_bytes, guint64 tasks_max);
-/* [resources] cgroup-root, vmm-memory-overhead-bytes and vmm-tasks-max
+/* [resources] cgroup-fs, cgroup-root, vmm-memory-overhead-bytes and vmm-tasks-max
  * of @config (may be NULL), on this host. MV_ERROR_INVALID_ARGUMENT
  * naming the key for a value out of its range; a host without usable
  * cgroups is no error. */
