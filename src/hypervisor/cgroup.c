@@ -186,7 +186,8 @@ find_v2 (MvCgroups *self, const char *fs_root, const char *self_cgroup, const ch
          GError **error)
 {
   g_autofree char *own = own_group (self_cgroup, "");
-  g_autofree char *top = g_build_filename (fs_root, root[0] == '/' ? "/" : own ? own : "/", NULL);
+  g_autofree char *joined = g_build_filename (fs_root, root[0] != '/' && own ? own : "/", NULL);
+  g_autofree char *top = g_canonicalize_filename (joined, NULL);
   g_autofree char *available = NULL;
   g_autofree char *path = g_build_filename (top, "cgroup.controllers", NULL);
   g_auto (GStrv) have = NULL;
@@ -205,7 +206,9 @@ find_v2 (MvCgroups *self, const char *fs_root, const char *self_cgroup, const ch
   for (char **p = parts; *p; p++)
     {
       enable_controllers (dir->str, enabled);
-      g_string_append_printf (dir, "/%s", *p);
+      if (dir->str[dir->len - 1] != '/')
+        g_string_append_c (dir, '/');
+      g_string_append (dir, *p);
       if (g_mkdir (dir->str, 0755) < 0 && errno != EEXIST)
         {
           int saved = errno;
