@@ -403,9 +403,9 @@ chv_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GErro
 
 static MvProcess *
 launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, const char *console_log,
-        GError **error)
+        const MvCgroupJoin *cgroup, GError **error)
 {
-  MvProcessOptions options = { .jail = jail, .console_log = console_log };
+  MvProcessOptions options = { .jail = jail, .console_log = console_log, .cgroup = cgroup };
   g_autofree char *option = g_strconcat ("path=", socket_path, NULL);
   const char *argv[] = { starter->binary, "--api-socket", option, "-v", NULL };
 
@@ -441,7 +441,7 @@ chv_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, Mv
   if (!chv_check (base, socket_path, spec, error) ||
       (spec->jail && !mv_rest_furnish_jail (starter, spec, error)))
     return NULL;
-  process = launch (starter, socket_path, spec->jail, spec->console.path, error);
+  process = launch (starter, socket_path, spec->jail, spec->console.path, spec->cgroup, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);
@@ -582,7 +582,7 @@ chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_d
                                                     spec->tap_device, spec->disks, NULL,
                                                     error)))
     return NULL;
-  process = launch (starter, socket_path, spec->jail, spec->console.path, error);
+  process = launch (starter, socket_path, spec->jail, spec->console.path, spec->cgroup, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);

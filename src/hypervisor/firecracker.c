@@ -493,9 +493,9 @@ instance_id (const char *socket_path)
 
 static MvProcess *
 launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, const char *console_log,
-        GError **error)
+        const MvCgroupJoin *cgroup, GError **error)
 {
-  MvProcessOptions options = { .jail = jail, .console_log = console_log };
+  MvProcessOptions options = { .jail = jail, .console_log = console_log, .cgroup = cgroup };
   g_autofree char *id = instance_id (socket_path);
   g_autofree char *limit = g_strdup_printf ("%d", MV_MMDS_SIZE_LIMIT_BYTES);
   /* The MMDS limit is set explicitly, and requests may be as large, since
@@ -534,7 +534,7 @@ fc_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, MvP
     return NULL;
   if (spec->jail && !mv_rest_furnish_jail (starter, spec, error))
     return NULL;
-  process = launch (starter, socket_path, spec->jail, spec->console.path, error);
+  process = launch (starter, socket_path, spec->jail, spec->console.path, spec->cgroup, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);
@@ -646,7 +646,7 @@ fc_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_di
                                                   spec->tap_device, spec->disks,
                                                   recorded ? recorded->disks : NULL, error))
     return NULL;
-  process = launch (starter, socket_path, spec->jail, spec->console.path, error);
+  process = launch (starter, socket_path, spec->jail, spec->console.path, spec->cgroup, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);

@@ -110,6 +110,9 @@ typedef struct {
    * files it needs, or passes them as descriptors. Not copied, not kept
    * by mv_vm_spec_to_node(). */
   MvJail         *jail;
+  /* The cgroup the VMM and its helpers join (cgroup.h), the caller's;
+   * NULL: they stay in the daemon's. Not copied, not kept. */
+  const MvCgroupJoin *cgroup;
 } MvVmSpec;
 
 /* What a guest restored from a snapshot is given afresh rather than taken
@@ -124,6 +127,7 @@ typedef struct {
    * place of the disk the guest had there; NULL: the snapshot's own. */
   GPtrArray      *disks;
   MvJail         *jail;           /* as MvVmSpec's; the caller's */
+  const MvCgroupJoin *cgroup;     /* as MvVmSpec's */
 } MvRestoreSpec;
 
 typedef struct {

@@ -528,16 +528,17 @@ transfer_all (int fd, void *buf, gsize len, Transfer way)
 typedef struct {
   int         err;
   const char *step;
+  gboolean    cgroup;     /* it could not join its cgroup */
 } ExecFailure;
 
 /* Runs in the forked grandchild, so only async-signal-safe calls. */
 G_GNUC_NORETURN static void
 exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, int console_fd,
           const char *dir, char *const *argv, char *const *envp, const MvJail *jail,
-          const int *passed, guint n_passed)
+          const int *passed, guint n_passed, const MvCgroupJoin *cgroup)
 {
   struct sigaction dfl = { .sa_handler = SIG_DFL };
-  ExecFailure failure = { 0, NULL };
+  ExecFailure failure = { 0, NULL, FALSE };
   sigset_t none;
   char go;
   int r;
@@ -551,6 +552,12 @@ exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, int console
   if (dup2 (console_fd >= 0 ? console_fd : null_fd, 0) < 0 ||
       dup2 (console_fd >= 0 ? console_fd : log_fd, 1) < 0 || dup2 (log_fd, 2) < 0)
     failure.err = errno;
+  /* Before the wall, which takes the right to move. */
+  else if (cgroup && (r = mv_cgroup_join (cgroup)) < 0)
+    {
+      failure.err = -r;
+      failure.cgroup = TRUE;
+    }
   else if (jail && (r = mv_jail_enter (jail, &failure.step)) < 0)
     failure.err = -r;
   else if (chdir (dir) < 0)
@@ -792,7 +799,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   g_auto (GStrv) envp = g_get_environ ();
   int pid_pipe[2] = { -1, -1 }, go_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
   int log_fd, null_fd, pidfd = -1, status;
-  ExecFailure failure = { 0, NULL };
+  ExecFailure failure = { 0, NULL, FALSE };
   MvConsoleFds console = MV_CONSOLE_FDS_INIT;
   const int *jail_keep = NULL, *passed = NULL;
   int keep[64];
@@ -880,7 +887,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
           vmm = fork ();
           if (vmm == 0)
             exec_vmm (go_pipe, err_pipe[1], null_fd, log_fd, console.vmm_end, dir,
-                      (char *const *) argv, envp, jail, passed, n_passed);
+                      (char *const *) argv, envp, jail, passed, n_passed, options->cgroup);
           if (vmm < 0)
             vmm = -errno;
           (void) !write (pid_pipe[1], &vmm, sizeof vmm);
@@ -958,7 +965,10 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
       close_pipe (err_pipe);
       mv_fd_wait (pidfd, POLLIN, g_get_monotonic_time () + G_USEC_PER_SEC);
       close (pidfd);
-      if (failure.step)
+      if (failure.cgroup)
+        g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "%s could not join its cgroup: %s",
+                     argv[0], g_strerror (failure.err));
+      else if (failure.step)
         g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not wall in %s (%s): %s",
                      argv[0], failure.step, g_strerror (failure.err));
       else

@@ -9,6 +9,7 @@
 /* mv_file_tail() reads the end of a VMM's log (mv_vmm_log_path()). */
 #include "util/files.h"
 #include "core/host/runtime.h"
+#include "hypervisor/cgroup.h"
 
 typedef struct _MvJail MvJail;
 
@@ -69,6 +70,9 @@ typedef struct {
    * beside it (console.h). NULL: stdin is /dev/null, stdout the VMM's
    * log. */
   const char *console_log;
+  /* The cgroup the process joins before exec (its parent stays where the
+   * daemon is); NULL: the daemon's. */
+  const MvCgroupJoin *cgroup;
 } MvProcessOptions;
 
 MvProcess  *mv_process_start_with (const char *socket_path, const char *const *argv,

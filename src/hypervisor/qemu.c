@@ -763,7 +763,8 @@ launch (QemuStarter *self, const char *socket_path, const MvVmSpec *spec, const 
   argv = build_argv (self, socket_path, spec, incoming, error);
   if (!argv)
     return NULL;
-  MvProcessOptions options = { .jail = spec->jail, .console_log = spec->console.path };
+  MvProcessOptions options = { .jail = spec->jail, .console_log = spec->console.path,
+                               .cgroup = spec->cgroup };
   *vmm = mv_process_start_with (socket_path, (const char *const *) argv->pdata, &options,
                                 SERVE_TIMEOUT_MS, error);
   if (!*vmm)
@@ -866,6 +867,7 @@ qemu_restore_vm (MvStarter *starter, const char *socket_path, const char *snapsh
       disk->own = given->own;
     }
   spec->jail = rspec->jail;
+  spec->cgroup = rspec->cgroup;
 
   hv = launch (self, socket_path, spec, state, &process, error);
   if (!hv)

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "runtime.h"
 #include "runtime-private.h"
+#include "cgroup.h"
 #include "console.h"
 #include "jail.h"
 #include "sandbox.h"
@@ -29,6 +30,7 @@ typedef struct {
   MvStarter        *starter;
   MvSandbox        *sandbox;          /* NULL: no rules for host files, no wall */
   MvShares         *shares;           /* NULL: no directory may be shared */
+  MvCgroups        *cgroups;          /* NULL: VMMs run in the daemon's cgroup */
   guint             boot_timeout_s;
   guint             stop_timeout_s;
   MvRuntimeWatches *watches;
@@ -106,8 +108,9 @@ check_before_start (Adapter *self, const MvRuntimeRequest *req, const char *sock
 
 /* ---- processes ---- */
 
+/* Once the VMM is gone: its sockets, its helpers and its cgroup. */
 static void
-remove_sockets (Adapter *self, const char *runtime_dir)
+clear_vmm_leftovers (Adapter *self, const char *machine_id, const char *runtime_dir)
 {
   g_autofree char *socket_path = mv_runtime_api_socket_path (self->starter, runtime_dir);
   g_autofree char *agent = g_build_filename (runtime_dir, MV_AGENT_SOCKET_NAME, NULL);
@@ -116,6 +119,7 @@ remove_sockets (Adapter *self, const char *runtime_dir)
   g_autofree char *exit_temp = g_strconcat (exit_path, ".tmp", NULL);
   g_autofree char *console = g_build_filename (runtime_dir, MV_CONSOLE_SOCKET_NAME, NULL);
   g_autoptr (GError) local = NULL;
+  g_autoptr (GError) cgroup_error = NULL;
 
   /* A virtiofsd whose VMM is gone has no one left to serve. */
   if (!mv_shares_end (runtime_dir, NULL, &local))
@@ -129,6 +133,9 @@ remove_sockets (Adapter *self, const char *runtime_dir)
   /* The VMM's parent gives it back as the VMM ends; this covers a parent
    * that was killed first. */
   mv_jail_reclaim_runtime_dir (runtime_dir);
+  /* After the helpers, which are in it too. */
+  if (!mv_cgroups_remove (self->cgroups, machine_id, &cgroup_error))
+    mv_log_machine (G_LOG_LEVEL_WARNING, machine_id, NULL, NULL, "%s", cgroup_error->message);
 }
 
 /* Ends every process that serves @socket_path: what an interrupted start
@@ -273,6 +280,7 @@ static gboolean
 rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
 {
   return check_resize_room (adapter_of (rt), spec, error) &&
+         mv_cgroups_check (adapter_of (rt)->cgroups, spec, error) &&
          check_net_limits (adapter_of (rt), spec, error) &&
          check_kernel_name (adapter_of (rt), spec, error) &&
          check_host_files (adapter_of (rt), spec, error) &&
@@ -303,7 +311,7 @@ abandon (Adapter *self, const char *machine_id, const MvProcess *vmm, const char
   if (vmm && !mv_process_kill (vmm, &local))
     mv_log_machine (G_LOG_LEVEL_WARNING, machine_id, NULL, NULL, "Could not end VMM process %d: %s",
                     vmm->pid, local->message);
-  remove_sockets (self, runtime_dir);
+  clear_vmm_leftovers (self, machine_id, runtime_dir);
 }
 
 /* A VMM about to be started or restored: its paths, its VM spec, and
@@ -314,6 +322,7 @@ typedef struct {
   char     *log_path;
   MvVmSpec *vm;
   MvJail   *jail;           /* NULL: the sandbox is off */
+  MvCgroupJoin cgroup;      /* empty: no cgroup of its own */
   goffset   console_offset;
   goffset   log_offset;
 } Launch;
@@ -324,6 +333,7 @@ launch_init (Launch *launch, Adapter *self, const MvRuntimeRequest *req)
   launch->socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
   launch->log_path = mv_vmm_log_path (launch->socket_path);
   launch->vm = mv_runtime_vm_spec_new (self->starter, mv_runtime_guests_files (self->guests), req);
+  launch->cgroup = (MvCgroupJoin) MV_CGROUP_JOIN_INIT;
 }
 
 static void
@@ -334,21 +344,26 @@ launch_clear (Launch *launch)
   g_clear_pointer (&launch->vm, mv_vm_spec_free);
   /* After the VMM spec: the jail is the spec's only by reference. */
   g_clear_pointer (&launch->jail, mv_jail_free);
+  mv_cgroup_join_clear (&launch->cgroup);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Launch, launch_clear)
 
 /* Ends what an interrupted start left serving the socket, clears the
- * sockets away, notes where the console and the log stand, and, unless
- * the sandbox is off, builds the wall the VMM is to run behind (leasing
- * its UID). */
+ * sockets away, notes where the console and the log stand, makes the
+ * VMM's cgroup afresh, and, unless the sandbox is off, builds the wall
+ * the VMM is to run behind (leasing its UID). */
 static gboolean
 launch_begin (Adapter *self, const MvRuntimeRequest *req, Launch *launch, GError **error)
 {
   if (!kill_by_socket (req->machine_id, launch->socket_path, error))
     return FALSE;
-  remove_sockets (self, req->runtime_dir);
+  clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
   launch->console_offset = file_size (launch->vm->console.path);
   launch->log_offset = file_size (launch->log_path);
+  if (!mv_cgroups_prepare (self->cgroups, req->machine_id, req->spec, &launch->cgroup, error))
+    return FALSE;
+  if (launch->cgroup.n_fds > 0)
+    launch->vm->cgroup = &launch->cgroup;
   if (!self->sandbox || !mv_sandbox_enabled (self->sandbox))
     return TRUE;
   launch->jail = mv_jail_new (self->sandbox, req->machine_id, req->runtime_dir, error);
@@ -398,13 +413,13 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
       !(shares = mv_shares_start (self->shares, launch.vm,
                                   launch.jail ? (gint64) mv_jail_uid (launch.jail) : -1, error)))
     {
-      remove_sockets (self, req->runtime_dir);
+      clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
       return NULL;
     }
   hv = self->starter->start_vm (self->starter, launch.socket_path, launch.vm, &vmm, error);
   if (!hv)
     {
-      remove_sockets (self, req->runtime_dir);
+      clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
       return NULL;
     }
   if (!mv_runtime_wait_ready (hv, vmm, launch.vm, readiness, req->spec->readiness_text, config,
@@ -511,7 +526,7 @@ rt_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **er
        * gracefully; end whatever it left. */
       if (!kill_by_socket (req->machine_id, socket_path, error))
         return FALSE;
-      remove_sockets (self, req->runtime_dir);
+      clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
       return TRUE;
     }
 
@@ -530,7 +545,7 @@ rt_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **er
         }
       if (!mv_shares_end (req->runtime_dir, req->vmm, error))
         return FALSE;
-      remove_sockets (self, req->runtime_dir);
+      clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
       return TRUE;
     }
 
@@ -539,7 +554,7 @@ rt_stop (MvRuntime *rt, const MvRuntimeRequest *req, gboolean force, GError **er
                     "VMM %d did not end of a graceful stop; ending it", vmm->pid);
   if (!mv_process_kill (vmm, error) || !mv_shares_end (req->runtime_dir, req->vmm, error))
     return FALSE;
-  remove_sockets (self, req->runtime_dir);
+  clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
   return TRUE;
 }
 
@@ -615,7 +630,7 @@ rt_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   if (!kill_by_socket (req->machine_id, socket_path, error) ||
       !mv_shares_end (req->runtime_dir, req->vmm, error))
     return FALSE;
-  remove_sockets (self, req->runtime_dir);
+  clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
   g_unlink (log_path);
   g_unlink (console);
   return TRUE;
@@ -733,7 +748,7 @@ rt_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GErr
                     local ? local->message : "timed out");
   if (!mv_process_kill (vmm, error))
     return FALSE;
-  remove_sockets (self, req->runtime_dir);
+  clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
   return TRUE;
 }
 
@@ -762,6 +777,7 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   rspec.mac = req->network ? g_strdup (req->network->mac_address) : NULL;
   rspec.disks = g_ptr_array_ref (launch.vm->disks);
   rspec.jail = launch.jail;
+  rspec.cgroup = launch.vm->cgroup;
   hv = self->starter->restore_vm (self->starter, launch.socket_path, state_dir, &rspec, &vmm,
                                   error);
   mv_restore_spec_clear (&rspec);
@@ -834,9 +850,16 @@ rt_open_console (MvRuntime *rt, const MvRuntimeRequest *req, gboolean *writer, G
 static gboolean
 rt_usage (MvRuntime *rt, const MvRuntimeRequest *req, MvRuntimeUsage *usage, GError **error)
 {
+  Adapter *self = adapter_of (rt);
   g_autoptr (MvProcess) vmm = attach_running (req, error);
+  guint64 cpu_ns;
 
-  return vmm && mv_process_usage (vmm, usage, error);
+  if (!vmm || !mv_process_usage (vmm, usage, error))
+    return FALSE;
+  /* The group counts the VMM's helpers, and threads that have ended. */
+  if (mv_cgroups_cpu_usage (self->cgroups, req->machine_id, &cpu_ns))
+    usage->cpu_ns = cpu_ns;
+  return TRUE;
 }
 
 /* ---- watching ---- */
@@ -968,6 +991,7 @@ mv_hypervisor_runtime_free (MvRuntime *runtime)
   self->starter->free (self->starter);
   g_clear_pointer (&self->sandbox, mv_sandbox_unref);
   g_clear_pointer (&self->shares, mv_shares_unref);
+  g_clear_pointer (&self->cgroups, mv_cgroups_unref);
   g_free (self);
 }
 
@@ -978,6 +1002,15 @@ mv_hypervisor_runtime_set_shares (MvRuntime *runtime, MvShares *shares)
 
   g_clear_pointer (&self->shares, mv_shares_unref);
   self->shares = shares ? mv_shares_ref (shares) : NULL;
+}
+
+void
+mv_hypervisor_runtime_set_cgroups (MvRuntime *runtime, MvCgroups *cgroups)
+{
+  Adapter *self = adapter_of (runtime);
+
+  g_clear_pointer (&self->cgroups, mv_cgroups_unref);
+  self->cgroups = cgroups ? mv_cgroups_ref (cgroups) : NULL;
 }
 
 MvStarter *
@@ -1117,6 +1150,7 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
   g_autoptr (MvSandbox) sandbox = NULL;
   g_autoptr (GHashTable) kernels = NULL;
   g_autoptr (MvShares) shares = NULL;
+  g_autoptr (MvCgroups) cgroups = NULL;
   guint boot_timeout, stop_timeout;
   GHashTableIter iter;
   gpointer path;
@@ -1124,6 +1158,7 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
   if (!(kernels = read_kernels (config, error)) ||
       !(sandbox = mv_sandbox_new_from_config (config, error)) ||
       !(shares = mv_shares_new_from_config (config, error)) ||
+      !(cgroups = mv_cgroups_new_from_config (config, error)) ||
       !read_seconds (config, "lifecycle", "boot-timeout-seconds", MV_DEFAULT_BOOT_TIMEOUT_SECONDS,
                      &boot_timeout, error) ||
       !read_seconds (config, "lifecycle", "stop-timeout-seconds", MV_DEFAULT_STOP_TIMEOUT_SECONDS,
@@ -1168,6 +1203,16 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
       mv_hypervisor_runtime_set_guest_files (runtimes->pdata[i], guest_kernel, guest_initramfs);
       mv_hypervisor_runtime_set_kernels (runtimes->pdata[i], kernels);
       mv_hypervisor_runtime_set_shares (runtimes->pdata[i], shares);
+      mv_hypervisor_runtime_set_cgroups (runtimes->pdata[i], cgroups);
     }
+  if (mv_cgroups_usable (cgroups))
+    {
+      g_message ("VMMs run in cgroups of their own: %s", mv_cgroups_describe (cgroups));
+      /* No VMM has been started yet: an empty group is what an earlier
+       * daemon or VMM left. */
+      mv_cgroups_sweep (cgroups);
+    }
+  else
+    g_warning ("%s", mv_cgroups_describe (cgroups));
   return g_steal_pointer (&runtimes);
 }

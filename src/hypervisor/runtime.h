@@ -39,6 +39,9 @@ void       mv_hypervisor_runtime_set_kernels (MvRuntime *runtime, GHashTable *ke
 /* The directories machines may share and how (shares.h); keeps a
  * reference. NULL, the default: none may be shared. */
 void       mv_hypervisor_runtime_set_shares (MvRuntime *runtime, MvShares *shares);
+/* The cgroups the VMMs and their helpers run in (cgroup.h); keeps a
+ * reference. NULL, the default: they run in the daemon's. */
+void       mv_hypervisor_runtime_set_cgroups (MvRuntime *runtime, MvCgroups *cgroups);
 
 /* A runtime for each built-in hypervisor (MvRuntime*, freed with the
  * array), configured from the daemon's @config (may be NULL: defaults):

@@ -175,7 +175,8 @@ make_share_dir (const char *socket_path, gint64 uid, GError **error)
 }
 
 static MvProcess *
-start_one (MvShares *shares, const MvShareConfig *share, gint64 uid, GError **error)
+start_one (MvShares *shares, const MvShareConfig *share, gint64 uid, const MvCgroupJoin *cgroup,
+           GError **error)
 {
   g_autofree char *field = g_strdup_printf ("mounts[%u].source", share->mount_index);
   g_autofree char *socket_option = g_strconcat ("--socket-path=", share->socket_path, NULL);
@@ -208,6 +209,8 @@ start_one (MvShares *shares, const MvShareConfig *share, gint64 uid, GError **er
   options.passed_fds = &tree;
   options.n_passed_fds = 1;
   options.ready_when_listening = TRUE;
+  /* Its work is the guest's: it counts against the VMM's limits. */
+  options.cgroup = cgroup;
   process = mv_process_start_with (share->socket_path, argv, &options, START_TIMEOUT_MS, error);
   close (tree);
   if (!process)
@@ -236,7 +239,7 @@ mv_shares_start (MvShares *shares, const MvVmSpec *vm, gint64 uid, GError **erro
 
   for (guint i = 0; i < vm->shares->len; i++)
     {
-      MvProcess *process = start_one (shares, vm->shares->pdata[i], uid, error);
+      MvProcess *process = start_one (shares, vm->shares->pdata[i], uid, vm->cgroup, error);
 
       if (!process)
         {

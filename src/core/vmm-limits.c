@@ -1,0 +1,27 @@
+#include "vmm-limits.h"
+
+guint64
+mv_cpu_quota_us (guint32 millicores, guint64 period_us)
+{
+  return (guint64) millicores * period_us / 1000;
+}
+
+gboolean
+mv_millicores_are_whole_cpus (guint32 millicores)
+{
+  return millicores % 1000 == 0;
+}
+
+MvVmmLimits
+mv_vmm_limits (const MvSpec *spec, guint64 memory_overhead_bytes, guint64 tasks_max)
+{
+  guint64 guest = MAX (spec->memory_bytes, spec->max_memory_bytes);
+
+  return (MvVmmLimits) {
+    .cpu_quota_us = mv_cpu_quota_us (spec->cpu_millicores, MV_CPU_PERIOD_US),
+    .cpu_period_us = MV_CPU_PERIOD_US,
+    .memory_max_bytes = guest > G_MAXUINT64 - memory_overhead_bytes
+                          ? G_MAXUINT64 : guest + memory_overhead_bytes,
+    .tasks_max = tasks_max,
+  };
+}

@@ -1,0 +1,209 @@
+/* The cgroup files a VMM's group is given, on stand-in trees of plain
+ * directories laid out as the cgroup file systems are: cgroup v2 (which
+ * these hosts do not run with controllers) and v1, inside the daemon's
+ * own groups or from the hierarchies' roots; and a host without any. */
+#include "hypervisor/cgroup.h"
+#include "core/errors.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+#define MiB (G_GUINT64_CONSTANT (1) << 20)
+#define ID  "0123456789abcdef0123456789abcdef"
+
+static void
+touch (const char *dir, const char *name, const char *text)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0755), ==, 0);
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+}
+
+static char *
+contents (const char *dir, const char *name)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  char *text = NULL;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  return text;
+}
+
+static MvSpec *
+spec_of (guint32 millicores, guint64 memory)
+{
+  MvSpec *spec = mv_spec_new ();
+
+  spec->cpu_millicores = millicores;
+  spec->memory_bytes = memory;
+  return spec;
+}
+
+static void
+remove_tree (const char *path)
+{
+  g_autofree char *quoted = g_shell_quote (path);
+  g_autofree char *command = g_strconcat ("rm -rf ", quoted, NULL);
+
+  g_assert_true (g_spawn_command_line_sync (command, NULL, NULL, NULL, NULL));
+}
+
+static void
+test_v2 (void)
+{
+  g_autofree char *fs = g_dir_make_tmp ("cgroup-v2-XXXXXX", NULL);
+  g_autofree char *parent = g_build_filename (fs, "microvmd", NULL);
+  g_autofree char *group = g_build_filename (parent, ID, NULL);
+  g_autoptr (MvSpec) spec = spec_of (1500, 256 * MiB);
+  g_autoptr (MvCgroups) cgroups = NULL;
+  g_autofree char *text = NULL, *dir = NULL;
+  MvCgroupJoin join = MV_CGROUP_JOIN_INIT;
+  guint64 ns = 0;
+
+  touch (fs, "cgroup.controllers", "cpuset cpu io memory pids\n");
+  touch (fs, "cgroup.subtree_control", "");
+  /* What the kernel makes with each group. */
+  touch (parent, "cgroup.subtree_control", "");
+  for (const char *const *f = (const char *[]) { "cpu.max", "memory.max", "pids.max",
+                                                  "cgroup.procs", NULL }; *f; f++)
+    touch (group, *f, "");
+
+  cgroups = mv_cgroups_new (fs, "0::/\n", "microvmd", 64 * MiB, 100);
+  g_test_message ("%s", mv_cgroups_describe (cgroups));
+  g_assert_true (mv_cgroups_usable (cgroups));
+  g_assert_true (g_str_has_prefix (mv_cgroups_describe (cgroups), "cgroup v2:"));
+  /* The controllers are given to the groups below, level by level. */
+  text = contents (parent, "cgroup.subtree_control");
+  g_assert_cmpstr (text, ==, "+pids");
+  dir = mv_cgroups_dir (cgroups, "memory", ID);
+  g_assert_cmpstr (dir, ==, group);
+
+  g_assert_true (mv_cgroups_prepare (cgroups, ID, spec, &join, NULL));
+  g_assert_cmpuint (join.n_fds, ==, 1);
+  g_clear_pointer (&text, g_free);
+  text = contents (group, "cpu.max");
+  g_assert_cmpstr (text, ==, "150000 100000");
+  g_clear_pointer (&text, g_free);
+  text = contents (group, "memory.max");
+  g_assert_cmpstr (text, ==, "335544320");
+  g_clear_pointer (&text, g_free);
+  text = contents (group, "pids.max");
+  g_assert_cmpstr (text, ==, "100");
+  g_assert_cmpint (mv_cgroup_join (&join), ==, 0);
+  g_clear_pointer (&text, g_free);
+  text = contents (group, "cgroup.procs");
+  g_assert_cmpstr (text, ==, "0");
+  mv_cgroup_join_clear (&join);
+  g_assert_cmpuint (join.n_fds, ==, 0);
+
+  /* CPU time from cpu.stat, in whichever line it is. */
+  touch (group, "cpu.stat", "user_usec 5\nusage_usec 1234\nsystem_usec 6\n");
+  g_assert_true (mv_cgroups_cpu_usage (cgroups, ID, &ns));
+  g_assert_cmpuint (ns, ==, 1234000);
+  remove_tree (fs);
+}
+
+static void
+test_v1 (void)
+{
+  g_autofree char *fs = g_dir_make_tmp ("cgroup-v1-XXXXXX", NULL);
+  const char *self = "12:pids:/\n4:memory:/outer/inner\n2:cpu,cpuacct:/\n1:name=systemd:/\n0::/\n";
+  g_autofree char *cpu = g_build_filename (fs, "cpu,cpuacct", "microvmd", ID, NULL);
+  g_autofree char *memory = g_build_filename (fs, "memory", "outer", "inner", "microvmd", ID, NULL);
+  g_autofree char *pids = g_build_filename (fs, "pids", "microvmd", ID, NULL);
+  g_autoptr (MvSpec) spec = spec_of (250, 128 * MiB);
+  g_autoptr (MvCgroups) cgroups = NULL;
+  g_autoptr (MvCgroups) absolute = NULL;
+  g_autofree char *text = NULL, *dir = NULL;
+  MvCgroupJoin join = MV_CGROUP_JOIN_INIT;
+  guint64 ns = 0;
+
+  touch (cpu, "cpu.cfs_period_us", "");
+  touch (cpu, "cpu.cfs_quota_us", "");
+  touch (cpu, "cgroup.procs", "");
+  touch (memory, "memory.limit_in_bytes", "");
+  touch (memory, "cgroup.procs", "");
+  touch (pids, "pids.max", "");
+  touch (pids, "cgroup.procs", "");
+
+  cgroups = mv_cgroups_new (fs, self, "microvmd", 32 * MiB, 64);
+  g_test_message ("%s", mv_cgroups_describe (cgroups));
+  g_assert_true (mv_cgroups_usable (cgroups));
+  /* Inside the daemon's own group of each hierarchy. */
+  dir = mv_cgroups_dir (cgroups, "memory", ID);
+  g_assert_cmpstr (dir, ==, memory);
+  g_clear_pointer (&dir, g_free);
+  dir = mv_cgroups_dir (cgroups, "cpuacct", ID);
+  g_assert_cmpstr (dir, ==, cpu);
+
+  g_assert_true (mv_cgroups_prepare (cgroups, ID, spec, &join, NULL));
+  /* cpu and cpuacct share a hierarchy: three groups to join. */
+  g_assert_cmpuint (join.n_fds, ==, 3);
+  mv_cgroup_join_clear (&join);
+  text = contents (cpu, "cpu.cfs_quota_us");
+  g_assert_cmpstr (text, ==, "25000");
+  g_clear_pointer (&text, g_free);
+  text = contents (cpu, "cpu.cfs_period_us");
+  g_assert_cmpstr (text, ==, "100000");
+  g_clear_pointer (&text, g_free);
+  text = contents (memory, "memory.limit_in_bytes");
+  g_assert_cmpstr (text, ==, "167772160");
+  g_clear_pointer (&text, g_free);
+  text = contents (pids, "pids.max");
+  g_assert_cmpstr (text, ==, "64");
+  touch (cpu, "cpuacct.usage", "987654321\n");
+  g_assert_true (mv_cgroups_cpu_usage (cgroups, ID, &ns));
+  g_assert_cmpuint (ns, ==, 987654321);
+  g_assert_false (mv_cgroups_cpu_usage (cgroups, "another", &ns));
+
+  /* An absolute root starts at each hierarchy's own. */
+  absolute = mv_cgroups_new (fs, self, "/vmms/microvmd", 32 * MiB, 64);
+  g_clear_pointer (&dir, g_free);
+  dir = mv_cgroups_dir (absolute, "memory", ID);
+  g_clear_pointer (&text, g_free);
+  text = g_build_filename (fs, "memory", "vmms", "microvmd", ID, NULL);
+  g_assert_cmpstr (dir, ==, text);
+  remove_tree (fs);
+}
+
+static void
+test_none (void)
+{
+  g_autofree char *fs = g_dir_make_tmp ("cgroup-none-XXXXXX", NULL);
+  g_autofree char *missing = g_build_filename (fs, "missing", NULL);
+  g_autoptr (MvCgroups) unmounted = mv_cgroups_new (missing, "0::/\n", "microvmd", MiB, 16);
+  /* v1 without a cpu controller: no quota can be set. */
+  g_autoptr (MvCgroups) no_cpu = NULL;
+  g_autoptr (MvSpec) half = spec_of (1500, 256 * MiB);
+  g_autoptr (MvSpec) whole = spec_of (2000, 256 * MiB);
+  g_autoptr (GError) error = NULL;
+  MvCgroupJoin join = MV_CGROUP_JOIN_INIT;
+
+  g_assert_false (mv_cgroups_usable (unmounted));
+  g_assert_nonnull (strstr (mv_cgroups_describe (unmounted), "no usable cgroups"));
+  g_assert_false (mv_cgroups_check (unmounted, half, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED);
+  g_assert_true (g_str_has_prefix (error->message, "cpu_millicores: 1500 "));
+  g_assert_true (mv_cgroups_check (unmounted, whole, NULL));
+  /* Machines still start, in the daemon's group. */
+  g_assert_true (mv_cgroups_prepare (unmounted, ID, whole, &join, NULL));
+  g_assert_cmpuint (join.n_fds, ==, 0);
+  g_assert_true (mv_cgroups_remove (unmounted, ID, NULL));
+
+  g_assert_cmpint (g_mkdir (g_build_filename (fs, "memory", NULL), 0755), ==, 0);
+  no_cpu = mv_cgroups_new (fs, "4:memory:/\n", "microvmd", MiB, 16);
+  g_assert_false (mv_cgroups_usable (no_cpu));
+  g_assert_true (mv_cgroups_check (no_cpu, whole, NULL));
+  remove_tree (fs);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/cgroup/v2", test_v2);
+  g_test_add_func ("/cgroup/v1", test_v1);
+  g_test_add_func ("/cgroup/none", test_none);
+  return g_test_run ();
+}
