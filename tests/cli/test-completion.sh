@@ -56,9 +56,9 @@ else
 fi
 
 expect "standby start stats stop" microvmctl st
-expect "rename restart resume" microvmctl re
+expect "rename resize restart resume" microvmctl re
 expect "set-desired shell show snapshot standby start stats stop" microvmctl --json s
-expect "rename restart resume" microvmctl --timeout 5 re
+expect "rename resize restart resume" microvmctl --timeout 5 re
 expect "list" microvmctl li
 expect "web www" microvmctl start w
 expect "wait" microvmctl wa
@@ -93,6 +93,10 @@ expect "--names" microvmctl list --na
 expect "--healthy --help" microvmctl wait --he
 expect "--id" microvmctl wait --i
 expect "--force" microvmctl delete --f
+expect "--memory" microvmctl resize web --m
+expect "--vcpus --version" microvmctl resize web --v
+expect "db web www" microvmctl resize ""
+expect "console vmm" microvmctl logs --source ""
 # Snapshots: the verbs, machines to take and list them of, snapshots to
 # name, and --set, whose value is free.
 expect "create fork list restore rm show" microvmctl snapshot ""
