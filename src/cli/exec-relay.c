@@ -163,7 +163,7 @@ channel_step (Channel *channel)
       channel_finish (channel);
       return;
     }
-  if (channel->escape >= 0)
+  if (channel->kind == CHANNEL_INPUT && channel->escape >= 0)
     {
       const char *at = memchr (channel->buffer, channel->escape, n);
 

@@ -402,7 +402,7 @@ mv_console_attach (const char *log_path, gboolean want_writer, gboolean *writer,
   g_autofree char *socket_path = mv_console_socket_path (log_path);
   g_autoptr (GError) local = NULL;
   char got = 0;
-  ssize_t n;
+  ssize_t n, sent = -1;
   int fd;
 
   *writer = FALSE;
@@ -420,26 +420,30 @@ mv_console_attach (const char *log_path, gboolean want_writer, gboolean *writer,
                      socket_path, local->message);
       return -1;
     }
-  if (!set_timeout (fd, ATTACH_TIMEOUT_MS) ||
-      send (fd, want_writer ? "w" : "r", 1, MSG_NOSIGNAL) != 1 ||
-      (n = recv (fd, &got, 1, 0)) != 1 || (got != 'w' && got != 'r' && got != 'f'))
-    {
-      int saved = errno;
-      close (fd);
-      if (got == 0 && saved == 0)
-        g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The machine's console has ended");
-      else
-        g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
-                     "The console at %s did not answer: %s", socket_path,
-                     saved ? g_strerror (saved) : "an unknown reply");
-      return -1;
-    }
-  if (got == 'f')
+  /* A holder with no room answers before it is asked, and closes: its
+   * answer is read even if the question could not be sent. */
+  if (set_timeout (fd, ATTACH_TIMEOUT_MS))
+    sent = send (fd, want_writer ? "w" : "r", 1, MSG_NOSIGNAL);
+  n = recv (fd, &got, 1, 0);
+  if (n == 1 && got == 'f')
     {
       close (fd);
       g_set_error (error, MV_ERROR, MV_ERROR_RESOURCE_EXHAUSTED,
                    "%d clients are attached to the console already, the most it takes",
                    MV_CONSOLE_CLIENTS_MAX);
+      return -1;
+    }
+  if (sent != 1 || n != 1 || (got != 'w' && got != 'r'))
+    {
+      int saved = errno;
+      close (fd);
+      /* Closed without an answer: it is ending with its VMM. */
+      if (n == 0)
+        g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The machine's console has ended");
+      else
+        g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
+                     "The console at %s did not answer: %s", socket_path,
+                     n < 0 ? g_strerror (saved) : "an unknown reply");
       return -1;
     }
   /* The caller's socket from here on: blocking, without our timeouts. */
