@@ -589,6 +589,8 @@ rt_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   g_autofree char *socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
   g_autofree char *log_path = mv_vmm_log_path (socket_path);
   g_autofree char *console = mv_runtime_console_path (req->runtime_dir);
+  g_autofree char *workload = g_build_filename (req->runtime_dir, MV_WORKLOAD_LOG_NAME, NULL);
+  g_autofree char *workload_rotated = g_strconcat (workload, MV_LOG_ROTATED_SUFFIX, NULL);
   g_autoptr (MvProcess) vmm = mv_process_attach_recorded (req->vmm);
 
   if (vmm && !mv_process_kill (vmm, error))
@@ -599,6 +601,8 @@ rt_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   remove_sockets (self, req->runtime_dir);
   g_unlink (log_path);
   g_unlink (console);
+  g_unlink (workload);
+  g_unlink (workload_rotated);
   return TRUE;
 }
 
