@@ -829,6 +829,12 @@ rt_attach_guest (MvRuntime *rt, const MvRuntimeRequest *req)
   mv_runtime_guests_attach (adapter_of (rt)->guests, req);
 }
 
+static gboolean
+rt_has_agent (MvRuntime *rt, const MvSpec *spec)
+{
+  return mv_runtime_guests_has_agent (adapter_of (rt)->guests, spec);
+}
+
 static void
 rt_detach_guest (MvRuntime *rt, const char *machine_id)
 {
@@ -894,6 +900,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->runtime.usage = rt_usage;
   self->runtime.open_console = rt_open_console;
   self->runtime.attach_guest = rt_attach_guest;
+  self->runtime.has_agent = rt_has_agent;
   self->runtime.detach_guest = rt_detach_guest;
   self->runtime.update_guest = rt_update_guest;
   self->runtime.reidentify_guest = rt_reidentify_guest;

@@ -164,6 +164,9 @@ gboolean      mv_reconciler_update (MvReconciler *reconciler, MvMachine *machine
  * MvRuntime.exec gives them). MV_ERROR_INVALID_STATE unless it runs. */
 gboolean      mv_reconciler_exec (MvMachine *machine, const MvRuntimeExec *exec, int fds[4],
                                   GError **error);
+/* Whether @machine's guest has microvmd's agent, as its spec and its
+ * hypervisor say: what StreamLogs's source "workload" needs. */
+gboolean      mv_reconciler_has_agent (MvMachine *machine);
 /* Attaches to @machine's serial console (MvRuntime.open_console): a
  * socket, and in *@writer whether it may type. MV_ERROR_INVALID_STATE
  * unless the guest runs or is paused. */
