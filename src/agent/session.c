@@ -449,12 +449,13 @@ handle_frame (Session *s, const MvAgentFrame *frame)
                      version, MV_AGENT_PROTOCOL_VERSION);
         s->hello = true;
         session_send_hello (s);
+        /* What the workload wrote comes before the news of its end. */
+        if (want_output)
+          output_session_greeted (s);
         if (agent.state == STATE_EXITED)
           send_exit (s);
         else
           health_put (&s->out);
-        if (want_output)
-          output_session_greeted (s);
       }
       break;
     case MV_AGENT_CONFIG:
