@@ -87,6 +87,8 @@
 /* Where the console's holder takes clients (hypervisor/console.h). */
 #define MV_CONSOLE_SOCKET_NAME   "console.sock"
 #define MV_VMM_LOG_NAME          "vmm.log"
+/* The workload's stdout and stderr as the guest's agent sends them. */
+#define MV_WORKLOAD_LOG_NAME     "workload.log"
 /* A log's one rotated file: its name and this (see store/log-rotation.h). */
 #define MV_LOG_ROTATED_SUFFIX    ".1"
 #define MV_AGENT_SOCKET_NAME     "agent.sock"

@@ -10,6 +10,7 @@
  *   metadata.c  hostname, keys and document; the state saved for --service
  *   network.c   the interface on the guest's network
  *   identity.c  REIDENTIFY: a restored guest's new identity and entropy
+ *   output.c    the workload's stdout and stderr, to the console and the hosts
  *
  * Plain C and the C library only: it runs in an initramfs as /init. */
 #pragma once
@@ -99,6 +100,8 @@ struct Session {
   int        fd;
   bool       serial;        /* the virtio-serial port: not closed, only reset */
   bool       hello;         /* the host said HELLO */
+  bool       want_output;   /* ... with WANT_OUTPUT: it gets the workload's OUTPUT */
+  uint64_t   output_dropped; /* the workload's bytes it missed, not yet told */
   uint8_t   *in;            /* up to MV_AGENT_FRAME_MAX_BYTES */
   size_t     in_len;
   MvAgentBuf out;
@@ -236,6 +239,18 @@ bool    health_reaped (pid_t pid, int status);
 int64_t health_next_deadline (void);
 void    health_timers (void);
 bool    health_put (MvAgentBuf *buf);
+
+/* output.c */
+/* Pipes for the workload's stdout and stderr: @child_fds[1] and [2] are
+ * its ends ([0] is -1), for the caller to close once it has started. */
+bool    output_open (int child_fds[3], char *error, size_t size);
+/* @session's host asked for OUTPUT: what was held for it is queued. */
+void    output_session_greeted (Session *session);
+/* Reads what the pipes hold now, to their end or until they are empty:
+ * before EXIT, so that the host has the output before the end. */
+void    output_drain (void);
+size_t  output_poll_add (struct pollfd *fds, size_t n);
+void    output_poll_dispatch (struct pollfd *fds);
 
 /* usage.c */
 int64_t usage_next_deadline (void);

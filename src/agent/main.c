@@ -235,6 +235,8 @@ workload_reaped (int status)
   agent.workload_status = status;
   agent.kill_deadline = 0;
   agent.state = STATE_EXITED;
+  /* Its last words reach the host before the news of its end. */
+  output_drain ();
   sessions_broadcast_exit ();
   agent.exit_deadline = now_ms () + AGENT_EXIT_ACK_WAIT_MS;
 }
@@ -340,7 +342,7 @@ run_loop (void)
 {
   for (;;)
     {
-      struct pollfd fds[8 + AGENT_SESSIONS_MAX + MV_AGENT_EXECS_MAX * 3];
+      struct pollfd fds[10 + AGENT_SESSIONS_MAX + MV_AGENT_EXECS_MAX * 3];
       size_t n = 0;
       int64_t deadline, now;
       int timeout = -1;
@@ -366,6 +368,7 @@ run_loop (void)
         }
       n = exec_poll_add (fds, n);
       n = health_poll_add (fds, n);
+      n = output_poll_add (fds, n);
       for (size_t i = 0; i < agent.n_buttons; i++)
         {
           agent.button_pidx[i] = (int) n;
@@ -414,6 +417,7 @@ run_loop (void)
         }
       exec_poll_dispatch (fds);
       health_poll_dispatch (fds);
+      output_poll_dispatch (fds);
       for (size_t i = 0; i < agent.n_buttons; i++)
         if (fds[agent.button_pidx[i]].revents)
           {

@@ -50,6 +50,8 @@ session_reset (Session *s)
   s->in_len = 0;
   mv_agent_buf_clear (&s->out);
   s->hello = false;
+  s->want_output = false;
+  s->output_dropped = 0;
 }
 
 void
@@ -324,7 +326,7 @@ start_workload (const MvUser *user, char *error, size_t size)
   Config *c = &agent.config;
   StrList env = { 0 };
   char path[4096];
-  int console = -1;
+  int child[3];
   pid_t pid;
 
   exec_build_env (user, &c->env, &env);
@@ -334,11 +336,17 @@ start_workload (const MvUser *user, char *error, size_t size)
       strlist_free (&env);
       return -1;
     }
-  if (agent.mode == MODE_PID1)
-    console = agent.log_fd;
+  /* Through the agent rather than straight to the console: the host
+   * keeps it too (output.c). */
+  if (!output_open (child, error, size))
+    {
+      strlist_free (&env);
+      return -1;
+    }
   pid = spawn_process (path, c->argv.items, env.items, user, c->workdir,
-                       -1, console < 0 ? STDERR_FILENO : console,
-                       console < 0 ? STDERR_FILENO : console, NULL, error, size);
+                       child[0], child[1], child[2], NULL, error, size);
+  close (child[1]);
+  close (child[2]);
   strlist_free (&env);
   return pid;
 }
@@ -432,14 +440,18 @@ handle_frame (Session *s, const MvAgentFrame *frame)
     {
     case MV_AGENT_HELLO:
       {
-        uint32_t version = 0;
+        uint32_t version = 0, want_output = 0;
 
         mv_agent_frame_u32 (frame, MV_AGENT_F_VERSION, &version);
+        mv_agent_frame_u32 (frame, MV_AGENT_F_WANT_OUTPUT, &want_output);
         if (version != MV_AGENT_PROTOCOL_VERSION)
           agent_log ("host speaks protocol version %u; this agent speaks %d",
                      version, MV_AGENT_PROTOCOL_VERSION);
         s->hello = true;
         session_send_hello (s);
+        /* What the workload wrote comes before the news of its end. */
+        if (want_output)
+          output_session_greeted (s);
         if (agent.state == STATE_EXITED)
           send_exit (s);
         else

@@ -33,13 +33,14 @@
 
 static const struct {
   const char *name;
-  const char *file;       /* NULL: not served */
+  const char *file;
+  gboolean    agent;      /* written from what the guest's agent sends */
 } sources[] = {
-  { "console", MV_CONSOLE_LOG_NAME },
-  { "vmm", MV_VMM_LOG_NAME },
-  /* The agent gives the workload the guest's console as its stdout and
-   * stderr (agent/session.c): its output is in the console's log. */
-  { "workload", NULL },
+  { "console", MV_CONSOLE_LOG_NAME, FALSE },
+  { "vmm", MV_VMM_LOG_NAME, FALSE },
+  /* The agent copies the workload's stdout and stderr to the console and
+   * sends them to the daemon (agent/output.c, hypervisor/runtime-guest.c). */
+  { "workload", MV_WORKLOAD_LOG_NAME, TRUE },
 };
 
 typedef struct {
@@ -467,10 +468,12 @@ open_done (GObject *source, GAsyncResult *result, gpointer user_data)
   pump (stream);
 }
 
-/* 0, or a negative errno with @error set. */
+/* 0, or a negative errno with @error set. A guest without microvmd's
+ * agent has no workload output apart from its console: the source is a
+ * valid one that this machine cannot give, so Unsupported. */
 static int
-read_arguments (sd_bus_message *m, const char **file, uint32_t *tail, int *follow,
-                sd_bus_error *error)
+read_arguments (sd_bus_message *m, MvMachine *machine, const char **file, uint32_t *tail,
+                int *follow, sd_bus_error *error)
 {
   const char *source = NULL;
 
@@ -485,14 +488,14 @@ read_arguments (sd_bus_message *m, const char **file, uint32_t *tail, int *follo
     if (strcmp (source, sources[i].name) == 0)
       {
         *file = sources[i].file;
-        if (*file)
+        if (!sources[i].agent || mv_reconciler_has_agent (machine))
           return 0;
         return sd_bus_error_setf (error, MV_BUS_ERROR_UNSUPPORTED,
-                                  "source: the workload writes to the guest's console; "
-                                  "read the source 'console'");
+                                  "source: this machine's guest has no microvmd agent to send "
+                                  "its workload's output; read the source 'console'");
       }
   return sd_bus_error_setf (error, MV_BUS_ERROR_INVALID_ARGUMENT,
-                            "source: '%.64s' is not one of console, vmm", source);
+                            "source: '%.64s' is not one of console, vmm, workload", source);
 }
 
 static void
@@ -510,7 +513,7 @@ do_stream_logs (MvMachine *machine, sd_bus_message *call, gboolean root)
   OpenJob *job;
 
   sd_bus_message_rewind (call, TRUE);
-  if (read_arguments (call, &file, &tail, &follow, &error) < 0)
+  if (read_arguments (call, machine, &file, &tail, &follow, &error) < 0)
     {
       sd_bus_reply_method_error (call, &error);
       sd_bus_error_free (&error);
@@ -551,7 +554,7 @@ mv_machine_method_stream_logs (sd_bus_message *m, MvMachine *machine,
   int follow = 0;
   /* Refused on its arguments before anyone is asked; read again once
    * authorized. */
-  int r = read_arguments (m, &file, &tail, &follow, error);
+  int r = read_arguments (m, machine, &file, &tail, &follow, error);
 
   if (r < 0)
     return r;

@@ -128,7 +128,7 @@ static const MvCommand commands[] = {
   { "metrics",     mv_cmd_metrics,     1, 1, MV_OPT_SINCE | MV_OPT_UNTIL, FALSE, NULL,
     "NAME|ID [--since T] [--until T]", N_("Show a machine's samples of the last days") },
   { "logs",        mv_cmd_logs,        1, 1, MV_OPT_FOLLOW | MV_OPT_TAIL | MV_OPT_SOURCE, TRUE, NULL,
-    "[-f] [--tail N] [--source console|vmm] NAME|ID",
+    "[-f] [--tail N] [--source console|vmm|workload] NAME|ID",
     N_("Print a machine's log; with -f, go on while it runs") },
   { "resize",      mv_cmd_resize,      1, 1, MV_OPT_VCPUS | MV_OPT_MEMORY, TRUE, NULL,
     "NAME|ID [--vcpus N] [--memory SIZE]", N_("Give a running machine other vCPUs or memory") },

@@ -164,6 +164,9 @@ send_hello (MvAgentSession *session)
   mv_agent_buf_init (&buf);
   mv_agent_buf_begin (&buf, MV_AGENT_HELLO, 0);
   mv_agent_buf_put_u32 (&buf, MV_AGENT_F_VERSION, MV_AGENT_PROTOCOL_VERSION);
+  /* An older agent skips the field, and sends no OUTPUT. */
+  if (session->events.output)
+    mv_agent_buf_put_u32 (&buf, MV_AGENT_F_WANT_OUTPUT, 1);
   if (mv_agent_buf_end (&buf))
     session_send (session, &buf);
   mv_agent_buf_clear (&buf);
@@ -793,6 +796,23 @@ handle_frame (MvAgentSession *session, const MvAgentFrame *frame)
         if (session->events.reidentified)
           session->events.reidentified (TRUE, (const char *const *) changed->pdata,
                                         message && *message ? message : NULL, session->data);
+        return TRUE;
+      }
+    case MV_AGENT_OUTPUT:
+      {
+        MvAgentField bytes, dropped_field;
+        guint64 dropped = 0;
+        guint32 stream;
+
+        if (!mv_agent_frame_u32 (frame, MV_AGENT_F_STREAM, &stream) ||
+            (stream != MV_AGENT_STREAM_STDOUT && stream != MV_AGENT_STREAM_STDERR) ||
+            !mv_agent_frame_find (frame, MV_AGENT_F_BYTES, &bytes))
+          return FALSE;
+        if (mv_agent_frame_find (frame, MV_AGENT_F_DROPPED, &dropped_field) &&
+            !mv_agent_field_u64 (&dropped_field, &dropped))
+          return FALSE;
+        if (session->events.output)
+          session->events.output (stream, bytes.value, bytes.len, dropped, session->data);
         return TRUE;
       }
     case MV_AGENT_FAILED:

@@ -111,6 +111,13 @@ typedef struct {
    * it does not know (an older agent): nothing was changed. */
   void (*reidentified) (gboolean known, const char *const *changed, const char *message,
                         gpointer data);
+  /* What the workload wrote to @stream (MV_AGENT_STREAM_STDOUT or
+   * _STDERR), in the order it came, after @dropped bytes of it that the
+   * agent could not keep for the host (0: none). @len may be 0 for a
+   * drop alone. Asked for in the session's HELLO (WANT_OUTPUT) only
+   * when this is set. */
+  void (*output) (guint stream, const guint8 *bytes, gsize len, guint64 dropped,
+                  gpointer data);
 } MvAgentSessionEvents;
 
 /* Keeps a session to the agent on @channel (copied), dialling again

@@ -37,6 +37,9 @@
  * generator, at least enough to reseed it wholly, at most this many. */
 #define MV_AGENT_ENTROPY_MIN_BYTES  64
 #define MV_AGENT_ENTROPY_MAX_BYTES  512
+/* The workload's output the agent holds for a host that has not asked for
+ * it yet (or is away); what does not fit is dropped, and counted. */
+#define MV_AGENT_OUTPUT_PENDING_BYTES (256u * 1024)
 
 typedef enum {
   /* guest -> host */
@@ -49,6 +52,7 @@ typedef enum {
   MV_AGENT_PONG         = 19,  /* BYTES: PING's */
   MV_AGENT_USAGE        = 20,  /* CPU_BUSY, CPU_TOTAL, CPUS: what the guest's CPUs have done */
   MV_AGENT_REIDENTIFIED = 22,  /* CHANGED... [, MESSAGE]: REIDENTIFY done (MESSAGE: what failed) */
+  MV_AGENT_OUTPUT       = 23,  /* STREAM, BYTES [, DROPPED]: the workload's stdout or stderr, to a host whose HELLO had WANT_OUTPUT */
   /* host -> guest */
   MV_AGENT_CONFIG       = 2,   /* the guest's whole configuration, see docs */
   MV_AGENT_EXIT_ACK     = 6,   /* the host has recorded EXIT */
@@ -118,6 +122,8 @@ typedef enum {
   MV_AGENT_F_DNS            = 53,  /* str, repeated: name servers */
   MV_AGENT_F_ENTROPY        = 54,  /* raw: MV_AGENT_ENTROPY_MIN_BYTES to _MAX_BYTES from the host's getrandom() */
   MV_AGENT_F_CHANGED        = 55,  /* str, repeated: what REIDENTIFY changed: "hostname", "mac", ... */
+  MV_AGENT_F_WANT_OUTPUT    = 56,  /* u32 0/1, in the host's HELLO: send this session OUTPUT */
+  MV_AGENT_F_DROPPED        = 57,  /* u64: the workload's bytes dropped before this OUTPUT's */
 } MvAgentTag;
 
 typedef enum {

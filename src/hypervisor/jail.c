@@ -716,12 +716,15 @@ static gboolean
 is_daemons (const char *name)
 {
   /* The rotated logs too: what an earlier run printed is not the next
-   * VMM's to rewrite. The console's log and socket are its holder's. */
+   * VMM's to rewrite. The console's log and socket are its holder's; the
+   * workload's log is written by the daemon from what the agent sends. */
   return strcmp (name, MV_VMM_LOG_NAME) == 0 || strcmp (name, MV_VMM_EXIT_NAME) == 0 ||
          strcmp (name, MV_CONSOLE_LOG_NAME) == 0 || strcmp (name, MV_CONSOLE_SOCKET_NAME) == 0 ||
          strcmp (name, MV_VMM_EXIT_NAME ".tmp") == 0 ||
          strcmp (name, MV_VMM_LOG_NAME MV_LOG_ROTATED_SUFFIX) == 0 ||
-         strcmp (name, MV_CONSOLE_LOG_NAME MV_LOG_ROTATED_SUFFIX) == 0;
+         strcmp (name, MV_CONSOLE_LOG_NAME MV_LOG_ROTATED_SUFFIX) == 0 ||
+         strcmp (name, MV_WORKLOAD_LOG_NAME) == 0 ||
+         strcmp (name, MV_WORKLOAD_LOG_NAME MV_LOG_ROTATED_SUFFIX) == 0;
 }
 
 /* Gives what lies in @dir_fd (and below) to @uid, without following a

@@ -7,8 +7,10 @@
 #include "core/errors.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 /* What a restored guest is given of the host's random bytes. */
 #define REIDENTIFY_ENTROPY_BYTES  64
@@ -18,6 +20,9 @@ typedef struct {
   char            *machine_id;
   char            *api_socket;      /* the VMM's, for its metadata service */
   MvAgentSession  *session;
+  char            *workload_log;    /* where the workload's output goes */
+  int              workload_fd;     /* it, opened at the first output; -1 before */
+  gboolean         workload_failed; /* it could not be written: said once */
   gboolean         answered;        /* its agent answered the start: it is up */
   gboolean         exited;
   gboolean         has_exit_code;
@@ -39,6 +44,9 @@ static void
 guest_free (Guest *guest)
 {
   mv_agent_session_free (guest->session);
+  if (guest->workload_fd >= 0)
+    close (guest->workload_fd);
+  g_free (guest->workload_log);
   g_free (guest->api_socket);
   g_free (guest->machine_id);
   g_free (guest);
@@ -194,12 +202,67 @@ on_reidentified (gboolean known, const char *const *changed, const char *message
                     *list ? list : "nothing");
 }
 
+static gboolean
+write_all (int fd, const void *data, gsize len)
+{
+  const guint8 *p = data;
+
+  while (len > 0)
+    {
+      ssize_t n = write (fd, p, len);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return FALSE;
+      p += n;
+      len -= (gsize) n;
+    }
+  return TRUE;
+}
+
+/* Appended as it comes, stdout and stderr alike: small writes to a local
+ * file, on the main loop. Rotation copies and truncates it under the
+ * open descriptor (store/log-rotation.h). */
+static void
+on_output (guint stream, const guint8 *bytes, gsize len, guint64 dropped, gpointer data)
+{
+  Guest *guest = data;
+  gboolean ok = TRUE;
+
+  if (guest->workload_fd < 0 && !guest->workload_failed)
+    {
+      guest->workload_fd = open (guest->workload_log, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+                                 O_NOCTTY | O_CLOEXEC, 0600);
+      if (guest->workload_fd < 0)
+        ok = FALSE;
+    }
+  if (guest->workload_fd >= 0 && dropped > 0)
+    {
+      g_autofree char *note = g_strdup_printf ("\n[microvmd: %" G_GUINT64_FORMAT " bytes of the "
+                                               "workload's output were dropped here; the "
+                                               "console has them]\n", dropped);
+
+      ok = write_all (guest->workload_fd, note, strlen (note));
+    }
+  if (ok && guest->workload_fd >= 0 && len > 0)
+    ok = write_all (guest->workload_fd, bytes, len);
+  if (!ok && !guest->workload_failed)
+    {
+      guest->workload_failed = TRUE;
+      mv_log_machine (G_LOG_LEVEL_WARNING, guest->machine_id, NULL, NULL,
+                      "Cannot write the workload's output to %s: %s (it is on the console)",
+                      guest->workload_log, g_strerror (errno));
+    }
+}
+
 static const MvAgentSessionEvents session_events = {
   .hello = on_hello,
   .exited = on_exited,
   .health = on_health,
   .usage = on_usage,
   .reidentified = on_reidentified,
+  .output = on_output,
 };
 
 /* ---- attaching ---- */
@@ -276,6 +339,8 @@ mv_runtime_guests_attach (MvRuntimeGuests *guests, const MvRuntimeRequest *req)
   guest->guests = guests;
   guest->machine_id = g_strdup (req->machine_id);
   guest->api_socket = mv_runtime_api_socket_path (guests->starter, req->runtime_dir);
+  guest->workload_log = g_build_filename (req->runtime_dir, MV_WORKLOAD_LOG_NAME, NULL);
+  guest->workload_fd = -1;
   g_hash_table_insert (guests->table, guest->machine_id, guest);
   guest->session = mv_agent_session_new (&vm->agent, config, &session_events, guest);
   mv_agent_session_set_guest (guest->session, config, metadata);

@@ -623,6 +623,8 @@ rt_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   g_autofree char *socket_path = mv_runtime_api_socket_path (self->starter, req->runtime_dir);
   g_autofree char *log_path = mv_vmm_log_path (socket_path);
   g_autofree char *console = mv_runtime_console_path (req->runtime_dir);
+  g_autofree char *workload = g_build_filename (req->runtime_dir, MV_WORKLOAD_LOG_NAME, NULL);
+  g_autofree char *workload_rotated = g_strconcat (workload, MV_LOG_ROTATED_SUFFIX, NULL);
   g_autoptr (MvProcess) vmm = mv_process_attach_recorded (req->vmm);
 
   if (vmm && !mv_process_kill (vmm, error))
@@ -633,6 +635,8 @@ rt_destroy (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
   g_unlink (log_path);
   g_unlink (console);
+  g_unlink (workload);
+  g_unlink (workload_rotated);
   return TRUE;
 }
 
@@ -904,6 +908,12 @@ rt_attach_guest (MvRuntime *rt, const MvRuntimeRequest *req)
   mv_runtime_guests_attach (adapter_of (rt)->guests, req);
 }
 
+static gboolean
+rt_has_agent (MvRuntime *rt, const MvSpec *spec)
+{
+  return mv_runtime_guests_has_agent (adapter_of (rt)->guests, spec);
+}
+
 static void
 rt_detach_guest (MvRuntime *rt, const char *machine_id)
 {
@@ -970,6 +980,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->runtime.open_console = rt_open_console;
   self->runtime.resize = rt_resize;
   self->runtime.attach_guest = rt_attach_guest;
+  self->runtime.has_agent = rt_has_agent;
   self->runtime.detach_guest = rt_detach_guest;
   self->runtime.update_guest = rt_update_guest;
   self->runtime.reidentify_guest = rt_reidentify_guest;

@@ -179,6 +179,14 @@ mv_reconciler_exec (MvMachine *machine, const MvRuntimeExec *exec, int fds[4], G
   return runtime->exec (runtime, machine->id, exec, fds, error);
 }
 
+gboolean
+mv_reconciler_has_agent (MvMachine *machine)
+{
+  MvRuntime *runtime = mv_reconciler_runtime_for (machine, NULL);
+
+  return runtime && runtime->has_agent && runtime->has_agent (runtime, machine->config->spec);
+}
+
 int
 mv_reconciler_open_console (MvMachine *machine, gboolean *writer, GError **error)
 {

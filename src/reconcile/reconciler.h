@@ -172,6 +172,9 @@ typedef void (*MvResizeFunc) (MvMachine *machine, const GError *error, gpointer 
 gboolean      mv_reconciler_resize (MvReconciler *reconciler, MvMachine *machine, guint32 vcpus,
                                     guint64 memory_bytes, MvResizeFunc func, gpointer data,
                                     GError **error);
+/* Whether @machine's guest has microvmd's agent, as its spec and its
+ * hypervisor say: what StreamLogs's source "workload" needs. */
+gboolean      mv_reconciler_has_agent (MvMachine *machine);
 /* Attaches to @machine's serial console (MvRuntime.open_console): a
  * socket, and in *@writer whether it may type. MV_ERROR_INVALID_STATE
  * unless the guest runs or is paused. */

@@ -151,6 +151,7 @@ mv_logs_rotate_all (const char *machines_dir, guint64 max_bytes)
       machine_dir = g_build_filename (machines_dir, entry->d_name, NULL);
       rotate_one (machine_dir, MV_CONSOLE_LOG_NAME, max_bytes);
       rotate_one (machine_dir, MV_VMM_LOG_NAME, max_bytes);
+      rotate_one (machine_dir, MV_WORKLOAD_LOG_NAME, max_bytes);
     }
   closedir (dir);
 }

@@ -1,6 +1,6 @@
-/* Machines' logs bounded on disk: console.log and vmm.log in each
- * machine's runtime directory, each kept to a size cap with one rotated
- * file beside it (console.log.1, vmm.log.1). */
+/* Machines' logs bounded on disk: console.log, vmm.log and workload.log
+ * in each machine's runtime directory, each kept to a size cap with one
+ * rotated file beside it (console.log.1, vmm.log.1, workload.log.1). */
 #pragma once
 #include <glib.h>
 

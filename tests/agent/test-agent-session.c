@@ -1,6 +1,7 @@
 /* microvmd-agent driven over a socketpair in its test mode (--serve-fd):
- * sessions, CONFIG, EXEC with its flow control, METADATA, REIDENTIFY,
- * health checks, PING, and a peer that breaks the protocol. */
+ * sessions, CONFIG, the workload's output, EXEC with its flow control,
+ * METADATA, REIDENTIFY, health checks, PING, and a peer that breaks the
+ * protocol. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
@@ -493,6 +494,78 @@ test_workload_exit (void)
 }
 
 static void
+fill_talking_workload (MvAgentBuf *b, gpointer data)
+{
+  mv_agent_buf_put_str (b, MV_AGENT_F_ARGV, "sh");
+  mv_agent_buf_put_str (b, MV_AGENT_F_ARGV, "-c");
+  mv_agent_buf_put_str (b, MV_AGENT_F_ARGV, "echo out; echo err >&2; sleep 0.6; echo late; exit 4");
+}
+
+/* The workload's output is held for a host that has not asked for it,
+ * given to the first that does, and sent as it comes after that, each
+ * stream apart, all before EXIT. */
+static void
+test_workload_output (void)
+{
+  GString *got = g_string_new (NULL);
+  guint32 last_stream = 0, code = 0;
+  Agent a;
+  Frame f;
+  MvAgentBuf b;
+
+  agent_start (&a);
+  hello (&a, "unconfigured");
+  f = configure (&a, fill_talking_workload, NULL);
+  g_assert_cmpuint (f.type, ==, MV_AGENT_READY);
+  frame_clear (&f);
+  /* This host did not say WANT_OUTPUT: none comes. */
+  while (recv_frame_within (&a, 300, &f))
+    {
+      g_assert_cmpuint (f.type, !=, MV_AGENT_OUTPUT);
+      frame_clear (&f);
+    }
+
+  mv_agent_buf_init (&b);
+  mv_agent_buf_begin (&b, MV_AGENT_HELLO, 0);
+  mv_agent_buf_put_u32 (&b, MV_AGENT_F_VERSION, MV_AGENT_PROTOCOL_VERSION);
+  mv_agent_buf_put_u32 (&b, MV_AGENT_F_WANT_OUTPUT, 1);
+  g_assert_true (mv_agent_buf_end (&b));
+  send_buf (&a, &b);
+  f = expect (&a, MV_AGENT_HELLO);
+  frame_clear (&f);
+  for (;;)
+    {
+      MvAgentFrame v;
+      MvAgentField bytes, dropped;
+      guint32 stream = 0;
+
+      f = recv_frame (&a);
+      if (f.type == MV_AGENT_EXIT)
+        break;
+      if (f.type != MV_AGENT_OUTPUT)
+        {
+          frame_clear (&f);
+          continue;
+        }
+      v = view (&f);
+      g_assert_true (frame_u32 (&f, MV_AGENT_F_STREAM, &stream));
+      g_assert_true (mv_agent_frame_find (&v, MV_AGENT_F_BYTES, &bytes));
+      g_assert_false (mv_agent_frame_find (&v, MV_AGENT_F_DROPPED, &dropped));
+      if (stream != last_stream)
+        g_string_append_printf (got, "[%u]", stream);
+      last_stream = stream;
+      g_string_append_len (got, (const char *) bytes.value, bytes.len);
+      frame_clear (&f);
+    }
+  g_assert_cmpstr (got->str, ==, "[1]out\n[2]err\n[1]late\n");
+  g_assert_true (frame_u32 (&f, MV_AGENT_F_EXIT_CODE, &code));
+  g_assert_cmpuint (code, ==, 4);
+  frame_clear (&f);
+  g_string_free (got, TRUE);
+  agent_stop (&a);
+}
+
+static void
 test_exec (void)
 {
   const char *argv[] = { "sh", "-c", "cat; echo err >&2; exit 3", NULL };
@@ -940,6 +1013,7 @@ main (int argc, char **argv)
   g_test_add_func ("/agent/session/config", test_config);
   g_test_add_func ("/agent/session/config-failed", test_config_failed);
   g_test_add_func ("/agent/session/workload-exit", test_workload_exit);
+  g_test_add_func ("/agent/session/workload-output", test_workload_output);
   g_test_add_func ("/agent/session/exec", test_exec);
   g_test_add_func ("/agent/session/exec-two", test_exec_two);
   g_test_add_func ("/agent/session/exec-not-found", test_exec_not_found);

@@ -112,20 +112,67 @@ assert_property (Fixture *f, const char *path, const char *prop, const char *wan
   g_assert_cmpstr (value, ==, want);
 }
 
+/* Machine.StreamLogs of @source, the whole log: the caller's end. */
+static int
+stream_logs (Fixture *f, const char *path, const char *source, gboolean follow)
+{
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autoptr (sd_bus_message) reply = client_call (f->client, path, MV_MACHINE_IFACE,
+                                                  "StreamLogs", &err, &msg, "sub", source,
+                                                  (guint32) 0, (int) follow);
+  int fd = -1;
+
+  if (!reply)
+    g_error ("StreamLogs %s: %s: %s", source, err, msg);
+  g_assert_cmpint (sd_bus_message_read (reply, "h", &fd), >, 0);
+  fd = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+  g_assert_cmpint (fd, >=, 0);
+  return fd;
+}
+
+/* Reads @fd until @text has come, within 30 s; what came. */
+static char *
+read_until (int fd, const char *text)
+{
+  GString *got = g_string_new (NULL);
+  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+
+  while (!strstr (got->str, text))
+    {
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      char buffer[4096];
+      ssize_t n;
+
+      if (g_get_monotonic_time () > deadline)
+        g_error ("'%s' did not come; got '%s'", text, got->str);
+      if (poll (&p, 1, 200) <= 0)
+        continue;
+      n = read (fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        g_error ("the stream ended before '%s'; got '%s'", text, got->str);
+      g_string_append_len (got, buffer, n);
+    }
+  return g_string_free (got, FALSE);
+}
+
 /* ---- the tests ---- */
 
 /* The workload runs as the user, in the directory, with the environment
  * it was given, and its exit code is the machine's; on-failure starts it
- * again. */
+ * again. Its stdout and stderr are on the console, and alone in the
+ * workload's log, both runs of it. */
 static void
 test_workload_exit_code (Fixture *f, gconstpointer data)
 {
   g_autofree char *path = create (f, data, "job",
-                                  "\"cmd\":[\"sh\",\"-c\",\"id -u; pwd; env; exit 3\"],"
+                                  "\"cmd\":[\"sh\",\"-c\",\"id -u; pwd; env; wlog-missing; exit 3\"],"
                                   "\"user\":\"tester\",\"working_dir\":\"/tmp\","
                                   "\"env\":{\"FOO\":\"bar-value\"},"
                                   "\"restart\":{\"mode\":\"on-failure\",\"max_retries\":1}");
-  g_autofree char *console = NULL, *why = NULL;
+  g_autofree char *console = NULL, *why = NULL, *workload = NULL, *file = NULL;
+  GStatBuf st;
 
   client_call_ok (f->client, path, "Start");
   client_assert_state_soon (f->client, path, "Failed", 90000);
@@ -139,6 +186,40 @@ test_workload_exit_code (Fixture *f, gconstpointer data)
   g_assert_nonnull (strstr (console, "\n1000"));
   g_assert_nonnull (strstr (console, "\n/tmp"));
   g_assert_nonnull (strstr (console, "FOO=bar-value"));
+  g_assert_cmpuint (count (console, "sh: wlog-missing: not found"), ==, 2);
+
+  workload = read_all (stream_logs (f, path, "workload", FALSE));
+  g_test_message ("workload.log: %s", workload);
+  g_assert_true (g_str_has_prefix (workload, "1000\n/tmp\n"));
+  g_assert_nonnull (strstr (workload, "\nFOO=bar-value\n"));
+  g_assert_cmpuint (count (workload, "\nsh: wlog-missing: not found\n"), ==, 2);
+  /* Neither the kernel's lines nor the agent's. */
+  g_assert_null (strstr (workload, "microvmd-agent"));
+  g_assert_null (strstr (workload, "Linux version"));
+  file = fixture_runtime_file (f, path, MV_WORKLOAD_LOG_NAME);
+  g_assert_cmpint (g_stat (file, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 07777, ==, 0600);
+  g_assert_cmpint (st.st_uid, ==, getuid ());
+}
+
+/* A followed workload log has the output as it comes, and ends when the
+ * machine stops. */
+static void
+test_workload_log_follow (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "talker",
+                                  "\"cmd\":[\"sh\",\"-c\",\"echo out; wlog-missing; sleep 600\"]");
+  g_autofree char *first = NULL, *rest = NULL;
+  int fd;
+
+  client_call_ok (f->client, path, "Start");
+  fd = stream_logs (f, path, "workload", TRUE);
+  first = read_until (fd, "wlog-missing: not found\n");
+  g_assert_cmpstr (first, ==, "out\nsh: wlog-missing: not found\n");
+  client_call_ok (f->client, path, "Stop");
+  rest = read_all (fd);
+  g_assert_null (strstr (rest, "microvmd-agent"));
+  client_assert_state_soon (f->client, path, "Stopped", 30000);
 }
 
 static void
@@ -944,5 +1025,9 @@ main (int argc, char **argv)
   /* The test VMMs only simulate the hand-over to systemd. */
   add_with ("qemu", "systemd", test_systemd, systemd_lifecycle_config);
   add ("firecracker", "mmds-follows-updates", test_mmds_follows);
+  /* The real agent's follow is the same code as any log's: the test VMMs
+   * show it, and workload-exit-code reads a real guest's log. */
+  add ("cloud-hypervisor", "workload-log-follow", test_workload_log_follow);
+  add ("firecracker", "workload-log-follow", test_workload_log_follow);
   return g_test_run ();
 }

@@ -1,7 +1,8 @@
 /* Machine.StreamLogs through the daemon, with the test runtime: the test
  * writes the "guest's" console into console.log itself. The tail of a
  * log, a follow that ends when the machine stops, arguments refused, and
- * rotation at a small [logs] max-bytes that StreamLogs reads across. */
+ * rotation at a small [logs] max-bytes that StreamLogs reads across (of
+ * the workload's log too). */
 #include "bus-client.h"
 #include "names.h"
 
@@ -149,7 +150,8 @@ test_refused (Fixture *f, gconstpointer data)
   } cases[] = {
     { "dmesg", 0, MV_BUS_ERROR_INVALID_ARGUMENT, "source: 'dmesg' is not one of console, vmm" },
     { "console", 100001, MV_BUS_ERROR_INVALID_ARGUMENT, "tail_lines: 100001 is more than the limit of 100000" },
-    { "workload", 0, MV_BUS_ERROR_UNSUPPORTED, "console" },
+    /* The test runtime's guests have no agent of microvmd's. */
+    { "workload", 0, MV_BUS_ERROR_UNSUPPORTED, "no microvmd agent" },
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -185,6 +187,7 @@ test_rotation (Fixture *f, gconstpointer data)
 {
   g_autofree char *path = client_create_ok (f->client, SPEC ("rotated"));
   g_autofree char *log = NULL, *rotated = NULL, *all = NULL, *tail = NULL, *follow = NULL;
+  g_autofree char *workload = NULL, *workload_rotated = NULL;
   GString *written = g_string_new (NULL);
   g_autofree char *expected = NULL;
   gint64 deadline;
@@ -194,8 +197,12 @@ test_rotation (Fixture *f, gconstpointer data)
   client_call_ok (f->client, path, "Start");
   log = fixture_runtime_file (f, path, MV_CONSOLE_LOG_NAME);
   rotated = g_strconcat (log, ".1", NULL);
+  workload = fixture_runtime_file (f, path, MV_WORKLOAD_LOG_NAME);
+  workload_rotated = g_strconcat (workload, ".1", NULL);
   for (guint i = 0; written->len <= MAX_BYTES + 4096; i++)
     g_string_append_printf (written, "line %06u of the console\n", i);
+  /* The workload's log is rotated as the others are. */
+  g_assert_true (g_file_set_contents (workload, written->str, -1, NULL));
   append (f, path, written->str);
   fd = stream_ok (f, path, 1, TRUE);
 
@@ -208,6 +215,12 @@ test_rotation (Fixture *f, gconstpointer data)
   g_assert_cmpint (st.st_size, ==, 0);
   g_assert_cmpint (g_stat (rotated, &st), ==, 0);
   g_assert_cmpint (st.st_size, ==, written->len);
+  while (!g_file_test (workload_rotated, G_FILE_TEST_EXISTS) && g_get_monotonic_time () < deadline)
+    g_usleep (100000);
+  g_assert_cmpint (g_stat (workload_rotated, &st), ==, 0);
+  g_assert_cmpint (st.st_size, ==, written->len);
+  g_assert_cmpint (g_stat (workload, &st), ==, 0);
+  g_assert_cmpint (st.st_size, ==, 0);
 
   /* A follow begun before the rotation goes on in the emptied file. */
   append (f, path, "after the rotation\n");

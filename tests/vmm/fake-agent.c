@@ -57,6 +57,7 @@ struct _FakeAgentSession {
   FakeAgent  *agent;       /* NULL once the agent is gone */
   MvAgentBuf  out;
   gboolean    hello;
+  gboolean    want_output;  /* its HELLO had WANT_OUTPUT: it gets OUTPUT */
   gboolean    ending;
   GHashTable *execs;       /* channel -> Exec */
 };
@@ -73,6 +74,12 @@ struct _FakeAgent {
   gboolean       reboot;          /* END: reboot, else poweroff */
   FakeProc      *workload;
   GString       *console_line;
+  /* The workload's output for the next host that asks: GBytes whose
+   * first byte is the stream; within MV_AGENT_OUTPUT_PENDING_BYTES. Not
+   * kept in a saved state: a restored guest's host has had it. */
+  GPtrArray     *held;
+  gsize          held_bytes;
+  guint64        held_dropped;
   int            exit_code;
   int            exit_signal;
   double         exit_deadline;   /* < 0: not waiting for EXIT_ACK */
@@ -360,7 +367,69 @@ flush_console_line (FakeAgent *agent)
   g_string_truncate (agent->console_line, 0);
 }
 
-/* The workload's stdout and stderr go to the console, line by line. */
+static void
+send_output (FakeAgentSession *s, guint32 stream, const guint8 *data, gsize len,
+             guint64 dropped)
+{
+  mv_agent_buf_begin (&s->out, MV_AGENT_OUTPUT, 0);
+  mv_agent_buf_put_u32 (&s->out, MV_AGENT_F_STREAM, stream);
+  mv_agent_buf_put (&s->out, MV_AGENT_F_BYTES, data, len);
+  if (dropped)
+    mv_agent_buf_put_u64 (&s->out, MV_AGENT_F_DROPPED, dropped);
+  mv_agent_buf_end (&s->out);
+}
+
+/* As the agent does: to each host that asked, else held for the next
+ * one, within the bound. */
+static void
+deliver_output (FakeAgent *agent, guint32 stream, const guint8 *data, gsize len)
+{
+  gboolean wanted = FALSE;
+  guint8 *record;
+
+  for (GList *l = agent->sessions; l; l = l->next)
+    {
+      FakeAgentSession *s = l->data;
+
+      if (!s->want_output || s->ending)
+        continue;
+      wanted = TRUE;
+      send_output (s, stream, data, len, 0);
+    }
+  if (wanted || len == 0)
+    return;
+  if (agent->held_dropped || agent->held_bytes + len > MV_AGENT_OUTPUT_PENDING_BYTES)
+    {
+      agent->held_dropped += len;
+      return;
+    }
+  record = g_malloc (len + 1);
+  record[0] = (guint8) stream;
+  memcpy (record + 1, data, len);
+  g_ptr_array_add (agent->held, g_bytes_new_take (record, len + 1));
+  agent->held_bytes += len;
+}
+
+static void
+send_held_output (FakeAgent *agent, FakeAgentSession *s)
+{
+  for (guint i = 0; i < agent->held->len; i++)
+    {
+      gsize size;
+      const guint8 *record = g_bytes_get_data (agent->held->pdata[i], &size);
+
+      send_output (s, record[0], record + 1, size - 1, 0);
+    }
+  /* The held output is the oldest; what came after it was dropped. */
+  if (agent->held_dropped)
+    send_output (s, MV_AGENT_STREAM_STDOUT, NULL, 0, agent->held_dropped);
+  g_ptr_array_set_size (agent->held, 0);
+  agent->held_bytes = 0;
+  agent->held_dropped = 0;
+}
+
+/* The workload's stdout and stderr go to the console, line by line, and
+ * to the host. */
 static void
 drain_workload (FakeAgent *agent)
 {
@@ -368,6 +437,7 @@ drain_workload (FakeAgent *agent)
     {
       GByteArray *out = fake_proc_output (agent->workload, stream);
 
+      deliver_output (agent, (guint32) stream, out->data, out->len);
       for (guint i = 0; i < out->len; i++)
         if (out->data[i] == '\n')
           flush_console_line (agent);
@@ -985,9 +1055,10 @@ handle_channel (FakeAgent *agent, FakeAgentSession *s, const MvAgentFrame *frame
 /* ---- the session ---- */
 
 static void
-handle_hello (FakeAgent *agent, FakeAgentSession *s)
+handle_hello (FakeAgent *agent, FakeAgentSession *s, const MvAgentFrame *frame)
 {
   State state = agent->state == STATE_ENDED ? STATE_EXITED : agent->state;
+  guint32 want_output = 0;
 
   s->hello = TRUE;
   mv_agent_buf_begin (&s->out, MV_AGENT_HELLO, 0);
@@ -1005,6 +1076,12 @@ handle_hello (FakeAgent *agent, FakeAgentSession *s)
   mv_agent_buf_end (&s->out);
   if (agent->health.on)
     send_health (s, &agent->health);
+  mv_agent_frame_u32 (frame, MV_AGENT_F_WANT_OUTPUT, &want_output);
+  if (want_output && !s->want_output)
+    {
+      s->want_output = TRUE;
+      send_held_output (agent, s);
+    }
 }
 
 static void
@@ -1036,7 +1113,7 @@ handle_frame (FakeAgentSession *s, const MvAgentFrame *frame)
   switch (frame->type)
     {
     case MV_AGENT_HELLO:
-      handle_hello (agent, s);
+      handle_hello (agent, s, frame);
       break;
     case MV_AGENT_CONFIG:
       handle_config (agent, s, frame);
@@ -1311,6 +1388,7 @@ fake_agent_new (const FakeAgentHooks *hooks, JsonObject *state, double clock)
   fake_system_init (&agent->sys);
   agent->sys.now = clock;
   agent->console_line = g_string_new (NULL);
+  agent->held = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
   agent->exit_deadline = agent->end_at = agent->restart_at = -1;
   if (state)
     load_state (agent, state);
@@ -1334,6 +1412,7 @@ fake_agent_free (FakeAgent *agent)
   fake_proc_free (agent->workload);
   health_clear (&agent->health);
   g_string_free (agent->console_line, TRUE);
+  g_ptr_array_unref (agent->held);
   fake_system_clear (&agent->sys);
   g_free (agent);
 }

@@ -209,6 +209,9 @@ struct _MvRuntime {
    * then carries), its health, and gives it @req->spec's configuration
    * if it asks. A guest without microvmd's agent is left alone. */
   void        (*attach_guest) (MvRuntime *rt, const MvRuntimeRequest *req);
+  /* Whether @spec's guest boots with microvmd's agent (which sends the
+   * workload's output, among the rest). NULL: none does. */
+  gboolean    (*has_agent) (MvRuntime *rt, const MvSpec *spec);
   void        (*detach_guest) (MvRuntime *rt, const char *machine_id);
   /* @req->spec's hostname, keys or metadata changed: the running guest
    * is told at once (and its metadata service, where it has one). */
