@@ -96,7 +96,7 @@ expect "--force" microvmctl delete --f
 expect "--memory" microvmctl resize web --m
 expect "--vcpus --version" microvmctl resize web --v
 expect "db web www" microvmctl resize ""
-expect "console vmm" microvmctl logs --source ""
+expect "console vmm workload" microvmctl logs --source ""
 # Snapshots: the verbs, machines to take and list them of, snapshots to
 # name, and --set, whose value is free.
 expect "create fork list restore rm show" microvmctl snapshot ""
