@@ -2,6 +2,7 @@
  * (console.h). */
 #include "console.h"
 #include "core/errors.h"
+#include "util/fd.h"
 #include "util/files.h"
 #include "util/unix-socket.h"
 
@@ -32,18 +33,6 @@ mv_console_socket_path (const char *log_path)
 /* ---- set up, in the daemon ---- */
 
 static int
-above_stdio (int fd)
-{
-  int moved;
-
-  if (fd < 0 || fd > 2)
-    return fd;
-  moved = fcntl (fd, F_DUPFD_CLOEXEC, 3);
-  close (fd);
-  return moved;
-}
-
-static int
 listen_at (const char *path)
 {
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
@@ -56,7 +45,7 @@ listen_at (const char *path)
       return -1;
     }
   strcpy (addr.sun_path, path);
-  fd = above_stdio (socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  fd = mv_fd_above_stdio (socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd < 0)
     return -1;
   /* A socket left by an earlier VMM of the machine is stale: its holder
@@ -82,7 +71,7 @@ mv_console_open (MvConsoleFds *fds, const char *log_path, GError **error)
   g_autofree char *socket_path = mv_console_socket_path (log_path);
   int pair[2];
 
-  fds->log = above_stdio (open (log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+  fds->log = mv_fd_above_stdio (open (log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
                                 O_NOFOLLOW | O_NOCTTY, 0600));
   if (fds->log < 0)
     {
@@ -96,8 +85,8 @@ mv_console_open (MvConsoleFds *fds, const char *log_path, GError **error)
       mv_console_close (fds);
       return mv_set_errno_error (error, saved, "Could not make the console's socket pair");
     }
-  fds->vmm_end = above_stdio (pair[0]);
-  fds->held_end = above_stdio (pair[1]);
+  fds->vmm_end = mv_fd_above_stdio (pair[0]);
+  fds->held_end = mv_fd_above_stdio (pair[1]);
   fds->listener = listen_at (socket_path);
   if (fds->vmm_end < 0 || fds->held_end < 0 || fds->listener < 0)
     {
@@ -154,28 +143,13 @@ drop (Client *client)
   client->role = CLIENT_FREE;
 }
 
-static void
-append_to_log (int log, const char *data, size_t len)
-{
-  while (len > 0)
-    {
-      ssize_t n = write (log, data, len);
-      if (n < 0 && errno == EINTR)
-        continue;
-      /* A full disk loses the log's copy, not the clients'. */
-      if (n <= 0)
-        return;
-      data += n;
-      len -= (size_t) n;
-    }
-}
-
 /* What the guest printed: to the log and to every attached client; one
  * that cannot take all of it now is dropped. */
 static void
 fan_out (Holder *h, const char *data, size_t len)
 {
-  append_to_log (h->fds->log, data, len);
+  /* A full disk loses the log's copy, not the clients'. */
+  (void) mv_fd_write_all (h->fds->log, data, len);
   for (guint i = 0; i < MV_CONSOLE_CLIENTS_MAX; i++)
     {
       Client *c = &h->clients[i];

@@ -487,18 +487,6 @@ mv_process_attach_recorded (JsonObject *identity)
 
 /* ---- starting ---- */
 
-static int
-cloexec_above_stdio (int fd)
-{
-  int moved;
-
-  if (fd < 0 || fd > 2)
-    return fd;
-  moved = fcntl (fd, F_DUPFD_CLOEXEC, 3);
-  close (fd);
-  return moved;
-}
-
 typedef enum {
   READ_ALL,
   WRITE_ALL,
@@ -824,7 +812,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
       n_passed = options->n_passed_fds;
     }
   /* No link is followed in a directory the VMM shares. */
-  log_fd = cloexec_above_stdio (g_open (log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+  log_fd = mv_fd_above_stdio (g_open (log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
                                         O_NOFOLLOW, 0600));
   if (log_fd < 0)
     {
@@ -852,7 +840,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   transfer_all (log_fd, header, strlen (header), WRITE_ALL);
   log_offset += strlen (header);
 
-  null_fd = cloexec_above_stdio (g_open ("/dev/null", O_RDONLY | O_CLOEXEC, 0));
+  null_fd = mv_fd_above_stdio (g_open ("/dev/null", O_RDONLY | O_CLOEXEC, 0));
   if (null_fd < 0 || pipe2 (pid_pipe, O_CLOEXEC) < 0 || pipe2 (go_pipe, O_CLOEXEC) < 0 ||
       pipe2 (err_pipe, O_CLOEXEC) < 0)
     {

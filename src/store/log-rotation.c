@@ -3,6 +3,7 @@
 #include "log-rotation.h"
 #include "names.h"
 #include "util/fault.h"
+#include "util/fd.h"
 #include "util/files.h"
 
 #include <dirent.h>
@@ -16,23 +17,6 @@
 
 /* One read and write of the copy. */
 #define COPY_CHUNK (64 * 1024)
-
-static gboolean
-write_all (int fd, const char *data, gsize length)
-{
-  while (length > 0)
-    {
-      ssize_t n = write (fd, data, length);
-
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        return FALSE;
-      data += n;
-      length -= (gsize) n;
-    }
-  return TRUE;
-}
 
 /* Copies @from_fd from its start to its end as it is when the copy gets
  * there (the VMM may still be writing), but at most @limit bytes. */
@@ -52,7 +36,7 @@ copy_to_end (int from_fd, int to_fd, guint64 limit)
         return FALSE;
       if (n == 0)
         break;
-      if (!write_all (to_fd, buffer, (gsize) n))
+      if (!mv_fd_write_all (to_fd, buffer, (gsize) n))
         return FALSE;
       copied += (guint64) n;
     }

@@ -1,7 +1,9 @@
 #include "fd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <unistd.h>
 
 gboolean
 mv_fd_wait (int fd, short events, gint64 deadline)
@@ -20,4 +22,35 @@ mv_fd_wait (int fd, short events, gint64 deadline)
       if (r == 0 || errno != EINTR)
         return FALSE;
     }
+}
+
+gboolean
+mv_fd_write_all (int fd, const void *data, gsize length)
+{
+  const char *p = data;
+
+  while (length > 0)
+    {
+      ssize_t n = write (fd, p, length);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return FALSE;
+      p += n;
+      length -= (gsize) n;
+    }
+  return TRUE;
+}
+
+int
+mv_fd_above_stdio (int fd)
+{
+  int moved;
+
+  if (fd < 0 || fd > 2)
+    return fd;
+  moved = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+  close (fd);
+  return moved;
 }

@@ -1,5 +1,5 @@
 /* Waiting on file descriptors (sockets, pipes, pidfds) against a
- * deadline. */
+ * deadline, and what every writer of them needs. */
 #pragma once
 #include <glib.h>
 
@@ -7,3 +7,12 @@
  * once @deadline (g_get_monotonic_time() µs) has passed or poll fails. A
  * deadline already past still looks once. */
 gboolean mv_fd_wait (int fd, short events, gint64 deadline);
+
+/* Writes all @length bytes, through EINTR; FALSE at an error or if
+ * nothing more can be written. Async-signal-safe. */
+gboolean mv_fd_write_all (int fd, const void *data, gsize length);
+
+/* @fd moved above stdio (0 to 2), close-on-exec, if it was there: a
+ * descriptor a child's dup2() onto stdio cannot overwrite. Closes @fd if
+ * it was moved; -1 if @fd was, or moving failed. Async-signal-safe. */
+int      mv_fd_above_stdio (int fd);
