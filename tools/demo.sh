@@ -94,7 +94,7 @@ echo
 "$microvmctl" image list
 echo
 echo "--- the guest's console ---"
-"$microvmctl" console demo | tail -n 8 | sed -e '$a\'
+"$microvmctl" logs --tail 8 demo | sed -e '$a\'
 echo "---------------------------"
 echo
 echo "\$ microvmctl exec demo -- uname -a"
@@ -103,3 +103,4 @@ echo
 echo "microvmd is running (log: $demo/microvmd.log). Reach it with:"
 echo "  export DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS"
 echo "  $microvmctl list"
+echo "  $microvmctl console demo      # the serial console; Ctrl+] leaves"
