@@ -10,8 +10,8 @@
  * check that the benchmark still works (#11 pulls a small image and boots
  * nothing; #12 makes 100 DNS queries of each server; #13 and #14 run once
  * each with the test runtime instead of QEMU; #15 only the Cloud Hypervisor
- * and Firecracker test VMMs, twice each; #18 starts among 50 others, 10
- * times each way; #19 resizes 3 times each way). --rows 7,10 runs
+ * and Firecracker test VMMs, twice each; #18 starts 20 times among 50
+ * others and 20 alone; #19 resizes 3 times each way). --rows 7,10 runs
  * only those rows (#2, #3 and #5 are measured together). */
 #include "bench.h"
 
