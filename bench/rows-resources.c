@@ -83,6 +83,80 @@ spread_note (const char *what, BenchSamples *figure, const char *baseline_what,
 
 /* ---- #18 ---- */
 
+/* The others are created and deleted by this many clients at once: the
+ * records' fsyncs dominate, and the disk takes them together. */
+#define POPULATE_CLIENTS 8
+
+typedef struct {
+  Bench     *bench;
+  guint      first, count, running;
+  gboolean   delete;
+  GPtrArray *paths;          /* this client's share, in order */
+} Populate;
+
+static gpointer
+populate_worker (gpointer data)
+{
+  Populate *w = data;
+  sd_bus *bus = bench_open_bus (w->bench);
+
+  for (guint i = 0; i < w->count; i++)
+    {
+      guint n = w->first + i;
+
+      if (w->delete)
+        {
+          g_autoptr (sd_bus_message) deleted = bench_call (w->bench, bus, MV_BUS_NAME,
+                                                           w->paths->pdata[i], MV_MACHINE_IFACE,
+                                                           "Delete", "b", 1);
+        }
+      else
+        {
+          g_autofree char *spec = g_strdup_printf ("{\"name\":\"bench-a%05u\",\"hypervisor_type\":"
+                                                   "\"test\",\"kernel\":\"/boot/vmlinuz\"}", n);
+          g_autoptr (sd_bus_message) reply = bench_call (w->bench, bus, MV_BUS_NAME, MV_MANAGER_PATH,
+                                                         MV_MANAGER_IFACE, "CreateMachine", "st", spec,
+                                                         (uint64_t) (n < w->running ? MV_CREATE_START : 0));
+          const char *path = NULL;
+
+          if (sd_bus_message_read (reply, "o", &path) < 0)
+            bench_fail (w->bench, "CreateMachine returned no path");
+          g_ptr_array_add (w->paths, g_strdup (path));
+        }
+    }
+  sd_bus_flush_close_unref (bus);
+  return NULL;
+}
+
+/* Creates @others test machines, the first @running of them started,
+ * with @clients[] keeping their paths; or, with @delete, deletes them. */
+static void
+populate (Bench *bench, Populate *clients, guint others, guint running, gboolean delete)
+{
+  GThread *threads[POPULATE_CLIENTS];
+  guint share = (others + POPULATE_CLIENTS - 1) / POPULATE_CLIENTS;
+
+  for (guint c = 0; c < POPULATE_CLIENTS; c++)
+    {
+      Populate *w = &clients[c];
+
+      w->bench = bench;
+      w->first = c * share;
+      w->count = MIN (share, others - MIN (others, w->first));
+      /* Running ones spread over the clients: the first of each share. */
+      w->running = w->first + running / POPULATE_CLIENTS + (c < running % POPULATE_CLIENTS);
+      w->delete = delete;
+      if (!w->paths)
+        w->paths = g_ptr_array_new_with_free_func (g_free);
+      /* Deleted: what it created, if anything. */
+      if (delete)
+        w->count = w->paths->len;
+      threads[c] = g_thread_new ("bench-populate", populate_worker, w);
+    }
+  for (guint c = 0; c < POPULATE_CLIENTS; c++)
+    g_thread_join (threads[c]);
+}
+
 /* Start (timed) and Stop of @path, @runs times, after two unmeasured;
  * each Start is checked to have left the machine Running. */
 static gboolean
@@ -125,7 +199,7 @@ row_start_admitted (Bench *bench)
   g_autofree char *what = g_strdup_printf ("Start→Running of a stopped machine (test runtime), "
                                            "%u others defined, %u of them running", others, running);
   g_autofree char *subject = bench_create_machine (bench, bench->bus, NULL, FALSE);
-  g_autoptr (GPtrArray) paths = g_ptr_array_new_with_free_func (g_free);
+  Populate clients[POPULATE_CLIENTS] = { 0 };
   g_autoptr (BenchSamples) before = bench_samples_new ();
   g_autoptr (BenchSamples) after = bench_samples_new ();
   g_autoptr (BenchSamples) full = bench_samples_new ();
@@ -140,16 +214,12 @@ row_start_admitted (Bench *bench)
   ok = start_block (bench, subject, runs, baseline, before, &why);
   if (ok)
     {
-      for (guint i = 0; i < others; i++)
-        g_ptr_array_add (paths, bench_create_machine (bench, bench->bus, NULL, i < running));
+      populate (bench, clients, others, running, FALSE);
       ok = start_block (bench, subject, 2 * runs, figure, full, &why);
     }
-  for (guint i = 0; i < paths->len; i++)
-    {
-      g_autoptr (sd_bus_message) deleted = bench_call (bench, bench->bus, MV_BUS_NAME,
-                                                       paths->pdata[i], MV_MACHINE_IFACE,
-                                                       "Delete", "b", 1);
-    }
+  populate (bench, clients, others, running, TRUE);
+  for (guint c = 0; c < POPULATE_CLIENTS; c++)
+    g_ptr_array_unref (clients[c].paths);
   if (ok)
     ok = start_block (bench, subject, runs, baseline, after, &why);
   if (!ok)
