@@ -97,3 +97,6 @@ void     bench_row_snapshots (Bench *bench);      /* #15 */
 /* Restarts the daemon with the Firecracker test runtime and the
  * Prometheus endpoint; runs #16 if @stats, #17 if @scrape. */
 void     bench_rows_observability (Bench *bench, gboolean stats, gboolean scrape); /* #16, #17 */
+/* Restarts the daemon with the Cloud Hypervisor test VMM and room for a
+ * hundred running test machines; runs #18 if @start, #19 if @resize. */
+void     bench_rows_resources (Bench *bench, gboolean start, gboolean resize); /* #18, #19 */

@@ -10,7 +10,8 @@
  * check that the benchmark still works (#11 pulls a small image and boots
  * nothing; #12 makes 100 DNS queries of each server; #13 and #14 run once
  * each with the test runtime instead of QEMU; #15 only the Cloud Hypervisor
- * and Firecracker test VMMs, twice each). --rows 7,10 runs
+ * and Firecracker test VMMs, twice each; #18 starts 20 times among 50
+ * others and 20 alone; #19 resizes 3 times each way). --rows 7,10 runs
  * only those rows (#2, #3 and #5 are measured together). */
 #include "bench.h"
 
@@ -177,6 +178,8 @@ main (int argc, char **argv)
     bench_row_snapshots (&bench);
   if (WANTED ("16", "17"))
     bench_rows_observability (&bench, WANTED ("16"), WANTED ("17"));
+  if (WANTED ("18", "19"))
+    bench_rows_resources (&bench, WANTED ("18"), WANTED ("19"));
 
   if (WANTED ("2", "3", "5"))
     bench_rows_scale (&bench);

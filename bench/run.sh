@@ -7,7 +7,10 @@
 # 14 run the daemon in a network namespace of their own with a
 # NetworkManager there; row 15 takes and restores snapshots against the
 # same calls made on bare QEMU and on the Cloud Hypervisor and Firecracker
-# test VMMs' API sockets), all on one private system bus. Runs as root;
+# test VMMs' API sockets; row 18 starts a machine among a thousand others
+# against the same start alone, row 19 resizes a Cloud Hypervisor test VMM
+# against the same request sent to its API socket), all on one private
+# system bus. Runs as root;
 # installs what it needs from Debian's archive, builds, builds the test
 # guest, microvmd's guest kernel and initramfs and the busybox root disk
 # (with its OCI layout, which row 11 boots as an image), and takes under
