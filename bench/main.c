@@ -141,6 +141,7 @@ main (int argc, char **argv)
   policy = g_build_filename (bench.source_dir, "bench", "org.microvmd1.bench.conf", NULL);
   extra_policies[0] = policy;
   bench.env = mv_test_env_new_full ((const char *const *) extra_policies);
+  mv_test_env_write_config (bench.env, BENCH_BASE_CONFIG);
   bench.bus = bench_open_bus (&bench);
   bench_echo_start (&bench);
 

@@ -590,7 +590,7 @@ measure (Bench *bench, const GuestFiles *files, Figures *fig)
   bench_daemon_stop (bench);
   bench_clear_state (bench);
   /* The configuration the other rows expect. */
-  mv_test_env_write_config (bench->env, "# microvmd test configuration\n");
+  mv_test_env_write_config (bench->env, BENCH_BASE_CONFIG);
 }
 
 static char *

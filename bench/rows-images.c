@@ -391,7 +391,7 @@ measure_boots (Images *im, const char *layout)
     }
   bench_daemon_stop (bench);
   bench_clear_state (bench);
-  mv_test_env_write_config (bench->env, "# microvmd test configuration\n");
+  mv_test_env_write_config (bench->env, BENCH_BASE_CONFIG);
   mkfs = format_overlay_alone (im);
 
   note = g_strdup_printf ("microvmd's kernel + initramfs, `sleep 1000000` as the workload on both "

@@ -520,6 +520,6 @@ bench_rows_network (Bench *bench, gboolean attach, gboolean wake)
   close (net.netns_fd);
   mv_test_netns_free (net.netns);
   bench_clear_state (bench);
-  mv_test_env_write_config (bench->env, "# microvmd test configuration\n");
+  mv_test_env_write_config (bench->env, BENCH_BASE_CONFIG);
   g_free (net.gateway);
 }

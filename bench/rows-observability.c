@@ -376,7 +376,7 @@ bench_rows_observability (Bench *bench, gboolean stats, gboolean scrape)
   bench_daemon_stop (bench);
   bench_clear_state (bench);
   /* The configuration the other rows expect. */
-  mv_test_env_write_config (bench->env, "# microvmd test configuration\n");
+  mv_test_env_write_config (bench->env, BENCH_BASE_CONFIG);
   g_array_unref (o.pids);
   g_ptr_array_unref (o.running);
 }

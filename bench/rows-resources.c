@@ -470,5 +470,5 @@ bench_rows_resources (Bench *bench, gboolean start, gboolean resize)
   bench_daemon_stop (bench);
   bench_clear_state (bench);
   /* The configuration the other rows expect. */
-  mv_test_env_write_config (bench->env, "# microvmd test configuration\n");
+  mv_test_env_write_config (bench->env, BENCH_BASE_CONFIG);
 }

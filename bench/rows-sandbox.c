@@ -130,5 +130,5 @@ bench_row_sandbox (Bench *bench)
   for (guint i = 0; i < G_N_ELEMENTS (subjects); i++)
     row (bench, &subjects[i]);
   /* The configuration the other rows expect. */
-  mv_test_env_write_config (bench->env, "# microvmd test configuration\n");
+  mv_test_env_write_config (bench->env, BENCH_BASE_CONFIG);
 }

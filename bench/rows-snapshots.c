@@ -730,5 +730,5 @@ bench_row_snapshots (Bench *bench)
   bench_daemon_stop (bench);
   bench_clear_state (bench);
   /* The configuration the other rows expect. */
-  mv_test_env_write_config (bench->env, "# microvmd test configuration\n");
+  mv_test_env_write_config (bench->env, BENCH_BASE_CONFIG);
 }

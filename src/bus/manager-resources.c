@@ -27,6 +27,8 @@ append_capacity (sd_bus_message *reply, const MvCapacity *capacity)
                                "cpu_overcommit", "d", capacity->cpu_overcommit,
                                "memory_overcommit", "d", capacity->memory_overcommit);
   if (r >= 0)
+    r = sd_bus_message_append (reply, "{sv}", "admission", "b", (int) capacity->admission);
+  if (r >= 0)
     r = append_resources (reply, "allocatable_vcpus", "allocatable_memory_bytes", &allocatable);
   return r;
 }

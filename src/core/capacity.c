@@ -11,13 +11,14 @@ mv_capacity_default (MvResources host)
     .host = host,
     .cpu_overcommit = MV_CPU_OVERCOMMIT_DEFAULT,
     .memory_overcommit = MV_MEMORY_OVERCOMMIT_DEFAULT,
+    .admission = TRUE,
   };
 }
 
 gboolean
 mv_capacity_is_limited (const MvCapacity *capacity)
 {
-  return capacity->host.vcpus != 0 && capacity->host.memory_bytes != 0;
+  return capacity->admission && capacity->host.vcpus != 0 && capacity->host.memory_bytes != 0;
 }
 
 static gboolean

@@ -27,12 +27,16 @@ typedef struct {
   guint64     reserved_memory_bytes;  /* withheld from machines altogether */
   double      cpu_overcommit;         /* vCPUs that may share each CPU */
   double      memory_overcommit;      /* scales the memory left after the reserve */
+  /* FALSE: starts are not judged at all ([resources] admission=false),
+   * for a host whose placement is decided elsewhere. */
+  gboolean    admission;
 } MvCapacity;
 
 /* The capacity of a host with @host, before any configuration: the
  * defaults above, nothing reserved. */
 MvCapacity  mv_capacity_default (MvResources host);
-/* Whether @capacity limits anything. */
+/* Whether @capacity limits anything: admission is on and the host was
+ * measured. */
 gboolean    mv_capacity_is_limited (const MvCapacity *capacity);
 /* The rules a configured capacity is held to: overcommit factors from 1 to
  * MV_OVERCOMMIT_MAX, less memory reserved than the host has. The message

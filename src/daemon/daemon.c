@@ -224,6 +224,19 @@ load_resources_config (MvDaemon *daemon, GError **error)
       !resources_factor (daemon, "cpu-overcommit", &capacity.cpu_overcommit, error) ||
       !resources_factor (daemon, "memory-overcommit", &capacity.memory_overcommit, error))
     return FALSE;
+  if (g_key_file_has_key (daemon->config, "resources", "admission", NULL))
+    {
+      g_autoptr (GError) local = NULL;
+
+      capacity.admission = g_key_file_get_boolean (daemon->config, "resources", "admission",
+                                                   &local);
+      if (local)
+        return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                             "%s: [resources] admission must be true or false",
+                             daemon->config_path);
+      if (!capacity.admission)
+        g_message ("[resources] admission=false: every start is admitted, whatever it holds");
+    }
   if (!mv_capacity_validate (&capacity, error))
     {
       g_prefix_error (error, "%s: ", daemon->config_path);

@@ -14,6 +14,7 @@ capacity (guint cpus, guint64 memory, guint64 reserved, double cpu_oc, double me
     .reserved_memory_bytes = reserved,
     .cpu_overcommit = cpu_oc,
     .memory_overcommit = mem_oc,
+    .admission = TRUE,
   };
 }
 
@@ -186,6 +187,27 @@ test_admit (void)
     }
 }
 
+/* [resources] admission=false: every row fits, nothing is refused ever. */
+static void
+test_admission_off (void)
+{
+  MvCapacity c = capacity (4, 8 * GiB, GiB, 2.0, 1.0);
+  MvResources huge = { 64, 1024 * GiB };
+
+  c.admission = FALSE;
+  g_assert_false (mv_capacity_is_limited (&c));
+  for (guint i = 0; i < G_N_ELEMENTS (admit_rows); i++)
+    {
+      MvResources wanted = { admit_rows[i].want_vcpus, admit_rows[i].want_memory };
+      MvResources held = { admit_rows[i].held_vcpus, admit_rows[i].held_memory };
+
+      g_assert_true (mv_capacity_fits (&c, &wanted, &held));
+    }
+  g_assert_true (mv_capacity_check_ever (&c, &huge, NULL));
+  c.admission = TRUE;
+  g_assert_false (mv_capacity_check_ever (&c, &huge, NULL));
+}
+
 static void
 test_admit_message (void)
 {
@@ -222,6 +244,7 @@ main (int argc, char **argv)
   g_test_add_func ("/capacity/defaults", test_defaults);
   g_test_add_func ("/capacity/allocatable", test_allocatable);
   g_test_add_func ("/capacity/validate", test_validate);
+  g_test_add_func ("/capacity/admission-off", test_admission_off);
   g_test_add_func ("/capacity/check-ever", test_check_ever);
   g_test_add_func ("/capacity/admit", test_admit);
   g_test_add_func ("/capacity/admit-message", test_admit_message);

@@ -524,17 +524,17 @@ test_update_and_rename (Fixture *f, gconstpointer data)
   g_assert_cmpuint (client_get_u64 (f->client, path, "SpecificationGeneration"), ==, spec_gen);
 
   g_autoptr (sd_bus_message) r2 = client_call (f->client, path, MV_MACHINE_IFACE, "Update", &err, NULL, "s",
-    "{\"name\":\"upd\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\",\"standby_after_seconds\":120,\"cpu_millicores\":2500}");
+    "{\"name\":\"upd\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\",\"standby_after_seconds\":120,\"cpu_millicores\":1500}");
   g_assert_nonnull (r2);
   g_assert_cmpuint (client_get_u64 (f->client, path, "SpecificationGeneration"), ==, spec_gen + 1);
-  g_assert_cmpuint (client_get_u32 (f->client, path, "VCPUs"), ==, 3);
+  g_assert_cmpuint (client_get_u32 (f->client, path, "VCPUs"), ==, 2);
 
   /* A bad update changes nothing. */
   g_autoptr (sd_bus_message) r3 = client_call (f->client, path, MV_MACHINE_IFACE, "Update", &err, NULL, "s",
     "{\"name\":\"upd\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\",\"cpu_millicores\":0}");
   g_assert_null (r3);
   g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
-  g_assert_cmpuint (client_get_u32 (f->client, path, "VCPUs"), ==, 3);
+  g_assert_cmpuint (client_get_u32 (f->client, path, "VCPUs"), ==, 2);
 
   g_autoptr (sd_bus_message) r4 = client_call (f->client, path, MV_MACHINE_IFACE, "Rename", NULL, NULL, "s", "renamed");
   g_assert_nonnull (r4);
