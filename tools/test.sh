@@ -28,7 +28,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-sanitize -Db_sanitize=address,undefined -Db_lundef=false
 
 if [ "${CI:-}" = true ]; then
-  # Seven targets: 30 s each keeps the whole run within its time, now
+  # Seven targets: 20 s each keeps the whole run within its time, now
   # that the two test passes take most of it.
-  FUZZ_SECONDS=${FUZZ_SECONDS:-30} ./tools/fuzz.sh
+  FUZZ_SECONDS=${FUZZ_SECONDS:-20} ./tools/fuzz.sh
 fi
