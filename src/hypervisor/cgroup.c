@@ -452,6 +452,22 @@ mv_cgroups_prepare (MvCgroups *cgroups, const char *machine_id, const MvSpec *sp
   return TRUE;
 }
 
+gboolean
+mv_cgroups_update (MvCgroups *cgroups, const char *machine_id, const MvSpec *spec,
+                   GError **error)
+{
+  g_autofree char *dir = NULL;
+  MvVmmLimits limits;
+
+  if (!mv_cgroups_usable (cgroups) || cgroups->parents->len == 0)
+    return TRUE;
+  dir = g_build_filename (cgroups->parents->pdata[0], machine_id, NULL);
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+    return TRUE;
+  limits = mv_vmm_limits (spec, cgroups->memory_overhead_bytes, cgroups->tasks_max);
+  return write_limits (cgroups, machine_id, &limits, error);
+}
+
 int
 mv_cgroup_join (const MvCgroupJoin *join)
 {

@@ -76,6 +76,11 @@ gboolean    mv_cgroups_check (const MvCgroups *cgroups, const MvSpec *spec, GErr
  * cgroups, @join stays empty and this succeeds. */
 gboolean    mv_cgroups_prepare (MvCgroups *cgroups, const char *machine_id, const MvSpec *spec,
                                 MvCgroupJoin *join, GError **error);
+/* Writes @spec's limits into @machine_id's group again, as a resize of
+ * its running guest changes them; nothing without usable cgroups or
+ * without the group. */
+gboolean    mv_cgroups_update (MvCgroups *cgroups, const char *machine_id, const MvSpec *spec,
+                               GError **error);
 /* Moves the calling process into the group of @join: 0, or a negative
  * errno. Async-signal-safe: for a child forked from a threaded process. */
 int         mv_cgroup_join (const MvCgroupJoin *join);

@@ -840,6 +840,12 @@ rt_resize (MvRuntime *rt, const MvRuntimeRequest *req, const MvRuntimeResize *re
         }
       return FALSE;
     }
+  /* Its CPU quota follows its vCPUs (@req->spec has the new size). */
+  if (cpus && !mv_cgroups_update (self->cgroups, req->machine_id, req->spec, error))
+    {
+      g_prefix_error (error, "The guest was resized, its cgroup's CPU quota not: ");
+      return FALSE;
+    }
   return TRUE;
 }
 

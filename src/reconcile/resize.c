@@ -169,6 +169,9 @@ mv_reconciler_resize (MvReconciler *rec, MvMachine *machine, guint32 vcpus,
   if (!runtime->resize)
     return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s machines cannot be resized",
                          runtime->type);
+  /* Never more vCPUs than the host has CPUs, overcommitted or not. */
+  if (!mv_capacity_check_ever (&rec->options.capacity, &want, error))
+    return FALSE;
   if (vcpus == held.vcpus && memory_bytes == held.memory_bytes)
     {
       func (machine, NULL, data);

@@ -191,6 +191,16 @@ test_limits (Fixture *f, gconstpointer data)
   g_assert_false (g_file_test (stray, G_FILE_TEST_EXISTS));
   g_assert_cmpuint (stats_cpu_ns (f, path), >, 0);
 
+  /* Resized to one vCPU: one CPU of time. */
+  {
+    g_autofree char *err = NULL, *msg = NULL;
+    g_autoptr (sd_bus_message) reply = client_call (f->client, path, MV_MACHINE_IFACE, "Resize",
+                                                    &err, &msg, "ut", 1, 256 * MiB);
+    if (!reply)
+      g_error ("Resize: %s: %s", err, msg);
+  }
+  g_assert_cmpuint (read_number (cpu, "cpu.cfs_quota_us"), ==, 100000);
+
   client_call_ok (f->client, path, "Stop");
   g_assert_false (g_file_test (cpu, G_FILE_TEST_EXISTS));
   g_assert_false (g_file_test (cpuacct, G_FILE_TEST_EXISTS));
