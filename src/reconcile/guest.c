@@ -41,9 +41,13 @@ on_guest_event (const char *machine_id, const MvGuestEvent *event, gpointer data
       set_string (&machine->agent_version, event->agent_version, &changed);
       if (changed)
         mv_machine_changed (machine, MV_PROP_GUEST);
-      /* The agent said who it is: the guest is up. */
+      /* The agent said who it is: the guest is up. An agent that answers
+       * before its start step is over (readiness "agent" waits for it)
+       * is of the start still recorded. */
       if (first)
-        mv_machine_event (machine, MV_EVENT_READY, machine->run_operation_id,
+        mv_machine_event (machine, MV_EVENT_READY,
+                          machine->run_operation_id ? machine->run_operation_id
+                                                    : machine->status->operation_id,
                           event->agent_version);
       return;
     }
