@@ -13,13 +13,15 @@
 #                              dependency of linux-image-cloud-amd64
 
 # The modules every microvmd guest loads: the virtio transports and
-# devices, vsock, the firmware config interface and the power button.
+# devices, vsock, the firmware config interface and the power button,
+# and virtio-mem, through which a resize adds memory to a running guest.
 # Their dependencies are added by kernel_install_modules.
 guest_virtio_modules=(
     virtio_ring virtio virtio_mmio
     virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
     virtio_blk virtio_console failover net_failover virtio_net
     vsock vmw_vsock_virtio_transport_common vmw_vsock_virtio_transport
+    virtio_mem
     qemu_fw_cfg
     button evdev
 )

@@ -252,6 +252,13 @@ void    output_drain (void);
 size_t  output_poll_add (struct pollfd *fds, size_t n);
 void    output_poll_dispatch (struct pollfd *fds);
 
+/* cpus.c */
+/* Onlines hot-added vCPUs: any present one offline now, then each the
+ * kernel announces (a uevent socket, polled in the loop). */
+void    cpus_start (void);
+size_t  cpus_poll_add (struct pollfd *fds, size_t n);
+void    cpus_poll_dispatch (struct pollfd *fds);
+
 /* usage.c */
 int64_t usage_next_deadline (void);
 void    usage_timers (void);

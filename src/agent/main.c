@@ -342,7 +342,7 @@ run_loop (void)
 {
   for (;;)
     {
-      struct pollfd fds[10 + AGENT_SESSIONS_MAX + MV_AGENT_EXECS_MAX * 3];
+      struct pollfd fds[11 + AGENT_SESSIONS_MAX + MV_AGENT_EXECS_MAX * 3];
       size_t n = 0;
       int64_t deadline, now;
       int timeout = -1;
@@ -369,6 +369,7 @@ run_loop (void)
       n = exec_poll_add (fds, n);
       n = health_poll_add (fds, n);
       n = output_poll_add (fds, n);
+      n = cpus_poll_add (fds, n);
       for (size_t i = 0; i < agent.n_buttons; i++)
         {
           agent.button_pidx[i] = (int) n;
@@ -418,6 +419,7 @@ run_loop (void)
       exec_poll_dispatch (fds);
       health_poll_dispatch (fds);
       output_poll_dispatch (fds);
+      cpus_poll_dispatch (fds);
       for (size_t i = 0; i < agent.n_buttons; i++)
         if (fds[agent.button_pidx[i]].revents)
           {
@@ -539,6 +541,7 @@ main (int argc, char **argv)
   else
     return usage ();
 
+  cpus_start ();
   run_loop ();
   return 0;
 }

@@ -1,5 +1,12 @@
 /* The qemu backend: qemu-system-x86_64 -M microvm, driven over QMP.
  *
+ * A machine with room to grow (more vCPUs or memory than it boots with)
+ * runs on q35 instead, which microvm cannot stand in for: vCPUs are
+ * hot-added through ACPI (device_add of what query-hotpluggable-cpus
+ * offers) and memory through a virtio-mem device whose requested-size a
+ * resize sets. Its devices are then the PCI variants of microvm's
+ * virtio-mmio ones.
+ *
  * Every VMM serves two QMP monitors: the API socket, which each operation
  * connects to for its own exchange, and an events socket beside it, which
  * the watcher keeps open to learn why the VMM ends (QEMU serves one client
@@ -40,6 +47,17 @@
 #define SANDBOX_OPTION       "on,obsolete=deny,elevateprivileges=deny,spawn=deny," \
                              "resourcecontrol=deny"
 #define DEFAULT_KERNEL_ARGS  "console=ttyS0 reboot=t panic=-1"
+/* Memory a virtio-mem device adds stays offline unless the kernel onlines
+ * hot-added memory itself (Debian's leaves it offline by default). */
+#define MEMORY_ONLINE_ARG    "memhp_default_state=online"
+
+/* q35's hot-add devices, by the ids this backend gives them. */
+#define HOTMEM_DEVICE_ID     "hotmem0"
+#define HOTMEM_QOM_PATH      "/machine/peripheral/" HOTMEM_DEVICE_ID
+#define HOTPLUG_CPU_ID_FMT   "cpu-hot%u"
+/* How long a guest under TCG may take to plug or unplug memory blocks,
+ * or to take a vCPU away. */
+#define RESIZE_TIMEOUT_MS    30000
 
 typedef struct {
   MvStarter  starter;
@@ -247,6 +265,47 @@ hv_vm_info (MvHypervisor *hv, MvVmInfo *info, GError **error)
   return TRUE;
 }
 
+static JsonNode *
+qom_get (MvQmp *qmp, const char *path, const char *property, GError **error)
+{
+  g_autoptr (JsonObject) args = json_object_new ();
+
+  json_object_set_string_member (args, "path", path);
+  json_object_set_string_member (args, "property", property);
+  return mv_qmp_execute (qmp, "qom-get", args, COMMAND_TIMEOUT_MS, error);
+}
+
+/* Whether the guest runs on q35 rather than microvm. */
+static gboolean
+machine_is_q35 (MvQmp *qmp, gboolean *q35, GError **error)
+{
+  g_autoptr (JsonNode) type = qom_get (qmp, "/machine", "type", error);
+
+  if (!type)
+    return FALSE;
+  *q35 = JSON_NODE_HOLDS_VALUE (type) && json_node_get_value_type (type) == G_TYPE_STRING &&
+         strstr (json_node_get_string (type), "q35") != NULL;
+  return TRUE;
+}
+
+static gboolean
+qom_get_uint (MvQmp *qmp, const char *path, const char *property, guint64 *value,
+              GError **error)
+{
+  g_autoptr (JsonNode) ret = qom_get (qmp, path, property, error);
+
+  if (!ret)
+    return FALSE;
+  if (!JSON_NODE_HOLDS_VALUE (ret) || json_node_get_value_type (ret) != G_TYPE_INT64)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "QMP qom-get %s %s: not a number", path,
+                   property);
+      return FALSE;
+    }
+  *value = (guint64) json_node_get_int (ret);
+  return TRUE;
+}
+
 static gboolean
 wait_migration (MvQmp *qmp, GError **error)
 {
@@ -295,10 +354,22 @@ hv_snapshot_vm (MvHypervisor *hv, const char *dest_dir, GError **error)
   g_autoptr (JsonNode) ret = NULL;
   g_autoptr (JsonNode) ret2 = NULL;
   const char *status;
-  gboolean ok;
+  gboolean ok, q35;
   int fd;
 
-  if (!qmp || !(status = query_status (qmp, error)))
+  if (!qmp || !machine_is_q35 (qmp, &q35, error))
+    return FALSE;
+  /* Its hot-added vCPUs and memory are not on the command line a restore
+   * would rebuild the machine from. */
+  if (q35)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                   "The qemu backend cannot snapshot a machine with room to grow (max_vcpus, "
+                   "max_memory_bytes): it runs on q35, whose hot-added vCPUs and memory a "
+                   "restore cannot rebuild; stop it instead");
+      return FALSE;
+    }
+  if (!(status = query_status (qmp, error)))
     return FALSE;
   /* Paused since its last snapshot and not resumed: QEMU will not write
    * the state again until the guest has run, so it runs for the moment
@@ -344,22 +415,208 @@ hv_snapshot_vm (MvHypervisor *hv, const char *dest_dir, GError **error)
   return ok;
 }
 
+/* ---- resizing (q35 machines) ---- */
+
+/* Only q35 machines (those started with room to grow) can be resized. */
 static gboolean
-hv_resize_vm_memory (MvHypervisor *hv, guint64 bytes, GError **error)
+check_resizable (MvQmp *qmp, const char *what, GError **error)
 {
+  gboolean q35;
+
+  if (!machine_is_q35 (qmp, &q35, error))
+    return FALSE;
+  if (q35)
+    return TRUE;
   g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
-               "memory_bytes: the qemu backend's microvm machine cannot resize memory "
-               "(it has no memory hotplug)");
+               "%s: the guest was started without room to grow (max_vcpus, max_memory_bytes), "
+               "on the microvm machine, which has no hotplug", what);
   return FALSE;
 }
 
 static gboolean
+wait_memory_size (MvQmp *qmp, guint64 requested, GError **error)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) RESIZE_TIMEOUT_MS * 1000;
+  guint64 size = 0;
+
+  for (;;)
+    {
+      if (!qom_get_uint (qmp, HOTMEM_QOM_PATH, "size", &size, error))
+        return FALSE;
+      if (size == requested)
+        return TRUE;
+      if (g_get_monotonic_time () > deadline)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
+                       "memory_bytes: the guest took %" G_GUINT64_FORMAT " MiB of the %"
+                       G_GUINT64_FORMAT " MiB asked for its added memory within %d s",
+                       size >> 20, requested >> 20, RESIZE_TIMEOUT_MS / 1000);
+          return FALSE;
+        }
+      g_usleep (POLL_INTERVAL_US);
+    }
+}
+
+/* @bytes is the whole memory: what it holds beyond the boot memory is the
+ * virtio-mem device's, whose guest driver plugs or unplugs 2 MiB blocks
+ * until the device's size reaches its requested size. */
+static gboolean
+hv_resize_vm_memory (MvHypervisor *hv, guint64 bytes, GError **error)
+{
+  g_autoptr (MvQmp) qmp = qmp_connect (hv_self (hv)->socket_path, error);
+  g_autoptr (JsonNode) summary = NULL;
+  g_autoptr (JsonNode) device = NULL;
+  g_autoptr (JsonObject) args = json_object_new ();
+  g_autoptr (JsonNode) ret = NULL;
+  g_autoptr (GError) local = NULL;
+  guint64 boot, room;
+
+  if (!qmp || !check_resizable (qmp, "memory_bytes", error))
+    return FALSE;
+  summary = mv_qmp_execute (qmp, "query-memory-size-summary", NULL, COMMAND_TIMEOUT_MS, error);
+  if (!summary)
+    return FALSE;
+  boot = JSON_NODE_HOLDS_OBJECT (summary)
+    ? (guint64) json_object_get_int_member_with_default (json_node_get_object (summary),
+                                                         "base-memory", 0)
+    : 0;
+  /* No virtio-mem device: the machine has room for vCPUs only. */
+  if (!qom_get_uint (qmp, "/objects/" HOTMEM_DEVICE_ID "-ram", "size", &room, &local))
+    room = 0;
+  if (!mv_check_memory_resize (bytes, boot, room, error))
+    return FALSE;
+  json_object_set_string_member (args, "path", HOTMEM_QOM_PATH);
+  json_object_set_string_member (args, "property", "requested-size");
+  json_object_set_int_member (args, "value", (gint64) (bytes - boot));
+  ret = mv_qmp_execute (qmp, "qom-set", args, COMMAND_TIMEOUT_MS, error);
+  return ret && wait_memory_size (qmp, bytes - boot, error);
+}
+
+/* The vCPUs, as query-hotpluggable-cpus lists them: @plugged those there
+ * now, @free the slots still empty (their props, to device_add). */
+static gboolean
+list_cpus (MvQmp *qmp, GPtrArray *plugged, GPtrArray *free_slots, GError **error)
+{
+  g_autoptr (JsonNode) ret = mv_qmp_execute (qmp, "query-hotpluggable-cpus", NULL,
+                                             COMMAND_TIMEOUT_MS, error);
+  JsonArray *cpus;
+
+  if (!ret)
+    return FALSE;
+  if (!JSON_NODE_HOLDS_ARRAY (ret))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "QMP query-hotpluggable-cpus: not a list");
+      return FALSE;
+    }
+  cpus = json_node_get_array (ret);
+  /* QEMU lists the last slot first: walk it backwards to fill in order. */
+  for (guint i = json_array_get_length (cpus); i-- > 0;)
+    {
+      JsonObject *cpu = json_array_get_object_element (cpus, i);
+
+      if (!cpu)
+        continue;
+      g_ptr_array_add (json_object_has_member (cpu, "qom-path") ? plugged : free_slots,
+                       json_object_ref (cpu));
+    }
+  return TRUE;
+}
+
+static gboolean
+add_cpu (MvQmp *qmp, JsonObject *slot, guint index, GError **error)
+{
+  g_autoptr (JsonObject) args = json_object_new ();
+  g_autofree char *id = g_strdup_printf (HOTPLUG_CPU_ID_FMT, index);
+  JsonObject *props = mv_json_get_object (slot, "props");
+  g_autoptr (JsonNode) ret = NULL;
+  g_autoptr (GList) names = props ? json_object_get_members (props) : NULL;
+
+  json_object_set_string_member (args, "driver",
+                                 json_object_get_string_member_with_default (slot, "type", ""));
+  json_object_set_string_member (args, "id", id);
+  for (GList *l = names; l; l = l->next)
+    json_object_set_member (args, l->data, json_object_dup_member (props, l->data));
+  ret = mv_qmp_execute (qmp, "device_add", args, COMMAND_TIMEOUT_MS, error);
+  return ret != NULL;
+}
+
+/* Asks the guest to give the vCPU @id back (ACPI eject) and waits until
+ * it has. */
+static gboolean
+remove_cpu (MvQmp *qmp, const char *id, GError **error)
+{
+  g_autoptr (JsonObject) args = json_object_new ();
+  g_autofree char *path = g_strconcat ("/machine/peripheral/", id, NULL);
+  g_autoptr (JsonNode) ret = NULL;
+  gint64 deadline = g_get_monotonic_time () + (gint64) RESIZE_TIMEOUT_MS * 1000;
+
+  json_object_set_string_member (args, "id", id);
+  ret = mv_qmp_execute (qmp, "device_del", args, COMMAND_TIMEOUT_MS, error);
+  if (!ret)
+    return FALSE;
+  for (;;)
+    {
+      g_autoptr (GError) local = NULL;
+      g_autoptr (JsonNode) type = qom_get (qmp, path, "type", &local);
+
+      if (!type)
+        return TRUE;
+      if (g_get_monotonic_time () > deadline)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
+                       "vcpus: the guest did not give back a vCPU within %d s",
+                       RESIZE_TIMEOUT_MS / 1000);
+          return FALSE;
+        }
+      g_usleep (POLL_INTERVAL_US);
+    }
+}
+
+/* vCPUs come and go one at a time: added into the free slots, taken
+ * away newest first, and only those a resize added (the boot vCPUs
+ * stay). The guest's agent brings an added vCPU online. */
+static gboolean
 hv_resize_vm_cpu (MvHypervisor *hv, guint count, GError **error)
 {
-  g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
-               "cpu_millicores: the qemu backend's microvm machine cannot add or remove "
-               "vCPUs (it has no CPU hotplug)");
-  return FALSE;
+  g_autoptr (MvQmp) qmp = qmp_connect (hv_self (hv)->socket_path, error);
+  g_autoptr (GPtrArray) plugged = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+  g_autoptr (GPtrArray) free_slots = g_ptr_array_new_with_free_func ((GDestroyNotify) json_object_unref);
+
+  if (!qmp || !check_resizable (qmp, "vcpus", error) ||
+      !list_cpus (qmp, plugged, free_slots, error))
+    return FALSE;
+  if (count > plugged->len + free_slots->len)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "vcpus: %u is above the machine's maximum of %u", count,
+                   plugged->len + free_slots->len);
+      return FALSE;
+    }
+  for (guint i = plugged->len; i < count; i++)
+    if (!add_cpu (qmp, free_slots->pdata[i - plugged->len], i, error))
+      return FALSE;
+  /* Refused before any is taken if a boot vCPU would have to go. */
+  for (guint i = plugged->len; i-- > count;)
+    {
+      g_autofree char *path = g_strdup_printf ("/machine/peripheral/" HOTPLUG_CPU_ID_FMT, i);
+      g_autoptr (GError) local = NULL;
+      g_autoptr (JsonNode) type = qom_get (qmp, path, "type", &local);
+
+      if (!type)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                       "vcpus: %u is below the vCPUs the guest booted with", count);
+          return FALSE;
+        }
+    }
+  for (guint i = plugged->len; i-- > count;)
+    {
+      g_autofree char *id = g_strdup_printf (HOTPLUG_CPU_ID_FMT, i);
+
+      if (!remove_cpu (qmp, id, error))
+        return FALSE;
+    }
+  return TRUE;
 }
 
 static void
@@ -461,14 +718,35 @@ qemu_check (MvStarter *starter, const char *socket_path, const MvVmSpec *spec, G
          mv_check_socket_path ("socket", events, error);
 }
 
-static char *
-kernel_args (QemuStarter *self, const char *args)
+/* Room to grow: the machine is q35, with its hot-add devices. */
+static gboolean
+spec_has_room (const MvVmSpec *spec)
 {
+  return spec->cpu.max_count > spec->cpu.count || spec->memory.hotplug_bytes > 0;
+}
+
+/* A virtio device's name on the machine's transport: "virtio-blk" is
+ * virtio-blk-device on microvm's virtio-mmio, virtio-blk-pci on q35. */
+static const char *
+device_suffix (const MvVmSpec *spec)
+{
+  return spec_has_room (spec) ? "pci" : "device";
+}
+
+static char *
+kernel_args (QemuStarter *self, const MvVmSpec *spec)
+{
+  const char *args = spec->boot.kernel_args;
+  g_autoptr (GString) line = NULL;
+
   if (!args || !*args)
     args = self->default_args;
+  line = g_string_new (args);
   if (g_str_equal (self->accel, "tcg") && !strstr (args, "tsc_early_khz="))
-    return g_strconcat (args, " " TCG_TSC_ARG, NULL);
-  return g_strdup (args);
+    g_string_append (line, " " TCG_TSC_ARG);
+  if (spec->memory.hotplug_bytes > 0 && !strstr (args, "memhp_default_state="))
+    g_string_append (line, " " MEMORY_ONLINE_ARG);
+  return g_string_free (g_steal_pointer (&line), FALSE);
 }
 
 static void
@@ -547,7 +825,7 @@ open_tap (const char *name, GError **error)
 /* A walled-in QEMU gets each disk as a descriptor the daemon opened,
  * through an fd set (-add-fd; /dev/fdset/N): it needs no path to it. */
 static gboolean
-add_disks (GPtrArray *argv, const MvVmSpec *spec, GError **error)
+add_disks (GPtrArray *argv, const MvVmSpec *spec, const char *bus, GError **error)
 {
   for (guint i = 0; i < spec->disks->len; i++)
     {
@@ -584,7 +862,7 @@ add_disks (GPtrArray *argv, const MvVmSpec *spec, GError **error)
                   spec->jail ? ",auto-read-only=off" : "", disk->read_only ? ",readonly=on" : "",
                   throttle->str);
       add (argv, "-device");
-      add_printf (argv, "virtio-blk-device,drive=disk%u", i);
+      add_printf (argv, "virtio-blk-%s,drive=disk%u", bus, i);
     }
   return TRUE;
 }
@@ -599,7 +877,9 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   g_autofree char *events = sibling_path (socket_path, EVENTS_SOCKET_NAME);
   g_autofree char *qmp_path = opt_value (socket_path);
   g_autofree char *events_path = opt_value (events);
-  g_autofree char *append = kernel_args (self, spec->boot.kernel_args);
+  g_autofree char *append = kernel_args (self, spec);
+  gboolean room = spec_has_room (spec);
+  const char *bus = device_suffix (spec);
 
   add (argv, self->binary);
   add (argv, "-name");
@@ -607,25 +887,50 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   add (argv, "-M");
   /* virtiofsd reads and writes the guest's buffers: the guest's memory is
    * a memfd shared with it. */
-  add (argv, spec->shares->len > 0 ? "microvm,memory-backend=mem" : "microvm");
+  add_printf (argv, "%s%s", room ? "q35" : "microvm",
+              spec->shares->len > 0 ? ",memory-backend=mem" : "");
   add (argv, "-accel");
   add (argv, self->accel);
   add (argv, "-cpu");
   /* The stock TCG model: the Debian cloud kernel boots fastest on it. */
   add (argv, g_str_equal (self->accel, "kvm") ? "host" : "qemu64");
   add (argv, "-smp");
-  add_printf (argv, "%u", spec->cpu.count);
+  if (spec->cpu.max_count > spec->cpu.count)
+    add_printf (argv, "%u,maxcpus=%u", spec->cpu.count, spec->cpu.max_count);
+  else
+    add_printf (argv, "%u", spec->cpu.count);
   add (argv, "-m");
-  add_printf (argv, "%" G_GUINT64_FORMAT "M", spec->memory.size_bytes >> 20);
+  if (spec->memory.hotplug_bytes > 0)
+    add_printf (argv, "%" G_GUINT64_FORMAT "M,maxmem=%" G_GUINT64_FORMAT "M",
+                spec->memory.size_bytes >> 20,
+                (spec->memory.size_bytes + spec->memory.hotplug_bytes) >> 20);
+  else
+    add_printf (argv, "%" G_GUINT64_FORMAT "M", spec->memory.size_bytes >> 20);
   if (spec->shares->len > 0)
     {
       /* microvm's virtio-mmio devices are legacy (version 1) by default,
        * which virtiofsd's vhost-user library refuses. */
-      add (argv, "-global");
-      add (argv, "virtio-mmio.force-legacy=false");
+      if (!room)
+        {
+          add (argv, "-global");
+          add (argv, "virtio-mmio.force-legacy=false");
+        }
       add (argv, "-object");
       add_printf (argv, "memory-backend-memfd,id=mem,size=%" G_GUINT64_FORMAT "M,share=on",
                   spec->memory.size_bytes >> 20);
+    }
+  if (spec->memory.hotplug_bytes > 0)
+    {
+      /* All of it set aside, none plugged: a resize sets requested-size.
+       * Shared like the boot memory when virtiofsd must see it. */
+      add (argv, "-object");
+      add_printf (argv, "%s,id=" HOTMEM_DEVICE_ID "-ram,size=%" G_GUINT64_FORMAT "M%s",
+                  spec->shares->len > 0 ? "memory-backend-memfd" : "memory-backend-ram",
+                  spec->memory.hotplug_bytes >> 20, spec->shares->len > 0 ? ",share=on" : "");
+      add (argv, "-device");
+      add_printf (argv, "virtio-mem-pci,id=" HOTMEM_DEVICE_ID ",memdev=" HOTMEM_DEVICE_ID "-ram,"
+                  "block-size=%" G_GUINT64_FORMAT "M,requested-size=0",
+                  MV_MEMORY_RESIZE_STEP_BYTES >> 20);
     }
   add (argv, "-nodefaults");
   add (argv, "-no-user-config");
@@ -664,14 +969,14 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
     {
       g_autofree char *agent = opt_value (spec->agent.socket_path);
       add (argv, "-device");
-      add (argv, "virtio-serial-device,id=vserial0");
+      add_printf (argv, "virtio-serial-%s,id=vserial0", bus);
       add (argv, "-chardev");
       add_printf (argv, "socket,id=agent,path=%s,server=on,wait=off", agent);
       add (argv, "-device");
       add (argv, "virtserialport,chardev=agent,name=" MV_AGENT_PORT_NAME);
     }
 
-  if (!add_disks (argv, spec, error))
+  if (!add_disks (argv, spec, bus, error))
     return NULL;
 
   for (guint i = 0; i < spec->shares->len; i++)
@@ -683,7 +988,7 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
       add (argv, "-chardev");
       add_printf (argv, "socket,id=fs%u,path=%s", i, path);
       add (argv, "-device");
-      add_printf (argv, "vhost-user-fs-device,chardev=fs%u,tag=%s", i, tag);
+      add_printf (argv, "vhost-user-fs-%s,chardev=fs%u,tag=%s", bus, i, tag);
     }
 
   for (guint i = 0; i < spec->nets->len; i++)
@@ -705,7 +1010,7 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
       else
         add_printf (argv, "tap,id=net%u,ifname=%s,script=no,downscript=no", i, net->tap_device);
       add (argv, "-device");
-      add_printf (argv, "virtio-net-device,netdev=net%u%s%s", i, net->mac ? ",mac=" : "",
+      add_printf (argv, "virtio-net-%s,netdev=net%u%s%s", bus, i, net->mac ? ",mac=" : "",
                   net->mac ? net->mac : "");
     }
 
@@ -902,10 +1207,14 @@ qemu_connect (MvStarter *starter, const char *socket_path, GError **error)
 static MvCapabilities
 qemu_capabilities (MvStarter *starter)
 {
-  /* microvm has no PCI, so no hotplug and no passthrough; vsock needs a
-   * host module these hosts lack, so the agent uses virtio-serial. */
+  /* Hotplug is there for the machines started with room to grow (q35);
+   * the others run on microvm, which has no PCI, so no hotplug and no
+   * passthrough, and their resize is refused. vsock needs a host module
+   * these hosts lack, so the agent uses virtio-serial. */
   return (MvCapabilities) {
     .snapshot = TRUE,
+    .hotplug_memory = TRUE,
+    .hotplug_cpu = TRUE,
     .pause = TRUE,
     .disk_rate_limit = TRUE,
     .net_rate_limit = FALSE,

@@ -5,7 +5,8 @@
  * hostname, metadata and SSH keys (and Firecracker's metadata service),
  * health checks, Wait, Stop through the agent, idle standby, bad input
  * through the bus, and a guest whose agent never answers; on QEMU, a
- * Debian guest whose systemd takes PID 1 over from the agent. */
+ * Debian guest whose systemd takes PID 1 over from the agent, and a
+ * guest given vCPUs and memory while it runs. */
 #include "bus-client.h"
 #include "names.h"
 
@@ -967,6 +968,94 @@ test_mmds_follows (Fixture *f, gconstpointer data)
   g_assert_cmpuint (client_get_u64 (f->client, path, "StartedAt"), ==, started);
 }
 
+/* ---- resizing a running QEMU guest ---- */
+
+#define MiB (G_GUINT64_CONSTANT (1) << 20)
+
+/* The guest's own view: its online vCPUs and MemTotal in bytes. */
+static void
+guest_size (Fixture *f, const char *path, char **online, guint64 *mem_total)
+{
+  const char *online_argv[] = { "cat", "/sys/devices/system/cpu/online", NULL };
+  const char *mem_argv[] = { "sh", "-c", "grep MemTotal /proc/meminfo", NULL };
+  g_autofree char *cpus = exec_output (f, path, online_argv);
+  g_autofree char *mem = exec_output (f, path, mem_argv);
+  const char *digits = mem + strcspn (mem, "0123456789");
+
+  *online = g_strstrip (g_steal_pointer (&cpus));
+  *mem_total = g_ascii_strtoull (digits, NULL, 10) * 1024;
+}
+
+/* Waits (a guest under TCG is slow) until the guest sees @want_online
+ * vCPUs and at least @want_mem_total of memory. */
+static void
+wait_guest_size (Fixture *f, const char *path, const char *want_online, guint64 want_mem_total)
+{
+  gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+  for (;;)
+    {
+      g_autofree char *online = NULL;
+      guint64 mem_total;
+
+      guest_size (f, path, &online, &mem_total);
+      if (g_str_equal (online, want_online) && mem_total >= want_mem_total)
+        return;
+      if (g_get_monotonic_time () > deadline)
+        g_error ("the guest has vCPUs %s and MemTotal %" G_GUINT64_FORMAT " MiB; wanted %s and "
+                 "at least %" G_GUINT64_FORMAT " MiB", online, mem_total / MiB, want_online,
+                 want_mem_total / MiB);
+      g_usleep (500 * 1000);
+    }
+}
+
+/* Room for 2 vCPUs and 512 MiB: Resize gives them to the running guest,
+ * whose agent brings the new vCPU online and whose kernel takes the
+ * virtio-mem memory, and the next start keeps them. Standby of such a
+ * machine is refused, and it runs on. */
+static void
+test_resize_running (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = create (f, data, "grower",
+                                  "\"cpu_millicores\":1000,\"max_vcpus\":2,"
+                                  "\"max_memory_bytes\":536870912");
+  g_autofree char *online = NULL, *err = NULL, *msg = NULL;
+  g_autoptr (sd_bus_message) reply = NULL;
+  guint64 boot_total;
+
+  client_call_ok (f->client, path, "Start");
+  guest_size (f, path, &online, &boot_total);
+  g_assert_cmpstr (online, ==, "0");
+  g_assert_cmpuint (boot_total, <, 256 * MiB);
+
+  reply = client_call (f->client, path, MV_MACHINE_IFACE, "Resize", &err, &msg, "ut",
+                       (guint32) 2, (guint64) (512 * MiB));
+  if (!reply)
+    g_error ("Resize: %s: %s", err, msg);
+  g_assert_cmpuint (client_get_u32 (f->client, path, "VCPUs"), ==, 2);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "MemoryBytes"), ==, 512 * MiB);
+  /* All 256 MiB added, less nothing but rounding: virtio-mem's memory
+   * needs no memory map of its own out of the boot memory. */
+  wait_guest_size (f, path, "0-1", boot_total + 250 * MiB);
+
+  /* The standby is refused before anything is frozen, saying why. */
+  g_clear_pointer (&reply, sd_bus_message_unref);
+  g_clear_pointer (&err, g_free);
+  g_clear_pointer (&msg, g_free);
+  reply = client_call (f->client, path, MV_MACHINE_IFACE, "Standby", &err, &msg, "");
+  g_assert_null (reply);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_UNSUPPORTED);
+  if (!strstr (msg, "room to grow"))
+    g_error ("'%s' does not say why", msg);
+  assert_property (f, path, "State", "Running");
+  wait_guest_size (f, path, "0-1", boot_total + 250 * MiB);
+
+  client_call_ok (f->client, path, "Stop");
+  client_call_ok (f->client, path, "Start");
+  wait_guest_size (f, path, "0-1", boot_total + 250 * MiB);
+  client_call_ok (f->client, path, "Stop");
+}
+
 /* ---- registration ---- */
 
 static void
@@ -1024,6 +1113,7 @@ main (int argc, char **argv)
             "[lifecycle]\nidle-sample-seconds=1\n");
   /* The test VMMs only simulate the hand-over to systemd. */
   add_with ("qemu", "systemd", test_systemd, systemd_lifecycle_config);
+  add ("qemu", "resize-running", test_resize_running);
   add ("firecracker", "mmds-follows-updates", test_mmds_follows);
   /* The real agent's follow is the same code as any log's: the test VMMs
    * show it, and workload-exit-code reads a real guest's log. */
