@@ -172,6 +172,7 @@ test_none (void)
 {
   g_autofree char *fs = g_dir_make_tmp ("cgroup-none-XXXXXX", NULL);
   g_autofree char *missing = g_build_filename (fs, "missing", NULL);
+  g_autofree char *memory_dir = NULL;
   g_autoptr (MvCgroups) unmounted = mv_cgroups_new (missing, "0::/\n", "microvmd", MiB, 16);
   /* v1 without a cpu controller: no quota can be set. */
   g_autoptr (MvCgroups) no_cpu = NULL;
@@ -191,7 +192,8 @@ test_none (void)
   g_assert_cmpuint (join.n_fds, ==, 0);
   g_assert_true (mv_cgroups_remove (unmounted, ID, NULL));
 
-  g_assert_cmpint (g_mkdir (g_build_filename (fs, "memory", NULL), 0755), ==, 0);
+  memory_dir = g_build_filename (fs, "memory", NULL);
+  g_assert_cmpint (g_mkdir (memory_dir, 0755), ==, 0);
   no_cpu = mv_cgroups_new (fs, "4:memory:/\n", "microvmd", MiB, 16);
   g_assert_false (mv_cgroups_usable (no_cpu));
   g_assert_true (mv_cgroups_check (no_cpu, whole, NULL));

@@ -237,12 +237,12 @@ test_crash (Crash *x, gconstpointer data)
     case WRITE_EVENTS:
       for (guint i = 0; i < 100 && !daemon_gone (x->f.client, NULL); i++)
         {
-          g_autofree char *err = NULL, *msg = NULL;
+          g_autofree char *err = NULL, *msg = NULL, *err2 = NULL, *msg2 = NULL;
           g_autoptr (sd_bus_message) paused = client_call (x->f.client, x->path, MV_MACHINE_IFACE,
                                                            "Pause", &err, &msg, NULL);
           g_autoptr (sd_bus_message) resumed = client_call (x->f.client, x->path,
-                                                            MV_MACHINE_IFACE, "Resume", &err,
-                                                            &msg, NULL);
+                                                            MV_MACHINE_IFACE, "Resume", &err2,
+                                                            &msg2, NULL);
         }
       break;
     case WRITE_CONSOLE_LOG:
