@@ -289,7 +289,7 @@ row_scrape (Observed *o, guint defined)
   g_autoptr (SoupSession) session = soup_session_new ();
   g_autofree char *what = g_strdup_printf ("GET /metrics, %u machines defined (%u running)",
                                            defined, o->pids->len);
-  g_autofree char *note = NULL;
+  g_autofree char *note = NULL, *spread = NULL;
   BareServer bare = { 0 };
   GThread *thread;
   BenchResult *r;
@@ -329,8 +329,8 @@ row_scrape (Observed *o, guint defined)
   g_main_context_wakeup (bare.context);
   g_thread_join (thread);
 
-  note = g_strdup_printf ("%s; body %.0f KiB (%.2f KiB a machine)",
-                          spread_note ("the daemon", figure, "the bare server", baseline),
+  spread = spread_note ("the daemon", figure, "the bare server", baseline);
+  note = g_strdup_printf ("%s; body %.0f KiB (%.2f KiB a machine)", spread,
                           bench_samples_percentile (render, 50) / 1024,
                           bench_samples_percentile (render, 50) / 1024 / defined);
   r = bench_report_add (bench->report, "17", "17-scrape", what, "µs", defined, figure,
