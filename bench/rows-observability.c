@@ -165,17 +165,6 @@ timed_proc_reads (Bench *bench, GArray *pids)
   return (double) (bench_now () - t0);
 }
 
-static char *
-spread_note (const char *what, BenchSamples *figure, const char *baseline_what,
-             BenchSamples *baseline)
-{
-  return g_strdup_printf ("spread (min–max): %s %.0f–%.0f µs, %s %.0f–%.0f µs",
-                          what, bench_samples_percentile (figure, 0.0001),
-                          bench_samples_percentile (figure, 100), baseline_what,
-                          bench_samples_percentile (baseline, 0.0001),
-                          bench_samples_percentile (baseline, 100));
-}
-
 static void
 row_get_all_stats (Observed *o)
 {
@@ -200,7 +189,7 @@ row_get_all_stats (Observed *o)
       bench_samples_add (figure, us);
       bench_samples_add (baseline, timed_proc_reads (bench, o->pids));
     }
-  note = spread_note ("GetAllStats", figure, "the reads", baseline);
+  note = bench_spread_note ("GetAllStats", figure, "the reads", baseline);
   r = bench_report_add (bench->report, "16", "16-get-all-stats", what, "µs", o->pids->len, figure,
                         "the bench reads /proc/PID/{stat,status,io} of the same VMMs itself",
                         baseline);
@@ -329,7 +318,7 @@ row_scrape (Observed *o, guint defined)
   g_main_context_wakeup (bare.context);
   g_thread_join (thread);
 
-  spread = spread_note ("the daemon", figure, "the bare server", baseline);
+  spread = bench_spread_note ("the daemon", figure, "the bare server", baseline);
   note = g_strdup_printf ("%s; body %.0f KiB (%.2f KiB a machine)", spread,
                           bench_samples_percentile (render, 50) / 1024,
                           bench_samples_percentile (render, 50) / 1024 / defined);

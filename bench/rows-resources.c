@@ -70,17 +70,6 @@ failed_call_reason (const char *why, const char *reproduce)
   return g_strdup_printf ("%s; reproduce with %s", why, reproduce);
 }
 
-static char *
-spread_note (const char *what, BenchSamples *figure, const char *baseline_what,
-             BenchSamples *baseline)
-{
-  return g_strdup_printf ("spread (min–max): %s %.0f–%.0f µs, %s %.0f–%.0f µs",
-                          what, bench_samples_percentile (figure, 0.0001),
-                          bench_samples_percentile (figure, 100), baseline_what,
-                          bench_samples_percentile (baseline, 0.0001),
-                          bench_samples_percentile (baseline, 100));
-}
-
 /* ---- #18 ---- */
 
 /* The others are created and deleted by this many clients at once: the
@@ -232,7 +221,7 @@ row_start_admitted (Bench *bench)
     }
 
   diff = bench_samples_percentile (figure, 50) - bench_samples_percentile (baseline, 50);
-  spread = spread_note ("among the others", figure, "alone", baseline);
+  spread = bench_spread_note ("among the others", figure, "alone", baseline);
   note = g_strdup_printf ("figure p50 − baseline p50: %.0f µs per start (%.2f µs per other machine); "
                           "p10 %.0f µs among the others, %.0f µs alone; the baseline's p50 was %.0f µs "
                           "before the others were created and %.0f µs after they were deleted; %s; "
@@ -432,7 +421,7 @@ row_resize (Bench *bench)
         }
     }
 
-  spread = spread_note ("Resize", figure, "the direct PUT", baseline);
+  spread = bench_spread_note ("Resize", figure, "the direct PUT", baseline);
   note = g_strdup_printf ("figure p50 − baseline p50: %.0f µs per resize; the daemon admits and "
                           "records the larger size (status.json, config.json), connects, and asks "
                           "vm.info, vm.resize (memory), vm.info until it has it, vm.info, vm.resize "

@@ -493,3 +493,14 @@ bench_report_write (BenchReport *report, const char *outdir, GError **error)
   return g_file_set_contents (json_path, json, -1, error) &&
          g_file_set_contents (md_path, md, -1, error);
 }
+
+char *
+bench_spread_note (const char *what, BenchSamples *figure, const char *baseline_what,
+                   BenchSamples *baseline)
+{
+  return g_strdup_printf ("spread (min–max): %s %.0f–%.0f µs, %s %.0f–%.0f µs",
+                          what, bench_samples_percentile (figure, 0.0001),
+                          bench_samples_percentile (figure, 100), baseline_what,
+                          bench_samples_percentile (baseline, 0.0001),
+                          bench_samples_percentile (baseline, 100));
+}

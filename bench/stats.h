@@ -77,3 +77,7 @@ int          bench_result_target_met (const BenchResult *result);
 void         bench_result_print (const BenchResult *result);
 
 gboolean     bench_report_write (BenchReport *report, const char *outdir, GError **error);
+
+/* "spread (min–max): WHAT a–b µs, BASELINE_WHAT c–d µs", for a row's note. */
+char *bench_spread_note (const char *what, BenchSamples *figure, const char *baseline_what,
+                         BenchSamples *baseline);
