@@ -445,23 +445,33 @@ method_resize (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static void
-do_open_console (MvMachine *machine, sd_bus_message *call, gboolean root)
+on_console_opened (int fd, gboolean writer, const GError *error, gpointer user_data)
 {
-  g_autoptr (GError) error = NULL;
-  gboolean writer = FALSE;
-  int fd = mv_reconciler_open_console (machine, &writer, &error);
+  g_autoptr (sd_bus_message) call = user_data;
 
   if (fd < 0)
     {
       mv_bus_reply_gerror (call, error);
       return;
     }
-  mv_machine_log (machine, G_LOG_LEVEL_INFO, "%s attached to the console%s",
-                  sd_bus_message_get_sender (call),
-                  writer ? "" : " read-only: another client holds its input");
+  g_info ("%s attached to a console%s", sd_bus_message_get_sender (call),
+          writer ? "" : " read-only: another client holds its input");
   /* sd-bus sends a duplicate: ours is closed either way. */
   sd_bus_reply_method_return (call, "h", fd);
   close (fd);
+}
+
+static void
+do_open_console (MvMachine *machine, sd_bus_message *call, gboolean root)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (!mv_reconciler_open_console (machine, on_console_opened, sd_bus_message_ref (call),
+                                   &error))
+    {
+      mv_bus_reply_gerror (call, error);
+      sd_bus_message_unref (call);
+    }
 }
 
 static int

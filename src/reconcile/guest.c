@@ -191,37 +191,78 @@ mv_reconciler_has_agent (MvMachine *machine)
   return runtime && runtime->has_agent && runtime->has_agent (runtime, machine->config->spec);
 }
 
-int
-mv_reconciler_open_console (MvMachine *machine, gboolean *writer, GError **error)
+typedef struct {
+  MvRuntime     *runtime;
+  char          *machine_id;
+  char          *runtime_dir;
+  gboolean       writer;
+  MvConsoleFunc  func;
+  gpointer       func_data;
+} ConsoleWork;
+
+static void
+console_work_free (ConsoleWork *work)
+{
+  g_free (work->machine_id);
+  g_free (work->runtime_dir);
+  g_free (work);
+}
+
+/* The holder answers from its poll loop at once; one that does not (a
+ * stopped process) holds up this worker, never the main loop. */
+static void
+open_console_in_thread (GTask *gtask, gpointer source, gpointer task_data,
+                        GCancellable *cancellable)
+{
+  ConsoleWork *work = task_data;
+  MvRuntimeRequest req = { .machine_id = work->machine_id, .runtime_dir = work->runtime_dir };
+  GError *error = NULL;
+  int fd = work->runtime->open_console (work->runtime, &req, &work->writer, &error);
+
+  if (fd < 0)
+    g_task_return_error (gtask, error);
+  else
+    g_task_return_int (gtask, fd);
+}
+
+static void
+on_console_opened (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  ConsoleWork *work = g_task_get_task_data (G_TASK (result));
+  g_autoptr (GError) error = NULL;
+  gssize fd = g_task_propagate_int (G_TASK (result), &error);
+
+  work->func (fd < 0 ? -1 : (int) fd, work->writer, error, work->func_data);
+}
+
+gboolean
+mv_reconciler_open_console (MvMachine *machine, MvConsoleFunc func, gpointer data,
+                            GError **error)
 {
   MvRecords *records = machine->reconciler->host->records;
-  g_autofree char *runtime_dir = NULL;
-  MvRuntimeRequest req;
   MvRuntime *runtime;
   MvState state = machine->status->state;
+  ConsoleWork *work;
 
   if (machine->gone)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_NOT_FOUND, "The machine was deleted");
-      return -1;
-    }
+    return mv_error_set (error, MV_ERROR_NOT_FOUND, "The machine was deleted");
   if ((state != MV_STATE_RUNNING && state != MV_STATE_PAUSED) || !machine->status->vmm)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
-                   "The machine is %s: only a running or paused guest has a console",
-                   mv_state_to_string (state));
-      return -1;
-    }
+    return mv_error_set (error, MV_ERROR_INVALID_STATE,
+                         "The machine is %s: only a running or paused guest has a console",
+                         mv_state_to_string (state));
   runtime = mv_reconciler_runtime_for (machine, error);
   if (!runtime)
-    return -1;
+    return FALSE;
   if (!runtime->open_console)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
-                   "%s guests have no console to attach to", runtime->type);
-      return -1;
-    }
-  runtime_dir = records->runtime_dir (records, machine->id);
-  req = mv_machine_request (machine, runtime_dir);
-  return runtime->open_console (runtime, &req, writer, error);
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s guests have no console to attach to",
+                         runtime->type);
+  work = g_new0 (ConsoleWork, 1);
+  work->runtime = runtime;
+  work->machine_id = g_strdup (machine->id);
+  work->runtime_dir = records->runtime_dir (records, machine->id);
+  work->func = func;
+  work->func_data = data;
+  mv_reconciler_run_in_thread (open_console_in_thread, on_console_opened, work,
+                               (GDestroyNotify) console_work_free);
+  return TRUE;
 }

@@ -175,10 +175,15 @@ gboolean      mv_reconciler_resize (MvReconciler *reconciler, MvMachine *machine
 /* Whether @machine's guest has microvmd's agent, as its spec and its
  * hypervisor say: what StreamLogs's source "workload" needs. */
 gboolean      mv_reconciler_has_agent (MvMachine *machine);
-/* Attaches to @machine's serial console (MvRuntime.open_console): a
- * socket, and in *@writer whether it may type. MV_ERROR_INVALID_STATE
- * unless the guest runs or is paused. */
-int           mv_reconciler_open_console (MvMachine *machine, gboolean *writer, GError **error);
+/* Called with the console's socket (the callee's to close) and whether
+ * it may type, or -1 and the error. */
+typedef void (*MvConsoleFunc) (int fd, gboolean writer, const GError *error,
+                               gpointer user_data);
+/* Attaches to @machine's serial console (MvRuntime.open_console) in a
+ * worker; FALSE at once (MV_ERROR_INVALID_STATE unless the guest runs or
+ * is paused, MV_ERROR_UNSUPPORTED without a console), else @func later. */
+gboolean      mv_reconciler_open_console (MvMachine *machine, MvConsoleFunc func, gpointer data,
+                                          GError **error);
 gboolean      mv_reconciler_rename (MvReconciler *reconciler, MvMachine *machine,
                                     const char *name, GError **error);
 /* A traffic event (RestoreAfterTraffic): *@waking is TRUE if it woke the

@@ -196,9 +196,10 @@ struct _MvRuntime {
   /* Attaches to the running guest's serial console: a connected socket
    * that reads what the guest prints from now on and, if *@writer came
    * back TRUE, types into it (one writer at a time: whoever asks while
-   * another types is given a reader, whose writes fail with EPIPE). Main
-   * thread; answered at once by the console's holder, which outlives the
-   * daemon (hypervisor/console.h). NULL: the runtime has no console. */
+   * another types is given a reader, whose writes fail with EPIPE).
+   * Worker thread (only @req's machine_id and runtime_dir are set);
+   * answered by the console's holder, which outlives the daemon, within
+   * a second (hypervisor/console.h). NULL: the runtime has no console. */
   int         (*open_console) (MvRuntime *rt, const MvRuntimeRequest *req, gboolean *writer,
                                GError **error);
 
