@@ -10,6 +10,8 @@ packages=(
   gettext libxml2-utils libdbus-1-dev
   # run: the bus, polkit, the hypervisor
   dbus dbus-daemon polkitd pkexec systemd util-linux procps
+  # systemd-nspawn and machined: the test of VMMs in systemd scopes
+  systemd-container
   qemu-system-x86
   # the guest images: the kernel, its initramfs, the test disks
   busybox-static cpio kmod xz-utils zstd e2fsprogs mmdebstrap

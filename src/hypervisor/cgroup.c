@@ -1,5 +1,6 @@
 /* Cgroups per VMM through the cgroup file system (cgroup.h). */
 #include "cgroup.h"
+#include "systemd-scope.h"
 #include "core/errors.h"
 
 #include <errno.h>
@@ -25,6 +26,8 @@ static const char *const controller_names[CG_N] = { "cpu", "cpuacct", "memory", 
 struct _MvCgroups {
   gint       ref_count;
   gboolean   v2;
+  gboolean   systemd;            /* the groups are systemd's scopes */
+  gboolean   usage_v2;           /* CPU time from cpu.stat, as v2 counts it */
   /* microvmd's parent group of each controller's hierarchy; NULL: none.
    * On v2 all are one directory; on v1 two may share one (cpu,cpuacct). */
   char      *parent[CG_N];
@@ -33,6 +36,22 @@ struct _MvCgroups {
   guint64    tasks_max;
   char      *description;
 };
+
+/* The name of @machine_id's group below the parent: its ID, or under
+ * systemd its scope's unit name. */
+static char *
+leaf (const MvCgroups *self, const char *machine_id)
+{
+  return self->systemd ? mv_scope_unit_name (machine_id) : g_strdup (machine_id);
+}
+
+static char *
+group_path (const MvCgroups *self, const char *parent, const char *machine_id)
+{
+  g_autofree char *name = leaf (self, machine_id);
+
+  return g_build_filename (parent, name, NULL);
+}
 
 /* ---- files ---- */
 
@@ -147,7 +166,8 @@ find_v1 (MvCgroups *self, const char *fs_root, const char *self_cgroup, const ch
   if (!self->parent[CG_CPU])
     return mv_error_set (error, MV_ERROR_UNSUPPORTED,
                          "no cpu controller is mounted under %s", fs_root);
-  for (guint c = 0; c < CG_N; c++)
+  /* systemd makes its slice as the first scope in it starts. */
+  for (guint c = 0; c < CG_N && !self->systemd; c++)
     if (self->parent[c] && g_mkdir_with_parents (self->parent[c], 0755) < 0)
       {
         int saved = errno;
@@ -227,10 +247,49 @@ find_v2 (MvCgroups *self, const char *fs_root, const char *self_cgroup, const ch
   return TRUE;
 }
 
+/* v2 under systemd: its slice, below which systemd gives each scope the
+ * controllers its limits need. */
+static gboolean
+find_v2_systemd (MvCgroups *self, const char *fs_root, GError **error)
+{
+  g_autofree char *path = g_build_filename (fs_root, "cgroup.controllers", NULL);
+  g_autofree char *available = NULL;
+  g_autofree char *slice = g_build_filename (fs_root, MV_SCOPE_SLICE, NULL);
+  g_auto (GStrv) have = NULL;
+
+  if (!g_file_get_contents (path, &available, NULL, NULL))
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "could not read %s", path);
+  have = g_strsplit_set (g_strstrip (available), " ", -1);
+  for (guint c = 0; c < CG_N; c++)
+    if (c == CG_CPUACCT || g_strv_contains ((const char *const *) have, controller_names[c]))
+      self->parent[c] = g_strdup (slice);
+  if (!g_strv_contains ((const char *const *) have, "cpu"))
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s has no cpu controller", fs_root);
+  return TRUE;
+}
+
+/* v1 under systemd with the v2 tree beside it (the hybrid layout):
+ * systemd keeps cpuacct to itself there, but v2 counts every group's CPU
+ * time, so the scope's is read from its group in the v2 tree. */
+static void
+use_hybrid_usage (MvCgroups *self, const char *fs_root)
+{
+  g_autofree char *unified = g_build_filename (fs_root, "unified", NULL);
+  g_autofree char *marker = g_build_filename (unified, "cgroup.controllers", NULL);
+
+  if (!g_file_test (marker, G_FILE_TEST_EXISTS))
+    return;
+  g_free (self->parent[CG_CPUACCT]);
+  self->parent[CG_CPUACCT] = g_build_filename (unified, MV_SCOPE_SLICE, NULL);
+  self->usage_v2 = TRUE;
+}
+
 static void
 describe (MvCgroups *self)
 {
-  g_autoptr (GString) text = g_string_new (self->v2 ? "cgroup v2:" : "cgroup v1:");
+  g_autoptr (GString) text = g_string_new (self->systemd ? "systemd scopes, " : "");
+
+  g_string_append (text, self->v2 ? "cgroup v2:" : "cgroup v1:");
 
   for (guint c = 0; c < CG_N; c++)
     g_string_append_printf (text, " %s %s%s", controller_names[c],
@@ -239,9 +298,9 @@ describe (MvCgroups *self)
   self->description = g_string_free (g_steal_pointer (&text), FALSE);
 }
 
-MvCgroups *
-mv_cgroups_new (const char *fs_root, const char *self_cgroup, const char *root,
-                guint64 memory_overhead_bytes, guint64 tasks_max)
+static MvCgroups *
+cgroups_new (const char *fs_root, const char *self_cgroup, const char *root, gboolean systemd,
+             guint64 memory_overhead_bytes, guint64 tasks_max)
 {
   MvCgroups *self = g_new0 (MvCgroups, 1);
   g_autofree char *unified = g_build_filename (fs_root, "cgroup.controllers", NULL);
@@ -253,13 +312,19 @@ mv_cgroups_new (const char *fs_root, const char *self_cgroup, const char *root,
   self->tasks_max = tasks_max;
   self->parents = g_ptr_array_new_with_free_func (g_free);
   self->v2 = g_file_test (unified, G_FILE_TEST_EXISTS);
+  self->systemd = systemd;
   if (!safe_root (root))
     found = mv_error_set (&local, MV_ERROR_INVALID_ARGUMENT, "'%s' is not a group's path", root);
   else if (!g_file_test (fs_root, G_FILE_TEST_IS_DIR))
     found = mv_error_set (&local, MV_ERROR_UNSUPPORTED, "%s is not mounted", fs_root);
+  else if (systemd && self->v2)
+    found = find_v2_systemd (self, fs_root, &local);
   else
     found = self->v2 ? find_v2 (self, fs_root, self_cgroup, root, &local)
                      : find_v1 (self, fs_root, self_cgroup, root, &local);
+  self->usage_v2 = self->v2;
+  if (found && systemd && !self->v2)
+    use_hybrid_usage (self, fs_root);
   if (!found)
     {
       for (guint c = 0; c < CG_N; c++)
@@ -274,6 +339,22 @@ mv_cgroups_new (const char *fs_root, const char *self_cgroup, const char *root,
       g_ptr_array_add (self->parents, g_strdup (self->parent[c]));
   describe (self);
   return self;
+}
+
+MvCgroups *
+mv_cgroups_new (const char *fs_root, const char *self_cgroup, const char *root,
+                guint64 memory_overhead_bytes, guint64 tasks_max)
+{
+  return cgroups_new (fs_root, self_cgroup, root, FALSE, memory_overhead_bytes, tasks_max);
+}
+
+MvCgroups *
+mv_cgroups_new_systemd (const char *fs_root, const char *self_cgroup,
+                        guint64 memory_overhead_bytes, guint64 tasks_max)
+{
+  /* Each hierarchy's own slice, from its root: where systemd puts it. */
+  return cgroups_new (fs_root, self_cgroup, "/" MV_SCOPE_SLICE, TRUE, memory_overhead_bytes,
+                      tasks_max);
 }
 
 static gboolean
@@ -302,6 +383,10 @@ mv_cgroups_new_from_config (GKeyFile *config, GError **error)
                                  : NULL;
   g_autofree char *fs = config ? g_key_file_get_string (config, "resources", "cgroup-fs", NULL)
                                : NULL;
+  g_autofree char *manager = config ? g_key_file_get_string (config, "resources",
+                                                             "cgroup-manager", NULL)
+                                    : NULL;
+  gboolean systemd = mv_scope_host_has_systemd ();
   g_autofree char *self_cgroup = NULL;
   guint64 overhead = MV_VMM_MEMORY_OVERHEAD_DEFAULT, tasks = MV_VMM_TASKS_MAX_DEFAULT;
 
@@ -320,12 +405,29 @@ mv_cgroups_new_from_config (GKeyFile *config, GError **error)
                     "[resources] cgroup-fs: '%s' is not an absolute path", fs);
       return NULL;
     }
+  if (manager && g_str_equal (g_strstrip (manager), "cgroupfs"))
+    systemd = FALSE;
+  else if (manager && g_str_equal (manager, "systemd") && !systemd)
+    {
+      mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                    "[resources] cgroup-manager: systemd, but PID 1 is not systemd");
+      return NULL;
+    }
+  else if (manager && !g_str_equal (manager, "systemd") && !g_str_equal (manager, "auto"))
+    {
+      mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
+                    "[resources] cgroup-manager: '%s' is none of auto, systemd and cgroupfs",
+                    manager);
+      return NULL;
+    }
   if (!read_size (config, "vmm-memory-overhead-bytes", MV_VMM_MEMORY_OVERHEAD_MIN,
                   MV_VMM_MEMORY_OVERHEAD_MAX, &overhead, error) ||
       !read_size (config, "vmm-tasks-max", MV_VMM_TASKS_MAX_MIN, MV_VMM_TASKS_MAX_MAX, &tasks,
                   error))
     return NULL;
   g_file_get_contents ("/proc/self/cgroup", &self_cgroup, NULL, NULL);
+  if (systemd)
+    return mv_cgroups_new_systemd (fs ? fs : MV_CGROUP_FS_ROOT, self_cgroup, overhead, tasks);
   return mv_cgroups_new (fs ? fs : MV_CGROUP_FS_ROOT, self_cgroup, root ? root : MV_CGROUP_ROOT_DEFAULT,
                          overhead, tasks);
 }
@@ -355,6 +457,12 @@ mv_cgroups_usable (const MvCgroups *cgroups)
   return cgroups && cgroups->parent[CG_CPU] != NULL;
 }
 
+gboolean
+mv_cgroups_by_systemd (const MvCgroups *cgroups)
+{
+  return mv_cgroups_usable (cgroups) && cgroups->systemd;
+}
+
 const char *
 mv_cgroups_describe (const MvCgroups *cgroups)
 {
@@ -366,7 +474,7 @@ mv_cgroups_dir (const MvCgroups *cgroups, const char *controller, const char *ma
 {
   for (guint c = 0; cgroups && c < CG_N; c++)
     if (g_str_equal (controller, controller_names[c]) && cgroups->parent[c])
-      return g_build_filename (cgroups->parent[c], machine_id, NULL);
+      return group_path (cgroups, cgroups->parent[c], machine_id);
   return NULL;
 }
 
@@ -386,12 +494,12 @@ mv_cgroups_check (const MvCgroups *cgroups, const MvSpec *spec, GError **error)
 static gboolean
 write_limits (MvCgroups *self, const char *machine_id, const MvVmmLimits *limits, GError **error)
 {
-  g_autofree char *cpu = g_build_filename (self->parent[CG_CPU], machine_id, NULL);
+  g_autofree char *cpu = group_path (self, self->parent[CG_CPU], machine_id);
   g_autofree char *memory = self->parent[CG_MEMORY]
-                              ? g_build_filename (self->parent[CG_MEMORY], machine_id, NULL)
+                              ? group_path (self, self->parent[CG_MEMORY], machine_id)
                               : NULL;
   g_autofree char *pids = self->parent[CG_PIDS]
-                            ? g_build_filename (self->parent[CG_PIDS], machine_id, NULL)
+                            ? group_path (self, self->parent[CG_PIDS], machine_id)
                             : NULL;
 
   if (self->v2)
@@ -420,6 +528,15 @@ mv_cgroups_prepare (MvCgroups *cgroups, const char *machine_id, const MvSpec *sp
   mv_cgroup_join_clear (join);
   if (!mv_cgroups_usable (cgroups))
     return TRUE;
+  limits = mv_vmm_limits (spec, cgroups->memory_overhead_bytes, cgroups->tasks_max);
+  if (cgroups->systemd)
+    {
+      /* systemd makes the scope as the first process is put in it. */
+      join->unit = mv_scope_unit_name (machine_id);
+      join->description = g_strdup_printf ("microvmd machine %s", spec->name);
+      join->limits = limits;
+      return TRUE;
+    }
   for (guint i = 0; i < cgroups->parents->len; i++)
     {
       g_autofree char *dir = g_build_filename (cgroups->parents->pdata[i], machine_id, NULL);
@@ -431,7 +548,6 @@ mv_cgroups_prepare (MvCgroups *cgroups, const char *machine_id, const MvSpec *sp
                                dir, g_strerror (saved));
         }
     }
-  limits = mv_vmm_limits (spec, cgroups->memory_overhead_bytes, cgroups->tasks_max);
   if (!write_limits (cgroups, machine_id, &limits, error))
     return FALSE;
   for (guint i = 0; i < cgroups->parents->len && i < MV_CGROUP_JOIN_MAX; i++)
@@ -461,10 +577,16 @@ mv_cgroups_update (MvCgroups *cgroups, const char *machine_id, const MvSpec *spe
 
   if (!mv_cgroups_usable (cgroups) || cgroups->parents->len == 0)
     return TRUE;
+  limits = mv_vmm_limits (spec, cgroups->memory_overhead_bytes, cgroups->tasks_max);
+  if (cgroups->systemd)
+    {
+      g_autofree char *unit = mv_scope_unit_name (machine_id);
+
+      return mv_scope_set_limits (unit, &limits, error);
+    }
   dir = g_build_filename (cgroups->parents->pdata[0], machine_id, NULL);
   if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
     return TRUE;
-  limits = mv_vmm_limits (spec, cgroups->memory_overhead_bytes, cgroups->tasks_max);
   return write_limits (cgroups, machine_id, &limits, error);
 }
 
@@ -483,7 +605,29 @@ mv_cgroup_join_clear (MvCgroupJoin *join)
 {
   for (guint i = 0; i < join->n_fds; i++)
     close (join->fds[i]);
+  g_free (join->unit);
+  g_free (join->description);
   *join = (MvCgroupJoin) MV_CGROUP_JOIN_INIT;
+}
+
+gboolean
+mv_cgroup_place (const MvCgroupJoin *join, int pid, GError **error)
+{
+  if (!join || !join->unit)
+    return TRUE;
+  return mv_scope_place (join->unit, join->description, pid, &join->limits, error);
+}
+
+gboolean
+mv_cgroups_register (MvCgroups *cgroups, const char *machine_id, const char *name, int pid,
+                     GError **error)
+{
+  g_autofree char *machine_name = NULL;
+
+  if (!mv_cgroups_usable (cgroups) || !cgroups->systemd)
+    return TRUE;
+  machine_name = mv_scope_machine_name (name, machine_id);
+  return mv_scope_register_machine (machine_name, machine_id, pid, error);
 }
 
 gboolean
@@ -493,6 +637,14 @@ mv_cgroups_remove (MvCgroups *cgroups, const char *machine_id, GError **error)
 
   if (!mv_cgroups_usable (cgroups))
     return TRUE;
+  if (cgroups->systemd)
+    {
+      g_autofree char *unit = mv_scope_unit_name (machine_id);
+
+      /* Ends what is left in it (a helper of the VMM's), as removing the
+       * group of a VMM that is gone does. */
+      return mv_scope_stop (unit, error);
+    }
   for (guint i = 0; i < cgroups->parents->len; i++)
     {
       g_autofree char *dir = g_build_filename (cgroups->parents->pdata[i], machine_id, NULL);
@@ -522,11 +674,11 @@ mv_cgroups_cpu_usage (const MvCgroups *cgroups, const char *machine_id, guint64 
 
   if (!mv_cgroups_usable (cgroups) || !cgroups->parent[CG_CPUACCT])
     return FALSE;
-  dir = g_build_filename (cgroups->parent[CG_CPUACCT], machine_id, NULL);
-  path = g_build_filename (dir, cgroups->v2 ? "cpu.stat" : "cpuacct.usage", NULL);
+  dir = group_path (cgroups, cgroups->parent[CG_CPUACCT], machine_id);
+  path = g_build_filename (dir, cgroups->usage_v2 ? "cpu.stat" : "cpuacct.usage", NULL);
   if (!g_file_get_contents (path, &text, NULL, NULL))
     return FALSE;
-  if (!cgroups->v2)
+  if (!cgroups->usage_v2)
     return g_ascii_string_to_unsigned (g_strstrip (text), 10, 0, G_MAXUINT64, cpu_ns, NULL);
   /* "usage_usec N" is the first line, but nothing promises that. */
   for (line = text; line; line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
@@ -543,7 +695,8 @@ mv_cgroups_cpu_usage (const MvCgroups *cgroups, const char *machine_id, guint64 
 void
 mv_cgroups_sweep (MvCgroups *cgroups)
 {
-  if (!mv_cgroups_usable (cgroups))
+  /* systemd collects the scopes that nothing is left in. */
+  if (!mv_cgroups_usable (cgroups) || cgroups->systemd)
     return;
   for (guint i = 0; i < cgroups->parents->len; i++)
     {

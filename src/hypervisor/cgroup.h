@@ -18,8 +18,13 @@
  *
  * A machine's group is found again by its name: nothing is recorded, and
  * a restarted daemon reads and removes the groups of the VMMs it adopts.
- * Not done: a systemd scope per machine on a host whose PID 1 is systemd
- * (the groups are made directly there too). */
+ *
+ * On a host whose PID 1 is systemd ([resources] cgroup-manager, "auto"
+ * or "systemd"), systemd owns the tree: the group is the transient scope
+ * microvmd-<id>.scope in machine.slice (systemd-scope.h), which systemd
+ * makes, limits, and removes; the daemon puts each process in it before
+ * the process goes on to exec, registers the VMM with machined, and reads
+ * the scope's own files for CPU time. */
 #pragma once
 #include "core/spec.h"
 #include "core/vmm-limits.h"
@@ -37,8 +42,14 @@ typedef struct _MvCgroups MvCgroups;
 typedef struct {
   int   fds[MV_CGROUP_JOIN_MAX];
   guint n_fds;
+  /* Under systemd, no files: the scope the daemon puts the process in
+   * (mv_cgroup_place()) while it waits to exec, and what the scope is
+   * started with. NULL: none. */
+  char       *unit;
+  char       *description;
+  MvVmmLimits limits;
 } MvCgroupJoin;
-#define MV_CGROUP_JOIN_INIT      { { -1, -1, -1, -1 }, 0 }
+#define MV_CGROUP_JOIN_INIT      { { -1, -1, -1, -1 }, 0, NULL, NULL, { 0, 0, 0, 0 } }
 
 /* The cgroups under @fs_root (MV_CGROUP_FS_ROOT), the daemon's own groups
  * as @self_cgroup lists them (the text of /proc/self/cgroup), the parent
@@ -48,16 +59,23 @@ typedef struct {
  * (mv_cgroups_describe()). */
 MvCgroups  *mv_cgroups_new (const char *fs_root, const char *self_cgroup, const char *root,
                             guint64 memory_overhead_bytes, guint64 tasks_max);
-/* [resources] cgroup-fs, cgroup-root, vmm-memory-overhead-bytes and vmm-tasks-max
- * of @config (may be NULL), on this host. MV_ERROR_INVALID_ARGUMENT
- * naming the key for a value out of its range; a host without usable
- * cgroups is no error. */
+/* The same, for a host whose groups systemd makes: the scopes in
+ * machine.slice of each hierarchy under @fs_root. */
+MvCgroups  *mv_cgroups_new_systemd (const char *fs_root, const char *self_cgroup,
+                                    guint64 memory_overhead_bytes, guint64 tasks_max);
+/* [resources] cgroup-manager, cgroup-fs, cgroup-root,
+ * vmm-memory-overhead-bytes and vmm-tasks-max of @config (may be NULL),
+ * on this host. MV_ERROR_INVALID_ARGUMENT naming the key for a value out
+ * of its range, or cgroup-manager=systemd where PID 1 is not systemd; a
+ * host without usable cgroups is no error. */
 MvCgroups  *mv_cgroups_new_from_config (GKeyFile *config, GError **error);
 MvCgroups  *mv_cgroups_ref (MvCgroups *cgroups);
 void        mv_cgroups_unref (MvCgroups *cgroups);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvCgroups, mv_cgroups_unref)
 
 gboolean    mv_cgroups_usable (const MvCgroups *cgroups);
+/* Whether systemd makes the groups (scopes), rather than the daemon. */
+gboolean    mv_cgroups_by_systemd (const MvCgroups *cgroups);
 /* One line for the log: the version and the parent groups, or why the
  * host's cgroups cannot be used. */
 const char *mv_cgroups_describe (const MvCgroups *cgroups);
@@ -84,6 +102,14 @@ gboolean    mv_cgroups_update (MvCgroups *cgroups, const char *machine_id, const
 /* Moves the calling process into the group of @join: 0, or a negative
  * errno. Async-signal-safe: for a child forked from a threaded process. */
 int         mv_cgroup_join (const MvCgroupJoin *join);
+/* Has systemd put @pid, which waits to exec, into the scope of @join
+ * (starting the scope if it does not run yet); nothing without a scope. */
+gboolean    mv_cgroup_place (const MvCgroupJoin *join, int pid, GError **error);
+/* Registers @machine_id's VMM @pid, already in its scope, with machined
+ * under @name (or a name made from the ID where machined refuses @name);
+ * nothing unless systemd makes the groups. */
+gboolean    mv_cgroups_register (MvCgroups *cgroups, const char *machine_id, const char *name,
+                                 int pid, GError **error);
 void        mv_cgroup_join_clear (MvCgroupJoin *join);
 
 /* Removes @machine_id's group once its tasks are gone, waiting a moment

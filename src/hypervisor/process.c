@@ -945,6 +945,17 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
                    g_strerror (saved));
       return NULL;
     }
+  /* Under systemd, into its scope before it runs a single instruction of
+   * its own. */
+  if (!mv_cgroup_place (options->cgroup, pid, error))
+    {
+      pidfd_send_signal (pidfd, SIGKILL);
+      mv_fd_wait (pidfd, POLLIN, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
+      close (pidfd);
+      close_pipe (go_pipe);
+      close_pipe (err_pipe);
+      return NULL;
+    }
   (void) !write (go_pipe[1], "g", 1);
   close_pipe (go_pipe);
   /* EOF once exec has closed the pipe; an errno if exec failed. */

@@ -362,13 +362,26 @@ launch_begin (Adapter *self, const MvRuntimeRequest *req, Launch *launch, GError
   launch->log_offset = file_size (launch->log_path);
   if (!mv_cgroups_prepare (self->cgroups, req->machine_id, req->spec, &launch->cgroup, error))
     return FALSE;
-  if (launch->cgroup.n_fds > 0)
+  if (launch->cgroup.n_fds > 0 || launch->cgroup.unit)
     launch->vm->cgroup = &launch->cgroup;
   if (!self->sandbox || !mv_sandbox_enabled (self->sandbox))
     return TRUE;
   launch->jail = mv_jail_new (self->sandbox, req->machine_id, req->runtime_dir, error);
   launch->vm->jail = launch->jail;
   return launch->jail != NULL;
+}
+
+/* Under systemd, tells machined of the VMM that has just started in its
+ * scope, so that machinectl lists it. A machine machined does not take
+ * (a name another machine has) runs on unlisted. */
+static void
+register_machine (Adapter *self, const MvRuntimeRequest *req, const MvProcess *vmm)
+{
+  g_autoptr (GError) local = NULL;
+
+  if (!mv_cgroups_register (self->cgroups, req->machine_id, req->spec->name, vmm->pid, &local))
+    mv_log_machine (G_LOG_LEVEL_WARNING, req->machine_id, NULL, NULL,
+                    "Could not register the machine with systemd-machined: %s", local->message);
 }
 
 /* Quotes what the VMM wrote in @error and ends it (@vmm NULL: none ran). */
@@ -422,6 +435,7 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
       clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
       return NULL;
     }
+  register_machine (self, req, vmm);
   if (!mv_runtime_wait_ready (hv, vmm, launch.vm, readiness, req->spec->readiness_text, config,
                               launch.console_offset, self->boot_timeout_s, req->cancellable,
                               &agent_version, error))
@@ -795,6 +809,7 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
         launch_fail (self, req, &launch, NULL, error);
       return NULL;
     }
+  register_machine (self, req, vmm);
   if (!hv->resume_vm (hv, error) ||
       !mv_runtime_wait_ready (hv, vmm, launch.vm, MV_READINESS_VMM, NULL, NULL,
                               launch.console_offset, self->boot_timeout_s, req->cancellable,

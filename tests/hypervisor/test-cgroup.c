@@ -167,6 +167,75 @@ test_v1 (void)
   remove_tree (fs);
 }
 
+/* Under systemd the groups are its scopes in machine.slice: nothing is
+ * made or written in the file system, the join holds the scope to start
+ * with the limits instead of files, and CPU time is read from the
+ * scope's group in the v2 tree beside v1 hierarchies (the hybrid layout)
+ * or in v2 alone. */
+static void
+test_systemd (void)
+{
+  g_autofree char *fs = g_dir_make_tmp ("cgroup-systemd-XXXXXX", NULL);
+  const char *self = "4:memory:/system.slice/microvmd.service\n"
+                     "2:cpu,cpuacct:/system.slice/microvmd.service\n"
+                     "1:name=systemd:/system.slice/microvmd.service\n"
+                     "0::/system.slice/microvmd.service\n";
+  g_autofree char *unified = g_build_filename (fs, "unified", NULL);
+  g_autofree char *scope = g_build_filename (fs, "unified", "machine.slice",
+                                             "microvmd-" ID ".scope", NULL);
+  g_autofree char *v2 = g_build_filename (fs, "v2", NULL);
+  g_autofree char *v2_scope = g_build_filename (v2, "machine.slice", "microvmd-" ID ".scope",
+                                                NULL);
+  g_autofree char *cpu = g_build_filename (fs, "cpu,cpuacct", NULL);
+  g_autofree char *cpu_slice = g_build_filename (cpu, "machine.slice", NULL);
+  g_autofree char *memory = g_build_filename (fs, "memory", NULL);
+  g_autofree char *subtree = g_build_filename (v2, "cgroup.subtree_control", NULL);
+  g_autoptr (MvSpec) spec = spec_of (1500, 256 * MiB);
+  g_autoptr (MvCgroups) hybrid = NULL;
+  g_autoptr (MvCgroups) only_v2 = NULL;
+  g_autofree char *dir = NULL, *expected = NULL;
+  MvCgroupJoin join = MV_CGROUP_JOIN_INIT;
+  guint64 ns = 0;
+
+  g_assert_cmpint (g_mkdir_with_parents (memory, 0755), ==, 0);
+  touch (cpu, "cpu.cfs_quota_us", "");
+  touch (unified, "cgroup.controllers", "");
+  hybrid = mv_cgroups_new_systemd (fs, self, 64 * MiB, 100);
+  g_test_message ("%s", mv_cgroups_describe (hybrid));
+  g_assert_true (mv_cgroups_usable (hybrid));
+  g_assert_true (mv_cgroups_by_systemd (hybrid));
+  /* systemd's slice at each hierarchy's root, not the daemon's group. */
+  dir = mv_cgroups_dir (hybrid, "cpu", ID);
+  expected = g_build_filename (cpu_slice, "microvmd-" ID ".scope", NULL);
+  g_assert_cmpstr (dir, ==, expected);
+  /* Nothing made: systemd makes the slice with its first scope. */
+  g_assert_false (g_file_test (cpu_slice, G_FILE_TEST_EXISTS));
+
+  g_assert_true (mv_cgroups_prepare (hybrid, ID, spec, &join, NULL));
+  g_assert_cmpuint (join.n_fds, ==, 0);
+  g_assert_cmpstr (join.unit, ==, "microvmd-" ID ".scope");
+  g_assert_cmpuint (join.limits.cpu_quota_us, ==, 150000);
+  g_assert_cmpuint (join.limits.memory_max_bytes, ==, 320 * MiB);
+  g_assert_cmpuint (join.limits.tasks_max, ==, 100);
+  g_assert_false (g_file_test (cpu_slice, G_FILE_TEST_EXISTS));
+  mv_cgroup_join_clear (&join);
+  g_assert_null (join.unit);
+
+  touch (scope, "cpu.stat", "usage_usec 42\nuser_usec 40\n");
+  g_assert_true (mv_cgroups_cpu_usage (hybrid, ID, &ns));
+  g_assert_cmpuint (ns, ==, 42000);
+
+  touch (v2, "cgroup.controllers", "cpu memory pids\n");
+  only_v2 = mv_cgroups_new_systemd (v2, "0::/system.slice/microvmd.service\n", 64 * MiB, 100);
+  g_assert_true (mv_cgroups_by_systemd (only_v2));
+  touch (v2_scope, "cpu.stat", "usage_usec 7\n");
+  g_assert_true (mv_cgroups_cpu_usage (only_v2, ID, &ns));
+  g_assert_cmpuint (ns, ==, 7000);
+  /* No subtree_control written: the tree is systemd's. */
+  g_assert_false (g_file_test (subtree, G_FILE_TEST_EXISTS));
+  remove_tree (fs);
+}
+
 static void
 test_none (void)
 {
@@ -207,5 +276,6 @@ main (int argc, char **argv)
   g_test_add_func ("/cgroup/v2", test_v2);
   g_test_add_func ("/cgroup/v1", test_v1);
   g_test_add_func ("/cgroup/none", test_none);
+  g_test_add_func ("/cgroup/systemd", test_systemd);
   return g_test_run ();
 }
