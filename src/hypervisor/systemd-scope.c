@@ -154,6 +154,11 @@ start_scope (sd_bus *bus, const char *unit, const char *description, int pid,
   /* The stats and the idle judgement read the scope's CPU time. */
   if (r >= 0)
     r = sd_bus_message_append (m, "(sv)", "CPUAccounting", "b", 1);
+  /* systemd moves processes into a running scope (the VMM after its
+   * virtiofsd helpers) only where it is delegated; the daemon makes no
+   * groups below it. */
+  if (r >= 0)
+    r = sd_bus_message_append (m, "(sv)", "Delegate", "b", 1);
   if (r >= 0)
     r = sd_bus_message_append (m, "(sv)", "PIDs", "au", 1, (guint32) pid);
   if (r >= 0)

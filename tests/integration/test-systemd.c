@@ -430,14 +430,17 @@ write_config (void)
 {
   g_autofree char *guests = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "tests", "guest",
                                               NULL);
+  g_autofree char *share = g_build_filename (ct.dir, "share", NULL);
   g_autofree char *more = g_strdup_printf ("[resources]\ncgroup-manager=systemd\n"
                                            "vmm-memory-overhead-bytes=%" G_GUINT64_FORMAT "\n"
                                            "vmm-tasks-max=100\n"
-                                           "[paths]\nallowed-directories=%s\n",
-                                           64 * MiB, guests);
+                                           "[paths]\nallowed-directories=%s\n"
+                                           "[storage]\nallowed-directories=%s\n",
+                                           64 * MiB, guests, share);
   g_autofree char *text = guest_config ("cloud-hypervisor", more);
   g_autofree char *path = config_path ();
 
+  g_assert_cmpint (g_mkdir_with_parents (share, 0755), ==, 0);
   g_assert_true (g_file_set_contents (path, text, -1, NULL));
 }
 
@@ -554,6 +557,19 @@ machine_call (const char *path, const char *member, const char *types, ...)
   va_end (ap);
 }
 
+/* Creates a machine from @spec (taken); its path. */
+static char *
+create (char *spec)
+{
+  g_autoptr (sd_bus_message) reply = call (MV_MANAGER_PATH, MV_MANAGER_IFACE, "CreateMachine",
+                                           "st", spec, (guint64) 0);
+  const char *path = NULL;
+
+  g_free (spec);
+  g_assert_cmpint (sd_bus_message_read (reply, "o", &path), >, 0);
+  return g_strdup (path);
+}
+
 static char *
 machine_id (const char *path)
 {
@@ -645,14 +661,7 @@ test_scope (void)
 
   write_config ();
   daemon = start_daemon ();
-  {
-    g_autoptr (sd_bus_message) reply = call (MV_MANAGER_PATH, MV_MANAGER_IFACE, "CreateMachine",
-                                             "st", spec, (guint64) 0);
-    const char *p;
-
-    g_assert_cmpint (sd_bus_message_read (reply, "o", &p), >, 0);
-    path = g_strdup (p);
-  }
+  path = create (g_steal_pointer (&spec));
   id = machine_id (path);
   unit = g_strdup_printf ("microvmd-%s.scope", id);
   machine_call (path, "Start", NULL);
@@ -770,6 +779,52 @@ test_scope (void)
   machine_call (path, "Delete", "b", 1);
   g_assert_true (unit_gone (unit));
   g_assert_false (machined_lists ("scoped"));
+
+  /* A machine with a shared directory: its virtiofsd starts the scope,
+   * and the VMM joins it there. */
+  {
+    g_autofree char *rootfs = g_build_filename (build, "tests", "guest", "rootfs.ext4", NULL);
+    g_autofree char *share = g_build_filename (ct.dir, "share", NULL);
+    g_autofree char *sharer = NULL, *sharer_id = NULL, *sharer_unit = NULL;
+    g_autofree char *procs = NULL, *text = NULL;
+    g_auto (GStrv) pids = NULL;
+    guint virtiofsd = 0;
+    gboolean has_vmm = FALSE;
+    int sharer_vmm;
+
+    sharer = create (g_strdup_printf ("{\"name\":\"sharer\",\"hypervisor_type\":"
+                                      "\"cloud-hypervisor\",\"memory_bytes\":268435456,"
+                                      "\"kernel\":\"%s\",\"initrd\":\"%s\","
+                                      "\"disks\":[{\"path\":\"%s\",\"read_only\":true,"
+                                      "\"root\":true}],\"mounts\":[{\"type\":\"directory\","
+                                      "\"source\":\"%s\",\"target\":\"/share\"}]}",
+                                      kernel, initrd, rootfs, share));
+    sharer_id = machine_id (sharer);
+    sharer_unit = g_strdup_printf ("microvmd-%s.scope", sharer_id);
+    machine_call (sharer, "Start", NULL);
+    sharer_vmm = vmm_pid (sharer_id);
+    /* Read in the container, for its PIDs. */
+    procs = g_strdup_printf ("/sys/fs/cgroup/systemd/machine.slice/%s/cgroup.procs",
+                             sharer_unit);
+    text = container_output ((const char *[]) { "cat", procs, NULL });
+    pids = g_strsplit (text, "\n", -1);
+    for (char **p = pids; *p; p++)
+      {
+        int member = (int) g_ascii_strtoll (*p, NULL, 10);
+        g_autofree char *inside = g_strdup_printf ("/proc/%d/comm", member);
+        g_autofree char *comm_path = container_path (inside);
+        g_autofree char *comm = NULL;
+
+        has_vmm |= member == sharer_vmm;
+        if (g_file_get_contents (comm_path, &comm, NULL, NULL) &&
+            g_str_has_prefix (comm, "virtiofsd"))
+          virtiofsd++;
+      }
+    g_assert_true (has_vmm);
+    g_assert_cmpuint (virtiofsd, >=, 1);
+    machine_call (sharer, "Delete", "b", 1);
+    g_assert_true (unit_gone (sharer_unit));
+  }
   kill_daemon (daemon);
 }
 
