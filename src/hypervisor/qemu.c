@@ -572,6 +572,25 @@ remove_cpu (MvQmp *qmp, const char *id, GError **error)
     }
 }
 
+/* Under TCG, QEMU (7.2) gives each vCPU thread a translation context
+ * that it never takes back, and aborts when a vCPU that was removed is
+ * plugged again; with one thread for all vCPUs it aborts on the removal
+ * itself. So only a guest under KVM gives vCPUs back. */
+static gboolean
+check_cpu_removable (MvQmp *qmp, GError **error)
+{
+  g_autoptr (JsonNode) ret = mv_qmp_execute (qmp, "query-kvm", NULL, COMMAND_TIMEOUT_MS, error);
+  JsonObject *kvm = ret && JSON_NODE_HOLDS_OBJECT (ret) ? json_node_get_object (ret) : NULL;
+
+  if (!ret)
+    return FALSE;
+  if (kvm && json_object_get_boolean_member_with_default (kvm, "enabled", FALSE))
+    return TRUE;
+  return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                       "vcpus: a QEMU guest under TCG cannot give vCPUs back (QEMU would abort "
+                       "when they are added again); stop the machine and start it with fewer");
+}
+
 /* vCPUs come and go one at a time: added into the free slots, taken
  * away newest first, and only those a resize added (the boot vCPUs
  * stay). The guest's agent brings an added vCPU online. */
@@ -609,6 +628,8 @@ hv_resize_vm_cpu (MvHypervisor *hv, guint count, GError **error)
           return FALSE;
         }
     }
+  if (count < plugged->len && !check_cpu_removable (qmp, error))
+    return FALSE;
   for (guint i = plugged->len; i-- > count;)
     {
       g_autofree char *id = g_strdup_printf (HOTPLUG_CPU_ID_FMT, i);

@@ -821,6 +821,29 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   return identity_new (self, vmm, NULL);
 }
 
+/* @ok, the outcome of the second part of a resize; after the first was
+ * taken its failure is no refusal, whatever the hypervisor called it. */
+static gboolean
+resize_second (gboolean ok, const char *prefix, GError **error)
+{
+  if (!ok && prefix && error && *error && (*error)->domain == MV_ERROR)
+    {
+      g_prefix_error (error, "%s", prefix);
+      (*error)->code = MV_ERROR_FAILED;
+    }
+  return ok;
+}
+
+/* The VMM's CPU quota follows its vCPUs (@req->spec has the new size). */
+static gboolean
+update_quota (Adapter *self, const MvRuntimeRequest *req, GError **error)
+{
+  if (mv_cgroups_update (self->cgroups, req->machine_id, req->spec, error))
+    return TRUE;
+  g_prefix_error (error, "The guest was resized, its cgroup's CPU quota not: ");
+  return FALSE;
+}
+
 static gboolean
 rt_resize (MvRuntime *rt, const MvRuntimeRequest *req, const MvRuntimeResize *resize,
            GError **error)
@@ -842,26 +865,20 @@ rt_resize (MvRuntime *rt, const MvRuntimeRequest *req, const MvRuntimeResize *re
                          self->starter->type);
   if (!(hv = connect_running (self, req, error)))
     return FALSE;
-  /* Memory first: a guest given more vCPUs has more to feed. */
+  /* Memory first when vCPUs are added (a guest given more vCPUs has more
+   * to feed); vCPUs first when they are taken away, so that a removal the
+   * hypervisor refuses outright (QEMU under TCG) changes nothing. */
+  if (cpus && resize->vcpus < resize->from_vcpus)
+    return hv->resize_vm_cpu (hv, resize->vcpus, error) &&
+           (!memory || resize_second (hv->resize_vm_memory (hv, resize->memory_bytes, error),
+                                      "The vCPUs were resized, the memory not: ", error)) &&
+           update_quota (self, req, error);
   if (memory && !hv->resize_vm_memory (hv, resize->memory_bytes, error))
     return FALSE;
-  if (cpus && !hv->resize_vm_cpu (hv, resize->vcpus, error))
-    {
-      /* The memory was taken already: this is no refusal. */
-      if (memory && error && *error && (*error)->domain == MV_ERROR)
-        {
-          g_prefix_error (error, "The memory was resized, the vCPUs not: ");
-          (*error)->code = MV_ERROR_FAILED;
-        }
-      return FALSE;
-    }
-  /* Its CPU quota follows its vCPUs (@req->spec has the new size). */
-  if (cpus && !mv_cgroups_update (self->cgroups, req->machine_id, req->spec, error))
-    {
-      g_prefix_error (error, "The guest was resized, its cgroup's CPU quota not: ");
-      return FALSE;
-    }
-  return TRUE;
+  if (cpus && !resize_second (hv->resize_vm_cpu (hv, resize->vcpus, error),
+                              memory ? "The memory was resized, the vCPUs not: " : NULL, error))
+    return FALSE;
+  return !cpus || update_quota (self, req, error);
 }
 
 static int
