@@ -570,3 +570,54 @@ http_get_unix (const char *socket_path, const char *resource)
   return g_strndup (end + 4, want - (end + 4 - in->str));
 }
 
+
+guint64
+stats_reply_cpu_time_ns (sd_bus_message *reply)
+{
+  const char *key;
+  guint64 ns = 0;
+
+  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "{sv}"), >, 0);
+  while (sd_bus_message_enter_container (reply, 'e', "sv") > 0)
+    {
+      g_assert_cmpint (sd_bus_message_read (reply, "s", &key), >, 0);
+      if (g_str_equal (key, "cpu_time_ns"))
+        g_assert_cmpint (sd_bus_message_read (reply, "v", "t", &ns), >, 0);
+      else
+        g_assert_cmpint (sd_bus_message_skip (reply, "v"), >=, 0);
+      g_assert_cmpint (sd_bus_message_exit_container (reply), >, 0);
+    }
+  return ns;
+}
+
+char *
+cgroup_in_file (const char *path, const char *controller)
+{
+  g_autofree char *text = NULL;
+  g_auto (GStrv) lines = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  lines = g_strsplit (text, "\n", -1);
+  for (char **line = lines; *line; line++)
+    {
+      g_auto (GStrv) fields = g_strsplit (*line, ":", 3);
+
+      if (g_strv_length (fields) == 3 && g_str_equal (fields[1], controller))
+        return g_strdup (fields[2]);
+    }
+  return NULL;
+}
+
+int
+parent_in_stat_file (const char *path)
+{
+  g_autofree char *text = NULL;
+  const char *p;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  /* "PID (COMM) S PPID": the command may hold anything but the last ')'. */
+  p = strrchr (text, ')');
+  g_assert_nonnull (p);
+  return (int) g_ascii_strtoll (p + 4, NULL, 10);
+}

@@ -65,6 +65,14 @@ char    *guest_spec_json (const char *type, const char *name, const char *kernel
  * arguments (a machine's runtime directory names its VMM's). */
 guint    count_processes_with (const char *needle);
 
+/* cpu_time_ns of a Machine.GetStats reply (an a{sv}), 0 if it has none. */
+guint64  stats_reply_cpu_time_ns (sd_bus_message *reply);
+/* The group listed for @controller in the /proc/PID/cgroup file at
+ * @path; NULL if there is none, or no such file. */
+char    *cgroup_in_file (const char *path, const char *controller);
+/* The parent PID in the /proc/PID/stat file at @path. */
+int      parent_in_stat_file (const char *path);
+
 /* Whether the machines dir of @state_dir holds no entries. */
 guint    count_machine_dirs (const char *state_dir);
 

@@ -57,33 +57,16 @@ static char *
 group_of (int pid, const char *controller)
 {
   g_autofree char *file = g_strdup_printf ("/proc/%d/cgroup", pid);
-  g_autofree char *text = NULL;
-  g_auto (GStrv) lines = NULL;
 
-  g_assert_true (g_file_get_contents (file, &text, NULL, NULL));
-  lines = g_strsplit (text, "\n", -1);
-  for (char **line = lines; *line; line++)
-    {
-      g_auto (GStrv) fields = g_strsplit (*line, ":", 3);
-
-      if (g_strv_length (fields) == 3 && g_str_equal (fields[1], controller))
-        return g_strdup (fields[2]);
-    }
-  return NULL;
+  return cgroup_in_file (file, controller);
 }
 
 static int
 parent_pid (int pid)
 {
   g_autofree char *file = g_strdup_printf ("/proc/%d/stat", pid);
-  g_autofree char *text = NULL;
-  const char *p;
 
-  g_assert_true (g_file_get_contents (file, &text, NULL, NULL));
-  p = strrchr (text, ')');
-  g_assert_nonnull (p);
-  /* ") S PPID" */
-  return (int) g_ascii_strtoll (p + 4, NULL, 10);
+  return parent_in_stat_file (file);
 }
 
 /* The VMM's PID as status.json records it. */
@@ -106,22 +89,10 @@ stats_cpu_ns (Fixture *f, const char *path)
   g_autofree char *err = NULL, *msg = NULL;
   g_autoptr (sd_bus_message) reply = client_call (f->client, path, MV_MACHINE_IFACE, "GetStats",
                                                   &err, &msg, "");
-  const char *key;
-  guint64 ns = 0;
 
   if (!reply)
     g_error ("GetStats: %s: %s", err, msg);
-  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "{sv}"), >, 0);
-  while (sd_bus_message_enter_container (reply, 'e', "sv") > 0)
-    {
-      g_assert_cmpint (sd_bus_message_read (reply, "s", &key), >, 0);
-      if (g_str_equal (key, "cpu_time_ns"))
-        g_assert_cmpint (sd_bus_message_read (reply, "v", "t", &ns), >, 0);
-      else
-        g_assert_cmpint (sd_bus_message_skip (reply, "v"), >=, 0);
-      g_assert_cmpint (sd_bus_message_exit_container (reply), >, 0);
-    }
-  return ns;
+  return stats_reply_cpu_time_ns (reply);
 }
 
 static void

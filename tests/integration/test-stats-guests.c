@@ -17,22 +17,10 @@ cpu_time (Fixture *f, const char *path)
   g_autofree char *err = NULL, *msg = NULL;
   g_autoptr (sd_bus_message) reply = client_call (f->client, path, MV_MACHINE_IFACE, "GetStats",
                                                   &err, &msg, "");
-  const char *key;
-  guint64 ns = 0;
 
   if (!reply)
     g_error ("GetStats: %s: %s", err, msg);
-  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "{sv}"), >, 0);
-  while (sd_bus_message_enter_container (reply, 'e', "sv") > 0)
-    {
-      g_assert_cmpint (sd_bus_message_read (reply, "s", &key), >, 0);
-      if (g_str_equal (key, "cpu_time_ns"))
-        g_assert_cmpint (sd_bus_message_read (reply, "v", "t", &ns), >, 0);
-      else
-        g_assert_cmpint (sd_bus_message_skip (reply, "v"), >=, 0);
-      g_assert_cmpint (sd_bus_message_exit_container (reply), >, 0);
-    }
-  return ns;
+  return stats_reply_cpu_time_ns (reply);
 }
 
 static void

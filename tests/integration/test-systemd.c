@@ -129,26 +129,15 @@ scope_file (const char *controller, const char *unit, const char *name)
   return container_path (inside);
 }
 
-/* The group of the container's process @pid in @controller's hierarchy. */
+/* The group of the container's process @pid in @controller's hierarchy,
+ * as the host sees it. */
 static char *
 group_of (int pid, const char *controller)
 {
   g_autofree char *inside = g_strdup_printf ("/proc/%d/cgroup", pid);
   g_autofree char *path = container_path (inside);
-  g_autofree char *text = NULL;
-  g_auto (GStrv) lines = NULL;
 
-  if (!g_file_get_contents (path, &text, NULL, NULL))
-    return NULL;
-  lines = g_strsplit (text, "\n", -1);
-  for (char **line = lines; *line; line++)
-    {
-      g_auto (GStrv) fields = g_strsplit (*line, ":", 3);
-
-      if (g_strv_length (fields) == 3 && g_str_equal (fields[1], controller))
-        return g_strdup (fields[2]);
-    }
-  return NULL;
+  return cgroup_in_file (path, controller);
 }
 
 static int
@@ -156,13 +145,8 @@ parent_of (int pid)
 {
   g_autofree char *inside = g_strdup_printf ("/proc/%d/stat", pid);
   g_autofree char *path = container_path (inside);
-  g_autofree char *text = NULL;
-  const char *p;
 
-  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
-  p = strrchr (text, ')');
-  g_assert_nonnull (p);
-  return (int) g_ascii_strtoll (p + 4, NULL, 10);
+  return parent_in_stat_file (path);
 }
 
 /* Removes @dir and every group below it, deepest first. */
@@ -598,20 +582,8 @@ static guint64
 stats_cpu_ns (const char *path)
 {
   g_autoptr (sd_bus_message) reply = call (path, MV_MACHINE_IFACE, "GetStats", NULL);
-  const char *key;
-  guint64 ns = 0;
 
-  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "{sv}"), >, 0);
-  while (sd_bus_message_enter_container (reply, 'e', "sv") > 0)
-    {
-      g_assert_cmpint (sd_bus_message_read (reply, "s", &key), >, 0);
-      if (g_str_equal (key, "cpu_time_ns"))
-        g_assert_cmpint (sd_bus_message_read (reply, "v", "t", &ns), >, 0);
-      else
-        g_assert_cmpint (sd_bus_message_skip (reply, "v"), >=, 0);
-      g_assert_cmpint (sd_bus_message_exit_container (reply), >, 0);
-    }
-  return ns;
+  return stats_reply_cpu_time_ns (reply);
 }
 
 static gboolean
