@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- sets ---- */
 
@@ -157,7 +158,9 @@ mv_host_cpus_read (const char *online_path, const char *cpuset_text, MvHostCpus 
   if (!mv_cpu_set_parse (&host->online, online))
     return mv_error_set (error, MV_ERROR_FAILED, "%s is not a CPU list: %s", online_path,
                          g_strstrip (online));
-  if (!own_affinity (0, &host->allowed, error))
+  /* The process's, as its main thread has it: what `taskset -p` and a
+   * cpuset change set, which threads started before do not follow. */
+  if (!own_affinity (getpid (), &host->allowed, error))
     return FALSE;
   mv_cpu_set_intersect (&host->allowed, &host->online);
   if (cpuset_text)
