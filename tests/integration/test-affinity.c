@@ -3,13 +3,15 @@
  * Firecracker refused with nothing created; host CPUs this host does not
  * have, or does not let the daemon use, refused at create and again at
  * start; and real QEMU guests under TCG whose vCPU threads are pinned as
- * asked, read back from /proc/<pid>/task/<tid>/status: at boot, after a
- * standby (a restored VMM), and for a vCPU a resize adds. */
+ * asked, read back from /proc/<pid>/task/<tid>/status: at boot, through a
+ * daemon restart (adopted as they are), after a standby (a restored VMM),
+ * and for a vCPU a resize adds. */
 #include "bus-client.h"
 #include "names.h"
 
 #include <json-glib/json-glib.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -390,6 +392,15 @@ test_qemu_pinned (Fixture *f, gconstpointer data)
   assert_vcpu_on (pid, tids, 0, hi);
   assert_vcpu_on (pid, tids, 1, lo);
   assert_main_thread_free (pid);
+
+  /* A daemon that restarts adopts the VMM as it is: the threads keep
+   * their pins, which the kernel holds, and nothing is pinned anew. */
+  mv_test_env_stop_daemon (f->env, SIGKILL);
+  mv_test_env_start_daemon (f->env, NULL);
+  client_assert_state_soon (f->client, path, "Running", 30000);
+  g_assert_cmpint (vmm_pid (f, path), ==, pid);
+  assert_vcpu_on (pid, tids, 0, hi);
+  assert_vcpu_on (pid, tids, 1, lo);
 
   /* Frozen and woken: a new VMM, pinned the same before its guest goes
    * on. */
