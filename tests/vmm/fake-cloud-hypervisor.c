@@ -5,8 +5,10 @@
  * actions, 200 with JSON for vmm.ping, vm.info and vm.counters, errors as a
  * JSON array of strings (the error chain, outermost first), 404 before a VM
  * is created, 500 for a call the VM's state does not allow, lenient JSON
- * (unknown fields ignored). The guest is simulated (fake-guest.c). Test
- * code only: never installed.
+ * (unknown fields ignored). The guest is simulated (fake-guest.c); its
+ * vCPUs are not threads, but cpus.affinity is checked as the real one's
+ * types check it and each vCPU's pinning is logged as it would be done
+ * (start_vcpus()). Test code only: never installed.
  *
  * The version it reports is $MICROVMD_FAKE_VERSION, or the one its name
  * ends in (fake_vmm_version()), by default 53.0.0.
