@@ -670,8 +670,8 @@ pin_vcpus (const char *socket_path, int vmm_pid, const GPtrArray *affinity, GErr
     return TRUE;
   if (!(qmp = qmp_connect (socket_path, error)) || !(threads = vcpu_threads (qmp, error)))
     return FALSE;
-  /* Pinning a thread that runs two vCPUs would pin both: refused unless
-   * it does what each of them asks. */
+  /* Pinning a thread that runs more than one vCPU (single-threaded TCG)
+   * would pin them all alike: refused before anything is pinned. */
   g_hash_table_iter_init (&iter, threads);
   while (g_hash_table_iter_next (&iter, &index, &tid))
     for (guint i = 0; i < affinity->len; i++)
