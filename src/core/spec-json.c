@@ -150,6 +150,68 @@ parse_disks (JsonNode *node, MvSpec *spec, GError **error)
   return TRUE;
 }
 
+/* [{"vcpu": N, "host_cpus": [..]}, ...]; numbers that no vCPU or host
+ * CPU could be are refused here, the rest judged by validation. */
+static gboolean
+parse_cpu_affinity (JsonNode *node, MvSpec *spec, GError **error)
+{
+  static const char *const known[] = { "vcpu", "host_cpus", NULL };
+  JsonArray *array;
+
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return mv_json_wrong_type (node, "cpu_affinity", "an array of objects", error);
+  array = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      JsonNode *element = json_array_get_element (array, i);
+      g_autofree char *where = g_strdup_printf ("cpu_affinity[%u]", i);
+      g_autofree char *vcpu_field = g_strconcat (where, ".vcpu", NULL);
+      g_autofree char *cpus_field = g_strconcat (where, ".host_cpus", NULL);
+      g_autoptr(MvCpuAffinity) affinity = NULL;
+      JsonObject *object;
+      JsonNode *field;
+      JsonArray *cpus;
+      gint64 value;
+
+      if (!JSON_NODE_HOLDS_OBJECT (element))
+        return mv_json_wrong_type (element, where, "an object", error);
+      object = json_node_get_object (element);
+      if (!mv_json_reject_unknown_members (object, where, known, error))
+        return FALSE;
+      if ((field = mv_json_member (object, "vcpu")) == NULL)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "%s: required (the vCPU's number, from 0)", vcpu_field);
+          return FALSE;
+        }
+      if (!read_ranged (field, vcpu_field, G_MAXUINT32, 0, MV_VCPUS_MAX - 1, &value, error))
+        return FALSE;
+      affinity = mv_cpu_affinity_new ((guint32) value);
+      if ((field = mv_json_member (object, "host_cpus")) == NULL)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "%s: required (the host CPUs the vCPU may run on)", cpus_field);
+          return FALSE;
+        }
+      if (!JSON_NODE_HOLDS_ARRAY (field))
+        return mv_json_wrong_type (field, cpus_field, "an array of integers", error);
+      cpus = json_node_get_array (field);
+      for (guint j = 0; j < json_array_get_length (cpus); j++)
+        {
+          g_autofree char *cpu_field = g_strdup_printf ("%s[%u]", cpus_field, j);
+          guint32 cpu;
+
+          if (!read_ranged (json_array_get_element (cpus, j), cpu_field, G_MAXUINT32, 0,
+                            MV_HOST_CPUS_MAX - 1, &value, error))
+            return FALSE;
+          cpu = (guint32) value;
+          g_array_append_val (affinity->host_cpus, cpu);
+        }
+      g_ptr_array_add (spec->cpu_affinity, g_steal_pointer (&affinity));
+    }
+  return TRUE;
+}
+
 static gboolean
 parse_readiness (JsonNode *node, MvSpec *spec, GError **error)
 {
@@ -689,7 +751,7 @@ parse_health_check (JsonNode *node, MvSpec *spec, GError **error)
 
 static const char *const spec_fields[] = {
   "id", "name", "hypervisor_type", "hypervisor_version", "kernel", "initrd",
-  "kernel_args", "cpu_millicores", "max_vcpus", "memory_bytes",
+  "kernel_args", "cpu_millicores", "max_vcpus", "cpu_affinity", "memory_bytes",
   "max_memory_bytes", "disks", "readiness", "network_name", "static_ip",
   "hostname", "ssh_keys", "user_data", "metadata", "firewall", "ports", "restart",
   "standby_after_seconds", "sleep_after_idle_seconds", "labels",
@@ -738,6 +800,9 @@ mv_spec_from_node (JsonNode *node, GError **error)
   if (g_strcmp0 (spec->hypervisor_type, "auto") == 0)
     g_clear_pointer (&spec->hypervisor_type, g_free);
 
+  if ((field = mv_json_member (object, "cpu_affinity")) != NULL &&
+      !parse_cpu_affinity (field, spec, error))
+    return NULL;
   if ((field = mv_json_member (object, "disks")) != NULL && !parse_disks (field, spec, error))
     return NULL;
   if ((field = mv_json_member (object, "readiness")) != NULL &&
@@ -983,6 +1048,26 @@ set_image_and_disks (JsonObject *object, const MvSpec *spec, gboolean strip)
                                 (gint64) spec->download_bytes_per_second);
 }
 
+static JsonArray *
+cpu_affinity_to_array (const MvSpec *spec)
+{
+  JsonArray *array = json_array_new ();
+
+  for (guint i = 0; i < spec->cpu_affinity->len; i++)
+    {
+      const MvCpuAffinity *affinity = g_ptr_array_index (spec->cpu_affinity, i);
+      g_autoptr(JsonObject) object = json_object_new ();
+      g_autoptr(JsonArray) cpus = json_array_new ();
+
+      for (guint j = 0; j < affinity->host_cpus->len; j++)
+        json_array_add_int_element (cpus, g_array_index (affinity->host_cpus, guint32, j));
+      json_object_set_int_member (object, "vcpu", affinity->vcpu);
+      json_object_set_array_member (object, "host_cpus", g_steal_pointer (&cpus));
+      json_array_add_object_element (array, g_steal_pointer (&object));
+    }
+  return array;
+}
+
 static JsonNode *
 metadata_node (GHashTable *metadata, gboolean with_secrets)
 {
@@ -1020,6 +1105,9 @@ spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
   mv_json_set_optional_string (object, "kernel_args", spec->kernel_args);
   json_object_set_int_member (object, "cpu_millicores", spec->cpu_millicores);
   json_object_set_int_member (object, "max_vcpus", spec->max_vcpus);
+  /* Only when set, so that a spec without it keeps its fingerprint. */
+  if (spec->cpu_affinity->len > 0)
+    json_object_set_array_member (object, "cpu_affinity", cpu_affinity_to_array (spec));
   json_object_set_int_member (object, "memory_bytes", (gint64) spec->memory_bytes);
   json_object_set_int_member (object, "max_memory_bytes", (gint64) spec->max_memory_bytes);
 

@@ -270,6 +270,63 @@ validate_resources (const MvSpec *spec, GError **error)
   return TRUE;
 }
 
+/* Each vCPU the machine can have (its vCPUs, or max_vcpus when it has
+ * room to grow: a hot-added vCPU is pinned as it comes) at most once, each
+ * to a non-empty set of distinct host CPU numbers below
+ * MV_HOST_CPUS_MAX. Whether those CPUs exist here is the host's to say
+ * (the hypervisor layer checks at create and at each start). */
+static gboolean
+validate_cpu_affinity (const MvSpec *spec, GError **error)
+{
+  /* validate_resources() holds both to MV_VCPUS_MAX already. */
+  guint vcpus = MIN (mv_spec_max_vcpus (spec), MV_VCPUS_MAX);
+  gint pinned_by[MV_VCPUS_MAX];
+  g_autofree guint8 *seen = NULL;
+
+  if (spec->cpu_affinity->len == 0)
+    return TRUE;
+  if (spec->cpu_affinity->len > MV_VCPUS_MAX)
+    return invalid (error, "cpu_affinity: %u entries, more than the limit of %d (one per vCPU)",
+                    spec->cpu_affinity->len, MV_VCPUS_MAX);
+  for (guint v = 0; v < MV_VCPUS_MAX; v++)
+    pinned_by[v] = -1;
+  seen = g_new (guint8, MV_HOST_CPUS_MAX / 8);
+  for (guint i = 0; i < spec->cpu_affinity->len; i++)
+    {
+      const MvCpuAffinity *affinity = g_ptr_array_index (spec->cpu_affinity, i);
+      const GArray *cpus = affinity->host_cpus;
+
+      if (affinity->vcpu >= vcpus)
+        return invalid (error, "cpu_affinity[%u].vcpu: %u is not one of the machine's vCPUs "
+                        "(0 to %u%s)", i, affinity->vcpu, vcpus - 1,
+                        spec->max_vcpus > 0 ? ", max_vcpus included"
+                                            : "; max_vcpus gives room for more");
+      if (pinned_by[affinity->vcpu] >= 0)
+        return invalid (error, "cpu_affinity[%u].vcpu: vCPU %u is pinned already by "
+                        "cpu_affinity[%d]", i, affinity->vcpu, pinned_by[affinity->vcpu]);
+      pinned_by[affinity->vcpu] = (gint) i;
+      if (cpus->len == 0)
+        return invalid (error, "cpu_affinity[%u].host_cpus: empty; give at least one host CPU "
+                        "(leave the vCPU out to let it run on any)", i);
+      if (cpus->len > MV_HOST_CPUS_MAX)
+        return invalid (error, "cpu_affinity[%u].host_cpus: %u CPUs, more than the limit of %d",
+                        i, cpus->len, MV_HOST_CPUS_MAX);
+      memset (seen, 0, MV_HOST_CPUS_MAX / 8);
+      for (guint j = 0; j < cpus->len; j++)
+        {
+          guint32 cpu = g_array_index (cpus, guint32, j);
+
+          if (cpu >= MV_HOST_CPUS_MAX)
+            return invalid (error, "cpu_affinity[%u].host_cpus: CPU %u is more than the limit "
+                            "of %d", i, cpu, MV_HOST_CPUS_MAX - 1);
+          if (seen[cpu / 8] & (1u << (cpu % 8)))
+            return invalid (error, "cpu_affinity[%u].host_cpus: CPU %u is listed twice", i, cpu);
+          seen[cpu / 8] |= (guint8) (1u << (cpu % 8));
+        }
+    }
+  return TRUE;
+}
+
 static gboolean
 validate_disks (const MvSpec *spec, GError **error)
 {
@@ -1014,6 +1071,7 @@ mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GErr
          validate_hypervisor (spec, error) &&
          validate_boot (spec, error) &&
          validate_resources (spec, error) &&
+         validate_cpu_affinity (spec, error) &&
          validate_disks (spec, error) &&
          validate_image_and_disks (spec, error) &&
          validate_readiness (spec, error) &&

@@ -30,6 +30,44 @@ mv_disk_new (const char *path, gboolean read_only, gboolean root)
   return disk;
 }
 
+MvCpuAffinity *
+mv_cpu_affinity_new (guint32 vcpu)
+{
+  MvCpuAffinity *affinity = g_new0 (MvCpuAffinity, 1);
+
+  affinity->vcpu = vcpu;
+  affinity->host_cpus = g_array_new (FALSE, FALSE, sizeof (guint32));
+  return affinity;
+}
+
+void
+mv_cpu_affinity_free (MvCpuAffinity *affinity)
+{
+  if (affinity == NULL)
+    return;
+  g_array_unref (affinity->host_cpus);
+  g_free (affinity);
+}
+
+MvCpuAffinity *
+mv_cpu_affinity_copy (const MvCpuAffinity *affinity)
+{
+  MvCpuAffinity *copy = mv_cpu_affinity_new (affinity->vcpu);
+
+  g_array_append_vals (copy->host_cpus, affinity->host_cpus->data, affinity->host_cpus->len);
+  return copy;
+}
+
+GPtrArray *
+mv_cpu_affinity_list_copy (const GPtrArray *from)
+{
+  GPtrArray *list = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_cpu_affinity_free);
+
+  for (guint i = 0; from != NULL && i < from->len; i++)
+    g_ptr_array_add (list, mv_cpu_affinity_copy (g_ptr_array_index (from, i)));
+  return list;
+}
+
 MvMount *
 mv_mount_new (MvMountType type)
 {
@@ -111,6 +149,7 @@ mv_spec_new (void)
   MvSpec *spec = g_new0 (MvSpec, 1);
 
   spec->cpu_millicores = MV_DEFAULT_CPU_MILLICORES;
+  spec->cpu_affinity = mv_cpu_affinity_list_copy (NULL);
   spec->memory_bytes = MV_DEFAULT_MEMORY_BYTES;
   spec->disks = g_ptr_array_new_with_free_func (disk_free);
   spec->readiness = MV_READINESS_AUTO;
@@ -138,6 +177,7 @@ mv_spec_free (MvSpec *spec)
   g_free (spec->kernel);
   g_free (spec->initrd);
   g_free (spec->kernel_args);
+  g_clear_pointer (&spec->cpu_affinity, g_ptr_array_unref);
   g_clear_pointer (&spec->disks, g_ptr_array_unref);
   g_free (spec->readiness_text);
   g_free (spec->network_name);
@@ -189,6 +229,8 @@ mv_spec_copy (const MvSpec *spec)
   copy->kernel_args = g_strdup (spec->kernel_args);
   copy->cpu_millicores = spec->cpu_millicores;
   copy->max_vcpus = spec->max_vcpus;
+  g_ptr_array_unref (copy->cpu_affinity);
+  copy->cpu_affinity = mv_cpu_affinity_list_copy (spec->cpu_affinity);
   copy->memory_bytes = spec->memory_bytes;
   copy->max_memory_bytes = spec->max_memory_bytes;
   for (guint i = 0; i < spec->disks->len; i++)
@@ -357,6 +399,13 @@ mv_spec_vcpus (const MvSpec *spec)
 {
   g_return_val_if_fail (spec != NULL, 0);
   return (spec->cpu_millicores + 999u) / 1000u;
+}
+
+guint
+mv_spec_max_vcpus (const MvSpec *spec)
+{
+  g_return_val_if_fail (spec != NULL, 0);
+  return MAX (mv_spec_vcpus (spec), spec->max_vcpus);
 }
 
 char *

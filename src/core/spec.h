@@ -19,6 +19,8 @@
 #define MV_CPU_MILLICORES_MIN             100
 #define MV_CPU_MILLICORES_MAX             32000
 #define MV_VCPUS_MAX                      32
+/* Host CPU numbers a vCPU may be pinned to are below this (cpu_affinity). */
+#define MV_HOST_CPUS_MAX                  4096
 #define MV_MEMORY_STEP_BYTES              (G_GUINT64_CONSTANT (2) << 20)   /* 2 MiB */
 #define MV_MEMORY_MIN_BYTES               (G_GUINT64_CONSTANT (32) << 20)
 #define MV_MEMORY_MAX_BYTES               (G_GUINT64_CONSTANT (1) << 40)   /* 1 TiB */
@@ -100,6 +102,12 @@ typedef struct {
   gboolean  root;          /* the guest's root file system; at most one disk */
 } MvDisk;
 
+/* One vCPU pinned to a set of host CPUs (seed 003, CPUAffinity). */
+typedef struct {
+  guint32  vcpu;
+  GArray  *host_cpus;      /* guint32, in the order given; never NULL */
+} MvCpuAffinity;
+
 typedef enum {
   MV_INIT_MODE_AUTO,       /* systemd if cmd is systemd (or /sbin/init), else exec */
   MV_INIT_MODE_EXEC,       /* microvmd-agent is PID 1 and runs cmd */
@@ -151,6 +159,7 @@ typedef struct {
   char          *kernel_args;        /* NULL = the hypervisor's default */
   guint32        cpu_millicores;
   guint32        max_vcpus;          /* 0 = no room for hot-add */
+  GPtrArray     *cpu_affinity;       /* MvCpuAffinity*, never NULL; empty: unpinned */
   guint64        memory_bytes;
   guint64        max_memory_bytes;   /* 0 = no room for hot-add */
   GPtrArray     *disks;              /* MvDisk*, never NULL */
@@ -197,6 +206,16 @@ MvSpec  *mv_spec_copy (const MvSpec *spec);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvSpec, mv_spec_free)
 
 guint    mv_spec_vcpus (const MvSpec *spec);   /* ceil(cpu_millicores / 1000) */
+/* The most vCPUs the machine can have: its vCPUs, or max_vcpus when it
+ * has room to grow. cpu_affinity may pin vCPUs below this. */
+guint    mv_spec_max_vcpus (const MvSpec *spec);
+
+MvCpuAffinity *mv_cpu_affinity_new (guint32 vcpu);
+void           mv_cpu_affinity_free (MvCpuAffinity *affinity);
+MvCpuAffinity *mv_cpu_affinity_copy (const MvCpuAffinity *affinity);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvCpuAffinity, mv_cpu_affinity_free)
+/* A new list of MvCpuAffinity* that frees them; copies @from's (may be NULL). */
+GPtrArray     *mv_cpu_affinity_list_copy (const GPtrArray *from);
 /* SHA-256 hex of the canonical document without id, labels excluded;
  * query strings of URLs (signed image URLs) are ignored. */
 char    *mv_spec_fingerprint (const MvSpec *spec);

@@ -489,6 +489,20 @@ mv_cgroups_check (const MvCgroups *cgroups, const MvSpec *spec, GError **error)
                        spec->cpu_millicores);
 }
 
+char *
+mv_cgroups_cpuset (const MvCgroups *cgroups)
+{
+  g_autofree char *path = NULL;
+  char *text = NULL;
+
+  if (!mv_cgroups_usable (cgroups) || !cgroups->v2)
+    return NULL;
+  path = g_build_filename (cgroups->parent[CG_CPU], "cpuset.cpus.effective", NULL);
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  return g_strstrip (text);
+}
+
 /* ---- one machine's group ---- */
 
 static gboolean

@@ -85,6 +85,12 @@ const char *mv_cgroups_describe (const MvCgroups *cgroups);
 char       *mv_cgroups_dir (const MvCgroups *cgroups, const char *controller,
                             const char *machine_id);
 
+/* On cgroup v2, the CPUs the VMMs' parent group may use
+ * (cpuset.cpus.effective) as a CPU list, where that group has a cpuset;
+ * else NULL (on v1 the VMMs stay in the daemon's cpuset, whose CPUs its
+ * own affinity already shows). */
+char       *mv_cgroups_cpuset (const MvCgroups *cgroups);
+
 /* MV_ERROR_UNSUPPORTED naming cpu_millicores for a spec whose millicores
  * are not whole CPUs on a host where no quota can be set. */
 gboolean    mv_cgroups_check (const MvCgroups *cgroups, const MvSpec *spec, GError **error);

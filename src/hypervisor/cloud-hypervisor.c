@@ -258,6 +258,9 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
 
   json_object_set_int_member (cpus, "boot_vcpus", spec->cpu.count);
   json_object_set_int_member (cpus, "max_vcpus", MAX (spec->cpu.max_count, spec->cpu.count));
+  /* The VMM pins each vCPU thread as it starts it, hot-added ones too. */
+  if (spec->cpu.affinity->len > 0)
+    json_object_set_array_member (cpus, "affinity", mv_cpu_affinity_to_json (spec->cpu.affinity));
   json_object_set_object_member (config, "cpus", cpus);
 
   json_object_set_int_member (memory, "size", (gint64) spec->memory.size_bytes);
@@ -517,6 +520,17 @@ write_restore_dir (const char *snapshot_dir, const char *restore_dir, const MvRe
       if (!disk)
         return mv_error_set (error, MV_ERROR_FAILED, "%s: disks[%u] is not a disk", config_path, i);
       json_object_set_string_member (disk, "path", given->path);
+    }
+  /* The vCPUs are pinned as the machine says now, not as they were. */
+  if (mv_json_get_object (config, "cpus"))
+    {
+      JsonObject *cpus = mv_json_get_object (config, "cpus");
+
+      if (spec->cpu_affinity && spec->cpu_affinity->len > 0)
+        json_object_set_array_member (cpus, "affinity",
+                                      mv_cpu_affinity_to_json (spec->cpu_affinity));
+      else if (json_object_has_member (cpus, "affinity"))
+        json_object_remove_member (cpus, "affinity");
     }
   if (spec->agent_socket && mv_json_get_object (config, "vsock"))
     json_object_set_string_member (mv_json_get_object (config, "vsock"), "socket",

@@ -449,6 +449,14 @@ fc_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GError
                    "agent: Firecracker has no virtio-serial ports; use vsock");
       return FALSE;
     }
+  /* Its API has no way to pin vCPU threads (its jailer leaves that to
+   * the cgroup's cpuset). */
+  if (spec->cpu.affinity->len > 0)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                   "cpu_affinity: Firecracker cannot pin vCPUs to host CPUs");
+      return FALSE;
+    }
   for (guint i = 0; i < spec->nets->len; i++)
     {
       const MvNetConfig *net = spec->nets->pdata[i];

@@ -44,6 +44,7 @@ mv_vm_spec_new (void)
 
   spec->cpu.count = 1;
   spec->cpu.max_count = 1;
+  spec->cpu.affinity = mv_cpu_affinity_list_copy (NULL);
   spec->disks = g_ptr_array_new_with_free_func ((GDestroyNotify) disk_free);
   spec->nets = g_ptr_array_new_with_free_func ((GDestroyNotify) net_free);
   spec->shares = g_ptr_array_new_with_free_func ((GDestroyNotify) share_free);
@@ -58,6 +59,7 @@ mv_vm_spec_free (MvVmSpec *spec)
   g_free (spec->boot.kernel_path);
   g_free (spec->boot.kernel_args);
   g_free (spec->boot.initrd_path);
+  g_ptr_array_unref (spec->cpu.affinity);
   g_ptr_array_unref (spec->disks);
   g_ptr_array_unref (spec->nets);
   g_ptr_array_unref (spec->shares);
@@ -140,7 +142,9 @@ mv_vm_spec_copy (const MvVmSpec *spec)
   copy->boot.kernel_path = g_strdup (spec->boot.kernel_path);
   copy->boot.kernel_args = g_strdup (spec->boot.kernel_args);
   copy->boot.initrd_path = g_strdup (spec->boot.initrd_path);
+  g_ptr_array_unref (copy->cpu.affinity);
   copy->cpu = spec->cpu;
+  copy->cpu.affinity = mv_cpu_affinity_list_copy (spec->cpu.affinity);
   copy->memory = spec->memory;
   for (guint i = 0; i < spec->disks->len; i++)
     {
@@ -180,6 +184,7 @@ mv_restore_spec_clear (MvRestoreSpec *spec)
   g_clear_pointer (&spec->agent_socket, g_free);
   g_clear_pointer (&spec->mac, g_free);
   g_clear_pointer (&spec->disks, g_ptr_array_unref);
+  g_clear_pointer (&spec->cpu_affinity, g_ptr_array_unref);
 }
 
 MvVmSpec *
@@ -217,6 +222,52 @@ static const char *const agent_kinds[] = {
   [MV_AGENT_CHANNEL_VSOCK] = "vsock",
 };
 
+JsonArray *
+mv_cpu_affinity_to_json (const GPtrArray *affinity)
+{
+  JsonArray *array = json_array_new ();
+
+  for (guint i = 0; affinity && i < affinity->len; i++)
+    {
+      const MvCpuAffinity *a = affinity->pdata[i];
+      JsonObject *o = json_object_new ();
+      JsonArray *cpus = json_array_new ();
+
+      for (guint j = 0; j < a->host_cpus->len; j++)
+        json_array_add_int_element (cpus, g_array_index (a->host_cpus, guint32, j));
+      json_object_set_int_member (o, "vcpu", a->vcpu);
+      json_object_set_array_member (o, "host_cpus", cpus);
+      json_array_add_object_element (array, o);
+    }
+  return array;
+}
+
+/* What mv_cpu_affinity_to_json() wrote; entries that are not one are left out. */
+static void
+affinity_from_array (JsonArray *array, GPtrArray *into)
+{
+  for (guint i = 0; array && i < json_array_get_length (array); i++)
+    {
+      JsonObject *o = json_array_get_object_element (array, i);
+      JsonArray *cpus = mv_json_get_array (o, "host_cpus");
+      g_autoptr (MvCpuAffinity) a = NULL;
+
+      if (!o || !cpus)
+        continue;
+      a = mv_cpu_affinity_new ((guint32) mv_json_get_uint (o, "vcpu"));
+      for (guint j = 0; j < json_array_get_length (cpus); j++)
+        {
+          JsonNode *n = json_array_get_element (cpus, j);
+          gint64 v = JSON_NODE_HOLDS_VALUE (n) ? json_node_get_int (n) : -1;
+          guint32 cpu = (guint32) v;
+
+          if (v >= 0 && v < MV_HOST_CPUS_MAX)
+            g_array_append_val (a->host_cpus, cpu);
+        }
+      g_ptr_array_add (into, g_steal_pointer (&a));
+    }
+}
+
 JsonNode *
 mv_vm_spec_to_node (const MvVmSpec *spec)
 {
@@ -235,6 +286,8 @@ mv_vm_spec_to_node (const MvVmSpec *spec)
   mv_json_set_optional_string (boot, "initrd", spec->boot.initrd_path);
   json_object_set_int_member (cpu, "count", spec->cpu.count);
   json_object_set_int_member (cpu, "max_count", spec->cpu.max_count);
+  if (spec->cpu.affinity->len > 0)
+    json_object_set_array_member (cpu, "affinity", mv_cpu_affinity_to_json (spec->cpu.affinity));
   json_object_set_int_member (memory, "size_bytes", (gint64) spec->memory.size_bytes);
   json_object_set_int_member (memory, "hotplug_bytes", (gint64) spec->memory.hotplug_bytes);
   for (guint i = 0; i < spec->disks->len; i++)
@@ -307,6 +360,7 @@ mv_vm_spec_from_node (JsonNode *node, GError **error)
   spec->boot.initrd_path = g_strdup (mv_json_get_string (boot, "initrd"));
   spec->cpu.count = (guint) mv_json_get_uint (cpu, "count");
   spec->cpu.max_count = (guint) mv_json_get_uint (cpu, "max_count");
+  affinity_from_array (mv_json_get_array (cpu, "affinity"), spec->cpu.affinity);
   spec->memory.size_bytes = mv_json_get_uint (memory, "size_bytes");
   spec->memory.hotplug_bytes = mv_json_get_uint (memory, "hotplug_bytes");
   if ((array = mv_json_get_array (root, "disks")))

@@ -11,6 +11,7 @@
 #include <json-glib/json-glib.h>
 
 #include "core/errors.h"
+#include "core/spec.h"
 #include "guest/agent.h"
 #include "hypervisor/process.h"
 
@@ -47,6 +48,9 @@ typedef struct {
 typedef struct {
   guint count;
   guint max_count;         /* >= count; more than count leaves room for hot-add */
+  /* MvCpuAffinity* (core/spec.h), never NULL; empty: no vCPU is pinned.
+   * A vCPU hot-added later is pinned as it comes. */
+  GPtrArray *affinity;
 } MvCpuConfig;
 
 typedef struct {
@@ -128,6 +132,9 @@ typedef struct {
   GPtrArray      *disks;
   MvJail         *jail;           /* as MvVmSpec's; the caller's */
   const MvCgroupJoin *cgroup;     /* as MvVmSpec's */
+  /* How the machine's vCPUs are pinned now, whatever they were when the
+   * state was taken: MvCpuAffinity*; NULL or empty: none is. */
+  GPtrArray      *cpu_affinity;
 } MvRestoreSpec;
 
 typedef struct {
@@ -211,6 +218,12 @@ struct _MvHypervisor {
   /* The version of the VMM that serves this guest, as MvStarter.version
    * gives it: an adopted VMM may be of another version than the default. */
   char    *(*vmm_version) (MvHypervisor *hv, GError **error);
+  /* Pins each vCPU of @affinity (MvCpuAffinity*) that the guest has now
+   * to its host CPUs, from outside the VMM (process @vmm_pid), for a
+   * hypervisor whose VMM does not pin them itself; vCPUs it does not
+   * have yet are left for a later call. NULL where the VMM pins them. */
+  gboolean (*pin_vcpus) (MvHypervisor *hv, int vmm_pid, const GPtrArray *affinity,
+                         GError **error);
 };
 
 /* A channel on which a VMM tells how it ends, read on the main thread
@@ -284,6 +297,9 @@ void        mv_vm_spec_set_net_limits (MvVmSpec *spec, guint mtu, guint64 rx_byt
                                        guint64 tx_bytes_per_second);
 void        mv_vm_spec_add_share (MvVmSpec *spec, const char *tag, const char *socket_path,
                                   const char *source, gboolean read_only, guint mount_index);
+/* [{"vcpu": N, "host_cpus": [..]}, ...]: the form of the spec's
+ * cpu_affinity, which Cloud Hypervisor's cpus.affinity takes too. */
+JsonArray  *mv_cpu_affinity_to_json (const GPtrArray *affinity);
 /* A form that a snapshot can keep, and back. */
 JsonNode   *mv_vm_spec_to_node (const MvVmSpec *spec);
 MvVmSpec   *mv_vm_spec_from_node (JsonNode *node, GError **error);

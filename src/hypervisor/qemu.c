@@ -10,8 +10,17 @@
  * Every VMM serves two QMP monitors: the API socket, which each operation
  * connects to for its own exchange, and an events socket beside it, which
  * the watcher keeps open to learn why the VMM ends (QEMU serves one client
- * per monitor, so a watcher on the API socket would block every call). */
+ * per monitor, so a watcher on the API socket would block every call).
+ *
+ * QEMU has no option that pins vCPU threads: the daemon pins them from
+ * outside, by the thread IDs query-cpus-fast gives for each cpu-index. A
+ * guest with pinned vCPUs starts paused (-S), is pinned, then let run, so
+ * that no vCPU runs a moment unpinned; a restored one is pinned while its
+ * state loads paused; vCPUs a resize adds are pinned once they are there
+ * (hv_pin_vcpus). Under TCG each vCPU has a thread of its own only with
+ * thread=multi, which such a guest is given. */
 #include "qemu.h"
+#include "host-cpus.h"
 #include "jail.h"
 #include "qmp.h"
 #include "core/json-util.h"
@@ -640,6 +649,91 @@ hv_resize_vm_cpu (MvHypervisor *hv, guint count, GError **error)
   return TRUE;
 }
 
+/* cpu-index -> thread-id of each vCPU the guest has now. */
+static GHashTable *
+vcpu_threads (MvQmp *qmp, GError **error)
+{
+  g_autoptr (JsonNode) ret = mv_qmp_execute (qmp, "query-cpus-fast", NULL, COMMAND_TIMEOUT_MS,
+                                             error);
+  g_autoptr (GHashTable) threads = g_hash_table_new (g_direct_hash, g_direct_equal);
+  JsonArray *cpus;
+
+  if (!ret)
+    return NULL;
+  if (!JSON_NODE_HOLDS_ARRAY (ret))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "QMP query-cpus-fast: not a list");
+      return NULL;
+    }
+  cpus = json_node_get_array (ret);
+  for (guint i = 0; i < json_array_get_length (cpus); i++)
+    {
+      JsonObject *cpu = json_array_get_object_element (cpus, i);
+
+      if (!cpu || !json_object_has_member (cpu, "cpu-index") ||
+          !json_object_has_member (cpu, "thread-id"))
+        continue;
+      g_hash_table_insert (threads, GUINT_TO_POINTER ((guint) mv_json_get_uint (cpu, "cpu-index")),
+                           GINT_TO_POINTER ((gint) mv_json_get_uint (cpu, "thread-id")));
+    }
+  return g_steal_pointer (&threads);
+}
+
+static gboolean
+pin_vcpus (const char *socket_path, int vmm_pid, const GPtrArray *affinity, GError **error)
+{
+  g_autoptr (MvQmp) qmp = NULL;
+  g_autoptr (GHashTable) threads = NULL;
+  GHashTableIter iter;
+  gpointer index, tid;
+
+  if (!affinity || affinity->len == 0)
+    return TRUE;
+  if (!(qmp = qmp_connect (socket_path, error)) || !(threads = vcpu_threads (qmp, error)))
+    return FALSE;
+  /* Pinning a thread that runs more than one vCPU (single-threaded TCG)
+   * would pin them all alike: refused before anything is pinned. */
+  g_hash_table_iter_init (&iter, threads);
+  while (g_hash_table_iter_next (&iter, &index, &tid))
+    for (guint i = 0; i < affinity->len; i++)
+      {
+        const MvCpuAffinity *a = affinity->pdata[i];
+        GHashTableIter other;
+        gpointer other_index, other_tid;
+
+        if (a->vcpu != GPOINTER_TO_UINT (index))
+          continue;
+        g_hash_table_iter_init (&other, threads);
+        while (g_hash_table_iter_next (&other, &other_index, &other_tid))
+          if (other_tid == tid && other_index != index)
+            return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                                 "cpu_affinity[%u]: vCPUs %u and %u run on one thread of this "
+                                 "QEMU (thread %d), which cannot be pinned for one alone", i,
+                                 a->vcpu, GPOINTER_TO_UINT (other_index), GPOINTER_TO_INT (tid));
+      }
+  for (guint i = 0; i < affinity->len; i++)
+    {
+      const MvCpuAffinity *a = affinity->pdata[i];
+      gpointer found;
+
+      /* A vCPU a resize has not added yet. */
+      if (!g_hash_table_lookup_extended (threads, GUINT_TO_POINTER (a->vcpu), NULL, &found))
+        continue;
+      if (!mv_host_cpus_pin_thread (vmm_pid, GPOINTER_TO_INT (found), a->host_cpus, error))
+        {
+          g_prefix_error (error, "cpu_affinity[%u]: vCPU %u: ", i, a->vcpu);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+static gboolean
+hv_pin_vcpus (MvHypervisor *hv, int vmm_pid, const GPtrArray *affinity, GError **error)
+{
+  return pin_vcpus (hv_self (hv)->socket_path, vmm_pid, affinity, error);
+}
+
 static void
 hv_free (MvHypervisor *hv)
 {
@@ -664,6 +758,7 @@ hypervisor_new (const char *socket_path)
   self->hv.snapshot_vm = hv_snapshot_vm;
   self->hv.resize_vm_memory = hv_resize_vm_memory;
   self->hv.resize_vm_cpu = hv_resize_vm_cpu;
+  self->hv.pin_vcpus = hv_pin_vcpus;
   self->hv.free = hv_free;
   return &self->hv;
 }
@@ -900,6 +995,7 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   g_autofree char *events_path = opt_value (events);
   g_autofree char *append = kernel_args (self, spec);
   gboolean room = spec_has_room (spec);
+  gboolean pinned = spec->cpu.affinity->len > 0;
   const char *bus = device_suffix (spec);
 
   add (argv, self->binary);
@@ -911,7 +1007,11 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   add_printf (argv, "%s%s", room ? "q35" : "microvm",
               spec->shares->len > 0 ? ",memory-backend=mem" : "");
   add (argv, "-accel");
-  add (argv, self->accel);
+  /* A thread per vCPU, so that each can be pinned on its own. */
+  if (pinned && g_str_equal (self->accel, "tcg"))
+    add (argv, "tcg,thread=multi");
+  else
+    add (argv, self->accel);
   add (argv, "-cpu");
   /* The stock TCG model: the Debian cloud kernel boots fastest on it. */
   add (argv, g_str_equal (self->accel, "kvm") ? "host" : "qemu64");
@@ -1050,6 +1150,9 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
       add (argv, "-incoming");
       add (argv, incoming);
     }
+  else if (pinned)
+    /* Paused until its vCPUs are pinned (qemu_start_vm). */
+    add (argv, "-S");
   g_ptr_array_add (argv, NULL);
   return g_steal_pointer (&argv);
 }
@@ -1098,11 +1201,31 @@ launch (QemuStarter *self, const char *socket_path, const MvVmSpec *spec, const 
   return hypervisor_new (socket_path);
 }
 
+/* Ends a VMM that came up but cannot go on. */
+static void
+give_up (MvProcess **vmm)
+{
+  if (*vmm && !mv_process_wait (*vmm, 0))
+    mv_process_kill (*vmm, NULL);
+  g_clear_pointer (vmm, mv_process_free);
+}
+
 static MvHypervisor *
 qemu_start_vm (MvStarter *starter, const char *socket_path, const MvVmSpec *spec, MvProcess **vmm,
                GError **error)
 {
-  return launch (self_of (starter), socket_path, spec, NULL, vmm, error);
+  g_autoptr (MvHypervisor) hv = launch (self_of (starter), socket_path, spec, NULL, vmm, error);
+
+  if (!hv || spec->cpu.affinity->len == 0)
+    return g_steal_pointer (&hv);
+  /* It waits, paused, for its vCPUs to be pinned. */
+  if (!pin_vcpus (socket_path, (*vmm)->pid, spec->cpu.affinity, error) ||
+      !run_command (socket_path, "cont", error))
+    {
+      give_up (vmm);
+      return NULL;
+    }
+  return g_steal_pointer (&hv);
 }
 
 /* Waits for the incoming state to be loaded: QEMU then sits "paused"
@@ -1194,6 +1317,8 @@ qemu_restore_vm (MvStarter *starter, const char *socket_path, const char *snapsh
     }
   spec->jail = rspec->jail;
   spec->cgroup = rspec->cgroup;
+  g_ptr_array_unref (spec->cpu.affinity);
+  spec->cpu.affinity = mv_cpu_affinity_list_copy (rspec->cpu_affinity);
 
   hv = launch (self, socket_path, spec, state, &process, error);
   if (!hv)
@@ -1209,6 +1334,12 @@ qemu_restore_vm (MvStarter *starter, const char *socket_path, const char *snapsh
           g_set_error (error, MV_ERROR, MV_ERROR_FAILED,
                        "The VMM ended while restoring the guest's state from %s", snapshot_dir);
         }
+      return NULL;
+    }
+  /* Pinned as the machine is now, before the caller lets it run. */
+  if (!pin_vcpus (socket_path, process->pid, rspec->cpu_affinity, error))
+    {
+      give_up (&process);
       return NULL;
     }
   *vmm = g_steal_pointer (&process);
@@ -1236,6 +1367,7 @@ qemu_capabilities (MvStarter *starter)
     .snapshot = TRUE,
     .hotplug_memory = TRUE,
     .hotplug_cpu = TRUE,
+    .cpu_affinity = TRUE,
     .pause = TRUE,
     .disk_rate_limit = TRUE,
     .net_rate_limit = FALSE,

@@ -8,6 +8,7 @@
 #include "runtime-private.h"
 #include "cgroup.h"
 #include "console.h"
+#include "host-cpus.h"
 #include "jail.h"
 #include "sandbox.h"
 #include "shares.h"
@@ -92,14 +93,37 @@ check_shares (Adapter *self, const MvSpec *spec, GError **error)
   return mv_shares_check (self->shares, spec, error);
 }
 
+/* The spec's cpu_affinity: MV_ERROR_UNSUPPORTED where the hypervisor
+ * cannot pin vCPUs (seed 003, Capabilities), MV_ERROR_INVALID_ARGUMENT
+ * for a host CPU this host does not have or does not let the VMMs use
+ * (host-cpus.h). */
+static gboolean
+check_cpu_affinity (Adapter *self, const MvSpec *spec, GError **error)
+{
+  g_autofree char *cpuset = NULL;
+  MvHostCpus host;
+
+  if (spec->cpu_affinity->len == 0)
+    return TRUE;
+  if (!self->starter->capabilities (self->starter).cpu_affinity)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                         "cpu_affinity: %s cannot pin vCPUs to host CPUs; leave cpu_affinity "
+                         "out", self->starter->type);
+  cpuset = mv_cgroups_cpuset (self->cgroups);
+  return mv_host_cpus_read (MV_HOST_CPUS_ONLINE_PATH, cpuset, &host, error) &&
+         mv_host_cpus_check (&host, spec->cpu_affinity, error);
+}
+
 /* Everything that can be checked before a process starts or a file is
  * made; MV_ERROR_INVALID_ARGUMENT naming the field. The host files are
- * checked again: one may have been swapped since the spec was accepted. */
+ * checked again: one may have been swapped since the spec was accepted;
+ * so are the host CPUs, which may have gone offline. */
 static gboolean
 check_before_start (Adapter *self, const MvRuntimeRequest *req, const char *socket_path,
                     const MvVmSpec *vm, GError **error)
 {
   return mv_check_socket_path ("socket", socket_path, error) &&
+         check_cpu_affinity (self, req->spec, error) &&
          check_host_files (self, req->spec, error) &&
          check_shares (self, req->spec, error) &&
          mv_vm_spec_check (vm, req->runtime_dir, error) &&
@@ -280,6 +304,7 @@ static gboolean
 rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
 {
   return check_resize_room (adapter_of (rt), spec, error) &&
+         check_cpu_affinity (adapter_of (rt), spec, error) &&
          mv_cgroups_check (adapter_of (rt)->cgroups, spec, error) &&
          check_net_limits (adapter_of (rt), spec, error) &&
          check_kernel_name (adapter_of (rt), spec, error) &&
@@ -783,6 +808,7 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   /* The guest comes from the snapshot, not from this VM spec: only the
    * socket and what the backend itself needs are checked. */
   if (!mv_check_socket_path ("socket", launch.socket_path, error) ||
+      !check_cpu_affinity (self, req->spec, error) ||
       !self->starter->check (self->starter, launch.socket_path, launch.vm, error) ||
       !launch_begin (self, req, &launch, error))
     return NULL;
@@ -796,6 +822,7 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   rspec.disks = g_ptr_array_ref (launch.vm->disks);
   rspec.jail = launch.jail;
   rspec.cgroup = launch.vm->cgroup;
+  rspec.cpu_affinity = g_ptr_array_ref (launch.vm->cpu.affinity);
   hv = self->starter->restore_vm (self->starter, launch.socket_path, state_dir, &rspec, &vmm,
                                   error);
   mv_restore_spec_clear (&rspec);
@@ -852,6 +879,7 @@ rt_resize (MvRuntime *rt, const MvRuntimeRequest *req, const MvRuntimeResize *re
   MvCapabilities caps = self->starter->capabilities (self->starter);
   gboolean memory = resize->memory_bytes != resize->from_memory_bytes;
   gboolean cpus = resize->vcpus != resize->from_vcpus;
+  g_autoptr (MvProcess) vmm = NULL;
   g_autoptr (MvHypervisor) hv = NULL;
 
   /* What the hypervisor cannot do at all is refused before either part. */
@@ -863,7 +891,8 @@ rt_resize (MvRuntime *rt, const MvRuntimeRequest *req, const MvRuntimeResize *re
     return mv_error_set (error, MV_ERROR_UNSUPPORTED,
                          "memory_bytes: %s cannot resize a running guest's memory",
                          self->starter->type);
-  if (!(hv = connect_running (self, req, error)))
+  if (!(vmm = attach_running (req, error)) ||
+      !(hv = self->starter->connect (self->starter, vmm->socket_path, error)))
     return FALSE;
   /* Memory first when vCPUs are added (a guest given more vCPUs has more
    * to feed); vCPUs first when they are taken away, so that a removal the
@@ -878,6 +907,16 @@ rt_resize (MvRuntime *rt, const MvRuntimeRequest *req, const MvRuntimeResize *re
   if (cpus && !resize_second (hv->resize_vm_cpu (hv, resize->vcpus, error),
                               memory ? "The memory was resized, the vCPUs not: " : NULL, error))
     return FALSE;
+  /* The vCPUs it was given are pinned as cpu_affinity says, where the
+   * VMM does not pin them itself. */
+  if (cpus && req->spec->cpu_affinity->len > 0 && hv->pin_vcpus &&
+      !hv->pin_vcpus (hv, vmm->pid, req->spec->cpu_affinity, error))
+    {
+      g_prefix_error (error, "The guest was given its vCPUs, but they could not be pinned: ");
+      if (error && *error && (*error)->domain == MV_ERROR)
+        (*error)->code = MV_ERROR_FAILED;
+      return FALSE;
+    }
   return !cpus || update_quota (self, req, error);
 }
 

@@ -3083,6 +3083,205 @@ test_directory_mount (void)
                    "cannot be put on standby (0 turns standby off)");
 }
 
+/* ---- cpu_affinity ---- */
+
+static const MvCpuAffinity *
+affinity_at (const MvSpec *spec, guint i)
+{
+  return g_ptr_array_index (spec->cpu_affinity, i);
+}
+
+static guint32
+host_cpu_at (const MvSpec *spec, guint i, guint j)
+{
+  return g_array_index (affinity_at (spec, i)->host_cpus, guint32, j);
+}
+
+static void
+test_cpu_affinity_parse (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok ("{'name':'web','kernel':'/k','cpu_millicores':2000,"
+                                     "'cpu_affinity':[{'vcpu':1,'host_cpus':[3,0,2]},"
+                                     "{'host_cpus':[1],'vcpu':0}]}");
+  g_autoptr(MvSpec) copy = NULL;
+  g_autoptr(MvSpec) back = NULL;
+  g_autoptr(MvSpec) none = parse_ok ("{'name':'web','kernel':'/k','cpu_affinity':[]}");
+  g_autoptr(MvSpec) plain = base_spec ();
+  g_autofree char *json = NULL;
+  g_autofree char *none_print = NULL, *plain_print = NULL;
+
+  /* In the order given, each list as it was written. */
+  g_assert_cmpuint (spec->cpu_affinity->len, ==, 2);
+  g_assert_cmpuint (affinity_at (spec, 0)->vcpu, ==, 1);
+  g_assert_cmpuint (affinity_at (spec, 0)->host_cpus->len, ==, 3);
+  g_assert_cmpuint (host_cpu_at (spec, 0, 0), ==, 3);
+  g_assert_cmpuint (host_cpu_at (spec, 0, 1), ==, 0);
+  g_assert_cmpuint (host_cpu_at (spec, 0, 2), ==, 2);
+  g_assert_cmpuint (affinity_at (spec, 1)->vcpu, ==, 0);
+  g_assert_cmpuint (host_cpu_at (spec, 1, 0), ==, 1);
+  assert_valid (spec);
+
+  /* Written back as read, and read back the same. */
+  json = mv_spec_to_json (spec, TRUE);
+  g_assert_nonnull (strstr (json, "\"cpu_affinity\":[{\"vcpu\":1,\"host_cpus\":[3,0,2]},"
+                                  "{\"vcpu\":0,\"host_cpus\":[1]}]"));
+  back = mv_spec_from_json (json, NULL);
+  g_assert_nonnull (back);
+  g_assert_true (mv_spec_equal (spec, back));
+
+  /* A copy is deep. */
+  copy = mv_spec_copy (spec);
+  g_assert_true (mv_spec_equal (spec, copy));
+  g_array_index (((MvCpuAffinity *) g_ptr_array_index (copy->cpu_affinity, 0))->host_cpus,
+                 guint32, 0) = 7;
+  g_assert_false (mv_spec_equal (spec, copy));
+  g_assert_cmpuint (host_cpu_at (spec, 0, 0), ==, 3);
+  /* Pinning is not the guest's shape: a frozen guest resumes pinned anew. */
+  g_assert_false (mv_spec_shape_differs (spec, copy));
+  g_assert_true (mv_spec_differs_beyond_standby (spec, copy));
+
+  /* An empty list is no list: the document and the fingerprint of a spec
+   * without it are what they were before the field existed. */
+  g_assert_cmpuint (none->cpu_affinity->len, ==, 0);
+  g_clear_pointer (&json, g_free);
+  json = mv_spec_to_json (none, TRUE);
+  g_assert_null (strstr (json, "cpu_affinity"));
+  none_print = mv_spec_fingerprint (none);
+  plain->kernel = (g_free (plain->kernel), g_strdup ("/k"));
+  plain_print = mv_spec_fingerprint (plain);
+  g_assert_cmpstr (none_print, ==, plain_print);
+}
+
+static void
+test_cpu_affinity_bad_documents (void)
+{
+  static const struct {
+    const char *doc;
+    const char *message;
+  } cases[] = {
+    { "{'cpu_affinity':{'vcpu':0}}", "cpu_affinity: expected an array of objects" },
+    { "{'cpu_affinity':[[0,1]]}", "cpu_affinity[0]: expected an object" },
+    { "{'cpu_affinity':[{'vcpu':0,'host_cpus':[1],'cpus':[2]}]}",
+      "cpu_affinity[0]: unknown field 'cpus'" },
+    { "{'cpu_affinity':[{'vcpu':0,'host_cpus':[1],'hostCpus':[2]}]}",
+      "cpu_affinity[0]: unknown field 'hostCpus'" },
+    { "{'cpu_affinity':[{'host_cpus':[1]}]}", "cpu_affinity[0].vcpu: required" },
+    { "{'cpu_affinity':[{'vcpu':0,'host_cpus':[0]},{'vcpu':1}]}",
+      "cpu_affinity[1].host_cpus: required" },
+    { "{'cpu_affinity':[{'vcpu':'0','host_cpus':[1]}]}", "cpu_affinity[0].vcpu: expected an integer" },
+    { "{'cpu_affinity':[{'vcpu':0,'host_cpus':'0-3'}]}",
+      "cpu_affinity[0].host_cpus: expected an array of integers" },
+    { "{'cpu_affinity':[{'vcpu':0,'host_cpus':[1,'2']}]}",
+      "cpu_affinity[0].host_cpus[1]: expected an integer" },
+    { "{'cpu_affinity':[{'vcpu':0,'host_cpus':[1.5]}]}",
+      "cpu_affinity[0].host_cpus[0]: expected an integer" },
+    { "{'cpu_affinity':[{'vcpu':-1,'host_cpus':[1]}]}",
+      "cpu_affinity[0].vcpu: -1 is below the minimum of 0" },
+    { "{'cpu_affinity':[{'vcpu':4294967296,'host_cpus':[1]}]}",
+      "cpu_affinity[0].vcpu: 4294967296 is more than the limit of 31" },
+    { "{'cpu_affinity':[{'vcpu':0,'host_cpus':[0,-2]}]}",
+      "cpu_affinity[0].host_cpus[1]: -2 is below the minimum of 0" },
+    { "{'cpu_affinity':[{'vcpu':0,'host_cpus':[1e12]}]}",
+      "cpu_affinity[0].host_cpus[0]: 1000000000000 is more than the limit of 4095" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    assert_parse_fails (cases[i].doc, cases[i].message);
+}
+
+/* Validation, case by case: each refusal names the entry's field and the
+ * limit. */
+static void
+test_cpu_affinity_limits (void)
+{
+  static const struct {
+    guint       millicores;
+    guint       max_vcpus;
+    const char *affinity;
+    const char *message;     /* NULL: valid */
+  } cases[] = {
+    { 2000, 0, "[{'vcpu':0,'host_cpus':[1]},{'vcpu':1,'host_cpus':[0]}]", NULL },
+    { 1000, 0, "[{'vcpu':0,'host_cpus':[0,1,2,3,4095]}]", NULL },
+    /* Up to the vCPUs the machine has... */
+    { 2000, 0, "[{'vcpu':2,'host_cpus':[1]}]",
+      "cpu_affinity[0].vcpu: 2 is not one of the machine's vCPUs (0 to 1; max_vcpus gives room "
+      "for more)" },
+    { 1500, 0, "[{'vcpu':1,'host_cpus':[0]},{'vcpu':2,'host_cpus':[0]}]",
+      "cpu_affinity[1].vcpu: 2 is not one of the machine's vCPUs (0 to 1; max_vcpus gives room "
+      "for more)" },
+    /* ...or may be given: a hot-added vCPU is pinned as it comes. */
+    { 1000, 4, "[{'vcpu':3,'host_cpus':[1]}]", NULL },
+    { 1000, 4, "[{'vcpu':4,'host_cpus':[1]}]",
+      "cpu_affinity[0].vcpu: 4 is not one of the machine's vCPUs (0 to 3, max_vcpus included)" },
+    { 32000, 0, "[{'vcpu':31,'host_cpus':[0]}]", NULL },
+    /* Each vCPU once. */
+    { 2000, 0, "[{'vcpu':1,'host_cpus':[0]},{'vcpu':0,'host_cpus':[0]},{'vcpu':1,'host_cpus':[1]}]",
+      "cpu_affinity[2].vcpu: vCPU 1 is pinned already by cpu_affinity[0]" },
+    /* A set of distinct host CPUs, at least one, below the limit. */
+    { 2000, 0, "[{'vcpu':0,'host_cpus':[0]},{'vcpu':1,'host_cpus':[]}]",
+      "cpu_affinity[1].host_cpus: empty; give at least one host CPU (leave the vCPU out to let "
+      "it run on any)" },
+    { 2000, 0, "[{'vcpu':0,'host_cpus':[0]},{'vcpu':1,'host_cpus':[2,3,2]}]",
+      "cpu_affinity[1].host_cpus: CPU 2 is listed twice" },
+    { 1000, 0, "[{'vcpu':0,'host_cpus':[0,4096]}]",
+      "cpu_affinity[0].host_cpus: CPU 4096 is more than the limit of 4095" },
+    { 1000, 0, "[{'vcpu':0,'host_cpus':[4294967295]}]",
+      "cpu_affinity[0].host_cpus: CPU 4294967295 is more than the limit of 4095" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *doc = g_strdup_printf ("{'name':'web','kernel':'/k','cpu_millicores':%u,"
+                                              "'max_vcpus':%u,'cpu_affinity':%s}",
+                                              cases[i].millicores, cases[i].max_vcpus,
+                                              cases[i].affinity);
+      g_autoptr(MvSpec) spec = parse_ok (doc);
+
+      if (cases[i].message == NULL)
+        assert_valid (spec);
+      else
+        assert_invalid_message (spec, cases[i].message);
+    }
+}
+
+/* More entries than a machine has vCPUs, which no document with distinct
+ * vCPUs can reach, and a host CPU list longer than the host CPUs there
+ * can be, built directly. */
+static void
+test_cpu_affinity_lengths (void)
+{
+  g_autoptr(MvSpec) spec = base_spec ();
+  MvCpuAffinity *affinity;
+
+  spec->cpu_millicores = 32000;
+  for (guint v = 0; v <= MV_VCPUS_MAX; v++)
+    {
+      guint32 cpu = 0;
+
+      affinity = mv_cpu_affinity_new (v % MV_VCPUS_MAX);
+      g_array_append_val (affinity->host_cpus, cpu);
+      g_ptr_array_add (spec->cpu_affinity, affinity);
+    }
+  assert_invalid_message (spec, "cpu_affinity: 33 entries, more than the limit of 32 (one per "
+                          "vCPU)");
+  g_ptr_array_set_size (spec->cpu_affinity, MV_VCPUS_MAX);
+  assert_valid (spec);
+
+  g_ptr_array_set_size (spec->cpu_affinity, 1);
+  affinity = g_ptr_array_index (spec->cpu_affinity, 0);
+  g_array_set_size (affinity->host_cpus, 0);
+  for (guint32 cpu = 0; cpu < MV_HOST_CPUS_MAX; cpu++)
+    g_array_append_val (affinity->host_cpus, cpu);
+  assert_valid (spec);
+  {
+    guint32 again = 7;
+
+    g_array_append_val (affinity->host_cpus, again);
+  }
+  assert_invalid_message (spec, "cpu_affinity[0].host_cpus: 4097 CPUs, more than the limit of "
+                          "4096");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -3116,6 +3315,10 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/limits/boot", test_limit_boot);
   g_test_add_func ("/spec/limits/cpu", test_limit_cpu);
   g_test_add_func ("/spec/limits/memory", test_limit_memory);
+  g_test_add_func ("/spec/cpu-affinity/parse", test_cpu_affinity_parse);
+  g_test_add_func ("/spec/cpu-affinity/bad-documents", test_cpu_affinity_bad_documents);
+  g_test_add_func ("/spec/cpu-affinity/limits", test_cpu_affinity_limits);
+  g_test_add_func ("/spec/cpu-affinity/lengths", test_cpu_affinity_lengths);
   g_test_add_func ("/spec/limits/disks", test_limit_disks);
   g_test_add_func ("/spec/limits/readiness", test_limit_readiness);
   g_test_add_func ("/spec/limits/hostname", test_limit_hostname);

@@ -275,6 +275,116 @@ test_snapshot_restore (VmmFixture *fixture, gconstpointer data)
   vmm_restored_clear (&restored);
 }
 
+static GPtrArray *
+affinity_of (const guint32 pairs[][2], guint n)
+{
+  GPtrArray *affinity = mv_cpu_affinity_list_copy (NULL);
+
+  for (guint i = 0; i < n; i++)
+    {
+      MvCpuAffinity *a = mv_cpu_affinity_new (pairs[i][0]);
+
+      g_array_append_val (a->host_cpus, pairs[i][1]);
+      g_ptr_array_add (affinity, a);
+    }
+  return affinity;
+}
+
+/* cpus.affinity as compact JSON, "" if there is none. */
+static char *
+affinity_text (JsonObject *config)
+{
+  JsonObject *cpus = json_object_get_object_member (config, "cpus");
+  g_autoptr (JsonNode) node = NULL;
+
+  if (absent (cpus, "affinity"))
+    return g_strdup ("");
+  node = json_node_init_array (json_node_alloc (), json_object_get_array_member (cpus, "affinity"));
+  return json_to_string (node, FALSE);
+}
+
+static gboolean
+log_says (const char *socket_path, const char *text)
+{
+  g_autofree char *log = mv_vmm_log_path (socket_path);
+  g_autofree char *contents = NULL;
+
+  return g_file_get_contents (log, &contents, NULL, NULL) && strstr (contents, text);
+}
+
+/* The vCPUs' host CPUs go in cpus.affinity, which the VMM takes (the
+ * test VMM checks it as Cloud Hypervisor's types do and pins each vCPU
+ * thread as it starts it, a hot-added one too); a restored guest is
+ * pinned as the restore says, not as it was. */
+static void
+test_cpu_affinity (VmmFixture *fixture, gconstpointer data)
+{
+  static const guint32 pinned[][2] = { { 0, 1 }, { 1, 0 } };
+  static const guint32 repinned[][2] = { { 1, 1 } };
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonObject) config = NULL;
+  g_autofree char *text = NULL;
+  VmmRestored restored = { 0 };
+
+  g_ptr_array_unref (spec->cpu.affinity);
+  spec->cpu.affinity = affinity_of (pinned, G_N_ELEMENTS (pinned));
+  hv = starter->start_vm (starter, fixture->socket_path, spec, &vmm, &error);
+  g_assert_no_error (error);
+  g_assert_true (vmm_fixture_wait_console (fixture->console_path, "MICROVMD-GUEST-READY",
+                                           VMM_FIXTURE_CONSOLE_TIMEOUT_MS));
+  config = vm_config (fixture->socket_path);
+  text = affinity_text (config);
+  g_assert_cmpstr (text, ==, "[{\"vcpu\":0,\"host_cpus\":[1]},{\"vcpu\":1,\"host_cpus\":[0]}]");
+  /* The boot vCPU is pinned; the second as a resize adds it. */
+  g_assert_true (log_says (fixture->socket_path, "vCPU 0 runs on host CPUs [1]"));
+  g_assert_false (log_says (fixture->socket_path, "vCPU 1 runs"));
+  g_assert_true (hv->resize_vm_cpu (hv, 2, &error));
+  g_assert_no_error (error);
+  g_assert_true (log_says (fixture->socket_path, "vCPU 1 runs on host CPUs [0]"));
+  /* Cloud Hypervisor pins its own threads: nothing for the daemon to do. */
+  g_assert_null (hv->pin_vcpus);
+
+  restored.spec.cpu_affinity = affinity_of (repinned, G_N_ELEMENTS (repinned));
+  vmm_fixture_snapshot_restore (fixture, starter, hv, vmm, &restored);
+  g_clear_pointer (&config, json_object_unref);
+  g_clear_pointer (&text, g_free);
+  config = vm_config (restored.socket_path);
+  text = affinity_text (config);
+  g_assert_cmpstr (text, ==, "[{\"vcpu\":1,\"host_cpus\":[1]}]");
+  vmm_fixture_resume_restored (&restored);
+  vmm_restored_clear (&restored);
+}
+
+/* A guest restored without pinning is not pinned as its snapshot was. */
+static void
+test_cpu_affinity_restored_without (VmmFixture *fixture, gconstpointer data)
+{
+  static const guint32 pinned[][2] = { { 0, 1 } };
+  g_autoptr (MvStarter) starter = vmm_fixture_starter ("cloud-hypervisor");
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonObject) config = NULL;
+  g_autofree char *text = NULL;
+  VmmRestored restored = { 0 };
+
+  g_ptr_array_unref (spec->cpu.affinity);
+  spec->cpu.affinity = affinity_of (pinned, G_N_ELEMENTS (pinned));
+  hv = starter->start_vm (starter, fixture->socket_path, spec, &vmm, &error);
+  g_assert_no_error (error);
+  vmm_fixture_snapshot_restore (fixture, starter, hv, vmm, &restored);
+  config = vm_config (restored.socket_path);
+  text = affinity_text (config);
+  g_assert_cmpstr (text, ==, "");
+  vmm_fixture_resume_restored (&restored);
+  vmm_restored_clear (&restored);
+}
+
 static void
 test_errors (VmmFixture *fixture, gconstpointer data)
 {
@@ -437,6 +547,8 @@ main (int argc, char **argv)
   VMM_TEST ("/chv/net-limits-differ", test_net_limits_differ);
   VMM_TEST ("/chv/shutdown-and-connect", test_shutdown);
   VMM_TEST ("/chv/snapshot-restore", test_snapshot_restore);
+  VMM_TEST ("/chv/cpu-affinity", test_cpu_affinity);
+  VMM_TEST ("/chv/cpu-affinity-restored-without", test_cpu_affinity_restored_without);
   VMM_TEST ("/chv/errors", test_errors);
   VMM_TEST ("/chv/not-created", test_not_created);
   VMM_TEST ("/chv/stale-socket", test_stale_socket);

@@ -179,6 +179,24 @@ test_lifecycle (VmmFixture *fixture, gconstpointer data)
   g_assert_false (caps.cpu_affinity);
   g_assert_false (caps.gpu_passthrough);
   g_assert_true (caps.hotplug_memory && caps.snapshot && caps.pause && caps.vsock);
+  /* A VM spec that pins vCPUs is refused before anything starts. */
+  {
+    g_autoptr (MvVmSpec) pinned = vmm_fixture_spec (fixture);
+    g_autoptr (MvCpuAffinity) affinity = mv_cpu_affinity_new (0);
+    guint32 cpu = 0;
+
+    g_array_append_val (affinity->host_cpus, cpu);
+    g_ptr_array_add (pinned->cpu.affinity, g_steal_pointer (&affinity));
+    g_assert_false (starter->check (starter, fixture->socket_path, pinned, &error));
+    g_assert_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED);
+    g_assert_cmpstr (error->message, ==, "cpu_affinity: Firecracker cannot pin vCPUs to host CPUs");
+    g_clear_error (&error);
+    g_assert_null (starter->start_vm (starter, fixture->socket_path, pinned, &vmm, &error));
+    g_assert_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED);
+    g_clear_error (&error);
+    g_assert_null (vmm);
+    g_assert_false (g_file_test (fixture->socket_path, G_FILE_TEST_EXISTS));
+  }
 
   hv = vmm_fixture_boot (fixture, starter, &vmm);
   vmm_fixture_assert_state (hv, MV_VM_STATE_RUNNING);

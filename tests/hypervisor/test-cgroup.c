@@ -101,6 +101,14 @@ test_v2 (void)
   touch (group, "cpu.stat", "user_usec 5\nusage_usec 1234\nsystem_usec 6\n");
   g_assert_true (mv_cgroups_cpu_usage (cgroups, ID, &ns));
   g_assert_cmpuint (ns, ==, 1234000);
+
+  /* The CPUs the VMMs' parent group may use, once it has a cpuset. */
+  g_clear_pointer (&text, g_free);
+  text = mv_cgroups_cpuset (cgroups);
+  g_assert_null (text);
+  touch (parent, "cpuset.cpus.effective", "0-3,6\n");
+  text = mv_cgroups_cpuset (cgroups);
+  g_assert_cmpstr (text, ==, "0-3,6");
   remove_tree (fs);
 }
 
@@ -156,6 +164,8 @@ test_v1 (void)
   g_assert_true (mv_cgroups_cpu_usage (cgroups, ID, &ns));
   g_assert_cmpuint (ns, ==, 987654321);
   g_assert_false (mv_cgroups_cpu_usage (cgroups, "another", &ns));
+  /* v1 VMMs stay in the daemon's cpuset: nothing more narrows their CPUs. */
+  g_assert_null (mv_cgroups_cpuset (cgroups));
 
   /* An absolute root starts at each hierarchy's own. */
   absolute = mv_cgroups_new (fs, self, "/vmms/microvmd", 32 * MiB, 64);

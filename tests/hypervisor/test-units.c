@@ -543,6 +543,13 @@ test_vm_spec_json (void)
   spec->console.path = g_strdup ("console.log");
   spec->agent.kind = MV_AGENT_CHANNEL_SERIAL;
   spec->agent.socket_path = g_strdup ("agent.sock");
+  {
+    MvCpuAffinity *pin = mv_cpu_affinity_new (3);
+    guint32 cpus[] = { 5, 1 };
+
+    g_array_append_vals (pin->host_cpus, cpus, G_N_ELEMENTS (cpus));
+    g_ptr_array_add (spec->cpu.affinity, pin);
+  }
 
   node = mv_vm_spec_to_node (spec);
   back = mv_vm_spec_from_node (node, &error);
@@ -552,6 +559,19 @@ test_vm_spec_json (void)
   g_assert_cmpstr (back->boot.initrd_path, ==, "initrd.img");
   g_assert_cmpuint (back->cpu.count, ==, 2);
   g_assert_cmpuint (back->cpu.max_count, ==, 4);
+  g_assert_cmpuint (back->cpu.affinity->len, ==, 1);
+  {
+    const MvCpuAffinity *pin = back->cpu.affinity->pdata[0];
+    g_autoptr (MvVmSpec) copy = mv_vm_spec_copy (back);
+
+    g_assert_cmpuint (pin->vcpu, ==, 3);
+    g_assert_cmpuint (pin->host_cpus->len, ==, 2);
+    g_assert_cmpuint (g_array_index (pin->host_cpus, guint32, 0), ==, 5);
+    g_assert_cmpuint (g_array_index (pin->host_cpus, guint32, 1), ==, 1);
+    /* A copy's list is its own. */
+    g_assert_true (copy->cpu.affinity != back->cpu.affinity);
+    g_assert_cmpuint (copy->cpu.affinity->len, ==, 1);
+  }
   g_assert_cmpuint (back->memory.size_bytes, ==, 256 * MiB);
   g_assert_cmpuint (back->memory.hotplug_bytes, ==, 128 * MiB);
   g_assert_cmpuint (back->disks->len, ==, 2);

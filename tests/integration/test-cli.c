@@ -214,6 +214,47 @@ test_errors (CliFixture *f, gconstpointer data)
   g_assert_cmpint (ctl (f, &out, &err, "frobnicate", NULL), ==, 2);
 }
 
+/* A spec file's cpu_affinity is shown where the spec is, and a bad one
+ * is refused with the entry's field named. */
+static void
+test_cpu_affinity (CliFixture *f, gconstpointer data)
+{
+  g_autofree char *out = NULL, *err = NULL;
+  g_autofree char *file = g_build_filename (mv_test_env_dir (f->env), "pinned.json", NULL);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  JsonObject *spec;
+  JsonArray *affinity;
+
+  g_assert_true (g_file_set_contents (file,
+    "{\"name\":\"pinned\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\","
+    "\"cpu_millicores\":2000,\"cpu_affinity\":[{\"vcpu\":1,\"host_cpus\":[0]},"
+    "{\"vcpu\":0,\"host_cpus\":[1]}]}", -1, NULL));
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", file, NULL), ==, 0);
+
+  g_assert_cmpint (ctl (f, &out, &err, "show", "pinned", NULL), ==, 0);
+  g_assert_nonnull (strstr (out, "\"cpu_affinity\""));
+  g_assert_nonnull (strstr (out, "\"host_cpus\""));
+  g_assert_cmpint (ctl (f, &out, &err, "--json", "show", "pinned", NULL), ==, 0);
+  g_assert_true (json_parser_load_from_data (parser, out, -1, NULL));
+  spec = json_object_get_object_member (json_node_get_object (json_parser_get_root (parser)),
+                                        "spec");
+  affinity = json_object_get_array_member (spec, "cpu_affinity");
+  g_assert_cmpuint (json_array_get_length (affinity), ==, 2);
+  g_assert_cmpint (json_object_get_int_member (json_array_get_object_element (affinity, 0),
+                                               "vcpu"), ==, 1);
+  g_assert_cmpint (json_array_get_int_element (
+                     json_object_get_array_member (json_array_get_object_element (affinity, 1),
+                                                   "host_cpus"), 0), ==, 1);
+
+  g_assert_true (g_file_set_contents (file,
+    "{\"name\":\"unpinnable\",\"hypervisor_type\":\"test\",\"kernel\":\"/k\","
+    "\"cpu_millicores\":2000,\"cpu_affinity\":[{\"vcpu\":5,\"host_cpus\":[0]}]}", -1, NULL));
+  g_assert_cmpint (ctl (f, &out, &err, "create", "-f", file, NULL), ==, 1);
+  g_assert_nonnull (strstr (err, MV_BUS_ERROR_INVALID_ARGUMENT));
+  g_assert_nonnull (strstr (err, "cpu_affinity[0].vcpu: 5 is not one of the machine's vCPUs"));
+  g_assert_cmpint (ctl (f, &out, &err, "delete", "pinned", NULL), ==, 0);
+}
+
 static void
 test_resume_of_standby (CliFixture *f, gconstpointer data)
 {
@@ -517,6 +558,8 @@ main (int argc, char **argv)
   g_test_add ("/cli/volumes", CliFixture, NULL, cli_fixture_setup, test_volumes, cli_fixture_teardown);
   g_test_add ("/cli/show-update-keeps-secrets", CliFixture, NULL, cli_fixture_setup,
               test_show_update_keeps_secrets, cli_fixture_teardown);
+  g_test_add ("/cli/cpu-affinity", CliFixture, NULL, cli_fixture_setup, test_cpu_affinity,
+              cli_fixture_teardown);
   g_test_add ("/cli/resume-of-standby", CliFixture, NULL, cli_fixture_setup, test_resume_of_standby, cli_fixture_teardown);
   g_test_add ("/cli/console", CliFixture, NULL, cli_fixture_setup, test_console, cli_fixture_teardown);
   g_test_add ("/cli/show-invalid-record", CliFixture, BROKEN_RECORD, cli_fixture_setup, test_show_invalid_record, cli_fixture_teardown);

@@ -5,8 +5,10 @@
  * actions, 200 with JSON for vmm.ping, vm.info and vm.counters, errors as a
  * JSON array of strings (the error chain, outermost first), 404 before a VM
  * is created, 500 for a call the VM's state does not allow, lenient JSON
- * (unknown fields ignored). The guest is simulated (fake-guest.c). Test
- * code only: never installed.
+ * (unknown fields ignored). The guest is simulated (fake-guest.c); its
+ * vCPUs are not threads, but cpus.affinity is checked as the real one's
+ * types check it and each vCPU's pinning is logged as it would be done
+ * (start_vcpus()). Test code only: never installed.
  *
  * The version it reports is $MICROVMD_FAKE_VERSION, or the one its name
  * ends in (fake_vmm_version()), by default 53.0.0.
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sched.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -47,8 +50,15 @@ static const FakeField payload_fields[] = {
   { "kernel", &fake_opt_str }, { "cmdline", &fake_opt_str }, { "initramfs", &fake_opt_str },
   { "firmware", &fake_opt_str }, { NULL } };
 static const FakeType payload = FAKE_LENIENT_OF ("PayloadConfig", payload_fields);
+/* CpuAffinity: each vCPU thread is pinned to its host CPUs as it starts. */
+static const FakeType host_cpus = FAKE_LIST_OF (&fake_usize);
+static const FakeField cpu_affinity_fields[] = {
+  { "vcpu", &fake_u32, TRUE }, { "host_cpus", &host_cpus, TRUE }, { NULL } };
+static const FakeType cpu_affinity = FAKE_LENIENT_OF ("CpuAffinity", cpu_affinity_fields);
+static const FakeType opt_cpu_affinities = FAKE_OPT_LIST_OF (&cpu_affinity);
 static const FakeField cpus_fields[] = {
-  { "boot_vcpus", &fake_u8, TRUE }, { "max_vcpus", &fake_u8, TRUE }, { NULL } };
+  { "boot_vcpus", &fake_u8, TRUE }, { "max_vcpus", &fake_u8, TRUE },
+  { "affinity", &opt_cpu_affinities }, { NULL } };
 static const FakeType opt_cpus = FAKE_OPT_LENIENT_OF ("CpusConfig", cpus_fields);
 static const char *const hotplug_methods[] = { "Acpi", "VirtioMem", NULL };
 static const FakeType hotplug_method = FAKE_ENUM_OF ("HotplugMethod", hotplug_methods);
@@ -368,6 +378,53 @@ open_console (JsonObject *config)
   return -1;
 }
 
+/* Starts vCPUs @from to @to - 1 as Cloud Hypervisor does: each thread
+ * pins itself to the host CPUs cpus.affinity lists for it (the last entry
+ * for a vCPU listed twice, entries past max_vcpus unused). A set the
+ * process may not run on fails in that thread alone, which logs it and
+ * ends: the VM goes on without that vCPU. Nothing runs here; the log says
+ * what was done. */
+static void
+start_vcpus (Chv *chv, gint64 from, gint64 to)
+{
+  JsonArray *affinity = fake_json_arr (fake_json_obj (chv->config, "cpus"), "affinity");
+  cpu_set_t allowed;
+
+  CPU_ZERO (&allowed);
+  if (sched_getaffinity (0, sizeof allowed, &allowed) < 0)
+    CPU_ZERO (&allowed);
+  for (gint64 vcpu = from; vcpu < to; vcpu++)
+    {
+      JsonArray *cpus = NULL;
+      g_autoptr (GString) list = g_string_new (NULL);
+      gboolean usable = FALSE;
+
+      for (guint i = 0; affinity && i < json_array_get_length (affinity); i++)
+        {
+          JsonObject *entry = json_array_get_object_element (affinity, i);
+
+          if (fake_json_int (entry, "vcpu") == vcpu)
+            cpus = fake_json_arr (entry, "host_cpus");
+        }
+      if (!cpus)
+        continue;
+      for (guint j = 0; j < json_array_get_length (cpus); j++)
+        {
+          gint64 cpu = json_array_get_int_element (cpus, j);
+
+          g_string_append_printf (list, "%s%" G_GINT64_FORMAT, list->len ? ", " : "", cpu);
+          if (cpu < CPU_SETSIZE && CPU_ISSET (cpu, &allowed))
+            usable = TRUE;
+        }
+      if (usable)
+        fake_log_info (&chv->log, "vCPU %" G_GINT64_FORMAT " runs on host CPUs [%s]", vcpu,
+                       list->str);
+      else
+        fake_log_error (&chv->log, "Failed scheduling the vCPU %" G_GINT64_FORMAT " on the "
+                        "expected CPU set: Invalid argument (os error 22)", vcpu);
+    }
+}
+
 /* Brings the configured VM up; NULL, or the error chain under the
  * caller's own outermost message. */
 static GPtrArray *
@@ -455,6 +512,7 @@ start_guest (Chv *chv, JsonObject *guest_state, gboolean paused)
     fake_guest_take_console_input (chv->guest, STDIN_FILENO);
   if (chv->vsock)
     fake_vsock_start (chv->vsock, chv->guest);
+  start_vcpus (chv, 0, fake_json_int (fake_json_obj (chv->config, "cpus"), "boot_vcpus"));
   fake_guest_start (chv->guest, paused);
   chv->state = paused ? "Paused" : "Running";
   return NULL;
@@ -720,7 +778,13 @@ resize (Chv *chv, const FakeRequest *request, FakeResponse *response)
       json_object_set_int_member (memory, "hotplugged_size", ram - size);
     }
   if (!fake_json_is_null (r, "desired_vcpus"))
-    json_object_set_int_member (cpus, "boot_vcpus", fake_json_int (r, "desired_vcpus"));
+    {
+      gint64 had = fake_json_int (cpus, "boot_vcpus");
+
+      json_object_set_int_member (cpus, "boot_vcpus", fake_json_int (r, "desired_vcpus"));
+      if (chv->guest)
+        start_vcpus (chv, had, fake_json_int (r, "desired_vcpus"));
+    }
   fake_response_status (response, 204);
 }
 
