@@ -1,0 +1,235 @@
+// Drives microvmd's Cockpit page in headless Chromium (Debian's, through
+// playwright-core) for test-cockpit.c, which has started the daemon, the
+// bus, polkitd and cockpit-ws. One scenario per run:
+//
+//   node browser.mjs machine    a machine's life in the page
+//   node browser.mjs thousand   a list of 1,000 machines following a change
+//
+// Environment: MV_COCKPIT_URL (the page), MV_NODE_MODULES (where npm put
+// playwright-core), MV_ARTIFACTS (screenshots), MV_MICROVMCTL,
+// MV_BROWSER_PROFILE (a fresh Chromium profile), and per scenario
+// MV_SPEC_FILE and MV_KERNEL. Exits 0 when every check passed.
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const env = name => {
+    const v = process.env[name];
+    if (!v)
+        throw new Error(`${name} is not set`);
+    return v;
+};
+
+const require = createRequire(path.join(env('MV_NODE_MODULES'), 'driver.cjs'));
+const { chromium } = require('playwright-core');
+const run = promisify(execFile);
+
+const CHROMIUM = process.env.MV_CHROMIUM || '/usr/bin/chromium';
+const artifacts = env('MV_ARTIFACTS');
+const started = Date.now();
+
+function log(...args) {
+    const t = ((Date.now() - started) / 1000).toFixed(1);
+    console.log(`[${t}s]`, ...args);
+}
+
+function check(condition, message) {
+    if (!condition)
+        throw new Error(`check failed: ${message}`);
+}
+
+async function microvmctl(...args) {
+    const { stdout } = await run(env('MV_MICROVMCTL'), args, { env: process.env });
+    return stdout;
+}
+
+// The daemon's own idea of a machine's state, for comparing with the page.
+async function daemonState(name) {
+    const machines = JSON.parse(await microvmctl('--json', 'list'));
+    return machines.find(m => m.name === name)?.state;
+}
+
+async function launch() {
+    const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+            '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+            '--disable-background-networking', '--disable-component-update', '--disable-sync',
+            `--user-data-dir=${env('MV_BROWSER_PROFILE')}`,
+        ],
+    });
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, locale: 'en-US' });
+    const page = await context.newPage();
+    page.on('pageerror', err => log('page error:', err.message));
+    page.on('console', msg => {
+        if (msg.type() === 'error' || msg.type() === 'warning')
+            log(`page console ${msg.type()}:`, msg.text());
+    });
+    return { browser, page };
+}
+
+async function open(page) {
+    await page.goto(env('MV_COCKPIT_URL'));
+    // Marks this document: a reload would lose it.
+    await page.evaluate(() => { window.mvNotReloaded = true });
+}
+
+async function notReloaded(page) {
+    check(await page.evaluate(() => window.mvNotReloaded === true), 'the page was not reloaded');
+}
+
+const row = (page, name) => page.locator(`tr.mv-machine-row[data-machine="${name}"]`);
+
+async function screenshot(page, name) {
+    const file = path.join(artifacts, name);
+    await page.screenshot({ path: file, fullPage: true });
+    log('screenshot:', file);
+}
+
+// ---- a machine's life ----
+
+async function machineScenario(page) {
+    await open(page);
+    await page.locator('text=No machines').waitFor({ timeout: 20000 });
+    check(await page.locator('#mv-connection-error').count() === 0, 'the daemon is reached');
+
+    // Created from outside; the list follows without a reload.
+    await microvmctl('create', '-f', env('MV_SPEC_FILE'));
+    log('created "web" with microvmctl');
+    await row(page, 'web').locator('[data-state="Stopped"]').waitFor({ timeout: 10000 });
+    await notReloaded(page);
+    check((await row(page, 'web').locator('.mv-hypervisor').innerText()) === 'cloud-hypervisor',
+          'the list shows the hypervisor');
+    check((await row(page, 'web').locator('.mv-memory').innerText()) === '256 MiB', 'the list shows the memory');
+    check((await row(page, 'web').locator('.mv-vcpus').innerText()) === '1', 'the list shows the vCPUs');
+    await screenshot(page, 'machine-list.png');
+
+    // Its page; Start from the page's button, the state follows.
+    await row(page, 'web').locator('.mv-name button').click();
+    await page.locator('#mv-machine-name', { hasText: 'web' }).waitFor();
+    await page.locator('#mv-properties [data-property="Labels"]', { hasText: 'tier=front' }).waitFor();
+    await page.locator('#mv-action-start').click();
+    await page.locator('#mv-machine-state [data-state="Running"]').waitFor({ timeout: 30000 });
+    check(await daemonState('web') === 'Running', 'the daemon says Running too');
+    log('started from the page');
+
+    // The console: the boot output, then a typed command's answer.
+    await page.locator('#mv-tab-console').click();
+    const terminal = page.locator('#mv-terminal .xterm-rows');
+    await terminal.filter({ hasText: 'Linux version' }).waitFor({ timeout: 15000 });
+    await page.locator('#mv-console-status[data-status="connected"]').waitFor({ timeout: 15000 });
+    await page.locator('#mv-terminal').click();
+    // Typed until the guest answers: the first keys may go out before
+    // microvmctl holds the console.
+    let answered = false;
+    for (let attempt = 0; attempt < 10 && !answered; attempt++) {
+        await page.keyboard.type('echo COCKPIT-$((6*7))');
+        await page.keyboard.press('Enter');
+        try {
+            await terminal.filter({ hasText: 'COCKPIT-42' }).waitFor({ timeout: 3000 });
+            answered = true;
+        } catch (e) {
+            log('no answer yet; typing again');
+        }
+    }
+    check(answered, 'the guest answered the typed command on the console');
+    log('the console answered');
+    await screenshot(page, 'machine-console.png');
+
+    // The console log, followed.
+    await page.locator('#mv-tab-logs').click();
+    await page.locator('#mv-logs', { hasText: 'Linux version' }).waitFor({ timeout: 10000 });
+    await page.locator('#mv-logs', { hasText: 'COCKPIT-42' }).waitFor({ timeout: 10000 });
+
+    // Stop, confirmed first.
+    await page.locator('#mv-action-stop').click();
+    await page.locator('.mv-confirm-button').click();
+    await page.locator('#mv-machine-state [data-state="Stopped"]').waitFor({ timeout: 30000 });
+    check(await daemonState('web') === 'Stopped', 'the daemon says Stopped too');
+    log('stopped from the page');
+    await page.locator('#mv-tab-overview, button:has-text("Overview")').first().click();
+    await screenshot(page, 'machine-page.png');
+
+    // The create dialog shows the daemon's refusal on the field it names.
+    await page.goto(env('MV_COCKPIT_URL'));
+    await row(page, 'web').waitFor();
+    await page.locator('#mv-create').click();
+    await page.locator('#mv-create-name').fill('tiny');
+    await page.locator('#mv-create-kernel').fill(env('MV_KERNEL'));
+    await page.locator('#mv-create-cpu_millicores').fill('50');
+    await page.locator('#mv-create-submit').click();
+    const fieldError = page.locator('.mv-field-error[data-field="cpu_millicores"]');
+    await fieldError.waitFor({ timeout: 10000 });
+    const message = await fieldError.innerText();
+    log('the dialog says:', message);
+    check(message.startsWith('cpu_millicores:') && message.includes('100'),
+          `the field shows the daemon's message naming cpu_millicores and its limit (${message})`);
+    check(await page.locator('#mv-create-cpu_millicores[aria-invalid="true"]').count() === 1,
+          'the field is marked invalid');
+    await screenshot(page, 'create-dialog-error.png');
+    const list = JSON.parse(await microvmctl('--json', 'list'));
+    check(!JSON.stringify(list).includes('"tiny"'), 'nothing was created');
+}
+
+// ---- a thousand machines ----
+
+async function thousandScenario(page) {
+    const t0 = Date.now();
+    await open(page);
+    await page.locator('.mv-count[data-count="1000"]').waitFor({ timeout: 60000 });
+    const rows = await page.locator('tr.mv-machine-row').count();
+    const shown = Date.now() - t0;
+    log(`1000 machines listed, ${rows} rows, ${shown} ms after the page was asked for`);
+    check(rows === 1000, `1000 rows (${rows})`);
+    await screenshot(page, 'thousand.png');
+
+    // Long tasks on the page's main thread from now on.
+    await page.evaluate(() => {
+        window.mvLongTasks = [];
+        new PerformanceObserver(list => {
+            for (const e of list.getEntries())
+                window.mvLongTasks.push(e.duration);
+        }).observe({ type: 'longtask' });
+    });
+
+    const name = 'machine-0500';
+    const t1 = Date.now();
+    await microvmctl('start', name);
+    await row(page, name).locator('[data-state="Running"]').waitFor({ timeout: 10000 });
+    log(`the list showed ${name} Running ${Date.now() - t1} ms after microvmctl start returned`);
+    await notReloaded(page);
+    check(await row(page, 'machine-0499').locator('[data-state="Stopped"]').count() === 1,
+          'its neighbours are still Stopped');
+    await microvmctl('stop', name);
+    await row(page, name).locator('[data-state="Stopped"]').waitFor({ timeout: 10000 });
+
+    const longTasks = await page.evaluate(() => window.mvLongTasks);
+    const longest = Math.max(0, ...longTasks);
+    log(`long tasks while following: ${longTasks.length}, longest ${longest.toFixed(0)} ms`);
+    check(longest < 500, `no long stall while following a change (${longest} ms)`);
+}
+
+const scenarios = { machine: machineScenario, thousand: thousandScenario };
+
+async function main() {
+    const scenario = scenarios[process.argv[2]];
+    if (!scenario) {
+        console.error(`usage: node browser.mjs ${Object.keys(scenarios).join('|')}`);
+        process.exit(2);
+    }
+    const { browser, page } = await launch();
+    try {
+        await scenario(page);
+        log(`${process.argv[2]}: passed`);
+    } catch (e) {
+        log(`${process.argv[2]}: FAILED: ${e.message}`);
+        await screenshot(page, `failed-${process.argv[2]}.png`).catch(() => {});
+        process.exitCode = 1;
+    } finally {
+        await browser.close();
+    }
+}
+
+await main();
