@@ -4,7 +4,8 @@
 # again only when the lock file changes.
 #   npm-ci.sh PACKAGE_JSON PACKAGE_LOCK DIR STAMP
 set -eu
-package=$1 lock=$2 dir=$3 stamp=$4
+package=$1 lock=$2 dir=$3
+stamp="$(cd "$(dirname "$4")" && pwd)/$(basename "$4")"
 cp "$package" "$dir/package.json"
 cp "$lock" "$dir/package-lock.json"
 cd "$dir"

@@ -40,7 +40,8 @@ function useCpuUse() {
                             percents.set(id, p);
                     }
                     previous.current = next;
-                    setUse(percents);
+                    // Nothing runs: nothing to redraw.
+                    setUse(current => current.size === 0 && percents.size === 0 ? current : percents);
                 })
                 .catch(() => {});
     }, STATS_INTERVAL_MS, []);

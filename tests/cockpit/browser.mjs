@@ -51,23 +51,24 @@ async function daemonState(name) {
 }
 
 async function launch() {
-    const browser = await chromium.launch({
+    // A fresh profile of the test's own.
+    const context = await chromium.launchPersistentContext(env('MV_BROWSER_PROFILE'), {
         executablePath: CHROMIUM,
         headless: true,
         args: [
             '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
             '--disable-background-networking', '--disable-component-update', '--disable-sync',
-            `--user-data-dir=${env('MV_BROWSER_PROFILE')}`,
         ],
+        viewport: { width: 1400, height: 900 },
+        locale: 'en-US',
     });
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, locale: 'en-US' });
-    const page = await context.newPage();
+    const page = context.pages()[0] || await context.newPage();
     page.on('pageerror', err => log('page error:', err.message));
     page.on('console', msg => {
         if (msg.type() === 'error' || msg.type() === 'warning')
             log(`page console ${msg.type()}:`, msg.text());
     });
-    return { browser, page };
+    return { browser: context, page };
 }
 
 async function open(page) {
@@ -80,11 +81,12 @@ async function notReloaded(page) {
     check(await page.evaluate(() => window.mvNotReloaded === true), 'the page was not reloaded');
 }
 
+const tab = (page, name) => page.getByRole('tab', { name, exact: true });
 const row = (page, name) => page.locator(`tr.mv-machine-row[data-machine="${name}"]`);
 
-async function screenshot(page, name) {
+async function screenshot(page, name, fullPage = true) {
     const file = path.join(artifacts, name);
-    await page.screenshot({ path: file, fullPage: true });
+    await page.screenshot({ path: file, fullPage });
     log('screenshot:', file);
 }
 
@@ -116,7 +118,7 @@ async function machineScenario(page) {
     log('started from the page');
 
     // The console: the boot output, then a typed command's answer.
-    await page.locator('#mv-tab-console').click();
+    await tab(page, 'Console').click();
     const terminal = page.locator('#mv-terminal .xterm-rows');
     await terminal.filter({ hasText: 'Linux version' }).waitFor({ timeout: 15000 });
     await page.locator('#mv-console-status[data-status="connected"]').waitFor({ timeout: 15000 });
@@ -139,7 +141,7 @@ async function machineScenario(page) {
     await screenshot(page, 'machine-console.png');
 
     // The console log, followed.
-    await page.locator('#mv-tab-logs').click();
+    await tab(page, 'Logs').click();
     await page.locator('#mv-logs', { hasText: 'Linux version' }).waitFor({ timeout: 10000 });
     await page.locator('#mv-logs', { hasText: 'COCKPIT-42' }).waitFor({ timeout: 10000 });
 
@@ -149,7 +151,7 @@ async function machineScenario(page) {
     await page.locator('#mv-machine-state [data-state="Stopped"]').waitFor({ timeout: 30000 });
     check(await daemonState('web') === 'Stopped', 'the daemon says Stopped too');
     log('stopped from the page');
-    await page.locator('#mv-tab-overview, button:has-text("Overview")').first().click();
+    await tab(page, 'Overview').click();
     await screenshot(page, 'machine-page.png');
 
     // The create dialog shows the daemon's refusal on the field it names.
@@ -183,7 +185,7 @@ async function thousandScenario(page) {
     const shown = Date.now() - t0;
     log(`1000 machines listed, ${rows} rows, ${shown} ms after the page was asked for`);
     check(rows === 1000, `1000 rows (${rows})`);
-    await screenshot(page, 'thousand.png');
+    await screenshot(page, 'thousand.png', false);
 
     // Long tasks on the page's main thread from now on.
     await page.evaluate(() => {

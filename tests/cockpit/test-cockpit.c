@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,10 +47,25 @@ build_dir (void)
   return dir;
 }
 
+/* Children of the test: a process group of their own (ended whole), and
+ * ended with the test if it dies first. */
 static void
-new_process_group (gpointer data)
+child_setup (gpointer data)
 {
   setpgid (0, 0);
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
+
+/* A file in the environment's directory for a child's output: a child
+ * holding the test's own output open would keep meson waiting. */
+static int
+log_file (CockpitFixture *f, const char *name)
+{
+  g_autofree char *path = g_build_filename (mv_test_env_dir (f->env), name, NULL);
+  int fd = open (path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+  g_assert_cmpint (fd, >=, 0);
+  return fd;
 }
 
 /* A loopback port that was free a moment ago. */
@@ -155,8 +171,11 @@ start_cockpit_ws (CockpitFixture *f)
       port = g_strdup_printf ("%u", f->port);
       const char *argv[] = { COCKPIT_WS, "--local-session=" COCKPIT_BRIDGE, "--port", port,
                              "--address", "127.0.0.1", NULL };
-      g_assert_true (g_spawn_async (NULL, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD,
-                                    new_process_group, NULL, &f->ws_pid, &error));
+      int out = log_file (f, "cockpit-ws.log");
+
+      g_assert_true (g_spawn_async_with_fds (NULL, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD,
+                                             child_setup, NULL, &f->ws_pid, -1, out, out, &error));
+      close (out);
       deadline = g_get_monotonic_time () + WAIT_MS * G_TIME_SPAN_MILLISECOND;
       while (!port_answers (f->port) && !exited (f->ws_pid) && g_get_monotonic_time () < deadline)
         g_usleep (20000);
@@ -189,15 +208,15 @@ start_monitor (CockpitFixture *f)
   g_assert_cmpint (out, >=, 0);
   g_assert_true (g_spawn_async_with_fds (NULL, (char **) argv, NULL,
                                          G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD,
-                                         new_process_group, NULL, &f->monitor_pid, -1, out, out,
+                                         child_setup, NULL, &f->monitor_pid, -1, out, out,
                                          &error));
   close (out);
-  /* It has become a monitor once it says so. */
+  /* It has become a monitor once it has lost its own name (it says so). */
   for (guint i = 0; i < 500; i++)
     {
       g_autofree char *text = NULL;
 
-      if (g_file_get_contents (f->monitor_log, &text, NULL, NULL) && strstr (text, "BecomeMonitor"))
+      if (g_file_get_contents (f->monitor_log, &text, NULL, NULL) && strstr (text, "member=NameLost"))
         return;
       g_usleep (10000);
     }
