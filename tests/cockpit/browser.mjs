@@ -4,6 +4,7 @@
 //
 //   node browser.mjs machine    a machine's life in the page
 //   node browser.mjs thousand   a list of 1,000 machines following a change
+//   node browser.mjs limited    a user polkit gives nothing
 //
 // Environment: MV_COCKPIT_URL (the page), MV_NODE_MODULES (where npm put
 // playwright-core), MV_ARTIFACTS (screenshots), MV_MICROVMCTL,
@@ -213,7 +214,34 @@ async function thousandScenario(page) {
     check(longest < 500, `no long stall while following a change (${longest} ms)`);
 }
 
-const scenarios = { machine: machineScenario, thousand: thousandScenario };
+// ---- limited access ----
+
+async function limitedScenario(page) {
+    await open(page);
+    await row(page, 'guarded').locator('[data-state="Stopped"]').waitFor({ timeout: 20000 });
+    // Cockpit's limited access mode, said and offered to change.
+    const alert = page.locator('.mv-limited-access');
+    await alert.waitFor({ timeout: 10000 });
+    check((await alert.innerText()).includes('limited access mode'), 'the page says it runs in limited access mode');
+
+    await row(page, 'guarded').locator('.mv-name button').click();
+    await page.locator('#mv-action-start').click();
+    const error = page.locator('.mv-error');
+    await error.waitFor({ timeout: 20000 });
+    const text = await error.innerText();
+    log('the page says:', text.replace(/\n+/g, ' | '));
+    check(text.includes('Not permitted to perform this action.'), 'the refusal is shown as one');
+    check(await error.locator('.mv-superuser-button').count() === 1, 'the refusal offers administrative access');
+    check(await daemonState('guarded') === 'Stopped', 'the machine was not started');
+    check(await page.locator('#mv-machine-state [data-state="Stopped"]').count() === 1, 'the page shows it Stopped');
+    await screenshot(page, 'limited-access.png');
+
+    // The prompt itself.
+    await error.locator('.mv-superuser-button').click();
+    await page.getByRole('dialog', { name: 'Switch to administrative access' }).waitFor({ timeout: 10000 });
+}
+
+const scenarios = { machine: machineScenario, thousand: thousandScenario, limited: limitedScenario };
 
 async function main() {
     const scenario = scenarios[process.argv[2]];

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@ typedef struct {
   char      *url;
   GPid       monitor_pid;
   char      *monitor_log;
+  char      *nobody_dir;
 } CockpitFixture;
 
 static const char *
@@ -126,12 +128,11 @@ stop_group (GPid *pid)
  * looks first: $XDG_DATA_HOME/cockpit, the place for packages being
  * worked on, which Cockpit never caches. Nothing is installed on the
  * host. */
-static char *
-make_data_home (CockpitFixture *f)
+static void
+link_package (const char *data_home)
 {
   g_autofree char *package = g_build_filename (build_dir (), "cockpit", "microvmd", NULL);
   g_autofree char *manifest = g_build_filename (package, "manifest.json", NULL);
-  char *data_home = g_build_filename (mv_test_env_dir (f->env), "data", NULL);
   g_autofree char *cockpit_dir = g_build_filename (data_home, "cockpit", NULL);
   g_autofree char *link = g_build_filename (cockpit_dir, "microvmd", NULL);
 
@@ -139,41 +140,77 @@ make_data_home (CockpitFixture *f)
     g_error ("%s is not built: ninja -C %s", manifest, build_dir ());
   g_assert_cmpint (g_mkdir_with_parents (cockpit_dir, 0755), ==, 0);
   g_assert_cmpint (symlink (package, link), ==, 0);
-  return data_home;
 }
 
 /* cockpit-ws with a local session: the bridge it starts inherits this
  * environment, so it is on the test's bus (DBUS_SYSTEM_BUS_ADDRESS, set by
- * the environment) and finds the build tree's microvmctl first in PATH. */
+ * the environment) and finds the build tree's microvmctl first in PATH.
+ * The session is root's, or, @as_nobody, that of uid 65534, which polkit
+ * gives nothing without authentication (its home is a directory of its
+ * own outside the environment's, which only root may enter). */
 static void
-start_cockpit_ws (CockpitFixture *f)
+start_cockpit_ws (CockpitFixture *f, gboolean as_nobody)
 {
-  g_autofree char *data_home = make_data_home (f);
-  g_autofree char *home = g_build_filename (mv_test_env_dir (f->env), "home", NULL);
+  g_autofree char *session = NULL, *data_home = NULL, *home = NULL;
   g_autofree char *cli_dir = g_build_filename (build_dir (), "src", "cli", NULL);
   g_autofree char *path = g_strconcat (cli_dir, ":", g_getenv ("PATH"), NULL);
   g_auto (GStrv) envp = g_get_environ ();
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
 
+  if (as_nobody)
+    {
+      g_autoptr (GError) error = NULL;
+
+      session = g_dir_make_tmp ("microvmd-cockpit-XXXXXX", &error);
+      g_assert_no_error (error);
+      f->nobody_dir = g_strdup (session);
+    }
+  else
+    session = g_build_filename (mv_test_env_dir (f->env), "session", NULL);
+  data_home = g_build_filename (session, "data", NULL);
+  home = g_build_filename (session, "home", NULL);
   g_assert_cmpint (g_mkdir_with_parents (home, 0700), ==, 0);
+  link_package (data_home);
+  if (as_nobody)
+    {
+      const char *const dirs[] = { session, data_home, home, NULL };
+
+      g_assert_cmpint (chmod (session, 0755), ==, 0);
+      for (guint i = 0; dirs[i]; i++)
+        g_assert_cmpint (chown (dirs[i], 65534, 65534), ==, 0);
+      g_ptr_array_add (argv, "setpriv");
+      g_ptr_array_add (argv, "--reuid=65534");
+      g_ptr_array_add (argv, "--regid=65534");
+      g_ptr_array_add (argv, "--clear-groups");
+      g_ptr_array_add (argv, "--");
+      envp = g_environ_setenv (envp, "USER", "nobody", TRUE);
+      envp = g_environ_setenv (envp, "LOGNAME", "nobody", TRUE);
+    }
   envp = g_environ_setenv (envp, "XDG_DATA_HOME", data_home, TRUE);
   envp = g_environ_setenv (envp, "HOME", home, TRUE);
   envp = g_environ_setenv (envp, "PATH", path, TRUE);
   envp = g_environ_setenv (envp, "XDG_RUNTIME_DIR", home, TRUE);
   envp = g_environ_unsetenv (envp, "G_DEBUG");
+  g_ptr_array_add (argv, COCKPIT_WS);
+  g_ptr_array_add (argv, "--local-session=" COCKPIT_BRIDGE);
+  g_ptr_array_add (argv, "--port");
+  g_ptr_array_add (argv, NULL);   /* the port, below */
+  g_ptr_array_add (argv, "--address");
+  g_ptr_array_add (argv, "127.0.0.1");
+  g_ptr_array_add (argv, NULL);
 
   for (guint attempt = 0; attempt < 5; attempt++)
     {
       g_autofree char *port = NULL;
       g_autoptr (GError) error = NULL;
       gint64 deadline;
+      int out = log_file (f, "cockpit-ws.log");
 
       f->port = free_port ();
       port = g_strdup_printf ("%u", f->port);
-      const char *argv[] = { COCKPIT_WS, "--local-session=" COCKPIT_BRIDGE, "--port", port,
-                             "--address", "127.0.0.1", NULL };
-      int out = log_file (f, "cockpit-ws.log");
-
-      g_assert_true (g_spawn_async_with_fds (NULL, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD,
+      argv->pdata[argv->len - 4] = port;
+      g_assert_true (g_spawn_async_with_fds (NULL, (char **) argv->pdata, envp,
+                                             G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD,
                                              child_setup, NULL, &f->ws_pid, -1, out, out, &error));
       close (out);
       deadline = g_get_monotonic_time () + WAIT_MS * G_TIME_SPAN_MILLISECOND;
@@ -240,6 +277,14 @@ teardown (CockpitFixture *f, gconstpointer data)
   client_delete_all (f->client);
   client_free (f->client);
   mv_test_env_free (f->env);
+  if (f->nobody_dir)
+    {
+      const char *argv[] = { "rm", "-rf", f->nobody_dir, NULL };
+
+      g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+                                   NULL, NULL, NULL, NULL));
+      g_free (f->nobody_dir);
+    }
   g_free (f->url);
   g_free (f->monitor_log);
 }
@@ -281,7 +326,7 @@ test_machine (CockpitFixture *f, gconstpointer data)
   const char *extra[] = { "MV_SPEC_FILE", spec_file, "MV_KERNEL", kernel, NULL };
 
   g_assert_true (g_file_set_contents (spec_file, spec, -1, NULL));
-  start_cockpit_ws (f);
+  start_cockpit_ws (f, FALSE);
   run_browser (f, "machine", extra);
 }
 
@@ -426,7 +471,7 @@ test_thousand (CockpitFixture *f, gconstpointer data)
   define_machines (f, THOUSAND);
   daemon = daemon_unique_name (f);
   start_monitor (f);
-  start_cockpit_ws (f);
+  start_cockpit_ws (f, FALSE);
   run_browser (f, "thousand", NULL);
 
   senders = calls_by_sender (f, daemon);
@@ -460,6 +505,26 @@ test_thousand (CockpitFixture *f, gconstpointer data)
     }
 }
 
+/* ---- limited access ---- */
+
+/* A user whom polkit gives nothing: the page says it runs in limited
+ * access mode and offers Cockpit's administrative access prompt; asked to
+ * start a machine, it gets the daemon's refusal, and the machine stays as
+ * it was. */
+static void
+test_limited (CockpitFixture *f, gconstpointer data)
+{
+  g_autofree char *path = client_create_ok (f->client,
+    "{\"name\":\"guarded\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\"}");
+
+  g_autofree char *state = NULL;
+
+  start_cockpit_ws (f, TRUE);
+  run_browser (f, "limited", NULL);
+  state = client_get_string (f->client, path, "State");
+  g_assert_cmpstr (state, ==, "Stopped");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -470,5 +535,6 @@ main (int argc, char **argv)
                                  "[lifecycle]\nboot-timeout-seconds=20\nstop-timeout-seconds=2\n");
   g_test_add ("/cockpit/machine", CockpitFixture, machine_config, setup, test_machine, teardown);
   g_test_add ("/cockpit/thousand", CockpitFixture, "", setup, test_thousand, teardown);
+  g_test_add ("/cockpit/limited-access", CockpitFixture, "", setup, test_limited, teardown);
   return g_test_run ();
 }
