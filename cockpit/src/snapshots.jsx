@@ -42,7 +42,8 @@ export function Snapshots({ machine }) {
                 : <Table variant="compact" aria-label={_("Snapshots")} id="mv-snapshots">
                     <Thead>
                         <Tr>
-                            <Th>{_("Name")}</Th><Th>{_("Kind")}</Th><Th>{_("Size")}</Th><Th>{_("Created")}</Th><Th />
+                            <Th>{_("Name")}</Th><Th>{_("Kind")}</Th><Th>{_("Size")}</Th><Th>{_("Created")}</Th>
+                            <Th screenReaderText={_("Actions")} />
                         </Tr>
                     </Thead>
                     <Tbody>

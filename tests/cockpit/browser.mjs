@@ -146,6 +146,25 @@ async function machineScenario(page) {
     await page.locator('#mv-logs', { hasText: 'Linux version' }).waitFor({ timeout: 10000 });
     await page.locator('#mv-logs', { hasText: 'COCKPIT-42' }).waitFor({ timeout: 10000 });
 
+    // Snapshots of the running guest: taken, forked into a new machine,
+    // deleted, each seen through the ObjectManager's signals.
+    await tab(page, 'Snapshots').click();
+    await page.locator('#mv-snapshot-create').click();
+    await page.locator('#mv-snapshot-dialog-name').fill('before');
+    await page.locator('#mv-snapshot-dialog .mv-dialog-submit').click();
+    const snapshot = page.locator('#mv-snapshots tr[data-snapshot="before"]');
+    await snapshot.waitFor({ timeout: 30000 });
+    log('snapshot taken from the page');
+    await snapshot.getByRole('button', { name: 'Fork' }).click();
+    await page.locator('#mv-fork-dialog-name').fill('web-fork');
+    await page.locator('#mv-fork-dialog .mv-dialog-submit').click();
+    await page.locator('#mv-fork-dialog').waitFor({ state: 'detached', timeout: 30000 });
+    check((await microvmctl('--json', 'list')).includes('"web-fork"'), 'the fork is a machine');
+    await snapshot.getByRole('button', { name: 'Delete' }).click();
+    await page.locator('.mv-confirm-button').click();
+    await snapshot.waitFor({ state: 'detached', timeout: 30000 });
+    log('forked and deleted from the page');
+
     // Stop, confirmed first.
     await page.locator('#mv-action-stop').click();
     await page.locator('.mv-confirm-button').click();
@@ -153,7 +172,26 @@ async function machineScenario(page) {
     check(await daemonState('web') === 'Stopped', 'the daemon says Stopped too');
     log('stopped from the page');
     await tab(page, 'Overview').click();
+    await page.locator('#mv-generations [data-property="ObservedGeneration"]').waitFor();
     await screenshot(page, 'machine-page.png');
+
+    // The events feed has what happened to it.
+    await page.goto(env('MV_COCKPIT_URL') + '#/events');
+    await page.locator('#mv-events tr[data-kind="started"]', { hasText: 'web' }).first().waitFor({ timeout: 10000 });
+
+    // A volume, created and deleted from its page.
+    await tab(page, 'Volumes').click();
+    await page.locator('#mv-volume-create').click();
+    await page.locator('#mv-volume-dialog-name').fill('data');
+    await page.locator('#mv-volume-size').fill('16');
+    await page.locator('#mv-volume-dialog .mv-dialog-submit').click();
+    const volume = page.locator('#mv-volumes tr[data-row="data"]');
+    await volume.waitFor({ timeout: 30000 });
+    check((await volume.innerText()).includes('16 MiB'), 'the volume has its size');
+    await volume.getByRole('button', { name: 'Delete' }).click();
+    await page.locator('.mv-confirm-button').click();
+    await volume.waitFor({ state: 'detached', timeout: 30000 });
+    log('volume created and deleted from the page');
 
     // The create dialog shows the daemon's refusal on the field it names.
     await page.goto(env('MV_COCKPIT_URL'));
