@@ -17,8 +17,20 @@ const _ = cockpit.gettext;
 
 const SECTIONS = ['machines', 'networks', 'images', 'volumes', 'events'];
 
-export function App() {
+// Only this part of the frame follows the model: the rest is drawn again
+// only when the location changes.
+function ConnectionError() {
     const model = useModel();
+    if (!model.error)
+        return null;
+    return (
+        <Alert isInline variant="danger" id="mv-connection-error" title={_("microvmd cannot be reached")}>
+            {errorMessage(model.error)}
+        </Alert>
+    );
+}
+
+export function App() {
     const path = useLocationPath();
 
     let body;
@@ -54,11 +66,7 @@ export function App() {
         <Page id="mv-page" className="no-masthead-sidebar">
             <PageSection variant="light" padding={{ default: 'noPadding' }}>
                 <SuperuserAlert />
-                {model.error &&
-                    <Alert isInline variant="danger" id="mv-connection-error"
-                           title={_("microvmd cannot be reached")}>
-                        {errorMessage(model.error)}
-                    </Alert>}
+                <ConnectionError />
             </PageSection>
             {body}
         </Page>

@@ -14,6 +14,8 @@ import { BUS_NAME, MANAGER, MANAGER_PATH, OBJECT_MANAGER, PROPERTIES } from './n
 // a guest may take a while to boot.
 const LONG_CALL_MS = 10 * 60 * 1000;
 
+const _ = cockpit.gettext;
+
 let client = null;
 export const model = new Model(fn => window.requestAnimationFrame(fn));
 
@@ -27,36 +29,50 @@ export function onEvent(listener) {
 function connect() {
     client = cockpit.dbus(BUS_NAME, { bus: 'system', superuser: 'try' });
 
+    // Signals that come before the listing are already in it.
     let ready = false;
-    const early = [];
     const deliver = (path, iface, member, args) => {
         if (iface === MANAGER && member === 'Event') {
             for (const listener of [...eventListeners])
                 listener(args);
             return;
         }
-        // What came before the listing is in it.
-        if (!ready) {
-            early.push([path, iface, member, args]);
-            return;
-        }
-        model.signal(path, iface, member, args);
+        if (ready)
+            model.signal(path, iface, member, args);
     };
 
     client.subscribe({ path: MANAGER_PATH, interface: OBJECT_MANAGER }, deliver);
     client.subscribe({ path_namespace: MANAGER_PATH, interface: PROPERTIES, member: 'PropertiesChanged' }, deliver);
     client.subscribe({ path: MANAGER_PATH, interface: MANAGER, member: 'Event' }, deliver);
 
-    client.call(MANAGER_PATH, OBJECT_MANAGER, 'GetManagedObjects', [], { type: '' })
-            .then(([objects]) => {
-                ready = true;
-                early.length = 0;
-                model.load(objects);
-            })
-            .catch(error => {
-                model.error = error;
-                model.changed();
-            });
+    const list = () => {
+        ready = false;
+        client.call(MANAGER_PATH, OBJECT_MANAGER, 'GetManagedObjects', [], { type: '' })
+                .then(([objects]) => {
+                    ready = true;
+                    model.error = null;
+                    model.load(objects);
+                })
+                .catch(error => {
+                    model.error = error;
+                    model.changed();
+                });
+    };
+    list();
+
+    // The daemon's name changing hands means it restarted: what the page
+    // had is listed anew, once. While nobody owns it, the page says so.
+    let owner;
+    client.addEventListener('owner', (event, now) => {
+        const before = owner;
+        owner = now;
+        if (!now) {
+            model.error = { message: _("microvmd is not running") };
+            model.changed();
+        } else if (before !== undefined && before !== now) {
+            list();
+        }
+    });
 
     client.addEventListener('close', (event, options) => {
         model.error = { problem: options?.problem, message: options?.message || options?.problem };

@@ -46,7 +46,7 @@ export class Model {
             this[kind] = new Map();
         this.listeners = new Set();
         this.pending = false;
-        this.onPathRemoved = null;
+        this.error = null;
     }
 
     subscribe(listener) {
@@ -101,11 +101,8 @@ export class Model {
             if (kind && this[kind].delete(path))
                 touched = true;
         }
-        if (touched) {
-            if (this.onPathRemoved)
-                this.onPathRemoved(path);
+        if (touched)
             this.changed();
-        }
     }
 
     // PropertiesChanged(interface, changed, invalidated). Invalidated

@@ -212,6 +212,14 @@ async function machineScenario(page) {
     await screenshot(page, 'create-dialog-error.png');
     const list = JSON.parse(await microvmctl('--json', 'list'));
     check(!JSON.stringify(list).includes('"tiny"'), 'nothing was created');
+
+    // In German, as the bridge serves po.js for the browser's language.
+    await page.setExtraHTTPHeaders({ 'Accept-Language': 'de' });
+    await page.goto(env('MV_COCKPIT_URL'));
+    await page.getByRole('tab', { name: 'Maschinen', exact: true }).waitFor({ timeout: 10000 });
+    await page.locator('#mv-create', { hasText: 'Maschine erstellen' }).waitFor();
+    check((await row(page, 'web').locator('.mv-state').innerText()) === 'Gestoppt', 'states are translated');
+    log('the page speaks German to a German browser');
 }
 
 // ---- a thousand machines ----
@@ -249,7 +257,7 @@ async function thousandScenario(page) {
     const longTasks = await page.evaluate(() => window.mvLongTasks);
     const longest = Math.max(0, ...longTasks);
     log(`long tasks while following: ${longTasks.length}, longest ${longest.toFixed(0)} ms`);
-    check(longest < 500, `no long stall while following a change (${longest} ms)`);
+    check(longest < 250, `no long stall while following a change (${longest} ms)`);
 }
 
 // ---- limited access ----
