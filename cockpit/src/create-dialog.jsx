@@ -1,7 +1,7 @@
 // The create dialog: a form that becomes a spec document for
 // Manager.CreateMachine. The daemon validates; an InvalidArgument that
 // names a field is shown on that field, in the daemon's words.
-import React, { useState } from 'react';
+import React, { useEffect, useState } from 'react';
 import {
     Alert, Button, Checkbox, Form, FormGroup, FormHelperText, FormSelect, FormSelectOption,
     HelperText, HelperTextItem, Modal, ModalVariant, TextArea, TextInput,
@@ -11,7 +11,7 @@ import cockpit from './cockpit.js';
 import { call, managerCall, model } from './client.js';
 import { ErrorAlert } from './errors.jsx';
 import { useModel } from './hooks.js';
-import { ERROR_INVALID_ARGUMENT, MACHINE } from './names.js';
+import { ERROR_INVALID_ARGUMENT, MACHINE, MANAGER, MANAGER_PATH, PROPERTIES } from './names.js';
 import { EMPTY_FORM, FormError, buildSpec, formFieldOfMessage } from './spec.js';
 
 const _ = cockpit.gettext;
@@ -51,7 +51,15 @@ export function CreateDialog({ onClose }) {
                    validated={fieldError[name] ? 'error' : 'default'} {...props} />
     );
 
-    const hypervisors = (model.manager?.Hypervisors || []).map(h => h[0]);
+    // The hypervisors this host has (Manager.Hypervisors, a(ss): type and
+    // version), read when the dialog opens: the ObjectManager lists the
+    // objects below the manager, not the manager itself.
+    const [hypervisors, setHypervisors] = useState([]);
+    useEffect(() => {
+        call(MANAGER_PATH, PROPERTIES, 'Get', 'ss', [MANAGER, 'Hypervisors'])
+                .then(([variant]) => setHypervisors([...new Set((variant.v || []).map(h => h[0]))]))
+                .catch(() => {});
+    }, []);
     const networks = [...model.networks.values()].map(n => n.Name).sort();
 
     const create = () => {
@@ -103,7 +111,7 @@ export function CreateDialog({ onClose }) {
                     <FormSelect id="mv-create-hypervisor_type" value={form.hypervisor_type}
                                 onChange={set('hypervisor_type')}>
                         <FormSelectOption value="" label={_("Default")} />
-                        {[...new Set(hypervisors)].map(h => <FormSelectOption key={h} value={h} label={h} />)}
+                        {hypervisors.map(h => <FormSelectOption key={h} value={h} label={h} />)}
                     </FormSelect>
                 </Field>
                 <Field id="image" label={_("Image")} error={fieldError.image}

@@ -197,6 +197,9 @@ async function machineScenario(page) {
     await page.goto(env('MV_COCKPIT_URL'));
     await row(page, 'web').waitFor();
     await page.locator('#mv-create').click();
+    // The host's hypervisors to choose from.
+    await page.locator('#mv-create-hypervisor_type option[value="cloud-hypervisor"]')
+            .waitFor({ state: 'attached', timeout: 10000 });
     await page.locator('#mv-create-name').fill('tiny');
     await page.locator('#mv-create-kernel').fill(env('MV_KERNEL'));
     await page.locator('#mv-create-cpu_millicores').fill('50');
