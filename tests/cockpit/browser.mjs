@@ -45,6 +45,17 @@ async function microvmctl(...args) {
     return stdout;
 }
 
+// Types @text on a machine's console with `microvmctl console`, as another
+// client would, and leaves with the escape key.
+function typeOnConsole(name, text) {
+    return new Promise((resolve, reject) => {
+        const child = execFile(env('MV_MICROVMCTL'), ['console', name], { env: process.env, timeout: 10000 },
+                               error => (error && !error.killed ? reject(error) : resolve()));
+        child.stdin.write(text);
+        setTimeout(() => child.stdin.write('\x1d'), 500);
+    });
+}
+
 // The daemon's own idea of a machine's state, for comparing with the page.
 async function daemonState(name) {
     const machines = JSON.parse(await microvmctl('--json', 'list'));
@@ -141,10 +152,24 @@ async function machineScenario(page) {
     log('the console answered');
     await screenshot(page, 'machine-console.png');
 
-    // The console log, followed.
+    // The console log, followed: what the guest says after the log is
+    // shown comes in too (typed here through microvmctl's own console).
     await tab(page, 'Logs').click();
     await page.locator('#mv-logs', { hasText: 'Linux version' }).waitFor({ timeout: 10000 });
     await page.locator('#mv-logs', { hasText: 'COCKPIT-42' }).waitFor({ timeout: 10000 });
+    let followed = false;
+    for (let attempt = 0; attempt < 10 && !followed; attempt++) {
+        // The page's console may not have let go of typing yet.
+        await typeOnConsole('web', 'echo FOLLOWED-$((2*4))\n');
+        try {
+            await page.locator('#mv-logs', { hasText: 'FOLLOWED-8' }).waitFor({ timeout: 2000 });
+            followed = true;
+        } catch (e) {
+            log('not in the log yet; typing again');
+        }
+    }
+    check(followed, 'the log follows what the guest prints');
+    log('the log followed');
 
     // Snapshots of the running guest: taken, forked into a new machine,
     // deleted, each seen through the ObjectManager's signals.
@@ -174,6 +199,18 @@ async function machineScenario(page) {
     await tab(page, 'Overview').click();
     await page.locator('#mv-generations [data-property="ObservedGeneration"]').waitFor();
     await screenshot(page, 'machine-page.png');
+
+    // The fork deleted from its own page, confirmed first.
+    await page.getByRole('link', { name: 'Machines', exact: true }).click();
+    await row(page, 'web-fork').locator('.mv-name button').click();
+    await page.locator('#mv-machine-name', { hasText: 'web-fork' }).waitFor();
+    await page.locator('#mv-action-delete').click();
+    await page.locator('#mv-delete-force').check();
+    await page.locator('.mv-confirm-button').click();
+    await row(page, 'web').waitFor({ timeout: 30000 });
+    await row(page, 'web-fork').waitFor({ state: 'detached', timeout: 30000 });
+    check(!(await microvmctl('--json', 'list')).includes('"web-fork"'), 'the fork is gone');
+    log('deleted the fork from its page');
 
     // The events feed has what happened to it.
     await page.goto(env('MV_COCKPIT_URL') + '#/events');
