@@ -190,6 +190,27 @@ async function machineScenario(page) {
     await snapshot.waitFor({ state: 'detached', timeout: 30000 });
     log('forked and deleted from the page');
 
+    // Pause and resume, standby and back, restart (confirmed first): the
+    // state follows each, as the daemon has it.
+    const state = page.locator('#mv-machine-state');
+    const expectState = async (want, what) => {
+        await state.locator(`[data-state="${want}"]`).waitFor({ timeout: 30000 });
+        check(await daemonState('web') === want, `${what}: the daemon says ${want} too`);
+    };
+    await page.locator('#mv-action-pause').click();
+    await expectState('Paused', 'paused');
+    await page.locator('#mv-action-resume').click();
+    await expectState('Running', 'resumed');
+    await page.locator('#mv-action-standby').click();
+    await expectState('Standby', 'on standby');
+    await page.locator('#mv-action-start').click();
+    await expectState('Running', 'back from standby');
+    await page.locator('#mv-action-restart').click();
+    await page.locator('.mv-confirm-button').click();
+    await page.locator('#mv-action-restart:not([disabled])').waitFor({ timeout: 30000 });
+    await expectState('Running', 'restarted');
+    log('paused, resumed, on standby and back, restarted from the page');
+
     // Stop, confirmed first.
     await page.locator('#mv-action-stop').click();
     await page.locator('.mv-confirm-button').click();
@@ -198,6 +219,8 @@ async function machineScenario(page) {
     log('stopped from the page');
     await tab(page, 'Overview').click();
     await page.locator('#mv-generations [data-property="ObservedGeneration"]').waitFor();
+    check(await page.locator('#mv-generations [data-property="RestartGeneration"]').innerText() === '1',
+          'the restart raised RestartGeneration, as the signals told the page');
     await screenshot(page, 'machine-page.png');
 
     // The fork deleted from its own page, confirmed first.
