@@ -9,13 +9,19 @@
 #   initramfs (its agent as /init) with the image as the root and an
 #   overlay disk of the machine's own; shows `microvmctl list` and
 #   `microvmctl image list`, runs `uname -a` in the guest through the
-#   agent, and leaves the service running. Runs as root.
+#   agent, and leaves the service running. Then serves the Cockpit page
+#   (built here with npm) through Debian's cockpit-ws on loopback, with a
+#   local session on the same bus, and prints its address. Runs as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 
 ./tools/install-deps.sh
-[ -d build ] || meson setup build
+if [ -d build ]; then
+  meson configure build -Dcockpit=enabled
+else
+  meson setup build -Dcockpit=enabled
+fi
 ninja -C build
 ninja -C build guest/vmlinuz guest/initramfs.img tests/guest/rootfs.ext4
 
@@ -104,3 +110,27 @@ echo "microvmd is running (log: $demo/microvmd.log). Reach it with:"
 echo "  export DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS"
 echo "  $microvmctl list"
 echo "  $microvmctl console demo      # the serial console; Ctrl+] leaves"
+
+# The Cockpit page, as built in build/cockpit/microvmd: Debian's cockpit-ws
+# with a local session (no login, no TLS, so on loopback only), its bridge
+# on the bus the service is on, finding the page where Cockpit looks for
+# packages being worked on ($XDG_DATA_HOME/cockpit) and the build's
+# microvmctl (the console and the logs) first in PATH.
+cockpit_port=${MICROVMD_DEMO_COCKPIT_PORT:-9091}
+if [ -f "$demo/cockpit-ws.pid" ] && kill -0 "$(cat "$demo/cockpit-ws.pid")" 2>/dev/null; then
+  kill "$(cat "$demo/cockpit-ws.pid")"; sleep 0.5
+fi
+mkdir -p "$demo/data/cockpit" "$demo/cockpit-home"
+ln -sfn "$top/build/cockpit/microvmd" "$demo/data/cockpit/microvmd"
+DBUS_SYSTEM_BUS_ADDRESS=$client_address XDG_DATA_HOME="$demo/data" HOME="$demo/cockpit-home" \
+  PATH="$top/build/src/cli:$PATH" \
+  setsid /usr/lib/cockpit/cockpit-ws --local-session=/usr/bin/cockpit-bridge \
+    --port "$cockpit_port" --address 127.0.0.1 >"$demo/cockpit-ws.log" 2>&1 < /dev/null &
+echo $! > "$demo/cockpit-ws.pid"
+for _ in $(seq 100); do
+  curl -sf -o /dev/null "http://127.0.0.1:$cockpit_port/cockpit/@localhost/microvmd/manifest.json" && break
+  sleep 0.1
+done
+echo
+echo "The Cockpit page (cockpit-ws on loopback, as root; log: $demo/cockpit-ws.log):"
+echo "  http://127.0.0.1:$cockpit_port/cockpit/@localhost/microvmd/index.html"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Installs everything microvmd needs to build, run and be tested, from
-# Debian's archive. Idempotent; runs as root.
+# Debian's archive (the Cockpit page's npm packages come later, from the
+# npm registry, when the build runs npm ci). Idempotent; runs as root.
 set -euo pipefail
 
 packages=(
@@ -26,6 +27,9 @@ packages=(
   libsoup-3.0-dev prometheus
   # tests
   valgrind
+  # the Cockpit page's browser test: Debian's cockpit-ws and cockpit-bridge,
+  # Debian's Chromium (driven by playwright-core from npm), dbus-monitor
+  cockpit-ws cockpit-bridge chromium dbus-bin
   # fuzzing: clang with libFuzzer and the sanitizer runtimes
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
 )
@@ -34,6 +38,13 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The Cockpit page is built with Node.js and npm: whichever the machine
+# has (18 or later), else Debian's.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+fi
+
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q

@@ -26,7 +26,7 @@ machine_find (sd_bus *bus, const char *path, const char *interface, void *userda
 
   if (sd_bus_path_decode (path, MV_MACHINE_PREFIX, &id) <= 0 || !id)
     return 0;
-  machine = mv_reconciler_lookup (mv_bus_service_reconciler (service), id);
+  machine = mv_bus_service_find_machine (service, id);
   if (!machine)
     return 0;
   *found = machine;

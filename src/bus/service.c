@@ -32,6 +32,7 @@ struct _MvBusService {
   MvVolumeObjects *volumes;      /* NULL: no volumes */
   MvNetworkObjects *networks;    /* NULL: no networks */
   MvEventLog   *events;          /* NULL: events are not recorded */
+  MvMachine    *leaving;         /* whose removal is being announced */
 };
 
 char *
@@ -256,7 +257,9 @@ on_removed (MvMachine *machine, gpointer data)
    * still be found; only then is it gone for everyone. */
   g_clear_handle_id (&view->flush_id, g_source_remove);
   mv_machine_object_flush (view);
+  service->leaving = machine;
   mv_manager_announce_removed (service->bus, view);
+  service->leaving = NULL;
   settle_waiters (view, NULL, 0);
   mv_machine_waits_removed (view);
   machine->view = NULL;
@@ -433,6 +436,16 @@ MvReconciler *
 mv_bus_service_reconciler (MvBusService *service)
 {
   return service->reconciler;
+}
+
+MvMachine *
+mv_bus_service_find_machine (MvBusService *service, const char *id)
+{
+  MvMachine *machine = mv_reconciler_lookup (service->reconciler, id);
+
+  if (!machine && service->leaving && g_str_equal (service->leaving->id, id))
+    machine = service->leaving;
+  return machine;
 }
 
 GPtrArray *

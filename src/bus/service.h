@@ -85,6 +85,10 @@ MvImageObjects *mv_bus_service_images (MvBusService *service);
 
 sd_bus       *mv_bus_service_bus (MvBusService *service);
 MvReconciler *mv_bus_service_reconciler (MvBusService *service);
+/* The machine of ID @id: the reconciler's, or the one whose removal is
+ * being announced (the reconciler has let it go by then, but the object
+ * must still be found for InterfacesRemoved to name its interface). */
+MvMachine    *mv_bus_service_find_machine (MvBusService *service, const char *id);
 GPtrArray    *mv_bus_service_invalid (MvBusService *service);
 
 MvMachineView *mv_bus_view (MvBusService *service, MvMachine *machine);

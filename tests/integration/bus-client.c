@@ -16,6 +16,7 @@ recorded_signal_free (RecordedSignal *s)
   g_free (s->path);
   g_free (s->member);
   g_free (s->args);
+  g_free (s->interfaces);
   g_free (s);
 }
 
@@ -69,6 +70,16 @@ on_signal (sd_bus_message *m, void *userdata, sd_bus_error *error)
           else
             sd_bus_message_read (m, "so", &id, &obj);
           s->args = g_strdup (obj);
+          if (g_str_equal (member, "InterfacesRemoved"))
+            {
+              char **names = NULL;
+              if (sd_bus_message_read_strv (m, &names) >= 0)
+                {
+                  g_autofree char *joined = names ? g_strjoinv (",", names) : g_strdup ("");
+                  s->interfaces = g_strconcat (joined, ",", NULL);
+                }
+              g_strfreev (names);
+            }
         }
     }
   g_ptr_array_add (client->signals, s);
@@ -233,6 +244,24 @@ client_count_signals (Client *client, const char *path, const char *member_prefi
     {
       RecordedSignal *s = client->signals->pdata[i];
       if ((!path || g_strcmp0 (s->path, path) == 0) && g_str_has_prefix (s->member, member_prefix))
+        n++;
+    }
+  return n;
+}
+
+guint
+client_count_removed (Client *client, const char *object_path, const char *interface)
+{
+  g_autofree char *item = g_strconcat (",", interface, ",", NULL);
+  guint n = 0;
+
+  for (guint i = 0; i < client->signals->len; i++)
+    {
+      RecordedSignal *s = client->signals->pdata[i];
+      g_autofree char *listed = s->interfaces ? g_strconcat (",", s->interfaces, NULL) : NULL;
+
+      if (g_strcmp0 (s->member, "InterfacesRemoved") == 0 && g_strcmp0 (s->args, object_path) == 0 &&
+          listed && strstr (listed, item))
         n++;
     }
   return n;

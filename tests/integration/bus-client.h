@@ -8,6 +8,8 @@ typedef struct {
   char *path;
   char *member;       /* signal name, or "PropertiesChanged:<prop>,<prop>" */
   char *args;         /* a short text form of the interesting arguments */
+  char *interfaces;   /* InterfacesRemoved: the interfaces it names, each
+                       * followed by a comma */
 } RecordedSignal;
 
 typedef struct {
@@ -50,6 +52,9 @@ void     client_assert_state_soon (Client *client, const char *path, const char 
                                    guint timeout_ms);
 
 guint    client_count_signals (Client *client, const char *path, const char *member_prefix);
+/* How many InterfacesRemoved told of the object at @object_path going,
+ * naming @interface among its interfaces. */
+guint    client_count_removed (Client *client, const char *object_path, const char *interface);
 void     client_clear_signals (Client *client);
 /* The daemon's configuration for guests of @type: QEMU under TCG, or the
  * test VMM of $MICROVMD_BUILD_DIR as the only binary of its type; then

@@ -499,6 +499,9 @@ test_delete (Fixture *f, gconstpointer data)
   g_assert_false (g_file_test (dir, G_FILE_TEST_EXISTS));
   client_settle (f->client, 200);
   g_assert_cmpuint (client_count_signals (f->client, MV_MANAGER_PATH, "InterfacesRemoved"), ==, 1);
+  /* It names the machine's interface, so that an ObjectManager client
+   * knows the machine is gone. */
+  g_assert_cmpuint (client_count_removed (f->client, path, MV_MACHINE_IFACE), ==, 1);
   g_assert_cmpuint (client_count_signals (f->client, MV_MANAGER_PATH, "MachineRemoved"), ==, 1);
 
   g_autofree char *err2 = NULL;

@@ -101,6 +101,24 @@ for lang in $(grep -v '^#' "$source/po/LINGUAS"); do
   expect_file "$localedir/$lang/LC_MESSAGES/microvmd.mo"
 done
 
+# The Cockpit page (-Dcockpit=enabled): where cockpit-bridge looks for
+# packages (XDG_DATA_DIRS: /usr/local/share and /usr/share), offered only
+# where the bus policy was installed.
+if [ -d "$build/cockpit/microvmd" ]; then
+  page=$(cd "$dest" && find . -path '*/cockpit/microvmd/manifest.json' -type f | sed 's|^\.||; s|/manifest.json$||' | head -n 1)
+  case "$page" in
+    /usr/local/share/cockpit/microvmd|/usr/share/cockpit/microvmd) echo "ok: $page" ;;
+    *) fail "the Cockpit page is installed at ${page:-nowhere}, but Cockpit reads /usr/local/share/cockpit and /usr/share/cockpit" ;;
+  esac
+  for f in index.html index.js index.css po.de.js; do
+    [ -z "$page" ] || expect_file "$page/$f"
+  done
+  policy=$(cd "$dest" && find . -name org.microvmd1.conf -path '*dbus-1/system.d/*' -type f | sed 's|^\.||' | head -n 1)
+  if [ -n "$page" ] && ! grep -q "\"path-exists\": \"$policy\"" "$dest$page/manifest.json"; then
+    fail "the Cockpit page's manifest does not ask for the bus policy at $policy"
+  fi
+fi
+
 # The unit starts the daemon that was installed (the activation file hands
 # over to the unit).
 unit=$(cd "$dest" && find . -name microvmd.service -type f | head -n 1)

@@ -477,18 +477,21 @@ run_typed_line (FakeGuest *guest, const char *line)
     say (guest, "sh: %s: not found", words[0]);
 }
 
-/* What was typed, line by line, once the guest runs and has booted. */
+/* What was typed, line by line, once the guest runs and has booted. A
+ * line ends at a newline or at a carriage return, which is what a
+ * terminal's Enter key sends: a serial tty in the guest takes either
+ * (icrnl), and so does this one; an empty line is nothing. */
 static void
 read_typed (FakeGuest *guest)
 {
-  char *newline;
+  gsize end;
 
   if (!guest->typed || guest->paused || guest->phase != PHASE_UP)
     return;
-  while ((newline = memchr (guest->typed->str, '\n', guest->typed->len)))
+  while ((end = strcspn (guest->typed->str, "\r\n")) < guest->typed->len)
     {
-      g_autofree char *line = g_strndup (guest->typed->str, newline - guest->typed->str);
-      g_string_erase (guest->typed, 0, newline - guest->typed->str + 1);
+      g_autofree char *line = g_strndup (guest->typed->str, end);
+      g_string_erase (guest->typed, 0, end + 1);
       g_strchomp (line);
       run_typed_line (guest, line);
     }
