@@ -715,7 +715,11 @@ test_scope (void)
 
   /* A daemon that was killed adopts the VMM, still in its scope. */
   kill_daemon (daemon);
-  g_assert_cmpstr (unit_property (unit, "ActiveState"), ==, "active");
+  {
+    g_autofree char *state = unit_property (unit, "ActiveState");
+
+    g_assert_cmpstr (state, ==, "active");
+  }
   g_free (daemon);
   daemon = start_daemon ();
   {
