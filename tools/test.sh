@@ -35,7 +35,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-sanitize "" -Db_sanitize=address,undefined -Db_lundef=false -Dcockpit=disabled
 
 if [ "${CI:-}" = true ]; then
-  # Seven targets: 20 s each keeps the whole run within its time, now
-  # that the two test passes take most of it.
-  FUZZ_SECONDS=${FUZZ_SECONDS:-20} ./tools/fuzz.sh
+  # Seven targets: 15 s each keeps the whole run within its time, now
+  # that the two test passes and the browser suite take most of it.
+  FUZZ_SECONDS=${FUZZ_SECONDS:-15} ./tools/fuzz.sh
 fi
