@@ -650,3 +650,20 @@ parent_in_stat_file (const char *path)
   g_assert_nonnull (p);
   return (int) g_ascii_strtoll (p + 4, NULL, 10);
 }
+
+guint
+client_count_listed (Client *client, const char *member)
+{
+  g_autofree char *err = NULL, *msg = NULL;
+  g_autoptr (sd_bus_message) reply = client_call (client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                  member, &err, &msg, NULL);
+  const char *a, *b, *c, *path;
+  guint n = 0;
+
+  if (!reply)
+    g_error ("%s: %s: %s", member, err, msg);
+  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "(ssso)"), >, 0);
+  while (sd_bus_message_read (reply, "(ssso)", &a, &b, &c, &path) > 0)
+    n++;
+  return n;
+}

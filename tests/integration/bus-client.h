@@ -70,6 +70,9 @@ char    *guest_spec_json (const char *type, const char *name, const char *kernel
  * arguments (a machine's runtime directory names its VMM's). */
 guint    count_processes_with (const char *needle);
 
+/* How many entries the manager's @member lists (ListMachines or
+ * ListSnapshots: an a(ssso)). */
+guint    client_count_listed (Client *client, const char *member);
 /* cpu_time_ns of a Machine.GetStats reply (an a{sv}), 0 if it has none. */
 guint64  stats_reply_cpu_time_ns (sd_bus_message *reply);
 /* The group listed for @controller in the /proc/PID/cgroup file at

@@ -73,16 +73,7 @@ crosswise (void)
 static guint
 machines (Fixture *f)
 {
-  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
-                                                  "ListMachines", NULL, NULL, NULL);
-  const char *id, *name, *state, *path;
-  guint n = 0;
-
-  g_assert_nonnull (reply);
-  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "(ssso)"), >, 0);
-  while (sd_bus_message_read (reply, "(ssso)", &id, &name, &state, &path) > 0)
-    n++;
-  return n;
+  return client_count_listed (f->client, "ListMachines");
 }
 
 /* Processes serving any machine: their runtime directories are under

@@ -96,31 +96,13 @@ fork_from (Fixture *f, const char *snapshot, const char *source, const char *jso
 static guint
 count_snapshots (Fixture *f)
 {
-  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
-                                                  "ListSnapshots", NULL, NULL, NULL);
-  const char *id, *name, *machine, *path;
-  guint n = 0;
-
-  g_assert_nonnull (reply);
-  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "(ssso)"), >, 0);
-  while (sd_bus_message_read (reply, "(ssso)", &id, &name, &machine, &path) > 0)
-    n++;
-  return n;
+  return client_count_listed (f->client, "ListSnapshots");
 }
 
 static guint
 count_machines (Fixture *f)
 {
-  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
-                                                  "ListMachines", NULL, NULL, NULL);
-  const char *id, *name, *state, *path;
-  guint n = 0;
-
-  g_assert_nonnull (reply);
-  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "(ssso)"), >, 0);
-  while (sd_bus_message_read (reply, "(ssso)", &id, &name, &state, &path) > 0)
-    n++;
-  return n;
+  return client_count_listed (f->client, "ListMachines");
 }
 
 static char *
