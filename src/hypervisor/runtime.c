@@ -910,13 +910,9 @@ rt_resize (MvRuntime *rt, const MvRuntimeRequest *req, const MvRuntimeResize *re
   /* The vCPUs it was given are pinned as cpu_affinity says, where the
    * VMM does not pin them itself. */
   if (cpus && req->spec->cpu_affinity->len > 0 && hv->pin_vcpus &&
-      !hv->pin_vcpus (hv, vmm->pid, req->spec->cpu_affinity, error))
-    {
-      g_prefix_error (error, "The guest was given its vCPUs, but they could not be pinned: ");
-      if (error && *error && (*error)->domain == MV_ERROR)
-        (*error)->code = MV_ERROR_FAILED;
-      return FALSE;
-    }
+      !resize_second (hv->pin_vcpus (hv, vmm->pid, req->spec->cpu_affinity, error),
+                      "The guest was given its vCPUs, but they could not be pinned: ", error))
+    return FALSE;
   return !cpus || update_quota (self, req, error);
 }
 

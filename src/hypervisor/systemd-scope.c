@@ -46,6 +46,22 @@ bus_failed (GError **error, int r, const sd_bus_error *bus_error, const char *wh
                                                                      : g_strerror (-r));
 }
 
+/* Sends @m and waits for the reply; an error named @harmless (may be
+ * NULL) is none. */
+static gboolean
+call_message (sd_bus *bus, sd_bus_message *m, const char *harmless, const char *what,
+              const char *subject, GError **error)
+{
+  sd_bus_error bus_error = SD_BUS_ERROR_NULL;
+  gboolean ok = TRUE;
+  int r = sd_bus_call (bus, m, 0, &bus_error, NULL);
+
+  if (r < 0 && !(harmless && sd_bus_error_has_name (&bus_error, harmless)))
+    ok = bus_failed (error, r, &bus_error, what, subject);
+  sd_bus_error_free (&bus_error);
+  return ok;
+}
+
 static sd_bus *
 open_bus (GError **error)
 {
@@ -212,8 +228,6 @@ mv_scope_set_limits (const char *unit, const MvVmmLimits *limits, GError **error
 {
   g_autoptr (sd_bus) bus = open_bus (error);
   g_autoptr (sd_bus_message) m = NULL;
-  sd_bus_error bus_error = SD_BUS_ERROR_NULL;
-  gboolean ok = TRUE;
   int r;
 
   if (!bus)
@@ -231,11 +245,8 @@ mv_scope_set_limits (const char *unit, const MvVmmLimits *limits, GError **error
     r = sd_bus_message_close_container (m);
   if (r < 0)
     return bus_failed (error, r, NULL, "Could not ask systemd to change", unit);
-  r = sd_bus_call (bus, m, 0, &bus_error, NULL);
-  if (r < 0 && !sd_bus_error_has_name (&bus_error, "org.freedesktop.systemd1.NoSuchUnit"))
-    ok = bus_failed (error, r, &bus_error, "systemd could not change the limits of", unit);
-  sd_bus_error_free (&bus_error);
-  return ok;
+  return call_message (bus, m, "org.freedesktop.systemd1.NoSuchUnit",
+                       "systemd could not change the limits of", unit, error);
 }
 
 gboolean
@@ -312,10 +323,8 @@ mv_scope_register_machine (const char *name, const char *machine_id, int pid, GE
 {
   g_autoptr (sd_bus) bus = open_bus (error);
   g_autoptr (sd_bus_message) m = NULL;
-  sd_bus_error bus_error = SD_BUS_ERROR_NULL;
   guint8 id[16];
   gboolean has_id = parse_id128 (machine_id, id);
-  gboolean ok = TRUE;
   int r;
 
   if (!bus)
@@ -331,9 +340,5 @@ mv_scope_register_machine (const char *name, const char *machine_id, int pid, GE
     r = sd_bus_message_append (m, "ssus", "microvmd", "vm", (guint32) pid, "");
   if (r < 0)
     return bus_failed (error, r, NULL, "Could not ask machined to register", name);
-  r = sd_bus_call (bus, m, 0, &bus_error, NULL);
-  if (r < 0)
-    ok = bus_failed (error, r, &bus_error, "machined could not register", name);
-  sd_bus_error_free (&bus_error);
-  return ok;
+  return call_message (bus, m, NULL, "machined could not register", name, error);
 }
