@@ -319,8 +319,10 @@ async function thousandScenario(page) {
 
     const longTasks = await page.evaluate(() => window.mvLongTasks);
     const longest = Math.max(0, ...longTasks);
+    // A figure for the log, not a verdict: how fast is for bench/ to say,
+    // and a loaded machine stretches any task. That the page follows the
+    // change without re-reading the machines is what the call count checks.
     log(`long tasks while following: ${longTasks.length}, longest ${longest.toFixed(0)} ms`);
-    check(longest < 250, `no long stall while following a change (${longest} ms)`);
 }
 
 // ---- limited access ----
