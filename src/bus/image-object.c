@@ -586,15 +586,19 @@ pulled (GObject *source, GAsyncResult *result, gpointer data)
   Pull *pull = g_task_get_task_data (G_TASK (result));
   g_autoptr (GError) error = NULL;
   g_autoptr (MvImage) image = g_task_propagate_pointer (G_TASK (result), &error);
+  g_autoptr (sd_bus_message) call = g_steal_pointer (&pull->call);
 
+  /* sd-bus objects are the main thread's: they go here, not wherever the
+   * last reference to the pull happens to be dropped. */
+  g_clear_pointer (&pull->track, sd_bus_track_unref);
   if (image == NULL)
     {
-      mv_bus_reply_gerror (pull->call, error);
+      mv_bus_reply_gerror (call, error);
       return;
     }
   /* The last report goes out before the reply. */
   send_progress (pull);
-  sd_bus_reply_method_return (pull->call, "o", image_seen (pull->objects, image, TRUE)->path);
+  sd_bus_reply_method_return (call, "o", image_seen (pull->objects, image, TRUE)->path);
 }
 
 static int
@@ -602,9 +606,13 @@ on_caller_gone (sd_bus_track *track, void *userdata)
 {
   Pull *pull = userdata;
 
-  /* The store goes on pulling for anyone else who still wants it. */
+  /* The store goes on pulling for anyone else who still wants it. The
+   * track is done with: left in place, an empty track would be handed
+   * back to this function on every turn of the bus until the pull ends,
+   * and the pull could not end while the main loop spins here. */
   g_cancellable_cancel (pull->cancellable);
-  return 0;
+  g_clear_pointer (&pull->track, sd_bus_track_unref);
+  return 1;
 }
 
 typedef struct {

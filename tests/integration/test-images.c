@@ -276,6 +276,19 @@ test_cancel_by_disconnect (Fixture *f, gconstpointer data)
   g_assert_cmpuint (cache_entries (f), ==, 0);
   client_settle (f->client, 300);
   g_assert_cmpuint (client_count_signals (f->client, MV_MANAGER_PATH, "InterfacesAdded"), ==, 0);
+
+  /* The daemon goes on serving: the caller's departure is handled once,
+   * not on every turn of its bus while the pull winds down. */
+  {
+    g_autoptr (sd_bus_message) call = NULL, reply = NULL;
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+
+    g_assert_cmpint (sd_bus_message_new_method_call (f->client->bus, &call, MV_BUS_NAME, MV_MANAGER_PATH,
+                                                     "org.freedesktop.DBus.Peer", "Ping"), >=, 0);
+    g_assert_cmpint (sd_bus_call (f->client->bus, call, 5 * G_USEC_PER_SEC, &error, &reply), >=, 0);
+    sd_bus_error_free (&error);
+  }
+  g_free (pull_ok (f->client, small_ref));
 }
 
 /* Pins the machine @name's spec to @digest in its record while the daemon
