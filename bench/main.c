@@ -125,7 +125,11 @@ main (int argc, char **argv)
   bench.outdir = outdir;
   bench.source_dir = required_env ("MICROVMD_SOURCE_DIR");
   bench.build_dir = required_env ("MICROVMD_BUILD_DIR");
-  bench.daemon_path = g_build_filename (bench.build_dir, "tests", "integration", "microvmd-test", NULL);
+  /* MICROVMD_BENCH_DAEMON runs the daemon through a wrapper of one's own
+   * (a profiler, strace): it is given the daemon's arguments. */
+  bench.daemon_path = g_getenv ("MICROVMD_BENCH_DAEMON") && *g_getenv ("MICROVMD_BENCH_DAEMON")
+                        ? g_strdup (g_getenv ("MICROVMD_BENCH_DAEMON"))
+                        : g_build_filename (bench.build_dir, "tests", "integration", "microvmd-test", NULL);
   /* The daemon takes only absolute paths to its guest files, and the bare
    * QEMUs run in directories of their own. */
   bench.guest_dir = guest_dir ? g_canonicalize_filename (guest_dir, NULL) : NULL;
