@@ -381,6 +381,15 @@ step_succeeded (MvMachine *machine, StepTask *task)
     case MV_STEP_NONE:
       break;
     }
+  /* The step that reaches what is desired is observed in the same write,
+   * as the reconcile that follows would otherwise write it at once. */
+  if (!machine->end_heard && status->observed_generation != machine->config->desired_generation &&
+      mv_plan_next_step (machine->config, status, mv_reconciler_now (rec)) == MV_STEP_NONE &&
+      mv_machine_desired_reached (machine->config, status))
+    {
+      status->observed_generation = machine->config->desired_generation;
+      mv_machine_changed (machine, MV_PROP_OBSERVED_GENERATION);
+    }
   mv_machine_save_status (machine, NULL);
   if (retire)
     mv_reconciler_retire_saved_state (machine);

@@ -317,23 +317,56 @@ already_exists (const char *id, GError **error)
   return FALSE;
 }
 
+/* Writes and syncs @node as the new file @name in the staging directory:
+ * nothing else can see the directory yet, so there is no temporary file
+ * to rename, and one sync of the directory covers every file in it. */
+static gboolean
+stage_file (const char *staging, const char *name, JsonNode *node, GError **error)
+{
+  g_autofree char *path = g_build_filename (staging, name, NULL);
+  gsize len;
+  g_autofree char *data = node_to_data (node, name, &len, error);
+  int fd;
+
+  if (data == NULL)
+    {
+      g_prefix_error (error, "Cannot write %s: ", path);
+      return FALSE;
+    }
+  if ((errno = mv_fault_io ("create")))
+    return mv_set_errno_error (error, errno, "Cannot create %s", path);
+  fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return mv_set_errno_error (error, errno, "Cannot create %s", path);
+  return fill_temp_file (fd, data, len, path, error);
+}
+
 static gboolean
 stage_record (const char *staging, const MvConfig *config, const MvStatus *status,
               GError **error)
 {
   g_autoptr(MvStatus) fresh = NULL;
+  g_autoptr(JsonNode) config_node = mv_config_to_node (config);
+  g_autoptr(JsonNode) status_node = NULL;
 
   if (status == NULL)
     status = fresh = mv_status_new ();
+  status_node = mv_status_to_node (status);
 
-  return write_config (staging, config, error) &&
-         write_status (staging, status, error);
+  if (!stage_file (staging, MV_CONFIG_RECORD, config_node, error) ||
+      !stage_file (staging, MV_STATUS_RECORD, status_node, error))
+    return FALSE;
+  if ((errno = mv_fault_io ("dirsync")))
+    return mv_set_errno_error (error, errno, "Cannot sync directory %s", staging);
+  return mv_fsync_dir (staging, error);
 }
 
 /* Moves the staged record into place without ever replacing another. */
 static gboolean
 publish_record (const char *staging, const char *final, const char *id, GError **error)
 {
+  if ((errno = mv_fault_io ("rename")))
+    return mv_set_errno_error (error, errno, "Cannot move %s to %s", staging, final);
   if (renameat2 (AT_FDCWD, staging, AT_FDCWD, final, RENAME_NOREPLACE) == 0)
     return TRUE;
 

@@ -126,6 +126,13 @@ EOF
 # udev, or no device unit ever appears and the serial getty waits 90 s for
 # its tty; dbus, for logind and systemctl's bus.
 start=$SECONDS
+# mmdebstrap hands apt a hook that writes to a descriptor of its own
+# through sh, and dash cannot name descriptors above 9: with those below
+# kept free (whatever the caller left open is closed), its number stays low.
+for fd in /proc/$$/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ] && [ "$fd" -lt 255 ]; then eval "exec $fd>&-"; fi
+done
 mmdebstrap --mode=root --variant=minbase --format=directory \
     --include=systemd,systemd-sysv,udev,dbus \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
