@@ -7,7 +7,8 @@
  * Runs as root: it starts a private system bus, polkitd, the daemon under
  * test (built with the instant "test" runtime) and the baselines. --smoke
  * runs every row briefly, without the libvirt peer and real guests, to
- * check that the benchmark still works (#11 pulls a small image and boots
+ * check that the benchmark still works (#7 boots one pair of real guests
+ * only if --guest-dir is given; #11 pulls a small image and boots
  * nothing; #12 makes 100 DNS queries of each server; #13 and #14 run once
  * each with the test runtime instead of QEMU; #15 only the Cloud Hypervisor
  * and Firecracker test VMMs, twice each; #18 starts 20 times among 50
