@@ -86,7 +86,9 @@ void     bench_row_create (Bench *bench);         /* #4 */
 void     bench_row_qemu (Bench *bench);           /* #7 */
 /* Restarts the daemon: run it where no other row's daemon is running. */
 void     bench_row_sandbox (Bench *bench);        /* #9 */
-void     bench_rows_scale (Bench *bench);         /* #2, #3, #5 */
+/* #2, #3 and #5 if @scale; on the largest N, #20's GetManagedObjects
+ * under churn if @listing_under_churn. */
+void     bench_rows_scale (Bench *bench, gboolean scale, gboolean listing_under_churn);
 /* Restarts the daemon with microvmd's guest files, as #9 does. */
 void     bench_row_agent (Bench *bench);          /* #10 */
 /* Starts a registry and pulls images with the image store; restarts the
@@ -108,3 +110,9 @@ void     bench_rows_observability (Bench *bench, gboolean stats, gboolean scrape
 /* Restarts the daemon with the Cloud Hypervisor test VMM and room for a
  * hundred running test machines; runs #18 if @start, #19 if @resize. */
 void     bench_rows_resources (Bench *bench, gboolean start, gboolean resize); /* #18, #19 */
+/* Restarts the daemon with the Firecracker test VMM: machines started at
+ * once, reads while other machines cycle. */
+void     bench_rows_concurrency (Bench *bench);   /* #20 */
+/* #20's GetManagedObjects while machines cycle, on the running daemon
+ * with its @n machines defined and stopped (rows-scale.c calls it). */
+void     bench_row_listing_under_churn (Bench *bench, guint n); /* #20 */

@@ -7,12 +7,15 @@
  * Runs as root: it starts a private system bus, polkitd, the daemon under
  * test (built with the instant "test" runtime) and the baselines. --smoke
  * runs every row briefly, without the libvirt peer and real guests, to
- * check that the benchmark still works (#11 pulls a small image and boots
+ * check that the benchmark still works (#7 boots one pair of real guests
+ * only if --guest-dir is given; #11 pulls a small image and boots
  * nothing; #12 makes 100 DNS queries of each server; #13 and #14 run once
  * each with the test runtime instead of QEMU; #15 only the Cloud Hypervisor
  * and Firecracker test VMMs, twice each; #18 starts 20 times among 50
- * others and 20 alone; #19 resizes 3 times each way). --rows 7,10 runs
- * only those rows (#2, #3 and #5 are measured together). */
+ * others and 20 alone; #19 resizes 3 times each way; #20 starts 5
+ * machines at once, reads for 0.3 s each way, and lists 20 machines while
+ * 5 cycle). --rows 7,10 runs only those rows (#2, #3 and #5 are measured
+ * together; #20 fills the daemon with #2's largest N for its listing). */
 #include "bench.h"
 
 #include "config.h"
@@ -186,8 +189,11 @@ main (int argc, char **argv)
   if (WANTED ("18", "19"))
     bench_rows_resources (&bench, WANTED ("18"), WANTED ("19"));
 
-  if (WANTED ("2", "3", "5"))
-    bench_rows_scale (&bench);
+  if (WANTED ("20"))
+    bench_rows_concurrency (&bench);
+
+  if (WANTED ("2", "3", "5", "20"))
+    bench_rows_scale (&bench, WANTED ("2", "3", "5"), WANTED ("20"));
 
   bench_echo_stop (&bench);
   {

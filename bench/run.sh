@@ -9,8 +9,11 @@
 # same calls made on bare QEMU and on the Cloud Hypervisor and Firecracker
 # test VMMs' API sockets; row 18 starts a machine among a thousand others
 # against the same start alone, row 19 resizes a Cloud Hypervisor test VMM
-# against the same request sent to its API socket), all on one private
-# system bus. Runs as root;
+# against the same request sent to its API socket; row 20 starts 50
+# machines at once against 50 bare Firecracker test VMMs that the bench
+# configures itself, and reads and lists while other machines start and
+# stop against the same on a daemon where nothing changes), all on one
+# private system bus. Runs as root;
 # installs what it needs from Debian's archive, builds, builds the test
 # guest, microvmd's guest kernel and initramfs and the busybox root disk
 # (with its OCI layout, which row 11 boots as an image), and takes under

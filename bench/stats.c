@@ -44,20 +44,26 @@ compare_doubles (gconstpointer a, gconstpointer b)
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/* The nearest rank, from 1, of the @p percentile of @n values. */
+static guint
+nearest_rank (double p, guint n)
+{
+  guint rank = (guint) ceil (p / 100.0 * n);
+
+  return CLAMP (rank, 1, n);
+}
+
 double
 bench_samples_percentile (const BenchSamples *samples, double p)
 {
   g_autoptr (GArray) sorted = NULL;
   guint n = bench_samples_count (samples);
-  guint rank;
 
   if (n == 0)
     return NAN;
   sorted = g_array_copy (samples->values);
   g_array_sort (sorted, compare_doubles);
-  rank = (guint) ceil (p / 100.0 * n);
-  rank = CLAMP (rank, 1, n);
-  return g_array_index (sorted, double, rank - 1);
+  return g_array_index (sorted, double, nearest_rank (p, n) - 1);
 }
 
 double
@@ -165,48 +171,150 @@ bench_result_set_note (BenchResult *result, const char *note)
   result->note = g_strdup (note);
 }
 
-double
-bench_result_ratio (const BenchResult *result)
+static double
+percentile_ratio (const BenchResult *result, double p)
 {
   double f, b;
 
   if (!result->figure || !result->baseline || bench_samples_count (result->baseline) == 0)
     return NAN;
-  f = bench_samples_percentile (result->figure, 50);
-  b = bench_samples_percentile (result->baseline, 50);
+  f = bench_samples_percentile (result->figure, p);
+  b = bench_samples_percentile (result->baseline, p);
   return b != 0 ? f / b : NAN;
 }
 
-int
-bench_result_target_met (const BenchResult *result)
+double
+bench_result_ratio (const BenchResult *result)
+{
+  return percentile_ratio (result, 50);
+}
+
+double
+bench_result_p99_ratio (const BenchResult *result)
+{
+  return percentile_ratio (result, 99);
+}
+
+/* The percentile whose ratio @kind judges. */
+static double
+target_percentile (BenchTargetKind kind)
+{
+  return kind == BENCH_TARGET_P99_RATIO_AT_MOST ? 99 : 50;
+}
+
+/* Any fixed value: the resamples only need to be the same every run. */
+#define INTERVAL_SEED 20260601
+
+/* The @p percentile of the values of @samples picked by @picks (@n of
+ * them, @scratch as long). */
+static double
+resampled_percentile (const BenchSamples *samples, const guint *picks, guint n, double p,
+                      double *scratch)
+{
+  for (guint i = 0; i < n; i++)
+    scratch[i] = g_array_index (samples->values, double, picks[i]);
+  qsort (scratch, n, sizeof (double), compare_doubles);
+  return scratch[nearest_rank (p, n) - 1];
+}
+
+void
+bench_result_judge_on_interval (BenchResult *result)
+{
+  guint n = bench_samples_count (result->figure);
+  double p = target_percentile (result->target_kind);
+  /* The ratios left out below the interval, and as many above it. */
+  guint tail = BENCH_INTERVAL_RESAMPLES * (100 - BENCH_INTERVAL_PERCENT) / 200;
+  g_autoptr (GRand) rand = NULL;
+  g_autofree guint *picks = NULL;
+  g_autofree double *scratch = NULL;
+  g_autofree double *ratios = NULL;
+
+  g_return_if_fail (n > 0 && n == bench_samples_count (result->baseline));
+  rand = g_rand_new_with_seed (INTERVAL_SEED);
+  picks = g_new (guint, n);
+  scratch = g_new (double, n);
+  ratios = g_new (double, BENCH_INTERVAL_RESAMPLES);
+  for (guint r = 0; r < BENCH_INTERVAL_RESAMPLES; r++)
+    {
+      double b;
+
+      for (guint i = 0; i < n; i++)
+        picks[i] = (guint) g_rand_int_range (rand, 0, (gint32) n);
+      b = resampled_percentile (result->baseline, picks, n, p, scratch);
+      /* A baseline of 0 has no ratio, and so no interval. */
+      if (b == 0)
+        return;
+      ratios[r] = resampled_percentile (result->figure, picks, n, p, scratch) / b;
+    }
+  qsort (ratios, BENCH_INTERVAL_RESAMPLES, sizeof (double), compare_doubles);
+  result->has_interval = TRUE;
+  result->interval_percentile = p;
+  result->interval_low = ratios[tail];
+  result->interval_high = ratios[BENCH_INTERVAL_RESAMPLES - 1 - tail];
+}
+
+/* Whether @result's interval is of the ratio its target judges. */
+static gboolean
+interval_judges (const BenchResult *result)
+{
+  return result->has_interval &&
+         result->interval_percentile == target_percentile (result->target_kind);
+}
+
+/* A ratio target, "at most @limit": on the interval when there is one. */
+static BenchVerdict
+ratio_verdict (const BenchResult *result, double ratio, double limit)
+{
+  if (interval_judges (result))
+    return result->interval_high <= limit ? BENCH_VERDICT_MET
+         : result->interval_low > limit   ? BENCH_VERDICT_MISSED
+                                          : BENCH_VERDICT_INCONCLUSIVE;
+  if (isnan (ratio))
+    return BENCH_VERDICT_NONE;
+  return ratio <= limit ? BENCH_VERDICT_MET : BENCH_VERDICT_MISSED;
+}
+
+static BenchVerdict
+met_if (gboolean met)
+{
+  return met ? BENCH_VERDICT_MET : BENCH_VERDICT_MISSED;
+}
+
+BenchVerdict
+bench_result_verdict (const BenchResult *result)
 {
   double p50, ratio;
 
   if (!result->figure || bench_samples_count (result->figure) == 0)
-    return -1;
+    return BENCH_VERDICT_NONE;
   p50 = bench_samples_percentile (result->figure, 50);
   ratio = bench_result_ratio (result);
   switch (result->target_kind)
     {
     case BENCH_TARGET_NONE:
-      return -1;
+      return BENCH_VERDICT_NONE;
     case BENCH_TARGET_RATIO_AT_MOST:
-      return isnan (ratio) ? -1 : ratio <= result->target_limit;
+      return ratio_verdict (result, ratio, result->target_limit);
+    case BENCH_TARGET_P99_RATIO_AT_MOST:
+      return ratio_verdict (result, bench_result_p99_ratio (result), result->target_limit);
     case BENCH_TARGET_SPEEDUP_AT_LEAST:
-      return isnan (ratio) || ratio == 0 ? -1 : 1.0 / ratio >= result->target_limit;
+      /* baseline / figure >= limit is figure / baseline <= 1 / limit. */
+      if (ratio == 0)
+        return BENCH_VERDICT_NONE;
+      return ratio_verdict (result, ratio, 1.0 / result->target_limit);
     case BENCH_TARGET_VALUE_AT_MOST:
-      return p50 <= result->target_limit;
+      return met_if (p50 <= result->target_limit);
     case BENCH_TARGET_EXCESS_AT_MOST:
       if (!result->baseline || bench_samples_count (result->baseline) == 0)
-        return -1;
-      return p50 - bench_samples_percentile (result->baseline, 50) <= result->target_limit;
+        return BENCH_VERDICT_NONE;
+      return met_if (p50 - bench_samples_percentile (result->baseline, 50) <= result->target_limit);
     case BENCH_TARGET_VALUE_EXACTLY:
       for (guint i = 0; i < bench_samples_count (result->figure); i++)
         if (g_array_index (result->figure->values, double, i) != result->target_limit)
-          return 0;
-      return 1;
+          return BENCH_VERDICT_MISSED;
+      return BENCH_VERDICT_MET;
     }
-  return -1;
+  return BENCH_VERDICT_NONE;
 }
 
 static char *
@@ -226,21 +334,57 @@ verdict (const BenchResult *result)
 {
   if (result->not_measured)
     return "not measured";
-  switch (bench_result_target_met (result))
+  switch (bench_result_verdict (result))
     {
-    case 1:
+    case BENCH_VERDICT_MET:
       return "met";
-    case 0:
+    case BENCH_VERDICT_MISSED:
       return "MISSED";
-    default:
-      return "";
+    case BENCH_VERDICT_INCONCLUSIVE:
+      return "inconclusive";
+    case BENCH_VERDICT_NONE:
+      break;
     }
+  return "";
+}
+
+/* "1.02", or "1.02, p99 1.80" where the target is on p99. */
+static char *
+ratio_text (const BenchResult *result)
+{
+  g_autofree char *p50 = format_value (bench_result_ratio (result));
+  g_autofree char *p99 = NULL;
+
+  if (result->target_kind != BENCH_TARGET_P99_RATIO_AT_MOST)
+    return g_steal_pointer (&p50);
+  p99 = format_value (bench_result_p99_ratio (result));
+  return g_strdup_printf ("%s, p99 %s", p50, p99);
+}
+
+/* "0.97–1.08"; "" without an interval. */
+static char *
+interval_text (const BenchResult *result)
+{
+  g_autofree char *low = NULL, *high = NULL;
+
+  if (!result->has_interval)
+    return g_strdup ("");
+  low = format_value (result->interval_low);
+  high = format_value (result->interval_high);
+  return g_strdup_printf ("%s–%s", low, high);
+}
+
+/* Which ratio the interval is of, where that is not the plain ratio's. */
+static const char *
+interval_of (const BenchResult *result)
+{
+  return result->interval_percentile == 99 ? " of the p99 ratio" : "";
 }
 
 void
 bench_result_print (const BenchResult *result)
 {
-  g_autofree char *p50 = NULL, *p99 = NULL, *b50 = NULL, *ratio = NULL;
+  g_autofree char *p50 = NULL, *p99 = NULL, *b50 = NULL, *ratio = NULL, *interval = NULL;
 
   if (result->not_measured)
     {
@@ -255,12 +399,28 @@ bench_result_print (const BenchResult *result)
   p50 = format_value (bench_samples_percentile (result->figure, 50));
   p99 = format_value (bench_samples_percentile (result->figure, 99));
   b50 = format_value (bench_samples_percentile (result->baseline, 50));
-  ratio = format_value (bench_result_ratio (result));
+  ratio = ratio_text (result);
+  interval = interval_text (result);
   g_print ("[%s] %s: p50 %s p99 %s %s (runs %u)", result->row, result->what, p50, p99,
            result->unit, bench_samples_count (result->figure));
   if (result->baseline)
-    g_print ("; baseline %s p50 %s (runs %u); ratio %s", result->baseline_what, b50,
-             bench_samples_count (result->baseline), ratio);
+    {
+      g_print ("; baseline %s p50 %s", result->baseline_what, b50);
+      if (result->target_kind == BENCH_TARGET_P99_RATIO_AT_MOST)
+        {
+          g_autofree char *b99 = format_value (bench_samples_percentile (result->baseline, 99));
+          g_print (" p99 %s", b99);
+        }
+      g_print (" (runs %u); ratio %s", bench_samples_count (result->baseline), ratio);
+    }
+  if (result->has_interval)
+    {
+      guint pairs = bench_samples_count (result->figure);
+
+      g_print (" (%d%% interval%s %s over %d resamples of %u %s)", BENCH_INTERVAL_PERCENT,
+               interval_of (result), interval, BENCH_INTERVAL_RESAMPLES, pairs,
+               pairs == 1 ? "pair" : "pairs");
+    }
   if (result->target_text)
     g_print ("; target %s: %s", result->target_text, verdict (result));
   g_print ("\n");
@@ -303,6 +463,33 @@ add_number_or_null (JsonBuilder *b, const char *member, double v)
     json_builder_add_double_value (b, v);
 }
 
+/* "ratio_interval": the interval of bench_result_judge_on_interval, or
+ * null. */
+static void
+add_interval (JsonBuilder *b, const BenchResult *r)
+{
+  json_builder_set_member_name (b, "ratio_interval");
+  if (!r->has_interval)
+    {
+      json_builder_add_null_value (b);
+      return;
+    }
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "of");
+  json_builder_add_string_value (b, r->interval_percentile == 99 ? "p99" : "p50");
+  json_builder_set_member_name (b, "low");
+  json_builder_add_double_value (b, r->interval_low);
+  json_builder_set_member_name (b, "high");
+  json_builder_add_double_value (b, r->interval_high);
+  json_builder_set_member_name (b, "percent");
+  json_builder_add_int_value (b, BENCH_INTERVAL_PERCENT);
+  json_builder_set_member_name (b, "resamples");
+  json_builder_add_int_value (b, BENCH_INTERVAL_RESAMPLES);
+  json_builder_set_member_name (b, "pairs");
+  json_builder_add_int_value (b, bench_samples_count (r->figure));
+  json_builder_end_object (b);
+}
+
 static char *
 report_json (BenchReport *report)
 {
@@ -329,7 +516,7 @@ report_json (BenchReport *report)
   for (guint i = 0; i < report->results->len; i++)
     {
       BenchResult *r = report->results->pdata[i];
-      int met = bench_result_target_met (r);
+      BenchVerdict verdict = bench_result_verdict (r);
 
       json_builder_begin_object (b);
       json_builder_set_member_name (b, "row");
@@ -359,16 +546,27 @@ report_json (BenchReport *report)
       add_distribution (b, "figure", r->figure, NULL);
       add_distribution (b, "baseline", r->baseline, r->baseline_what);
       add_number_or_null (b, "ratio", bench_result_ratio (r));
+      add_number_or_null (b, "ratio_p99", bench_result_p99_ratio (r));
+      add_interval (b, r);
       json_builder_set_member_name (b, "target");
       if (r->target_text)
         json_builder_add_string_value (b, r->target_text);
       else
         json_builder_add_null_value (b);
+      /* target_met is null when there is no verdict or it is inconclusive;
+       * verdict tells which. */
       json_builder_set_member_name (b, "target_met");
-      if (met < 0)
+      if (verdict == BENCH_VERDICT_MET || verdict == BENCH_VERDICT_MISSED)
+        json_builder_add_boolean_value (b, verdict == BENCH_VERDICT_MET);
+      else
+        json_builder_add_null_value (b);
+      json_builder_set_member_name (b, "verdict");
+      if (verdict == BENCH_VERDICT_NONE)
         json_builder_add_null_value (b);
       else
-        json_builder_add_boolean_value (b, met);
+        json_builder_add_string_value (b, verdict == BENCH_VERDICT_MET      ? "met"
+                                          : verdict == BENCH_VERDICT_MISSED ? "missed"
+                                                                            : "inconclusive");
       if (r->note)
         {
           json_builder_set_member_name (b, "note");
@@ -413,9 +611,15 @@ report_markdown (BenchReport *report)
                             (char *) g_hash_table_lookup (report->meta, l->data));
   g_string_append (md, "\n\nFigures and baselines were measured side by side in this run, on "
                        "the same private bus. p50/p99 over the runs shown; the ratio is figure p50 "
-                       "/ baseline p50. Targets are goals, not assertions.\n\n");
-  g_string_append (md, "| # | what | N | figure p50 | p99 | runs | baseline | baseline p50 | ratio | target | verdict |\n");
-  g_string_append (md, "|---|---|---|---|---|---|---|---|---|---|---|\n");
+                       "/ baseline p50 (and of the p99s where the target is on p99). ");
+  g_string_append_printf (md, "Where the runs were taken in pairs, the interval is the middle "
+                              "%d%% of the ratio over %d bootstrap resamples of the pairs; a "
+                              "target on the ratio is then met only when the whole interval "
+                              "meets it, missed only when none of it does, and inconclusive "
+                              "otherwise. ", BENCH_INTERVAL_PERCENT, BENCH_INTERVAL_RESAMPLES);
+  g_string_append (md, "Targets are goals, not assertions.\n\n");
+  g_string_append (md, "| # | what | N | figure p50 | p99 | runs | baseline | baseline p50 | ratio | interval | target | verdict |\n");
+  g_string_append (md, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (guint i = 0; i < report->results->len; i++)
     {
       BenchResult *r = report->results->pdata[i];
@@ -428,7 +632,7 @@ report_markdown (BenchReport *report)
           g_autofree char *target = md_cell (r->target_text);
           g_autofree char *bwhat = md_cell (r->baseline_what);
           g_autofree char *b50 = r->baseline ? format_value (bench_samples_percentile (r->baseline, 50)) : g_strdup ("");
-          g_string_append_printf (md, "| %s | %s | %s | not measured: %s | | | %s | %s | | %s | not measured |\n",
+          g_string_append_printf (md, "| %s | %s | %s | not measured: %s | | | %s | %s | | | %s | not measured |\n",
                                   r->row, what, n, reason, bwhat, b50, target);
           continue;
         }
@@ -436,14 +640,18 @@ report_markdown (BenchReport *report)
         g_autofree char *p50 = format_value (bench_samples_percentile (r->figure, 50));
         g_autofree char *p99 = format_value (bench_samples_percentile (r->figure, 99));
         g_autofree char *b50 = r->baseline ? format_value (bench_samples_percentile (r->baseline, 50)) : g_strdup ("");
-        g_autofree char *ratio = format_value (bench_result_ratio (r));
+        g_autofree char *ratio = ratio_text (r);
+        g_autofree char *range = interval_text (r);
+        /* The ratio column shows the p99 ratio after the p50 one. */
+        g_autofree char *interval = g_strdup_printf ("%s%s", r->has_interval && r->interval_percentile == 99
+                                                               ? "p99 " : "", range);
         g_autofree char *bwhat = md_cell (r->baseline_what);
         g_autofree char *target = md_cell (r->target_text);
         g_autofree char *unit = md_cell (r->unit);
 
-        g_string_append_printf (md, "| %s | %s | %s | %s %s | %s | %u | %s | %s | %s | %s | %s |\n",
+        g_string_append_printf (md, "| %s | %s | %s | %s %s | %s | %u | %s | %s | %s | %s | %s | %s |\n",
                                 r->row, what, n, p50, unit, p99, bench_samples_count (r->figure),
-                                bwhat, b50, r->baseline ? ratio : "", target, verdict (r));
+                                bwhat, b50, r->baseline ? ratio : "", interval, target, verdict (r));
       }
     }
 

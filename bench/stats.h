@@ -25,7 +25,22 @@ typedef enum {
   BENCH_TARGET_VALUE_AT_MOST, /* figure p50 <= limit */
   BENCH_TARGET_VALUE_EXACTLY, /* every sample == limit */
   BENCH_TARGET_EXCESS_AT_MOST, /* figure p50 - baseline p50 <= limit */
+  BENCH_TARGET_P99_RATIO_AT_MOST, /* figure p99 / baseline p99 <= limit */
 } BenchTargetKind;
+
+typedef enum {
+  BENCH_VERDICT_NONE,         /* no target, or nothing measured */
+  BENCH_VERDICT_MET,
+  BENCH_VERDICT_MISSED,
+  BENCH_VERDICT_INCONCLUSIVE, /* the ratio's interval holds the target */
+} BenchVerdict;
+
+/* A ratio's interval: BENCH_INTERVAL_RESAMPLES bootstrap resamples of the
+ * pairs, drawn from a fixed seed so that the same samples give the same
+ * interval, and the middle BENCH_INTERVAL_PERCENT % of the ratios they
+ * give. */
+#define BENCH_INTERVAL_RESAMPLES  1000
+#define BENCH_INTERVAL_PERCENT    95
 
 typedef struct {
   char          *row;          /* "1", "2", ... */
@@ -42,6 +57,12 @@ typedef struct {
   char          *not_measured; /* the reason, when figure is NULL */
   char          *note;
   int            seq;          /* order of measurement */
+  /* With an interval (bench_result_judge_on_interval), a ratio target is
+   * judged on it rather than on the ratio alone. */
+  gboolean       has_interval;
+  double         interval_percentile; /* the ratio is of these: 50 or 99 */
+  double         interval_low;
+  double         interval_high;
 } BenchResult;
 
 typedef struct {
@@ -68,10 +89,22 @@ void         bench_result_set_target (BenchResult *result, BenchTargetKind kind,
                                       double limit, const char *text);
 void         bench_result_set_note (BenchResult *result, const char *note);
 
-/* NAN when there is no ratio. */
+/* Figure p50 / baseline p50; NAN when there is no ratio. */
 double       bench_result_ratio (const BenchResult *result);
-/* 1 met, 0 missed, -1 no target or nothing measured. */
-int          bench_result_target_met (const BenchResult *result);
+/* Figure p99 / baseline p99; NAN when there is no ratio. */
+double       bench_result_p99_ratio (const BenchResult *result);
+
+/* Computes the interval of @result's ratio (of p99s for a p99 target, of
+ * p50s otherwise) and judges a ratio or speed-up target on it from then
+ * on: met only when the whole interval meets the target, missed only
+ * when none of it does, inconclusive otherwise. Other kinds of target
+ * keep their verdict on the figure. Its figure and baseline must be
+ * pairs, as many of each, the i-th of each measured side by side (one
+ * after the other, or interleaved), so that what drifted in between hit
+ * both and a resample keeps them together. Call it once the target is
+ * set. */
+void         bench_result_judge_on_interval (BenchResult *result);
+BenchVerdict bench_result_verdict (const BenchResult *result);
 
 /* Prints one line about @result on stdout, target beside the figure. */
 void         bench_result_print (const BenchResult *result);
