@@ -297,6 +297,14 @@ bench_result_verdict (const BenchResult *result)
       return ratio_verdict (result, ratio, result->target_limit);
     case BENCH_TARGET_P99_RATIO_AT_MOST:
       return ratio_verdict (result, bench_result_p99_ratio (result), result->target_limit);
+    case BENCH_TARGET_RATIO_AT_LEAST:
+      if (interval_judges (result))
+        return result->interval_low >= result->target_limit ? BENCH_VERDICT_MET
+             : result->interval_high < result->target_limit ? BENCH_VERDICT_MISSED
+                                                            : BENCH_VERDICT_INCONCLUSIVE;
+      if (isnan (ratio))
+        return BENCH_VERDICT_NONE;
+      return met_if (ratio >= result->target_limit);
     case BENCH_TARGET_SPEEDUP_AT_LEAST:
       /* baseline / figure >= limit is figure / baseline <= 1 / limit. */
       if (ratio == 0)

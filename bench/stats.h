@@ -26,6 +26,7 @@ typedef enum {
   BENCH_TARGET_VALUE_EXACTLY, /* every sample == limit */
   BENCH_TARGET_EXCESS_AT_MOST, /* figure p50 - baseline p50 <= limit */
   BENCH_TARGET_P99_RATIO_AT_MOST, /* figure p99 / baseline p99 <= limit */
+  BENCH_TARGET_RATIO_AT_LEAST, /* figure p50 / baseline p50 >= limit (a rate) */
 } BenchTargetKind;
 
 typedef enum {
