@@ -1,7 +1,7 @@
-/* Authorization: ask the bus driver who the caller is, let root through,
- * ask polkit about everyone else, and before acting make sure the caller
- * is still there — a client that has gone gets nothing done. Every step is
- * an asynchronous call; the main loop never waits. */
+/* Authorization: ask the bus driver who the caller is (once per caller),
+ * let root through, ask polkit about everyone else, and before acting make
+ * sure the caller is still there — a client that has gone gets nothing
+ * done. Every step is an asynchronous call; the main loop never waits. */
 #include "polkit.h"
 #include "names.h"
 
@@ -24,6 +24,13 @@ typedef struct {
 
 /* sender -> number of its calls waiting for authorization */
 static GHashTable *pending_by_sender;
+
+/* sender -> its uid + 1. A unique name is never given to another
+ * connection, and a connection's uid is fixed when it connects, so what
+ * the bus driver said once stays true: the next call of the same caller
+ * skips the round trip. Emptied when full, which only costs round trips. */
+static GHashTable *uid_by_sender;
+#define UID_CACHE_MAX 4096
 
 static void
 pending_drop (sd_bus_message *call)
@@ -189,6 +196,16 @@ ask_polkit (AuthCheck *check)
     auth_check_deny (check, SD_BUS_ERROR_ACCESS_DENIED, "Could not ask polkit");
 }
 
+static void
+decide (AuthCheck *check, guint32 uid)
+{
+  check->root = uid == 0;
+  if (uid == 0)
+    auth_check_grant (check);
+  else
+    ask_polkit (check);
+}
+
 static int
 on_caller_uid (sd_bus_message *reply, void *user_data, sd_bus_error *ret_error)
 {
@@ -203,11 +220,11 @@ on_caller_uid (sd_bus_message *reply, void *user_data, sd_bus_error *ret_error)
       return 1;
     }
 
-  check->root = uid == 0;
-  if (uid == 0)
-    auth_check_grant (check);
-  else
-    ask_polkit (check);
+  if (g_hash_table_size (uid_by_sender) >= UID_CACHE_MAX)
+    g_hash_table_remove_all (uid_by_sender);
+  g_hash_table_insert (uid_by_sender, g_strdup (sd_bus_message_get_sender (check->call)),
+                       GUINT_TO_POINTER (uid + 1));
+  decide (check, uid);
   return 1;
 }
 
@@ -221,7 +238,7 @@ mv_polkit_check (sd_bus_message    *call,
 {
   const char *sender = sd_bus_message_get_sender (call);
   AuthCheck *check;
-  guint pending;
+  guint pending, known;
   int r;
 
   if (!pending_by_sender)
@@ -247,6 +264,14 @@ mv_polkit_check (sd_bus_message    *call,
   check->user_data = user_data;
   check->destroy = destroy;
 
+  if (!uid_by_sender)
+    uid_by_sender = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  known = sender ? GPOINTER_TO_UINT (g_hash_table_lookup (uid_by_sender, sender)) : 0;
+  if (known)
+    {
+      decide (check, known - 1);
+      return;
+    }
   r = sd_bus_call_method_async (sd_bus_message_get_bus (call), NULL, "org.freedesktop.DBus",
                                 "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                 "GetConnectionUnixUser", on_caller_uid, check, "s",
