@@ -297,3 +297,31 @@ bench_proc_cpu_seconds (GPid pid)
   return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) /
          (double) sysconf (_SC_CLK_TCK);
 }
+
+/* GetManagedObjects; µs. *@machines: how many machines it listed, if
+ * not NULL (counted outside the time). */
+double
+bench_timed_managed_objects (Bench *bench, guint *machines)
+{
+  gint64 t0 = bench_now ();
+  g_autoptr (sd_bus_message) reply = bench_call (bench, bench->bus, MV_BUS_NAME, MV_MANAGER_PATH,
+                                                 "org.freedesktop.DBus.ObjectManager",
+                                                 "GetManagedObjects", NULL);
+  double us = (double) (bench_now () - t0);
+  const char *path;
+
+  if (!machines)
+    return us;
+  *machines = 0;
+  if (sd_bus_message_enter_container (reply, 'a', "{oa{sa{sv}}}") < 0)
+    bench_fail (bench, "GetManagedObjects: unexpected reply");
+  while (sd_bus_message_enter_container (reply, 'e', "oa{sa{sv}}") > 0)
+    {
+      if (sd_bus_message_read (reply, "o", &path) < 0 ||
+          sd_bus_message_skip (reply, "a{sa{sv}}") < 0 ||
+          sd_bus_message_exit_container (reply) < 0)
+        bench_fail (bench, "GetManagedObjects: unexpected reply");
+      *machines += g_str_has_prefix (path, MV_MACHINE_PREFIX "/");
+    }
+  return us;
+}

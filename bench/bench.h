@@ -69,6 +69,10 @@ char    *bench_create_machine (Bench *bench, sd_bus *bus, const char *extra_json
 char    *bench_get_string (Bench *bench, sd_bus *bus, const char *dest, const char *path,
                            const char *iface, const char *prop);
 
+/* µs for one GetManagedObjects; with @machines, counts the machines in
+ * it (and fails the bench on a reply it cannot read). */
+double   bench_timed_managed_objects (Bench *bench, guint *machines);
+
 /* From /proc: resident set in KiB, user+system CPU seconds. */
 double   bench_proc_rss_kib (GPid pid);
 double   bench_proc_cpu_seconds (GPid pid);

@@ -654,33 +654,6 @@ bench_rows_concurrency (Bench *bench)
 
 /* ---- c: GetManagedObjects under churn ---- */
 
-/* GetManagedObjects; µs. *@machines: how many machines it listed, if
- * not NULL (counted outside the time). */
-static double
-timed_managed_objects (Bench *bench, guint *machines)
-{
-  gint64 t0 = bench_now ();
-  g_autoptr (sd_bus_message) reply = bench_call (bench, bench->bus, MV_BUS_NAME, MV_MANAGER_PATH,
-                                                 "org.freedesktop.DBus.ObjectManager",
-                                                 "GetManagedObjects", NULL);
-  double us = (double) (bench_now () - t0);
-  const char *path;
-
-  if (!machines)
-    return us;
-  *machines = 0;
-  if (sd_bus_message_enter_container (reply, 'a', "{oa{sa{sv}}}") < 0)
-    bench_fail (bench, "GetManagedObjects: unexpected reply");
-  while (sd_bus_message_enter_container (reply, 'e', "oa{sa{sv}}") > 0)
-    {
-      if (sd_bus_message_read (reply, "o", &path) < 0 ||
-          sd_bus_message_skip (reply, "a{sa{sv}}") < 0 ||
-          sd_bus_message_exit_container (reply) < 0)
-        bench_fail (bench, "GetManagedObjects: unexpected reply");
-      *machines += g_str_has_prefix (path, MV_MACHINE_PREFIX "/");
-    }
-  return us;
-}
 
 /* The first @count machines ListMachines lists. */
 static GPtrArray *
@@ -722,11 +695,11 @@ bench_row_listing_under_churn (Bench *bench, guint n)
           guint listed = n, *check = i == 0 ? &listed : NULL;
 
           if (!churning)
-            bench_samples_add (baseline, timed_managed_objects (bench, check));
+            bench_samples_add (baseline, bench_timed_managed_objects (bench, check));
           else
             {
               churn_on (churn);
-              bench_samples_add (figure, timed_managed_objects (bench, check));
+              bench_samples_add (figure, bench_timed_managed_objects (bench, check));
               churn_off (churn);
             }
           if (listed != n)

@@ -252,16 +252,6 @@ peer_usage (Scale *s, double *rss_kib, double *cpu_s)
 /* ---- what an admin page does ---- */
 
 static double
-timed_managed_objects (Bench *bench)
-{
-  gint64 t0 = bench_now ();
-  g_autoptr (sd_bus_message) reply = bench_call (bench, bench->bus, MV_BUS_NAME, MV_MANAGER_PATH,
-                                                 "org.freedesktop.DBus.ObjectManager",
-                                                 "GetManagedObjects", NULL);
-  return (double) (bench_now () - t0);
-}
-
-static double
 timed_list_machines (Bench *bench)
 {
   gint64 t0 = bench_now ();
@@ -440,7 +430,7 @@ scale_step (Scale *s, guint n, Reference *ref)
        * still interleaved, so both distributions have enough runs. */
       for (guint k = 0; k < (page ? per_page : 1); k++)
         {
-          bench_samples_add (gmo, timed_managed_objects (bench));
+          bench_samples_add (gmo, bench_timed_managed_objects (bench, NULL));
           bench_samples_add (lm, timed_list_machines (bench));
         }
       if (page)
@@ -553,7 +543,7 @@ bench_rows_scale (Bench *bench, gboolean scale, gboolean listing_under_churn)
   if (scale)
     {
       bench_daemon_start (bench);
-      timed_managed_objects (bench);
+      bench_timed_managed_objects (bench, NULL);
       ref.rss0 = bench_proc_rss_kib (bench->daemon_pid);
       ref.cpu0 = bench_proc_cpu_seconds (bench->daemon_pid);
       bench_daemon_stop (bench);
