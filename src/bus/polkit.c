@@ -15,6 +15,7 @@
 typedef struct {
   sd_bus_message   *call;
   gboolean          root;
+  guint32           known_uid;  /* from uid_by_sender, when it was there */
   char             *action_id;
   char            **details;
   MvAuthorizedFunc  func;
@@ -206,6 +207,18 @@ decide (AuthCheck *check, guint32 uid)
     ask_polkit (check);
 }
 
+/* A caller whose uid is known is decided on from the main loop all the
+ * same, as one whose uid is asked for: @func never runs inside
+ * mv_polkit_check, where its caller's method handler is still running. */
+static gboolean
+decide_known (gpointer data)
+{
+  AuthCheck *check = data;
+
+  decide (check, check->known_uid);
+  return G_SOURCE_REMOVE;
+}
+
 static int
 on_caller_uid (sd_bus_message *reply, void *user_data, sd_bus_error *ret_error)
 {
@@ -269,7 +282,8 @@ mv_polkit_check (sd_bus_message    *call,
   known = sender ? GPOINTER_TO_UINT (g_hash_table_lookup (uid_by_sender, sender)) : 0;
   if (known)
     {
-      decide (check, known - 1);
+      check->known_uid = known - 1;
+      g_idle_add_full (G_PRIORITY_DEFAULT, decide_known, check, NULL);
       return;
     }
   r = sd_bus_call_method_async (sd_bus_message_get_bus (call), NULL, "org.freedesktop.DBus",

@@ -17,7 +17,8 @@ typedef void (*MvAuthorizedFunc) (sd_bus_message *call, gboolean root, gpointer 
  * allows it. A sender with MV_POLKIT_PENDING_PER_SENDER_MAX calls waiting
  * already is refused. A denied call is answered here with AccessDenied or
  * InteractiveAuthorizationRequired; a caller that has left the bus gets
- * nothing done. @destroy frees @user_data in every case. */
+ * nothing done. @func runs from the main loop, never before this returns.
+ * @destroy frees @user_data in every case. */
 void mv_polkit_check (sd_bus_message   *call,
                       const char       *action_id,
                       const char *const *details,
