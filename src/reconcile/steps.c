@@ -289,6 +289,20 @@ step_failed (MvMachine *machine, StepTask *task, GError *error)
 }
 
 /* Returns FALSE if the machine is gone (freed) once its records are. */
+/* The desired generation, reached, becomes the observed one; TRUE if
+ * that changed the status, which the caller writes. */
+static gboolean
+observe_desired (MvMachine *machine)
+{
+  guint64 desired = machine->config->desired_generation;
+
+  if (machine->status->observed_generation == desired)
+    return FALSE;
+  machine->status->observed_generation = desired;
+  mv_machine_changed (machine, MV_PROP_OBSERVED_GENERATION);
+  return TRUE;
+}
+
 static gboolean
 step_succeeded (MvMachine *machine, StepTask *task)
 {
@@ -383,13 +397,10 @@ step_succeeded (MvMachine *machine, StepTask *task)
     }
   /* The step that reaches what is desired is observed in the same write,
    * as the reconcile that follows would otherwise write it at once. */
-  if (!machine->end_heard && status->observed_generation != machine->config->desired_generation &&
+  if (!machine->end_heard &&
       mv_plan_next_step (machine->config, status, mv_reconciler_now (rec)) == MV_STEP_NONE &&
       mv_machine_desired_reached (machine->config, status))
-    {
-      status->observed_generation = machine->config->desired_generation;
-      mv_machine_changed (machine, MV_PROP_OBSERVED_GENERATION);
-    }
+    observe_desired (machine);
   mv_machine_save_status (machine, NULL);
   if (retire)
     mv_reconciler_retire_saved_state (machine);
@@ -596,12 +607,8 @@ mv_reconciler_reconcile (MvMachine *machine)
       gboolean stopped_now = machine->stopped_now;
 
       machine->stopped_now = FALSE;
-      if (status->observed_generation != config->desired_generation)
-        {
-          status->observed_generation = config->desired_generation;
-          mv_machine_changed (machine, MV_PROP_OBSERVED_GENERATION);
-          mv_machine_save_status (machine, NULL);
-        }
+      if (observe_desired (machine))
+        mv_machine_save_status (machine, NULL);
       mv_machine_settled (machine, NULL, 0);
       /* Stopped by a user (seed 002, RemoveOnExit: "once it stops"): the
        * Stop is answered first, then the machine goes. */
