@@ -66,7 +66,7 @@ write_all (int fd, const char *data, gsize len, const char *path, GError **error
 
 /* Writes and syncs @data into the new file @fd; consumes @fd. */
 static gboolean
-fill_temp_file (int fd, const char *data, gsize len, const char *path, GError **error)
+fill_new_file (int fd, const char *data, gsize len, const char *path, GError **error)
 {
   g_auto(MvFd) owned = fd;
   int raw;
@@ -101,7 +101,7 @@ mv_write_file_atomic (const char *path, const char *data, gsize len, GError **er
   if (fd < 0)
     return mv_set_errno_error (error, errno, "Cannot create a temporary file for %s", path);
 
-  if (!fill_temp_file (fd, data, len, path, error))
+  if (!fill_new_file (fd, data, len, path, error))
     {
       g_unlink (temp);
       return FALSE;
@@ -338,7 +338,7 @@ stage_file (const char *staging, const char *name, JsonNode *node, GError **erro
   fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
     return mv_set_errno_error (error, errno, "Cannot create %s", path);
-  return fill_temp_file (fd, data, len, path, error);
+  return fill_new_file (fd, data, len, path, error);
 }
 
 static gboolean
