@@ -27,6 +27,7 @@ typedef struct {
   char             *path;
   MvRuntimeExitFunc func;
   gpointer          user_data;
+  guint             id;
   int               wd;         /* inotify's descriptor of the file's directory */
 } Watch;
 
@@ -302,8 +303,20 @@ check_watch_later (gpointer id)
 }
 
 /* The state files are watched with inotify, not polled: a host with
- * thousands of test VMMs costs nothing while they run. */
+ * thousands of test VMMs costs nothing while they run. inotify gives one
+ * descriptor per directory, which is one machine's: @by_wd finds the
+ * watches on it (usually one) without looking through the others. */
 static int inotify_fd = -1;
+static GHashTable *by_wd;     /* wd -> GArray of watch ids */
+
+static void
+check_all_watches (void)
+{
+  g_autoptr (GList) ids = g_hash_table_get_keys (watches);
+
+  for (GList *l = ids; l; l = l->next)
+    check_watch (GPOINTER_TO_UINT (l->data));
+}
 
 static gboolean
 on_inotify (gint fd, GIOCondition condition, gpointer user_data)
@@ -315,20 +328,18 @@ on_inotify (gint fd, GIOCondition condition, gpointer user_data)
   for (ssize_t at = 0; n > 0 && at < n;)
     {
       const struct inotify_event *event = (const struct inotify_event *) (buf + at);
-      GHashTableIter iter;
-      gpointer key, value;
+      GArray *ids;
 
       at += (ssize_t) (sizeof *event + event->len);
-      if (event->len == 0 || !g_str_equal (event->name, STATE_FILE))
-        continue;
-      g_hash_table_iter_init (&iter, watches);
-      while (g_hash_table_iter_next (&iter, &key, &value))
-        if (((Watch *) value)->wd == event->wd)
-          {
-            guint id = GPOINTER_TO_UINT (key);
-
-            g_array_append_val (due, id);
-          }
+      /* Events were lost: every file is looked at again. */
+      if (event->mask & IN_Q_OVERFLOW)
+        {
+          check_all_watches ();
+          return G_SOURCE_CONTINUE;
+        }
+      ids = g_hash_table_lookup (by_wd, GINT_TO_POINTER (event->wd));
+      if (ids && event->len > 0 && g_str_equal (event->name, STATE_FILE))
+        g_array_append_vals (due, ids->data, ids->len);
     }
   /* Told after the loop: a told owner may watch or unwatch. */
   for (guint i = 0; i < due->len; i++)
@@ -339,17 +350,20 @@ on_inotify (gint fd, GIOCondition condition, gpointer user_data)
 static void
 watch_free (Watch *w)
 {
-  GHashTableIter iter;
-  gpointer value;
-  gboolean shared = FALSE;
+  GArray *ids = g_hash_table_lookup (by_wd, GINT_TO_POINTER (w->wd));
 
-  /* inotify gives one descriptor per directory: it goes with the last
-   * watch on it. */
-  g_hash_table_iter_init (&iter, watches);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    shared |= value != w && ((Watch *) value)->wd == w->wd;
-  if (!shared && w->wd >= 0)
-    inotify_rm_watch (inotify_fd, w->wd);
+  for (guint i = 0; ids && i < ids->len; i++)
+    if (g_array_index (ids, guint, i) == w->id)
+      {
+        g_array_remove_index_fast (ids, i);
+        break;
+      }
+  /* The descriptor goes with the last watch on it. */
+  if (ids && ids->len == 0)
+    {
+      g_hash_table_remove (by_wd, GINT_TO_POINTER (w->wd));
+      inotify_rm_watch (inotify_fd, w->wd);
+    }
   g_free (w->machine_id);
   g_free (w->path);
   g_free (w);
@@ -362,20 +376,31 @@ test_watch (MvRuntime *rt, const char *machine_id, JsonObject *vmm, MvRuntimeExi
   Watch *w = g_new0 (Watch, 1);
   guint id = next_watch_id++;
   g_autofree char *dir = NULL;
+  GArray *ids;
 
   if (!watches)
     {
       watches = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) watch_free);
+      by_wd = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_array_unref);
       inotify_fd = inotify_init1 (IN_NONBLOCK | IN_CLOEXEC);
       g_assert_cmpint (inotify_fd, >=, 0);
       g_unix_fd_add (inotify_fd, G_IO_IN, on_inotify, NULL);
     }
+  w->id = id;
   w->machine_id = g_strdup (machine_id);
   w->path = g_strdup (json_object_get_string_member (vmm, "state_file"));
   w->func = func;
   w->user_data = user_data;
   dir = g_path_get_dirname (w->path);
   w->wd = inotify_add_watch (inotify_fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO);
+  g_assert_cmpint (w->wd, >=, 0);
+  ids = g_hash_table_lookup (by_wd, GINT_TO_POINTER (w->wd));
+  if (!ids)
+    {
+      ids = g_array_new (FALSE, FALSE, sizeof (guint));
+      g_hash_table_insert (by_wd, GINT_TO_POINTER (w->wd), ids);
+    }
+  g_array_append_val (ids, id);
   g_hash_table_insert (watches, GUINT_TO_POINTER (id), w);
   /* What the file said before the watch began is looked at from the main
    * loop, as an event would be. */
