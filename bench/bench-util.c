@@ -325,3 +325,15 @@ bench_timed_managed_objects (Bench *bench, guint *machines)
     }
   return us;
 }
+
+void
+bench_stand_in_guest (Bench *bench, char **kernel, char **initrd)
+{
+  const char *dir = mv_test_env_images_dir (bench->env);
+
+  *kernel = g_build_filename (dir, "bench-vmlinuz", NULL);
+  *initrd = g_build_filename (dir, "bench-initrd", NULL);
+  if (!g_file_set_contents (*kernel, "kernel", -1, NULL) ||
+      !g_file_set_contents (*initrd, "initrd", -1, NULL))
+    bench_fail (bench, "cannot write %s", *kernel);
+}

@@ -10,6 +10,8 @@
 #define BENCH_ECHO_NAME   "org.microvmd1.BenchEcho"
 #define BENCH_ECHO_PATH   "/org/microvmd1/BenchEcho"
 #define BENCH_CALL_TIMEOUT_US (300 * G_USEC_PER_SEC)
+/* The kernel command line of a test VMM's simulated guest, booted at once. */
+#define BENCH_FAKE_KERNEL_ARGS "console=ttyS0 reboot=k panic=1 microvmd.boot_ms=0"
 /* The daemon's configuration between rows that write their own. The rows
  * measure the rest of the daemon with thousands of test machines running
  * on a 2-core host, which admission would refuse; row 18 measures
@@ -72,6 +74,10 @@ char    *bench_get_string (Bench *bench, sd_bus *bus, const char *dest, const ch
 /* µs for one GetManagedObjects; with @machines, counts the machines in
  * it (and fails the bench on a reply it cannot read). */
 double   bench_timed_managed_objects (Bench *bench, guint *machines);
+
+/* Writes the files a test VMM's simulated guest boots from (it needs
+ * files, not a kernel) into the images directory; their paths. */
+void     bench_stand_in_guest (Bench *bench, char **kernel, char **initrd);
 
 /* From /proc: resident set in KiB, user+system CPU seconds. */
 double   bench_proc_rss_kib (GPid pid);

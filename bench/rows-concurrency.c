@@ -36,7 +36,6 @@
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (sd_event, sd_event_unref)
 
 /* The simulated guest is ready at once. */
-#define FAKE_ARGS         "console=ttyS0 reboot=k panic=1 microvmd.boot_ms=0"
 #define FAKE_MEMORY_MIB   128
 #define AT_ONCE           50
 /* The Starts go out over this many connections: the daemon lets one
@@ -314,7 +313,7 @@ bare_configure (gpointer data)
   BareVmm *vmm = data;
   g_autoptr (MvHttp) http = NULL;
   g_autofree char *boot = g_strdup_printf ("{\"kernel_image_path\":\"%s\",\"initrd_path\":\"%s\","
-                                           "\"boot_args\":\"" FAKE_ARGS "\"}",
+                                           "\"boot_args\":\"" BENCH_FAKE_KERNEL_ARGS "\"}",
                                            vmm->kernel, vmm->initrd);
   gint64 deadline = bench_now () + VMM_TIMEOUT_S * G_USEC_PER_SEC;
 
@@ -424,7 +423,7 @@ row_start_at_once (Bench *bench, const char *fake, const char *kernel, const cha
     {
       g_autofree char *spec = g_strdup_printf (
         "{\"name\":\"bench-f%05u\",\"hypervisor_type\":\"firecracker\",\"kernel\":\"%s\","
-        "\"initrd\":\"%s\",\"kernel_args\":\"" FAKE_ARGS "\",\"memory_bytes\":%u}",
+        "\"initrd\":\"%s\",\"kernel_args\":\"" BENCH_FAKE_KERNEL_ARGS "\",\"memory_bytes\":%u}",
         ++bench->machine_seq, kernel, initrd, (guint) FAKE_MEMORY_MIB << 20);
       g_autoptr (sd_bus_message) created = bench_call (bench, bench->bus, MV_BUS_NAME,
                                                        MV_MANAGER_PATH, MV_MANAGER_IFACE,
@@ -635,13 +634,9 @@ bench_rows_concurrency (Bench *bench)
   g_autofree char *fake = g_build_filename (bench->build_dir, "tests", "vmm", "fake-firecracker",
                                             NULL);
   g_autofree char *config = g_strdup_printf (BENCH_BASE_CONFIG "[firecracker]\nbinaries=%s\n", fake);
-  const char *dir = mv_test_env_images_dir (bench->env);
-  g_autofree char *kernel = g_build_filename (dir, "bench-vmlinuz", NULL);
-  g_autofree char *initrd = g_build_filename (dir, "bench-initrd", NULL);
+  g_autofree char *kernel = NULL, *initrd = NULL;
 
-  if (!g_file_set_contents (kernel, "kernel", -1, NULL) ||
-      !g_file_set_contents (initrd, "initrd", -1, NULL))
-    bench_fail (bench, "cannot write %s", kernel);
+  bench_stand_in_guest (bench, &kernel, &initrd);
   mv_test_env_write_config (bench->env, config);
   bench_daemon_start (bench);
   row_start_at_once (bench, fake, kernel, initrd);
@@ -653,7 +648,6 @@ bench_rows_concurrency (Bench *bench)
 }
 
 /* ---- c: GetManagedObjects under churn ---- */
-
 
 /* The first @count machines ListMachines lists. */
 static GPtrArray *

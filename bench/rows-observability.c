@@ -22,7 +22,6 @@
 #include <string.h>
 
 /* The simulated guest is ready at once. */
-#define FAKE_ARGS   "console=ttyS0 reboot=k panic=1 microvmd.boot_ms=0"
 #define RUNNING     100
 #define DEFINED     1000
 
@@ -71,19 +70,15 @@ static void
 populate (Observed *o)
 {
   Bench *bench = o->bench;
-  const char *dir = mv_test_env_images_dir (bench->env);
-  g_autofree char *kernel = g_build_filename (dir, "bench-vmlinuz", NULL);
-  g_autofree char *initrd = g_build_filename (dir, "bench-initrd", NULL);
+  g_autofree char *kernel = NULL, *initrd = NULL;
   guint running = bench->smoke ? 5 : RUNNING, defined = bench->smoke ? 50 : DEFINED;
 
-  if (!g_file_set_contents (kernel, "kernel", -1, NULL) ||
-      !g_file_set_contents (initrd, "initrd", -1, NULL))
-    bench_fail (bench, "cannot write %s", kernel);
+  bench_stand_in_guest (bench, &kernel, &initrd);
   for (guint i = 0; i < running; i++)
     {
       g_autofree char *spec = g_strdup_printf (
         "{\"name\":\"bench-o%05u\",\"hypervisor_type\":\"firecracker\",\"kernel\":\"%s\","
-        "\"initrd\":\"%s\",\"kernel_args\":\"" FAKE_ARGS "\",\"memory_bytes\":134217728}",
+        "\"initrd\":\"%s\",\"kernel_args\":\"" BENCH_FAKE_KERNEL_ARGS "\",\"memory_bytes\":134217728}",
         ++bench->machine_seq, kernel, initrd);
       g_autoptr (sd_bus_message) created = NULL;
       g_autoptr (sd_bus_message) started = NULL;

@@ -26,7 +26,6 @@
 #include <string.h>
 
 /* The simulated guest is ready at once. */
-#define FAKE_ARGS      "console=ttyS0 reboot=k panic=1 microvmd.boot_ms=0"
 #define MIB            (G_GUINT64_CONSTANT (1) << 20)
 #define OTHERS         1000
 #define OTHERS_RUNNING 100
@@ -343,9 +342,7 @@ row_resize (Bench *bench)
   const char *id = "19-resize";
   const char *what = "Machine.Resize of a running machine (Cloud Hypervisor test VMM), "
                      "1 vCPU 256 MiB ↔ 2 vCPUs 512 MiB";
-  const char *dir = mv_test_env_images_dir (bench->env);
-  g_autofree char *kernel = g_build_filename (dir, "bench-vmlinuz", NULL);
-  g_autofree char *initrd = g_build_filename (dir, "bench-initrd", NULL);
+  g_autofree char *kernel = NULL, *initrd = NULL;
   g_autofree char *spec = NULL, *path = NULL, *socket = NULL, *note = NULL, *spread = NULL;
   g_autofree char *why = NULL;
   g_autoptr (sd_bus_message) created = NULL;
@@ -353,11 +350,9 @@ row_resize (Bench *bench)
   const char *p = NULL;
   BenchResult *r;
 
-  if (!g_file_set_contents (kernel, "kernel", -1, NULL) ||
-      !g_file_set_contents (initrd, "initrd", -1, NULL))
-    bench_fail (bench, "cannot write %s", kernel);
+  bench_stand_in_guest (bench, &kernel, &initrd);
   spec = g_strdup_printf ("{\"name\":\"bench-r%05u\",\"hypervisor_type\":\"cloud-hypervisor\","
-                          "\"kernel\":\"%s\",\"initrd\":\"%s\",\"kernel_args\":\"" FAKE_ARGS "\","
+                          "\"kernel\":\"%s\",\"initrd\":\"%s\",\"kernel_args\":\"" BENCH_FAKE_KERNEL_ARGS "\","
                           "\"cpu_millicores\":%u,\"max_vcpus\":%u,\"memory_bytes\":%" G_GUINT64_FORMAT
                           ",\"max_memory_bytes\":%" G_GUINT64_FORMAT "}",
                           ++bench->machine_seq, kernel, initrd, sizes[1].vcpus * 1000, sizes[0].vcpus,

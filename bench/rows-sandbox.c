@@ -13,7 +13,6 @@
 #define READY_MARKER  "MICROVMD-GUEST-READY"
 #define QEMU_ARGS     "console=ttyS0 tsc_early_khz=2000000 reboot=t panic=-1"
 /* The simulated guest is ready at once. */
-#define FAKE_ARGS     "console=ttyS0 reboot=k panic=1 microvmd.boot_ms=0"
 
 typedef struct {
   const char *type;         /* hypervisor_type */
@@ -60,7 +59,7 @@ measure (Bench *bench, const Subject *s, gboolean walled, guint runs)
         "{\"name\":\"bench-w%05u\",\"hypervisor_type\":\"%s\",\"kernel\":\"%s\","
         "\"initrd\":\"%s\",\"kernel_args\":\"%s\",\"memory_bytes\":268435456,"
         "\"readiness\":\"console:" READY_MARKER "\"}",
-        ++bench->machine_seq, s->type, kernel, initrd, real ? QEMU_ARGS : FAKE_ARGS);
+        ++bench->machine_seq, s->type, kernel, initrd, real ? QEMU_ARGS : BENCH_FAKE_KERNEL_ARGS);
       g_autoptr (sd_bus_message) created = NULL;
       g_autoptr (sd_bus_message) started = NULL;
       g_autoptr (sd_bus_message) deleted = NULL;

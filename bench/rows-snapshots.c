@@ -34,7 +34,6 @@
 #include <glib/gstdio.h>
 
 /* The simulated guest is ready at once. */
-#define FAKE_ARGS      "console=ttyS0 reboot=k panic=1 microvmd.boot_ms=0"
 #define MIB            (G_GUINT64_CONSTANT (1) << 20)
 #define VMM_START_S    10
 
@@ -153,7 +152,7 @@ machine_spec (Bench *bench, const Subject *s, const char *name)
                           "\"initrd\":\"%s\",\"kernel_args\":\"%s\",\"memory_bytes\":%" G_GUINT64_FORMAT ","
                           "\"readiness\":\"console:" BENCH_READY_MARKER "\"}",
                           name, s->type, kernel, initrd,
-                          s->vmm == VMM_QEMU ? BENCH_QEMU_KERNEL_ARGS : FAKE_ARGS,
+                          s->vmm == VMM_QEMU ? BENCH_QEMU_KERNEL_ARGS : BENCH_FAKE_KERNEL_ARGS,
                           (guint64) s->memory_mib * MIB);
 }
 
@@ -429,7 +428,7 @@ bare_vmm_boot (Bench *bench, BareVmm *v, const Subject *s, const char *dir)
       g_autofree char *machine = g_strdup_printf ("{\"vcpu_count\":1,\"mem_size_mib\":%u,"
                                                   "\"smt\":false}", s->memory_mib);
       g_autofree char *boot = g_strdup_printf ("{\"kernel_image_path\":\"%s\",\"boot_args\":\""
-                                               FAKE_ARGS "\",\"initrd_path\":\"%s\"}",
+                                               BENCH_FAKE_KERNEL_ARGS "\",\"initrd_path\":\"%s\"}",
                                                kernel, initrd);
       g_autofree char *serial = g_strdup_printf ("{\"serial_out_path\":\"%s\"}", console);
 
@@ -441,7 +440,7 @@ bare_vmm_boot (Bench *bench, BareVmm *v, const Subject *s, const char *dir)
   else
     {
       g_autofree char *config = g_strdup_printf (
-        "{\"payload\":{\"kernel\":\"%s\",\"cmdline\":\"" FAKE_ARGS "\",\"initramfs\":\"%s\"},"
+        "{\"payload\":{\"kernel\":\"%s\",\"cmdline\":\"" BENCH_FAKE_KERNEL_ARGS "\",\"initramfs\":\"%s\"},"
         "\"cpus\":{\"boot_vcpus\":1,\"max_vcpus\":1},\"memory\":{\"size\":%" G_GUINT64_FORMAT "},"
         "\"serial\":{\"mode\":\"File\",\"file\":\"%s\"},\"console\":{\"mode\":\"Off\"}}",
         kernel, initrd, (guint64) s->memory_mib * MIB, console);
