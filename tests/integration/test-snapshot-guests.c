@@ -27,8 +27,12 @@ static const char config_text[] =
   "stop-timeout-seconds=20\n"
   "resync-seconds=600\n";
 
-/* The workload: a counter, one more every fifth of a second, in a file. */
-#define COUNTER "\"cmd\":[\"/bin/sh\",\"-c\",\"i=0; while :; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.2; done\"]"
+/* The workload: a counter, one more every fifth of a second, in a file that
+ * is replaced whole by a rename, so that neither a reader nor a snapshot
+ * ever sees it truncated and not yet written. */
+#define COUNTER \
+  "\"cmd\":[\"/bin/sh\",\"-c\",\"i=0; while :; do i=$((i+1)); echo $i > /tmp/counter.new; " \
+  "mv /tmp/counter.new /tmp/counter; sleep 0.2; done\"]"
 
 static void
 setup (NetFixture *nf, gconstpointer data)
@@ -167,8 +171,9 @@ test_memory_restore (NetFixture *nf, gconstpointer data)
 
   client_call_ok (f->client, machine, "Start");
   counter_above (f, machine, 3);
-  snapshot = take (f, machine, "then");
+  /* Read before the snapshot: the snapshot holds at least this much. */
   at_snapshot = counter (f, machine);
+  snapshot = take (f, machine, "then");
   kind = snapshot_kind (f, snapshot);
   g_assert_cmpstr (kind, ==, "memory");
   /* It runs on meanwhile. */
