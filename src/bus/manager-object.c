@@ -259,9 +259,20 @@ method_list_machines (sd_bus_message *m, void *userdata, sd_bus_error *error)
   for (guint i = 0; r >= 0 && i < sorted->len; i++)
     {
       MvMachine *machine = sorted->pdata[i];
-      r = sd_bus_message_append (reply, "(ssso)", machine->id, machine->config->spec->name,
-                                 mv_state_to_string (machine->status->state),
-                                 mv_bus_view (service, machine)->path);
+
+      /* Field by field: appending "(ssso)" whole parses the signature
+       * again for every machine, most of a long listing's cost. */
+      r = sd_bus_message_open_container (reply, 'r', "ssso");
+      if (r >= 0)
+        r = sd_bus_message_append_basic (reply, 's', machine->id);
+      if (r >= 0)
+        r = sd_bus_message_append_basic (reply, 's', machine->config->spec->name);
+      if (r >= 0)
+        r = sd_bus_message_append_basic (reply, 's', mv_state_to_string (machine->status->state));
+      if (r >= 0)
+        r = sd_bus_message_append_basic (reply, 'o', mv_bus_view (service, machine)->path);
+      if (r >= 0)
+        r = sd_bus_message_close_container (reply);
     }
   if (r >= 0)
     r = sd_bus_message_close_container (reply);

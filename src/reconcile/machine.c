@@ -193,6 +193,7 @@ mv_machine_new (MvReconciler *rec, MvConfig *config, MvStatus *status)
   machine->config = config;
   machine->status = status;
   g_hash_table_insert (rec->machines, machine->id, machine);
+  g_clear_pointer (&rec->by_name, g_ptr_array_unref);
   return machine;
 }
 

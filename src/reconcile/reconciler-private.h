@@ -8,6 +8,7 @@ struct _MvReconciler {
   MvObserver           observer;
   const MvClock       *clock;
   GHashTable          *machines;     /* id -> MvMachine* */
+  GPtrArray           *by_name;      /* the machines sorted by name; NULL when one came or went */
   guint                resync_timer;
   guint                idle_timer;
   guint                recovering;   /* machines whose recovery is under way */

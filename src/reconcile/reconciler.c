@@ -111,6 +111,7 @@ mv_reconciler_free (MvReconciler *rec)
     mv_machine_settled (machine, error, G_MAXUINT64);
   mv_reconciler_remove_timeout (rec, &rec->resync_timer);
   mv_reconciler_remove_timeout (rec, &rec->idle_timer);
+  g_clear_pointer (&rec->by_name, g_ptr_array_unref);
   g_hash_table_unref (rec->machines);
   g_hash_table_unref (rec->creating);
   g_hash_table_unref (rec->invalid_ids);
@@ -158,18 +159,50 @@ compare_by_name (gconstpointer a, gconstpointer b)
   return g_strcmp0 (ma->config->spec->name, mb->config->spec->name);
 }
 
-GPtrArray *
-mv_reconciler_list (MvReconciler *rec)
+/* Whether @sorted still holds every machine there is, none gone, in the
+ * order of their names: a rename or a machine that went is seen here, in
+ * one pass, rather than told from every place that changes a name. */
+static gboolean
+still_sorted (MvReconciler *rec, GPtrArray *sorted)
 {
-  GPtrArray *list = g_ptr_array_sized_new (g_hash_table_size (rec->machines));
+  guint there = 0;
   GHashTableIter iter;
   MvMachine *machine;
 
   g_hash_table_iter_init (&iter, rec->machines);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    there += !machine->gone;
+  if (there != sorted->len)
+    return FALSE;
+  for (guint i = 0; i < sorted->len; i++)
+    {
+      machine = sorted->pdata[i];
+      if (machine->gone || (i > 0 && compare_by_name (&sorted->pdata[i - 1], &sorted->pdata[i]) > 0))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Every machine that is not gone, by name. The order is kept between
+ * calls: a listing of thousands costs a pass, not a sort. */
+GPtrArray *
+mv_reconciler_list (MvReconciler *rec)
+{
+  GPtrArray *list;
+  GHashTableIter iter;
+  MvMachine *machine;
+
+  if (rec->by_name && still_sorted (rec, rec->by_name))
+    return g_ptr_array_copy (rec->by_name, NULL, NULL);
+
+  g_clear_pointer (&rec->by_name, g_ptr_array_unref);
+  list = g_ptr_array_sized_new (g_hash_table_size (rec->machines));
+  g_hash_table_iter_init (&iter, rec->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
     if (!machine->gone)
       g_ptr_array_add (list, machine);
   g_ptr_array_sort (list, compare_by_name);
+  rec->by_name = g_ptr_array_copy (list, NULL, NULL);
   return list;
 }
 
