@@ -639,84 +639,157 @@ remove_stale_temp_files (const char *dir_path)
     }
 }
 
-/* Loads one machine directory. On failure *@bad_path is the file or
- * directory at fault and @error says why; nothing on disk is touched. */
-static MvRecord *
-load_record (const char *dir, const char *name, char **bad_path, GError **error)
+/* What reading one entry of machines/ found: a record, or where it is
+ * at fault and why. */
+typedef struct {
+  MvRecord *record;
+  gboolean  config_changed;   /* read in an older format: to be written back */
+  gboolean  status_changed;
+  char     *bad_path;
+  char     *reason;
+} Loaded;
+
+/* Reads and checks one machine directory; nothing on disk is changed but
+ * the litter of interrupted writes. Runs on a loader thread: what it
+ * writes back is left to the caller. */
+static void
+read_record (const char *dir, const char *name, Loaded *out)
 {
   g_autofree char *config_path = g_build_filename (dir, MV_CONFIG_RECORD, NULL);
   g_autofree char *status_path = g_build_filename (dir, MV_STATUS_RECORD, NULL);
+  g_autofree char *marker = NULL;
   g_autofree char *config_data = NULL;
   g_autofree char *status_data = NULL;
   g_autoptr(MvConfig) config = NULL;
   g_autoptr(MvStatus) status = NULL;
-  g_autoptr(GError) status_error = NULL;
-  gboolean config_changed = FALSE;
-  gboolean status_changed = FALSE;
+  g_autoptr(GError) error = NULL;
   gboolean missing;
   gsize len;
-  MvRecord *record;
+  GStatBuf buf;
 
-  *bad_path = g_strdup (config_path);
-  if (!read_record_file (config_path, MV_CONFIG_RECORD, &config_data, &len, &missing, error))
-    return NULL;
-  config = mv_store_parse_config (config_data, len, &config_changed, error);
-  if (config == NULL)
-    return NULL;
-
-  if (g_strcmp0 (config->id, name) != 0)
+  if (g_lstat (dir, &buf) < 0)
     {
-      g_free (*bad_path);
-      *bad_path = g_strdup (dir);
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "the directory is named %s but config.json has id %s",
-                   name, config->id != NULL ? config->id : "(none)");
-      return NULL;
+      out->bad_path = g_strdup (dir);
+      out->reason = g_strdup (g_strerror (errno));
+      return;
+    }
+  if (!S_ISDIR (buf.st_mode))
+    {
+      out->bad_path = g_strdup (dir);
+      out->reason = g_strdup (S_ISLNK (buf.st_mode) ? "a symbolic link, not a directory"
+                                                    : "not a directory");
+      return;
     }
 
-  g_free (*bad_path);
-  *bad_path = g_strdup (status_path);
-  if (read_record_file (status_path, MV_STATUS_RECORD, &status_data, &len, &missing,
-                        &status_error))
-    status = mv_store_parse_status (status_data, len, &status_changed, error);
+  if (!read_record_file (config_path, MV_CONFIG_RECORD, &config_data, &len, &missing, &error) ||
+      !(config = mv_store_parse_config (config_data, len, &out->config_changed, &error)))
+    {
+      out->bad_path = g_steal_pointer (&config_path);
+      out->reason = g_strdup (error->message);
+      return;
+    }
+  if (g_strcmp0 (config->id, name) != 0)
+    {
+      out->bad_path = g_strdup (dir);
+      out->reason = g_strdup_printf ("the directory is named %s but config.json has id %s", name,
+                                     config->id != NULL ? config->id : "(none)");
+      return;
+    }
+
+  if (read_record_file (status_path, MV_STATUS_RECORD, &status_data, &len, &missing, &error))
+    status = mv_store_parse_status (status_data, len, &out->status_changed, &error);
   else if (missing)
     status = mv_status_new ();
-  else
-    g_propagate_error (error, g_steal_pointer (&status_error));
   if (status == NULL)
-    return NULL;
-
-  g_clear_pointer (bad_path, g_free);
+    {
+      out->bad_path = g_steal_pointer (&status_path);
+      out->reason = g_strdup (error->message);
+      return;
+    }
 
   /* A delete asked for when config.json could not be written. */
-  g_autofree char *marker = g_build_filename (dir, MV_DESTROY_MARKER, NULL);
+  marker = g_build_filename (dir, MV_DESTROY_MARKER, NULL);
   if (g_file_test (marker, G_FILE_TEST_EXISTS))
     config->desired = MV_DESIRED_DESTROYED;
 
-  /* Only a record that is valid as a whole is written back upgraded. A
-   * failed write-back is not fatal: the record is still read correctly
-   * and the upgrade is tried again at the next start. */
-  if (config_changed)
-    {
-      g_autoptr(GError) write_error = NULL;
-
-      if (!write_config (dir, config, &write_error))
-        g_warning ("Cannot write back the upgraded %s: %s", config_path, write_error->message);
-    }
-  if (status_changed)
-    {
-      g_autoptr(GError) write_error = NULL;
-
-      if (!write_status (dir, status, &write_error))
-        g_warning ("Cannot write back the upgraded %s: %s", status_path, write_error->message);
-    }
-
   remove_stale_temp_files (dir);
 
-  record = g_new0 (MvRecord, 1);
-  record->config = g_steal_pointer (&config);
-  record->status = g_steal_pointer (&status);
-  return record;
+  out->record = g_new0 (MvRecord, 1);
+  out->record->config = g_steal_pointer (&config);
+  out->record->status = g_steal_pointer (&status);
+}
+
+/* Writes back a record read in an older format. Only a record that is
+ * valid as a whole gets here; a failed write-back is not fatal: the record
+ * is still read correctly and the upgrade is tried again at the next
+ * start. */
+static void
+write_back (const char *dir, const Loaded *loaded)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (loaded->config_changed && !write_config (dir, loaded->record->config, &error))
+    {
+      g_warning ("Cannot write back the upgraded %s/%s: %s", dir, MV_CONFIG_RECORD,
+                 error->message);
+      g_clear_error (&error);
+    }
+  if (loaded->status_changed && !write_status (dir, loaded->record->status, &error))
+    g_warning ("Cannot write back the upgraded %s/%s: %s", dir, MV_STATUS_RECORD,
+               error->message);
+}
+
+/* The entries of machines/ shared out among loader threads. */
+typedef struct {
+  const char *machines_dir;
+  GPtrArray  *names;
+  Loaded     *loaded;         /* one per name */
+  gint        next;           /* the next name to take, atomically */
+} Loading;
+
+static gpointer
+loader_thread (gpointer data)
+{
+  Loading *loading = data;
+  guint i;
+
+  while ((i = (guint) g_atomic_int_add (&loading->next, 1)) < loading->names->len)
+    {
+      const char *entry = loading->names->pdata[i];
+      g_autofree char *path = NULL;
+
+      /* The store's own work in progress is finished by the caller. */
+      if (entry[0] == '.')
+        continue;
+      path = g_build_filename (loading->machines_dir, entry, NULL);
+      read_record (path, entry, &loading->loaded[i]);
+    }
+  return NULL;
+}
+
+/* Reads every entry of @names, on as many threads as there are CPUs (up
+ * to eight) when there are enough to share: parsing and checking ten
+ * thousand records is most of a start. */
+static Loaded *
+read_records (const char *machines_dir, GPtrArray *names)
+{
+  Loading loading = { .machines_dir = machines_dir, .names = names,
+                      .loaded = g_new0 (Loaded, MAX (names->len, 1)) };
+  guint threads = MIN (g_get_num_processors (), 8);
+  g_autofree GThread **helpers = NULL;
+
+  if (names->len < 64 || threads < 2)
+    {
+      loader_thread (&loading);
+      return loading.loaded;
+    }
+  helpers = g_new0 (GThread *, threads - 1);
+  for (guint t = 0; t + 1 < threads; t++)
+    helpers[t] = g_thread_new ("microvmd-load", loader_thread, &loading);
+  loader_thread (&loading);
+  for (guint t = 0; t + 1 < threads; t++)
+    g_thread_join (helpers[t]);
+  return loading.loaded;
 }
 
 /* Finishes the store's own interrupted work: a staging directory is a
@@ -775,6 +848,7 @@ mv_store_load_machines (MvStore *store, GPtrArray *invalid)
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GError) error = NULL;
   g_autoptr(GDir) dir = NULL;
+  g_autofree Loaded *loaded = NULL;
   const char *name;
 
   g_return_val_if_fail (store != NULL, NULL);
@@ -790,14 +864,14 @@ mv_store_load_machines (MvStore *store, GPtrArray *invalid)
   /* Sorted so that warnings come out in the same order every time. */
   g_ptr_array_sort (names, compare_names);
 
+  loaded = read_records (store->machines_dir, names);
+  /* In the order of the names, on this thread: warnings, write-backs and
+   * the store's own leftovers, as if read one by one. */
   for (guint i = 0; i < names->len; i++)
     {
       const char *entry = g_ptr_array_index (names, i);
       g_autofree char *path = g_build_filename (store->machines_dir, entry, NULL);
-      g_autofree char *bad_path = NULL;
-      g_autoptr(GError) load_error = NULL;
-      MvRecord *record;
-      GStatBuf buf;
+      Loaded *one = &loaded[i];
 
       if (entry[0] == '.')
         {
@@ -806,29 +880,15 @@ mv_store_load_machines (MvStore *store, GPtrArray *invalid)
             clean_leftover (store, entry, path);
           continue;
         }
-
-      if (g_lstat (path, &buf) < 0)
+      if (one->record == NULL)
         {
-          int errsv = errno;
-
-          add_invalid (invalid, entry, path, g_strerror (errsv));
+          add_invalid (invalid, entry, one->bad_path, one->reason);
+          g_free (one->bad_path);
+          g_free (one->reason);
           continue;
         }
-      if (!S_ISDIR (buf.st_mode))
-        {
-          add_invalid (invalid, entry, path,
-                       S_ISLNK (buf.st_mode) ? "a symbolic link, not a directory"
-                                             : "not a directory");
-          continue;
-        }
-
-      record = load_record (path, entry, &bad_path, &load_error);
-      if (record == NULL)
-        {
-          add_invalid (invalid, entry, bad_path, load_error->message);
-          continue;
-        }
-      g_ptr_array_add (records, record);
+      write_back (path, one);
+      g_ptr_array_add (records, one->record);
     }
 
   g_ptr_array_sort (records, compare_records);

@@ -1043,6 +1043,91 @@ test_leftovers_cleaned (Fixture *fixture, gconstpointer data)
   g_assert_cmpstr (listing, ==, expected);
 }
 
+typedef struct {
+  char *entry;   /* its name in machines/ */
+  char *path;
+} BadOne;
+
+static void
+bad_one_free (BadOne *bad)
+{
+  g_free (bad->entry);
+  g_free (bad->path);
+  g_free (bad);
+}
+
+static gint
+compare_bad_ids (gconstpointer a, gconstpointer b)
+{
+  return strcmp ((*(BadOne *const *) a)->entry, (*(BadOne *const *) b)->entry);
+}
+
+/* Enough records that they are read on several threads: what comes back
+ * is what reading them one by one gives, in the same order, and the litter
+ * of interrupted writes is gone from every directory. */
+static void
+test_load_many (Fixture *fixture, gconstpointer data)
+{
+  static const Corruption kinds[] = {
+    CORRUPT_TRUNCATED_CONFIG, CORRUPT_BAD_STATE, CORRUPT_ID_MISMATCH,
+    CORRUPT_NOT_A_DIRECTORY, CORRUPT_DEEP_STATUS,
+  };
+  g_autoptr(GPtrArray) good = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_config_free);
+  g_autoptr(GPtrArray) bad = g_ptr_array_new_with_free_func ((GDestroyNotify) bad_one_free);
+  g_autoptr(GPtrArray) litter = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) invalid = new_invalid_array ();
+  g_autoptr(GPtrArray) records = NULL;
+
+  for (guint i = 0; i < 300; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("m%03u", i);
+      g_autoptr(MvConfig) config = create_machine (fixture, name);
+
+      if (i % 10 == 3)
+        {
+          g_autofree char *machines = g_strconcat (fixture->state, "/machines/", NULL);
+          BadOne *one = g_new0 (BadOne, 1);
+
+          one->path = corrupt (fixture, config, kinds[(i / 10) % G_N_ELEMENTS (kinds)]);
+          /* The one whose ID does not match lives elsewhere. */
+          one->entry = g_strndup (one->path + strlen (machines),
+                                  strcspn (one->path + strlen (machines), "/"));
+          g_ptr_array_add (bad, one);
+          continue;
+        }
+      if (i % 10 == 5)
+        {
+          g_autofree char *dir = mv_store_machine_dir (fixture->store, config->id);
+          char *temp = g_build_filename (dir, ".status.json.Zz9Yy8", NULL);
+
+          write_file (temp, "{\"format\": 1, \"st");
+          g_ptr_array_add (litter, temp);
+        }
+      g_ptr_array_add (good, g_steal_pointer (&config));
+    }
+
+  records = load (fixture, invalid);
+
+  g_assert_cmpuint (records->len, ==, good->len);
+  for (guint i = 0; i < good->len; i++)
+    assert_same_config (((MvRecord *) g_ptr_array_index (records, i))->config,
+                        g_ptr_array_index (good, i));
+  /* Invalid ones in the order of their directories' names, each warned of. */
+  g_ptr_array_sort (bad, compare_bad_ids);
+  g_assert_cmpuint (invalid->len, ==, bad->len);
+  g_assert_cmpuint (warnings->len, ==, bad->len);
+  for (guint i = 0; i < bad->len; i++)
+    {
+      MvInvalidRecord *reported = g_ptr_array_index (invalid, i);
+      BadOne *one = g_ptr_array_index (bad, i);
+
+      g_assert_cmpstr (reported->path, ==, one->path);
+      g_assert_nonnull (strstr (g_ptr_array_index (warnings, i), one->path));
+    }
+  for (guint i = 0; i < litter->len; i++)
+    g_assert_false (exists (g_ptr_array_index (litter, i)));
+}
+
 static void
 test_interrupted_write (Fixture *fixture, gconstpointer data)
 {
@@ -1219,6 +1304,7 @@ main (int argc, char **argv)
   ADD ("/store/record-deepest-valid-spec", test_record_deepest_valid_spec);
   ADD ("/store/record-too-large-refused", test_record_too_large_refused);
   ADD ("/store/leftovers-cleaned", test_leftovers_cleaned);
+  ADD ("/store/load-many", test_load_many);
   ADD ("/store/interrupted-write", test_interrupted_write);
   ADD ("/store/remove", test_remove);
   ADD ("/store/remove-resumes", test_remove_resumes);
