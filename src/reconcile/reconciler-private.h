@@ -13,7 +13,8 @@ struct _MvReconciler {
   guint                idle_timer;
   guint                recovering;   /* machines whose recovery is under way */
   guint                background;   /* deletions and pulls running off the main loop */
-  GHashTable          *creating;     /* name -> MvCreate*: creates pulling their image */
+  GHashTable          *creating;     /* name -> MvCreate*: creates pulling their image
+                                      * or writing their records */
   GHashTable          *invalid_ids;  /* machines whose records are invalid: left alone */
   GHashTable          *snapshots;    /* id -> MvSnapshot* */
   GHashTable          *snapshot_names; /* names of snapshots being taken or deleted */

@@ -130,7 +130,9 @@ typedef void (*MvDefineFunc) (MvMachine *machine, gboolean existed, const GError
  * pulled; then the image is had as @policy says, in a worker thread, and
  * the machine is recorded pinned to its digest, with its config. Nothing
  * is recorded if the image cannot be had. A spec without an image is
- * mv_reconciler_define(), and @func may be called before this returns.
+ * checked as mv_reconciler_define() does, and its records are written in
+ * a worker thread, its name held meanwhile; @func may be called before
+ * this returns (a refusal, a retry of an existing machine).
  * @progress (may be NULL) is called from the pulling thread. */
 void          mv_reconciler_define_async (MvReconciler *reconciler, MvSpec *spec /* owned */,
                                           gboolean start, MvPullPolicy policy,

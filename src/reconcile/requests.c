@@ -144,18 +144,18 @@ mv_reconciler_check_name_free (MvReconciler *rec, const MvSpec *spec, GError **e
   return TRUE;
 }
 
-/* Records a new machine: @spec validated, its name free. */
-MvMachine *
-mv_reconciler_record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in,
-                              char *fingerprint_in, MvImageConfig *image_config_in,
-                              gboolean start, gboolean forking, GError **error)
+/* The records of a new machine, not yet written: @spec validated, its
+ * name free. */
+static void
+new_records (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in, char *fingerprint_in,
+             MvImageConfig *image_config_in, gboolean start, gboolean forking,
+             MvConfig **config_out, MvStatus **status_out)
 {
   g_autoptr (MvSpec) spec = spec_in;
   g_autofree char *fingerprint = fingerprint_in;
   g_autoptr (MvImageConfig) image_config = image_config_in;
-  g_autoptr (MvConfig) config = NULL;
-  g_autoptr (MvStatus) status = NULL;
-  MvMachine *machine;
+  MvConfig *config;
+  MvStatus *status;
   gint64 now = mv_reconciler_now (rec);
 
   /* A machine keeps the hypervisor it was created with, even when the
@@ -173,11 +173,18 @@ mv_reconciler_record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spe
     mv_config_set_desired (config, MV_DESIRED_RUNNING, config->created_at);
   status = mv_status_new ();
   status->forking = forking;
-  if (!rec->host->records->create (rec->host->records, config, status, error))
-    return NULL;
-  mv_fault_point ("create", "published");
+  *config_out = config;
+  *status_out = status;
+}
 
-  machine = mv_reconciler_add_loaded (rec, g_steal_pointer (&config), g_steal_pointer (&status));
+/* A machine whose records were just written joins the daemon. */
+static MvMachine *
+add_recorded (MvReconciler *rec, MvConfig *config, MvStatus *status)
+{
+  MvMachine *machine;
+
+  mv_fault_point ("create", "published");
+  machine = mv_reconciler_add_loaded (rec, config, status);
   mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) defined",
                   machine->config->spec->name, machine->id);
   if (rec->observer.added)
@@ -186,27 +193,56 @@ mv_reconciler_record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spe
   return machine;
 }
 
+/* Records a new machine: @spec validated, its name free. */
 MvMachine *
-mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboolean *existed,
-                      GError **error)
+mv_reconciler_record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in,
+                              char *fingerprint_in, MvImageConfig *image_config_in,
+                              gboolean start, gboolean forking, GError **error)
 {
-  g_autoptr (MvSpec) spec = spec_in;
-  g_autofree char *fingerprint = NULL;
+  g_autoptr (MvConfig) config = NULL;
+  g_autoptr (MvStatus) status = NULL;
+
+  new_records (rec, runtime, spec_in, fingerprint_in, image_config_in, start, forking, &config,
+               &status);
+  if (!rec->host->records->create (rec->host->records, config, status, error))
+    return NULL;
+  return add_recorded (rec, g_steal_pointer (&config), g_steal_pointer (&status));
+}
+
+/* Everything a create checks before it records: NULL with @error set if
+ * refused, or with *@existed and the machine if it is a retry. On a
+ * go-ahead, NULL with no error and *@runtime set. */
+static MvMachine *
+check_define (MvReconciler *rec, MvSpec *spec, const char *fingerprint, gboolean start,
+              gboolean *existed, MvRuntime **runtime, GError **error)
+{
   g_autoptr (GError) local = NULL;
   MvMachine *machine;
-  MvRuntime *runtime;
 
   *existed = FALSE;
-  if (!(runtime = mv_reconciler_validate_spec (rec, spec, error)))
+  if (!(*runtime = mv_reconciler_validate_spec (rec, spec, error)))
     return NULL;
-  fingerprint = mv_spec_fingerprint (spec);
   if ((machine = find_retried (rec, spec, fingerprint, start, existed, &local)) || local)
     return local ? (g_propagate_error (error, g_steal_pointer (&local)), NULL) : machine;
   if (spec->image)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
                          "image: a machine booted from an image is created with its pull"), NULL;
-  if (!mv_reconciler_check_name_free (rec, spec, error))
-    return NULL;
+  mv_reconciler_check_name_free (rec, spec, error);
+  return NULL;
+}
+
+MvMachine *
+mv_reconciler_define (MvReconciler *rec, MvSpec *spec_in, gboolean start, gboolean *existed,
+                      GError **error)
+{
+  g_autoptr (MvSpec) spec = spec_in;
+  g_autofree char *fingerprint = mv_spec_fingerprint (spec);
+  g_autoptr (GError) local = NULL;
+  MvRuntime *runtime = NULL;
+  MvMachine *machine = check_define (rec, spec, fingerprint, start, existed, &runtime, &local);
+
+  if (machine || local)
+    return local ? (g_propagate_error (error, g_steal_pointer (&local)), NULL) : machine;
   return mv_reconciler_record_machine (rec, runtime, g_steal_pointer (&spec),
                                        g_steal_pointer (&fingerprint), NULL, start, FALSE, error);
 }
@@ -228,6 +264,9 @@ typedef struct {
   /* Results, read on the main thread. */
   char               *digest;
   MvImageConfig      *image_config;
+  /* A create without an image: its records, written on a worker thread. */
+  MvConfig           *config;
+  MvStatus           *status;
 } MvCreate;
 
 static void
@@ -239,7 +278,73 @@ create_free (MvCreate *create)
   g_clear_object (&create->cancellable);
   g_free (create->digest);
   mv_image_config_free (create->image_config);
+  mv_config_free (create->config);
+  mv_status_free (create->status);
   g_free (create);
+}
+
+static void
+write_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  MvCreate *create = task_data;
+  MvRecords *records = create->rec->host->records;
+  GError *error = NULL;
+
+  if (records->create (records, create->config, create->status, &error))
+    g_task_return_boolean (gtask, TRUE);
+  else
+    g_task_return_error (gtask, error);
+}
+
+static void
+on_written (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  MvCreate *create = g_task_get_task_data (G_TASK (result));
+  MvReconciler *rec = create->rec;
+  g_autoptr (GError) error = NULL;
+  MvMachine *machine = NULL;
+
+  rec->background--;
+  g_hash_table_remove (rec->creating, create->config->spec->name);
+  if (g_task_propagate_boolean (G_TASK (result), &error))
+    machine = add_recorded (rec, g_steal_pointer (&create->config),
+                            g_steal_pointer (&create->status));
+  create->func (machine, FALSE, error, create->func_data);
+}
+
+/* A create without an image, checked: its records are written on a
+ * worker thread, so that the creates of many clients reach the disk
+ * together rather than one after another on the main loop. The name is
+ * held meanwhile, as during a pull. */
+static void
+define_in_thread (MvReconciler *rec, MvSpec *spec_in, gboolean start, MvDefineFunc func,
+                  gpointer user_data)
+{
+  g_autoptr (MvSpec) spec = spec_in;
+  g_autofree char *fingerprint = mv_spec_fingerprint (spec);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GTask) gtask = NULL;
+  gboolean existed = FALSE;
+  MvRuntime *runtime = NULL;
+  MvMachine *machine = check_define (rec, spec, fingerprint, start, &existed, &runtime, &error);
+  MvCreate *create;
+
+  if (machine || error)
+    {
+      func (machine, existed, error, user_data);
+      return;
+    }
+  create = g_new0 (MvCreate, 1);
+  create->rec = rec;
+  create->func = func;
+  create->func_data = user_data;
+  new_records (rec, runtime, g_steal_pointer (&spec), g_steal_pointer (&fingerprint), NULL,
+               start, FALSE, &create->config, &create->status);
+  g_hash_table_insert (rec->creating, g_strdup (create->config->spec->name), create);
+  rec->background++;
+  gtask = g_task_new (NULL, NULL, on_written, NULL);
+  g_task_set_task_data (gtask, create, (GDestroyNotify) create_free);
+  g_task_run_in_thread (gtask, write_in_thread);
 }
 
 static void
@@ -311,8 +416,7 @@ mv_reconciler_define_async (MvReconciler *rec, MvSpec *spec_in, gboolean start,
 
   if (!spec->image)
     {
-      machine = mv_reconciler_define (rec, g_steal_pointer (&spec), start, &existed, &error);
-      func (machine, existed, error, user_data);
+      define_in_thread (rec, g_steal_pointer (&spec), start, func, user_data);
       return;
     }
   /* Everything that can be refused is, before anything is pulled. */
@@ -372,7 +476,8 @@ mv_reconciler_cancel_pulls (MvReconciler *rec)
 
   g_hash_table_iter_init (&iter, rec->creating);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &create))
-    g_cancellable_cancel (create->cancellable);
+    if (create->cancellable)
+      g_cancellable_cancel (create->cancellable);
 }
 
 /* A request for what is already wanted, after it failed, asks for it

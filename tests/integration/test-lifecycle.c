@@ -365,6 +365,61 @@ test_idempotent_create (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 1);
 }
 
+typedef struct {
+  guint created;
+  guint refused;      /* AlreadyExists */
+  guint answered;
+} CreatesAtOnce;
+
+static int
+on_create_answered (sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+  CreatesAtOnce *at_once = userdata;
+  const sd_bus_error *error = sd_bus_message_get_error (reply);
+
+  at_once->answered++;
+  if (!error)
+    at_once->created++;
+  else if (g_strcmp0 (error->name, MV_BUS_ERROR_ALREADY_EXISTS) == 0)
+    at_once->refused++;
+  else
+    g_test_message ("create failed: %s: %s", error->name, error->message);
+  return 1;
+}
+
+/* Creates sent at once, all before the first is answered, are recorded
+ * side by side: each name is had by one of them only, whichever comes
+ * first, and the others are refused; every record is whole. */
+static void
+test_creates_at_once (Fixture *f, gconstpointer data)
+{
+  CreatesAtOnce at_once = { 0 };
+  const guint sent = 12;
+
+  for (guint i = 0; i < sent; i++)
+    {
+      /* Half of them want the same name. */
+      g_autofree char *name = i % 2 ? g_strdup_printf ("many-%u", i) : g_strdup ("shared");
+      g_autofree char *spec = g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"test\","
+                                               "\"kernel\":\"/k\"}", name);
+
+      g_assert_cmpint (sd_bus_call_method_async (f->client->bus, NULL, MV_BUS_NAME, MV_MANAGER_PATH,
+                                                 MV_MANAGER_IFACE, "CreateMachine",
+                                                 on_create_answered, &at_once, "st", spec,
+                                                 (uint64_t) MV_CREATE_START), >=, 0);
+    }
+  while (at_once.answered < sent)
+    {
+      if (sd_bus_process (f->client->bus, NULL) == 0)
+        sd_bus_wait (f->client->bus, 100 * 1000);
+    }
+
+  g_assert_cmpuint (at_once.created, ==, sent / 2 + 1);
+  g_assert_cmpuint (at_once.refused, ==, sent / 2 - 1);
+  g_assert_cmpuint (client_count_listed (f->client, "ListMachines"), ==, sent / 2 + 1);
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, sent / 2 + 1);
+}
+
 static void
 test_failed_start (Fixture *f, gconstpointer data)
 {
@@ -661,6 +716,7 @@ main (int argc, char **argv)
   ADD ("invalid-spec-leaves-nothing", test_invalid_spec_leaves_nothing);
   ADD ("unimplemented-fields-refused", test_unimplemented_fields_refused);
   ADD ("idempotent-create", test_idempotent_create);
+  ADD ("creates-at-once", test_creates_at_once);
   ADD ("failed-start", test_failed_start);
   ADD ("bus-serves-while-starting", test_bus_serves_while_starting);
   ADD ("vmm-ends-by-itself", test_vmm_ends_by_itself);
