@@ -5,6 +5,7 @@
 #include "bench.h"
 
 #include "names.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 static uint64_t started_at;
+static char    *status_path;   /* where EmitDurable records the state first */
 
 static int
 get_string (sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -61,6 +63,29 @@ method_emit (sd_bus_message *m, void *userdata, sd_bus_error *error)
   int r = sd_bus_reply_method_return (m, NULL);
 
   started_at = (uint64_t) g_get_real_time ();
+  if (r >= 0)
+    r = sd_bus_emit_properties_changed (bus, BENCH_ECHO_PATH, MV_MACHINE_IFACE, "State",
+                                        "StartedAt", NULL);
+  return r;
+}
+
+/* As Emit, but the state is first written where the daemon's records are
+ * kept, the way the daemon writes one (temporary file, fsync, rename,
+ * directory fsync): the floor for a state change that is announced only
+ * once it is on disk. */
+static int
+method_emit_durable (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  sd_bus *bus = sd_bus_message_get_bus (m);
+  g_autoptr (GError) local = NULL;
+  g_autofree char *record = NULL;
+  int r = sd_bus_reply_method_return (m, NULL);
+
+  started_at = (uint64_t) g_get_real_time ();
+  record = g_strdup_printf ("{\"format\":1,\"state\":\"Running\",\"started_at\":%" G_GUINT64_FORMAT "}\n",
+                            started_at);
+  if (!mv_write_file_atomic (status_path, record, strlen (record), &local))
+    return sd_bus_error_set_errno (error, EIO);
   if (r >= 0)
     r = sd_bus_emit_properties_changed (bus, BENCH_ECHO_PATH, MV_MACHINE_IFACE, "State",
                                         "StartedAt", NULL);
@@ -121,6 +146,7 @@ static const sd_bus_vtable echo_vtable[] = {
   SD_BUS_PROPERTY ("RestartCount", "u", get_u32, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("Spec", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_SENSITIVE),
   SD_BUS_METHOD ("Emit", "", "", method_emit, 0),
+  SD_BUS_METHOD ("EmitDurable", "", "", method_emit_durable, 0),
   SD_BUS_METHOD ("List", "u", "a(ssso)", method_list, 0),
   SD_BUS_VTABLE_END
 };
@@ -131,15 +157,16 @@ static const char echo_string[] =
   "{\"name\":\"bench-m00001\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\","
   "\"cpu_millicores\":1000,\"memory_bytes\":268435456,\"labels\":{\"role\":\"bench\"}}";
 
-int bench_echo_main (const char *address);
+int bench_echo_main (const char *address, const char *dir);
 
 int
-bench_echo_main (const char *address)
+bench_echo_main (const char *address, const char *dir)
 {
   sd_bus *bus = NULL;
   int r;
 
   prctl (PR_SET_PDEATHSIG, SIGKILL);
+  status_path = g_build_filename (dir, "echo-status.json", NULL);
   r = sd_bus_new (&bus);
   if (r >= 0)
     r = sd_bus_set_address (bus, address);
@@ -174,7 +201,7 @@ GPid
 bench_echo_start (Bench *bench)
 {
   const char *argv[] = { "/proc/self/exe", "--echo-service",
-                         mv_test_env_bus_address (bench->env), NULL };
+                         mv_test_env_bus_address (bench->env), mv_test_env_dir (bench->env), NULL };
   g_autoptr (GError) error = NULL;
   g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
 

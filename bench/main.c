@@ -26,7 +26,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-int bench_echo_main (const char *address);
+int bench_echo_main (const char *address, const char *dir);
 int bench_polkit_client_main (const char *address, const char *path, guint runs);
 
 static char *
@@ -105,8 +105,8 @@ main (int argc, char **argv)
 
   setlocale (LC_ALL, "");
   /* Helper modes: this program re-run as a child. */
-  if (argc == 3 && g_str_equal (argv[1], "--echo-service"))
-    return bench_echo_main (argv[2]);
+  if (argc == 4 && g_str_equal (argv[1], "--echo-service"))
+    return bench_echo_main (argv[2], argv[3]);
   if (argc == 5 && g_str_equal (argv[1], "--polkit-client"))
     return bench_polkit_client_main (argv[2], argv[3], (guint) atoi (argv[4]));
 
