@@ -1109,6 +1109,22 @@ on_restore_timer (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* An activation under way cannot end once NetworkManager has left the
+ * bus: its caller hears so now, not when the wait times out. */
+static void
+fail_waiting_activation (MvNm *nm)
+{
+  GTask *task = nm->busy ? g_queue_peek_head (&nm->queue) : NULL;
+  Op *op = task ? op_of (task) : NULL;
+
+  if (op == NULL || op->kind != OP_ENSURE || op->timeout_id == 0)
+    return;
+  op_finish (task, g_error_new (MV_ERROR, MV_ERROR_UNAVAILABLE,
+                                "NetworkManager is not running: it left the bus while %s %s "
+                                "was being activated", kind_name (op->link->kind),
+                                op->link->name));
+}
+
 static void
 on_client_changed (GObject    *object,
                    GParamSpec *pspec,
@@ -1128,6 +1144,7 @@ on_client_changed (GObject    *object,
           g_message ("network: NetworkManager left the bus");
           nm->had_owner = FALSE;
           g_cancellable_cancel (nm->restore_cancellable);
+          fail_waiting_activation (nm);
         }
       return;
     }
