@@ -177,7 +177,9 @@ still_sorted (MvReconciler *rec, GPtrArray *sorted)
   for (guint i = 0; i < sorted->len; i++)
     {
       machine = sorted->pdata[i];
-      if (machine->gone || (i > 0 && compare_by_name (&sorted->pdata[i - 1], &sorted->pdata[i]) > 0))
+      if (machine->gone)
+        return FALSE;
+      if (i > 0 && compare_by_name (&sorted->pdata[i - 1], &sorted->pdata[i]) > 0)
         return FALSE;
     }
   return TRUE;
