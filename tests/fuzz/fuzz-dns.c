@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <glib-unix.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -71,8 +72,26 @@ client (int type)
                              .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
   int fd = socket (AF_INET, type | SOCK_CLOEXEC, 0);
 
-  if (fd < 0 || connect (fd, (struct sockaddr *) &sin, sizeof sin) < 0)
-    mv_fuzz_fail ("cannot reach the server: %s", g_strerror (errno));
+  if (fd < 0)
+    mv_fuzz_fail ("cannot make a socket: %s", g_strerror (errno));
+  if (connect (fd, (struct sockaddr *) &sin, sizeof sin) < 0)
+    {
+      struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+      int err = errno;
+      socklen_t len = sizeof err;
+
+      /* A signal (libFuzzer's own timers) interrupted the connect, which
+       * goes on by itself: wait for it to end and ask how it ended. */
+      if (err == EINTR)
+        {
+          while (poll (&pfd, 1, -1) < 0 && errno == EINTR)
+            ;
+          if (getsockopt (fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        }
+      if (err != 0)
+        mv_fuzz_fail ("cannot reach the server: %s", g_strerror (err));
+    }
   return fd;
 }
 
