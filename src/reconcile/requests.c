@@ -283,6 +283,26 @@ create_free (MvCreate *create)
   g_free (create);
 }
 
+/* Holds @name for @create and runs @func on a worker thread; @done, back
+ * on the main thread, lets go of both with release_create(). */
+static void
+run_create (MvCreate *create, const char *name, GTaskThreadFunc func, GAsyncReadyCallback done)
+{
+  g_autoptr (GTask) gtask = g_task_new (NULL, NULL, done, NULL);
+
+  g_hash_table_insert (create->rec->creating, g_strdup (name), create);
+  create->rec->background++;
+  g_task_set_task_data (gtask, create, (GDestroyNotify) create_free);
+  g_task_run_in_thread (gtask, func);
+}
+
+static void
+release_create (MvCreate *create, const char *name)
+{
+  create->rec->background--;
+  g_hash_table_remove (create->rec->creating, name);
+}
+
 static void
 write_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
@@ -304,8 +324,7 @@ on_written (GObject *source, GAsyncResult *result, gpointer user_data)
   g_autoptr (GError) error = NULL;
   MvMachine *machine = NULL;
 
-  rec->background--;
-  g_hash_table_remove (rec->creating, create->config->spec->name);
+  release_create (create, create->config->spec->name);
   if (g_task_propagate_boolean (G_TASK (result), &error))
     machine = add_recorded (rec, g_steal_pointer (&create->config),
                             g_steal_pointer (&create->status));
@@ -323,7 +342,6 @@ define_in_thread (MvReconciler *rec, MvSpec *spec_in, gboolean start, MvDefineFu
   g_autoptr (MvSpec) spec = spec_in;
   g_autofree char *fingerprint = mv_spec_fingerprint (spec);
   g_autoptr (GError) error = NULL;
-  g_autoptr (GTask) gtask = NULL;
   gboolean existed = FALSE;
   MvRuntime *runtime = NULL;
   MvMachine *machine = check_define (rec, spec, fingerprint, start, &existed, &runtime, &error);
@@ -340,11 +358,7 @@ define_in_thread (MvReconciler *rec, MvSpec *spec_in, gboolean start, MvDefineFu
   create->func_data = user_data;
   new_records (rec, runtime, g_steal_pointer (&spec), g_steal_pointer (&fingerprint), NULL,
                start, FALSE, &create->config, &create->status);
-  g_hash_table_insert (rec->creating, g_strdup (create->config->spec->name), create);
-  rec->background++;
-  gtask = g_task_new (NULL, NULL, on_written, NULL);
-  g_task_set_task_data (gtask, create, (GDestroyNotify) create_free);
-  g_task_run_in_thread (gtask, write_in_thread);
+  run_create (create, create->config->spec->name, write_in_thread, on_written);
 }
 
 static void
@@ -373,8 +387,7 @@ on_pulled (GObject *source, GAsyncResult *result, gpointer user_data)
   MvMachine *machine = NULL;
   MvRuntime *runtime = NULL;
 
-  rec->background--;
-  g_hash_table_remove (rec->creating, create->spec->name);
+  release_create (create, create->spec->name);
   if (g_task_propagate_boolean (G_TASK (result), &error))
     {
       if (create->spec->image_digest &&
@@ -406,7 +419,6 @@ mv_reconciler_define_async (MvReconciler *rec, MvSpec *spec_in, gboolean start,
 {
   g_autoptr (MvSpec) spec = spec_in;
   g_autoptr (GError) error = NULL;
-  g_autoptr (GTask) gtask = NULL;
   g_autoptr (MvImageRef) ref = NULL;
   gboolean existed = FALSE;
   MvImages *images = rec->host->images;
@@ -457,11 +469,7 @@ mv_reconciler_define_async (MvReconciler *rec, MvSpec *spec_in, gboolean start,
   create->cancellable = g_cancellable_new ();
   /* The name is taken while the image is pulled: a second create of it
    * is refused rather than racing this one. */
-  g_hash_table_insert (rec->creating, g_strdup (create->spec->name), create);
-  rec->background++;
-  gtask = g_task_new (NULL, NULL, on_pulled, NULL);
-  g_task_set_task_data (gtask, create, (GDestroyNotify) create_free);
-  g_task_run_in_thread (gtask, pull_in_thread);
+  run_create (create, create->spec->name, pull_in_thread, on_pulled);
   return;
 
 refused:
