@@ -223,16 +223,92 @@ authorize (MvMachine *machine, sd_bus_message *call, const char *action_id, cons
   return 1;
 }
 
+/* A lifecycle request taken while the one before it is being written:
+ * it is taken once that one is on disk. */
+typedef struct {
+  sd_bus_message *call;
+  gboolean        root;
+  MvRequest       request;
+} HeldRequest;
+
+void
+mv_machine_held_request_free (gpointer data)
+{
+  HeldRequest *held = data;
+
+  sd_bus_message_unref (held->call);
+  g_free (held);
+}
+
+void
+mv_machine_held_requests_gone (MvMachineView *view)
+{
+  HeldRequest *held;
+
+  while ((held = g_queue_pop_head (&view->held_requests)))
+    {
+      sd_bus_reply_method_errorf (held->call, MV_BUS_ERROR_NOT_FOUND, "Machine %s was deleted",
+                                  view->machine->id);
+      mv_machine_held_request_free (held);
+    }
+}
+
+static void request_and_wait (MvMachine *machine, sd_bus_message *call, gboolean root,
+                              MvRequest request);
+
+typedef struct {
+  sd_bus_message *call;
+  gboolean        root;
+} RequestCall;
+
+static void
+on_request_recorded (MvMachine *machine, const GError *error, gpointer data)
+{
+  RequestCall *rc = data;
+  MvMachineView *view = machine ? machine->view : NULL;
+  HeldRequest *held;
+
+  if (error)
+    mv_bus_reply_gerror (rc->call, error);
+  else
+    mv_bus_wait (view, rc->call, MV_REPLY_EMPTY, rc->root);
+  sd_bus_message_unref (rc->call);
+  g_free (rc);
+  if (view && (held = g_queue_pop_head (&view->held_requests)))
+    {
+      request_and_wait (machine, held->call, held->root, held->request);
+      mv_machine_held_request_free (held);
+    }
+}
+
 /* Asks the reconciler and waits for the outcome. */
 static void
 request_and_wait (MvMachine *machine, sd_bus_message *call, gboolean root, MvRequest request)
 {
+  MvMachineView *view = machine->view;
   g_autoptr (GError) error = NULL;
+  RequestCall *rc;
 
-  if (!mv_reconciler_request (machine->reconciler, machine, request, &error))
-    mv_bus_reply_gerror (call, error);
-  else
-    mv_bus_wait (machine->view, call, MV_REPLY_EMPTY, root);
+  if (machine->config_writes > 0 || !g_queue_is_empty (&view->held_requests))
+    {
+      HeldRequest *held = g_new0 (HeldRequest, 1);
+
+      held->call = sd_bus_message_ref (call);
+      held->root = root;
+      held->request = request;
+      g_queue_push_tail (&view->held_requests, held);
+      return;
+    }
+  rc = g_new0 (RequestCall, 1);
+  rc->call = sd_bus_message_ref (call);
+  rc->root = root;
+  if (!mv_reconciler_request_async (machine->reconciler, machine, request, on_request_recorded,
+                                    rc, &error))
+    {
+      sd_bus_message_unref (rc->call);
+      g_free (rc);
+      mv_bus_reply_gerror (call, error);
+    }
 }
 
 #define REQUEST_ACTION(fn, request)                                           \

@@ -11,3 +11,7 @@ void  mv_machine_object_remember (MvMachineView *view);
  * properties whose value differs from the last announced one, and no
  * PropertiesChanged at all when none does. */
 void  mv_machine_object_flush (MvMachineView *view);
+/* Frees a lifecycle call held in MvMachineView.held_requests. */
+void  mv_machine_held_request_free (gpointer held);
+/* Answers the calls held for @view's machine: it was deleted. */
+void  mv_machine_held_requests_gone (MvMachineView *view);

@@ -141,6 +141,7 @@ view_free (MvMachineView *view)
 {
   g_clear_handle_id (&view->flush_id, g_source_remove);
   g_queue_clear_full (&view->waiters, (GDestroyNotify) waiter_free);
+  g_queue_clear_full (&view->held_requests, mv_machine_held_request_free);
   mv_machine_waits_clear (view);
   g_clear_pointer (&view->announced_values, g_hash_table_unref);
   g_free (view->path);
@@ -186,7 +187,9 @@ on_flush (gpointer user_data)
   MvMachineView *view = user_data;
 
   view->flush_id = 0;
-  mv_machine_object_flush (view);
+  /* Held until the status that says it is on disk (on_durable). */
+  if (view->machine->record_writes == 0)
+    mv_machine_object_flush (view);
   return G_SOURCE_REMOVE;
 }
 
@@ -218,10 +221,25 @@ on_changed (MvMachine *machine, guint props, gpointer data)
   else if ((props & MV_PROP_STATE) && mounts_volume (machine->config->spec))
     mv_volume_objects_machines_changed (view->service->volumes);
   /* At once: a Wait hears of a stop even if the machine goes in the same
-   * turn. */
-  mv_machine_waits_changed (view, props);
+   * turn; but not before it is on disk. */
+  if (machine->record_writes > 0)
+    view->held_waits |= props;
+  else
+    mv_machine_waits_changed (view, props);
   /* One announcement per object per main loop turn, however many changes. */
   if (view->flush_id == 0 && view->announced)
+    view->flush_id = g_idle_add (on_flush, view);
+}
+
+static void
+on_durable (MvMachine *machine, gpointer data)
+{
+  MvMachineView *view = mv_bus_view (data, machine);
+  guint held = view->held_waits;
+
+  view->held_waits = 0;
+  mv_machine_waits_changed (view, held);
+  if (view->dirty && view->flush_id == 0 && view->announced)
     view->flush_id = g_idle_add (on_flush, view);
 }
 
@@ -258,12 +276,14 @@ on_removed (MvMachine *machine, gpointer data)
   /* Pending changes go out first, then the removal, while the object can
    * still be found; only then is it gone for everyone. */
   g_clear_handle_id (&view->flush_id, g_source_remove);
+  mv_machine_waits_changed (view, view->held_waits);
   mv_machine_object_flush (view);
   service->leaving = machine;
   mv_manager_announce_removed (service->bus, view);
   service->leaving = NULL;
   settle_waiters (view, NULL, 0);
   mv_machine_waits_removed (view);
+  mv_machine_held_requests_gone (view);
   machine->view = NULL;
   g_hash_table_remove (service->views, machine->id);
   if (machine->config->spec->image)
@@ -319,6 +339,7 @@ mv_bus_service_new (void)
   service->views = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                           (GDestroyNotify) view_free);
   service->observer.changed = on_changed;
+  service->observer.durable = on_durable;
   service->observer.added = on_added;
   service->observer.settled = on_settled;
   service->observer.removed = on_removed;
@@ -363,8 +384,8 @@ remember_some (gpointer data)
                                                           service->unremembered->len - 1);
       MvMachineView *view = g_hash_table_lookup (service->views, id);
 
-      /* One that went, or changed first and was announced whole. */
-      if (view != NULL && view->announced_values == NULL)
+      /* One that went, or changed first: announced whole when its change is. */
+      if (view != NULL && view->announced_values == NULL && view->dirty == 0)
         mv_machine_object_remember (view);
     }
   if (service->unremembered->len > 0)

@@ -18,8 +18,10 @@ typedef struct {
   char         *path;
   GQueue        waiters;         /* calls answered when a wish is settled */
   GQueue        state_waiters;   /* Waits (machine-guest.c) */
+  GQueue        held_requests;   /* lifecycle calls waiting for the one before to be written */
   gboolean      announced;       /* InterfacesAdded went out (or it was there at start) */
   guint         dirty;           /* MvMachineProp bits not yet announced */
+  guint         held_waits;      /* bits that Waits hear of once they are on disk */
   guint         flush_id;
   MvState       announced_state;
   GHashTable   *announced_values; /* property name → its value as last announced, serialized */

@@ -53,39 +53,6 @@ mv_machine_failed_now (MvMachine *machine, const GError *failure)
   mv_machine_settled (machine, failure, machine->config->desired_generation);
 }
 
-gboolean
-mv_machine_save_status (MvMachine *machine, GError **error)
-{
-  MvRecords *records = machine->reconciler->host->records;
-  g_autoptr (GError) local = NULL;
-
-  machine->status_unsaved = !records->save_status (records, machine->id, machine->status, &local);
-  if (!machine->status_unsaved)
-    return TRUE;
-  mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Machine %s: could not record its status: %s",
-                  machine->id, local->message);
-  g_propagate_prefixed_error (error, g_steal_pointer (&local), "Could not record the status: ");
-  return FALSE;
-}
-
-gboolean
-mv_machine_save_config (MvMachine *machine, GError **error)
-{
-  MvRecords *records = machine->reconciler->host->records;
-  g_autoptr (GError) local = NULL;
-
-  if (records->save_config (records, machine->config, &local))
-    {
-      mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
-      return TRUE;
-    }
-  mv_machine_log (machine, G_LOG_LEVEL_WARNING,
-                  "Machine %s: could not record its configuration: %s", machine->id,
-                  local->message);
-  g_propagate_prefixed_error (error, g_steal_pointer (&local), "Could not record the change: ");
-  return FALSE;
-}
-
 void
 mv_machine_set_state (MvMachine *machine, MvState state, const char *why)
 {
@@ -177,6 +144,7 @@ mv_machine_free (MvMachine *machine)
   g_free (machine->agent_version);
   g_free (machine->run_operation_id);
   g_free (machine->health);
+  mv_record_writer_unref (machine->record_writer);
   mv_config_free (machine->config);
   mv_status_free (machine->status);
   g_free (machine->id);
@@ -192,6 +160,7 @@ mv_machine_new (MvReconciler *rec, MvConfig *config, MvStatus *status)
   machine->id = g_strdup (config->id);
   machine->config = config;
   machine->status = status;
+  machine->record_writer = mv_record_writer_new ();
   g_hash_table_insert (rec->machines, machine->id, machine);
   g_clear_pointer (&rec->by_name, g_ptr_array_unref);
   return machine;

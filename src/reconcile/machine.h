@@ -8,6 +8,7 @@
 typedef struct _MvReconciler MvReconciler;
 typedef struct _MvMachine MvMachine;
 typedef struct _MvForkWait MvForkWait;
+typedef struct _MvRecordWriter MvRecordWriter;
 
 /* What of a machine changed, as bits: the bus turns them into properties. */
 typedef enum {
@@ -47,6 +48,16 @@ struct _MvMachine {
   gboolean      busy;
   gboolean      gone;            /* records removed; freed once the observer heard */
   gboolean      status_unsaved;  /* the last status write failed; written again later */
+  /* Record writes (record-writes.c): each has a sequence number, and the
+   * writer keeps an older one from landing over a newer one. While any is
+   * in flight off the main loop, what changed is not announced (see
+   * MvObserver.durable); while a config write is, nothing acts on it. */
+  MvRecordWriter *record_writer;
+  guint64       status_seq;      /* of the newest status write begun */
+  guint64       status_result_seq; /* of the newest status write whose result is known */
+  guint64       config_seq;
+  guint         record_writes;   /* writes begun and not yet done off the main loop */
+  guint         config_writes;   /* of those, the config writes */
   gboolean      stopped_now;     /* a stop step has just ended the guest */
   guint         watch_id;
   guint         restart_timer;

@@ -301,7 +301,7 @@ mv_reconciler_busy (MvReconciler *rec)
     return TRUE;
   g_hash_table_iter_init (&iter, rec->machines);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    if (machine->busy)
+    if (machine->busy || machine->record_writes > 0)
       return TRUE;
   return FALSE;
 }

@@ -27,6 +27,11 @@ const MvClock *mv_clock_default (void);
 typedef struct {
   /* @props (MvMachineProp bits) of @machine changed. */
   void (*changed) (MvMachine *machine, guint props, gpointer data);
+  /* What changed of @machine while its status was being written off
+   * the main loop is on disk now, and may be announced: until this is
+   * called, changes reported while machine->record_writes is not zero are
+   * the reconciler's, not yet the world's. */
+  void (*durable) (MvMachine *machine, gpointer data);
   /* A machine was defined (not called for those loaded at startup). */
   void (*added) (MvMachine *machine, gpointer data);
   /* @machine is at rest for now: its wish reached (@failure NULL) or
@@ -155,6 +160,17 @@ typedef enum {
 
 gboolean      mv_reconciler_request (MvReconciler *reconciler, MvMachine *machine,
                                      MvRequest request, GError **error);
+/* The same, with what the request changes written off the main loop: a
+ * request refused at once returns FALSE with @error, and @done is not
+ * called; otherwise @done is called on the main thread once the change
+ * is on disk (@error NULL) or could not be written (the machine left as
+ * it was), and only then is the machine acted on. @machine is NULL if a
+ * step under way deleted it meanwhile. While a request's change is being
+ * written, take no other request for that machine: wait for @done. */
+typedef void (*MvRequestDone) (MvMachine *machine, const GError *error, gpointer data);
+gboolean      mv_reconciler_request_async (MvReconciler *reconciler, MvMachine *machine,
+                                           MvRequest request, MvRequestDone done, gpointer data,
+                                           GError **error);
 /* SetDesiredState: running, paused or stopped. */
 gboolean      mv_reconciler_set_desired (MvReconciler *reconciler, MvMachine *machine,
                                          MvDesired desired, GError **error);

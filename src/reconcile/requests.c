@@ -498,12 +498,11 @@ retry_if_unchanged (MvMachine *machine, gboolean changed, gint64 now)
     mv_config_retry (machine->config, now);
 }
 
-/* Sets what is desired (or asks again after a failure). */
-static gboolean
-request_desired (MvMachine *machine, MvDesired desired, gboolean restart, gboolean by_user_stop,
-                 GError **error)
+/* Sets what is desired (or asks again after a failure), in memory: the
+ * caller records it. */
+static void
+request_desired (MvMachine *machine, MvDesired desired, gboolean restart, gboolean by_user_stop)
 {
-  MvConfig *previous = mv_config_copy (machine->config);
   MvConfig *config = machine->config;
   gint64 now = mv_reconciler_now (machine->reconciler);
   gboolean changed;
@@ -515,19 +514,12 @@ request_desired (MvMachine *machine, MvDesired desired, gboolean restart, gboole
   changed |= mv_config_set_desired (config, desired, now);
   retry_if_unchanged (machine, changed || restart, now);
   config->stopped_by_user = by_user_stop;
-  if (!mv_reconciler_commit_config (machine, previous, error))
-    return FALSE;
-  /* A user's start or stop ends what the restart policy had pending. */
-  if (desired == MV_DESIRED_RUNNING || desired == MV_DESIRED_STOPPED)
-    mv_reconciler_cancel_restart (machine);
-  return TRUE;
 }
 
 static gboolean
 request_standby (MvMachine *machine, GError **error)
 {
   gint64 now = mv_reconciler_now (machine->reconciler);
-  MvConfig *previous;
 
   if (!check_state (machine, "put on standby",
                     STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STANDBY), error))
@@ -536,9 +528,8 @@ request_standby (MvMachine *machine, GError **error)
     return mv_error_set (error, MV_ERROR_UNSUPPORTED,
                          "a machine with a directory mount cannot be frozen: virtiofsd's view "
                          "of the shared directory is not part of the saved guest; stop it instead");
-  previous = mv_config_copy (machine->config);
   retry_if_unchanged (machine, mv_config_set_standby (machine->config, TRUE, now), now);
-  return mv_reconciler_commit_config (machine, previous, error);
+  return TRUE;
 }
 
 /* Checked when the change is made, not when the call came: a machine
@@ -579,19 +570,29 @@ request_delete (MvMachine *machine, gboolean force, GError **error)
   return TRUE;
 }
 
+/* Takes @request: checks it and changes the config in memory, *@previous
+ * what it was, for the caller to record; or, for a delete, records it
+ * here (*@previous NULL). */
 static gboolean
-take_request (MvMachine *machine, MvRequest request, GError **error)
+take_request (MvMachine *machine, MvRequest request, MvConfig **previous, GError **error)
 {
+  g_autoptr (MvConfig) before = mv_config_copy (machine->config);
+
+  *previous = NULL;
   switch (request)
     {
     case MV_REQUEST_START:
-      return request_desired (machine, MV_DESIRED_RUNNING, FALSE, FALSE, error);
+      request_desired (machine, MV_DESIRED_RUNNING, FALSE, FALSE);
+      break;
     case MV_REQUEST_STOP:
-      return request_desired (machine, MV_DESIRED_STOPPED, FALSE, TRUE, error);
+      request_desired (machine, MV_DESIRED_STOPPED, FALSE, TRUE);
+      break;
     case MV_REQUEST_PAUSE:
-      return check_state (machine, "pause",
-                          STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STARTING), error) &&
-             request_desired (machine, MV_DESIRED_PAUSED, FALSE, FALSE, error);
+      if (!check_state (machine, "pause",
+                        STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STARTING), error))
+        return FALSE;
+      request_desired (machine, MV_DESIRED_PAUSED, FALSE, FALSE);
+      break;
     case MV_REQUEST_RESUME:
       /* Resume is for a paused guest; a frozen one wakes with Start, and
        * its callers are told so rather than only that it cannot. */
@@ -599,30 +600,113 @@ take_request (MvMachine *machine, MvRequest request, GError **error)
         return mv_error_set (error, MV_ERROR_INVALID_STATE,
                              "Machine %s is on standby: Start resumes it",
                              machine->config->spec->name);
-      return check_state (machine, "resume",
-                          STATES (MV_STATE_PAUSED, MV_STATE_RUNNING, MV_STATE_STARTING), error) &&
-             request_desired (machine, MV_DESIRED_RUNNING, FALSE, FALSE, error);
+      if (!check_state (machine, "resume",
+                        STATES (MV_STATE_PAUSED, MV_STATE_RUNNING, MV_STATE_STARTING), error))
+        return FALSE;
+      request_desired (machine, MV_DESIRED_RUNNING, FALSE, FALSE);
+      break;
     case MV_REQUEST_RESTART:
       /* A machine that does not run is simply started; a frozen one is
        * restarted too, which deletes its saved state. */
-      return request_desired (machine, MV_DESIRED_RUNNING,
-                              mv_state_holds_resources (machine->status->state) ||
-                                machine->status->state == MV_STATE_STANDBY,
-                              FALSE, error);
+      request_desired (machine, MV_DESIRED_RUNNING,
+                       mv_state_holds_resources (machine->status->state) ||
+                         machine->status->state == MV_STATE_STANDBY,
+                       FALSE);
+      break;
     case MV_REQUEST_STANDBY:
-      return request_standby (machine, error);
+      if (!request_standby (machine, error))
+        return FALSE;
+      break;
     case MV_REQUEST_DELETE:
-      return request_delete (machine, FALSE, error);
     case MV_REQUEST_FORCE_DELETE:
-      return request_delete (machine, TRUE, error);
+      return request_delete (machine, request == MV_REQUEST_FORCE_DELETE, error);
     }
-  g_return_val_if_reached (FALSE);
+  *previous = g_steal_pointer (&before);
+  return TRUE;
+}
+
+/* What follows a request once it is recorded: a user's start or stop
+ * ends what the restart policy had pending. */
+static void
+request_recorded (MvMachine *machine, MvRequest request)
+{
+  if (request == MV_REQUEST_START || request == MV_REQUEST_STOP ||
+      request == MV_REQUEST_RESUME || request == MV_REQUEST_RESTART)
+    mv_reconciler_cancel_restart (machine);
 }
 
 gboolean
 mv_reconciler_request (MvReconciler *rec, MvMachine *machine, MvRequest request, GError **error)
 {
-  return take_request (machine, request, error);
+  MvConfig *previous;
+
+  if (!take_request (machine, request, &previous, error))
+    return FALSE;
+  if (previous && !mv_reconciler_commit_config (machine, previous, error))
+    return FALSE;
+  if (previous)
+    request_recorded (machine, request);
+  return TRUE;
+}
+
+typedef struct {
+  MvConfig      *previous;
+  MvRequest      request;
+  MvRequestDone  done;
+  gpointer       data;
+} RequestWrite;
+
+static void
+request_write_free (RequestWrite *write)
+{
+  mv_config_free (write->previous);
+  g_free (write);
+}
+
+static void
+on_request_recorded (MvMachine *machine, const GError *error, gpointer data)
+{
+  RequestWrite *write = data;
+
+  if (machine && error)
+    {
+      /* Left as it was. */
+      mv_config_free (machine->config);
+      machine->config = g_steal_pointer (&write->previous);
+      mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
+    }
+  else if (machine)
+    request_recorded (machine, write->request);
+  write->done (machine, error, write->data);
+  if (machine)
+    mv_reconciler_reconcile (machine);
+}
+
+gboolean
+mv_reconciler_request_async (MvReconciler *rec, MvMachine *machine, MvRequest request,
+                             MvRequestDone done, gpointer data, GError **error)
+{
+  RequestWrite *write;
+  MvConfig *previous;
+
+  if (!take_request (machine, request, &previous, error))
+    return FALSE;
+  if (!previous)
+    {
+      /* Recorded already (a delete). */
+      done (machine, NULL, data);
+      return TRUE;
+    }
+  /* Nothing of it is announced until it is on disk. */
+  mv_machine_begin_record_write (machine);
+  write = g_new0 (RequestWrite, 1);
+  write->previous = previous;
+  write->request = request;
+  write->done = done;
+  write->data = data;
+  mv_machine_save_config_async (machine, on_request_recorded, write,
+                                (GDestroyNotify) request_write_free);
+  return TRUE;
 }
 
 gboolean

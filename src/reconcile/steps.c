@@ -25,6 +25,7 @@ typedef struct {
   gboolean      restarting;      /* START: by the restart policy */
   const MvHostResource *resource; /* DESTROY: the one resource this step releases */
   guint64       generation;      /* the desired generation the step works towards */
+  MvStatus     *before;          /* the status before the phase was recorded, until it is */
   gint64        started_at;      /* µs, the reconciler's monotonic clock */
   /* Results, read on the main thread once the task is done. */
   JsonObject   *started_vmm;     /* START */
@@ -44,6 +45,9 @@ mv_reconciler_copy_vmm (JsonObject *object)
   return json_object_ref (json_node_get_object (copy));
 }
 
+static void step_task_free (StepTask *task);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (StepTask, step_task_free)
+
 static void
 step_task_free (StepTask *task)
 {
@@ -57,6 +61,7 @@ step_task_free (StepTask *task)
   g_clear_pointer (&task->started_vmm, json_object_unref);
   g_clear_pointer (&task->attachment, mv_network_attachment_free);
   g_clear_object (&task->cancellable);
+  mv_status_free (task->before);
   g_free (task);
 }
 
@@ -236,23 +241,31 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
 
 /* Back on the main thread ------------------------------------------------------ */
 
+/* What is left to do once the step's result is on disk. */
+typedef struct {
+  StepTask *task;
+  GError   *reported;    /* the failure to answer with; NULL if it succeeded */
+  gboolean  retire;      /* the saved state goes now that the status no longer names it */
+} StepResult;
+
 static void
-step_failed (MvMachine *machine, StepTask *task, GError *error)
+step_result_free (StepResult *result)
+{
+  step_task_free (result->task);
+  g_clear_error (&result->reported);
+  g_free (result);
+}
+
+static void
+step_failed (MvMachine *machine, StepTask *task, GError *error, StepResult *result)
 {
   MvStatus *status = machine->status;
-  g_autoptr (GError) reported = NULL;
 
   if (error->domain == MV_ERROR)
-    reported = g_error_copy (error);
+    result->reported = g_error_copy (error);
   else
-    reported = g_error_new (MV_ERROR, MV_ERROR_FAILED, "%s", error->message);
+    result->reported = g_error_new (MV_ERROR, MV_ERROR_FAILED, "%s", error->message);
 
-  if (task->step == MV_STEP_START && task->restarting)
-    {
-      /* The restart policy tried and failed: that is another end. */
-      mv_reconciler_handle_end (machine, FALSE, 0, error->message);
-      return;
-    }
   mv_machine_event (machine, MV_EVENT_FAILED, task->operation_id, error->message);
   if (task->step == MV_STEP_START)
     mv_machine_clear_vmm (machine);
@@ -284,11 +297,8 @@ step_failed (MvMachine *machine, StepTask *task, GError *error)
       mv_machine_set_state (machine, MV_STATE_FAILED, error->message);
       status->failed_generation = task->generation;
     }
-  mv_machine_save_status (machine, NULL);
-  mv_machine_settled (machine, reported, task->generation);
 }
 
-/* Returns FALSE if the machine is gone (freed) once its records are. */
 /* The desired generation, reached, becomes the observed one; TRUE if
  * that changed the status, which the caller writes. */
 static gboolean
@@ -303,12 +313,12 @@ observe_desired (MvMachine *machine)
   return TRUE;
 }
 
+/* Returns FALSE if the machine is gone (freed) once its records are. */
 static gboolean
-step_succeeded (MvMachine *machine, StepTask *task)
+step_succeeded (MvMachine *machine, StepTask *task, StepResult *result)
 {
   MvReconciler *rec = machine->reconciler;
   MvStatus *status = machine->status;
-  gboolean retire = FALSE;
 
   switch (task->step)
     {
@@ -322,7 +332,7 @@ step_succeeded (MvMachine *machine, StepTask *task)
       mv_machine_changed (machine, MV_PROP_STARTED_AT | MV_PROP_EXIT_CODE);
       /* The guest runs on from it: the saved state is stale now. It goes
        * once the status no longer names it, off the main loop. */
-      retire = task->restore;
+      result->retire = task->restore;
       if (task->restore)
         g_clear_pointer (&status->saved_state, g_free);
       mv_machine_set_state (machine, MV_STATE_RUNNING, NULL);
@@ -402,19 +412,51 @@ step_succeeded (MvMachine *machine, StepTask *task)
       mv_plan_next_step (machine->config, status, mv_reconciler_now (rec)) == MV_STEP_NONE &&
       mv_machine_desired_reached (machine->config, status))
     observe_desired (machine);
-  mv_machine_save_status (machine, NULL);
-  if (retire)
-    mv_reconciler_retire_saved_state (machine);
   return TRUE;
+}
+
+/* The VMM's end, heard while the machine was busy, is handled now unless
+ * what the machine did since accounted for it; TRUE if it was. */
+static gboolean
+handle_heard_end (MvMachine *machine)
+{
+  g_autofree char *reason = NULL;
+
+  if (!machine->end_heard)
+    return FALSE;
+  reason = g_steal_pointer (&machine->end_reason);
+  machine->end_heard = FALSE;
+  /* A step kept a VMM that has ended since (a pause, say). */
+  if (!machine->status->vmm || machine->watch_id != 0)
+    return FALSE;
+  mv_reconciler_handle_end (machine, machine->end_has_exit_code, machine->end_exit_code, reason);
+  return TRUE;
+}
+
+static void
+on_result_recorded (MvMachine *machine, const GError *error, gpointer data)
+{
+  StepResult *result = data;
+
+  machine->busy = FALSE;
+  if (result->retire)
+    mv_reconciler_retire_saved_state (machine);
+  if (result->reported)
+    mv_machine_settled (machine, result->reported, result->task->generation);
+  if (!handle_heard_end (machine))
+    mv_reconciler_reconcile (machine);
 }
 
 static void
 on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
-  StepTask *task = g_task_get_task_data (G_TASK (result));
+  /* The step's task is this callback's: it goes with the step's result. */
+  g_autoptr (StepTask) owned = g_task_get_task_data (G_TASK (result));
+  StepTask *task = owned;
   MvMachine *machine = mv_reconciler_lookup (task->rec, task->machine_id);
   g_autoptr (GError) error = NULL;
   const MvClock *clock = task->rec->clock;
+  StepResult *done;
   MvStatus *status;
 
   g_task_propagate_boolean (G_TASK (result), &error);
@@ -423,33 +465,40 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
                       (double) G_USEC_PER_SEC);
   g_return_if_fail (machine != NULL);
   status = machine->status;
-  machine->busy = FALSE;
   g_clear_object (&machine->step_cancellable);
   mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s %s%s%s", machine->id,
                   task->phase, error ? "failed" : "done", error ? ": " : "",
                   error ? error->message : "");
+  if (error && task->step == MV_STEP_START && task->restarting)
+    {
+      /* The restart policy tried and failed: that is another end. */
+      machine->busy = FALSE;
+      g_clear_pointer (&status->phase, g_free);
+      g_clear_pointer (&status->operation_id, g_free);
+      mv_machine_changed (machine, MV_PROP_PHASE);
+      mv_reconciler_handle_end (machine, FALSE, 0, error->message);
+      if (!handle_heard_end (machine))
+        mv_reconciler_reconcile (machine);
+      return;
+    }
+
+  /* The result is announced, and answered, once it is on disk; the
+   * machine stays busy until then. */
+  mv_machine_begin_record_write (machine);
   g_clear_pointer (&status->phase, g_free);
   g_clear_pointer (&status->operation_id, g_free);
   mv_machine_changed (machine, MV_PROP_PHASE);
-
+  done = g_new0 (StepResult, 1);
   if (error)
-    step_failed (machine, task, error);
-  else if (!step_succeeded (machine, task))
-    return;
-  if (machine->end_heard)
+    step_failed (machine, task, error, done);
+  else if (!step_succeeded (machine, task, done))
     {
-      g_autofree char *reason = g_steal_pointer (&machine->end_reason);
-
-      machine->end_heard = FALSE;
-      /* The step kept a VMM that has ended since (a pause, say). */
-      if (status->vmm && machine->watch_id == 0)
-        {
-          mv_reconciler_handle_end (machine, machine->end_has_exit_code, machine->end_exit_code,
-                                    reason);
-          return;
-        }
+      g_free (done);
+      return;
     }
-  mv_reconciler_reconcile (machine);
+  done->task = g_steal_pointer (&owned);
+  mv_machine_save_status_async (machine, on_result_recorded, done,
+                                (GDestroyNotify) step_result_free);
 }
 
 static MvState
@@ -465,6 +514,34 @@ transitional_state (MvStep step, MvState current)
     default:
       return current;
     }
+}
+
+/* The phase is on disk, or could not be written: the host is touched only
+ * if it is. Every destroy step can be repeated, so one whose phase cannot
+ * be written (a full disk) goes on, since what it removes is what frees
+ * the disk. */
+static void
+on_recorded (MvMachine *machine, const GError *error, gpointer data)
+{
+  g_autoptr (StepTask) task = data;
+  MvReconciler *rec = task->rec;
+
+  if (error && task->step != MV_STEP_DESTROY)
+    {
+      /* Left as it was, and not tried again until something new is asked. */
+      mv_status_free (machine->status);
+      machine->status = g_steal_pointer (&task->before);
+      machine->status->failed_generation = machine->config->desired_generation;
+      machine->busy = FALSE;
+      g_clear_object (&machine->step_cancellable);
+      mv_machine_changed (machine, MV_PROP_ALL_STATUS);
+      mv_machine_failed_now (machine, error);
+      handle_heard_end (machine);
+      return;
+    }
+  g_clear_pointer (&task->before, mv_status_free);
+  task->started_at = rec->clock->monotonic_time (rec->clock->data);
+  mv_reconciler_run_in_thread (run_step_in_thread, on_step_done, g_steal_pointer (&task), NULL);
 }
 
 static const MvHostResource *
@@ -486,7 +563,6 @@ run_step (MvMachine *machine, MvStep step)
   MvRecords *records = rec->host->records;
   MvStatus *status = machine->status;
   g_autoptr (GError) error = NULL;
-  g_autoptr (MvStatus) before = NULL;
   MvRuntime *runtime = mv_reconciler_runtime_for (machine, &error);
   MvResources admitted = { 0, 0 };
   StepTask *task;
@@ -543,13 +619,15 @@ run_step (MvMachine *machine, MvStep step)
   else
     task->phase = g_strdup (task->restore ? "restore" : mv_step_to_string (step));
 
-  /* Record what is about to happen before the host is touched; if that
-   * cannot be written, the host is not touched. */
+  /* Record what is about to happen before the host is touched (on_recorded):
+   * the machine is busy from now on, and what changes is announced once it
+   * is on disk. */
   MvState next = transitional_state (step, status->state);
   if (step == MV_STEP_DESTROY && task->resource->role == MV_RESOURCE_VMM &&
       mv_state_holds_resources (status->state))
     next = MV_STATE_STOPPING;
-  before = mv_status_copy (status);
+  mv_machine_begin_record_write (machine);
+  task->before = mv_status_copy (status);
   g_free (status->phase);
   status->phase = g_strdup (task->phase);
   g_free (status->operation_id);
@@ -562,27 +640,11 @@ run_step (MvMachine *machine, MvStep step)
       status->memory_bytes = admitted.memory_bytes;
     }
   mv_machine_set_state (machine, next, NULL);
-  /* Every destroy step can be repeated: one whose phase cannot be written
-   * (a full disk) goes on, since what it removes is what frees the disk. */
-  if (!mv_machine_save_status (machine, &error) && step != MV_STEP_DESTROY)
-    {
-      /* Left as it was, and not tried again until something new is asked. */
-      mv_status_free (machine->status);
-      machine->status = g_steal_pointer (&before);
-      machine->status->failed_generation = machine->config->desired_generation;
-      mv_machine_changed (machine, MV_PROP_ALL_STATUS);
-      step_task_free (task);
-      mv_machine_failed_now (machine, error);
-      return;
-    }
   mv_machine_changed (machine, MV_PROP_PHASE);
   machine->busy = TRUE;
   machine->step_cancellable = g_object_ref (task->cancellable);
   mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, task->phase);
-
-  task->started_at = rec->clock->monotonic_time (rec->clock->data);
-  mv_reconciler_run_in_thread (run_step_in_thread, on_step_done, task,
-                               (GDestroyNotify) step_task_free);
+  mv_machine_save_status_async (machine, on_recorded, task, NULL);
 }
 
 void
@@ -593,7 +655,9 @@ mv_reconciler_reconcile (MvMachine *machine)
   MvStatus *status = machine->status;
   MvStep step;
 
-  if (machine->busy || machine->gone || mv_reconciler_is_migrating (machine))
+  /* A wish is acted on once it is on disk (requests.c). */
+  if (machine->busy || machine->gone || machine->config_writes > 0 ||
+      mv_reconciler_is_migrating (machine))
     return;
 
   step = mv_plan_next_step (config, status, mv_reconciler_now (rec));

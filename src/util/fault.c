@@ -28,20 +28,45 @@ mv_fault_point (const char *phase, const char *when)
     }
 }
 
+/* What the control file says now, stripped; NULL if there is none. */
+static char *
+read_control (const char *control)
+{
+  char *armed = NULL;
+
+  if (!g_file_get_contents (control, &armed, NULL, NULL))
+    return NULL;
+  return g_strstrip (armed);
+}
+
 int
 mv_fault_io (const char *step)
 {
   static const char *control;
   static gsize initialized;
   g_autofree char *armed = NULL;
+  g_autofree char *held = NULL;
 
   if (g_once_init_enter (&initialized))
     {
       control = g_getenv ("MICROVMD_FAULT_IO_FILE");
       g_once_init_leave (&initialized, 1);
     }
-  if (!control || !g_file_get_contents (control, &armed, NULL, NULL) ||
-      !g_str_equal (g_strstrip (armed), step) || g_unlink (control) < 0)
+  if (!control || !(armed = read_control (control)))
+    return 0;
+  held = g_strconcat ("hold:", step, NULL);
+  if (g_str_equal (armed, held))
+    {
+      g_printerr ("microvmd: holding a record write at %s, as a test asked\n", step);
+      do
+        {
+          g_free (armed);
+          g_usleep (5 * 1000);
+        }
+      while ((armed = read_control (control)) && g_str_equal (armed, held));
+      return 0;
+    }
+  if (!g_str_equal (armed, step) || g_unlink (control) < 0)
     return 0;
   g_printerr ("microvmd: failing a record write at %s, as a test asked\n", step);
   return EIO;

@@ -11,5 +11,7 @@ void mv_fault_point (const char *phase, const char *when);
  * MICROVMD_FAULT_IO_FILE=PATH in the environment, the record write that
  * reaches step @step ("create", "write", "fsync", "rename", "dirsync")
  * while PATH names that step fails there with EIO, once: PATH is removed.
- * Returns the errno to fail with, or 0. Unset, always 0. */
+ * While PATH says "hold:" and the step, every write that reaches the step
+ * waits there, as on a slow disk, until PATH says something else or is
+ * gone. Returns the errno to fail with, or 0. Unset, always 0. */
 int  mv_fault_io (const char *step);

@@ -364,6 +364,82 @@ test_failed_writes (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 2);
 }
 
+static int
+note_reply (sd_bus_message *m, void *data, sd_bus_error *error)
+{
+  *(gboolean *) data = TRUE;
+  g_assert_false (sd_bus_message_is_method_error (m, NULL));
+  return 0;
+}
+
+static gboolean
+replied (Client *client, gpointer data)
+{
+  return *(gboolean *) data;
+}
+
+/* A status write that the disk is slow to take holds back what it
+ * records, not the daemon: while it waits, reads are answered, nothing of
+ * the change is announced and the record on disk is as before. Once it
+ * is written, Starting and Running are announced in that order and the
+ * Start is answered. */
+static void
+test_slow_write (Fixture *f, gconstpointer data)
+{
+  g_autofree char *control = g_build_filename (mv_test_env_dir (f->env), "fault-io", NULL);
+  g_autofree char *path = NULL, *id = NULL, *on_disk = NULL;
+  g_autoptr (sd_bus_slot) slot = NULL;
+  gboolean answered = FALSE;
+  guint n_state = 0;
+
+  g_setenv ("MICROVMD_FAULT_IO_FILE", control, TRUE);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_unsetenv ("MICROVMD_FAULT_IO_FILE");
+  path = client_create_ok (f->client, SPEC ("slow-disk"));
+  id = client_get_string (f->client, path, "Id");
+  client_settle (f->client, 100);
+  client_clear_signals (f->client);
+
+  g_assert_true (g_file_set_contents (control, "hold:fsync", -1, NULL));
+  g_assert_cmpint (sd_bus_call_method_async (f->client->bus, &slot, MV_BUS_NAME, path,
+                                             MV_MACHINE_IFACE, "Start", note_reply, &answered,
+                                             ""), >=, 0);
+  /* Reads are answered at once however long the write takes (a blocked
+   * daemon would time out these calls). */
+  g_assert_cmpint (sd_bus_set_method_call_timeout (f->client->bus, 2 * G_USEC_PER_SEC), >=, 0);
+  for (guint i = 0; i < 10; i++)
+    {
+      g_autofree char *name = client_get_string (f->client, path, "Name");
+
+      g_assert_cmpstr (name, ==, "slow-disk");
+      client_settle (f->client, 50);
+    }
+  g_assert_cmpint (sd_bus_set_method_call_timeout (f->client->bus, 0), >=, 0);
+  g_assert_false (answered);
+  g_assert_cmpuint (client_count_signals (f->client, path, "StateChanged"), ==, 0);
+  g_assert_cmpuint (client_count_signals (f->client, path, "PropertiesChanged"), ==, 0);
+  on_disk = status_on_disk (mv_test_env_state_dir (f->env), id);
+  g_assert_nonnull (strstr (on_disk, "\"Stopped\""));
+
+  g_assert_cmpint (g_unlink (control), ==, 0);
+  g_assert_true (client_wait (f->client, replied, &answered, 10000));
+  client_settle (f->client, 100);
+  for (guint i = 0; i < f->client->signals->len; i++)
+    {
+      RecordedSignal *s = f->client->signals->pdata[i];
+
+      if (g_strcmp0 (s->path, path) != 0 || !g_str_equal (s->member, "StateChanged"))
+        continue;
+      g_assert_cmpstr (s->args, ==, n_state == 0 ? "Starting<-Stopped:" : "Running<-Starting:");
+      n_state++;
+    }
+  g_assert_cmpuint (n_state, ==, 2);
+  g_free (on_disk);
+  on_disk = status_on_disk (mv_test_env_state_dir (f->env), id);
+  g_assert_nonnull (strstr (on_disk, "\"Running\""));
+}
+
 /* ----- losing the bus ----- */
 
 static GPid
@@ -467,6 +543,7 @@ main (int argc, char **argv)
   ADD ("memory-beyond-host", test_memory_beyond_host);
   ADD ("full-disk", test_full_disk);
   ADD ("failed-writes", test_failed_writes);
+  ADD ("slow-write", test_slow_write);
   g_test_add_func ("/hostile/bus-lost-is-failure", test_bus_lost_is_failure);
   return g_test_run ();
 }

@@ -101,7 +101,7 @@ fake_save_config (MvRecords *records, const MvConfig *config, GError **error)
   FakeRecords *fake = fake_of (records);
   Record *record;
 
-  if (!enter (fake, FAKE_RECORDS_SAVE_CONFIG, config->id, TRUE, error))
+  if (!enter (fake, FAKE_RECORDS_SAVE_CONFIG, config->id, fake_on_main_thread (), error))
     return FALSE;
   g_mutex_lock (&fake->lock);
   if ((record = existing (fake, FAKE_RECORDS_SAVE_CONFIG, config->id)))
@@ -139,7 +139,8 @@ fake_save_status (MvRecords *records, const char *id, const MvStatus *status, GE
   FakeRecords *fake = fake_of (records);
   Record *record;
 
-  if (!enter (fake, FAKE_RECORDS_SAVE_STATUS, id, TRUE, error))
+  /* On the main thread, or in the worker thread that writes it off the main loop. */
+  if (!enter (fake, FAKE_RECORDS_SAVE_STATUS, id, fake_on_main_thread (), error))
     return FALSE;
   g_mutex_lock (&fake->lock);
   if ((record = existing (fake, FAKE_RECORDS_SAVE_STATUS, id)))

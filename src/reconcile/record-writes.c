@@ -1,0 +1,243 @@
+/* A machine's records written off the main loop: the status before and
+ * after each step, the config a lifecycle request changes. The main loop
+ * goes on serving while the disk syncs; what changed is announced only
+ * once it is on disk (MvObserver.durable), and a machine whose config is
+ * being written is not acted on until it is. Writes of one record land in
+ * the order they were begun: a write finds a newer one on disk and leaves
+ * it be. */
+#include "reconciler-private.h"
+#include "core/errors.h"
+
+struct _MvRecordWriter {
+  gint    refs;
+  GMutex  lock;              /* held for each write of either record */
+  guint64 status_written;    /* the sequence numbers of what is on disk */
+  guint64 config_written;
+};
+
+MvRecordWriter *
+mv_record_writer_new (void)
+{
+  MvRecordWriter *writer = g_new0 (MvRecordWriter, 1);
+
+  writer->refs = 1;
+  g_mutex_init (&writer->lock);
+  return writer;
+}
+
+static MvRecordWriter *
+record_writer_ref (MvRecordWriter *writer)
+{
+  g_atomic_int_inc (&writer->refs);
+  return writer;
+}
+
+void
+mv_record_writer_unref (MvRecordWriter *writer)
+{
+  if (!writer || !g_atomic_int_dec_and_test (&writer->refs))
+    return;
+  g_mutex_clear (&writer->lock);
+  g_free (writer);
+}
+
+/* Writes @status or @config as number @seq of its record, unless a newer
+ * one is on disk already, which says all this one would. */
+static gboolean
+write_locked (MvRecords *records, MvRecordWriter *writer, const char *id, const MvStatus *status,
+              const MvConfig *config, guint64 seq, GError **error)
+{
+  guint64 *written = status ? &writer->status_written : &writer->config_written;
+  gboolean ok = TRUE;
+
+  g_mutex_lock (&writer->lock);
+  if (*written < seq)
+    {
+      ok = status ? records->save_status (records, id, status, error)
+                  : records->save_config (records, config, error);
+      if (ok)
+        *written = seq;
+    }
+  g_mutex_unlock (&writer->lock);
+  return ok;
+}
+
+/* The result of status write @seq, unless a newer one's is known. */
+static void
+note_status_result (MvMachine *machine, guint64 seq, const GError *error)
+{
+  if (seq < machine->status_result_seq)
+    return;
+  machine->status_result_seq = seq;
+  machine->status_unsaved = error != NULL;
+  if (error)
+    mv_machine_log (machine, G_LOG_LEVEL_WARNING, "Machine %s: could not record its status: %s",
+                    machine->id, error->message);
+}
+
+static void
+note_config_result (MvMachine *machine, const GError *error)
+{
+  if (error)
+    mv_machine_log (machine, G_LOG_LEVEL_WARNING,
+                    "Machine %s: could not record its configuration: %s", machine->id,
+                    error->message);
+  else
+    mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
+}
+
+gboolean
+mv_machine_save_status (MvMachine *machine, GError **error)
+{
+  MvRecords *records = machine->reconciler->host->records;
+  guint64 seq = ++machine->status_seq;
+  g_autoptr (GError) local = NULL;
+
+  write_locked (records, machine->record_writer, machine->id, machine->status, NULL, seq, &local);
+  note_status_result (machine, seq, local);
+  if (!local)
+    return TRUE;
+  g_propagate_prefixed_error (error, g_steal_pointer (&local), "Could not record the status: ");
+  return FALSE;
+}
+
+gboolean
+mv_machine_save_config (MvMachine *machine, GError **error)
+{
+  MvRecords *records = machine->reconciler->host->records;
+  g_autoptr (GError) local = NULL;
+
+  write_locked (records, machine->record_writer, machine->id, NULL, machine->config,
+                ++machine->config_seq, &local);
+  note_config_result (machine, local);
+  if (!local)
+    return TRUE;
+  g_propagate_prefixed_error (error, g_steal_pointer (&local), "Could not record the change: ");
+  return FALSE;
+}
+
+/* Off the main loop ----------------------------------------------------------- */
+
+typedef struct {
+  MvReconciler   *rec;
+  char           *machine_id;
+  MvRecordWriter *writer;
+  MvStatus       *status;     /* one of the two: a copy of what is written */
+  MvConfig       *config;
+  guint64         seq;
+  MvRecordSaved   done;
+  gpointer        data;
+  GDestroyNotify  free;
+} RecordWrite;
+
+static void
+record_write_free (RecordWrite *write)
+{
+  if (write->free)
+    write->free (write->data);
+  g_free (write->machine_id);
+  mv_record_writer_unref (write->writer);
+  mv_status_free (write->status);
+  mv_config_free (write->config);
+  g_free (write);
+}
+
+static void
+write_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  RecordWrite *write = task_data;
+  GError *error = NULL;
+
+  if (write_locked (write->rec->host->records, write->writer, write->machine_id, write->status,
+                    write->config, write->seq, &error))
+    g_task_return_boolean (gtask, TRUE);
+  else
+    g_task_return_error (gtask, error);
+}
+
+static void
+on_written (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  RecordWrite *write = g_task_get_task_data (G_TASK (result));
+  MvReconciler *rec = write->rec;
+  MvMachine *machine = mv_reconciler_lookup (rec, write->machine_id);
+  g_autoptr (GError) error = NULL;
+
+  g_task_propagate_boolean (G_TASK (result), &error);
+  /* Only a config write can outlive its machine: a destroy step under way
+   * as it began removed it. */
+  if (machine == NULL)
+    {
+      g_autoptr (GError) gone = g_error_new (MV_ERROR, MV_ERROR_NOT_FOUND,
+                                             "Machine %s was deleted", write->machine_id);
+      if (write->done)
+        write->done (NULL, gone, write->data);
+      return;
+    }
+  machine->record_writes--;
+  if (write->status)
+    note_status_result (machine, write->seq, error);
+  else
+    {
+      machine->config_writes--;
+      note_config_result (machine, error);
+    }
+  if (error)
+    g_prefix_error (&error, write->status ? "Could not record the status: "
+                                          : "Could not record the change: ");
+  /* Announced first, then followed: what @done begins is announced once
+   * it is on disk in turn. */
+  if (machine->record_writes == 0 && rec->observer.durable)
+    rec->observer.durable (machine, rec->observer.data);
+  if (write->done)
+    write->done (machine, error, write->data);
+}
+
+void
+mv_machine_begin_record_write (MvMachine *machine)
+{
+  machine->record_writes++;
+}
+
+static void
+save_async (MvMachine *machine, gboolean status, MvRecordSaved done, gpointer data,
+            GDestroyNotify free)
+{
+  RecordWrite *write;
+
+  g_return_if_fail (machine->record_writes > 0);
+  write = g_new0 (RecordWrite, 1);
+  write->rec = machine->reconciler;
+  write->machine_id = g_strdup (machine->id);
+  write->writer = record_writer_ref (machine->record_writer);
+  if (status)
+    {
+      write->status = mv_status_copy (machine->status);
+      write->seq = ++machine->status_seq;
+    }
+  else
+    {
+      write->config = mv_config_copy (machine->config);
+      write->seq = ++machine->config_seq;
+      machine->config_writes++;
+    }
+  write->done = done;
+  write->data = data;
+  write->free = free;
+  mv_reconciler_run_in_thread (write_in_thread, on_written, write,
+                               (GDestroyNotify) record_write_free);
+}
+
+void
+mv_machine_save_status_async (MvMachine *machine, MvRecordSaved done, gpointer data,
+                              GDestroyNotify free)
+{
+  save_async (machine, TRUE, done, data, free);
+}
+
+void
+mv_machine_save_config_async (MvMachine *machine, MvRecordSaved done, gpointer data,
+                              GDestroyNotify free)
+{
+  save_async (machine, FALSE, done, data, free);
+}
