@@ -57,6 +57,8 @@ machine_enumerate (sd_bus *bus, const char *prefix, void *userdata, char ***node
                  sd_bus_error *error)                                             \
   {                                                                               \
     MvMachine *machine = userdata;                                                \
+    const MvStatus *status G_GNUC_UNUSED = mv_machine_shown_status (machine);     \
+    const MvConfig *config G_GNUC_UNUSED = mv_machine_shown_config (machine);     \
     const char *value = (expr);                                                   \
     return sd_bus_message_append (reply, "s", value ? value : "");               \
   }
@@ -67,34 +69,36 @@ machine_enumerate (sd_bus *bus, const char *prefix, void *userdata, char ***node
                  sd_bus_error *error)                                             \
   {                                                                               \
     MvMachine *machine = userdata;                                                \
+    const MvStatus *status G_GNUC_UNUSED = mv_machine_shown_status (machine);     \
+    const MvConfig *config G_GNUC_UNUSED = mv_machine_shown_config (machine);     \
     ctype value = (expr);                                                         \
     return sd_bus_message_append (reply, sig, value);                            \
   }
 
 STRING_PROPERTY (get_id, machine->id)
-STRING_PROPERTY (get_name, machine->config->spec->name)
-STRING_PROPERTY (get_state, mv_state_to_string (machine->status->state))
-STRING_PROPERTY (get_state_error, machine->status->state_error)
-STRING_PROPERTY (get_desired_state, mv_desired_to_string (machine->config->desired))
-STRING_PROPERTY (get_phase, machine->status->phase)
-STRING_PROPERTY (get_operation_id, machine->status->operation_id)
-NUMBER_PROPERTY (get_desired_generation, "t", uint64_t, machine->config->desired_generation)
-NUMBER_PROPERTY (get_observed_generation, "t", uint64_t, machine->status->observed_generation)
-NUMBER_PROPERTY (get_specification_generation, "t", uint64_t, machine->config->specification_generation)
-NUMBER_PROPERTY (get_restart_generation, "t", uint64_t, machine->config->restart_generation)
-NUMBER_PROPERTY (get_vcpus, "u", uint32_t, mv_spec_vcpus (machine->config->spec))
-NUMBER_PROPERTY (get_cpu_millicores, "u", uint32_t, machine->config->spec->cpu_millicores)
-NUMBER_PROPERTY (get_memory_bytes, "t", uint64_t, machine->config->spec->memory_bytes)
-NUMBER_PROPERTY (get_started_at, "t", uint64_t, (uint64_t) MAX (machine->status->started_at, 0))
-NUMBER_PROPERTY (get_created_at, "t", uint64_t, (uint64_t) MAX (machine->config->created_at, 0))
-NUMBER_PROPERTY (get_updated_at, "t", uint64_t, (uint64_t) MAX (machine->config->updated_at, 0))
+STRING_PROPERTY (get_name, config->spec->name)
+STRING_PROPERTY (get_state, mv_state_to_string (status->state))
+STRING_PROPERTY (get_state_error, status->state_error)
+STRING_PROPERTY (get_desired_state, mv_desired_to_string (config->desired))
+STRING_PROPERTY (get_phase, status->phase)
+STRING_PROPERTY (get_operation_id, status->operation_id)
+NUMBER_PROPERTY (get_desired_generation, "t", uint64_t, config->desired_generation)
+NUMBER_PROPERTY (get_observed_generation, "t", uint64_t, status->observed_generation)
+NUMBER_PROPERTY (get_specification_generation, "t", uint64_t, config->specification_generation)
+NUMBER_PROPERTY (get_restart_generation, "t", uint64_t, config->restart_generation)
+NUMBER_PROPERTY (get_vcpus, "u", uint32_t, mv_spec_vcpus (config->spec))
+NUMBER_PROPERTY (get_cpu_millicores, "u", uint32_t, config->spec->cpu_millicores)
+NUMBER_PROPERTY (get_memory_bytes, "t", uint64_t, config->spec->memory_bytes)
+NUMBER_PROPERTY (get_started_at, "t", uint64_t, (uint64_t) MAX (status->started_at, 0))
+NUMBER_PROPERTY (get_created_at, "t", uint64_t, (uint64_t) MAX (config->created_at, 0))
+NUMBER_PROPERTY (get_updated_at, "t", uint64_t, (uint64_t) MAX (config->updated_at, 0))
 NUMBER_PROPERTY (get_exit_code, "i", int32_t,
-                 machine->status->has_exit_code ? machine->status->exit_code : -1)
-NUMBER_PROPERTY (get_restart_count, "u", uint32_t, machine->status->restart_count)
-NUMBER_PROPERTY (get_next_restart_at, "t", uint64_t, (uint64_t) MAX (machine->status->next_restart_at, 0))
-NUMBER_PROPERTY (get_finished_at, "t", uint64_t, (uint64_t) MAX (machine->status->finished_at, 0))
-NUMBER_PROPERTY (get_stopped_by_user, "b", int, machine->config->stopped_by_user)
-NUMBER_PROPERTY (get_standby_requested, "b", int, machine->config->standby)
+                 status->has_exit_code ? status->exit_code : -1)
+NUMBER_PROPERTY (get_restart_count, "u", uint32_t, status->restart_count)
+NUMBER_PROPERTY (get_next_restart_at, "t", uint64_t, (uint64_t) MAX (status->next_restart_at, 0))
+NUMBER_PROPERTY (get_finished_at, "t", uint64_t, (uint64_t) MAX (status->finished_at, 0))
+NUMBER_PROPERTY (get_stopped_by_user, "b", int, config->stopped_by_user)
+NUMBER_PROPERTY (get_standby_requested, "b", int, config->standby)
 STRING_PROPERTY (get_health, machine->health)
 NUMBER_PROPERTY (get_health_failing_streak, "u", uint32_t, machine->health_failing_streak)
 STRING_PROPERTY (get_agent_version, machine->agent_version)

@@ -1,6 +1,7 @@
 /* org.microvmd1.Manager: defines machines, finds them, lists them, and
  * tells what the host offers. */
 #include "manager-object.h"
+#include "listing.h"
 #include "manager-events.h"
 #include "manager-resources.h"
 #include "core/errors.h"
@@ -250,32 +251,11 @@ method_list_machines (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
   MvBusService *service = userdata;
   g_autoptr (sd_bus_message) reply = NULL;
-  g_autoptr (GPtrArray) sorted = mv_reconciler_list (mv_bus_service_reconciler (service));
   int r;
 
   r = sd_bus_message_new_method_return (m, &reply);
   if (r >= 0)
-    r = sd_bus_message_open_container (reply, 'a', "(ssso)");
-  for (guint i = 0; r >= 0 && i < sorted->len; i++)
-    {
-      MvMachine *machine = sorted->pdata[i];
-
-      /* Field by field: appending "(ssso)" whole parses the signature
-       * again for every machine, most of a long listing's cost. */
-      r = sd_bus_message_open_container (reply, 'r', "ssso");
-      if (r >= 0)
-        r = sd_bus_message_append_basic (reply, 's', machine->id);
-      if (r >= 0)
-        r = sd_bus_message_append_basic (reply, 's', machine->config->spec->name);
-      if (r >= 0)
-        r = sd_bus_message_append_basic (reply, 's', mv_state_to_string (machine->status->state));
-      if (r >= 0)
-        r = sd_bus_message_append_basic (reply, 'o', mv_bus_view (service, machine)->path);
-      if (r >= 0)
-        r = sd_bus_message_close_container (reply);
-    }
-  if (r >= 0)
-    r = sd_bus_message_close_container (reply);
+    r = mv_listing_append (mv_bus_service_listing (service), service, reply);
   if (r < 0)
     return r;
   return sd_bus_send (NULL, reply, NULL);

@@ -2,6 +2,7 @@
  * changes, and the calls that wait for a wish to be settled. */
 #include "service.h"
 #include "image-object.h"
+#include "listing.h"
 #include "machine-guest.h"
 #include "machine-logs.h"
 #include "machine-object.h"
@@ -33,6 +34,7 @@ struct _MvBusService {
   MvNetworkObjects *networks;    /* NULL: no networks */
   MvEventLog   *events;          /* NULL: events are not recorded */
   MvMachine    *leaving;         /* whose removal is being announced */
+  MvListing    *listing;         /* ListMachines' answer */
   GPtrArray    *unremembered;    /* ids of loaded machines whose values are still to be taken */
   guint         remember_idle;
 };
@@ -208,8 +210,13 @@ static void
 on_changed (MvMachine *machine, guint props, gpointer data)
 {
   MvMachineView *view = mv_bus_view (data, machine);
+  MvBusService *service = data;
 
   view->dirty |= props;
+  if (props & MV_PROP_NAME)
+    mv_listing_invalidate (service->listing);
+  else if (props & MV_PROP_STATE)
+    mv_listing_state_changed (service->listing, view);
   /* What uses an image, a network or a volume is looked at again only
    * where it can have changed: a machine's image is fixed at create, and
    * its state matters only to the volumes it mounts. */
@@ -238,6 +245,7 @@ on_durable (MvMachine *machine, gpointer data)
   guint held = view->held_waits;
 
   view->held_waits = 0;
+  mv_listing_state_changed (((MvBusService *) data)->listing, view);
   mv_machine_waits_changed (view, held);
   if (view->dirty && view->flush_id == 0 && view->announced)
     view->flush_id = g_idle_add (on_flush, view);
@@ -250,6 +258,7 @@ on_added (MvMachine *machine, gpointer data)
   MvMachineView *view = mv_bus_view (service, machine);
 
   view->dirty = 0;
+  mv_listing_invalidate (service->listing);
   if (service->serving)
     mv_manager_announce_machine (service->bus, view);
   if (machine->config->spec->image)
@@ -281,6 +290,7 @@ on_removed (MvMachine *machine, gpointer data)
   service->leaving = machine;
   mv_manager_announce_removed (service->bus, view);
   service->leaving = NULL;
+  mv_listing_invalidate (service->listing);
   settle_waiters (view, NULL, 0);
   mv_machine_waits_removed (view);
   mv_machine_held_requests_gone (view);
@@ -336,6 +346,7 @@ mv_bus_service_new (void)
 {
   MvBusService *service = g_new0 (MvBusService, 1);
 
+  service->listing = mv_listing_new ();
   service->views = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                           (GDestroyNotify) view_free);
   service->observer.changed = on_changed;
@@ -358,6 +369,7 @@ mv_bus_service_free (MvBusService *service)
   mv_machine_logs_close_all ();
   g_clear_handle_id (&service->remember_idle, g_source_remove);
   g_clear_pointer (&service->unremembered, g_ptr_array_unref);
+  mv_listing_free (service->listing);
   mv_volume_objects_free (service->volumes);
   mv_network_objects_free (service->networks);
   g_hash_table_unref (service->views);
@@ -479,6 +491,12 @@ MvNetworkObjects *
 mv_bus_service_networks (MvBusService *service)
 {
   return service->networks;
+}
+
+MvListing *
+mv_bus_service_listing (MvBusService *service)
+{
+  return service->listing;
 }
 
 sd_bus *

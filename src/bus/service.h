@@ -19,6 +19,7 @@ typedef struct {
   GQueue        waiters;         /* calls answered when a wish is settled */
   GQueue        state_waiters;   /* Waits (machine-guest.c) */
   GQueue        held_requests;   /* lifecycle calls waiting for the one before to be written */
+  guint         listed;          /* its entry in the listing (listing.c), from 1; 0: none */
   gboolean      announced;       /* InterfacesAdded went out (or it was there at start) */
   guint         dirty;           /* MvMachineProp bits not yet announced */
   guint         held_waits;      /* bits that Waits hear of once they are on disk */
@@ -86,6 +87,8 @@ void          mv_bus_service_set_images (MvBusService *service, MvImageStore *st
 MvImageObjects *mv_bus_service_images (MvBusService *service);
 
 sd_bus       *mv_bus_service_bus (MvBusService *service);
+typedef struct _MvListing MvListing;
+MvListing    *mv_bus_service_listing (MvBusService *service);
 MvReconciler *mv_bus_service_reconciler (MvBusService *service);
 /* The machine of ID @id: the reconciler's, or the one whose removal is
  * being announced (the reconciler has let it go by then, but the object

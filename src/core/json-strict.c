@@ -1,5 +1,6 @@
 /* A strict JSON reader: one iterative pass over the text that holds it to
- * RFC 8259 and to limits, then json-glib for the tree. Pure. */
+ * RFC 8259 and to limits, and builds json-glib's tree as it goes (the
+ * same tree json-glib's own parser makes of the same text). Pure. */
 #include "json-strict.h"
 #include "errors.h"
 #include "text.h"
@@ -15,8 +16,10 @@
 typedef struct {
   gboolean    object;
   guint       index;       /* arrays: the element being read */
-  GHashTable *keys;        /* objects: the keys seen, decoded */
-  const char *key;         /* objects: the key being read, in @keys; NULL between */
+  GHashTable *keys;        /* objects, when only checking: the keys seen, decoded */
+  JsonNode   *node;        /* when building: the object or array (its parent's) */
+  GString    *key_text;    /* objects, when building: the key being read */
+  const char *key;         /* objects: the key being read, in @keys or @key_text; NULL between */
 } Level;
 
 typedef struct {
@@ -28,6 +31,9 @@ typedef struct {
   Level              *levels;
   guint               depth;
   GString            *key;         /* the key being decoded */
+  gboolean            build;       /* the tree is built, not only checked */
+  GString            *string;      /* when building: the string value being decoded */
+  JsonNode           *root;        /* when building: the value, once read */
 } Scanner;
 
 typedef enum {
@@ -317,13 +323,15 @@ utf8_sequence (const guchar *p, gsize left)
 }
 
 /* The string at the scanner (on its opening quote); decoded into
- * @decoded when that is not NULL, as keys are. */
+ * @decoded when that is not NULL. */
 static gboolean
 read_string (Scanner *s, GString *decoded, GError **error)
 {
   gsize start = s->pos;
+  gsize run;           /* where the bytes not yet copied to @decoded begin */
 
   s->pos++;
+  run = s->pos;
   for (;;)
     {
       const guchar *p = (const guchar *) s->text + s->pos;
@@ -331,16 +339,16 @@ read_string (Scanner *s, GString *decoded, GError **error)
 
       if (at_end (s))
         return not_json (s, start, error, "a string is not closed");
-      if (*p == '"')
+      if (*p == '"' || *p == '\\')
         {
+          if (decoded != NULL)
+            g_string_append_len (decoded, s->text + run, s->pos - run);
           s->pos++;
-          return TRUE;
-        }
-      if (*p == '\\')
-        {
-          s->pos++;
+          if (*p == '"')
+            return TRUE;
           if (!read_escape (s, decoded, error))
             return FALSE;
+          run = s->pos;
           continue;
         }
       if (*p < 0x20)
@@ -350,8 +358,6 @@ read_string (Scanner *s, GString *decoded, GError **error)
       n = *p < 0x80 ? 1 : utf8_sequence (p, s->length - s->pos);
       if (n == 0)
         return not_json (s, s->pos, error, "not valid UTF-8");
-      if (decoded != NULL)
-        g_string_append_len (decoded, (const char *) p, n);
       s->pos += n;
     }
 }
@@ -369,12 +375,16 @@ read_digits (Scanner *s, const char *after, gsize at, GError **error)
 /* json-glib saturates integers past 64 bits and turns 1e400 into an
  * infinity it cannot write back; such numbers are refused here. */
 static gboolean
-read_number (Scanner *s, GError **error)
+read_number (Scanner *s, JsonNode **node, GError **error)
 {
   gsize start = s->pos;
   gboolean integral = TRUE;
   gboolean too_large;
-  g_autofree char *number = NULL;
+  char number[64];
+  g_autofree char *long_number = NULL;
+  const char *digits;
+  gint64 integer = 0;
+  double real = 0;
 
   if (peek (s) == '-')
     {
@@ -407,23 +417,34 @@ read_number (Scanner *s, GError **error)
         return FALSE;
     }
 
-  number = g_strndup (s->text + start, s->pos - start);
+  /* Most numbers are short: they are copied to the stack to be ended. */
+  if (s->pos - start < sizeof number)
+    {
+      memcpy (number, s->text + start, s->pos - start);
+      number[s->pos - start] = '\0';
+      digits = number;
+    }
+  else
+    digits = long_number = g_strndup (s->text + start, s->pos - start);
   if (integral)
     {
       errno = 0;
-      g_ascii_strtoll (number, NULL, 10);
+      integer = g_ascii_strtoll (digits, NULL, 10);
       too_large = errno == ERANGE;
     }
   else
-    too_large = isinf (g_ascii_strtod (number, NULL));
+    too_large = isinf (real = g_ascii_strtod (digits, NULL));
   if (too_large)
     return refused (s, start, error, "the number at byte %" G_GSIZE_FORMAT " is too large to hold"
                     " (integers fit in 64 bits, other numbers in a double)", start);
+  if (s->build)
+    *node = integral ? json_node_init_int (json_node_alloc (), integer)
+                     : json_node_init_double (json_node_alloc (), real);
   return TRUE;
 }
 
 static gboolean
-read_literal (Scanner *s, GError **error)
+read_literal (Scanner *s, JsonNode **node, GError **error)
 {
   static const char *const literals[] = { "true", "false", "null" };
   gsize n = word_length (s);
@@ -432,6 +453,9 @@ read_literal (Scanner *s, GError **error)
     if (n == strlen (literals[i]) && memcmp (s->text + s->pos, literals[i], n) == 0)
       {
         s->pos += n;
+        if (s->build)
+          *node = i == 2 ? json_node_init_null (json_node_alloc ())
+                         : json_node_init_boolean (json_node_alloc (), i == 0);
         return TRUE;
       }
   if ((n == 3 && memcmp (s->text + s->pos, "NaN", 3) == 0) ||
@@ -442,7 +466,7 @@ read_literal (Scanner *s, GError **error)
 }
 
 static gboolean
-push (Scanner *s, gboolean object, GError **error)
+push (Scanner *s, gboolean object, JsonNode *container, GError **error)
 {
   Level *level;
 
@@ -457,7 +481,9 @@ push (Scanner *s, gboolean object, GError **error)
   level->object = object;
   level->index = 0;
   level->key = NULL;
-  if (object)
+  if (s->build)
+    level->node = container;
+  else if (object)
     level->keys = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   s->pos++;
   return TRUE;
@@ -469,30 +495,71 @@ pop (Scanner *s)
   Level *level = &s->levels[--s->depth];
 
   g_clear_pointer (&level->keys, g_hash_table_unref);
+  level->node = NULL;
   level->key = NULL;
   s->pos++;
+}
+
+/* Puts @node (taken) where the scanner is: the root, the next element of
+ * an array or the value of the key just read. */
+static void
+attach (Scanner *s, JsonNode *node)
+{
+  Level *level;
+
+  if (s->depth == 0)
+    {
+      s->root = node;
+      return;
+    }
+  level = &s->levels[s->depth - 1];
+  if (level->object)
+    json_object_set_member (json_node_get_object (level->node), level->key, node);
+  else
+    json_array_add_element (json_node_get_array (level->node), node);
 }
 
 static gboolean
 read_value (Scanner *s, State *state, GError **error)
 {
   guchar c = peek (s);
+  JsonNode *node = NULL;
+  gboolean ok;
 
   *state = AFTER_VALUE;
   switch (c)
     {
     case '{':
-      *state = EXPECT_KEY_OR_END;
-      return push (s, TRUE, error);
     case '[':
-      *state = EXPECT_VALUE_OR_END;
-      return push (s, FALSE, error);
+      *state = c == '{' ? EXPECT_KEY_OR_END : EXPECT_VALUE_OR_END;
+      if (s->build)
+        {
+          /* In its place first: it is filled in from the level it opens. */
+          node = json_node_alloc ();
+          if (c == '{')
+            json_node_take_object (json_node_init (node, JSON_NODE_OBJECT), json_object_new ());
+          else
+            json_node_take_array (json_node_init (node, JSON_NODE_ARRAY), json_array_new ());
+          if (s->depth >= s->limits->max_depth)
+            g_clear_pointer (&node, json_node_unref);
+          else
+            attach (s, node);
+        }
+      return push (s, c == '{', node, error);
     case '"':
-      return read_string (s, NULL, error);
+      if (!s->build)
+        return read_string (s, NULL, error);
+      g_string_truncate (s->string, 0);
+      if (!read_string (s, s->string, error))
+        return FALSE;
+      node = json_node_init_string (json_node_alloc (), s->string->str);
+      break;
     case '-':
     case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
-      return read_number (s, error);
+      if (!read_number (s, &node, error))
+        return FALSE;
+      break;
     case '+':
       return not_json (s, s->pos, error, "a number may not start with '+'");
     case '.':
@@ -502,10 +569,24 @@ read_value (Scanner *s, State *state, GError **error)
     case '}':
       return not_json (s, s->pos, error, "a value is missing before '%c'", c);
     default:
-      if (g_ascii_isalpha (c))
-        return read_literal (s, error);
-      return unexpected (s, "a value", error);
+      if (!g_ascii_isalpha (c))
+        return unexpected (s, "a value", error);
+      ok = read_literal (s, &node, error);
+      if (!ok)
+        return FALSE;
+      break;
     }
+  if (node != NULL)
+    attach (s, node);
+  return TRUE;
+}
+
+static gboolean
+duplicate_key (Scanner *s, gsize start, GString *key, GError **error)
+{
+  g_autofree char *excerpt = mv_text_excerpt (key->str, key->len, KEY_EXCERPT_BYTES);
+
+  return refused (s, start, error, "the key \"%s\" appears twice", excerpt);
 }
 
 static gboolean
@@ -524,15 +605,25 @@ read_key (Scanner *s, GError **error)
         return not_json (s, s->pos, error, "object keys are strings in double quotes");
       return unexpected (s, "a key in double quotes", error);
     }
+  if (s->build)
+    {
+      /* The level keeps its key while what it names is read, for the
+       * path in messages. */
+      if (level->key_text == NULL)
+        level->key_text = g_string_new (NULL);
+      g_string_truncate (level->key_text, 0);
+      if (!read_string (s, level->key_text, error))
+        return FALSE;
+      if (json_object_has_member (json_node_get_object (level->node), level->key_text->str))
+        return duplicate_key (s, start, level->key_text, error);
+      level->key = level->key_text->str;
+      return TRUE;
+    }
   g_string_truncate (s->key, 0);
   if (!read_string (s, s->key, error))
     return FALSE;
   if (g_hash_table_contains (level->keys, s->key->str))
-    {
-      g_autofree char *key = mv_text_excerpt (s->key->str, s->key->len, KEY_EXCERPT_BYTES);
-
-      return refused (s, start, error, "the key \"%s\" appears twice", key);
-    }
+    return duplicate_key (s, start, s->key, error);
   level->key = g_strdup (s->key->str);
   g_hash_table_add (level->keys, (char *) level->key);
   return TRUE;
@@ -635,17 +726,17 @@ scan (Scanner *s, GError **error)
     }
 }
 
-gboolean
-mv_json_check (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
-               GError **error)
+/* Scans @text; builds the tree into *@root when @root is not NULL. */
+static gboolean
+read_document (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
+               JsonNode **root, GError **error)
 {
   g_autofree Level *levels = NULL;
   g_autoptr(GString) key = NULL;
+  g_autoptr(GString) string = NULL;
+  guint max_depth = MAX (limits->max_depth, 1);
   Scanner s = { 0 };
   gboolean ok;
-
-  g_return_val_if_fail (text != NULL || length == 0, FALSE);
-  g_return_val_if_fail (limits != NULL && what != NULL, FALSE);
 
   s.length = length < 0 ? strlen (text) : (gsize) length;
   if (s.length > limits->max_bytes)
@@ -658,41 +749,45 @@ mv_json_check (const char *text, gssize length, const MvJsonLimits *limits, cons
   s.text = text != NULL ? text : "";
   s.limits = limits;
   s.what = what;
-  s.levels = levels = g_new0 (Level, MAX (limits->max_depth, 1));
+  s.levels = levels = g_new0 (Level, max_depth);
   s.key = key = g_string_new (NULL);
+  s.build = root != NULL;
+  if (s.build)
+    s.string = string = g_string_new (NULL);
 
   ok = scan (&s, error);
   /* A failure leaves levels open. */
   while (s.depth > 0)
     g_clear_pointer (&s.levels[--s.depth].keys, g_hash_table_unref);
+  for (guint i = 0; i < max_depth; i++)
+    if (levels[i].key_text)
+      g_string_free (levels[i].key_text, TRUE);
+  if (s.build && ok)
+    *root = g_steal_pointer (&s.root);
+  g_clear_pointer (&s.root, json_node_unref);
   return ok;
+}
+
+gboolean
+mv_json_check (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
+               GError **error)
+{
+  g_return_val_if_fail (text != NULL || length == 0, FALSE);
+  g_return_val_if_fail (limits != NULL && what != NULL, FALSE);
+
+  return read_document (text, length, limits, what, NULL, error);
 }
 
 JsonNode *
 mv_json_parse (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
                GError **error)
 {
-  g_autoptr(JsonParser) parser = NULL;
-  g_autoptr(GError) local_error = NULL;
-  JsonNode *root;
+  JsonNode *root = NULL;
 
-  if (!mv_json_check (text, length, limits, what, error))
+  g_return_val_if_fail (text != NULL || length == 0, NULL);
+  g_return_val_if_fail (limits != NULL && what != NULL, NULL);
+
+  if (!read_document (text, length, limits, what, &root, error))
     return NULL;
-  if (length < 0)
-    length = (gssize) strlen (text);
-
-  parser = json_parser_new ();
-  if (!json_parser_load_from_data (parser, text, length, &local_error))
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "%s: %s", what,
-                   local_error->message);
-      return NULL;
-    }
-  root = json_parser_steal_root (parser);
-  if (root == NULL)
-    {
-      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "%s: the document is empty", what);
-      return NULL;
-    }
   return root;
 }

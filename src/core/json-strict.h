@@ -1,7 +1,8 @@
 /* The one way microvmd reads a JSON document that comes from outside:
  * RFC 8259 exactly, within limits of size and nesting, checked in one
- * pass without recursion before json-glib (which recurses, and accepts
- * comments, single quotes and more) sees any of it. Pure. */
+ * pass without recursion, which also builds json-glib's tree (json-glib's
+ * own parser recurses, and accepts comments, single quotes and more).
+ * Pure. */
 #pragma once
 #include <json-glib/json-glib.h>
 
@@ -22,7 +23,8 @@ typedef struct {
 gboolean  mv_json_check (const char *text, gssize length, const MvJsonLimits *limits,
                          const char *what, GError **error);
 
-/* mv_json_check(), then json-glib's parse: the root node (free with
- * json_node_unref), never NULL on success. */
+/* mv_json_check(), building the tree in the same pass: the root node
+ * (free with json_node_unref), never NULL on success; the same tree
+ * json-glib's parser makes of the text. */
 JsonNode *mv_json_parse (const char *text, gssize length, const MvJsonLimits *limits,
                          const char *what, GError **error);

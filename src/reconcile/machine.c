@@ -145,6 +145,8 @@ mv_machine_free (MvMachine *machine)
   g_free (machine->run_operation_id);
   g_free (machine->health);
   mv_record_writer_unref (machine->record_writer);
+  mv_status_free (machine->shown_status);
+  mv_config_free (machine->shown_config);
   mv_config_free (machine->config);
   mv_status_free (machine->status);
   g_free (machine->id);

@@ -58,6 +58,11 @@ struct _MvMachine {
   guint64       config_seq;
   guint         record_writes;   /* writes begun and not yet done off the main loop */
   guint         config_writes;   /* of those, the config writes */
+  /* While writes are in flight: the status and config as they were when
+   * the first began, which is what is on disk; what the bus shows. NULL
+   * when nothing is being written (the config: nor a config write). */
+  MvStatus     *shown_status;
+  MvConfig     *shown_config;
   gboolean      stopped_now;     /* a stop step has just ended the guest */
   guint         watch_id;
   guint         restart_timer;
@@ -104,6 +109,11 @@ struct _MvMachine {
  * fields. */
 void mv_machine_log (const MvMachine *machine, GLogLevelFlags level, const char *format, ...)
   G_GNUC_PRINTF (3, 4);
+
+/* What is on disk of @machine's status and config, as the bus shows them:
+ * while a write is in flight, what they were before it. */
+const MvStatus *mv_machine_shown_status (const MvMachine *machine);
+const MvConfig *mv_machine_shown_config (const MvMachine *machine);
 
 /* Starting, running, paused, on standby, stopping, or with a step under
  * way: a Delete needs force. */

@@ -63,15 +63,17 @@ void       mv_reconciler_event (MvReconciler *rec, MvEvent *event);
  * must not go on without it checks the result. */
 gboolean   mv_machine_save_status (MvMachine *machine, GError **error);
 /* Record writes off the main loop (record-writes.c): one is begun before
- * the record is changed, so that nothing of the change is announced
- * before it is on disk; then the record as it is now is written in a
+ * the record is changed (@config: the config), so that nothing of the
+ * change is shown or announced before it is on disk; then the record as it is now is written in a
  * worker thread, and @done called on the main thread with the machine and
  * the failure, if any. A status write's caller keeps the machine busy;
  * a config write holds off every step that has not begun, but one under
  * way may delete the machine: @done is then given NULL and NotFound. What changed is announced
  * once every write begun so far is done. */
 typedef void (*MvRecordSaved) (MvMachine *machine, const GError *error, gpointer data);
-void       mv_machine_begin_record_write (MvMachine *machine);
+void       mv_machine_begin_record_write (MvMachine *machine, gboolean config);
+/* Ends what was begun without a write after all. */
+void       mv_machine_end_record_write (MvMachine *machine);
 void       mv_machine_save_status_async (MvMachine *machine, MvRecordSaved done, gpointer data,
                                          GDestroyNotify free);
 void       mv_machine_save_config_async (MvMachine *machine, MvRecordSaved done, gpointer data,

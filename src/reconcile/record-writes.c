@@ -155,6 +155,42 @@ write_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable
     g_task_return_error (gtask, error);
 }
 
+const MvStatus *
+mv_machine_shown_status (const MvMachine *machine)
+{
+  return machine->shown_status ? machine->shown_status : machine->status;
+}
+
+const MvConfig *
+mv_machine_shown_config (const MvMachine *machine)
+{
+  return machine->shown_config ? machine->shown_config : machine->config;
+}
+
+void
+mv_machine_begin_record_write (MvMachine *machine, gboolean config)
+{
+  machine->record_writes++;
+  if (!machine->shown_status)
+    machine->shown_status = mv_status_copy (machine->status);
+  if (config && !machine->shown_config)
+    machine->shown_config = mv_config_copy (machine->config);
+}
+
+void
+mv_machine_end_record_write (MvMachine *machine)
+{
+  MvReconciler *rec = machine->reconciler;
+
+  g_return_if_fail (machine->record_writes > 0);
+  if (--machine->record_writes > 0)
+    return;
+  g_clear_pointer (&machine->shown_status, mv_status_free);
+  g_clear_pointer (&machine->shown_config, mv_config_free);
+  if (rec->observer.durable)
+    rec->observer.durable (machine, rec->observer.data);
+}
+
 static void
 on_written (GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -174,7 +210,6 @@ on_written (GObject *source, GAsyncResult *result, gpointer user_data)
         write->done (NULL, gone, write->data);
       return;
     }
-  machine->record_writes--;
   if (write->status)
     note_status_result (machine, write->seq, error);
   else
@@ -185,18 +220,19 @@ on_written (GObject *source, GAsyncResult *result, gpointer user_data)
   if (error)
     g_prefix_error (&error, write->status ? "Could not record the status: "
                                           : "Could not record the change: ");
-  /* Announced first, then followed: what @done begins is announced once
-   * it is on disk in turn. */
-  if (machine->record_writes == 0 && rec->observer.durable)
-    rec->observer.durable (machine, rec->observer.data);
+  /* The last write done: what the machine has is on disk, and shown from
+   * now on. @done goes before it is announced: what it puts back (after a
+   * failed write) is never announced, and what it begins is announced
+   * with this once that is on disk too. */
+  if (machine->record_writes == 1)
+    {
+      g_clear_pointer (&machine->shown_status, mv_status_free);
+      g_clear_pointer (&machine->shown_config, mv_config_free);
+    }
   if (write->done)
     write->done (machine, error, write->data);
-}
-
-void
-mv_machine_begin_record_write (MvMachine *machine)
-{
-  machine->record_writes++;
+  if ((machine = mv_reconciler_lookup (rec, write->machine_id)))
+    mv_machine_end_record_write (machine);
 }
 
 static void

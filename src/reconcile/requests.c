@@ -689,16 +689,20 @@ mv_reconciler_request_async (MvReconciler *rec, MvMachine *machine, MvRequest re
   RequestWrite *write;
   MvConfig *previous;
 
+  /* Nothing of it is shown or announced until it is on disk. */
+  mv_machine_begin_record_write (machine, TRUE);
   if (!take_request (machine, request, &previous, error))
-    return FALSE;
+    {
+      mv_machine_end_record_write (machine);
+      return FALSE;
+    }
   if (!previous)
     {
       /* Recorded already (a delete). */
+      mv_machine_end_record_write (machine);
       done (machine, NULL, data);
       return TRUE;
     }
-  /* Nothing of it is announced until it is on disk. */
-  mv_machine_begin_record_write (machine);
   write = g_new0 (RequestWrite, 1);
   write->previous = previous;
   write->request = request;

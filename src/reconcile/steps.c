@@ -484,7 +484,7 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
 
   /* The result is announced, and answered, once it is on disk; the
    * machine stays busy until then. */
-  mv_machine_begin_record_write (machine);
+  mv_machine_begin_record_write (machine, FALSE);
   g_clear_pointer (&status->phase, g_free);
   g_clear_pointer (&status->operation_id, g_free);
   mv_machine_changed (machine, MV_PROP_PHASE);
@@ -626,7 +626,7 @@ run_step (MvMachine *machine, MvStep step)
   if (step == MV_STEP_DESTROY && task->resource->role == MV_RESOURCE_VMM &&
       mv_state_holds_resources (status->state))
     next = MV_STATE_STOPPING;
-  mv_machine_begin_record_write (machine);
+  mv_machine_begin_record_write (machine, FALSE);
   task->before = mv_status_copy (status);
   g_free (status->phase);
   status->phase = g_strdup (task->phase);

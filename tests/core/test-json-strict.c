@@ -5,6 +5,26 @@
 
 static const MvJsonLimits limits = { .max_bytes = 1024 * 1024, .max_depth = 32 };
 
+/* The tree is the one json-glib's own parser makes of the text: the same
+ * members in the same order, integers as integers and other numbers as
+ * doubles, the same strings. */
+static void
+assert_same_tree (JsonNode *node, const char *text, gssize length)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *ours = NULL, *theirs = NULL;
+  JsonNode *root;
+
+  g_assert_true (json_parser_load_from_data (parser, text, length, &error));
+  g_assert_no_error (error);
+  root = json_parser_get_root (parser);
+  g_assert_true (json_node_equal (node, root));
+  ours = json_to_string (node, FALSE);
+  theirs = json_to_string (root, FALSE);
+  g_assert_cmpstr (ours, ==, theirs);
+}
+
 static void
 assert_accepted_len (const char *text, gssize length)
 {
@@ -15,6 +35,9 @@ assert_accepted_len (const char *text, gssize length)
     g_test_message ("refused %s: %s", text, error->message);
   g_assert_no_error (error);
   g_assert_nonnull (node);
+  assert_same_tree (node, text, length);
+  /* Checking alone takes what parsing takes. */
+  g_assert_true (mv_json_check (text, length, &limits, "doc", NULL));
 }
 
 #define assert_accepted(text) assert_accepted_len ((text), -1)
@@ -52,6 +75,12 @@ test_accepts_json (void)
     "[1e-400]",                             /* underflows to 0, which is held */
     "[1.7976931348623157e308]",
     "{\"a\":1,\"b\":{\"a\":2}}",            /* the same key in another object */
+    /* A record's shapes: members in their order, every kind of value,
+     * nesting both ways, escapes between plain runs. */
+    "{\"z\":1,\"a\":-2.5,\"m\":[true,false,null,{\"k\":[[],{}]}],"
+    "\"s\":\"a\\\"b\\\\c\\nd\\u0041e\",\"e\":\"\",\"n\":-0,\"f\":1e2,\"g\":0.1}",
+    "[[[[[\"deep\"]]]],1,\"\\u00e9x\\u00e9\"]",
+    "\"plain\"", "12345678901234567890123456789012345678901234567890123456789012345.5",
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (good); i++)

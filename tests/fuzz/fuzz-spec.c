@@ -4,6 +4,7 @@
  * to itself with the same fingerprint, or a machine would change across
  * a restart of the daemon. */
 #include "fuzz-common.h"
+#include "core/json-strict.h"
 #include "core/spec.h"
 
 #include <string.h>
@@ -51,6 +52,29 @@ check_round_trip (const MvSpec *spec)
   g_assert (mv_spec_metadata_document_size (spec) <= MV_METADATA_DOCUMENT_MAX_BYTES);
 }
 
+/* What the strict reader builds is the tree json-glib's own parser makes
+ * of the same text. */
+static void
+check_same_tree (const char *json)
+{
+  static const MvJsonLimits limits = { .max_bytes = 1024 * 1024, .max_depth = 64 };
+  g_autoptr (JsonNode) ours = mv_json_parse (json, -1, &limits, "doc", NULL);
+  g_autoptr (JsonParser) parser = NULL;
+  g_autofree char *ours_text = NULL, *theirs_text = NULL;
+
+  if (!ours)
+    return;
+  parser = json_parser_new ();
+  if (!json_parser_load_from_data (parser, json, -1, NULL))
+    mv_fuzz_fail ("the strict reader takes what json-glib refuses:\n%s", json);
+  ours_text = json_to_string (ours, FALSE);
+  theirs_text = json_to_string (json_parser_get_root (parser), FALSE);
+  if (!json_node_equal (ours, json_parser_get_root (parser)) ||
+      strcmp (ours_text, theirs_text) != 0)
+    mv_fuzz_fail ("the strict reader's tree differs from json-glib's:\n%s\n%s\n%s", json,
+                  ours_text, theirs_text);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -61,6 +85,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
   if (mv_fuzz_json_glib_leaks (json, strlen (json)))
     return -1;
+  check_same_tree (json);
   spec = mv_spec_from_json (json, &error);
   if (!spec)
     {

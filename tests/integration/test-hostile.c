@@ -410,9 +410,15 @@ test_slow_write (Fixture *f, gconstpointer data)
   g_assert_cmpint (sd_bus_set_method_call_timeout (f->client->bus, 2 * G_USEC_PER_SEC), >=, 0);
   for (guint i = 0; i < 10; i++)
     {
-      g_autofree char *name = client_get_string (f->client, path, "Name");
+      g_autofree char *state = client_get_string (f->client, path, "State");
+      g_autofree char *phase = client_get_string (f->client, path, "Phase");
+      g_autofree char *desired = client_get_string (f->client, path, "DesiredState");
 
-      g_assert_cmpstr (name, ==, "slow-disk");
+      /* What is read is what is on disk. */
+      g_assert_cmpstr (state, ==, "Stopped");
+      g_assert_cmpstr (phase, ==, "");
+      g_assert_cmpstr (desired, ==, "stopped");
+      g_assert_cmpuint (client_count_listed (f->client, "ListMachines"), ==, 1);
       client_settle (f->client, 50);
     }
   g_assert_cmpint (sd_bus_set_method_call_timeout (f->client->bus, 0), >=, 0);

@@ -467,6 +467,61 @@ on_async_reply (sd_bus_message *m, void *userdata, sd_bus_error *error)
   return 1;
 }
 
+/* ListMachines as one line per machine: "name:state", in its order. */
+static char *
+listing_text (Fixture *f)
+{
+  g_autoptr (sd_bus_message) list = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                 "ListMachines", NULL, NULL, NULL);
+  g_autoptr (GString) text = g_string_new (NULL);
+  const char *id, *name, *state, *path;
+  int r;
+
+  g_assert_cmpint (sd_bus_message_enter_container (list, 'a', "(ssso)"), >=, 0);
+  while ((r = sd_bus_message_read (list, "(ssso)", &id, &name, &state, &path)) > 0)
+    {
+      g_autofree char *expected = NULL;
+
+      g_assert_cmpint (sd_bus_path_encode (MV_MACHINE_PREFIX, id, &expected), >=, 0);
+      g_assert_cmpstr (path, ==, expected);
+      g_string_append_printf (text, "%s%s:%s", text->len ? " " : "", name, state);
+    }
+  g_assert_cmpint (r, ==, 0);
+  return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+#define assert_listing(f, expected)                  \
+  G_STMT_START {                                     \
+    g_autofree char *listed_ = listing_text (f);     \
+    g_assert_cmpstr (listed_, ==, (expected));       \
+  } G_STMT_END
+
+/* The listing, asked for after each change, follows every kind of change:
+ * a machine created, started, stopped, renamed and deleted. */
+static void
+test_listing_follows (Fixture *f, gconstpointer data)
+{
+  g_autofree char *c = client_create_ok (f->client, SPEC ("c"));
+  g_autofree char *a = client_create_ok (f->client, SPEC ("a"));
+  g_autofree char *b = NULL;
+  g_autoptr (sd_bus_message) renamed = NULL;
+  g_autoptr (sd_bus_message) deleted = NULL;
+
+  assert_listing (f, "a:Stopped c:Stopped");
+  b = client_create_ok (f->client, SPEC ("b"));
+  assert_listing (f, "a:Stopped b:Stopped c:Stopped");
+  client_call_ok (f->client, b, "Start");
+  assert_listing (f, "a:Stopped b:Running c:Stopped");
+  renamed = client_call (f->client, a, MV_MACHINE_IFACE, "Rename", NULL, NULL, "s", "d");
+  g_assert_nonnull (renamed);
+  assert_listing (f, "b:Running c:Stopped d:Stopped");
+  client_call_ok (f->client, b, "Stop");
+  assert_listing (f, "b:Stopped c:Stopped d:Stopped");
+  deleted = client_call (f->client, c, MV_MACHINE_IFACE, "Delete", NULL, NULL, "b", 0);
+  g_assert_nonnull (deleted);
+  assert_listing (f, "b:Stopped d:Stopped");
+}
+
 static void
 test_bus_serves_while_starting (Fixture *f, gconstpointer data)
 {
@@ -719,6 +774,7 @@ main (int argc, char **argv)
   ADD ("creates-at-once", test_creates_at_once);
   ADD ("failed-start", test_failed_start);
   ADD ("bus-serves-while-starting", test_bus_serves_while_starting);
+  ADD ("listing-follows", test_listing_follows);
   ADD ("vmm-ends-by-itself", test_vmm_ends_by_itself);
   ADD ("delete", test_delete);
   ADD ("update-and-rename", test_update_and_rename);
