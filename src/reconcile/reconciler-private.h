@@ -76,8 +76,9 @@ void       mv_machine_begin_record_write (MvMachine *machine, gboolean config);
 void       mv_machine_end_record_write (MvMachine *machine);
 void       mv_machine_save_status_async (MvMachine *machine, MvRecordSaved done, gpointer data,
                                          GDestroyNotify free);
-void       mv_machine_save_config_async (MvMachine *machine, MvRecordSaved done, gpointer data,
-                                         GDestroyNotify free);
+/* @props: the MvMachineProp bits of what the change touched. */
+void       mv_machine_save_config_async (MvMachine *machine, guint props, MvRecordSaved done,
+                                         gpointer data, GDestroyNotify free);
 MvRecordWriter *mv_record_writer_new (void);
 void       mv_record_writer_unref (MvRecordWriter *writer);
 gboolean   mv_machine_save_config (MvMachine *machine, GError **error);

@@ -75,15 +75,16 @@ note_status_result (MvMachine *machine, guint64 seq, const GError *error)
                     machine->id, error->message);
 }
 
+/* @props: what of the config the write changed. */
 static void
-note_config_result (MvMachine *machine, const GError *error)
+note_config_result (MvMachine *machine, guint props, const GError *error)
 {
   if (error)
     mv_machine_log (machine, G_LOG_LEVEL_WARNING,
                     "Machine %s: could not record its configuration: %s", machine->id,
                     error->message);
   else
-    mv_machine_changed (machine, MV_PROP_ALL_CONFIG);
+    mv_machine_changed (machine, props);
 }
 
 gboolean
@@ -109,7 +110,7 @@ mv_machine_save_config (MvMachine *machine, GError **error)
 
   write_locked (records, machine->record_writer, machine->id, NULL, machine->config,
                 ++machine->config_seq, &local);
-  note_config_result (machine, local);
+  note_config_result (machine, MV_PROP_ALL_CONFIG, local);
   if (!local)
     return TRUE;
   g_propagate_prefixed_error (error, g_steal_pointer (&local), "Could not record the change: ");
@@ -124,6 +125,7 @@ typedef struct {
   MvRecordWriter *writer;
   MvStatus       *status;     /* one of the two: a copy of what is written */
   MvConfig       *config;
+  guint           props;      /* config: what of it changed */
   guint64         seq;
   MvRecordSaved   done;
   gpointer        data;
@@ -215,7 +217,7 @@ on_written (GObject *source, GAsyncResult *result, gpointer user_data)
   else
     {
       machine->config_writes--;
-      note_config_result (machine, error);
+      note_config_result (machine, write->props, error);
     }
   if (error)
     g_prefix_error (&error, write->status ? "Could not record the status: "
@@ -236,7 +238,7 @@ on_written (GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static void
-save_async (MvMachine *machine, gboolean status, MvRecordSaved done, gpointer data,
+save_async (MvMachine *machine, gboolean status, guint props, MvRecordSaved done, gpointer data,
             GDestroyNotify free)
 {
   RecordWrite *write;
@@ -254,6 +256,7 @@ save_async (MvMachine *machine, gboolean status, MvRecordSaved done, gpointer da
   else
     {
       write->config = mv_config_copy (machine->config);
+      write->props = props;
       write->seq = ++machine->config_seq;
       machine->config_writes++;
     }
@@ -268,12 +271,12 @@ void
 mv_machine_save_status_async (MvMachine *machine, MvRecordSaved done, gpointer data,
                               GDestroyNotify free)
 {
-  save_async (machine, TRUE, done, data, free);
+  save_async (machine, TRUE, 0, done, data, free);
 }
 
 void
-mv_machine_save_config_async (MvMachine *machine, MvRecordSaved done, gpointer data,
-                              GDestroyNotify free)
+mv_machine_save_config_async (MvMachine *machine, guint props, MvRecordSaved done,
+                              gpointer data, GDestroyNotify free)
 {
-  save_async (machine, FALSE, done, data, free);
+  save_async (machine, FALSE, props, done, data, free);
 }

@@ -708,7 +708,10 @@ mv_reconciler_request_async (MvReconciler *rec, MvMachine *machine, MvRequest re
   write->request = request;
   write->done = done;
   write->data = data;
-  mv_machine_save_config_async (machine, on_request_recorded, write,
+  mv_machine_save_config_async (machine,
+                                MV_PROP_DESIRED_STATE | MV_PROP_DESIRED_GENERATION |
+                                  MV_PROP_RESTART_GENERATION | MV_PROP_UPDATED_AT,
+                                on_request_recorded, write,
                                 (GDestroyNotify) request_write_free);
   return TRUE;
 }
