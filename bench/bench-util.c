@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -296,6 +297,22 @@ bench_proc_cpu_seconds (GPid pid)
     return -1;
   return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) /
          (double) sysconf (_SC_CLK_TCK);
+}
+
+void
+bench_pin_process (GPid pid, int cpu)
+{
+  g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", pid);
+  g_autoptr (GDir) dir = g_dir_open (tasks, 0, NULL);
+  const char *name;
+  cpu_set_t set;
+
+  CPU_ZERO (&set);
+  for (int i = 0; i < CPU_SETSIZE; i++)
+    if (cpu < 0 ? i < (int) g_get_num_processors () : i == cpu)
+      CPU_SET (i, &set);
+  while (dir && (name = g_dir_read_name (dir)))
+    sched_setaffinity ((pid_t) g_ascii_strtoll (name, NULL, 10), sizeof set, &set);
 }
 
 /* GetManagedObjects; µs. *@machines: how many machines it listed, if

@@ -82,6 +82,8 @@ void     bench_stand_in_guest (Bench *bench, char **kernel, char **initrd);
 /* From /proc: resident set in KiB, user+system CPU seconds. */
 double   bench_proc_rss_kib (GPid pid);
 double   bench_proc_cpu_seconds (GPid pid);
+/* Keeps every thread @pid has now on CPU @cpu; -1: on any CPU again. */
+void     bench_pin_process (GPid pid, int cpu);
 
 /* Echo service (echo-service.c): a bare sd-bus service in a child process
  * with the same property set as a machine. */

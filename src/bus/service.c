@@ -35,8 +35,6 @@ struct _MvBusService {
   MvEventLog   *events;          /* NULL: events are not recorded */
   MvMachine    *leaving;         /* whose removal is being announced */
   MvListing    *listing;         /* ListMachines' answer */
-  GPtrArray    *unremembered;    /* ids of loaded machines whose values are still to be taken */
-  guint         remember_idle;
 };
 
 char *
@@ -367,8 +365,6 @@ mv_bus_service_free (MvBusService *service)
   if (!service)
     return;
   mv_machine_logs_close_all ();
-  g_clear_handle_id (&service->remember_idle, g_source_remove);
-  g_clear_pointer (&service->unremembered, g_ptr_array_unref);
   mv_listing_free (service->listing);
   mv_volume_objects_free (service->volumes);
   mv_network_objects_free (service->networks);
@@ -381,29 +377,6 @@ const MvObserver *
 mv_bus_service_observer (MvBusService *service)
 {
   return &service->observer;
-}
-
-/* Takes the announced values of some of the loaded machines, when the
- * daemon has nothing else to do. */
-static gboolean
-remember_some (gpointer data)
-{
-  MvBusService *service = data;
-
-  for (guint n = 0; n < 256 && service->unremembered->len > 0; n++)
-    {
-      g_autofree char *id = g_ptr_array_steal_index_fast (service->unremembered,
-                                                          service->unremembered->len - 1);
-      MvMachineView *view = g_hash_table_lookup (service->views, id);
-
-      /* One that went, or changed first: announced whole when its change is. */
-      if (view != NULL && view->announced_values == NULL && view->dirty == 0)
-        mv_machine_object_remember (view);
-    }
-  if (service->unremembered->len > 0)
-    return G_SOURCE_CONTINUE;
-  service->remember_idle = 0;
-  return G_SOURCE_REMOVE;
 }
 
 int
@@ -431,12 +404,11 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
   if (r < 0)
     return r;
 
-  /* What recovery changed is the starting point, not news. The values
-   * it announced are taken later, a few at a time, at low priority: with
-   * thousands of machines they cost more than the loading did, and the
-   * bus name waits for none of it. A machine that changes before its turn
-   * announces whatever its change touched, as changed. */
-  service->unremembered = g_ptr_array_new_full (machines->len, g_free);
+  /* What recovery changed is the starting point, not news. The values a
+   * loaded machine announced are not taken: with thousands of machines
+   * that cost more than the loading did. Its first change announces
+   * whatever the change touched, as changed; from then on only what
+   * differs is. */
   for (guint i = 0; i < machines->len; i++)
     {
       MvMachineView *view = mv_bus_view (service, machines->pdata[i]);
@@ -444,10 +416,7 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
       view->announced = TRUE;
       view->dirty = 0;
       view->announced_state = view->machine->status->state;
-      g_ptr_array_add (service->unremembered, g_strdup (view->machine->id));
     }
-  if (machines->len > 0)
-    service->remember_idle = g_idle_add_full (G_PRIORITY_LOW, remember_some, service, NULL);
   service->serving = TRUE;
   return sd_bus_request_name (bus, MV_BUS_NAME, 0);
 }
