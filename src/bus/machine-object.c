@@ -257,8 +257,23 @@ mv_machine_held_requests_gone (MvMachineView *view)
     }
 }
 
-static void request_and_wait (MvMachine *machine, sd_bus_message *call, gboolean root,
-                              MvRequest request);
+static void take_request (MvMachine *machine, sd_bus_message *call, gboolean root,
+                          MvRequest request);
+
+/* Takes the calls held for @machine, in order, until one of them has a
+ * write in flight again. */
+static void
+take_held_requests (MvMachine *machine)
+{
+  MvMachineView *view = machine->view;
+  HeldRequest *held;
+
+  while (machine->config_writes == 0 && (held = g_queue_pop_head (&view->held_requests)))
+    {
+      take_request (machine, held->call, held->root, held->request);
+      mv_machine_held_request_free (held);
+    }
+}
 
 typedef struct {
   sd_bus_message *call;
@@ -269,41 +284,23 @@ static void
 on_request_recorded (MvMachine *machine, const GError *error, gpointer data)
 {
   RequestCall *rc = data;
-  MvMachineView *view = machine ? machine->view : NULL;
-  HeldRequest *held;
 
   if (error)
     mv_bus_reply_gerror (rc->call, error);
   else
-    mv_bus_wait (view, rc->call, MV_REPLY_EMPTY, rc->root);
+    mv_bus_wait (machine->view, rc->call, MV_REPLY_EMPTY, rc->root);
   sd_bus_message_unref (rc->call);
   g_free (rc);
-  if (view && (held = g_queue_pop_head (&view->held_requests)))
-    {
-      request_and_wait (machine, held->call, held->root, held->request);
-      mv_machine_held_request_free (held);
-    }
+  if (machine)
+    take_held_requests (machine);
 }
 
-/* Asks the reconciler and waits for the outcome. */
 static void
-request_and_wait (MvMachine *machine, sd_bus_message *call, gboolean root, MvRequest request)
+take_request (MvMachine *machine, sd_bus_message *call, gboolean root, MvRequest request)
 {
-  MvMachineView *view = machine->view;
   g_autoptr (GError) error = NULL;
-  RequestCall *rc;
+  RequestCall *rc = g_new0 (RequestCall, 1);
 
-  if (machine->config_writes > 0 || !g_queue_is_empty (&view->held_requests))
-    {
-      HeldRequest *held = g_new0 (HeldRequest, 1);
-
-      held->call = sd_bus_message_ref (call);
-      held->root = root;
-      held->request = request;
-      g_queue_push_tail (&view->held_requests, held);
-      return;
-    }
-  rc = g_new0 (RequestCall, 1);
   rc->call = sd_bus_message_ref (call);
   rc->root = root;
   if (!mv_reconciler_request_async (machine->reconciler, machine, request, on_request_recorded,
@@ -313,6 +310,26 @@ request_and_wait (MvMachine *machine, sd_bus_message *call, gboolean root, MvReq
       g_free (rc);
       mv_bus_reply_gerror (call, error);
     }
+}
+
+/* Asks the reconciler and waits for the outcome; after the call before
+ * it, if that one's change is still being written. */
+static void
+request_and_wait (MvMachine *machine, sd_bus_message *call, gboolean root, MvRequest request)
+{
+  MvMachineView *view = machine->view;
+  HeldRequest *held;
+
+  if (machine->config_writes == 0 && g_queue_is_empty (&view->held_requests))
+    {
+      take_request (machine, call, root, request);
+      return;
+    }
+  held = g_new0 (HeldRequest, 1);
+  held->call = sd_bus_message_ref (call);
+  held->root = root;
+  held->request = request;
+  g_queue_push_tail (&view->held_requests, held);
 }
 
 #define REQUEST_ACTION(fn, request)                                           \

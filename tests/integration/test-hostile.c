@@ -446,6 +446,71 @@ test_slow_write (Fixture *f, gconstpointer data)
   g_assert_nonnull (strstr (on_disk, "\"Running\""));
 }
 
+typedef struct {
+  guint answered;
+  char *error[3];
+} HeldCalls;
+
+static int
+note_held_reply (sd_bus_message *m, void *data, sd_bus_error *error)
+{
+  HeldCalls *calls = data;
+  const sd_bus_error *e = sd_bus_message_get_error (m);
+
+  calls->error[calls->answered++] = g_strdup (e ? e->name : "");
+  return 0;
+}
+
+static gboolean
+three_answered (Client *client, gpointer data)
+{
+  return ((HeldCalls *) data)->answered == 3;
+}
+
+/* Lifecycle calls for a machine whose last change is still being written
+ * wait for it, in order, and each is answered, also after one of them is
+ * refused. */
+static void
+test_held_calls (Fixture *f, gconstpointer data)
+{
+  g_autofree char *control = g_build_filename (mv_test_env_dir (f->env), "fault-io", NULL);
+  g_autofree char *path = NULL;
+  HeldCalls calls = { 0 };
+  const char *const members[] = { "Start", "Delete", "Stop" };
+
+  g_setenv ("MICROVMD_FAULT_IO_FILE", control, TRUE);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_unsetenv ("MICROVMD_FAULT_IO_FILE");
+  path = client_create_ok (f->client, SPEC ("held"));
+
+  g_assert_true (g_file_set_contents (control, "hold:fsync", -1, NULL));
+  for (guint i = 0; i < G_N_ELEMENTS (members); i++)
+    {
+      g_autoptr (sd_bus_message) m = NULL;
+
+      g_assert_cmpint (sd_bus_message_new_method_call (f->client->bus, &m, MV_BUS_NAME, path,
+                                                       MV_MACHINE_IFACE, members[i]), >=, 0);
+      if (g_str_equal (members[i], "Delete"))
+        g_assert_cmpint (sd_bus_message_append (m, "b", 0), >=, 0);
+      g_assert_cmpint (sd_bus_call_async (f->client->bus, NULL, m, note_held_reply, &calls, 0),
+                       >=, 0);
+    }
+  client_settle (f->client, 300);
+  g_assert_cmpuint (calls.answered, ==, 0);
+
+  g_assert_cmpint (g_unlink (control), ==, 0);
+  g_assert_true (client_wait (f->client, three_answered, &calls, 10000));
+  /* The Delete came while the Start was under way: refused, and the Stop
+   * after it was taken all the same. */
+  g_assert_cmpstr (calls.error[0], ==, MV_BUS_ERROR_INVALID_STATE);
+  g_assert_cmpstr (calls.error[1], ==, MV_BUS_ERROR_INVALID_STATE);
+  g_assert_cmpstr (calls.error[2], ==, "");
+  client_assert_state_soon (f->client, path, "Stopped", 5000);
+  for (guint i = 0; i < 3; i++)
+    g_free (calls.error[i]);
+}
+
 /* ----- losing the bus ----- */
 
 static GPid
@@ -550,6 +615,7 @@ main (int argc, char **argv)
   ADD ("full-disk", test_full_disk);
   ADD ("failed-writes", test_failed_writes);
   ADD ("slow-write", test_slow_write);
+  ADD ("held-calls", test_held_calls);
   g_test_add_func ("/hostile/bus-lost-is-failure", test_bus_lost_is_failure);
   return g_test_run ();
 }
