@@ -524,7 +524,6 @@ read_value (Scanner *s, State *state, GError **error)
 {
   guchar c = peek (s);
   JsonNode *node = NULL;
-  gboolean ok;
 
   *state = AFTER_VALUE;
   switch (c)
@@ -571,8 +570,7 @@ read_value (Scanner *s, State *state, GError **error)
     default:
       if (!g_ascii_isalpha (c))
         return unexpected (s, "a value", error);
-      ok = read_literal (s, &node, error);
-      if (!ok)
+      if (!read_literal (s, &node, error))
         return FALSE;
       break;
     }

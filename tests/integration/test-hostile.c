@@ -292,6 +292,17 @@ test_full_disk (Fixture *f, gconstpointer data)
   mv_test_env_start_daemon (f->env, NULL);
 }
 
+/* Restarts the daemon with its record writes failed or held as @control
+ * says (MICROVMD_FAULT_IO_FILE). */
+static void
+restart_with_fault_io (Fixture *f, const char *control)
+{
+  g_setenv ("MICROVMD_FAULT_IO_FILE", control, TRUE);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_unsetenv ("MICROVMD_FAULT_IO_FILE");
+}
+
 /* A record write that fails at any step (making the temporary file,
  * writing, syncing it, renaming it into place, syncing the directory)
  * fails the call that needed it and changes nothing, except a Delete,
@@ -303,10 +314,7 @@ test_failed_writes (Fixture *f, gconstpointer data)
   static const char *const steps[] = { "create", "write", "fsync", "rename", "dirsync" };
   g_autofree char *control = g_build_filename (mv_test_env_dir (f->env), "fault-io", NULL);
 
-  g_setenv ("MICROVMD_FAULT_IO_FILE", control, TRUE);
-  mv_test_env_stop_daemon (f->env, SIGTERM);
-  mv_test_env_start_daemon (f->env, NULL);
-  g_unsetenv ("MICROVMD_FAULT_IO_FILE");
+  restart_with_fault_io (f, control);
 
   for (guint i = 0; i < G_N_ELEMENTS (steps); i++)
     {
@@ -392,10 +400,7 @@ test_slow_write (Fixture *f, gconstpointer data)
   gboolean answered = FALSE;
   guint n_state = 0;
 
-  g_setenv ("MICROVMD_FAULT_IO_FILE", control, TRUE);
-  mv_test_env_stop_daemon (f->env, SIGTERM);
-  mv_test_env_start_daemon (f->env, NULL);
-  g_unsetenv ("MICROVMD_FAULT_IO_FILE");
+  restart_with_fault_io (f, control);
   path = client_create_ok (f->client, SPEC ("slow-disk"));
   id = client_get_string (f->client, path, "Id");
   client_settle (f->client, 100);
@@ -478,10 +483,7 @@ test_held_calls (Fixture *f, gconstpointer data)
   HeldCalls calls = { 0 };
   const char *const members[] = { "Start", "Delete", "Stop" };
 
-  g_setenv ("MICROVMD_FAULT_IO_FILE", control, TRUE);
-  mv_test_env_stop_daemon (f->env, SIGTERM);
-  mv_test_env_start_daemon (f->env, NULL);
-  g_unsetenv ("MICROVMD_FAULT_IO_FILE");
+  restart_with_fault_io (f, control);
   path = client_create_ok (f->client, SPEC ("held"));
 
   g_assert_true (g_file_set_contents (control, "hold:fsync", -1, NULL));
