@@ -2,6 +2,7 @@
 #include "ipam.h"
 #include "errors.h"
 #include "json-strict.h"
+#include "json-out.h"
 #include "json-util.h"
 #include "machine.h"
 
@@ -201,7 +202,7 @@ mv_ipam_to_json (MvIpam *ipam)
   while (g_hash_table_iter_next (&iter, &id, &address))
     g_hash_table_insert (texts, id, mv_ipv4_to_string (GPOINTER_TO_UINT (address)));
   json_object_set_int_member (object, "format", MV_ALLOCATIONS_RECORD_FORMAT);
-  json_object_set_member (object, "allocations", mv_json_string_map_to_node (texts, TRUE));
+  json_object_set_member (object, "allocations", mv_json_string_map_to_node (texts));
   json_node_set_object (root, object);
   return json_to_string (root, TRUE);
 }

@@ -730,6 +730,7 @@ read_document (const char *text, gssize length, const MvJsonLimits *limits, cons
                JsonNode **root, GError **error)
 {
   g_autofree Level *levels = NULL;
+  Level stack_levels[64];
   g_autoptr(GString) key = NULL;
   g_autoptr(GString) string = NULL;
   guint max_depth = MAX (limits->max_depth, 1);
@@ -747,7 +748,12 @@ read_document (const char *text, gssize length, const MvJsonLimits *limits, cons
   s.text = text != NULL ? text : "";
   s.limits = limits;
   s.what = what;
-  s.levels = levels = g_new0 (Level, max_depth);
+  /* Records and specs nest a few dozen deep at most: their levels fit on
+   * the stack, and ten thousand records at a start need no allocation. */
+  if (max_depth <= G_N_ELEMENTS (stack_levels))
+    s.levels = memset (stack_levels, 0, sizeof (Level) * max_depth);
+  else
+    s.levels = levels = g_new0 (Level, max_depth);
   s.key = key = g_string_new (NULL);
   s.build = root != NULL;
   if (s.build)
@@ -758,8 +764,8 @@ read_document (const char *text, gssize length, const MvJsonLimits *limits, cons
   while (s.depth > 0)
     g_clear_pointer (&s.levels[--s.depth].keys, g_hash_table_unref);
   for (guint i = 0; i < max_depth; i++)
-    if (levels[i].key_text)
-      g_string_free (levels[i].key_text, TRUE);
+    if (s.levels[i].key_text)
+      g_string_free (s.levels[i].key_text, TRUE);
   if (s.build && ok)
     *root = g_steal_pointer (&s.root);
   g_clear_pointer (&s.root, json_node_unref);

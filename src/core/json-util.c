@@ -223,27 +223,6 @@ mv_json_set_optional_string (JsonObject *object, const char *name, const char *v
     json_object_set_string_member (object, name, value);
 }
 
-static int
-compare_strings (gconstpointer a, gconstpointer b)
-{
-  return strcmp (*(const char *const *) a, *(const char *const *) b);
-}
-
-JsonNode *
-mv_json_string_map_to_node (GHashTable *map, gboolean with_values)
-{
-  g_autoptr(JsonObject) object = json_object_new ();
-  g_autofree const char **keys = NULL;
-  guint n_keys;
-
-  keys = (const char **) g_hash_table_get_keys_as_array (map, &n_keys);
-  qsort (keys, n_keys, sizeof (char *), compare_strings);
-  for (guint i = 0; i < n_keys; i++)
-    json_object_set_string_member (object, keys[i],
-                                   with_values ? g_hash_table_lookup (map, keys[i]) : "");
-  return json_node_init_object (json_node_alloc (), object);
-}
-
 /* ---- copies ---- */
 
 JsonObject *

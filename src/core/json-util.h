@@ -52,10 +52,6 @@ guint       mv_json_node_depth (JsonNode *node);
 
 /* Sets the string member @name unless @value is NULL. */
 void        mv_json_set_optional_string (JsonObject *object, const char *name, const char *value);
-/* An object of the char* -> char* @map with its keys in byte order, so
- * that the text does not depend on hash order; without @with_values
- * every value is "". */
-JsonNode   *mv_json_string_map_to_node (GHashTable *map, gboolean with_values);
 
 /* ---- copies ---- */
 

@@ -131,17 +131,17 @@ mv_port_mapping_from_json (JsonNode *node, const char *field, GError **error)
   return g_steal_pointer (&port);
 }
 
-JsonObject *
-mv_port_mapping_to_json (const MvPortMapping *port)
+void
+mv_port_mapping_write (MvJsonOut *out, const MvPortMapping *port)
 {
-  JsonObject *object = json_object_new ();
   g_autofree char *host_ip = mv_ipv4_to_string (port->host_address);
 
-  json_object_set_string_member (object, "host_ip", host_ip);
-  json_object_set_int_member (object, "host_port", port->host_port);
-  json_object_set_int_member (object, "guest_port", port->guest_port);
-  json_object_set_string_member (object, "protocol", mv_net_protocol_to_string (port->protocol));
-  return object;
+  mv_json_out_begin_object (out);
+  mv_json_out_string_member (out, "host_ip", host_ip);
+  mv_json_out_int_member (out, "host_port", port->host_port);
+  mv_json_out_int_member (out, "guest_port", port->guest_port);
+  mv_json_out_string_member (out, "protocol", mv_net_protocol_to_string (port->protocol));
+  mv_json_out_end_object (out);
 }
 
 MvPortMapping *

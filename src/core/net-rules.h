@@ -11,6 +11,7 @@
 #pragma once
 #include <glib.h>
 #include <json-glib/json-glib.h>
+#include "json-out.h"
 
 #define MV_PORTS_MAX       64
 #define MV_NET_PORT_MAX    65535
@@ -53,7 +54,7 @@ gboolean       mv_net_protocol_from_string (const char *text, MvNetProtocol *pro
  * "@field.member". */
 MvPortMapping *mv_port_mapping_from_json (JsonNode *node, const char *field, GError **error);
 /* Every member written out, so that a mapping has one spelling. */
-JsonObject    *mv_port_mapping_to_json (const MvPortMapping *port);
+void           mv_port_mapping_write (MvJsonOut *out, const MvPortMapping *port);
 MvPortMapping *mv_port_mapping_copy (const MvPortMapping *port);
 /* Whether @a and @b take the same port of the host: the same protocol and
  * host port, and the same host address or either of them 0. */

@@ -3,6 +3,7 @@
 #include "spec.h"
 #include "spec-private.h"
 #include "json-strict.h"
+#include "json-out.h"
 #include "json-util.h"
 #include "image-ref.h"
 #include "net-rules.h"
@@ -922,26 +923,16 @@ strip_url_query (const char *location)
   return mv_url_strip_query (location);
 }
 
-static JsonArray *
-string_vector_to_array (char **strings)
+static void
+put_mount (MvJsonOut *out, const MvMount *mount)
 {
-  JsonArray *array = json_array_new ();
-
-  for (char **s = strings; s != NULL && *s != NULL; s++)
-    json_array_add_string_element (array, *s);
-  return array;
-}
-
-static JsonObject *
-mount_to_object (const MvMount *mount)
-{
-  JsonObject *object = json_object_new ();
   char mode[8];
 
-  json_object_set_string_member (object, "type", mv_mount_type_to_string (mount->type));
-  mv_json_set_optional_string (object, "source", mount->source);
-  mv_json_set_optional_string (object, "target", mount->target);
-  json_object_set_boolean_member (object, "read_only", mount->read_only);
+  mv_json_out_begin_object (out);
+  mv_json_out_string_member (out, "type", mv_mount_type_to_string (mount->type));
+  mv_json_out_optional_string (out, "source", mount->source);
+  mv_json_out_optional_string (out, "target", mount->target);
+  mv_json_out_boolean_member (out, "read_only", mount->read_only);
   if (mount->type == MV_MOUNT_FILE || mount->content != NULL)
     {
       gsize len = 0;
@@ -949,48 +940,46 @@ mount_to_object (const MvMount *mount)
                                                   : NULL;
       g_autofree char *content = len > 0 ? g_base64_encode (data, len) : g_strdup ("");
 
-      json_object_set_string_member (object, "content", content);
+      mv_json_out_string_member (out, "content", content);
     }
   /* Modes read as octal, so they are written as octal. */
   if (mount->type == MV_MOUNT_FILE || mount->type == MV_MOUNT_TMPFS || mount->mode != 0)
     {
       g_snprintf (mode, sizeof mode, "%04o", (guint) mount->mode);
-      json_object_set_string_member (object, "mode", mode);
+      mv_json_out_string_member (out, "mode", mode);
     }
   if (mount->size_bytes != 0)
-    json_object_set_int_member (object, "size_bytes", (gint64) mount->size_bytes);
-  return object;
+    mv_json_out_int_member (out, "size_bytes", (gint64) mount->size_bytes);
+  mv_json_out_end_object (out);
 }
 
-static JsonObject *
-health_check_to_object (const MvHealthCheck *check)
+static void
+put_health_check (MvJsonOut *out, const MvHealthCheck *check)
 {
-  JsonObject *object = json_object_new ();
-
+  mv_json_out_begin_object (out);
   switch (check->kind)
     {
     case MV_HEALTH_CHECK_EXEC:
-      json_object_set_array_member (object, "exec", string_vector_to_array (check->exec));
+      mv_json_out_name (out, "exec");
+      mv_json_out_strv (out, check->exec);
       break;
     case MV_HEALTH_CHECK_TCP:
-      json_object_set_int_member (object, "tcp", check->port);
+      mv_json_out_int_member (out, "tcp", check->port);
       break;
     case MV_HEALTH_CHECK_HTTP:
-      {
-        g_autoptr(JsonObject) http = json_object_new ();
-
-        json_object_set_int_member (http, "port", check->port);
-        mv_json_set_optional_string (http, "path", check->http_path);
-        json_object_set_object_member (object, "http", g_steal_pointer (&http));
-      }
+      mv_json_out_name (out, "http");
+      mv_json_out_begin_object (out);
+      mv_json_out_int_member (out, "port", check->port);
+      mv_json_out_optional_string (out, "path", check->http_path);
+      mv_json_out_end_object (out);
       break;
     }
-  json_object_set_int_member (object, "interval_seconds", check->interval_seconds);
-  json_object_set_int_member (object, "timeout_seconds", check->timeout_seconds);
-  json_object_set_int_member (object, "retries", check->retries);
-  json_object_set_int_member (object, "start_period_seconds", check->start_period_seconds);
-  json_object_set_boolean_member (object, "disabled", check->disabled);
-  return object;
+  mv_json_out_int_member (out, "interval_seconds", check->interval_seconds);
+  mv_json_out_int_member (out, "timeout_seconds", check->timeout_seconds);
+  mv_json_out_int_member (out, "retries", check->retries);
+  mv_json_out_int_member (out, "start_period_seconds", check->start_period_seconds);
+  mv_json_out_boolean_member (out, "disabled", check->disabled);
+  mv_json_out_end_object (out);
 }
 
 /* Only what is set, so that the document and fingerprint of a spec
@@ -998,27 +987,35 @@ health_check_to_object (const MvHealthCheck *check)
  * File contents are like configuration files, not secrets: kept either
  * way. */
 static void
-set_workload (JsonObject *object, const MvSpec *spec)
+put_workload (MvJsonOut *out, const MvSpec *spec)
 {
   if (spec->cmd != NULL)
-    json_object_set_array_member (object, "cmd", string_vector_to_array (spec->cmd));
+    {
+      mv_json_out_name (out, "cmd");
+      mv_json_out_strv (out, spec->cmd);
+    }
   if (g_hash_table_size (spec->env) > 0)
-    json_object_set_member (object, "env", mv_json_string_map_to_node (spec->env, TRUE));
-  mv_json_set_optional_string (object, "user", spec->user);
-  mv_json_set_optional_string (object, "working_dir", spec->working_dir);
+    {
+      mv_json_out_name (out, "env");
+      mv_json_out_string_map (out, spec->env, NULL);
+    }
+  mv_json_out_optional_string (out, "user", spec->user);
+  mv_json_out_optional_string (out, "working_dir", spec->working_dir);
   if (spec->init_mode != MV_INIT_MODE_AUTO)
-    json_object_set_string_member (object, "init_mode", mv_init_mode_to_string (spec->init_mode));
+    mv_json_out_string_member (out, "init_mode", mv_init_mode_to_string (spec->init_mode));
   if (spec->mounts->len > 0)
     {
-      g_autoptr(JsonArray) mounts = json_array_new ();
-
+      mv_json_out_name (out, "mounts");
+      mv_json_out_begin_array (out);
       for (guint i = 0; i < spec->mounts->len; i++)
-        json_array_add_object_element (mounts, mount_to_object (g_ptr_array_index (spec->mounts, i)));
-      json_object_set_array_member (object, "mounts", g_steal_pointer (&mounts));
+        put_mount (out, g_ptr_array_index (spec->mounts, i));
+      mv_json_out_end_array (out);
     }
   if (spec->health_check != NULL)
-    json_object_set_object_member (object, "health_check",
-                                   health_check_to_object (spec->health_check));
+    {
+      mv_json_out_name (out, "health_check");
+      put_health_check (out, spec->health_check);
+    }
 }
 
 /* Only what is set, as the workload is. A signed URL's query string is
@@ -1026,176 +1023,202 @@ set_workload (JsonObject *object, const MvSpec *spec)
  * create, seed 000) and out of a spec shown without its secrets (its
  * token is one). */
 static void
-set_image_and_disks (JsonObject *object, const MvSpec *spec, gboolean strip)
+put_image_and_disks (MvJsonOut *out, const MvSpec *spec, gboolean strip)
 {
-  g_autofree char *image = strip ? strip_url_query (spec->image) : g_strdup (spec->image);
+  g_autofree char *image = strip ? strip_url_query (spec->image) : NULL;
 
-  mv_json_set_optional_string (object, "image", image);
-  mv_json_set_optional_string (object, "image_digest", spec->image_digest);
-  mv_json_set_optional_string (object, "kernel_name", spec->kernel_name);
+  mv_json_out_optional_string (out, "image", strip ? image : spec->image);
+  mv_json_out_optional_string (out, "image_digest", spec->image_digest);
+  mv_json_out_optional_string (out, "kernel_name", spec->kernel_name);
   if (spec->disk_bytes > 0)
-    json_object_set_int_member (object, "disk_bytes", (gint64) spec->disk_bytes);
+    mv_json_out_int_member (out, "disk_bytes", (gint64) spec->disk_bytes);
   if (spec->disk_bytes_per_second > 0)
-    json_object_set_int_member (object, "disk_bytes_per_second",
-                                (gint64) spec->disk_bytes_per_second);
+    mv_json_out_int_member (out, "disk_bytes_per_second", (gint64) spec->disk_bytes_per_second);
   if (spec->disk_iops > 0)
-    json_object_set_int_member (object, "disk_iops", (gint64) spec->disk_iops);
+    mv_json_out_int_member (out, "disk_iops", (gint64) spec->disk_iops);
   if (spec->upload_bytes_per_second > 0)
-    json_object_set_int_member (object, "upload_bytes_per_second",
-                                (gint64) spec->upload_bytes_per_second);
+    mv_json_out_int_member (out, "upload_bytes_per_second",
+                            (gint64) spec->upload_bytes_per_second);
   if (spec->download_bytes_per_second > 0)
-    json_object_set_int_member (object, "download_bytes_per_second",
-                                (gint64) spec->download_bytes_per_second);
+    mv_json_out_int_member (out, "download_bytes_per_second",
+                            (gint64) spec->download_bytes_per_second);
 }
 
-static JsonArray *
-cpu_affinity_to_array (const MvSpec *spec)
+static void
+put_cpu_affinity (MvJsonOut *out, const MvSpec *spec)
 {
-  JsonArray *array = json_array_new ();
-
+  mv_json_out_begin_array (out);
   for (guint i = 0; i < spec->cpu_affinity->len; i++)
     {
       const MvCpuAffinity *affinity = g_ptr_array_index (spec->cpu_affinity, i);
-      g_autoptr(JsonObject) object = json_object_new ();
-      g_autoptr(JsonArray) cpus = json_array_new ();
 
+      mv_json_out_begin_object (out);
+      mv_json_out_int_member (out, "vcpu", affinity->vcpu);
+      mv_json_out_name (out, "host_cpus");
+      mv_json_out_begin_array (out);
       for (guint j = 0; j < affinity->host_cpus->len; j++)
-        json_array_add_int_element (cpus, g_array_index (affinity->host_cpus, guint32, j));
-      json_object_set_int_member (object, "vcpu", affinity->vcpu);
-      json_object_set_array_member (object, "host_cpus", g_steal_pointer (&cpus));
-      json_array_add_object_element (array, g_steal_pointer (&object));
+        mv_json_out_int (out, g_array_index (affinity->host_cpus, guint32, j));
+      mv_json_out_end_array (out);
+      mv_json_out_end_object (out);
     }
-  return array;
+  mv_json_out_end_array (out);
 }
 
-static JsonNode *
-metadata_node (GHashTable *metadata, gboolean with_secrets)
+/* A location as written, or without its query string when @strip. */
+static void
+put_location (MvJsonOut *out, const char *name, const char *location, gboolean strip)
 {
-  g_autoptr(GHashTable) redacted = NULL;
-  GHashTableIter iter;
-  gpointer key;
+  g_autofree char *stripped = strip ? strip_url_query (location) : NULL;
 
-  if (with_secrets)
-    return mv_json_string_map_to_node (metadata, TRUE);
-  redacted = g_hash_table_new (g_str_hash, g_str_equal);
-  g_hash_table_iter_init (&iter, metadata);
-  while (g_hash_table_iter_next (&iter, &key, NULL))
-    g_hash_table_insert (redacted, key, (gpointer) MV_SPEC_REDACTED);
-  return mv_json_string_map_to_node (redacted, TRUE);
+  mv_json_out_optional_string (out, name, strip ? stripped : location);
 }
 
-static JsonNode *
-spec_to_node (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
+static void
+put_spec (MvJsonOut *out, const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
 {
-  g_autoptr(JsonObject) object = json_object_new ();
-  g_autoptr(JsonArray) disks = json_array_new ();
-  g_autoptr(JsonObject) restart = json_object_new ();
   gboolean strip = (flags & MV_SPEC_CANON_STRIP_QUERY) != 0;
-  g_autofree char *kernel = strip ? strip_url_query (spec->kernel) : g_strdup (spec->kernel);
-  g_autofree char *initrd = strip ? strip_url_query (spec->initrd) : g_strdup (spec->initrd);
   g_autofree char *readiness = mv_readiness_to_string (spec->readiness, spec->readiness_text);
 
+  mv_json_out_begin_object (out);
   if (!(flags & MV_SPEC_CANON_NO_ID_LABELS))
-    mv_json_set_optional_string (object, "id", spec->id);
-  mv_json_set_optional_string (object, "name", spec->name);
-  mv_json_set_optional_string (object, "hypervisor_type", spec->hypervisor_type);
-  mv_json_set_optional_string (object, "hypervisor_version", spec->hypervisor_version);
-  mv_json_set_optional_string (object, "kernel", kernel);
-  mv_json_set_optional_string (object, "initrd", initrd);
-  mv_json_set_optional_string (object, "kernel_args", spec->kernel_args);
-  json_object_set_int_member (object, "cpu_millicores", spec->cpu_millicores);
-  json_object_set_int_member (object, "max_vcpus", spec->max_vcpus);
+    mv_json_out_optional_string (out, "id", spec->id);
+  mv_json_out_optional_string (out, "name", spec->name);
+  mv_json_out_optional_string (out, "hypervisor_type", spec->hypervisor_type);
+  mv_json_out_optional_string (out, "hypervisor_version", spec->hypervisor_version);
+  put_location (out, "kernel", spec->kernel, strip);
+  put_location (out, "initrd", spec->initrd, strip);
+  mv_json_out_optional_string (out, "kernel_args", spec->kernel_args);
+  mv_json_out_int_member (out, "cpu_millicores", spec->cpu_millicores);
+  mv_json_out_int_member (out, "max_vcpus", spec->max_vcpus);
   /* Only when set, so that a spec without it keeps its fingerprint. */
   if (spec->cpu_affinity->len > 0)
-    json_object_set_array_member (object, "cpu_affinity", cpu_affinity_to_array (spec));
-  json_object_set_int_member (object, "memory_bytes", (gint64) spec->memory_bytes);
-  json_object_set_int_member (object, "max_memory_bytes", (gint64) spec->max_memory_bytes);
+    {
+      mv_json_out_name (out, "cpu_affinity");
+      put_cpu_affinity (out, spec);
+    }
+  mv_json_out_int_member (out, "memory_bytes", (gint64) spec->memory_bytes);
+  mv_json_out_int_member (out, "max_memory_bytes", (gint64) spec->max_memory_bytes);
 
+  mv_json_out_name (out, "disks");
+  mv_json_out_begin_array (out);
   for (guint i = 0; i < spec->disks->len; i++)
     {
       const MvDisk *disk = g_ptr_array_index (spec->disks, i);
-      g_autoptr(JsonObject) d = json_object_new ();
-      g_autofree char *path = strip ? strip_url_query (disk->path) : g_strdup (disk->path);
 
-      mv_json_set_optional_string (d, "path", path);
-      json_object_set_boolean_member (d, "read_only", disk->read_only);
+      mv_json_out_begin_object (out);
+      put_location (out, "path", disk->path, strip);
+      mv_json_out_boolean_member (out, "read_only", disk->read_only);
       if (disk->root)
-        json_object_set_boolean_member (d, "root", TRUE);
-      json_array_add_object_element (disks, g_steal_pointer (&d));
+        mv_json_out_boolean_member (out, "root", TRUE);
+      mv_json_out_end_object (out);
     }
-  json_object_set_array_member (object, "disks", g_steal_pointer (&disks));
+  mv_json_out_end_array (out);
 
-  json_object_set_string_member (object, "readiness", readiness);
+  mv_json_out_string_member (out, "readiness", readiness);
 
-  mv_json_set_optional_string (object, "network_name", spec->network_name);
-  mv_json_set_optional_string (object, "static_ip", spec->static_ip);
-  if (!(flags & MV_SPEC_CANON_NO_GUEST_METADATA))
-    mv_json_set_optional_string (object, "hostname", spec->hostname);
+  mv_json_out_optional_string (out, "network_name", spec->network_name);
+  mv_json_out_optional_string (out, "static_ip", spec->static_ip);
   if (!(flags & MV_SPEC_CANON_NO_GUEST_METADATA))
     {
-      g_autoptr(JsonArray) keys = json_array_new ();
-
+      mv_json_out_optional_string (out, "hostname", spec->hostname);
       /* Without its secrets, each stands as MV_SPEC_REDACTED, which Update
        * refuses: a shown spec sent back cannot wipe them. */
-      for (guint i = 0; i < spec->ssh_keys->len; i++)
-        json_array_add_string_element (keys, with_secrets ? g_ptr_array_index (spec->ssh_keys, i)
-                                                          : MV_SPEC_REDACTED);
       if (with_secrets || spec->ssh_keys->len > 0)
-        json_object_set_array_member (object, "ssh_keys", g_steal_pointer (&keys));
+        {
+          mv_json_out_name (out, "ssh_keys");
+          mv_json_out_begin_array (out);
+          for (guint i = 0; i < spec->ssh_keys->len; i++)
+            mv_json_out_string (out, with_secrets ? g_ptr_array_index (spec->ssh_keys, i)
+                                                  : MV_SPEC_REDACTED);
+          mv_json_out_end_array (out);
+        }
       if (spec->user_data)
-        mv_json_set_optional_string (object, "user_data",
-                                     with_secrets ? spec->user_data : MV_SPEC_REDACTED);
-      json_object_set_member (object, "metadata", metadata_node (spec->metadata, with_secrets));
+        mv_json_out_string_member (out, "user_data",
+                                   with_secrets ? spec->user_data : MV_SPEC_REDACTED);
+      mv_json_out_name (out, "metadata");
+      mv_json_out_string_map (out, spec->metadata, with_secrets ? NULL : MV_SPEC_REDACTED);
     }
-  json_object_set_array_member (object, "firewall", mv_json_array_deep_copy (spec->firewall));
+  mv_json_out_name (out, "firewall");
+  mv_json_out_array (out, spec->firewall);
   /* Only when set, so that a spec without ports keeps its fingerprint. */
   if (spec->ports->len > 0)
     {
-      g_autoptr(JsonArray) ports = json_array_new ();
-
+      mv_json_out_name (out, "ports");
+      mv_json_out_begin_array (out);
       for (guint i = 0; i < spec->ports->len; i++)
-        json_array_add_object_element (ports,
-                                       mv_port_mapping_to_json (g_ptr_array_index (spec->ports, i)));
-      json_object_set_array_member (object, "ports", g_steal_pointer (&ports));
+        mv_port_mapping_write (out, g_ptr_array_index (spec->ports, i));
+      mv_json_out_end_array (out);
     }
 
-  json_object_set_string_member (restart, "mode", mv_restart_mode_to_string (spec->restart_mode));
-  json_object_set_int_member (restart, "max_retries", spec->restart_max_retries);
-  json_object_set_object_member (object, "restart", g_steal_pointer (&restart));
+  mv_json_out_name (out, "restart");
+  mv_json_out_begin_object (out);
+  mv_json_out_string_member (out, "mode", mv_restart_mode_to_string (spec->restart_mode));
+  mv_json_out_int_member (out, "max_retries", spec->restart_max_retries);
+  mv_json_out_end_object (out);
 
   if (!(flags & MV_SPEC_CANON_NO_STANDBY))
-    json_object_set_int_member (object, "standby_after_seconds", spec->standby_after_seconds);
+    mv_json_out_int_member (out, "standby_after_seconds", spec->standby_after_seconds);
   if (!(flags & MV_SPEC_CANON_NO_ID_LABELS))
-    json_object_set_member (object, "labels", mv_json_string_map_to_node (spec->labels, TRUE));
-  json_object_set_boolean_member (object, "remove_on_exit", spec->remove_on_exit);
+    {
+      mv_json_out_name (out, "labels");
+      mv_json_out_string_map (out, spec->labels, NULL);
+    }
+  mv_json_out_boolean_member (out, "remove_on_exit", spec->remove_on_exit);
 
-  set_workload (object, spec);
-  set_image_and_disks (object, spec, strip || !with_secrets);
-
-  return json_node_init_object (json_node_alloc (), object);
+  put_workload (out, spec);
+  put_image_and_disks (out, spec, strip || !with_secrets);
+  mv_json_out_end_object (out);
 }
 
 JsonNode *
 mv_spec_to_node (const MvSpec *spec, gboolean with_secrets)
 {
+  MvJsonOut out;
+  JsonNode *node;
+
   g_return_val_if_fail (spec != NULL, NULL);
-  return spec_to_node (spec, with_secrets, 0);
+  mv_json_out_init (&out, MV_JSON_OUT_TREE);
+  put_spec (&out, spec, with_secrets, 0);
+  node = mv_json_out_steal_node (&out);
+  mv_json_out_clear (&out);
+  return node;
+}
+
+static char *
+spec_to_text (const MvSpec *spec, gboolean with_secrets, MvSpecCanonFlags flags)
+{
+  MvJsonOut out;
+  char *text;
+
+  mv_json_out_init (&out, MV_JSON_OUT_TEXT);
+  put_spec (&out, spec, with_secrets, flags);
+  text = mv_json_out_steal_text (&out);
+  mv_json_out_clear (&out);
+  return text;
 }
 
 char *
 mv_spec_to_json (const MvSpec *spec, gboolean with_secrets)
 {
-  g_autoptr(JsonNode) node = NULL;
-
   g_return_val_if_fail (spec != NULL, NULL);
-  node = spec_to_node (spec, with_secrets, 0);
-  return json_to_string (node, FALSE);
+  return spec_to_text (spec, with_secrets, 0);
 }
 
 char *
 mv_spec_canonical_json (const MvSpec *spec, MvSpecCanonFlags flags)
 {
-  g_autoptr(JsonNode) node = spec_to_node (spec, TRUE, flags);
+  return spec_to_text (spec, TRUE, flags);
+}
 
-  return json_to_string (node, FALSE);
+gsize
+mv_spec_canonical_size (const MvSpec *spec, MvSpecCanonFlags flags)
+{
+  MvJsonOut out;
+  gsize size;
+
+  mv_json_out_init (&out, MV_JSON_OUT_COUNT);
+  put_spec (&out, spec, TRUE, flags);
+  size = mv_json_out_size (&out);
+  mv_json_out_clear (&out);
+  return size;
 }

@@ -1,41 +1,60 @@
 /* The guest metadata document: what the VMM's metadata service serves
  * the guest of a spec. Pure. */
 #include "spec.h"
-#include "json-util.h"
+#include "json-out.h"
 
 #include <string.h>
+
+static void
+put_document (MvJsonOut *out, const MvSpec *spec)
+{
+  /* The guest is called after the machine when no hostname is given. */
+  const char *hostname = spec->hostname != NULL && *spec->hostname != '\0' ? spec->hostname
+                                                                           : spec->name;
+
+  mv_json_out_begin_object (out);
+  mv_json_out_name (out, "latest");
+  mv_json_out_begin_object (out);
+  mv_json_out_name (out, "meta-data");
+  mv_json_out_begin_object (out);
+  mv_json_out_string_member (out, "hostname", hostname != NULL ? hostname : "");
+  mv_json_out_name (out, "public-keys");
+  mv_json_out_begin_array (out);
+  for (guint i = 0; i < spec->ssh_keys->len; i++)
+    mv_json_out_string (out, g_ptr_array_index (spec->ssh_keys, i));
+  mv_json_out_end_array (out);
+  mv_json_out_name (out, "attributes");
+  mv_json_out_string_map (out, spec->metadata, NULL);
+  mv_json_out_end_object (out);
+  mv_json_out_string_member (out, "user-data", spec->user_data != NULL ? spec->user_data : "");
+  mv_json_out_end_object (out);
+  mv_json_out_end_object (out);
+}
 
 JsonNode *
 mv_spec_metadata_document (const MvSpec *spec)
 {
-  g_autoptr(JsonObject) meta = json_object_new ();
-  g_autoptr(JsonObject) latest = json_object_new ();
-  g_autoptr(JsonObject) root = json_object_new ();
-  g_autoptr(JsonArray) keys = json_array_new ();
-  const char *hostname;
+  MvJsonOut out;
+  JsonNode *node;
 
   g_return_val_if_fail (spec != NULL, NULL);
-
-  /* The guest is called after the machine when no hostname is given. */
-  hostname = spec->hostname != NULL && *spec->hostname != '\0' ? spec->hostname : spec->name;
-  json_object_set_string_member (meta, "hostname", hostname != NULL ? hostname : "");
-  for (guint i = 0; i < spec->ssh_keys->len; i++)
-    json_array_add_string_element (keys, g_ptr_array_index (spec->ssh_keys, i));
-  json_object_set_array_member (meta, "public-keys", g_steal_pointer (&keys));
-  json_object_set_member (meta, "attributes", mv_json_string_map_to_node (spec->metadata, TRUE));
-  json_object_set_object_member (latest, "meta-data", g_steal_pointer (&meta));
-  json_object_set_string_member (latest, "user-data",
-                                 spec->user_data != NULL ? spec->user_data : "");
-  json_object_set_object_member (root, "latest", g_steal_pointer (&latest));
-
-  return json_node_init_object (json_node_alloc (), root);
+  mv_json_out_init (&out, MV_JSON_OUT_TREE);
+  put_document (&out, spec);
+  node = mv_json_out_steal_node (&out);
+  mv_json_out_clear (&out);
+  return node;
 }
 
 gsize
 mv_spec_metadata_document_size (const MvSpec *spec)
 {
-  g_autoptr(JsonNode) node = mv_spec_metadata_document (spec);
-  g_autofree char *json = json_to_string (node, FALSE);
+  MvJsonOut out;
+  gsize size;
 
-  return strlen (json);
+  g_return_val_if_fail (spec != NULL, 0);
+  mv_json_out_init (&out, MV_JSON_OUT_COUNT);
+  put_document (&out, spec);
+  size = mv_json_out_size (&out);
+  mv_json_out_clear (&out);
+  return size;
 }

@@ -53,3 +53,5 @@ typedef enum {
 /* The document with its secrets, less what @flags leave out, compact:
  * the form specs are compared and fingerprinted in. */
 char    *mv_spec_canonical_json (const MvSpec *spec, MvSpecCanonFlags flags);
+/* The length of mv_spec_canonical_json()'s text, found without making it. */
+gsize    mv_spec_canonical_size (const MvSpec *spec, MvSpecCanonFlags flags);

@@ -1,6 +1,7 @@
 /* The limits of a spec: every field checked, the message naming the
  * field and the limit. Pure. */
 #include "spec.h"
+#include "json-out.h"
 #include "spec-private.h"
 #include "json-util.h"
 #include "text.h"
@@ -501,10 +502,14 @@ check_string_map (const char *field, GHashTable *map, const char *noun, guint ma
 static gsize
 string_map_json_size (GHashTable *map)
 {
-  g_autoptr(JsonNode) node = mv_json_string_map_to_node (map, TRUE);
-  g_autofree char *json = json_to_string (node, FALSE);
+  MvJsonOut out;
+  gsize size;
 
-  return strlen (json);
+  mv_json_out_init (&out, MV_JSON_OUT_COUNT);
+  mv_json_out_string_map (&out, map, NULL);
+  size = mv_json_out_size (&out);
+  mv_json_out_clear (&out);
+  return size;
 }
 
 /* A redacted value sent back (a spec shown without its secrets, then sent
@@ -1041,8 +1046,7 @@ validate_health_check (const MvSpec *spec, GError **error)
 static gboolean
 validate_size (const MvSpec *spec, GError **error)
 {
-  g_autofree char *json = mv_spec_canonical_json (spec, 0);
-  gsize size = strlen (json);
+  gsize size = mv_spec_canonical_size (spec, 0);
 
   if (size > MV_SPEC_MAX_BYTES)
     {

@@ -883,8 +883,11 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
     {
       MvRecord *record = records->pdata[i];
 
-      mv_reconciler_add_loaded (daemon->reconciler, g_steal_pointer (&record->config),
-                                g_steal_pointer (&record->status));
+      MvMachine *machine = mv_reconciler_add_loaded (daemon->reconciler,
+                                                     g_steal_pointer (&record->config),
+                                                     g_steal_pointer (&record->status));
+
+      machine->other_files = record->other_files;
     }
   g_clear_pointer (&records, g_ptr_array_unref);
   mv_reconciler_recover (daemon->reconciler, on_recovered, daemon);

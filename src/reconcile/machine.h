@@ -47,6 +47,9 @@ struct _MvMachine {
   /* One operation at a time: a step, or recovery at startup. */
   gboolean      busy;
   gboolean      gone;            /* records removed; freed once the observer heard */
+  /* Its directory held files besides its records when it was loaded:
+   * what a crash left among them is swept at recovery. */
+  gboolean      other_files;
   gboolean      status_unsaved;  /* the last status write failed; written again later */
   /* Record writes (record-writes.c): each has a sequence number, and the
    * writer keeps an older one from landing over a newer one. While any is

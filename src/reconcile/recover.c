@@ -207,11 +207,9 @@ static void recovered_one (MvReconciler *rec);
 static void
 finish (MvMachine *machine, JsonNode *before, RecoverTask *task)
 {
-  const char *ended = task ? apply (machine, task) : NULL;
+  const char *ended = apply (machine, task);
   g_autoptr (JsonNode) after = NULL;
 
-  if (!task && machine->status->state == MV_STATE_RESTARTING)
-    mv_reconciler_schedule_restart (machine);
   after = mv_status_to_node (machine->status);
   if (!json_node_equal (before, after))
     mv_machine_save_status (machine, NULL);
@@ -411,6 +409,7 @@ mv_reconciler_recover (MvReconciler *rec, void (*done) (gpointer data), gpointer
 {
   g_autoptr (GPtrArray) machines = mv_reconciler_all (rec);
   char **ids = g_new0 (char *, machines->len + 1);
+  guint n_ids = 0;
 
   rec->recovered = done;
   rec->recovered_data = data;
@@ -422,22 +421,32 @@ mv_reconciler_recover (MvReconciler *rec, void (*done) (gpointer data), gpointer
       MvMachine *machine = machines->pdata[i];
       MvStatus *status = machine->status;
       MvRecords *records = rec->host->records;
-      JsonNode *before = mv_status_to_node (status);
       RecoverCase what = recover_case (machine->config, status);
+      gboolean interrupted = status->phase != NULL || status->operation_id != NULL;
+      JsonNode *before = NULL;
       RecoverTask *task;
 
+      if (machine->other_files)
+        ids[n_ids++] = g_strdup (machine->id);
       if (status->phase)
         mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s): found operation %s interrupted",
                         machine->config->spec->name, machine->id, status->phase);
-      g_clear_pointer (&status->phase, g_free);
-      g_clear_pointer (&status->operation_id, g_free);
-      ids[i] = g_strdup (machine->id);
+      /* With nothing to ask of the host, only the step found interrupted
+       * changes the record; ten thousand records, and no VMM among them,
+       * are checked without a write or a copy. */
       if (what == RECOVER_NOTHING || what == RECOVER_DESTROY)
         {
-          finish (machine, before, NULL);
-          json_node_unref (before);
+          g_clear_pointer (&status->phase, g_free);
+          g_clear_pointer (&status->operation_id, g_free);
+          if (status->state == MV_STATE_RESTARTING)
+            mv_reconciler_schedule_restart (machine);
+          if (interrupted)
+            mv_machine_save_status (machine, NULL);
           continue;
         }
+      before = mv_status_to_node (status);
+      g_clear_pointer (&status->phase, g_free);
+      g_clear_pointer (&status->operation_id, g_free);
 
       task = g_new0 (RecoverTask, 1);
       task->rec = rec;
@@ -454,6 +463,9 @@ mv_reconciler_recover (MvReconciler *rec, void (*done) (gpointer data), gpointer
       g_task_run_in_thread (gtask, recover_in_thread);
     }
   /* What a crash left of retired frozen guests goes, off the main loop. */
-  mv_reconciler_sweep_later (rec, ids);
+  if (n_ids > 0)
+    mv_reconciler_sweep_later (rec, ids);
+  else
+    g_free (ids);
   recovered_one (rec);
 }

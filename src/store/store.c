@@ -1,6 +1,8 @@
 #include "store.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <string.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -543,28 +545,26 @@ add_invalid (GPtrArray *invalid, const char *id, const char *path, const char *r
   g_ptr_array_add (invalid, record);
 }
 
-/* Reads a record file, only within the record limits. *@missing tells a
- * file that is not there from one that cannot be read, for the optional
- * status.json. */
+/* Reads the record file @name of a machine's directory, only within the
+ * record limits. *@missing tells a file that is not there from one that
+ * cannot be read, for the optional status.json. */
 static gboolean
-read_record_file (const char *path, const char *what, char **data, gsize *len,
+read_record_file (int dir_fd, const char *name, const char *path, char **data, gsize *len,
                   gboolean *missing, GError **error)
 {
   g_autoptr(GError) local_error = NULL;
-  GStatBuf buf;
 
   *missing = FALSE;
   /* Records are regular files the daemon wrote; anything else (a link,
    * a FIFO that would block the read) was put there by hand. */
-  if (g_lstat (path, &buf) == 0 && !S_ISREG (buf.st_mode))
-    {
-      g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "not a regular file");
-      return FALSE;
-    }
-  if (!mv_file_read_bounded (path, MV_RECORD_MAX_BYTES, what, data, len, &local_error))
+  if (!mv_file_read_bounded_at (dir_fd, name, O_NOFOLLOW, path, MV_RECORD_MAX_BYTES, name,
+                                data, len, &local_error))
     {
       *missing = g_error_matches (local_error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND);
-      g_propagate_error (error, g_steal_pointer (&local_error));
+      if (g_error_matches (local_error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE))
+        g_set_error_literal (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "not a regular file");
+      else
+        g_propagate_error (error, g_steal_pointer (&local_error));
       return FALSE;
     }
   return TRUE;
@@ -618,25 +618,11 @@ mv_store_parse_status (const char *data, gsize len, gboolean *upgraded, GError *
 
 /* Temporary files of writes that a crash interrupted: the record they
  * were to replace is still whole, so they are only litter. */
-static void
-remove_stale_temp_files (const char *dir_path)
+static gboolean
+is_stale_temp_file (const char *name)
 {
-  g_autoptr(GDir) dir = g_dir_open (dir_path, 0, NULL);
-  const char *name;
-
-  if (dir == NULL)
-    return;
-  while ((name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *path = NULL;
-
-      if (!g_str_has_prefix (name, "." MV_CONFIG_RECORD ".") &&
-          !g_str_has_prefix (name, "." MV_STATUS_RECORD "."))
-        continue;
-      path = g_build_filename (dir_path, name, NULL);
-      if (g_unlink (path) == 0)
-        g_debug ("Removed %s, left by an interrupted write", path);
-    }
+  return g_str_has_prefix (name, "." MV_CONFIG_RECORD ".") ||
+         g_str_has_prefix (name, "." MV_STATUS_RECORD ".");
 }
 
 /* What reading one entry of machines/ found: a record, or where it is
@@ -649,39 +635,88 @@ typedef struct {
   char     *reason;
 } Loaded;
 
-/* Reads and checks one machine directory; nothing on disk is changed but
- * the litter of interrupted writes. Runs on a loader thread: what it
- * writes back is left to the caller. */
+/* What one listing of a machine's directory says: a delete asked for
+ * when config.json could not be written, and the litter of interrupted
+ * writes. */
+typedef struct {
+  gboolean   destroy_marker;
+  gboolean   other_files;     /* anything but the records, the marker and litter */
+  GPtrArray *litter;          /* names, or NULL when there is none */
+} Listing;
+
+/* Lists the directory open as *@dir_fd, and closes it. */
+static gboolean
+list_machine_dir (int *dir_fd, Listing *listing, GError **error)
+{
+  struct dirent *entry;
+  DIR *dir;
+  int errsv;
+
+  dir = fdopendir (*dir_fd);
+  if (dir == NULL)
+    {
+      errsv = errno;
+      g_set_error_literal (error, G_IO_ERROR, g_io_error_from_errno (errsv), g_strerror (errsv));
+      return FALSE;
+    }
+  *dir_fd = -1;
+  while ((errno = 0, entry = readdir (dir)) != NULL)
+    {
+      const char *name = entry->d_name;
+
+      if (strcmp (name, MV_DESTROY_MARKER) == 0)
+        listing->destroy_marker = TRUE;
+      else if (is_stale_temp_file (name))
+        {
+          if (listing->litter == NULL)
+            listing->litter = g_ptr_array_new_with_free_func (g_free);
+          g_ptr_array_add (listing->litter, g_strdup (name));
+        }
+      else if (strcmp (name, ".") != 0 && strcmp (name, "..") != 0 &&
+               strcmp (name, MV_CONFIG_RECORD) != 0 && strcmp (name, MV_STATUS_RECORD) != 0)
+        listing->other_files = TRUE;
+    }
+  errsv = errno;
+  closedir (dir);
+  if (errsv != 0)
+    {
+      g_set_error_literal (error, G_IO_ERROR, g_io_error_from_errno (errsv), g_strerror (errsv));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Reads and checks the machine directory @name of machines/ (@dir_fd);
+ * nothing on disk is changed but the litter of interrupted writes. Runs
+ * on a loader thread: what it writes back is left to the caller. Each
+ * file is opened in the directory's descriptor, and the directory listed
+ * once through it: ten thousand records make every system call count. */
 static void
-read_record (const char *dir, const char *name, Loaded *out)
+read_record (int machines_fd, const char *dir, const char *name, Loaded *out)
 {
   g_autofree char *config_path = g_build_filename (dir, MV_CONFIG_RECORD, NULL);
   g_autofree char *status_path = g_build_filename (dir, MV_STATUS_RECORD, NULL);
-  g_autofree char *marker = NULL;
   g_autofree char *config_data = NULL;
   g_autofree char *status_data = NULL;
   g_autoptr(MvConfig) config = NULL;
   g_autoptr(MvStatus) status = NULL;
   g_autoptr(GError) error = NULL;
+  g_auto(MvFd) dir_fd = -1;
+  Listing listing = { 0 };
   gboolean missing;
   gsize len;
-  GStatBuf buf;
 
-  if (g_lstat (dir, &buf) < 0)
+  dir_fd = openat (machines_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0)
     {
       out->bad_path = g_strdup (dir);
-      out->reason = g_strdup (g_strerror (errno));
+      out->reason = g_strdup (errno == ELOOP ? "a symbolic link, not a directory"
+                              : errno == ENOTDIR ? "not a directory"
+                              : g_strerror (errno));
       return;
     }
-  if (!S_ISDIR (buf.st_mode))
-    {
-      out->bad_path = g_strdup (dir);
-      out->reason = g_strdup (S_ISLNK (buf.st_mode) ? "a symbolic link, not a directory"
-                                                    : "not a directory");
-      return;
-    }
-
-  if (!read_record_file (config_path, MV_CONFIG_RECORD, &config_data, &len, &missing, &error) ||
+  if (!read_record_file (dir_fd, MV_CONFIG_RECORD, config_path, &config_data, &len,
+                         &missing, &error) ||
       !(config = mv_store_parse_config (config_data, len, &out->config_changed, &error)))
     {
       out->bad_path = g_steal_pointer (&config_path);
@@ -696,7 +731,8 @@ read_record (const char *dir, const char *name, Loaded *out)
       return;
     }
 
-  if (read_record_file (status_path, MV_STATUS_RECORD, &status_data, &len, &missing, &error))
+  if (read_record_file (dir_fd, MV_STATUS_RECORD, status_path, &status_data, &len,
+                        &missing, &error))
     status = mv_store_parse_status (status_data, len, &out->status_changed, &error);
   else if (missing)
     status = mv_status_new ();
@@ -707,16 +743,27 @@ read_record (const char *dir, const char *name, Loaded *out)
       return;
     }
 
-  /* A delete asked for when config.json could not be written. */
-  marker = g_build_filename (dir, MV_DESTROY_MARKER, NULL);
-  if (g_file_test (marker, G_FILE_TEST_EXISTS))
+  if (!list_machine_dir (&dir_fd, &listing, &error))
+    {
+      out->bad_path = g_strdup (dir);
+      out->reason = g_strdup (error->message);
+      return;
+    }
+  if (listing.destroy_marker)
     config->desired = MV_DESIRED_DESTROYED;
+  for (guint i = 0; listing.litter != NULL && i < listing.litter->len; i++)
+    {
+      g_autofree char *path = g_build_filename (dir, g_ptr_array_index (listing.litter, i), NULL);
 
-  remove_stale_temp_files (dir);
+      if (g_unlink (path) == 0)
+        g_debug ("Removed %s, left by an interrupted write", path);
+    }
+  g_clear_pointer (&listing.litter, g_ptr_array_unref);
 
   out->record = g_new0 (MvRecord, 1);
   out->record->config = g_steal_pointer (&config);
   out->record->status = g_steal_pointer (&status);
+  out->record->other_files = listing.other_files;
 }
 
 /* Writes back a record read in an older format. Only a record that is
@@ -742,6 +789,7 @@ write_back (const char *dir, const Loaded *loaded)
 /* The entries of machines/ shared out among loader threads. */
 typedef struct {
   const char *machines_dir;
+  int         machines_fd;
   GPtrArray  *names;
   Loaded     *loaded;         /* one per name */
   gint        next;           /* the next name to take, atomically */
@@ -762,7 +810,7 @@ loader_thread (gpointer data)
       if (entry[0] == '.')
         continue;
       path = g_build_filename (loading->machines_dir, entry, NULL);
-      read_record (path, entry, &loading->loaded[i]);
+      read_record (loading->machines_fd, path, entry, &loading->loaded[i]);
     }
   return NULL;
 }
@@ -771,9 +819,9 @@ loader_thread (gpointer data)
  * to eight) when there are enough to share: parsing and checking ten
  * thousand records is most of a start. */
 static Loaded *
-read_records (const char *machines_dir, GPtrArray *names)
+read_records (const char *machines_dir, int machines_fd, GPtrArray *names)
 {
-  Loading loading = { .machines_dir = machines_dir, .names = names,
+  Loading loading = { .machines_dir = machines_dir, .machines_fd = machines_fd, .names = names,
                       .loaded = g_new0 (Loaded, MAX (names->len, 1)) };
   guint threads = MIN (g_get_num_processors (), 8);
   g_autofree GThread **helpers = NULL;
@@ -849,6 +897,7 @@ mv_store_load_machines (MvStore *store, GPtrArray *invalid)
   g_autoptr(GError) error = NULL;
   g_autoptr(GDir) dir = NULL;
   g_autofree Loaded *loaded = NULL;
+  g_auto(MvFd) machines_fd = -1;
   const char *name;
 
   g_return_val_if_fail (store != NULL, NULL);
@@ -861,10 +910,16 @@ mv_store_load_machines (MvStore *store, GPtrArray *invalid)
     }
   while ((name = g_dir_read_name (dir)) != NULL)
     g_ptr_array_add (names, g_strdup (name));
+  machines_fd = open (store->machines_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (machines_fd < 0)
+    {
+      add_invalid (invalid, NULL, store->machines_dir, g_strerror (errno));
+      return g_steal_pointer (&records);
+    }
   /* Sorted so that warnings come out in the same order every time. */
   g_ptr_array_sort (names, compare_names);
 
-  loaded = read_records (store->machines_dir, names);
+  loaded = read_records (store->machines_dir, machines_fd, names);
   /* In the order of the names, on this thread: warnings, write-backs and
    * the store's own leftovers, as if read one by one. */
   for (guint i = 0; i < names->len; i++)

@@ -10,6 +10,9 @@ typedef struct _MvStore MvStore;
 typedef struct {
   MvConfig *config;
   MvStatus *status;   /* never NULL: a missing status.json is a fresh Stopped */
+  /* Its directory holds more than the records (a disk, a frozen guest):
+   * only then may a crash have left something there to sweep. */
+  gboolean  other_files;
 } MvRecord;
 
 typedef struct {

@@ -106,13 +106,28 @@ gboolean
 mv_file_read_bounded (const char *path, gsize max_bytes, const char *what, char **contents,
                       gsize *length, GError **error)
 {
+  return mv_file_read_bounded_at (AT_FDCWD, path, 0, path, max_bytes, what, contents, length,
+                                  error);
+}
+
+gboolean
+mv_file_read_bounded_at (int dir_fd, const char *name, int flags, const char *path,
+                         gsize max_bytes, const char *what, char **contents, gsize *length,
+                         GError **error)
+{
   g_autofree char *buf = NULL;
   gsize capacity, used = 0;
   struct stat st;
   int fd;
 
   /* Non-blocking, so that opening a FIFO does not wait for a writer. */
-  fd = g_open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
+  fd = openat (dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | flags);
+  if (fd < 0 && errno == ELOOP && (flags & O_NOFOLLOW))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_REGULAR_FILE,
+                   "%s is a symbolic link, not a regular file", path);
+      return FALSE;
+    }
   if (fd < 0)
     return mv_set_errno_error (error, errno, "Cannot open %s", path);
   if (fstat (fd, &st) < 0)

@@ -26,6 +26,12 @@ gboolean    mv_remove_tree_at (int dir_fd, const char *name, const char *path, G
  * G_IO_ERROR_NOT_REGULAR_FILE; a missing one G_IO_ERROR_NOT_FOUND. */
 gboolean    mv_file_read_bounded (const char *path, gsize max_bytes, const char *what,
                                   char **contents, gsize *length, GError **error);
+/* The same for @name in @dir_fd, opened with @flags added (O_NOFOLLOW: a
+ * symbolic link is G_IO_ERROR_NOT_REGULAR_FILE); @path names it in
+ * messages. */
+gboolean    mv_file_read_bounded_at (int dir_fd, const char *name, int flags, const char *path,
+                                     gsize max_bytes, const char *what, char **contents,
+                                     gsize *length, GError **error);
 
 /* The last @lines non-empty lines of @path, from byte @offset on (and
  * within its last 64 KiB), control characters blanked; "" if unreadable,

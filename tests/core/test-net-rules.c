@@ -252,8 +252,8 @@ test_port_good (void)
       g_autofree MvPortMapping *port = port_from (cases[i].json, &error);
       g_autofree MvPortMapping *back = NULL;
       g_autofree char *text = NULL;
-      g_autoptr(JsonObject) object = NULL;
       g_autoptr(JsonNode) node = NULL;
+      MvJsonOut out;
 
       g_test_message ("%s", cases[i].json);
       g_assert_no_error (error);
@@ -265,8 +265,10 @@ test_port_good (void)
       g_assert_cmpstr (text, ==, cases[i].text);
 
       /* Written out and read back, the same mapping. */
-      object = mv_port_mapping_to_json (port);
-      node = json_node_init_object (json_node_alloc (), object);
+      mv_json_out_init (&out, MV_JSON_OUT_TREE);
+      mv_port_mapping_write (&out, port);
+      node = mv_json_out_steal_node (&out);
+      mv_json_out_clear (&out);
       back = mv_port_mapping_from_json (node, "ports[0]", &error);
       g_assert_no_error (error);
       g_assert_cmpmem (back, sizeof *back, port, sizeof *port);

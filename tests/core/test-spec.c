@@ -1823,6 +1823,50 @@ mount_at (const MvSpec *spec, guint i)
   return g_ptr_array_index (spec->mounts, i);
 }
 
+/* The text of a spec, and the lengths the size checks count without
+ * making it, are what json-glib writes of the spec's tree. */
+static void
+test_written_forms (void)
+{
+  static const char *const documents[] = { full_document, workload_document };
+  static const MvSpecCanonFlags flags[] = {
+    0, MV_SPEC_CANON_NO_ID_LABELS, MV_SPEC_CANON_NO_STANDBY, MV_SPEC_CANON_STRIP_QUERY,
+    MV_SPEC_CANON_NO_GUEST_METADATA,
+  };
+
+  for (guint d = 0; d < G_N_ELEMENTS (documents); d++)
+    {
+      g_autoptr(MvSpec) spec = parse_ok (documents[d]);
+      g_autoptr(JsonNode) document = NULL;
+      g_autofree char *document_text = NULL;
+
+      /* A value that json-glib escapes, one it does not, and a tree of
+       * rules with a double in it. */
+      set_string (&spec->hostname, g_strdup ("web\"\x01\x1f\x7f\xc3\xa9"));
+      g_hash_table_insert (spec->metadata, g_strdup ("tab\t"), g_strdup ("new\nline"));
+      json_array_add_element (spec->firewall, json_from_string ("{\"weight\":0.5}", NULL));
+
+      for (int with_secrets = 0; with_secrets < 2; with_secrets++)
+        {
+          g_autoptr(JsonNode) node = mv_spec_to_node (spec, with_secrets);
+          g_autofree char *theirs = json_to_string (node, FALSE);
+          g_autofree char *ours = mv_spec_to_json (spec, with_secrets);
+
+          g_assert_cmpstr (ours, ==, theirs);
+        }
+      for (guint f = 0; f < G_N_ELEMENTS (flags); f++)
+        {
+          g_autofree char *json = mv_spec_canonical_json (spec, flags[f]);
+
+          g_assert_cmpuint (mv_spec_canonical_size (spec, flags[f]), ==, strlen (json));
+        }
+      document = mv_spec_metadata_document (spec);
+      document_text = json_to_string (document, FALSE);
+      g_assert_nonnull (strstr (document_text, "\"hostname\":\"web\\\"\\u0001"));
+      g_assert_cmpuint (mv_spec_metadata_document_size (spec), ==, strlen (document_text));
+    }
+}
+
 static void
 test_workload_parse (void)
 {
@@ -3290,6 +3334,7 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/defaults", test_defaults);
   g_test_add_func ("/spec/parse-full", test_parse_full);
   g_test_add_func ("/spec/round-trip", test_round_trip);
+  g_test_add_func ("/spec/written-forms", test_written_forms);
   g_test_add_func ("/spec/member-order", test_member_order);
   g_test_add_func ("/spec/absent-optional-strings", test_absent_optional_strings);
   g_test_add_func ("/spec/null-is-absent", test_null_is_absent);

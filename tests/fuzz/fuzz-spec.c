@@ -6,6 +6,7 @@
 #include "fuzz-common.h"
 #include "core/json-strict.h"
 #include "core/spec.h"
+#include "core/spec-private.h"
 
 #include <string.h>
 
@@ -50,6 +51,41 @@ check_round_trip (const MvSpec *spec)
                   error->message, public_json);
 
   g_assert (mv_spec_metadata_document_size (spec) <= MV_METADATA_DOCUMENT_MAX_BYTES);
+}
+
+/* The spec's text, and its length found without making it, are what
+ * json-glib writes of its tree; so is the guest metadata document's. */
+static void
+check_written_forms (const MvSpec *spec)
+{
+  static const MvSpecCanonFlags flags[] = {
+    0, MV_SPEC_CANON_NO_ID_LABELS | MV_SPEC_CANON_STRIP_QUERY,
+    MV_SPEC_CANON_NO_STANDBY | MV_SPEC_CANON_NO_GUEST_METADATA,
+  };
+
+  for (int with_secrets = 0; with_secrets < 2; with_secrets++)
+    {
+      g_autoptr (JsonNode) node = mv_spec_to_node (spec, with_secrets);
+      g_autofree char *theirs = json_to_string (node, FALSE);
+      g_autofree char *ours = mv_spec_to_json (spec, with_secrets);
+
+      if (strcmp (ours, theirs) != 0)
+        mv_fuzz_fail ("a spec's text differs from its tree's:\n%s\n%s", ours, theirs);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (flags); i++)
+    {
+      g_autofree char *json = mv_spec_canonical_json (spec, flags[i]);
+
+      if (mv_spec_canonical_size (spec, flags[i]) != strlen (json))
+        mv_fuzz_fail ("a spec's counted size is not its length:\n%s", json);
+    }
+  {
+    g_autoptr (JsonNode) document = mv_spec_metadata_document (spec);
+    g_autofree char *text = json_to_string (document, FALSE);
+
+    if (mv_spec_metadata_document_size (spec) != strlen (text))
+      mv_fuzz_fail ("a metadata document's counted size is not its length:\n%s", text);
+  }
 }
 
 /* What the strict reader builds is the tree json-glib's own parser makes
@@ -100,5 +136,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   if (!mv_spec_validate (spec, &error))
     return 0;
   check_round_trip (spec);
+  check_written_forms (spec);
   return 0;
 }

@@ -1158,6 +1158,41 @@ test_interrupted_write (Fixture *fixture, gconstpointer data)
   g_assert_cmpstr (listing, ==, "config.json status.json");
 }
 
+/* Only a directory that holds more than its records, its litter and its
+ * destroy marker is worth sweeping for what a crash left. */
+static void
+test_other_files (Fixture *fixture, gconstpointer data)
+{
+  const char *names[] = { "plain", "littered", "with-disk" };
+  g_autoptr(GPtrArray) invalid = new_invalid_array ();
+  g_autoptr(GPtrArray) records = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autoptr(MvConfig) config = create_machine (fixture, names[i]);
+      g_autofree char *dir = mv_store_machine_dir (fixture->store, config->id);
+      g_autofree char *temp = g_build_filename (dir, ".config.json.Ab12Cd", NULL);
+      g_autofree char *disk = g_build_filename (dir, "overlay.ext4", NULL);
+
+      if (i == 1)
+        write_file (temp, "{");
+      if (i == 2)
+        write_file (disk, "");
+    }
+
+  records = load (fixture, invalid);
+  g_assert_cmpuint (invalid->len, ==, 0);
+  g_assert_cmpuint (records->len, ==, G_N_ELEMENTS (names));
+  for (guint i = 0; i < records->len; i++)
+    {
+      MvRecord *record = g_ptr_array_index (records, i);
+      const char *name = record->config->spec->name;
+
+      g_test_message ("%s", name);
+      g_assert_cmpint (record->other_files, ==, g_str_equal (name, "with-disk"));
+    }
+}
+
 /* Removal */
 
 static void
@@ -1306,6 +1341,7 @@ main (int argc, char **argv)
   ADD ("/store/leftovers-cleaned", test_leftovers_cleaned);
   ADD ("/store/load-many", test_load_many);
   ADD ("/store/interrupted-write", test_interrupted_write);
+  ADD ("/store/other-files", test_other_files);
   ADD ("/store/remove", test_remove);
   ADD ("/store/remove-resumes", test_remove_resumes);
 #undef ADD
