@@ -37,6 +37,7 @@ struct _MvDaemon {
   GPtrArray          *invalid;         /* MvInvalidRecord* found at startup */
   GPtrArray          *runtimes;        /* MvRuntime*, in the order offered */
   GPtrArray          *builtin_runtimes; /* owns the built-in ones among them */
+  GThread            *version_probe;   /* asks them their versions while records load */
   char               *default_type;    /* [daemon] default-hypervisor; NULL = the first */
   MvHost              host;
   MvReconcilerOptions options;
@@ -448,11 +449,14 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
   return daemon;
 }
 
+static void take_runtime_versions (MvDaemon *daemon);
+
 void
 mv_daemon_free (MvDaemon *daemon)
 {
   if (!daemon)
     return;
+  take_runtime_versions (daemon);
   /* The reconciler answers what still waits, through the bus, first. */
   g_clear_pointer (&daemon->prometheus, mv_prometheus_free);
   g_clear_object (&daemon->prometheus_address);
@@ -494,9 +498,10 @@ mv_daemon_free (MvDaemon *daemon)
 }
 
 /* The runtimes with the versions they report, asked once at startup. */
-static MvRuntimes *
-runtimes_new (MvDaemon *daemon)
+static gpointer
+runtimes_new (gpointer data)
 {
+  MvDaemon *daemon = data;
   MvRuntimes *runtimes = mv_runtimes_new (daemon->default_type);
 
   for (guint i = 0; i < daemon->runtimes->len; i++)
@@ -510,6 +515,23 @@ runtimes_new (MvDaemon *daemon)
       mv_runtimes_add (runtimes, rt, version);
     }
   return runtimes;
+}
+
+/* QEMU tells its version only by running, which takes as long as
+ * loading some thousand records: it is asked on a thread of its own, and
+ * the runtimes are taken once the records are read. Nothing before that
+ * needs them. */
+static void
+ask_runtime_versions (MvDaemon *daemon)
+{
+  daemon->version_probe = g_thread_new ("microvmd-versions", runtimes_new, daemon);
+}
+
+static void
+take_runtime_versions (MvDaemon *daemon)
+{
+  if (daemon->version_probe)
+    daemon->host.runtimes = g_thread_join (g_steal_pointer (&daemon->version_probe));
 }
 
 static void
@@ -849,7 +871,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   g_autoptr (GPtrArray) snapshots = NULL;
   int r;
 
-  daemon->host.runtimes = runtimes_new (daemon);
+  ask_runtime_versions (daemon);
   daemon->host.memory_bytes = (guint64) sysconf (_SC_PHYS_PAGES) * (guint64) sysconf (_SC_PAGESIZE);
   daemon->host.records = mv_store_records_new (daemon->store);
   if (!open_images (daemon, error))
@@ -871,6 +893,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
 
   mv_reconciler_add_snapshots (daemon->reconciler, snapshots);
   records = mv_store_load_machines (daemon->store, daemon->invalid);
+  take_runtime_versions (daemon);
   for (guint i = 0; i < daemon->invalid->len; i++)
     {
       MvInvalidRecord *invalid = daemon->invalid->pdata[i];
