@@ -519,8 +519,8 @@ runtimes_new (gpointer data)
 
 /* QEMU tells its version only by running, which takes as long as
  * loading some thousand records: it is asked on a thread of its own, and
- * the runtimes are taken once the records are read. Nothing before that
- * needs them. */
+ * the runtimes are taken once the records are read, before the
+ * reconciler is made. Nothing before that needs them. */
 static void
 ask_runtime_versions (MvDaemon *daemon)
 {
@@ -882,6 +882,9 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
       !open_events (daemon, error))
     return 1;
   snapshots = open_snapshots (daemon);
+  records = mv_store_load_machines (daemon->store, daemon->invalid);
+  /* The reconciler listens to the runtimes' guests from its start. */
+  take_runtime_versions (daemon);
   daemon->service = mv_bus_service_new ();
   mv_bus_service_set_events (daemon->service, daemon->events);
   mv_bus_service_set_images (daemon->service, daemon->images, daemon->host.images);
@@ -892,8 +895,6 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
                                           mv_bus_service_observer (daemon->service), NULL);
 
   mv_reconciler_add_snapshots (daemon->reconciler, snapshots);
-  records = mv_store_load_machines (daemon->store, daemon->invalid);
-  take_runtime_versions (daemon);
   for (guint i = 0; i < daemon->invalid->len; i++)
     {
       MvInvalidRecord *invalid = daemon->invalid->pdata[i];
