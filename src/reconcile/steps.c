@@ -647,6 +647,15 @@ run_step (MvMachine *machine, MvStep step)
   mv_machine_save_status_async (machine, on_recorded, task, NULL);
 }
 
+/* Whoever waited for the wish hears that it is reached once that is on
+ * disk, as after a step. */
+static void
+on_observed_recorded (MvMachine *machine, const GError *error, gpointer data)
+{
+  if (machine != NULL)
+    mv_machine_settled (machine, NULL, 0);
+}
+
 void
 mv_reconciler_reconcile (MvMachine *machine)
 {
@@ -672,9 +681,17 @@ mv_reconciler_reconcile (MvMachine *machine)
       gboolean stopped_now = machine->stopped_now;
 
       machine->stopped_now = FALSE;
-      if (observe_desired (machine))
-        mv_machine_save_status (machine, NULL);
-      mv_machine_settled (machine, NULL, 0);
+      /* Off the main loop, as a step's writes are: after a restart every
+       * machine whose record lags is written, and the calls of that
+       * moment must not wait for ten thousand fsyncs. */
+      if (status->observed_generation != config->desired_generation)
+        {
+          mv_machine_begin_record_write (machine, FALSE);
+          observe_desired (machine);
+          mv_machine_save_status_async (machine, on_observed_recorded, NULL, NULL);
+        }
+      else
+        mv_machine_settled (machine, NULL, 0);
       /* Stopped by a user (seed 002, RemoveOnExit: "once it stops"): the
        * Stop is answered first, then the machine goes. */
       if (stopped_now && status->state == MV_STATE_STOPPED &&

@@ -292,15 +292,21 @@ test_full_disk (Fixture *f, gconstpointer data)
   mv_test_env_start_daemon (f->env, NULL);
 }
 
-/* Restarts the daemon with its record writes failed or held as @control
+/* Starts the daemon with its record writes failed or held as @control
  * says (MICROVMD_FAULT_IO_FILE). */
+static void
+start_with_fault_io (Fixture *f, const char *control)
+{
+  g_setenv ("MICROVMD_FAULT_IO_FILE", control, TRUE);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_unsetenv ("MICROVMD_FAULT_IO_FILE");
+}
+
 static void
 restart_with_fault_io (Fixture *f, const char *control)
 {
-  g_setenv ("MICROVMD_FAULT_IO_FILE", control, TRUE);
   mv_test_env_stop_daemon (f->env, SIGTERM);
-  mv_test_env_start_daemon (f->env, NULL);
-  g_unsetenv ("MICROVMD_FAULT_IO_FILE");
+  start_with_fault_io (f, control);
 }
 
 /* A record write that fails at any step (making the temporary file,
@@ -449,6 +455,59 @@ test_slow_write (Fixture *f, gconstpointer data)
   g_free (on_disk);
   on_disk = status_on_disk (mv_test_env_state_dir (f->env), id);
   g_assert_nonnull (strstr (on_disk, "\"Running\""));
+}
+
+/* After a restart, a machine whose status.json lags its config (the
+ * generation asked for is not yet recorded as observed) has that written
+ * off the main loop: while the write waits for the disk the daemon
+ * answers, shows what is on disk, and once the write is done shows and
+ * keeps the observed generation. */
+static void
+test_lagging_record_written_off_loop (Fixture *f, gconstpointer data)
+{
+  g_autofree char *control = g_build_filename (mv_test_env_dir (f->env), "fault-io", NULL);
+  g_autofree char *path = client_create_ok (f->client, SPEC ("lagging"));
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *file = g_build_filename (mv_test_env_state_dir (f->env), "machines", id,
+                                            "status.json", NULL);
+  g_autofree char *text = NULL, *lagging = NULL, *on_disk = NULL;
+  g_autoptr (GRegex) observed = g_regex_new ("\"observed_generation\" : [0-9]+", 0, 0, NULL);
+  guint64 desired;
+
+  client_settle (f->client, 200);
+  desired = client_get_u64 (f->client, path, "DesiredGeneration");
+  g_assert_cmpuint (desired, >, 0);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+
+  g_assert_true (g_file_get_contents (file, &text, NULL, NULL));
+  g_assert_true (g_regex_match (observed, text, 0, NULL));
+  lagging = g_regex_replace_literal (observed, text, -1, 0, "\"observed_generation\" : 0", 0,
+                                     NULL);
+  g_assert_true (g_file_set_contents (file, lagging, -1, NULL));
+
+  g_assert_true (g_file_set_contents (control, "hold:fsync", -1, NULL));
+  start_with_fault_io (f, control);
+  /* A blocked main loop would time these out. */
+  g_assert_cmpint (sd_bus_set_method_call_timeout (f->client->bus, 2 * G_USEC_PER_SEC), >=, 0);
+  for (guint i = 0; i < 10; i++)
+    {
+      g_assert_cmpuint (client_count_listed (f->client, "ListMachines"), ==, 1);
+      g_assert_cmpuint (client_get_u64 (f->client, path, "ObservedGeneration"), ==, 0);
+      client_settle (f->client, 50);
+    }
+  g_assert_cmpint (sd_bus_set_method_call_timeout (f->client->bus, 0), >=, 0);
+  /* The write was begun and is held: the file still lags. */
+  on_disk = status_on_disk (mv_test_env_state_dir (f->env), id);
+  g_assert_nonnull (strstr (on_disk, "\"observed_generation\" : 0"));
+
+  g_assert_cmpint (g_unlink (control), ==, 0);
+  for (guint i = 0; i < 100 && client_get_u64 (f->client, path, "ObservedGeneration") != desired;
+       i++)
+    client_settle (f->client, 50);
+  g_assert_cmpuint (client_get_u64 (f->client, path, "ObservedGeneration"), ==, desired);
+  g_free (on_disk);
+  on_disk = status_on_disk (mv_test_env_state_dir (f->env), id);
+  g_assert_false (strstr (on_disk, "\"observed_generation\" : 0"));
 }
 
 typedef struct {
@@ -618,6 +677,7 @@ main (int argc, char **argv)
   ADD ("failed-writes", test_failed_writes);
   ADD ("slow-write", test_slow_write);
   ADD ("held-calls", test_held_calls);
+  ADD ("lagging-record-written-off-loop", test_lagging_record_written_off_loop);
   g_test_add_func ("/hostile/bus-lost-is-failure", test_bus_lost_is_failure);
   return g_test_run ();
 }
