@@ -173,6 +173,11 @@ new_records (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in, char *finge
     mv_config_set_desired (config, MV_DESIRED_RUNNING, config->created_at);
   status = mv_status_new ();
   status->forking = forking;
+  /* Born stopped and wanted stopped, with nothing on the host: what is
+   * asked is already so, and recorded so, not left for the next start of
+   * the daemon to write. */
+  if (!start && !forking)
+    status->observed_generation = config->desired_generation;
   *config_out = config;
   *status_out = status;
 }

@@ -31,6 +31,8 @@ test_create_announces_object (Fixture *f, gconstpointer data)
   g_assert_cmpuint (client_get_u32 (f->client, path, "VCPUs"), ==, 1);
   g_assert_cmpuint (client_get_u64 (f->client, path, "MemoryBytes"), ==, 256u << 20);
   g_assert_cmpuint (client_get_u64 (f->client, path, "DesiredGeneration"), ==, 1);
+  /* Born as it is wanted: observed, and recorded so from the start. */
+  g_assert_cmpuint (client_get_u64 (f->client, path, "ObservedGeneration"), ==, 1);
   g_assert_cmpint (client_get_i32 (f->client, path, "ExitCode"), ==, -1);
 
   /* The path is the encoded ID, never the name. */
@@ -63,6 +65,11 @@ test_create_announces_object (Fixture *f, gconstpointer data)
   g_autofree char *config = g_build_filename (mv_test_env_state_dir (f->env), "machines", id,
                                               "config.json", NULL);
   g_assert_true (g_file_test (config, G_FILE_TEST_IS_REGULAR));
+  g_autofree char *status_path = g_build_filename (mv_test_env_state_dir (f->env), "machines", id,
+                                                   "status.json", NULL);
+  g_autofree char *status = NULL;
+  g_assert_true (g_file_get_contents (status_path, &status, NULL, NULL));
+  g_assert_nonnull (strstr (status, "\"observed_generation\" : 1,"));
 
   /* A name that is taken. */
   g_autofree char *err = NULL, *msg = NULL;
