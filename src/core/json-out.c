@@ -391,6 +391,15 @@ mv_json_out_strv (MvJsonOut *out, char **strings)
   mv_json_out_end_array (out);
 }
 
+void
+mv_json_out_string_array (MvJsonOut *out, GPtrArray *strings, const char *value)
+{
+  mv_json_out_begin_array (out);
+  for (guint i = 0; i < strings->len; i++)
+    mv_json_out_string (out, value != NULL ? value : g_ptr_array_index (strings, i));
+  mv_json_out_end_array (out);
+}
+
 static int
 compare_strings (gconstpointer a, gconstpointer b)
 {

@@ -52,6 +52,9 @@ void mv_json_out_int_member     (MvJsonOut *out, const char *name, gint64 value)
 void mv_json_out_boolean_member (MvJsonOut *out, const char *name, gboolean value);
 /* An array of the strings of the NULL-terminated @strings (none when NULL). */
 void mv_json_out_strv           (MvJsonOut *out, char **strings);
+/* An array of the strings of @strings (char*); each is @value when it is
+ * not NULL (a redaction), else the array's own. */
+void mv_json_out_string_array   (MvJsonOut *out, GPtrArray *strings, const char *value);
 /* An object of the char* -> char* @map with its keys in byte order, so
  * that the text does not depend on hash order; each value is @value when
  * it is not NULL (a redaction), else the map's own. */

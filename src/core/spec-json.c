@@ -1018,6 +1018,15 @@ put_workload (MvJsonOut *out, const MvSpec *spec)
     }
 }
 
+/* A location as written, or without its query string when @strip. */
+static void
+put_location (MvJsonOut *out, const char *name, const char *location, gboolean strip)
+{
+  g_autofree char *stripped = strip ? strip_url_query (location) : NULL;
+
+  mv_json_out_optional_string (out, name, strip ? stripped : location);
+}
+
 /* Only what is set, as the workload is. A signed URL's query string is
  * left out of the fingerprint (a retry with a fresh signature is the same
  * create, seed 000) and out of a spec shown without its secrets (its
@@ -1025,9 +1034,7 @@ put_workload (MvJsonOut *out, const MvSpec *spec)
 static void
 put_image_and_disks (MvJsonOut *out, const MvSpec *spec, gboolean strip)
 {
-  g_autofree char *image = strip ? strip_url_query (spec->image) : NULL;
-
-  mv_json_out_optional_string (out, "image", strip ? image : spec->image);
+  put_location (out, "image", spec->image, strip);
   mv_json_out_optional_string (out, "image_digest", spec->image_digest);
   mv_json_out_optional_string (out, "kernel_name", spec->kernel_name);
   if (spec->disk_bytes > 0)
@@ -1062,15 +1069,6 @@ put_cpu_affinity (MvJsonOut *out, const MvSpec *spec)
       mv_json_out_end_object (out);
     }
   mv_json_out_end_array (out);
-}
-
-/* A location as written, or without its query string when @strip. */
-static void
-put_location (MvJsonOut *out, const char *name, const char *location, gboolean strip)
-{
-  g_autofree char *stripped = strip ? strip_url_query (location) : NULL;
-
-  mv_json_out_optional_string (out, name, strip ? stripped : location);
 }
 
 static void
@@ -1126,11 +1124,7 @@ put_spec (MvJsonOut *out, const MvSpec *spec, gboolean with_secrets, MvSpecCanon
       if (with_secrets || spec->ssh_keys->len > 0)
         {
           mv_json_out_name (out, "ssh_keys");
-          mv_json_out_begin_array (out);
-          for (guint i = 0; i < spec->ssh_keys->len; i++)
-            mv_json_out_string (out, with_secrets ? g_ptr_array_index (spec->ssh_keys, i)
-                                                  : MV_SPEC_REDACTED);
-          mv_json_out_end_array (out);
+          mv_json_out_string_array (out, spec->ssh_keys, with_secrets ? NULL : MV_SPEC_REDACTED);
         }
       if (spec->user_data)
         mv_json_out_string_member (out, "user_data",

@@ -19,10 +19,7 @@ put_document (MvJsonOut *out, const MvSpec *spec)
   mv_json_out_begin_object (out);
   mv_json_out_string_member (out, "hostname", hostname != NULL ? hostname : "");
   mv_json_out_name (out, "public-keys");
-  mv_json_out_begin_array (out);
-  for (guint i = 0; i < spec->ssh_keys->len; i++)
-    mv_json_out_string (out, g_ptr_array_index (spec->ssh_keys, i));
-  mv_json_out_end_array (out);
+  mv_json_out_string_array (out, spec->ssh_keys, NULL);
   mv_json_out_name (out, "attributes");
   mv_json_out_string_map (out, spec->metadata, NULL);
   mv_json_out_end_object (out);

@@ -423,6 +423,7 @@ mv_reconciler_recover (MvReconciler *rec, void (*done) (gpointer data), gpointer
       MvRecords *records = rec->host->records;
       RecoverCase what = recover_case (machine->config, status);
       gboolean interrupted = status->phase != NULL || status->operation_id != NULL;
+      gboolean ask_host = what != RECOVER_NOTHING && what != RECOVER_DESTROY;
       JsonNode *before = NULL;
       RecoverTask *task;
 
@@ -434,19 +435,18 @@ mv_reconciler_recover (MvReconciler *rec, void (*done) (gpointer data), gpointer
       /* With nothing to ask of the host, only the step found interrupted
        * changes the record; ten thousand records, and no VMM among them,
        * are checked without a write or a copy. */
-      if (what == RECOVER_NOTHING || what == RECOVER_DESTROY)
+      if (ask_host)
+        before = mv_status_to_node (status);
+      g_clear_pointer (&status->phase, g_free);
+      g_clear_pointer (&status->operation_id, g_free);
+      if (!ask_host)
         {
-          g_clear_pointer (&status->phase, g_free);
-          g_clear_pointer (&status->operation_id, g_free);
           if (status->state == MV_STATE_RESTARTING)
             mv_reconciler_schedule_restart (machine);
           if (interrupted)
             mv_machine_save_status (machine, NULL);
           continue;
         }
-      before = mv_status_to_node (status);
-      g_clear_pointer (&status->phase, g_free);
-      g_clear_pointer (&status->operation_id, g_free);
 
       task = g_new0 (RecoverTask, 1);
       task->rec = rec;

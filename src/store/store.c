@@ -644,9 +644,9 @@ typedef struct {
   GPtrArray *litter;          /* names, or NULL when there is none */
 } Listing;
 
-/* Lists the directory open as *@dir_fd, and closes it. */
+/* Lists @path, open as *@dir_fd, and closes it. */
 static gboolean
-list_machine_dir (int *dir_fd, Listing *listing, GError **error)
+list_machine_dir (int *dir_fd, const char *path, Listing *listing, GError **error)
 {
   struct dirent *entry;
   DIR *dir;
@@ -654,11 +654,7 @@ list_machine_dir (int *dir_fd, Listing *listing, GError **error)
 
   dir = fdopendir (*dir_fd);
   if (dir == NULL)
-    {
-      errsv = errno;
-      g_set_error_literal (error, G_IO_ERROR, g_io_error_from_errno (errsv), g_strerror (errsv));
-      return FALSE;
-    }
+    return mv_set_errno_error (error, errno, "Cannot list %s", path);
   *dir_fd = -1;
   while ((errno = 0, entry = readdir (dir)) != NULL)
     {
@@ -678,12 +674,7 @@ list_machine_dir (int *dir_fd, Listing *listing, GError **error)
     }
   errsv = errno;
   closedir (dir);
-  if (errsv != 0)
-    {
-      g_set_error_literal (error, G_IO_ERROR, g_io_error_from_errno (errsv), g_strerror (errsv));
-      return FALSE;
-    }
-  return TRUE;
+  return errsv == 0 || mv_set_errno_error (error, errsv, "Cannot list %s", path);
 }
 
 /* Reads and checks the machine directory @name of machines/ (@dir_fd);
@@ -743,7 +734,7 @@ read_record (int machines_fd, const char *dir, const char *name, Loaded *out)
       return;
     }
 
-  if (!list_machine_dir (&dir_fd, &listing, &error))
+  if (!list_machine_dir (&dir_fd, dir, &listing, &error))
     {
       out->bad_path = g_strdup (dir);
       out->reason = g_strdup (error->message);
