@@ -2,7 +2,6 @@
 #include <string.h>
 #include "errors.h"
 #include "json-strict.h"
-#include "json-util.h"
 
 typedef struct {
   const char *name;
@@ -161,18 +160,19 @@ MvEvent *
 mv_event_from_json (const char *line, gsize length, GError **error)
 {
   static const MvJsonLimits limits = { .max_bytes = LINE_MAX_BYTES, .max_depth = 1 };
-  g_autoptr (JsonNode) root = mv_json_parse (line, length, &limits, "event", error);
+  g_autoptr (MvJsonDoc) doc = mv_json_read (line, length, &limits, "event", error);
+  const MvJson *root = doc ? mv_json_doc_root (doc) : NULL;
   g_autoptr (MvEvent) event = g_new0 (MvEvent, 1);
-  JsonObject *object;
+  const MvJson *object;
   const char *kind = NULL;
   gint64 sequence = 0, time = 0, exit_code = 0;
-  JsonNode *node;
+  const MvJson *node;
 
   if (!root)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (root))
+  if (!mv_json_is_object (root))
     return mv_json_wrong_type (root, "event", "an object", error), NULL;
-  object = json_node_get_object (root);
+  object = root;
   if (!mv_json_reject_unknown_members (object, NULL, known_members, error))
     return NULL;
   if (!(node = mv_json_required_member (object, "sequence", error)) ||

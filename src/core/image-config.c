@@ -1,5 +1,6 @@
 #include "image-config.h"
 #include "core/errors.h"
+#include "core/json-strict.h"
 
 #include <json-glib/json-glib.h>
 #include <string.h>
@@ -31,74 +32,66 @@ bad (GError **error, const char *field, const char *why)
 
 /* A string member, or NULL when absent or null. */
 static gboolean
-get_string (JsonObject *obj, const char *name, const char *field, char **out, GError **error)
+get_string (const MvJson *obj, const char *name, const char *field, char **out, GError **error)
 {
-  JsonNode *node = json_object_get_member (obj, name);
+  const MvJson *node = mv_json_member (obj, name);
 
-  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+  if (node == NULL)
     return TRUE;
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
+  if (node->kind != MV_JSON_STRING)
     return bad (error, field, "is not a string");
-  *out = g_strdup (json_node_get_string (node));
+  *out = g_strdup (node->string);
   return TRUE;
 }
 
 static gboolean
-get_strv (JsonObject *obj, const char *name, const char *field, char ***out, GError **error)
+get_strv (const MvJson *obj, const char *name, const char *field, char ***out, GError **error)
 {
-  JsonNode *node = json_object_get_member (obj, name);
+  const MvJson *node = mv_json_member (obj, name);
   g_autoptr (GStrvBuilder) builder = NULL;
-  JsonArray *array;
-  guint n;
 
-  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+  if (node == NULL)
     return TRUE;
-  if (!JSON_NODE_HOLDS_ARRAY (node))
+  if (!mv_json_is_array (node))
     return bad (error, field, "is not an array of strings");
-  array = json_node_get_array (node);
-  n = json_array_get_length (array);
-  if (n > MV_IMAGE_CONFIG_LIST_MAX)
+  if (node->count > MV_IMAGE_CONFIG_LIST_MAX)
     return bad (error, field, "has more than " G_STRINGIFY (MV_IMAGE_CONFIG_LIST_MAX) " entries");
   builder = g_strv_builder_new ();
-  for (guint i = 0; i < n; i++)
+  mv_json_each (element, node)
     {
-      JsonNode *elem = json_array_get_element (array, i);
-
-      if (!JSON_NODE_HOLDS_VALUE (elem) || json_node_get_value_type (elem) != G_TYPE_STRING)
+      if (element->kind != MV_JSON_STRING)
         return bad (error, field, "holds something other than a string");
-      g_strv_builder_add (builder, json_node_get_string (elem));
+      g_strv_builder_add (builder, element->string);
     }
   *out = g_strv_builder_end (builder);
   return TRUE;
 }
 
 static gboolean
-get_int (JsonObject *obj, const char *name, const char *field, gint64 *out, GError **error)
+get_int (const MvJson *obj, const char *name, const char *field, gint64 *out, GError **error)
 {
-  JsonNode *node = json_object_get_member (obj, name);
+  const MvJson *node = mv_json_member (obj, name);
 
-  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+  if (node == NULL)
     return TRUE;
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
+  if (node->kind != MV_JSON_INTEGER)
     return bad (error, field, "is not an integer");
-  *out = json_node_get_int (node);
+  *out = node->integer;
   if (*out < 0)
     return bad (error, field, "is negative");
   return TRUE;
 }
 
 static gboolean
-parse_healthcheck (JsonObject *obj, MvImageConfig *config, GError **error)
+parse_healthcheck (const MvJson *obj, MvImageConfig *config, GError **error)
 {
-  JsonNode *node = json_object_get_member (obj, "Healthcheck");
+  const MvJson *h = mv_json_member (obj, "Healthcheck");
   g_autofree MvImageHealthcheck *hc = NULL;
-  JsonObject *h;
 
-  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+  if (h == NULL)
     return TRUE;
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (h))
     return bad (error, "config.Healthcheck", "is not an object");
-  h = json_node_get_object (node);
   hc = g_new0 (MvImageHealthcheck, 1);
   if (!get_strv (h, "Test", "config.Healthcheck.Test", &hc->test, error))
     return FALSE;
@@ -115,36 +108,23 @@ parse_healthcheck (JsonObject *obj, MvImageConfig *config, GError **error)
 }
 
 MvImageConfig *
-mv_image_config_parse (const char *json, gssize length, GError **error)
+mv_image_config_from_node (const MvJson *root, GError **error)
 {
-  g_autoptr (JsonParser) parser = json_parser_new ();
   g_autoptr (MvImageConfig) config = g_new0 (MvImageConfig, 1);
-  g_autoptr (GError) local = NULL;
-  JsonNode *root, *inner;
-  JsonObject *obj;
+  const MvJson *obj;
 
-  if (length < 0)
-    length = strlen (json);
-  if ((gsize) length > MV_IMAGE_CONFIG_MAX)
-    return bad (error, "JSON", "is larger than " G_STRINGIFY (MV_IMAGE_CONFIG_MAX) " bytes"), NULL;
-  if (!json_parser_load_from_data (parser, json, length, &local))
-    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "image config: %s", local->message), NULL;
-  root = json_parser_get_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+  if (!mv_json_is_object (root))
     return bad (error, "JSON", "is not an object"), NULL;
-  obj = json_node_get_object (root);
-
-  if (!get_string (obj, "architecture", "architecture", &config->architecture, error) ||
-      !get_string (obj, "os", "os", &config->os, error) ||
-      !get_string (obj, "created", "created", &config->created, error))
+  if (!get_string (root, "architecture", "architecture", &config->architecture, error) ||
+      !get_string (root, "os", "os", &config->os, error) ||
+      !get_string (root, "created", "created", &config->created, error))
     return NULL;
 
-  inner = json_object_get_member (obj, "config");
-  if (inner == NULL || JSON_NODE_HOLDS_NULL (inner))
+  obj = mv_json_member (root, "config");
+  if (obj == NULL)
     return g_steal_pointer (&config);
-  if (!JSON_NODE_HOLDS_OBJECT (inner))
+  if (!mv_json_is_object (obj))
     return bad (error, "config", "is not an object"), NULL;
-  obj = json_node_get_object (inner);
   if (!get_strv (obj, "Entrypoint", "config.Entrypoint", &config->entrypoint, error) ||
       !get_strv (obj, "Cmd", "config.Cmd", &config->cmd, error) ||
       !get_strv (obj, "Env", "config.Env", &config->env, error) ||
@@ -156,6 +136,18 @@ mv_image_config_parse (const char *json, gssize length, GError **error)
     if (strchr (*e, '=') == NULL || **e == '=')
       return bad (error, "config.Env", "holds an entry that is not NAME=value"), NULL;
   return g_steal_pointer (&config);
+}
+
+MvImageConfig *
+mv_image_config_parse (const char *json, gssize length, GError **error)
+{
+  static const MvJsonLimits limits = {
+    .max_bytes = MV_IMAGE_CONFIG_MAX,
+    .max_depth = MV_IMAGE_CONFIG_MAX_DEPTH,
+  };
+  g_autoptr (MvJsonDoc) doc = mv_json_read (json, length, &limits, "image config", error);
+
+  return doc != NULL ? mv_image_config_from_node (mv_json_doc_root (doc), error) : NULL;
 }
 
 static void
@@ -209,20 +201,14 @@ mv_image_config_to_node (const MvImageConfig *config)
 }
 
 MvImageConfig *
-mv_image_config_from_node (JsonNode *node, GError **error)
-{
-  g_autofree char *json = json_to_string (node, FALSE);
-
-  return mv_image_config_parse (json, -1, error);
-}
-
-MvImageConfig *
 mv_image_config_copy (const MvImageConfig *config)
 {
   g_autoptr (JsonNode) node = NULL;
+  g_autoptr (MvJsonDoc) doc = NULL;
 
   if (config == NULL)
     return NULL;
   node = mv_image_config_to_node (config);
-  return mv_image_config_from_node (node, NULL);
+  doc = mv_json_doc_from_node (node);
+  return mv_image_config_from_node (mv_json_doc_root (doc), NULL);
 }

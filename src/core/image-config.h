@@ -3,8 +3,10 @@
 #pragma once
 #include <glib.h>
 #include <json-glib/json-glib.h>
+#include "core/json-tree.h"
 
 #define MV_IMAGE_CONFIG_MAX      (1024 * 1024)  /* bytes of config JSON read */
+#define MV_IMAGE_CONFIG_MAX_DEPTH 32           /* its nesting; OCI's is a few levels */
 #define MV_IMAGE_CONFIG_LIST_MAX 4096           /* entries in Entrypoint, Cmd, Env, Test */
 
 typedef struct {
@@ -36,6 +38,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvImageConfig, mv_image_config_free)
 /* The document mv_image_config_parse() reads back as @config: what a
  * machine's record keeps of the image it is pinned to. */
 JsonNode      *mv_image_config_to_node (const MvImageConfig *config);
-MvImageConfig *mv_image_config_from_node (JsonNode *node, GError **error);
+MvImageConfig *mv_image_config_from_node (const MvJson *node, GError **error);
 /* NULL for NULL. */
 MvImageConfig *mv_image_config_copy (const MvImageConfig *config);

@@ -3,7 +3,6 @@
 #include "errors.h"
 #include "json-strict.h"
 #include "json-out.h"
-#include "json-util.h"
 #include "machine.h"
 
 #include <string.h>
@@ -214,38 +213,35 @@ mv_ipam_from_json (const MvNetworkSpec *network, const char *data, gsize len, GE
   /* An address is at most 15 bytes, an ID 32: room for a /8's worth
    * would be 800 MiB, so the limit is what a host can run. */
   static const MvJsonLimits limits = { .max_bytes = 64 << 20, .max_depth = 2 };
-  g_autoptr (JsonNode) root = mv_json_parse (data, (gssize) len, &limits, "allocations.json", error);
+  g_autoptr (MvJsonDoc) doc = mv_json_read (data, (gssize) len, &limits, "allocations.json",
+                                            error);
+  const MvJson *root = doc ? mv_json_doc_root (doc) : NULL;
   g_autoptr (MvIpam) ipam = NULL;
-  JsonObject *object, *allocations;
-  JsonObjectIter iter;
-  JsonNode *node;
-  const char *id;
+  const MvJson *node;
   gint64 format = 0;
 
   if (root == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (root))
+  if (!mv_json_is_object (root))
     return mv_json_wrong_type (root, "allocations.json", "an object", error), NULL;
-  object = json_node_get_object (root);
-  if (!mv_json_reject_unknown_members (object, NULL, known, error))
+  if (!mv_json_reject_unknown_members (root, NULL, known, error))
     return NULL;
-  if (!(node = mv_json_required_member (object, "format", error)) ||
+  if (!(node = mv_json_required_member (root, "format", error)) ||
       !mv_json_read_int (node, "format", 0, G_MAXINT32, &format, error))
     return NULL;
   if (format != MV_ALLOCATIONS_RECORD_FORMAT)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "format: %" G_GINT64_FORMAT
                          " is not the format %d this microvmd reads", format,
                          MV_ALLOCATIONS_RECORD_FORMAT), NULL;
-  if (!(node = mv_json_required_member (object, "allocations", error)))
+  if (!(node = mv_json_required_member (root, "allocations", error)))
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, "allocations", "an object", error), NULL;
-  allocations = json_node_get_object (node);
 
   ipam = mv_ipam_new (network);
-  json_object_iter_init (&iter, allocations);
-  while (json_object_iter_next (&iter, &id, &node))
+  mv_json_each (member, node)
     {
+      const char *id = member->name;
       g_autofree char *field = g_strdup_printf ("allocations.%s", id);
       const char *text = NULL;
       const char *holder;
@@ -253,7 +249,7 @@ mv_ipam_from_json (const MvNetworkSpec *network, const char *data, gsize len, GE
 
       if (!mv_id_validate (id, error))
         return NULL;
-      if (!mv_json_read_string (node, field, &text, error) ||
+      if (!mv_json_read_string (member, field, &text, error) ||
           !parse_host_address (ipam, field, text, &address, error))
         return NULL;
       holder = g_hash_table_lookup (ipam->by_address, GUINT_TO_POINTER (address));

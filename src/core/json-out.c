@@ -63,9 +63,18 @@ put_char (MvJsonOut *out, char c)
     g_string_append_c (out->text, c);
 }
 
-/* As json-glib 1.6 escapes: the two-letter escapes, \u00XX for the other
- * control characters it escapes (1 to 0x1e) and for DEL, every other byte
- * as it is. */
+/* How json-glib 1.6 escapes each byte: 0 for as it is, the letter of a
+ * two-letter escape, or 'u' for \u00XX (the other control characters
+ * from 1 to 0x1e, and DEL). */
+static const char escapes[256] = {
+  [0x01] = 'u', [0x02] = 'u', [0x03] = 'u', [0x04] = 'u', [0x05] = 'u', [0x06] = 'u',
+  [0x07] = 'u', ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', [0x0b] = 'u', ['\f'] = 'f',
+  ['\r'] = 'r', [0x0e] = 'u', [0x0f] = 'u', [0x10] = 'u', [0x11] = 'u', [0x12] = 'u',
+  [0x13] = 'u', [0x14] = 'u', [0x15] = 'u', [0x16] = 'u', [0x17] = 'u', [0x18] = 'u',
+  [0x19] = 'u', [0x1a] = 'u', [0x1b] = 'u', [0x1c] = 'u', [0x1d] = 'u', [0x1e] = 'u',
+  ['"'] = '"', ['\\'] = '\\', [0x7f] = 'u',
+};
+
 static void
 put_quoted (MvJsonOut *out, const char *s)
 {
@@ -74,22 +83,12 @@ put_quoted (MvJsonOut *out, const char *s)
   put_char (out, '"');
   for (const guchar *p = (const guchar *) s; *p != '\0'; p++)
     {
-      char two = 0;
+      char two = escapes[*p];
 
-      switch (*p)
-        {
-        case '"': two = '"'; break;
-        case '\\': two = '\\'; break;
-        case '\b': two = 'b'; break;
-        case '\f': two = 'f'; break;
-        case '\n': two = 'n'; break;
-        case '\r': two = 'r'; break;
-        case '\t': two = 't'; break;
-        default:
-          if ((*p >= 0x01 && *p <= 0x1e) || *p == 0x7f)
-            break;
-          continue;
-        }
+      if (two == 0)
+        continue;
+      if (two == 'u')
+        two = 0;
       put (out, run, (gsize) ((const char *) p - run));
       run = (const char *) p + 1;
       if (two != 0)
@@ -212,9 +211,19 @@ static void
 put_int (MvJsonOut *out, gint64 value)
 {
   char digits[24];
-  int len = g_snprintf (digits, sizeof digits, "%" G_GINT64_FORMAT, value);
+  char *end = digits + sizeof digits;
+  char *first = end;
+  guint64 magnitude = value < 0 ? -(guint64) value : (guint64) value;
 
-  put (out, digits, (gsize) len);
+  do
+    {
+      *--first = (char) ('0' + magnitude % 10);
+      magnitude /= 10;
+    }
+  while (magnitude > 0);
+  if (value < 0)
+    *--first = '-';
+  put (out, first, (gsize) (end - first));
 }
 
 static void

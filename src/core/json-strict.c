@@ -1,7 +1,9 @@
 /* A strict JSON reader: one iterative pass over the text that holds it to
- * RFC 8259 and to limits, and builds json-glib's tree as it goes (the
- * same tree json-glib's own parser makes of the same text). Pure. */
+ * RFC 8259 and to limits, and builds as it goes either json-glib's tree
+ * (the same tree json-glib's own parser makes of the same text) or the
+ * daemon's own read-only document (json-tree.h). Pure. */
 #include "json-strict.h"
+#include "json-tree.h"
 #include "errors.h"
 #include "text.h"
 
@@ -13,13 +15,34 @@
  * keeps its innermost part within MV_EXCERPT_MAX_BYTES. */
 #define KEY_EXCERPT_BYTES 24
 
+/* An object with more members than this finds a repeated key through a
+ * hash table of its keys rather than by walking them. */
+#define KEYS_WALKED 32
+
+typedef enum {
+  OUTPUT_NONE,     /* only checked */
+  OUTPUT_NODES,    /* json-glib's tree */
+  OUTPUT_TREE,     /* an MvJsonDoc */
+} Output;
+
+/* A value just read, as the output takes it. */
+typedef struct {
+  JsonNode *node;
+  MvJson   *value;
+} Made;
+
 typedef struct {
   gboolean    object;
   guint       index;       /* arrays: the element being read */
-  GHashTable *keys;        /* objects, when only checking: the keys seen, decoded */
-  JsonNode   *node;        /* when building: the object or array (its parent's) */
-  GString    *key_text;    /* objects, when building: the key being read */
-  const char *key;         /* objects: the key being read, in @keys or @key_text; NULL between */
+  GHashTable *keys;        /* objects, when only checking: the keys seen, decoded; for a
+                            * tree, past KEYS_WALKED members: theirs */
+  JsonNode   *node;        /* OUTPUT_NODES: the object or array (its parent's) */
+  MvJson     *value;       /* OUTPUT_TREE: the object or array */
+  MvJson     *last;        /* ...and its last value so far */
+  GString    *key_text;    /* objects, OUTPUT_NODES: the key being read */
+  const char *key;         /* objects: the key being read, in @keys, @key_text or the
+                            * document; NULL between */
+  guint       key_length;  /* ...in bytes, OUTPUT_TREE */
 } Level;
 
 typedef struct {
@@ -30,10 +53,14 @@ typedef struct {
   const char         *what;
   Level              *levels;
   guint               depth;
+  guint               levels_used; /* how many of @levels were ever reached */
   GString            *key;         /* the key being decoded */
-  gboolean            build;       /* the tree is built, not only checked */
+  Output              output;
   GString            *string;      /* when building: the string value being decoded */
-  JsonNode           *root;        /* when building: the value, once read */
+  JsonNode           *root;        /* OUTPUT_NODES: the value, once read */
+  MvJsonDoc          *doc;         /* OUTPUT_TREE: where the values go */
+  MvJson             *tree_root;   /* ...and the value, once read */
+  gboolean            escaped;     /* an escape was read since this was last cleared */
 } Scanner;
 
 typedef enum {
@@ -280,6 +307,7 @@ read_escape (Scanner *s, GString *decoded, GError **error)
         return not_json (s, escape_at, error, "\\%c is not a JSON escape", c);
       return not_json (s, escape_at, error, "a backslash before byte 0x%02x is not a JSON escape", c);
     }
+  s->escaped = TRUE;
   if (decoded != NULL)
     g_string_append_unichar (decoded, value);
   return TRUE;
@@ -322,6 +350,12 @@ utf8_sequence (const guchar *p, gsize left)
   return n;
 }
 
+/* The bytes a string holds as they are: ASCII but the control
+ * characters, the quote and the backslash. */
+static const gboolean plain_in_string[256] = {
+  [0x20 ... 0x21] = TRUE, [0x23 ... 0x5b] = TRUE, [0x5d ... 0x7f] = TRUE,
+};
+
 /* The string at the scanner (on its opening quote); decoded into
  * @decoded when that is not NULL. */
 static gboolean
@@ -334,9 +368,13 @@ read_string (Scanner *s, GString *decoded, GError **error)
   run = s->pos;
   for (;;)
     {
-      const guchar *p = (const guchar *) s->text + s->pos;
+      const guchar *p;
       guint n;
 
+      /* Most bytes are plain ASCII and need no closer look. */
+      while (s->pos < s->length && plain_in_string[(guchar) s->text[s->pos]])
+        s->pos++;
+      p = (const guchar *) s->text + s->pos;
       if (at_end (s))
         return not_json (s, start, error, "a string is not closed");
       if (*p == '"' || *p == '\\')
@@ -362,6 +400,33 @@ read_string (Scanner *s, GString *decoded, GError **error)
     }
 }
 
+/* The string at the scanner, read for a document: *@text points to its
+ * bytes in the text itself when it holds no escape (most do), else to
+ * them decoded in @s->string; not ended. */
+static gboolean
+read_text (Scanner *s, const char **text, gsize *length, GError **error)
+{
+  gsize start = s->pos;
+
+  s->escaped = FALSE;
+  if (!read_string (s, NULL, error))
+    return FALSE;
+  if (!s->escaped)
+    {
+      *text = s->text + start + 1;
+      *length = s->pos - start - 2;
+      return TRUE;
+    }
+  /* Read again, decoding: it was found whole the first time. */
+  s->pos = start;
+  g_string_truncate (s->string, 0);
+  if (!read_string (s, s->string, error))
+    g_return_val_if_reached (FALSE);
+  *text = s->string->str;
+  *length = s->string->len;
+  return TRUE;
+}
+
 static gboolean
 read_digits (Scanner *s, const char *after, gsize at, GError **error)
 {
@@ -375,7 +440,7 @@ read_digits (Scanner *s, const char *after, gsize at, GError **error)
 /* json-glib saturates integers past 64 bits and turns 1e400 into an
  * infinity it cannot write back; such numbers are refused here. */
 static gboolean
-read_number (Scanner *s, JsonNode **node, GError **error)
+read_number (Scanner *s, Made *made, GError **error)
 {
   gsize start = s->pos;
   gboolean integral = TRUE;
@@ -437,14 +502,22 @@ read_number (Scanner *s, JsonNode **node, GError **error)
   if (too_large)
     return refused (s, start, error, "the number at byte %" G_GSIZE_FORMAT " is too large to hold"
                     " (integers fit in 64 bits, other numbers in a double)", start);
-  if (s->build)
-    *node = integral ? json_node_init_int (json_node_alloc (), integer)
-                     : json_node_init_double (json_node_alloc (), real);
+  if (s->output == OUTPUT_NODES)
+    made->node = integral ? json_node_init_int (json_node_alloc (), integer)
+                          : json_node_init_double (json_node_alloc (), real);
+  else if (s->output == OUTPUT_TREE)
+    {
+      made->value = mv_json_doc_add_value (s->doc, integral ? MV_JSON_INTEGER : MV_JSON_REAL);
+      if (integral)
+        made->value->integer = integer;
+      else
+        made->value->real = real;
+    }
   return TRUE;
 }
 
 static gboolean
-read_literal (Scanner *s, JsonNode **node, GError **error)
+read_literal (Scanner *s, Made *made, GError **error)
 {
   static const char *const literals[] = { "true", "false", "null" };
   gsize n = word_length (s);
@@ -453,9 +526,14 @@ read_literal (Scanner *s, JsonNode **node, GError **error)
     if (n == strlen (literals[i]) && memcmp (s->text + s->pos, literals[i], n) == 0)
       {
         s->pos += n;
-        if (s->build)
-          *node = i == 2 ? json_node_init_null (json_node_alloc ())
-                         : json_node_init_boolean (json_node_alloc (), i == 0);
+        if (s->output == OUTPUT_NODES)
+          made->node = i == 2 ? json_node_init_null (json_node_alloc ())
+                              : json_node_init_boolean (json_node_alloc (), i == 0);
+        else if (s->output == OUTPUT_TREE)
+          {
+            made->value = mv_json_doc_add_value (s->doc, i == 2 ? MV_JSON_NULL : MV_JSON_BOOLEAN);
+            made->value->boolean = i == 0;
+          }
         return TRUE;
       }
   if ((n == 3 && memcmp (s->text + s->pos, "NaN", 3) == 0) ||
@@ -466,7 +544,7 @@ read_literal (Scanner *s, JsonNode **node, GError **error)
 }
 
 static gboolean
-push (Scanner *s, gboolean object, JsonNode *container, GError **error)
+push (Scanner *s, gboolean object, Made container, GError **error)
 {
   Level *level;
 
@@ -478,12 +556,20 @@ push (Scanner *s, gboolean object, JsonNode *container, GError **error)
       return FALSE;
     }
   level = &s->levels[s->depth++];
+  /* A level is cleared the first time it is reached; after that it
+   * keeps its key buffer for the next container at its depth. */
+  if (s->depth > s->levels_used)
+    {
+      memset (level, 0, sizeof *level);
+      s->levels_used = s->depth;
+    }
   level->object = object;
   level->index = 0;
   level->key = NULL;
-  if (s->build)
-    level->node = container;
-  else if (object)
+  level->node = container.node;
+  level->value = container.value;
+  level->last = NULL;
+  if (s->output == OUTPUT_NONE && object)
     level->keys = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   s->pos++;
   return TRUE;
@@ -496,34 +582,60 @@ pop (Scanner *s)
 
   g_clear_pointer (&level->keys, g_hash_table_unref);
   level->node = NULL;
+  level->value = NULL;
+  level->last = NULL;
   level->key = NULL;
   s->pos++;
 }
 
-/* Puts @node (taken) where the scanner is: the root, the next element of
+/* Links @value in after the last value of @level. */
+static void
+attach_value (Level *level, MvJson *value)
+{
+  MvJson *container = level->value;
+
+  value->index = container->count++;
+  if (level->object)
+    {
+      value->name = level->key;
+      value->name_length = level->key_length;
+      if (level->keys != NULL)
+        g_hash_table_add (level->keys, (char *) value->name);
+    }
+  if (level->last == NULL)
+    container->first = value;
+  else
+    level->last->next = value;
+  level->last = value;
+}
+
+/* Puts @made (taken) where the scanner is: the root, the next element of
  * an array or the value of the key just read. */
 static void
-attach (Scanner *s, JsonNode *node)
+attach (Scanner *s, Made made)
 {
   Level *level;
 
   if (s->depth == 0)
     {
-      s->root = node;
+      s->root = made.node;
+      s->tree_root = made.value;
       return;
     }
   level = &s->levels[s->depth - 1];
-  if (level->object)
-    json_object_set_member (json_node_get_object (level->node), level->key, node);
+  if (made.value != NULL)
+    attach_value (level, made.value);
+  else if (level->object)
+    json_object_set_member (json_node_get_object (level->node), level->key, made.node);
   else
-    json_array_add_element (json_node_get_array (level->node), node);
+    json_array_add_element (json_node_get_array (level->node), made.node);
 }
 
 static gboolean
 read_value (Scanner *s, State *state, GError **error)
 {
   guchar c = peek (s);
-  JsonNode *node = NULL;
+  Made made = { 0 };
 
   *state = AFTER_VALUE;
   switch (c)
@@ -531,32 +643,48 @@ read_value (Scanner *s, State *state, GError **error)
     case '{':
     case '[':
       *state = c == '{' ? EXPECT_KEY_OR_END : EXPECT_VALUE_OR_END;
-      if (s->build)
+      if (s->depth >= s->limits->max_depth)
+        ;  /* push() refuses it */
+      else if (s->output == OUTPUT_NODES)
         {
           /* In its place first: it is filled in from the level it opens. */
-          node = json_node_alloc ();
+          made.node = json_node_alloc ();
           if (c == '{')
-            json_node_take_object (json_node_init (node, JSON_NODE_OBJECT), json_object_new ());
+            json_node_take_object (json_node_init (made.node, JSON_NODE_OBJECT),
+                                   json_object_new ());
           else
-            json_node_take_array (json_node_init (node, JSON_NODE_ARRAY), json_array_new ());
-          if (s->depth >= s->limits->max_depth)
-            g_clear_pointer (&node, json_node_unref);
-          else
-            attach (s, node);
+            json_node_take_array (json_node_init (made.node, JSON_NODE_ARRAY), json_array_new ());
+          attach (s, made);
         }
-      return push (s, c == '{', node, error);
+      else if (s->output == OUTPUT_TREE)
+        {
+          made.value = mv_json_doc_add_value (s->doc, c == '{' ? MV_JSON_OBJECT : MV_JSON_ARRAY);
+          attach (s, made);
+        }
+      return push (s, c == '{', made, error);
     case '"':
-      if (!s->build)
+      if (s->output == OUTPUT_NONE)
         return read_string (s, NULL, error);
+      if (s->output == OUTPUT_TREE)
+        {
+          const char *text;
+          gsize length;
+
+          if (!read_text (s, &text, &length, error))
+            return FALSE;
+          made.value = mv_json_doc_add_value (s->doc, MV_JSON_STRING);
+          made.value->string = mv_json_doc_add_text (s->doc, text, length);
+          break;
+        }
       g_string_truncate (s->string, 0);
       if (!read_string (s, s->string, error))
         return FALSE;
-      node = json_node_init_string (json_node_alloc (), s->string->str);
+      made.node = json_node_init_string (json_node_alloc (), s->string->str);
       break;
     case '-':
     case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
-      if (!read_number (s, &node, error))
+      if (!read_number (s, &made, error))
         return FALSE;
       break;
     case '+':
@@ -570,19 +698,19 @@ read_value (Scanner *s, State *state, GError **error)
     default:
       if (!g_ascii_isalpha (c))
         return unexpected (s, "a value", error);
-      if (!read_literal (s, &node, error))
+      if (!read_literal (s, &made, error))
         return FALSE;
       break;
     }
-  if (node != NULL)
-    attach (s, node);
+  if (made.node != NULL || made.value != NULL)
+    attach (s, made);
   return TRUE;
 }
 
 static gboolean
-duplicate_key (Scanner *s, gsize start, GString *key, GError **error)
+duplicate_key (Scanner *s, gsize start, const char *key, gsize length, GError **error)
 {
-  g_autofree char *excerpt = mv_text_excerpt (key->str, key->len, KEY_EXCERPT_BYTES);
+  g_autofree char *excerpt = mv_text_excerpt (key, length, KEY_EXCERPT_BYTES);
 
   return refused (s, start, error, "the key \"%s\" appears twice", excerpt);
 }
@@ -603,7 +731,37 @@ read_key (Scanner *s, GError **error)
         return not_json (s, s->pos, error, "object keys are strings in double quotes");
       return unexpected (s, "a key in double quotes", error);
     }
-  if (s->build)
+  if (s->output == OUTPUT_TREE)
+    {
+      const char *text;
+      const char *key;
+      gsize length;
+
+      if (!read_text (s, &text, &length, error))
+        return FALSE;
+      key = mv_json_doc_add_text (s->doc, text, length);
+      if (level->keys != NULL)
+        {
+          if (g_hash_table_contains (level->keys, key))
+            return duplicate_key (s, start, key, length, error);
+        }
+      else
+        mv_json_each (member, level->value)
+          if (member->name_length == length && memcmp (member->name, key, length) == 0)
+            return duplicate_key (s, start, key, length, error);
+      /* The document keeps the key as its member's name; the level
+       * points to it while what it names is read, for messages. */
+      level->key = key;
+      level->key_length = length;
+      if (level->keys == NULL && level->value->count >= KEYS_WALKED)
+        {
+          level->keys = g_hash_table_new (g_str_hash, g_str_equal);
+          mv_json_each (member, level->value)
+            g_hash_table_add (level->keys, (char *) member->name);
+        }
+      return TRUE;
+    }
+  if (s->output == OUTPUT_NODES)
     {
       /* The level keeps its key while what it names is read, for the
        * path in messages. */
@@ -613,7 +771,7 @@ read_key (Scanner *s, GError **error)
       if (!read_string (s, level->key_text, error))
         return FALSE;
       if (json_object_has_member (json_node_get_object (level->node), level->key_text->str))
-        return duplicate_key (s, start, level->key_text, error);
+        return duplicate_key (s, start, level->key_text->str, level->key_text->len, error);
       level->key = level->key_text->str;
       return TRUE;
     }
@@ -621,7 +779,7 @@ read_key (Scanner *s, GError **error)
   if (!read_string (s, s->key, error))
     return FALSE;
   if (g_hash_table_contains (level->keys, s->key->str))
-    return duplicate_key (s, start, s->key, error);
+    return duplicate_key (s, start, s->key->str, s->key->len, error);
   level->key = g_strdup (s->key->str);
   g_hash_table_add (level->keys, (char *) level->key);
   return TRUE;
@@ -724,51 +882,47 @@ scan (Scanner *s, GError **error)
     }
 }
 
-/* Scans @text; builds the tree into *@root when @root is not NULL. */
+/* Scans @text; builds what @s->output asks for into @s. */
 static gboolean
-read_document (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
-               JsonNode **root, GError **error)
+read_document (Scanner *s, const char *text, gssize length, const MvJsonLimits *limits,
+               const char *what, GError **error)
 {
   g_autofree Level *levels = NULL;
   Level stack_levels[64];
   g_autoptr(GString) key = NULL;
   g_autoptr(GString) string = NULL;
   guint max_depth = MAX (limits->max_depth, 1);
-  Scanner s = { 0 };
   gboolean ok;
 
-  s.length = length < 0 ? strlen (text) : (gsize) length;
-  if (s.length > limits->max_bytes)
+  s->length = length < 0 ? strlen (text) : (gsize) length;
+  if (s->length > limits->max_bytes)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                    "%s: %" G_GSIZE_FORMAT " bytes is more than the limit of %" G_GSIZE_FORMAT,
-                   what, s.length, limits->max_bytes);
+                   what, s->length, limits->max_bytes);
       return FALSE;
     }
-  s.text = text != NULL ? text : "";
-  s.limits = limits;
-  s.what = what;
+  s->text = text != NULL ? text : "";
+  s->limits = limits;
+  s->what = what;
   /* Records and specs nest a few dozen deep at most: their levels fit on
    * the stack, and ten thousand records at a start need no allocation. */
   if (max_depth <= G_N_ELEMENTS (stack_levels))
-    s.levels = memset (stack_levels, 0, sizeof (Level) * max_depth);
+    s->levels = stack_levels;
   else
-    s.levels = levels = g_new0 (Level, max_depth);
-  s.key = key = g_string_new (NULL);
-  s.build = root != NULL;
-  if (s.build)
-    s.string = string = g_string_new (NULL);
+    s->levels = levels = g_new (Level, max_depth);
+  s->key = key = g_string_new (NULL);
+  if (s->output != OUTPUT_NONE)
+    s->string = string = g_string_new (NULL);
 
-  ok = scan (&s, error);
+  ok = scan (s, error);
   /* A failure leaves levels open. */
-  while (s.depth > 0)
-    g_clear_pointer (&s.levels[--s.depth].keys, g_hash_table_unref);
-  for (guint i = 0; i < max_depth; i++)
-    if (s.levels[i].key_text)
-      g_string_free (s.levels[i].key_text, TRUE);
-  if (s.build && ok)
-    *root = g_steal_pointer (&s.root);
-  g_clear_pointer (&s.root, json_node_unref);
+  while (s->depth > 0)
+    g_clear_pointer (&s->levels[--s->depth].keys, g_hash_table_unref);
+  for (guint i = 0; i < s->levels_used; i++)
+    if (s->levels[i].key_text)
+      g_string_free (s->levels[i].key_text, TRUE);
+  s->levels = NULL;
   return ok;
 }
 
@@ -776,22 +930,47 @@ gboolean
 mv_json_check (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
                GError **error)
 {
+  Scanner s = { .output = OUTPUT_NONE };
+
   g_return_val_if_fail (text != NULL || length == 0, FALSE);
   g_return_val_if_fail (limits != NULL && what != NULL, FALSE);
 
-  return read_document (text, length, limits, what, NULL, error);
+  return read_document (&s, text, length, limits, what, error);
 }
 
 JsonNode *
 mv_json_parse (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
                GError **error)
 {
-  JsonNode *root = NULL;
+  Scanner s = { .output = OUTPUT_NODES };
+  gboolean ok;
 
   g_return_val_if_fail (text != NULL || length == 0, NULL);
   g_return_val_if_fail (limits != NULL && what != NULL, NULL);
 
-  if (!read_document (text, length, limits, what, &root, error))
+  ok = read_document (&s, text, length, limits, what, error);
+  if (!ok)
+    g_clear_pointer (&s.root, json_node_unref);
+  return s.root;
+}
+
+MvJsonDoc *
+mv_json_read (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
+              GError **error)
+{
+  g_autoptr(MvJsonDoc) doc = NULL;
+  Scanner s = { .output = OUTPUT_TREE };
+  gsize size;
+
+  g_return_val_if_fail (text != NULL || length == 0, NULL);
+  g_return_val_if_fail (limits != NULL && what != NULL, NULL);
+
+  /* A document's values take about twice its text: most of it in one
+   * block. A text past the limit is refused before any of it is made. */
+  size = length < 0 ? strlen (text) : (gsize) length;
+  s.doc = doc = mv_json_doc_new (size <= limits->max_bytes ? size * 2 + 256 : 0);
+  if (!read_document (&s, text, length, limits, what, error))
     return NULL;
-  return root;
+  mv_json_doc_set_root (doc, s.tree_root);
+  return g_steal_pointer (&doc);
 }

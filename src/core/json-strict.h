@@ -5,6 +5,7 @@
  * Pure. */
 #pragma once
 #include <json-glib/json-glib.h>
+#include "json-tree.h"
 
 typedef struct {
   gsize max_bytes;   /* the whole text */
@@ -27,4 +28,9 @@ gboolean  mv_json_check (const char *text, gssize length, const MvJsonLimits *li
  * (free with json_node_unref), never NULL on success; the same tree
  * json-glib's parser makes of the text. */
 JsonNode *mv_json_parse (const char *text, gssize length, const MvJsonLimits *limits,
+                         const char *what, GError **error);
+
+/* mv_json_check(), building the daemon's own read-only document in the
+ * same pass (json-tree.h); never NULL on success. */
+MvJsonDoc *mv_json_read (const char *text, gssize length, const MvJsonLimits *limits,
                          const char *what, GError **error);

@@ -1,48 +1,11 @@
-/* JSON helpers: the strict readers the spec and record parsers share
- * (each error is MV_ERROR_INVALID_ARGUMENT naming the field), lookups that
- * tolerate a missing or mistyped member (json-glib 1.6 offers them only
- * for scalars), and copies that share nothing. Pure. */
+/* Helpers for json-glib's trees: lookups that tolerate a missing or
+ * mistyped member (json-glib 1.6 offers them only for scalars), and
+ * copies that share nothing. What is read strictly is read from a
+ * document of json-tree.h. Pure. */
 #pragma once
 #include <json-glib/json-glib.h>
 
-/* ---- strict reading ---- */
-
-/* "an object", "a string", ...: what @node holds, for error messages. */
-const char *mv_json_node_kind (JsonNode *node);
-/* Sets "@field: expected @expected, got ..." and returns FALSE. */
-gboolean    mv_json_wrong_type (JsonNode *node, const char *field, const char *expected,
-                                GError **error);
-
-/* The member @name, or NULL when it is absent or JSON null: null stands
- * for an optional field left out. */
-JsonNode   *mv_json_member (JsonObject *object, const char *name);
-/* The same, but a missing member is the error "@name: missing". */
-JsonNode   *mv_json_required_member (JsonObject *object, const char *name, GError **error);
-/* Fails with "unknown field 'x'" for a member not in @known; @where,
- * when not NULL, is the path of a nested object and prefixes the message. */
-gboolean    mv_json_reject_unknown_members (JsonObject *object, const char *where,
-                                            const char *const *known, GError **error);
-
-gboolean    mv_json_read_bool (JsonNode *node, const char *field, gboolean *out, GError **error);
-/* *@out points into @node; a node built in code may hold a NULL string,
- * which reads as "". */
-gboolean    mv_json_read_string (JsonNode *node, const char *field, const char **out,
-                                 GError **error);
-/* Reads the optional string member @name into *@out, a copy (left alone
- * when absent). With @empty_is_absent, "" means the field was left out. */
-gboolean    mv_json_read_string_member (JsonObject *object, const char *name,
-                                        gboolean empty_is_absent, char **out, GError **error);
-/* An integer from @min to @max, written as one: what the daemon's own
- * records hold. */
-gboolean    mv_json_read_int (JsonNode *node, const char *field, gint64 min, gint64 max,
-                              gint64 *out, GError **error);
-/* An integer, also written as an integral double (1000.0), as some
- * clients' encoders do; bounds are the caller's. An integral double that
- * no 64-bit integer holds (1e300) reads as G_MININT64 or G_MAXINT64 with
- * *@written set to how it reads ("1e+300"), for the caller's message;
- * otherwise *@written is NULL. */
-gboolean    mv_json_read_integer (JsonNode *node, const char *field, gint64 *out, char **written,
-                                  GError **error);
+/* ---- shape ---- */
 
 /* How deep @node nests: 0 for a value, 1 for [] or {}, and so on; found
  * without recursion, as for a tree of any depth. */

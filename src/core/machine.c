@@ -253,10 +253,10 @@ mv_config_update_spec (MvConfig *config, MvSpec *spec, gint64 now)
 
 /* A generation counts from @min on. */
 static gboolean
-read_optional_generation (JsonObject *object, const char *name, gint64 min, guint64 *out,
+read_optional_generation (const MvJson *object, const char *name, gint64 min, guint64 *out,
                           GError **error)
 {
-  JsonNode *node = mv_json_member (object, name);
+  const MvJson *node = mv_json_member (object, name);
   gint64 value;
 
   if (node == NULL)
@@ -268,16 +268,16 @@ read_optional_generation (JsonObject *object, const char *name, gint64 min, guin
 }
 
 static gboolean
-read_generation (JsonObject *object, const char *name, gint64 min, guint64 *out, GError **error)
+read_generation (const MvJson *object, const char *name, gint64 min, guint64 *out, GError **error)
 {
   return mv_json_required_member (object, name, error) != NULL &&
          read_optional_generation (object, name, min, out, error);
 }
 
 static gboolean
-check_format (JsonObject *object, gint64 current, GError **error)
+check_format (const MvJson *object, gint64 current, GError **error)
 {
-  JsonNode *node = mv_json_required_member (object, "format", error);
+  const MvJson *node = mv_json_required_member (object, "format", error);
   gint64 format;
 
   if (node == NULL || !mv_json_read_int (node, "format", G_MININT64, G_MAXINT64, &format, error))
@@ -317,7 +317,7 @@ timestamp_to_string (gint64 usec)
 }
 
 static gboolean
-read_timestamp (JsonNode *node, const char *field, gint64 *out, GError **error)
+read_timestamp (const MvJson *node, const char *field, gint64 *out, GError **error)
 {
   const char *text = NULL;
   g_autoptr(GDateTime) dt = NULL;
@@ -386,7 +386,7 @@ mv_config_to_node (const MvConfig *config)
 }
 
 MvConfig *
-mv_config_from_node (JsonNode *node, GError **error)
+mv_config_from_node (const MvJson *node, GError **error)
 {
   static const char *const known[] = {
     "format", "id", "desired_state", "desired_generation",
@@ -396,17 +396,17 @@ mv_config_from_node (JsonNode *node, GError **error)
   g_autoptr(MvConfig) config = g_new0 (MvConfig, 1);
   g_autoptr(GError) local_error = NULL;
   const char *text = NULL;
-  JsonObject *object;
-  JsonNode *field;
+  const MvJson *object;
+  const MvJson *field;
 
   g_return_val_if_fail (node != NULL, NULL);
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     {
       mv_json_wrong_type (node, "config", "an object", error);
       return NULL;
     }
-  object = json_node_get_object (node);
+  object = node;
   /* The format first: another format may have other fields. */
   if (!check_format (object, MV_CONFIG_FORMAT, error) ||
       !mv_json_reject_unknown_members (object, NULL, known, error))
@@ -565,15 +565,15 @@ mv_status_to_node (const MvStatus *status)
 }
 
 static gboolean
-read_optional_timestamp (JsonObject *object, const char *name, gint64 *out, GError **error)
+read_optional_timestamp (const MvJson *object, const char *name, gint64 *out, GError **error)
 {
-  JsonNode *node = mv_json_member (object, name);
+  const MvJson *node = mv_json_member (object, name);
 
   return node == NULL || read_timestamp (node, name, out, error);
 }
 
 MvStatus *
-mv_status_from_node (JsonNode *node, GError **error)
+mv_status_from_node (const MvJson *node, GError **error)
 {
   static const char *const known[] = {
     "format", "state", "state_error", "phase", "operation_id",
@@ -583,18 +583,18 @@ mv_status_from_node (JsonNode *node, GError **error)
   };
   g_autoptr(MvStatus) status = mv_status_new ();
   const char *state = NULL;
-  JsonObject *object;
-  JsonNode *field;
+  const MvJson *object;
+  const MvJson *field;
   gint64 value;
 
   g_return_val_if_fail (node != NULL, NULL);
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     {
       mv_json_wrong_type (node, "status", "an object", error);
       return NULL;
     }
-  object = json_node_get_object (node);
+  object = node;
   if (!check_format (object, MV_STATUS_FORMAT, error) ||
       !mv_json_reject_unknown_members (object, NULL, known, error))
     return NULL;
@@ -635,16 +635,16 @@ mv_status_from_node (JsonNode *node, GError **error)
 
   if ((field = mv_json_member (object, "destroyed")) != NULL)
     {
-      if (!JSON_NODE_HOLDS_ARRAY (field))
+      if (!mv_json_is_array (field))
         {
           mv_json_wrong_type (field, "destroyed", "an array of strings", error);
           return NULL;
         }
-      JsonArray *done = json_node_get_array (field);
-      for (guint i = 0; i < json_array_get_length (done); i++)
+      mv_json_each (element, field)
         {
           const char *name = NULL;
-          if (!mv_json_read_string (json_array_get_element (done, i), "destroyed", &name, error))
+
+          if (!mv_json_read_string (element, "destroyed", &name, error))
             return NULL;
           g_ptr_array_add (status->destroyed, g_strdup (name));
         }
@@ -673,12 +673,14 @@ mv_status_from_node (JsonNode *node, GError **error)
     }
   if ((field = mv_json_member (object, "vmm")) != NULL)
     {
-      if (!JSON_NODE_HOLDS_OBJECT (field))
+      if (!mv_json_is_object (field))
         {
           mv_json_wrong_type (field, "vmm", "an object", error);
           return NULL;
         }
-      status->vmm = mv_json_object_deep_copy (json_node_get_object (field));
+      g_autoptr(JsonNode) vmm = mv_json_to_node (field);
+
+      status->vmm = json_object_ref (json_node_get_object (vmm));
     }
   if (!mv_json_read_string_member (object, "saved_state", FALSE, &status->saved_state, error))
     return NULL;

@@ -99,9 +99,9 @@ gboolean mv_config_update_spec (MvConfig *config, MvSpec *spec /* owned */, gint
  * checks types and values and fails with MV_ERROR_INVALID_ARGUMENT saying
  * what is wrong; it expects the current format (store applies patches). */
 JsonNode *mv_config_to_node (const MvConfig *config);
-MvConfig *mv_config_from_node (JsonNode *node, GError **error);
+MvConfig *mv_config_from_node (const MvJson *node, GError **error);
 JsonNode *mv_status_to_node (const MvStatus *status);
-MvStatus *mv_status_from_node (JsonNode *node, GError **error);
+MvStatus *mv_status_from_node (const MvJson *node, GError **error);
 
 /* Whether @status is what @config asks for: the state for the desired
  * power state, on standby if standby is wanted, and no saved guest left

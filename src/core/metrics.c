@@ -3,7 +3,6 @@
 #include "metrics.h"
 #include "errors.h"
 #include "json-strict.h"
-#include "json-util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -126,20 +125,20 @@ mv_metrics_day_to_json (const MvMetricsSample *samples, guint n_samples)
 }
 
 static gboolean
-read_sample (JsonNode *node, guint index, MvMetricsSample *sample, GError **error)
+read_sample (const MvJson *node, guint index, MvMetricsSample *sample, GError **error)
 {
   g_autofree char *where = g_strdup_printf ("samples[%u]", index);
-  JsonObject *object;
+  const MvJson *object;
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, where, "an object", error);
-  object = json_node_get_object (node);
+  object = node;
   if (!mv_json_reject_unknown_members (object, where, sample_fields, error))
     return FALSE;
   for (guint f = 0; sample_fields[f]; f++)
     {
       g_autofree char *field = g_strdup_printf ("%s.%s", where, sample_fields[f]);
-      JsonNode *member = mv_json_required_member (object, sample_fields[f], error);
+      const MvJson *member = mv_json_required_member (object, sample_fields[f], error);
       gint64 v;
 
       if (!member)
@@ -157,21 +156,22 @@ mv_metrics_day_from_json (const char *json, gsize length, guint max, GError **er
 {
   static const char *const known[] = { "format", "samples", NULL };
   const MvJsonLimits limits = { MV_METRICS_FILE_MAX_BYTES, 8 };
-  g_autoptr (JsonNode) root = mv_json_parse (json, (gssize) length, &limits, "metrics", error);
+  g_autoptr (MvJsonDoc) doc = mv_json_read (json, (gssize) length, &limits, "metrics", error);
+  const MvJson *root = doc ? mv_json_doc_root (doc) : NULL;
   g_autoptr (GArray) samples = g_array_new (FALSE, TRUE, sizeof (MvMetricsSample));
-  JsonObject *object;
-  JsonNode *member;
-  JsonArray *array;
+  const MvJson *object;
+  const MvJson *member;
+  const MvJson *array;
   gint64 format;
 
   if (!root)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (root))
+  if (!mv_json_is_object (root))
     {
       mv_json_wrong_type (root, "metrics", "an object", error);
       return NULL;
     }
-  object = json_node_get_object (root);
+  object = root;
   if (!mv_json_reject_unknown_members (object, NULL, known, error))
     return NULL;
   if (!(member = mv_json_required_member (object, "format", error)) ||
@@ -179,23 +179,23 @@ mv_metrics_day_from_json (const char *json, gsize length, guint max, GError **er
     return NULL;
   if (!(member = mv_json_required_member (object, "samples", error)))
     return NULL;
-  if (!JSON_NODE_HOLDS_ARRAY (member))
+  if (!mv_json_is_array (member))
     {
       mv_json_wrong_type (member, "samples", "an array", error);
       return NULL;
     }
-  array = json_node_get_array (member);
-  if (json_array_get_length (array) > max)
+  array = member;
+  if (array->count > max)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                    "samples: %u samples is more than the limit of %u",
-                   json_array_get_length (array), max);
+                   array->count, max);
       return NULL;
     }
-  g_array_set_size (samples, json_array_get_length (array));
-  for (guint i = 0; i < samples->len; i++)
-    if (!read_sample (json_array_get_element (array, i), i,
-                      &g_array_index (samples, MvMetricsSample, i), error))
+  g_array_set_size (samples, array->count);
+  mv_json_each (element, array)
+    if (!read_sample (element, element->index,
+                      &g_array_index (samples, MvMetricsSample, element->index), error))
       return NULL;
   return g_steal_pointer (&samples);
 }

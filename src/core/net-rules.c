@@ -1,7 +1,7 @@
 /* Published ports and firewall rules: their JSON forms and limits. */
 #include "net-rules.h"
 #include "errors.h"
-#include "json-util.h"
+#include "json-tree.h"
 #include "network-spec.h"
 #include "spec-private.h"
 #include "text.h"
@@ -45,10 +45,10 @@ port_protocol (MvNetProtocol protocol)
 
 /* The optional string member @name of the object at @where. */
 static gboolean
-read_word (JsonObject *object, const char *where, const char *name, const char **out,
+read_word (const MvJson *object, const char *where, const char *name, const char **out,
            GError **error)
 {
-  JsonNode *node = mv_json_member (object, name);
+  const MvJson *node = mv_json_member (object, name);
   g_autofree char *field = g_strdup_printf ("%s.%s", where, name);
 
   if (node == NULL)
@@ -57,10 +57,10 @@ read_word (JsonObject *object, const char *where, const char *name, const char *
 }
 
 static gboolean
-read_port_number (JsonObject *object, const char *where, const char *name, guint16 *out,
+read_port_number (const MvJson *object, const char *where, const char *name, guint16 *out,
                   GError **error)
 {
-  JsonNode *node = mv_json_member (object, name);
+  const MvJson *node = mv_json_member (object, name);
   g_autofree char *field = g_strdup_printf ("%s.%s", where, name);
   g_autofree char *written = NULL;
   gint64 value;
@@ -77,22 +77,22 @@ read_port_number (JsonObject *object, const char *where, const char *name, guint
 /* ---- published ports ---- */
 
 MvPortMapping *
-mv_port_mapping_from_json (JsonNode *node, const char *field, GError **error)
+mv_port_mapping_from_json (const MvJson *node, const char *field, GError **error)
 {
   static const char *const known[] = { "host_ip", "host_port", "guest_port", "protocol", NULL };
   g_autofree MvPortMapping *port = g_new0 (MvPortMapping, 1);
-  JsonObject *object;
+  const MvJson *object;
   const char *host_ip = NULL;
   const char *protocol = NULL;
 
   g_return_val_if_fail (node != NULL && field != NULL, NULL);
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     {
       mv_json_wrong_type (node, field, "an object", error);
       return NULL;
     }
-  object = json_node_get_object (node);
+  object = node;
   if (!mv_json_reject_unknown_members (object, field, known, error))
     return NULL;
 
@@ -231,15 +231,14 @@ parse_port_text (const char *text, gsize len, guint16 *out)
 
 /* N (an integer or a string of one) or "N-M", N at most M. */
 static gboolean
-read_rule_port (JsonNode *node, const char *field, MvFirewallRule *rule, GError **error)
+read_rule_port (const MvJson *node, const char *field, MvFirewallRule *rule, GError **error)
 {
   const char *text;
   const char *dash;
   gboolean ok;
   g_autofree char *shown = NULL;
 
-  if (JSON_NODE_HOLDS_VALUE (node) && (json_node_get_value_type (node) == G_TYPE_INT64 ||
-                                       json_node_get_value_type (node) == G_TYPE_DOUBLE))
+  if (node->kind == MV_JSON_INTEGER || node->kind == MV_JSON_REAL)
     {
       g_autofree char *written = NULL;
       gint64 value;
@@ -250,10 +249,10 @@ read_rule_port (JsonNode *node, const char *field, MvFirewallRule *rule, GError 
       rule->port_min = rule->port_max = (guint16) value;
       return TRUE;
     }
-  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
+  if (node->kind != MV_JSON_STRING)
     return mv_json_wrong_type (node, field, "a port or a string \"N-M\"", error);
 
-  text = json_node_get_string (node);
+  text = node->string;
   dash = strchr (text, '-');
   if (dash == NULL)
     {
@@ -316,23 +315,23 @@ read_rule_source (const char *text, const char *field, MvFirewallRule *rule, GEr
 }
 
 static MvFirewallRule *
-parse_rule (JsonNode *node, guint index, GError **error)
+parse_rule (const MvJson *node, guint index, GError **error)
 {
   static const char *const known[] = { "action", "protocol", "port", "source", NULL };
   g_autofree char *where = g_strdup_printf ("firewall[%u]", index);
   g_autofree MvFirewallRule *rule = g_new0 (MvFirewallRule, 1);
-  JsonObject *object;
-  JsonNode *port;
+  const MvJson *object;
+  const MvJson *port;
   const char *action = NULL;
   const char *protocol = NULL;
   const char *source = NULL;
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     {
       mv_json_wrong_type (node, where, "an object", error);
       return NULL;
     }
-  object = json_node_get_object (node);
+  object = node;
   if (!mv_json_reject_unknown_members (object, where, known, error))
     return NULL;
 
@@ -393,12 +392,18 @@ GPtrArray *
 mv_firewall_rules_parse (JsonArray *rules, GError **error)
 {
   g_autoptr(GPtrArray) parsed = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(JsonNode) node = NULL;
+  g_autoptr(MvJsonDoc) doc = NULL;
 
   g_return_val_if_fail (rules != NULL, NULL);
 
-  for (guint i = 0; i < json_array_get_length (rules); i++)
+  if (json_array_get_length (rules) == 0)
+    return g_steal_pointer (&parsed);
+  node = json_node_init_array (json_node_alloc (), rules);
+  doc = mv_json_doc_from_node (node);
+  mv_json_each (element, mv_json_doc_root (doc))
     {
-      MvFirewallRule *rule = parse_rule (json_array_get_element (rules, i), i, error);
+      MvFirewallRule *rule = parse_rule (element, element->index, error);
 
       if (rule == NULL)
         return NULL;

@@ -12,6 +12,7 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 #include "json-out.h"
+#include "json-tree.h"
 
 #define MV_PORTS_MAX       64
 #define MV_NET_PORT_MAX    65535
@@ -52,7 +53,7 @@ gboolean       mv_net_protocol_from_string (const char *text, MvNetProtocol *pro
  * "guest_port": 1-65535 (default host_port), "protocol": "tcp" or "udp"
  * (default tcp)}, read strictly; MV_ERROR_INVALID_ARGUMENT naming
  * "@field.member". */
-MvPortMapping *mv_port_mapping_from_json (JsonNode *node, const char *field, GError **error);
+MvPortMapping *mv_port_mapping_from_json (const MvJson *node, const char *field, GError **error);
 /* Every member written out, so that a mapping has one spelling. */
 void           mv_port_mapping_write (MvJsonOut *out, const MvPortMapping *port);
 MvPortMapping *mv_port_mapping_copy (const MvPortMapping *port);

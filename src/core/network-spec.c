@@ -2,7 +2,6 @@
 #include "network-spec.h"
 #include "errors.h"
 #include "json-strict.h"
-#include "json-util.h"
 #include "machine.h"
 #include "spec.h"
 
@@ -192,26 +191,28 @@ mv_network_spec_check_overlap (const MvNetworkSpec *network, GPtrArray *others, 
 
 /* ---- JSON ---- */
 
-static JsonObject *
-parse_object (const char *data, gssize len, const char *what, JsonNode **root, GError **error)
+static const MvJson *
+parse_object (const char *data, gssize len, const char *what, MvJsonDoc **doc, GError **error)
 {
   static const MvJsonLimits limits = { .max_bytes = MV_NETWORK_SPEC_MAX_BYTES, .max_depth = 1 };
+  const MvJson *root;
 
-  *root = mv_json_parse (data, len, &limits, what, error);
-  if (*root == NULL)
+  *doc = mv_json_read (data, len, &limits, what, error);
+  if (*doc == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (*root))
+  root = mv_json_doc_root (*doc);
+  if (!mv_json_is_object (root))
     {
-      mv_json_wrong_type (*root, what, "an object", error);
+      mv_json_wrong_type (root, what, "an object", error);
       return NULL;
     }
-  return json_node_get_object (*root);
+  return root;
 }
 
 static gboolean
-read_required_string (JsonObject *object, const char *field, const char **out, GError **error)
+read_required_string (const MvJson *object, const char *field, const char **out, GError **error)
 {
-  JsonNode *node = mv_json_required_member (object, field, error);
+  const MvJson *node = mv_json_required_member (object, field, error);
 
   return node != NULL && mv_json_read_string (node, field, out, error);
 }
@@ -219,10 +220,10 @@ read_required_string (JsonObject *object, const char *field, const char **out, G
 /* The fields a spec and a record share; the gateway defaults to the
  * subnet's first host in a spec, and is required in a record. */
 static gboolean
-read_fields (JsonObject *object, gboolean record, MvNetworkSpec *network, GError **error)
+read_fields (const MvJson *object, gboolean record, MvNetworkSpec *network, GError **error)
 {
   const char *text = NULL;
-  JsonNode *node;
+  const MvJson *node;
   gint64 mtu = MV_NETWORK_MTU_DEFAULT;
 
   if (!read_required_string (object, "name", &text, error))
@@ -270,9 +271,9 @@ MvNetworkSpec *
 mv_network_spec_from_json (const char *json, GError **error)
 {
   static const char *const known[] = { "name", "subnet", "gateway", "nat", "mtu", NULL };
-  g_autoptr (JsonNode) root = NULL;
+  g_autoptr (MvJsonDoc) doc = NULL;
   g_autoptr (MvNetworkSpec) network = g_new0 (MvNetworkSpec, 1);
-  JsonObject *object = parse_object (json, -1, "spec", &root, error);
+  const MvJson *object = parse_object (json, -1, "spec", &doc, error);
 
   if (object == NULL || !mv_json_reject_unknown_members (object, NULL, known, error) ||
       !read_fields (object, FALSE, network, error) || !mv_network_spec_validate (network, error))
@@ -317,11 +318,11 @@ mv_network_spec_from_record (const char *data, gsize len, GError **error)
 {
   static const char *const known[] = { "format", "id", "name", "subnet", "gateway", "nat", "mtu",
                                        "created_at", NULL };
-  g_autoptr (JsonNode) root = NULL;
+  g_autoptr (MvJsonDoc) doc = NULL;
   g_autoptr (MvNetworkSpec) network = g_new0 (MvNetworkSpec, 1);
   g_autoptr (GDateTime) created = NULL;
-  JsonObject *object = parse_object (data, (gssize) len, "network.json", &root, error);
-  JsonNode *node;
+  const MvJson *object = parse_object (data, (gssize) len, "network.json", &doc, error);
+  const MvJson *node;
   const char *text = NULL;
   gint64 format = 0;
 

@@ -136,9 +136,9 @@ mv_snapshot_to_json (const MvSnapshot *snapshot)
 }
 
 static gboolean
-read_required_string (JsonObject *object, const char *name, char **out, GError **error)
+read_required_string (const MvJson *object, const char *name, char **out, GError **error)
 {
-  JsonNode *node = mv_json_required_member (object, name, error);
+  const MvJson *node = mv_json_required_member (object, name, error);
   const char *text = NULL;
 
   if (node == NULL || !mv_json_read_string (node, name, &text, error))
@@ -148,9 +148,9 @@ read_required_string (JsonObject *object, const char *name, char **out, GError *
 }
 
 static gboolean
-read_uint (JsonObject *object, const char *name, gint64 max, guint64 *out, GError **error)
+read_uint (const MvJson *object, const char *name, gint64 max, guint64 *out, GError **error)
 {
-  JsonNode *node = mv_json_required_member (object, name, error);
+  const MvJson *node = mv_json_required_member (object, name, error);
   gint64 value = 0;
 
   if (node == NULL || !mv_json_read_int (node, name, 0, max, &value, error))
@@ -171,20 +171,21 @@ mv_snapshot_from_json (const char *data, gsize len, GError **error)
     "mac_address", "hypervisor_type", "hypervisor_version", "vcpus", "memory_bytes",
     "image_digest", "has_disk", "created_at", "size_bytes", NULL,
   };
-  g_autoptr (JsonNode) root = mv_json_parse (data, (gssize) len, &limits, "snapshot.json", error);
+  g_autoptr (MvJsonDoc) doc = mv_json_read (data, (gssize) len, &limits, "snapshot.json", error);
+  const MvJson *root = doc ? mv_json_doc_root (doc) : NULL;
   g_autoptr (MvSnapshot) snapshot = g_new0 (MvSnapshot, 1);
   g_autoptr (GDateTime) created = NULL;
   g_autofree char *kind = NULL;
   g_autofree char *created_text = NULL;
-  JsonObject *object;
-  JsonNode *node;
+  const MvJson *object;
+  const MvJson *node;
   guint64 format = 0, vcpus = 0;
 
   if (root == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (root))
+  if (!mv_json_is_object (root))
     return mv_json_wrong_type (root, "snapshot.json", "an object", error), NULL;
-  object = json_node_get_object (root);
+  object = root;
   if (!mv_json_reject_unknown_members (object, NULL, known, error) ||
       !read_uint (object, "format", G_MAXINT32, &format, error))
     return NULL;
@@ -246,6 +247,7 @@ mv_snapshot_fork_spec (const MvSnapshot *snapshot, const char *fork_json, GError
   static const char *const identity[] = { "id", "static_ip", "hostname" };
   g_autoptr (JsonNode) changes = mv_json_parse (fork_json, -1, &limits, "spec", error);
   g_autoptr (JsonNode) base = NULL;
+  g_autoptr (MvJsonDoc) merged = NULL;
   JsonObject *object, *into;
   JsonObjectIter iter;
   const char *member;
@@ -254,7 +256,7 @@ mv_snapshot_fork_spec (const MvSnapshot *snapshot, const char *fork_json, GError
   if (changes == NULL)
     return NULL;
   if (!JSON_NODE_HOLDS_OBJECT (changes))
-    return mv_json_wrong_type (changes, "spec", "an object", error), NULL;
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "spec: expected an object"), NULL;
   object = json_node_get_object (changes);
   if (!json_object_has_member (object, "name"))
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
@@ -266,5 +268,6 @@ mv_snapshot_fork_spec (const MvSnapshot *snapshot, const char *fork_json, GError
   json_object_iter_init (&iter, object);
   while (json_object_iter_next (&iter, &member, &value))
     json_object_set_member (into, member, json_node_copy (value));
-  return mv_spec_from_node (base, error);
+  merged = mv_json_doc_from_node (base);
+  return mv_spec_from_node (mv_json_doc_root (merged), error);
 }

@@ -4,7 +4,6 @@
 #include "spec-private.h"
 #include "json-strict.h"
 #include "json-out.h"
-#include "json-util.h"
 #include "image-ref.h"
 #include "net-rules.h"
 #include "text.h"
@@ -19,7 +18,7 @@
  * the type cannot hold is refused here with the field's own bounds,
  * which lie within it; the rest is for validation to judge. */
 static gboolean
-read_number (JsonNode *node, const char *field, gint64 type_max, gint64 *out, GError **error)
+read_number (const MvJson *node, const char *field, gint64 type_max, gint64 *out, GError **error)
 {
   g_autofree char *written = NULL;
   gint64 value;
@@ -40,7 +39,7 @@ read_number (JsonNode *node, const char *field, gint64 type_max, gint64 *out, GE
 /* The same for a field whose bounds the caller gives (its name holds an
  * index, or its bounds depend on the field it sits in). */
 static gboolean
-read_ranged (JsonNode *node, const char *field, gint64 type_max, gint64 min, gint64 max,
+read_ranged (const MvJson *node, const char *field, gint64 type_max, gint64 min, gint64 max,
              gint64 *out, GError **error)
 {
   g_autofree char *written = NULL;
@@ -60,9 +59,9 @@ read_ranged (JsonNode *node, const char *field, gint64 type_max, gint64 min, gin
 }
 
 static gboolean
-read_uint32_member (JsonObject *object, const char *name, guint32 *out, GError **error)
+read_uint32_member (const MvJson *object, const char *name, guint32 *out, GError **error)
 {
-  JsonNode *node = mv_json_member (object, name);
+  const MvJson *node = mv_json_member (object, name);
   gint64 value;
 
   if (node == NULL)
@@ -74,9 +73,9 @@ read_uint32_member (JsonObject *object, const char *name, guint32 *out, GError *
 }
 
 static gboolean
-read_uint64_member (JsonObject *object, const char *name, guint64 *out, GError **error)
+read_uint64_member (const MvJson *object, const char *name, guint64 *out, GError **error)
 {
-  JsonNode *node = mv_json_member (object, name);
+  const MvJson *node = mv_json_member (object, name);
   gint64 value;
 
   if (node == NULL)
@@ -88,53 +87,50 @@ read_uint64_member (JsonObject *object, const char *name, guint64 *out, GError *
 }
 
 static gboolean
-read_string_map (JsonNode *node, const char *field, GHashTable *into, GError **error)
+read_string_map (const MvJson *node, const char *field, GHashTable *into, GError **error)
 {
-  JsonObject *object;
-  g_autoptr(GList) names = NULL;
-
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, field, "an object of strings", error);
-  object = json_node_get_object (node);
-  names = json_object_get_members (object);
-  for (GList *l = names; l != NULL; l = l->next)
+  mv_json_each (member, node)
     {
-      JsonNode *value = json_object_get_member (object, l->data);
-      g_autofree char *where = g_strdup_printf ("%s.%s", field, (const char *) l->data);
       const char *s = NULL;
 
-      if (!mv_json_read_string (value, where, &s, error))
-        return FALSE;
-      g_hash_table_insert (into, g_strdup (l->data), g_strdup (s));
+      if (member->kind != MV_JSON_STRING)
+        {
+          g_autofree char *where = g_strdup_printf ("%s.%s", field, member->name);
+
+          return mv_json_read_string (member, where, &s, error);
+        }
+      g_hash_table_insert (into, g_strdup (member->name), g_strdup (member->string));
     }
   return TRUE;
 }
 
 static gboolean
-parse_disks (JsonNode *node, MvSpec *spec, GError **error)
+parse_disks (const MvJson *node, MvSpec *spec, GError **error)
 {
   static const char *const known[] = { "path", "read_only", "root", NULL };
-  JsonArray *array;
+  const MvJson *array;
 
-  if (!JSON_NODE_HOLDS_ARRAY (node))
+  if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "disks", "an array", error);
-  array = json_node_get_array (node);
-  for (guint i = 0; i < json_array_get_length (array); i++)
+  array = node;
+  mv_json_each (element, array)
     {
-      JsonNode *element = json_array_get_element (array, i);
+      guint i = element->index;
       g_autofree char *where = g_strdup_printf ("disks[%u]", i);
       g_autofree char *path_field = g_strdup_printf ("disks[%u].path", i);
       g_autofree char *ro_field = g_strdup_printf ("disks[%u].read_only", i);
       g_autofree char *root_field = g_strdup_printf ("disks[%u].root", i);
-      JsonObject *object;
-      JsonNode *field;
+      const MvJson *object;
+      const MvJson *field;
       const char *path = NULL;
       gboolean read_only = FALSE;
       gboolean root = FALSE;
 
-      if (!JSON_NODE_HOLDS_OBJECT (element))
+      if (!mv_json_is_object (element))
         return mv_json_wrong_type (element, where, "an object", error);
-      object = json_node_get_object (element);
+      object = element;
       if (!mv_json_reject_unknown_members (object, where, known, error))
         return FALSE;
       if ((field = mv_json_member (object, "path")) != NULL &&
@@ -154,29 +150,29 @@ parse_disks (JsonNode *node, MvSpec *spec, GError **error)
 /* [{"vcpu": N, "host_cpus": [..]}, ...]; numbers that no vCPU or host
  * CPU could be are refused here, the rest judged by validation. */
 static gboolean
-parse_cpu_affinity (JsonNode *node, MvSpec *spec, GError **error)
+parse_cpu_affinity (const MvJson *node, MvSpec *spec, GError **error)
 {
   static const char *const known[] = { "vcpu", "host_cpus", NULL };
-  JsonArray *array;
+  const MvJson *array;
 
-  if (!JSON_NODE_HOLDS_ARRAY (node))
+  if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "cpu_affinity", "an array of objects", error);
-  array = json_node_get_array (node);
-  for (guint i = 0; i < json_array_get_length (array); i++)
+  array = node;
+  mv_json_each (element, array)
     {
-      JsonNode *element = json_array_get_element (array, i);
+      guint i = element->index;
       g_autofree char *where = g_strdup_printf ("cpu_affinity[%u]", i);
       g_autofree char *vcpu_field = g_strconcat (where, ".vcpu", NULL);
       g_autofree char *cpus_field = g_strconcat (where, ".host_cpus", NULL);
       g_autoptr(MvCpuAffinity) affinity = NULL;
-      JsonObject *object;
-      JsonNode *field;
-      JsonArray *cpus;
+      const MvJson *object;
+      const MvJson *field;
+      const MvJson *cpus;
       gint64 value;
 
-      if (!JSON_NODE_HOLDS_OBJECT (element))
+      if (!mv_json_is_object (element))
         return mv_json_wrong_type (element, where, "an object", error);
-      object = json_node_get_object (element);
+      object = element;
       if (!mv_json_reject_unknown_members (object, where, known, error))
         return FALSE;
       if ((field = mv_json_member (object, "vcpu")) == NULL)
@@ -194,15 +190,15 @@ parse_cpu_affinity (JsonNode *node, MvSpec *spec, GError **error)
                        "%s: required (the host CPUs the vCPU may run on)", cpus_field);
           return FALSE;
         }
-      if (!JSON_NODE_HOLDS_ARRAY (field))
+      if (!mv_json_is_array (field))
         return mv_json_wrong_type (field, cpus_field, "an array of integers", error);
-      cpus = json_node_get_array (field);
-      for (guint j = 0; j < json_array_get_length (cpus); j++)
+      cpus = field;
+      mv_json_each (host_cpu, cpus)
         {
-          g_autofree char *cpu_field = g_strdup_printf ("%s[%u]", cpus_field, j);
+          g_autofree char *cpu_field = g_strdup_printf ("%s[%u]", cpus_field, host_cpu->index);
           guint32 cpu;
 
-          if (!read_ranged (json_array_get_element (cpus, j), cpu_field, G_MAXUINT32, 0,
+          if (!read_ranged (host_cpu, cpu_field, G_MAXUINT32, 0,
                             MV_HOST_CPUS_MAX - 1, &value, error))
             return FALSE;
           cpu = (guint32) value;
@@ -214,7 +210,7 @@ parse_cpu_affinity (JsonNode *node, MvSpec *spec, GError **error)
 }
 
 static gboolean
-parse_readiness (JsonNode *node, MvSpec *spec, GError **error)
+parse_readiness (const MvJson *node, MvSpec *spec, GError **error)
 {
   const char *value = NULL;
 
@@ -232,19 +228,19 @@ parse_readiness (JsonNode *node, MvSpec *spec, GError **error)
 }
 
 static gboolean
-parse_ssh_keys (JsonNode *node, MvSpec *spec, GError **error)
+parse_ssh_keys (const MvJson *node, MvSpec *spec, GError **error)
 {
-  JsonArray *array;
+  const MvJson *array;
 
-  if (!JSON_NODE_HOLDS_ARRAY (node))
+  if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "ssh_keys", "an array of strings", error);
-  array = json_node_get_array (node);
-  for (guint i = 0; i < json_array_get_length (array); i++)
+  array = node;
+  mv_json_each (element, array)
     {
-      g_autofree char *where = g_strdup_printf ("ssh_keys[%u]", i);
+      g_autofree char *where = g_strdup_printf ("ssh_keys[%u]", element->index);
       const char *key = NULL;
 
-      if (!mv_json_read_string (json_array_get_element (array, i), where, &key, error))
+      if (!mv_json_read_string (element, where, &key, error))
         return FALSE;
       g_ptr_array_add (spec->ssh_keys, g_strdup (key));
     }
@@ -252,40 +248,46 @@ parse_ssh_keys (JsonNode *node, MvSpec *spec, GError **error)
 }
 
 static gboolean
-parse_firewall (JsonNode *node, MvSpec *spec, GError **error)
+parse_firewall (const MvJson *node, MvSpec *spec, GError **error)
 {
-  JsonArray *array;
+  const MvJson *array;
 
-  if (!JSON_NODE_HOLDS_ARRAY (node))
+  if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "firewall", "an array of objects", error);
-  array = json_node_get_array (node);
-  for (guint i = 0; i < json_array_get_length (array); i++)
+  array = node;
+  mv_json_each (rule, array)
     {
-      JsonNode *rule = json_array_get_element (array, i);
+      guint i = rule->index;
 
-      if (!JSON_NODE_HOLDS_OBJECT (rule))
+      if (!mv_json_is_object (rule))
         {
           g_autofree char *where = g_strdup_printf ("firewall[%u]", i);
           return mv_json_wrong_type (rule, where, "an object", error);
         }
     }
-  json_array_unref (spec->firewall);
-  spec->firewall = mv_json_array_deep_copy (array);
+  /* Most specs have none, and keep the empty array they were made with. */
+  if (array->count > 0)
+    {
+      g_autoptr(JsonNode) copy = mv_json_to_node (array);
+
+      json_array_unref (spec->firewall);
+      spec->firewall = json_array_ref (json_node_get_array (copy));
+    }
   return TRUE;
 }
 
 static gboolean
-parse_ports (JsonNode *node, MvSpec *spec, GError **error)
+parse_ports (const MvJson *node, MvSpec *spec, GError **error)
 {
-  JsonArray *array;
+  const MvJson *array;
 
-  if (!JSON_NODE_HOLDS_ARRAY (node))
+  if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "ports", "an array of objects", error);
-  array = json_node_get_array (node);
-  for (guint i = 0; i < json_array_get_length (array); i++)
+  array = node;
+  mv_json_each (element, array)
     {
-      g_autofree char *where = g_strdup_printf ("ports[%u]", i);
-      MvPortMapping *port = mv_port_mapping_from_json (json_array_get_element (array, i), where,
+      g_autofree char *where = g_strdup_printf ("ports[%u]", element->index);
+      MvPortMapping *port = mv_port_mapping_from_json (element, where,
                                                        error);
 
       if (port == NULL)
@@ -296,15 +298,15 @@ parse_ports (JsonNode *node, MvSpec *spec, GError **error)
 }
 
 static gboolean
-parse_restart (JsonNode *node, MvSpec *spec, GError **error)
+parse_restart (const MvJson *node, MvSpec *spec, GError **error)
 {
   static const char *const known[] = { "mode", "max_retries", NULL };
-  JsonObject *object;
-  JsonNode *field;
+  const MvJson *object;
+  const MvJson *field;
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, "restart", "an object", error);
-  object = json_node_get_object (node);
+  object = node;
   if (!mv_json_reject_unknown_members (object, "restart", known, error))
     return FALSE;
   if ((field = mv_json_member (object, "mode")) != NULL)
@@ -337,10 +339,10 @@ parse_restart (JsonNode *node, MvSpec *spec, GError **error)
 /* standby_after_seconds also goes by sleep_after_idle_seconds; giving
  * both is fine as long as they agree. */
 static gboolean
-parse_standby (JsonObject *object, MvSpec *spec, GError **error)
+parse_standby (const MvJson *object, MvSpec *spec, GError **error)
 {
-  JsonNode *canonical = mv_json_member (object, "standby_after_seconds");
-  JsonNode *alias = mv_json_member (object, "sleep_after_idle_seconds");
+  const MvJson *canonical = mv_json_member (object, "standby_after_seconds");
+  const MvJson *alias = mv_json_member (object, "sleep_after_idle_seconds");
   gint64 a = 0, b = 0;
 
   if (canonical != NULL &&
@@ -367,20 +369,20 @@ parse_standby (JsonObject *object, MvSpec *spec, GError **error)
 /* An array of strings, as a NULL-terminated vector; [] is an empty one,
  * for validation to judge. */
 static gboolean
-read_string_vector (JsonNode *node, const char *field, char ***out, GError **error)
+read_string_vector (const MvJson *node, const char *field, char ***out, GError **error)
 {
-  JsonArray *array;
+  const MvJson *array;
   g_autoptr(GPtrArray) strings = g_ptr_array_new_with_free_func (g_free);
 
-  if (!JSON_NODE_HOLDS_ARRAY (node))
+  if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, field, "an array of strings", error);
-  array = json_node_get_array (node);
-  for (guint i = 0; i < json_array_get_length (array); i++)
+  array = node;
+  mv_json_each (element, array)
     {
-      g_autofree char *where = g_strdup_printf ("%s[%u]", field, i);
+      g_autofree char *where = g_strdup_printf ("%s[%u]", field, element->index);
       const char *s = NULL;
 
-      if (!mv_json_read_string (json_array_get_element (array, i), where, &s, error))
+      if (!mv_json_read_string (element, where, &s, error))
         return FALSE;
       g_ptr_array_add (strings, g_strdup (s));
     }
@@ -391,7 +393,7 @@ read_string_vector (JsonNode *node, const char *field, char ***out, GError **err
 }
 
 static gboolean
-parse_init_mode (JsonNode *node, MvSpec *spec, GError **error)
+parse_init_mode (const MvJson *node, MvSpec *spec, GError **error)
 {
   const char *value = NULL;
 
@@ -474,11 +476,11 @@ decode_base64 (const char *text, const char *field, GError **error)
 
 /* A JSON integer, or a string of one to four octal digits ("0644"). */
 static gboolean
-parse_mode (JsonNode *node, const char *field, guint32 *out, GError **error)
+parse_mode (const MvJson *node, const char *field, guint32 *out, GError **error)
 {
-  if (json_node_get_value_type (node) == G_TYPE_STRING)
+  if (node->kind == MV_JSON_STRING)
     {
-      const char *text = json_node_get_string (node);
+      const char *text = node->string;
       gsize len = strlen (text);
 
       if (len < 1 || len > 4 || strspn (text, "01234567") != len)
@@ -493,8 +495,7 @@ parse_mode (JsonNode *node, const char *field, guint32 *out, GError **error)
       *out = (guint32) g_ascii_strtoull (text, NULL, 8);
       return TRUE;
     }
-  if (JSON_NODE_HOLDS_VALUE (node) && (json_node_get_value_type (node) == G_TYPE_INT64 ||
-                                       json_node_get_value_type (node) == G_TYPE_DOUBLE))
+  if (node->kind == MV_JSON_INTEGER || node->kind == MV_JSON_REAL)
     {
       g_autofree char *written = NULL;
       gint64 value;
@@ -518,7 +519,7 @@ parse_mode (JsonNode *node, const char *field, guint32 *out, GError **error)
 }
 
 static gboolean
-parse_mount (JsonNode *node, guint index, MvSpec *spec, GError **error)
+parse_mount (const MvJson *node, guint index, MvSpec *spec, GError **error)
 {
   static const char *const known[] = {
     "type", "source", "target", "read_only", "content", "mode", "size_bytes", NULL
@@ -533,14 +534,14 @@ parse_mount (JsonNode *node, guint index, MvSpec *spec, GError **error)
   g_autofree char *mode_field = g_strconcat (where, ".mode", NULL);
   g_autofree char *size_field = g_strconcat (where, ".size_bytes", NULL);
   g_autoptr(MvMount) mount = NULL;
-  JsonObject *object;
-  JsonNode *field;
+  const MvJson *object;
+  const MvJson *field;
   const char *text = NULL;
   MvMountType type;
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, where, "an object", error);
-  object = json_node_get_object (node);
+  object = node;
   if (!mv_json_reject_unknown_members (object, where, known, error))
     return FALSE;
 
@@ -603,21 +604,21 @@ parse_mount (JsonNode *node, guint index, MvSpec *spec, GError **error)
 }
 
 static gboolean
-parse_mounts (JsonNode *node, MvSpec *spec, GError **error)
+parse_mounts (const MvJson *node, MvSpec *spec, GError **error)
 {
-  JsonArray *array;
+  const MvJson *array;
 
-  if (!JSON_NODE_HOLDS_ARRAY (node))
+  if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "mounts", "an array", error);
-  array = json_node_get_array (node);
-  for (guint i = 0; i < json_array_get_length (array); i++)
-    if (!parse_mount (json_array_get_element (array, i), i, spec, error))
+  array = node;
+  mv_json_each (element, array)
+    if (!parse_mount (element, element->index, spec, error))
       return FALSE;
   return TRUE;
 }
 
 static gboolean
-read_port (JsonNode *node, const char *field, guint32 *out, GError **error)
+read_port (const MvJson *node, const char *field, guint32 *out, GError **error)
 {
   gint64 port;
 
@@ -628,15 +629,15 @@ read_port (JsonNode *node, const char *field, guint32 *out, GError **error)
 }
 
 static gboolean
-parse_health_http (JsonNode *node, MvHealthCheck *check, GError **error)
+parse_health_http (const MvJson *node, MvHealthCheck *check, GError **error)
 {
   static const char *const known[] = { "port", "path", NULL };
-  JsonObject *object;
-  JsonNode *field;
+  const MvJson *object;
+  const MvJson *field;
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, "health_check.http", "an object", error);
-  object = json_node_get_object (node);
+  object = node;
   if (!mv_json_reject_unknown_members (object, "health_check.http", known, error))
     return FALSE;
   if ((field = mv_json_member (object, "port")) == NULL)
@@ -660,10 +661,10 @@ parse_health_http (JsonNode *node, MvHealthCheck *check, GError **error)
 
 /* The times and retries, each read as a guint32 and judged by validation. */
 static gboolean
-read_health_number (JsonObject *object, const char *name, gint64 min, gint64 max,
+read_health_number (const MvJson *object, const char *name, gint64 min, gint64 max,
                     guint32 *out, GError **error)
 {
-  JsonNode *node = mv_json_member (object, name);
+  const MvJson *node = mv_json_member (object, name);
   g_autofree char *field = g_strconcat ("health_check.", name, NULL);
   gint64 value;
 
@@ -676,7 +677,7 @@ read_health_number (JsonObject *object, const char *name, gint64 min, gint64 max
 }
 
 static gboolean
-parse_health_check (JsonNode *node, MvSpec *spec, GError **error)
+parse_health_check (const MvJson *node, MvSpec *spec, GError **error)
 {
   static const char *const known[] = {
     "exec", "tcp", "http", "interval_seconds", "timeout_seconds", "retries",
@@ -685,12 +686,12 @@ parse_health_check (JsonNode *node, MvSpec *spec, GError **error)
   static const char *const kinds[] = { "exec", "tcp", "http" };
   g_autoptr(MvHealthCheck) check = NULL;
   const char *kind = NULL;
-  JsonObject *object;
-  JsonNode *field;
+  const MvJson *object;
+  const MvJson *field;
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, "health_check", "an object", error);
-  object = json_node_get_object (node);
+  object = node;
   if (!mv_json_reject_unknown_members (object, "health_check", known, error))
     return FALSE;
 
@@ -763,20 +764,20 @@ static const char *const spec_fields[] = {
 };
 
 MvSpec *
-mv_spec_from_node (JsonNode *node, GError **error)
+mv_spec_from_node (const MvJson *node, GError **error)
 {
   g_autoptr(MvSpec) spec = mv_spec_new ();
-  JsonObject *object;
-  JsonNode *field;
+  const MvJson *object;
+  const MvJson *field;
 
   g_return_val_if_fail (node != NULL, NULL);
 
-  if (!JSON_NODE_HOLDS_OBJECT (node))
+  if (!mv_json_is_object (node))
     {
       mv_json_wrong_type (node, "spec", "an object", error);
       return NULL;
     }
-  object = json_node_get_object (node);
+  object = node;
   if (!mv_json_reject_unknown_members (object, NULL, spec_fields, error))
     return NULL;
 
@@ -878,14 +879,14 @@ static const MvJsonLimits spec_limits = {
 MvSpec *
 mv_spec_from_json (const char *json, GError **error)
 {
-  g_autoptr(JsonNode) root = NULL;
+  g_autoptr(MvJsonDoc) doc = NULL;
 
   g_return_val_if_fail (json != NULL, NULL);
 
-  root = mv_json_parse (json, -1, &spec_limits, "spec", error);
-  if (root == NULL)
+  doc = mv_json_read (json, -1, &spec_limits, "spec", error);
+  if (doc == NULL)
     return NULL;
-  return mv_spec_from_node (root, error);
+  return mv_spec_from_node (mv_json_doc_root (doc), error);
 }
 
 gboolean
@@ -902,11 +903,10 @@ mv_spec_json_check_size (const char *json, GError **error)
 char *
 mv_spec_json_peek_name (const char *json)
 {
-  g_autoptr (JsonNode) root = mv_json_parse (json, -1, &spec_limits, "spec", NULL);
-  JsonObject *object = root && JSON_NODE_HOLDS_OBJECT (root) ? json_node_get_object (root) : NULL;
-  JsonNode *name = object ? json_object_get_member (object, "name") : NULL;
-  const char *text = name && json_node_get_value_type (name) == G_TYPE_STRING
-                     ? json_node_get_string (name) : NULL;
+  g_autoptr (MvJsonDoc) doc = mv_json_read (json, -1, &spec_limits, "spec", NULL);
+  const MvJson *root = doc ? mv_json_doc_root (doc) : NULL;
+  const MvJson *name = root && mv_json_is_object (root) ? mv_json_member (root, "name") : NULL;
+  const char *text = name && name->kind == MV_JSON_STRING ? name->string : NULL;
 
   return text && mv_name_validate ("name", text, NULL) ? g_strdup (text) : NULL;
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include <glib.h>
 #include <json-glib/json-glib.h>
+#include "json-tree.h"
 
 /* The document as a whole, as spec-json.c reads it: well below a D-Bus
  * message, room for MV_FILE_MOUNT_MAX_BYTES of file contents written as
@@ -258,7 +259,7 @@ gboolean mv_spec_json_check_size (const char *json, GError **error);
  * is a valid name, else NULL: what a prompt may show before the caller is
  * authorized, without the spec being read for anything else. */
 char    *mv_spec_json_peek_name (const char *json);
-MvSpec  *mv_spec_from_node (JsonNode *node, GError **error);
+MvSpec  *mv_spec_from_node (const MvJson *node, GError **error);
 /* What stands in a spec shown without its secrets for each SSH key, the
  * user data and each metadata value. The spec validation refuses it in
  * those fields, so that such a spec sent back to Update wipes nothing. */

@@ -78,6 +78,7 @@ gboolean
 mv_text_check_name_chars (const char *field, const char *noun, const char *name, GError **error)
 {
   g_autofree char *nfc = NULL;
+  gboolean ascii = TRUE;
   gsize len;
 
   g_return_val_if_fail (g_utf8_validate (name, -1, NULL), FALSE);
@@ -86,6 +87,8 @@ mv_text_check_name_chars (const char *field, const char *noun, const char *name,
     {
       gunichar c = g_utf8_get_char (p);
       const char *problem = mv_text_name_char_problem (c);
+
+      ascii = ascii && c < 0x80;
 
       if (problem != NULL)
         {
@@ -107,7 +110,10 @@ mv_text_check_name_chars (const char *field, const char *noun, const char *name,
                    "%s: starts or ends with a space", field);
       return FALSE;
     }
-  /* "é" as one character or as "e" and a combining accent look the same. */
+  /* "é" as one character or as "e" and a combining accent look the same.
+   * ASCII is its own normal form. */
+  if (ascii)
+    return TRUE;
   nfc = g_utf8_normalize (name, -1, G_NORMALIZE_NFC);
   if (nfc == NULL || strcmp (nfc, name) != 0)
     {

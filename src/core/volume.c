@@ -2,7 +2,6 @@
 #include "volume.h"
 #include "errors.h"
 #include "json-strict.h"
-#include "json-util.h"
 #include "machine.h"
 #include "text.h"
 
@@ -42,9 +41,9 @@ mv_volume_validate (const MvVolume *volume, GError **error)
 }
 
 static gboolean
-read_size (JsonObject *object, guint64 *out, GError **error)
+read_size (const MvJson *object, guint64 *out, GError **error)
 {
-  JsonNode *node = mv_json_required_member (object, "size_bytes", error);
+  const MvJson *node = mv_json_required_member (object, "size_bytes", error);
   g_autofree char *written = NULL;
   gint64 value = 0;
 
@@ -59,30 +58,32 @@ read_size (JsonObject *object, guint64 *out, GError **error)
   return TRUE;
 }
 
-static JsonObject *
-parse_object (const char *data, gssize len, const char *what, JsonNode **root, GError **error)
+static const MvJson *
+parse_object (const char *data, gssize len, const char *what, MvJsonDoc **doc, GError **error)
 {
   static const MvJsonLimits limits = { .max_bytes = MV_VOLUME_SPEC_MAX_BYTES, .max_depth = 2 };
+  const MvJson *root;
 
-  *root = mv_json_parse (data, len, &limits, what, error);
-  if (*root == NULL)
+  *doc = mv_json_read (data, len, &limits, what, error);
+  if (*doc == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (*root))
+  root = mv_json_doc_root (*doc);
+  if (!mv_json_is_object (root))
     {
-      mv_json_wrong_type (*root, what, "an object", error);
+      mv_json_wrong_type (root, what, "an object", error);
       return NULL;
     }
-  return json_node_get_object (*root);
+  return root;
 }
 
 MvVolume *
 mv_volume_spec_from_json (const char *json, GError **error)
 {
   static const char *const known[] = { "name", "size_bytes", NULL };
-  g_autoptr (JsonNode) root = NULL;
+  g_autoptr (MvJsonDoc) doc = NULL;
   g_autoptr (MvVolume) volume = g_new0 (MvVolume, 1);
-  JsonObject *object = parse_object (json, -1, "spec", &root, error);
-  JsonNode *name;
+  const MvJson *object = parse_object (json, -1, "spec", &doc, error);
+  const MvJson *name;
   const char *text = NULL;
 
   if (object == NULL || !mv_json_reject_unknown_members (object, NULL, known, error))
@@ -124,11 +125,11 @@ MvVolume *
 mv_volume_from_json (const char *data, gsize len, GError **error)
 {
   static const char *const known[] = { "format", "id", "name", "size_bytes", "created_at", NULL };
-  g_autoptr (JsonNode) root = NULL;
+  g_autoptr (MvJsonDoc) doc = NULL;
   g_autoptr (MvVolume) volume = g_new0 (MvVolume, 1);
   g_autoptr (GDateTime) created = NULL;
-  JsonObject *object = parse_object (data, (gssize) len, "volume.json", &root, error);
-  JsonNode *node;
+  const MvJson *object = parse_object (data, (gssize) len, "volume.json", &doc, error);
+  const MvJson *node;
   const char *text = NULL;
   gint64 format = 0;
 

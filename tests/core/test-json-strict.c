@@ -25,6 +25,47 @@ assert_same_tree (JsonNode *node, const char *text, gssize length)
   g_assert_cmpstr (ours, ==, theirs);
 }
 
+/* Each value of @value's arrays and objects knows its place, its
+ * container how many it holds, and only members have names. */
+static void
+assert_tree_shape (const MvJson *value)
+{
+  guint count = 0;
+
+  if (value->kind != MV_JSON_ARRAY && value->kind != MV_JSON_OBJECT)
+    return;
+  mv_json_each (item, value)
+    {
+      g_assert_cmpuint (item->index, ==, count);
+      g_assert_true ((item->name != NULL) == (value->kind == MV_JSON_OBJECT));
+      assert_tree_shape (item);
+      count++;
+    }
+  g_assert_cmpuint (value->count, ==, count);
+}
+
+/* The daemon's own document of @text holds what json-glib's tree does. */
+static void
+assert_same_document (const char *text, gssize length)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MvJsonDoc) doc = mv_json_read (text, length, &limits, "doc", &error);
+  g_autoptr(JsonNode) node = NULL;
+  g_autoptr(MvJsonDoc) again = NULL;
+
+  g_assert_no_error (error);
+  g_assert_nonnull (doc);
+  assert_tree_shape (mv_json_doc_root (doc));
+  node = mv_json_to_node (mv_json_doc_root (doc));
+  assert_same_tree (node, text, length);
+  /* A document made of json-glib's tree holds the same again. */
+  again = mv_json_doc_from_node (node);
+  assert_tree_shape (mv_json_doc_root (again));
+  g_clear_pointer (&node, json_node_unref);
+  node = mv_json_to_node (mv_json_doc_root (again));
+  assert_same_tree (node, text, length);
+}
+
 static void
 assert_accepted_len (const char *text, gssize length)
 {
@@ -36,8 +77,9 @@ assert_accepted_len (const char *text, gssize length)
   g_assert_no_error (error);
   g_assert_nonnull (node);
   assert_same_tree (node, text, length);
-  /* Checking alone takes what parsing takes. */
+  /* Checking alone takes what parsing takes, and so does reading. */
   g_assert_true (mv_json_check (text, length, &limits, "doc", NULL));
+  assert_same_document (text, length);
 }
 
 #define assert_accepted(text) assert_accepted_len ((text), -1)
@@ -47,10 +89,18 @@ static char *
 refused_len (const char *text, gssize length, const char *needle)
 {
   g_autoptr(GError) error = NULL;
+  g_autoptr(GError) read_error = NULL;
+  g_autoptr(GError) check_error = NULL;
   g_autoptr(JsonNode) node = mv_json_parse (text, length, &limits, "doc", &error);
+  g_autoptr(MvJsonDoc) doc = mv_json_read (text, length, &limits, "doc", &read_error);
 
   g_assert_null (node);
+  g_assert_null (doc);
+  g_assert_false (mv_json_check (text, length, &limits, "doc", &check_error));
   g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  /* Every way of reading refuses it with the same words. */
+  g_assert_cmpstr (read_error->message, ==, error->message);
+  g_assert_cmpstr (check_error->message, ==, error->message);
   if (strstr (error->message, needle) == NULL)
     g_assert_cmpstr (error->message, ==, needle);
   g_assert_true (g_str_has_prefix (error->message, "doc: "));
@@ -241,6 +291,28 @@ test_duplicate_keys (void)
   /* Escapes are read first: these are one key. */
   assert_refused ("{\"a\":1,\"\\u0061\":2}", "the key \"a\" appears twice");
   assert_refused ("{\"x\":{\"b\":1,\"c\":2,\"b\":3}}", "doc: x: the key \"b\" appears twice");
+
+  /* A large object finds a repeated key by another way than a small
+   * one: every member of it, repeated at every place, is found. */
+  for (guint n = 1; n <= 70; n += 3)
+    for (guint repeated = 0; repeated < n; repeated += 5)
+      {
+        g_autoptr(GString) text = g_string_new ("{");
+        g_autofree char *needle = g_strdup_printf ("the key \"k%u\" appears twice", repeated);
+        g_autofree char *unique = NULL;
+
+        for (guint i = 0; i < n; i++)
+          g_string_append_printf (text, "\"k%u\":%u,", i, i);
+        unique = g_strndup (text->str, text->len - 1);
+        /* Without the repeat, it is taken whole. */
+        {
+          g_autofree char *whole = g_strconcat (unique, "}", NULL);
+
+          assert_accepted (whole);
+        }
+        g_string_append_printf (text, "\"k%u\":0}", repeated);
+        assert_refused (text->str, needle);
+      }
 }
 
 static char *
@@ -359,6 +431,111 @@ test_excerpts (void)
   g_assert_cmpuint (strlen (deep_message), <, 200);
 }
 
+/* The strict readers of a document's values, each refusal naming the
+ * field. */
+static void
+test_readers (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MvJsonDoc) doc = mv_json_read ("{\"s\":\"x\",\"n\":-12,\"r\":1000.0,\"h\":0.5,"
+                                           "\"b\":true,\"z\":null,\"a\":[1,2],\"o\":{},"
+                                           "\"big\":1e300}", -1, &limits, "doc", &error);
+  const MvJson *root;
+  const char *text = NULL;
+  gboolean flag = FALSE;
+  gint64 value = 0;
+  char *written = NULL;
+  char *copy = NULL;
+
+  g_assert_no_error (error);
+  root = mv_json_doc_root (doc);
+  g_assert_true (mv_json_is_object (root));
+  g_assert_cmpuint (root->count, ==, 9);
+
+  /* null stands for a member left out. */
+  g_assert_null (mv_json_member (root, "z"));
+  g_assert_null (mv_json_member (root, "missing"));
+  g_assert_null (mv_json_required_member (root, "z", &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, "z: missing");
+  g_clear_error (&error);
+
+  g_assert_true (mv_json_read_string (mv_json_member (root, "s"), "s", &text, &error));
+  g_assert_cmpstr (text, ==, "x");
+  g_assert_false (mv_json_read_string (mv_json_member (root, "n"), "n", &text, &error));
+  g_assert_cmpstr (error->message, ==, "n: expected a string, got an integer");
+  g_clear_error (&error);
+  g_assert_true (mv_json_read_bool (mv_json_member (root, "b"), "b", &flag, &error));
+  g_assert_true (flag);
+  g_assert_false (mv_json_read_bool (mv_json_member (root, "a"), "a", &flag, &error));
+  g_assert_cmpstr (error->message, ==, "a: expected a boolean, got an array");
+  g_clear_error (&error);
+
+  g_assert_true (mv_json_read_int (mv_json_member (root, "n"), "n", -12, 0, &value, &error));
+  g_assert_cmpint (value, ==, -12);
+  g_assert_false (mv_json_read_int (mv_json_member (root, "n"), "n", 0, 5, &value, &error));
+  g_assert_cmpstr (error->message, ==, "n: -12 is below the minimum of 0");
+  g_clear_error (&error);
+  g_assert_false (mv_json_read_int (mv_json_member (root, "n"), "n", -20, -13, &value, &error));
+  g_assert_cmpstr (error->message, ==, "n: -12 is more than the limit of -13");
+  g_clear_error (&error);
+  /* Records hold integers written as such; clients may write 1000.0. */
+  g_assert_false (mv_json_read_int (mv_json_member (root, "r"), "r", 0, 5000, &value, &error));
+  g_assert_cmpstr (error->message, ==, "r: expected an integer, got a number");
+  g_clear_error (&error);
+  g_assert_true (mv_json_read_integer (mv_json_member (root, "r"), "r", &value, &written, &error));
+  g_assert_cmpint (value, ==, 1000);
+  g_assert_null (written);
+  g_assert_false (mv_json_read_integer (mv_json_member (root, "h"), "h", &value, &written,
+                                        &error));
+  g_assert_cmpstr (error->message, ==, "h: expected an integer, got a number");
+  g_clear_error (&error);
+  g_assert_true (mv_json_read_integer (mv_json_member (root, "big"), "big", &value, &written,
+                                       &error));
+  g_assert_cmpint (value, ==, G_MAXINT64);
+  g_assert_cmpstr (written, ==, "1e+300");
+  g_free (written);
+
+  g_assert_true (mv_json_read_string_member (root, "s", FALSE, &copy, &error));
+  g_assert_cmpstr (copy, ==, "x");
+  g_assert_true (mv_json_read_string_member (root, "missing", FALSE, &copy, &error));
+  g_assert_cmpstr (copy, ==, "x");
+  g_free (copy);
+
+  {
+    static const char *const known[] = { "s", "n", "r", "h", "b", "z", "a", "o", NULL };
+
+    g_assert_false (mv_json_reject_unknown_members (root, "top", known, &error));
+    g_assert_cmpstr (error->message, ==, "top: unknown field 'big'");
+    g_clear_error (&error);
+  }
+}
+
+/* A document larger than its first block of values spreads over more,
+ * and its strings stay whole. */
+static void
+test_large_document (void)
+{
+  g_autoptr(GString) text = g_string_new ("[");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(MvJsonDoc) doc = NULL;
+  guint n = 0;
+
+  for (guint i = 0; i < 3000; i++)
+    g_string_append_printf (text, "%s\"\\u00e9%u\"", i ? "," : "", i);
+  g_string_append (text, "]");
+  doc = mv_json_read (text->str, -1, &limits, "doc", &error);
+  g_assert_no_error (error);
+  mv_json_each (element, mv_json_doc_root (doc))
+    {
+      g_autofree char *expected = g_strdup_printf ("\xc3\xa9%u", n++);
+
+      g_assert_cmpstr (element->string, ==, expected);
+    }
+  g_assert_cmpuint (n, ==, 3000);
+  assert_same_document (text->str, -1);
+}
+
 static void
 test_values (void)
 {
@@ -399,6 +576,8 @@ main (int argc, char **argv)
   g_test_add_func ("/json-strict/size", test_size);
   g_test_add_func ("/json-strict/excerpts", test_excerpts);
   g_test_add_func ("/json-strict/values", test_values);
+  g_test_add_func ("/json-strict/readers", test_readers);
+  g_test_add_func ("/json-strict/large-document", test_large_document);
 
   return g_test_run ();
 }

@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "core/errors.h"
+#include "core/json-strict.h"
 #include "core/machine.h"
 
 /* 2026-11-29T10:00:00.123456Z */
@@ -27,6 +28,31 @@ static MvConfig *
 test_config (void)
 {
   return mv_config_new ("0123456789abcdef0123456789abcdef", test_spec (), T0);
+}
+
+/* The readers of the records, on the text of @node: as the store reads
+ * a record. */
+static const MvJsonLimits record_limits = {
+  .max_bytes = MV_RECORD_MAX_BYTES,
+  .max_depth = MV_RECORD_MAX_DEPTH,
+};
+
+static MvConfig *
+config_from_tree (JsonNode *node, GError **error)
+{
+  g_autofree char *text = json_to_string (node, FALSE);
+  g_autoptr(MvJsonDoc) doc = mv_json_read (text, -1, &record_limits, "config", error);
+
+  return doc != NULL ? mv_config_from_node (mv_json_doc_root (doc), error) : NULL;
+}
+
+static MvStatus *
+status_from_tree (JsonNode *node, GError **error)
+{
+  g_autofree char *text = json_to_string (node, FALSE);
+  g_autoptr(MvJsonDoc) doc = mv_json_read (text, -1, &record_limits, "status", error);
+
+  return doc != NULL ? mv_status_from_node (mv_json_doc_root (doc), error) : NULL;
 }
 
 static void
@@ -304,7 +330,7 @@ test_config_round_trip (void)
 
   /* Through text, as the store does. */
   parsed_node = node_round_trip_text (node);
-  parsed = mv_config_from_node (parsed_node, &error);
+  parsed = config_from_tree (parsed_node, &error);
   g_assert_no_error (error);
   g_assert_nonnull (parsed);
   g_assert_cmpstr (parsed->id, ==, config->id);
@@ -349,7 +375,7 @@ test_timestamps (void)
       node = mv_config_to_node (config);
       g_assert_cmpstr (json_object_get_string_member (json_node_get_object (node), "created_at"),
                        ==, cases[i].text);
-      parsed = mv_config_from_node (node, &error);
+      parsed = config_from_tree (node, &error);
       g_assert_no_error (error);
       g_assert_cmpint (parsed->created_at, ==, cases[i].usec);
     }
@@ -362,7 +388,7 @@ test_timestamps (void)
 
     json_object_set_string_member (json_node_get_object (node), "created_at",
                                    "2026-11-29T11:00:00.123456+01:00");
-    parsed = mv_config_from_node (node, NULL);
+    parsed = config_from_tree (node, NULL);
     g_assert_nonnull (parsed);
     g_assert_cmpint (parsed->created_at, ==, T0);
   }
@@ -382,7 +408,7 @@ test_config_optional_fields (void)
   json_object_remove_member (object, "updated_at");
   json_object_remove_member (object, "stopped_by_user");
   json_object_remove_member (object, "fingerprint");
-  parsed = mv_config_from_node (node, &error);
+  parsed = config_from_tree (node, &error);
   g_assert_no_error (error);
   g_assert_cmpstr (parsed->spec->id, ==, config->id);
   g_assert_cmpint (parsed->updated_at, ==, parsed->created_at);
@@ -399,7 +425,7 @@ test_config_optional_fields (void)
     g_autoptr(GError) error_ = NULL; \
     g_autoptr(MvConfig) parsed_ = NULL; \
     mutate_stmt; \
-    parsed_ = mv_config_from_node (node_, &error_); \
+    parsed_ = config_from_tree (node_, &error_); \
     g_assert_null (parsed_); \
     g_assert_error (error_, MV_ERROR, MV_ERROR_INVALID_ARGUMENT); \
     assert_message_contains (error_->message, (needle)); \
@@ -475,7 +501,7 @@ test_config_strict (void)
     g_autoptr(JsonNode) node = json_node_init_int (json_node_alloc (), 2);
     g_autoptr(GError) error = NULL;
 
-    g_assert_null (mv_config_from_node (node, &error));
+    g_assert_null (config_from_tree (node, &error));
     g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
   }
 }
@@ -538,7 +564,7 @@ test_status_round_trip (void)
                    "2026-11-29T10:00:00.123456Z");
 
   text_node = node_round_trip_text (node);
-  parsed = mv_status_from_node (text_node, &error);
+  parsed = status_from_tree (text_node, &error);
   g_assert_no_error (error);
   g_assert_cmpint (parsed->state, ==, MV_STATE_RESTARTING);
   g_assert_cmpstr (parsed->state_error, ==, status->state_error);
@@ -573,7 +599,7 @@ test_status_round_trip (void)
     clean->has_exit_code = TRUE;
     clean_node = mv_status_to_node (clean);
     g_assert_true (json_object_has_member (json_node_get_object (clean_node), "exit_code"));
-    clean_parsed = mv_status_from_node (clean_node, NULL);
+    clean_parsed = status_from_tree (clean_node, NULL);
     g_assert_true (clean_parsed->has_exit_code);
     g_assert_cmpint (clean_parsed->exit_code, ==, 0);
   }
@@ -585,7 +611,7 @@ test_status_minimal (void)
   g_autoptr(JsonNode) node =
     json_from_string ("{\"format\":1,\"state\":\"Running\",\"observed_generation\":4}", NULL);
   g_autoptr(GError) error = NULL;
-  g_autoptr(MvStatus) status = mv_status_from_node (node, &error);
+  g_autoptr(MvStatus) status = status_from_tree (node, &error);
 
   g_assert_no_error (error);
   g_assert_cmpint (status->state, ==, MV_STATE_RUNNING);
@@ -608,7 +634,7 @@ test_status_minimal (void)
     g_autoptr(GError) error_ = NULL; \
     g_autoptr(MvStatus) parsed_ = NULL; \
     g_assert_nonnull (node_); \
-    parsed_ = mv_status_from_node (node_, &error_); \
+    parsed_ = status_from_tree (node_, &error_); \
     g_assert_null (parsed_); \
     g_assert_error (error_, MV_ERROR, MV_ERROR_INVALID_ARGUMENT); \
     assert_message_contains (error_->message, (needle)); \
