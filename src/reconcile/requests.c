@@ -190,6 +190,11 @@ add_recorded (MvReconciler *rec, MvConfig *config, MvStatus *status)
 
   mv_fault_point ("create", "published");
   machine = mv_reconciler_add_loaded (rec, config, status);
+  /* A machine wanted running is on its way before it is announced: the
+   * first write of its start goes to the disk while the bus hears of the
+   * machine as it was recorded (mv_machine_shown_status). */
+  if (machine->config->desired == MV_DESIRED_RUNNING)
+    mv_reconciler_reconcile (machine);
   mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) defined",
                   machine->config->spec->name, machine->id);
   if (rec->observer.added)

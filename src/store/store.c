@@ -655,37 +655,54 @@ typedef struct {
   GPtrArray *litter;          /* names, or NULL when there is none */
 } Listing;
 
-/* Lists @path, open as *@dir_fd, and closes it. */
+/* What one name in a machine's directory says. */
+static void
+list_name (const char *name, Listing *listing)
+{
+  if (strcmp (name, MV_DESTROY_MARKER) == 0)
+    listing->destroy_marker = TRUE;
+  else if (is_stale_temp_file (name))
+    {
+      if (listing->litter == NULL)
+        listing->litter = g_ptr_array_new_with_free_func (g_free);
+      g_ptr_array_add (listing->litter, g_strdup (name));
+    }
+  else if (strcmp (name, ".") != 0 && strcmp (name, "..") != 0 &&
+           strcmp (name, MV_CONFIG_RECORD) != 0 && strcmp (name, MV_STATUS_RECORD) != 0)
+    listing->other_files = TRUE;
+}
+
+/* Lists @path, open as *@dir_fd, and closes it. The entries are read
+ * with getdents64() on the descriptor itself: fdopendir() would check it
+ * with three more system calls per record. */
 static gboolean
 list_machine_dir (int *dir_fd, const char *path, Listing *listing, GError **error)
 {
-  struct dirent *entry;
-  DIR *dir;
-  int errsv;
+  g_auto(MvFd) fd = g_steal_fd (dir_fd);
+  /* Aligned for the records the kernel writes into it. */
+  union {
+    struct dirent64 first;
+    char            bytes[4096];
+  } buffer;
 
-  dir = fdopendir (*dir_fd);
-  if (dir == NULL)
-    return mv_set_errno_error (error, errno, "Cannot list %s", path);
-  *dir_fd = -1;
-  while ((errno = 0, entry = readdir (dir)) != NULL)
+  for (;;)
     {
-      const char *name = entry->d_name;
+      ssize_t n = getdents64 (fd, buffer.bytes, sizeof buffer.bytes);
 
-      if (strcmp (name, MV_DESTROY_MARKER) == 0)
-        listing->destroy_marker = TRUE;
-      else if (is_stale_temp_file (name))
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return mv_set_errno_error (error, errno, "Cannot list %s", path);
+      if (n == 0)
+        return TRUE;
+      for (ssize_t at = 0; at < n;)
         {
-          if (listing->litter == NULL)
-            listing->litter = g_ptr_array_new_with_free_func (g_free);
-          g_ptr_array_add (listing->litter, g_strdup (name));
+          const struct dirent64 *entry = (const struct dirent64 *) (buffer.bytes + at);
+
+          list_name (entry->d_name, listing);
+          at += entry->d_reclen;
         }
-      else if (strcmp (name, ".") != 0 && strcmp (name, "..") != 0 &&
-               strcmp (name, MV_CONFIG_RECORD) != 0 && strcmp (name, MV_STATUS_RECORD) != 0)
-        listing->other_files = TRUE;
     }
-  errsv = errno;
-  closedir (dir);
-  return errsv == 0 || mv_set_errno_error (error, errsv, "Cannot list %s", path);
 }
 
 /* Reads and checks the machine directory @name of machines/ (@dir_fd);
