@@ -16,6 +16,15 @@ bench_samples_new (void)
   return samples;
 }
 
+BenchSamples *
+bench_samples_copy (const BenchSamples *samples)
+{
+  BenchSamples *copy = bench_samples_new ();
+
+  g_array_append_vals (copy->values, samples->values->data, samples->values->len);
+  return copy;
+}
+
 void
 bench_samples_free (BenchSamples *samples)
 {
@@ -162,6 +171,12 @@ bench_result_set_target (BenchResult *result, BenchTargetKind kind, double limit
   result->target_limit = limit;
   g_free (result->target_text);
   result->target_text = g_strdup (text);
+}
+
+void
+bench_result_show_p99_ratio (BenchResult *result)
+{
+  result->shows_p99_ratio = TRUE;
 }
 
 void
@@ -363,7 +378,7 @@ ratio_text (const BenchResult *result)
   g_autofree char *p50 = format_value (bench_result_ratio (result));
   g_autofree char *p99 = NULL;
 
-  if (result->target_kind != BENCH_TARGET_P99_RATIO_AT_MOST)
+  if (result->target_kind != BENCH_TARGET_P99_RATIO_AT_MOST && !result->shows_p99_ratio)
     return g_steal_pointer (&p50);
   p99 = format_value (bench_result_p99_ratio (result));
   return g_strdup_printf ("%s, p99 %s", p50, p99);

@@ -9,6 +9,7 @@ typedef struct {
 } BenchSamples;
 
 BenchSamples *bench_samples_new (void);
+BenchSamples *bench_samples_copy (const BenchSamples *samples);
 void          bench_samples_free (BenchSamples *samples);
 void          bench_samples_add (BenchSamples *samples, double value);
 guint         bench_samples_count (const BenchSamples *samples);
@@ -64,6 +65,7 @@ typedef struct {
   double         interval_percentile; /* the ratio is of these: 50 or 99 */
   double         interval_low;
   double         interval_high;
+  gboolean       shows_p99_ratio; /* the ratio of the p99s is shown without a target on it */
 } BenchResult;
 
 typedef struct {
@@ -89,6 +91,8 @@ BenchResult *bench_report_add_not_measured (BenchReport *report, const char *row
 void         bench_result_set_target (BenchResult *result, BenchTargetKind kind,
                                       double limit, const char *text);
 void         bench_result_set_note (BenchResult *result, const char *note);
+/* Shows the ratio of the p99s beside that of the p50s, as a p99 target does. */
+void         bench_result_show_p99_ratio (BenchResult *result);
 
 /* Figure p50 / baseline p50; NAN when there is no ratio. */
 double       bench_result_ratio (const BenchResult *result);
