@@ -36,9 +36,19 @@ struct MvJson {
   };
 };
 
-/* Each value of @container (an array or object) in order. */
+/* The first value of @container if it is an array or object holding
+ * any, else NULL. */
+static inline const MvJson *
+mv_json_first (const MvJson *container)
+{
+  return container->kind == MV_JSON_ARRAY || container->kind == MV_JSON_OBJECT ? container->first
+                                                                              : NULL;
+}
+
+/* Each value of @container in order: none unless it is an array or
+ * object. */
 #define mv_json_each(item, container) \
-  for (const MvJson *item = (container)->first; item != NULL; item = item->next)
+  for (const MvJson *item = mv_json_first (container); item != NULL; item = item->next)
 
 /* The arena and the root of one document; reference-counted, so that
  * readers may keep a part of it. */
