@@ -1,7 +1,6 @@
 /* A strict JSON reader: one iterative pass over the text that holds it to
- * RFC 8259 and to limits, and builds as it goes either json-glib's tree
- * (the same tree json-glib's own parser makes of the same text) or the
- * daemon's own read-only document (json-tree.h). Pure. */
+ * RFC 8259 and to limits, and builds the daemon's own read-only document
+ * (json-tree.h) as it goes; json-glib's tree is made from that. Pure. */
 #include "json-strict.h"
 #include "json-tree.h"
 #include "errors.h"
@@ -19,30 +18,17 @@
  * hash table of its keys rather than by walking them. */
 #define KEYS_WALKED 32
 
-typedef enum {
-  OUTPUT_NONE,     /* only checked */
-  OUTPUT_NODES,    /* json-glib's tree */
-  OUTPUT_TREE,     /* an MvJsonDoc */
-} Output;
-
-/* A value just read, as the output takes it. */
-typedef struct {
-  JsonNode *node;
-  MvJson   *value;
-} Made;
 
 typedef struct {
   gboolean    object;
   guint       index;       /* arrays: the element being read */
-  GHashTable *keys;        /* objects, when only checking: the keys seen, decoded; for a
-                            * tree, past KEYS_WALKED members: theirs */
-  JsonNode   *node;        /* OUTPUT_NODES: the object or array (its parent's) */
-  MvJson     *value;       /* OUTPUT_TREE: the object or array */
+  GHashTable *keys;        /* objects, when only checking: the keys seen, decoded; when
+                            * building, past KEYS_WALKED members: theirs */
+  MvJson     *value;       /* when building: the object or array */
   MvJson     *last;        /* ...and its last value so far */
-  GString    *key_text;    /* objects, OUTPUT_NODES: the key being read */
-  const char *key;         /* objects: the key being read, in @keys, @key_text or the
-                            * document; NULL between */
-  guint       key_length;  /* ...in bytes, OUTPUT_TREE */
+  const char *key;         /* objects: the key being read, in @keys or the document;
+                            * NULL between */
+  guint       key_length;  /* ...in bytes, when building */
 } Level;
 
 typedef struct {
@@ -53,13 +39,10 @@ typedef struct {
   const char         *what;
   Level              *levels;
   guint               depth;
-  guint               levels_used; /* how many of @levels were ever reached */
-  GString            *key;         /* the key being decoded */
-  Output              output;
-  GString            *string;      /* when building: the string value being decoded */
-  JsonNode           *root;        /* OUTPUT_NODES: the value, once read */
-  MvJsonDoc          *doc;         /* OUTPUT_TREE: where the values go */
-  MvJson             *tree_root;   /* ...and the value, once read */
+  GString            *key;         /* when only checking: the key being decoded */
+  MvJsonDoc          *doc;         /* where the values go; NULL when only checking */
+  GString            *string;      /* when building: a string with escapes, decoded */
+  MvJson             *root;        /* when building: the value, once read */
   gboolean            escaped;     /* an escape was read since this was last cleared */
 } Scanner;
 
@@ -440,7 +423,7 @@ read_digits (Scanner *s, const char *after, gsize at, GError **error)
 /* json-glib saturates integers past 64 bits and turns 1e400 into an
  * infinity it cannot write back; such numbers are refused here. */
 static gboolean
-read_number (Scanner *s, Made *made, GError **error)
+read_number (Scanner *s, MvJson **made, GError **error)
 {
   gsize start = s->pos;
   gboolean integral = TRUE;
@@ -502,22 +485,19 @@ read_number (Scanner *s, Made *made, GError **error)
   if (too_large)
     return refused (s, start, error, "the number at byte %" G_GSIZE_FORMAT " is too large to hold"
                     " (integers fit in 64 bits, other numbers in a double)", start);
-  if (s->output == OUTPUT_NODES)
-    made->node = integral ? json_node_init_int (json_node_alloc (), integer)
-                          : json_node_init_double (json_node_alloc (), real);
-  else if (s->output == OUTPUT_TREE)
+  if (s->doc != NULL)
     {
-      made->value = mv_json_doc_add_value (s->doc, integral ? MV_JSON_INTEGER : MV_JSON_REAL);
+      *made = mv_json_doc_add_value (s->doc, integral ? MV_JSON_INTEGER : MV_JSON_REAL);
       if (integral)
-        made->value->integer = integer;
+        (*made)->integer = integer;
       else
-        made->value->real = real;
+        (*made)->real = real;
     }
   return TRUE;
 }
 
 static gboolean
-read_literal (Scanner *s, Made *made, GError **error)
+read_literal (Scanner *s, MvJson **made, GError **error)
 {
   static const char *const literals[] = { "true", "false", "null" };
   gsize n = word_length (s);
@@ -526,13 +506,10 @@ read_literal (Scanner *s, Made *made, GError **error)
     if (n == strlen (literals[i]) && memcmp (s->text + s->pos, literals[i], n) == 0)
       {
         s->pos += n;
-        if (s->output == OUTPUT_NODES)
-          made->node = i == 2 ? json_node_init_null (json_node_alloc ())
-                              : json_node_init_boolean (json_node_alloc (), i == 0);
-        else if (s->output == OUTPUT_TREE)
+        if (s->doc != NULL)
           {
-            made->value = mv_json_doc_add_value (s->doc, i == 2 ? MV_JSON_NULL : MV_JSON_BOOLEAN);
-            made->value->boolean = i == 0;
+            *made = mv_json_doc_add_value (s->doc, i == 2 ? MV_JSON_NULL : MV_JSON_BOOLEAN);
+            (*made)->boolean = i == 0;
           }
         return TRUE;
       }
@@ -544,7 +521,7 @@ read_literal (Scanner *s, Made *made, GError **error)
 }
 
 static gboolean
-push (Scanner *s, gboolean object, Made container, GError **error)
+push (Scanner *s, gboolean object, MvJson *container, GError **error)
 {
   Level *level;
 
@@ -556,20 +533,8 @@ push (Scanner *s, gboolean object, Made container, GError **error)
       return FALSE;
     }
   level = &s->levels[s->depth++];
-  /* A level is cleared the first time it is reached; after that it
-   * keeps its key buffer for the next container at its depth. */
-  if (s->depth > s->levels_used)
-    {
-      memset (level, 0, sizeof *level);
-      s->levels_used = s->depth;
-    }
-  level->object = object;
-  level->index = 0;
-  level->key = NULL;
-  level->node = container.node;
-  level->value = container.value;
-  level->last = NULL;
-  if (s->output == OUTPUT_NONE && object)
+  *level = (Level) { .object = object, .value = container };
+  if (s->doc == NULL && object)
     level->keys = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   s->pos++;
   return TRUE;
@@ -581,7 +546,6 @@ pop (Scanner *s)
   Level *level = &s->levels[--s->depth];
 
   g_clear_pointer (&level->keys, g_hash_table_unref);
-  level->node = NULL;
   level->value = NULL;
   level->last = NULL;
   level->key = NULL;
@@ -609,33 +573,22 @@ attach_value (Level *level, MvJson *value)
   level->last = value;
 }
 
-/* Puts @made (taken) where the scanner is: the root, the next element of
- * an array or the value of the key just read. */
+/* Puts @value where the scanner is: the root, the next element of an
+ * array or the value of the key just read. */
 static void
-attach (Scanner *s, Made made)
+attach (Scanner *s, MvJson *value)
 {
-  Level *level;
-
   if (s->depth == 0)
-    {
-      s->root = made.node;
-      s->tree_root = made.value;
-      return;
-    }
-  level = &s->levels[s->depth - 1];
-  if (made.value != NULL)
-    attach_value (level, made.value);
-  else if (level->object)
-    json_object_set_member (json_node_get_object (level->node), level->key, made.node);
+    s->root = value;
   else
-    json_array_add_element (json_node_get_array (level->node), made.node);
+    attach_value (&s->levels[s->depth - 1], value);
 }
 
 static gboolean
 read_value (Scanner *s, State *state, GError **error)
 {
   guchar c = peek (s);
-  Made made = { 0 };
+  MvJson *made = NULL;
 
   *state = AFTER_VALUE;
   switch (c)
@@ -643,43 +596,25 @@ read_value (Scanner *s, State *state, GError **error)
     case '{':
     case '[':
       *state = c == '{' ? EXPECT_KEY_OR_END : EXPECT_VALUE_OR_END;
-      if (s->depth >= s->limits->max_depth)
-        ;  /* push() refuses it */
-      else if (s->output == OUTPUT_NODES)
+      /* In its place first: it is filled in from the level it opens. */
+      if (s->doc != NULL && s->depth < s->limits->max_depth)
         {
-          /* In its place first: it is filled in from the level it opens. */
-          made.node = json_node_alloc ();
-          if (c == '{')
-            json_node_take_object (json_node_init (made.node, JSON_NODE_OBJECT),
-                                   json_object_new ());
-          else
-            json_node_take_array (json_node_init (made.node, JSON_NODE_ARRAY), json_array_new ());
-          attach (s, made);
-        }
-      else if (s->output == OUTPUT_TREE)
-        {
-          made.value = mv_json_doc_add_value (s->doc, c == '{' ? MV_JSON_OBJECT : MV_JSON_ARRAY);
+          made = mv_json_doc_add_value (s->doc, c == '{' ? MV_JSON_OBJECT : MV_JSON_ARRAY);
           attach (s, made);
         }
       return push (s, c == '{', made, error);
     case '"':
-      if (s->output == OUTPUT_NONE)
+      if (s->doc == NULL)
         return read_string (s, NULL, error);
-      if (s->output == OUTPUT_TREE)
-        {
-          const char *text;
-          gsize length;
+      {
+        const char *text;
+        gsize length;
 
-          if (!read_text (s, &text, &length, error))
-            return FALSE;
-          made.value = mv_json_doc_add_value (s->doc, MV_JSON_STRING);
-          made.value->string = mv_json_doc_add_text (s->doc, text, length);
-          break;
-        }
-      g_string_truncate (s->string, 0);
-      if (!read_string (s, s->string, error))
-        return FALSE;
-      made.node = json_node_init_string (json_node_alloc (), s->string->str);
+        if (!read_text (s, &text, &length, error))
+          return FALSE;
+        made = mv_json_doc_add_value (s->doc, MV_JSON_STRING);
+        made->string = mv_json_doc_add_text (s->doc, text, length);
+      }
       break;
     case '-':
     case '0': case '1': case '2': case '3': case '4':
@@ -702,7 +637,7 @@ read_value (Scanner *s, State *state, GError **error)
         return FALSE;
       break;
     }
-  if (made.node != NULL || made.value != NULL)
+  if (made != NULL)
     attach (s, made);
   return TRUE;
 }
@@ -713,6 +648,39 @@ duplicate_key (Scanner *s, gsize start, const char *key, gsize length, GError **
   g_autofree char *excerpt = mv_text_excerpt (key, length, KEY_EXCERPT_BYTES);
 
   return refused (s, start, error, "the key \"%s\" appears twice", excerpt);
+}
+
+/* The key at the scanner, read into the document: the level points to
+ * the document's copy, which becomes its member's name. */
+static gboolean
+read_document_key (Scanner *s, Level *level, GError **error)
+{
+  gsize start = s->pos;
+  const char *text;
+  const char *key;
+  gsize length;
+
+  if (!read_text (s, &text, &length, error))
+    return FALSE;
+  key = mv_json_doc_add_text (s->doc, text, length);
+  if (level->keys != NULL)
+    {
+      if (g_hash_table_contains (level->keys, key))
+        return duplicate_key (s, start, key, length, error);
+    }
+  else
+    mv_json_each (member, level->value)
+      if (member->name_length == length && memcmp (member->name, key, length) == 0)
+        return duplicate_key (s, start, key, length, error);
+  level->key = key;
+  level->key_length = length;
+  if (level->keys == NULL && level->value->count >= KEYS_WALKED)
+    {
+      level->keys = g_hash_table_new (g_str_hash, g_str_equal);
+      mv_json_each (member, level->value)
+        g_hash_table_add (level->keys, (char *) member->name);
+    }
+  return TRUE;
 }
 
 static gboolean
@@ -731,50 +699,8 @@ read_key (Scanner *s, GError **error)
         return not_json (s, s->pos, error, "object keys are strings in double quotes");
       return unexpected (s, "a key in double quotes", error);
     }
-  if (s->output == OUTPUT_TREE)
-    {
-      const char *text;
-      const char *key;
-      gsize length;
-
-      if (!read_text (s, &text, &length, error))
-        return FALSE;
-      key = mv_json_doc_add_text (s->doc, text, length);
-      if (level->keys != NULL)
-        {
-          if (g_hash_table_contains (level->keys, key))
-            return duplicate_key (s, start, key, length, error);
-        }
-      else
-        mv_json_each (member, level->value)
-          if (member->name_length == length && memcmp (member->name, key, length) == 0)
-            return duplicate_key (s, start, key, length, error);
-      /* The document keeps the key as its member's name; the level
-       * points to it while what it names is read, for messages. */
-      level->key = key;
-      level->key_length = length;
-      if (level->keys == NULL && level->value->count >= KEYS_WALKED)
-        {
-          level->keys = g_hash_table_new (g_str_hash, g_str_equal);
-          mv_json_each (member, level->value)
-            g_hash_table_add (level->keys, (char *) member->name);
-        }
-      return TRUE;
-    }
-  if (s->output == OUTPUT_NODES)
-    {
-      /* The level keeps its key while what it names is read, for the
-       * path in messages. */
-      if (level->key_text == NULL)
-        level->key_text = g_string_new (NULL);
-      g_string_truncate (level->key_text, 0);
-      if (!read_string (s, level->key_text, error))
-        return FALSE;
-      if (json_object_has_member (json_node_get_object (level->node), level->key_text->str))
-        return duplicate_key (s, start, level->key_text->str, level->key_text->len, error);
-      level->key = level->key_text->str;
-      return TRUE;
-    }
+  if (s->doc != NULL)
+    return read_document_key (s, level, error);
   g_string_truncate (s->key, 0);
   if (!read_string (s, s->key, error))
     return FALSE;
@@ -882,7 +808,7 @@ scan (Scanner *s, GError **error)
     }
 }
 
-/* Scans @text; builds what @s->output asks for into @s. */
+/* Scans @text; builds its document into @s->doc unless that is NULL. */
 static gboolean
 read_document (Scanner *s, const char *text, gssize length, const MvJsonLimits *limits,
                const char *what, GError **error)
@@ -911,17 +837,15 @@ read_document (Scanner *s, const char *text, gssize length, const MvJsonLimits *
     s->levels = stack_levels;
   else
     s->levels = levels = g_new (Level, max_depth);
-  s->key = key = g_string_new (NULL);
-  if (s->output != OUTPUT_NONE)
+  if (s->doc != NULL)
     s->string = string = g_string_new (NULL);
+  else
+    s->key = key = g_string_new (NULL);
 
   ok = scan (s, error);
   /* A failure leaves levels open. */
   while (s->depth > 0)
     g_clear_pointer (&s->levels[--s->depth].keys, g_hash_table_unref);
-  for (guint i = 0; i < s->levels_used; i++)
-    if (s->levels[i].key_text)
-      g_string_free (s->levels[i].key_text, TRUE);
   s->levels = NULL;
   return ok;
 }
@@ -930,7 +854,7 @@ gboolean
 mv_json_check (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
                GError **error)
 {
-  Scanner s = { .output = OUTPUT_NONE };
+  Scanner s = { 0 };
 
   g_return_val_if_fail (text != NULL || length == 0, FALSE);
   g_return_val_if_fail (limits != NULL && what != NULL, FALSE);
@@ -938,28 +862,12 @@ mv_json_check (const char *text, gssize length, const MvJsonLimits *limits, cons
   return read_document (&s, text, length, limits, what, error);
 }
 
-JsonNode *
-mv_json_parse (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
-               GError **error)
-{
-  Scanner s = { .output = OUTPUT_NODES };
-  gboolean ok;
-
-  g_return_val_if_fail (text != NULL || length == 0, NULL);
-  g_return_val_if_fail (limits != NULL && what != NULL, NULL);
-
-  ok = read_document (&s, text, length, limits, what, error);
-  if (!ok)
-    g_clear_pointer (&s.root, json_node_unref);
-  return s.root;
-}
-
 MvJsonDoc *
 mv_json_read (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
               GError **error)
 {
   g_autoptr(MvJsonDoc) doc = NULL;
-  Scanner s = { .output = OUTPUT_TREE };
+  Scanner s = { 0 };
   gsize size;
 
   g_return_val_if_fail (text != NULL || length == 0, NULL);
@@ -969,8 +877,17 @@ mv_json_read (const char *text, gssize length, const MvJsonLimits *limits, const
    * block. A text past the limit is refused before any of it is made. */
   size = length < 0 ? strlen (text) : (gsize) length;
   s.doc = doc = mv_json_doc_new (size <= limits->max_bytes ? size * 2 + 256 : 0);
-  if (!read_document (&s, text, length, limits, what, error))
+  if (!read_document (&s, text, (gssize) size, limits, what, error))
     return NULL;
-  mv_json_doc_set_root (doc, s.tree_root);
+  mv_json_doc_set_root (doc, s.root);
   return g_steal_pointer (&doc);
+}
+
+JsonNode *
+mv_json_parse (const char *text, gssize length, const MvJsonLimits *limits, const char *what,
+               GError **error)
+{
+  g_autoptr(MvJsonDoc) doc = mv_json_read (text, length, limits, what, error);
+
+  return doc != NULL ? mv_json_to_node (mv_json_doc_root (doc)) : NULL;
 }

@@ -1,8 +1,9 @@
 /* The one way microvmd reads a JSON document that comes from outside:
  * RFC 8259 exactly, within limits of size and nesting, checked in one
- * pass without recursion, which also builds json-glib's tree (json-glib's
- * own parser recurses, and accepts comments, single quotes and more).
- * Pure. */
+ * pass without recursion, which also builds the daemon's own document
+ * (json-tree.h); json-glib's tree, where one is wanted, is made from that
+ * (json-glib's own parser recurses, and accepts comments, single quotes
+ * and more). Pure. */
 #pragma once
 #include <json-glib/json-glib.h>
 #include "json-tree.h"
@@ -24,13 +25,14 @@ typedef struct {
 gboolean  mv_json_check (const char *text, gssize length, const MvJsonLimits *limits,
                          const char *what, GError **error);
 
-/* mv_json_check(), building the tree in the same pass: the root node
- * (free with json_node_unref), never NULL on success; the same tree
- * json-glib's parser makes of the text. */
-JsonNode *mv_json_parse (const char *text, gssize length, const MvJsonLimits *limits,
-                         const char *what, GError **error);
-
 /* mv_json_check(), building the daemon's own read-only document in the
  * same pass (json-tree.h); never NULL on success. */
 MvJsonDoc *mv_json_read (const char *text, gssize length, const MvJsonLimits *limits,
                          const char *what, GError **error);
+
+/* mv_json_read() as json-glib's tree: the root node (free with
+ * json_node_unref), never NULL on success; the same tree json-glib's
+ * parser makes of the text. For what is read loosely with json-glib's
+ * lookups (the hypervisors' replies). */
+JsonNode  *mv_json_parse (const char *text, gssize length, const MvJsonLimits *limits,
+                          const char *what, GError **error);

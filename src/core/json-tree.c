@@ -15,7 +15,6 @@ struct Block {
 };
 
 struct MvJsonDoc {
-  gint          ref;
   Block        *blocks;     /* the newest first */
   gsize         next_size;
   const MvJson *root;
@@ -40,7 +39,6 @@ mv_json_doc_new (gsize size_hint)
 {
   MvJsonDoc *doc = g_new0 (MvJsonDoc, 1);
 
-  doc->ref = 1;
   doc->next_size = MAX (size_hint, ARENA_MIN_BLOCK);
   return doc;
 }
@@ -96,17 +94,10 @@ mv_json_doc_root (const MvJsonDoc *doc)
   return doc->root;
 }
 
-MvJsonDoc *
-mv_json_doc_ref (MvJsonDoc *doc)
-{
-  g_atomic_int_inc (&doc->ref);
-  return doc;
-}
-
 void
-mv_json_doc_unref (MvJsonDoc *doc)
+mv_json_doc_free (MvJsonDoc *doc)
 {
-  if (!g_atomic_int_dec_and_test (&doc->ref))
+  if (doc == NULL)
     return;
   while (doc->blocks != NULL)
     {

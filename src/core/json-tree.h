@@ -50,14 +50,13 @@ mv_json_first (const MvJson *container)
 #define mv_json_each(item, container) \
   for (const MvJson *item = mv_json_first (container); item != NULL; item = item->next)
 
-/* The arena and the root of one document; reference-counted, so that
- * readers may keep a part of it. */
+/* The arena and the root of one document. What outlives it is copied
+ * out of it (mv_json_to_node() for a part kept as it is). */
 typedef struct MvJsonDoc MvJsonDoc;
 
-const MvJson *mv_json_doc_root  (const MvJsonDoc *doc);
-MvJsonDoc    *mv_json_doc_ref   (MvJsonDoc *doc);
-void          mv_json_doc_unref (MvJsonDoc *doc);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvJsonDoc, mv_json_doc_unref)
+const MvJson *mv_json_doc_root (const MvJsonDoc *doc);
+void          mv_json_doc_free (MvJsonDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvJsonDoc, mv_json_doc_free)
 
 /* ---- building (the reader's side) ---- */
 
