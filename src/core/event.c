@@ -163,7 +163,6 @@ mv_event_from_json (const char *line, gsize length, GError **error)
   g_autoptr (MvJsonDoc) doc = mv_json_read (line, length, &limits, "event", error);
   const MvJson *root = doc ? mv_json_doc_root (doc) : NULL;
   g_autoptr (MvEvent) event = g_new0 (MvEvent, 1);
-  const MvJson *object;
   const char *kind = NULL;
   gint64 sequence = 0, time = 0, exit_code = 0;
   const MvJson *node;
@@ -172,28 +171,27 @@ mv_event_from_json (const char *line, gsize length, GError **error)
     return NULL;
   if (!mv_json_is_object (root))
     return mv_json_wrong_type (root, "event", "an object", error), NULL;
-  object = root;
-  if (!mv_json_reject_unknown_members (object, NULL, known_members, error))
+  if (!mv_json_reject_unknown_members (root, NULL, known_members, error))
     return NULL;
-  if (!(node = mv_json_required_member (object, "sequence", error)) ||
+  if (!(node = mv_json_required_member (root, "sequence", error)) ||
       !mv_json_read_int (node, "sequence", 1, G_MAXINT64, &sequence, error) ||
-      !(node = mv_json_required_member (object, "time", error)) ||
+      !(node = mv_json_required_member (root, "time", error)) ||
       !mv_json_read_int (node, "time", 0, G_MAXINT64, &time, error) ||
-      !(node = mv_json_required_member (object, "kind", error)) ||
+      !(node = mv_json_required_member (root, "kind", error)) ||
       !mv_json_read_string (node, "kind", &kind, error))
     return NULL;
   if (!mv_event_kind_from_string (kind, &event->kind))
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "kind: unknown kind %s", kind), NULL;
-  if (!mv_json_read_string_member (object, "machine_id", FALSE, &event->machine_id, error) ||
-      !mv_json_read_string_member (object, "machine_name", FALSE, &event->machine_name, error) ||
-      !mv_json_read_string_member (object, "operation_id", TRUE, &event->operation_id, error) ||
-      !mv_json_read_string_member (object, "message", FALSE, &event->message, error) ||
-      !mv_json_read_string_member (object, "snapshot_id", TRUE, &event->snapshot_id, error))
+  if (!mv_json_read_string_member (root, "machine_id", FALSE, &event->machine_id, error) ||
+      !mv_json_read_string_member (root, "machine_name", FALSE, &event->machine_name, error) ||
+      !mv_json_read_string_member (root, "operation_id", TRUE, &event->operation_id, error) ||
+      !mv_json_read_string_member (root, "message", FALSE, &event->message, error) ||
+      !mv_json_read_string_member (root, "snapshot_id", TRUE, &event->snapshot_id, error))
     return NULL;
   if (!event->machine_id || !event->machine_name)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "%s: missing",
                          event->machine_id ? "machine_name" : "machine_id"), NULL;
-  if ((node = mv_json_member (object, "exit_code")))
+  if ((node = mv_json_member (root, "exit_code")))
     {
       if (!mv_json_read_int (node, "exit_code", G_MININT, G_MAXINT, &exit_code, error))
         return NULL;

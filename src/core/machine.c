@@ -396,7 +396,6 @@ mv_config_from_node (const MvJson *node, GError **error)
   g_autoptr(MvConfig) config = g_new0 (MvConfig, 1);
   g_autoptr(GError) local_error = NULL;
   const char *text = NULL;
-  const MvJson *object;
   const MvJson *field;
 
   g_return_val_if_fail (node != NULL, NULL);
@@ -406,19 +405,18 @@ mv_config_from_node (const MvJson *node, GError **error)
       mv_json_wrong_type (node, "config", "an object", error);
       return NULL;
     }
-  object = node;
   /* The format first: another format may have other fields. */
-  if (!check_format (object, MV_CONFIG_FORMAT, error) ||
-      !mv_json_reject_unknown_members (object, NULL, known, error))
+  if (!check_format (node, MV_CONFIG_FORMAT, error) ||
+      !mv_json_reject_unknown_members (node, NULL, known, error))
     return NULL;
 
-  if ((field = mv_json_required_member (object, "id", error)) == NULL ||
+  if ((field = mv_json_required_member (node, "id", error)) == NULL ||
       !mv_json_read_string (field, "id", &text, error) ||
       !mv_id_validate (text, error))
     return NULL;
   config->id = g_strdup (text);
 
-  if ((field = mv_json_required_member (object, "desired_state", error)) == NULL ||
+  if ((field = mv_json_required_member (node, "desired_state", error)) == NULL ||
       !mv_json_read_string (field, "desired_state", &text, error))
     return NULL;
   if (!mv_desired_from_string (text, &config->desired))
@@ -432,13 +430,13 @@ mv_config_from_node (const MvJson *node, GError **error)
     }
 
   /* Creation sets the desired and specification generations to 1. */
-  if (!read_generation (object, "desired_generation", 1, &config->desired_generation, error) ||
-      !read_generation (object, "specification_generation", 1,
+  if (!read_generation (node, "desired_generation", 1, &config->desired_generation, error) ||
+      !read_generation (node, "specification_generation", 1,
                         &config->specification_generation, error) ||
-      !read_generation (object, "restart_generation", 0, &config->restart_generation, error))
+      !read_generation (node, "restart_generation", 0, &config->restart_generation, error))
     return NULL;
 
-  if (!mv_json_read_string_member (object, "fingerprint", FALSE, &config->fingerprint, error))
+  if (!mv_json_read_string_member (node, "fingerprint", FALSE, &config->fingerprint, error))
     return NULL;
   if (config->fingerprint != NULL && !valid_fingerprint (config->fingerprint))
     {
@@ -447,21 +445,21 @@ mv_config_from_node (const MvJson *node, GError **error)
       return NULL;
     }
 
-  if ((field = mv_json_required_member (object, "created_at", error)) == NULL ||
+  if ((field = mv_json_required_member (node, "created_at", error)) == NULL ||
       !read_timestamp (field, "created_at", &config->created_at, error))
     return NULL;
   config->updated_at = config->created_at;
-  if ((field = mv_json_member (object, "updated_at")) != NULL &&
+  if ((field = mv_json_member (node, "updated_at")) != NULL &&
       !read_timestamp (field, "updated_at", &config->updated_at, error))
     return NULL;
-  if ((field = mv_json_member (object, "standby")) != NULL &&
+  if ((field = mv_json_member (node, "standby")) != NULL &&
       !mv_json_read_bool (field, "standby", &config->standby, error))
     return NULL;
-  if ((field = mv_json_member (object, "stopped_by_user")) != NULL &&
+  if ((field = mv_json_member (node, "stopped_by_user")) != NULL &&
       !mv_json_read_bool (field, "stopped_by_user", &config->stopped_by_user, error))
     return NULL;
 
-  if ((field = mv_json_required_member (object, "spec", error)) == NULL)
+  if ((field = mv_json_required_member (node, "spec", error)) == NULL)
     return NULL;
   config->spec = mv_spec_from_node (field, &local_error);
   /* The shortest standby time is the daemon's policy when a change is
@@ -472,7 +470,7 @@ mv_config_from_node (const MvJson *node, GError **error)
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "spec: %s", local_error->message);
       return NULL;
     }
-  if ((field = mv_json_member (object, "image_config")) != NULL)
+  if ((field = mv_json_member (node, "image_config")) != NULL)
     {
       config->image_config = mv_image_config_from_node (field, &local_error);
       if (config->image_config == NULL)
@@ -583,7 +581,6 @@ mv_status_from_node (const MvJson *node, GError **error)
   };
   g_autoptr(MvStatus) status = mv_status_new ();
   const char *state = NULL;
-  const MvJson *object;
   const MvJson *field;
   gint64 value;
 
@@ -594,12 +591,11 @@ mv_status_from_node (const MvJson *node, GError **error)
       mv_json_wrong_type (node, "status", "an object", error);
       return NULL;
     }
-  object = node;
-  if (!check_format (object, MV_STATUS_FORMAT, error) ||
-      !mv_json_reject_unknown_members (object, NULL, known, error))
+  if (!check_format (node, MV_STATUS_FORMAT, error) ||
+      !mv_json_reject_unknown_members (node, NULL, known, error))
     return NULL;
 
-  if ((field = mv_json_required_member (object, "state", error)) == NULL ||
+  if ((field = mv_json_required_member (node, "state", error)) == NULL ||
       !mv_json_read_string (field, "state", &state, error))
     return NULL;
   if (!mv_state_from_string (state, &status->state))
@@ -611,29 +607,29 @@ mv_status_from_node (const MvJson *node, GError **error)
       return NULL;
     }
 
-  if (!mv_json_read_string_member (object, "state_error", FALSE, &status->state_error, error) ||
-      !mv_json_read_string_member (object, "phase", FALSE, &status->phase, error) ||
-      !mv_json_read_string_member (object, "operation_id", FALSE, &status->operation_id, error) ||
-      !read_generation (object, "observed_generation", 0, &status->observed_generation, error) ||
-      !read_optional_generation (object, "observed_restart_generation", 0,
+  if (!mv_json_read_string_member (node, "state_error", FALSE, &status->state_error, error) ||
+      !mv_json_read_string_member (node, "phase", FALSE, &status->phase, error) ||
+      !mv_json_read_string_member (node, "operation_id", FALSE, &status->operation_id, error) ||
+      !read_generation (node, "observed_generation", 0, &status->observed_generation, error) ||
+      !read_optional_generation (node, "observed_restart_generation", 0,
                                  &status->observed_restart_generation, error) ||
-      !read_optional_generation (object, "failed_generation", 0, &status->failed_generation,
+      !read_optional_generation (node, "failed_generation", 0, &status->failed_generation,
                                  error) ||
-      !read_optional_timestamp (object, "started_at", &status->started_at, error) ||
-      !read_optional_timestamp (object, "finished_at", &status->finished_at, error) ||
-      !read_optional_timestamp (object, "next_restart_at", &status->next_restart_at, error) ||
-      !read_optional_generation (object, "traffic_sequence", 0, &status->traffic_sequence,
+      !read_optional_timestamp (node, "started_at", &status->started_at, error) ||
+      !read_optional_timestamp (node, "finished_at", &status->finished_at, error) ||
+      !read_optional_timestamp (node, "next_restart_at", &status->next_restart_at, error) ||
+      !read_optional_generation (node, "traffic_sequence", 0, &status->traffic_sequence,
                                  error) ||
-      !mv_json_read_string_member (object, "restoring_snapshot", FALSE,
+      !mv_json_read_string_member (node, "restoring_snapshot", FALSE,
                                    &status->restoring_snapshot, error))
     return NULL;
-  if ((field = mv_json_member (object, "forking")) != NULL &&
+  if ((field = mv_json_member (node, "forking")) != NULL &&
       !mv_json_read_bool (field, "forking", &status->forking, error))
     return NULL;
   if (status->restoring_snapshot && !mv_id_validate (status->restoring_snapshot, error))
     return g_prefix_error (error, "restoring_snapshot: "), NULL;
 
-  if ((field = mv_json_member (object, "destroyed")) != NULL)
+  if ((field = mv_json_member (node, "destroyed")) != NULL)
     {
       if (!mv_json_is_array (field))
         {
@@ -650,28 +646,28 @@ mv_status_from_node (const MvJson *node, GError **error)
         }
     }
 
-  if ((field = mv_json_member (object, "exit_code")) != NULL)
+  if ((field = mv_json_member (node, "exit_code")) != NULL)
     {
       if (!mv_json_read_int (field, "exit_code", G_MININT32, G_MAXINT32, &value, error))
         return NULL;
       status->has_exit_code = TRUE;
       status->exit_code = (gint32) value;
     }
-  if ((field = mv_json_member (object, "vcpus")) != NULL)
+  if ((field = mv_json_member (node, "vcpus")) != NULL)
     {
       if (!mv_json_read_int (field, "vcpus", 0, G_MAXUINT32, &value, error))
         return NULL;
       status->vcpus = (guint32) value;
     }
-  if (!read_optional_generation (object, "memory_bytes", 0, &status->memory_bytes, error))
+  if (!read_optional_generation (node, "memory_bytes", 0, &status->memory_bytes, error))
     return NULL;
-  if ((field = mv_json_member (object, "restart_count")) != NULL)
+  if ((field = mv_json_member (node, "restart_count")) != NULL)
     {
       if (!mv_json_read_int (field, "restart_count", 0, G_MAXUINT32, &value, error))
         return NULL;
       status->restart_count = (guint32) value;
     }
-  if ((field = mv_json_member (object, "vmm")) != NULL)
+  if ((field = mv_json_member (node, "vmm")) != NULL)
     {
       if (!mv_json_is_object (field))
         {
@@ -682,7 +678,7 @@ mv_status_from_node (const MvJson *node, GError **error)
 
       status->vmm = json_object_ref (json_node_get_object (vmm));
     }
-  if (!mv_json_read_string_member (object, "saved_state", FALSE, &status->saved_state, error))
+  if (!mv_json_read_string_member (node, "saved_state", FALSE, &status->saved_state, error))
     return NULL;
 
   return g_steal_pointer (&status);

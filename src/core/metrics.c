@@ -128,17 +128,15 @@ static gboolean
 read_sample (const MvJson *node, guint index, MvMetricsSample *sample, GError **error)
 {
   g_autofree char *where = g_strdup_printf ("samples[%u]", index);
-  const MvJson *object;
 
   if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, where, "an object", error);
-  object = node;
-  if (!mv_json_reject_unknown_members (object, where, sample_fields, error))
+  if (!mv_json_reject_unknown_members (node, where, sample_fields, error))
     return FALSE;
   for (guint f = 0; sample_fields[f]; f++)
     {
       g_autofree char *field = g_strdup_printf ("%s.%s", where, sample_fields[f]);
-      const MvJson *member = mv_json_required_member (object, sample_fields[f], error);
+      const MvJson *member = mv_json_required_member (node, sample_fields[f], error);
       gint64 v;
 
       if (!member)
@@ -159,7 +157,6 @@ mv_metrics_day_from_json (const char *json, gsize length, guint max, GError **er
   g_autoptr (MvJsonDoc) doc = mv_json_read (json, (gssize) length, &limits, "metrics", error);
   const MvJson *root = doc ? mv_json_doc_root (doc) : NULL;
   g_autoptr (GArray) samples = g_array_new (FALSE, TRUE, sizeof (MvMetricsSample));
-  const MvJson *object;
   const MvJson *member;
   const MvJson *array;
   gint64 format;
@@ -171,13 +168,12 @@ mv_metrics_day_from_json (const char *json, gsize length, guint max, GError **er
       mv_json_wrong_type (root, "metrics", "an object", error);
       return NULL;
     }
-  object = root;
-  if (!mv_json_reject_unknown_members (object, NULL, known, error))
+  if (!mv_json_reject_unknown_members (root, NULL, known, error))
     return NULL;
-  if (!(member = mv_json_required_member (object, "format", error)) ||
+  if (!(member = mv_json_required_member (root, "format", error)) ||
       !mv_json_read_int (member, "format", MV_METRICS_FORMAT, MV_METRICS_FORMAT, &format, error))
     return NULL;
-  if (!(member = mv_json_required_member (object, "samples", error)))
+  if (!(member = mv_json_required_member (root, "samples", error)))
     return NULL;
   if (!mv_json_is_array (member))
     {

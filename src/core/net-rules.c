@@ -81,7 +81,6 @@ mv_port_mapping_from_json (const MvJson *node, const char *field, GError **error
 {
   static const char *const known[] = { "host_ip", "host_port", "guest_port", "protocol", NULL };
   g_autofree MvPortMapping *port = g_new0 (MvPortMapping, 1);
-  const MvJson *object;
   const char *host_ip = NULL;
   const char *protocol = NULL;
 
@@ -92,11 +91,10 @@ mv_port_mapping_from_json (const MvJson *node, const char *field, GError **error
       mv_json_wrong_type (node, field, "an object", error);
       return NULL;
     }
-  object = node;
-  if (!mv_json_reject_unknown_members (object, field, known, error))
+  if (!mv_json_reject_unknown_members (node, field, known, error))
     return NULL;
 
-  if (!read_word (object, field, "host_ip", &host_ip, error))
+  if (!read_word (node, field, "host_ip", &host_ip, error))
     return NULL;
   if (host_ip != NULL && !mv_ipv4_parse (host_ip, &port->host_address))
     {
@@ -106,19 +104,19 @@ mv_port_mapping_from_json (const MvJson *node, const char *field, GError **error
       return NULL;
     }
 
-  if (mv_json_member (object, "host_port") == NULL)
+  if (mv_json_member (node, "host_port") == NULL)
     {
       invalid (error, "%s.host_port: required", field);
       return NULL;
     }
-  if (!read_port_number (object, field, "host_port", &port->host_port, error))
+  if (!read_port_number (node, field, "host_port", &port->host_port, error))
     return NULL;
   port->guest_port = port->host_port;
-  if (!read_port_number (object, field, "guest_port", &port->guest_port, error))
+  if (!read_port_number (node, field, "guest_port", &port->guest_port, error))
     return NULL;
 
   port->protocol = MV_NET_PROTOCOL_TCP;
-  if (!read_word (object, field, "protocol", &protocol, error))
+  if (!read_word (node, field, "protocol", &protocol, error))
     return NULL;
   if (protocol != NULL &&
       (!mv_net_protocol_from_string (protocol, &port->protocol) || !port_protocol (port->protocol)))
@@ -320,7 +318,6 @@ parse_rule (const MvJson *node, guint index, GError **error)
   static const char *const known[] = { "action", "protocol", "port", "source", NULL };
   g_autofree char *where = g_strdup_printf ("firewall[%u]", index);
   g_autofree MvFirewallRule *rule = g_new0 (MvFirewallRule, 1);
-  const MvJson *object;
   const MvJson *port;
   const char *action = NULL;
   const char *protocol = NULL;
@@ -331,11 +328,10 @@ parse_rule (const MvJson *node, guint index, GError **error)
       mv_json_wrong_type (node, where, "an object", error);
       return NULL;
     }
-  object = node;
-  if (!mv_json_reject_unknown_members (object, where, known, error))
+  if (!mv_json_reject_unknown_members (node, where, known, error))
     return NULL;
 
-  if (!read_word (object, where, "action", &action, error))
+  if (!read_word (node, where, "action", &action, error))
     return NULL;
   if (action == NULL)
     {
@@ -352,7 +348,7 @@ parse_rule (const MvJson *node, guint index, GError **error)
   rule->allow = strcmp (action, "allow") == 0;
 
   rule->protocol = MV_NET_PROTOCOL_ANY;
-  if (!read_word (object, where, "protocol", &protocol, error))
+  if (!read_word (node, where, "protocol", &protocol, error))
     return NULL;
   if (protocol != NULL && !mv_net_protocol_from_string (protocol, &rule->protocol))
     {
@@ -362,7 +358,7 @@ parse_rule (const MvJson *node, guint index, GError **error)
       return NULL;
     }
 
-  if ((port = mv_json_member (object, "port")) != NULL)
+  if ((port = mv_json_member (node, "port")) != NULL)
     {
       g_autofree char *field = g_strdup_printf ("%s.port", where);
 
@@ -376,7 +372,7 @@ parse_rule (const MvJson *node, guint index, GError **error)
         return NULL;
     }
 
-  if (!read_word (object, where, "source", &source, error))
+  if (!read_word (node, where, "source", &source, error))
     return NULL;
   if (source != NULL)
     {

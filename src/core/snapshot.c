@@ -177,7 +177,6 @@ mv_snapshot_from_json (const char *data, gsize len, GError **error)
   g_autoptr (GDateTime) created = NULL;
   g_autofree char *kind = NULL;
   g_autofree char *created_text = NULL;
-  const MvJson *object;
   const MvJson *node;
   guint64 format = 0, vcpus = 0;
 
@@ -185,45 +184,44 @@ mv_snapshot_from_json (const char *data, gsize len, GError **error)
     return NULL;
   if (!mv_json_is_object (root))
     return mv_json_wrong_type (root, "snapshot.json", "an object", error), NULL;
-  object = root;
-  if (!mv_json_reject_unknown_members (object, NULL, known, error) ||
-      !read_uint (object, "format", G_MAXINT32, &format, error))
+  if (!mv_json_reject_unknown_members (root, NULL, known, error) ||
+      !read_uint (root, "format", G_MAXINT32, &format, error))
     return NULL;
   if (format != MV_SNAPSHOT_RECORD_FORMAT)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "format: %" G_GUINT64_FORMAT
                          " is not the format %d this microvmd reads", format,
                          MV_SNAPSHOT_RECORD_FORMAT), NULL;
-  if (!read_required_string (object, "id", &snapshot->id, error) ||
-      !read_required_string (object, "name", &snapshot->name, error) ||
-      !read_required_string (object, "kind", &kind, error) ||
-      !read_required_string (object, "machine_id", &snapshot->machine_id, error) ||
-      !read_required_string (object, "machine_name", &snapshot->machine_name, error) ||
-      !read_required_string (object, "created_at", &created_text, error))
+  if (!read_required_string (root, "id", &snapshot->id, error) ||
+      !read_required_string (root, "name", &snapshot->name, error) ||
+      !read_required_string (root, "kind", &kind, error) ||
+      !read_required_string (root, "machine_id", &snapshot->machine_id, error) ||
+      !read_required_string (root, "machine_name", &snapshot->machine_name, error) ||
+      !read_required_string (root, "created_at", &created_text, error))
     return NULL;
   if (!kind_from_string (kind, &snapshot->kind))
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT,
                          "kind: \"memory\" or \"disk\", not \"%s\"", kind), NULL;
-  if (!(node = mv_json_required_member (object, "spec", error)))
+  if (!(node = mv_json_required_member (root, "spec", error)))
     return NULL;
   snapshot->spec = mv_spec_from_node (node, error);
   if (snapshot->spec == NULL)
     return g_prefix_error (error, "spec: "), NULL;
-  if ((node = mv_json_member (object, "image_config")) != NULL &&
+  if ((node = mv_json_member (root, "image_config")) != NULL &&
       !(snapshot->image_config = mv_image_config_from_node (node, error)))
     return g_prefix_error (error, "image_config: "), NULL;
-  if (!mv_json_read_string_member (object, "address", TRUE, &snapshot->address, error) ||
-      !mv_json_read_string_member (object, "mac_address", TRUE, &snapshot->mac_address, error) ||
-      !mv_json_read_string_member (object, "hypervisor_type", TRUE, &snapshot->hypervisor_type,
+  if (!mv_json_read_string_member (root, "address", TRUE, &snapshot->address, error) ||
+      !mv_json_read_string_member (root, "mac_address", TRUE, &snapshot->mac_address, error) ||
+      !mv_json_read_string_member (root, "hypervisor_type", TRUE, &snapshot->hypervisor_type,
                                    error) ||
-      !mv_json_read_string_member (object, "hypervisor_version", TRUE,
+      !mv_json_read_string_member (root, "hypervisor_version", TRUE,
                                    &snapshot->hypervisor_version, error) ||
-      !mv_json_read_string_member (object, "image_digest", TRUE, &snapshot->image_digest, error) ||
-      !read_uint (object, "vcpus", G_MAXUINT32, &vcpus, error) ||
-      !read_uint (object, "memory_bytes", G_MAXINT64, &snapshot->memory_bytes, error) ||
-      !read_uint (object, "size_bytes", G_MAXINT64, &snapshot->size_bytes, error))
+      !mv_json_read_string_member (root, "image_digest", TRUE, &snapshot->image_digest, error) ||
+      !read_uint (root, "vcpus", G_MAXUINT32, &vcpus, error) ||
+      !read_uint (root, "memory_bytes", G_MAXINT64, &snapshot->memory_bytes, error) ||
+      !read_uint (root, "size_bytes", G_MAXINT64, &snapshot->size_bytes, error))
     return NULL;
   snapshot->vcpus = (guint) vcpus;
-  if (!(node = mv_json_required_member (object, "has_disk", error)) ||
+  if (!(node = mv_json_required_member (root, "has_disk", error)) ||
       !mv_json_read_bool (node, "has_disk", &snapshot->has_disk, error))
     return NULL;
   created = g_date_time_new_from_iso8601 (created_text, NULL);

@@ -110,19 +110,16 @@ static gboolean
 parse_disks (const MvJson *node, MvSpec *spec, GError **error)
 {
   static const char *const known[] = { "path", "read_only", "root", NULL };
-  const MvJson *array;
 
   if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "disks", "an array", error);
-  array = node;
-  mv_json_each (element, array)
+  mv_json_each (element, node)
     {
       guint i = element->index;
       g_autofree char *where = g_strdup_printf ("disks[%u]", i);
       g_autofree char *path_field = g_strdup_printf ("disks[%u].path", i);
       g_autofree char *ro_field = g_strdup_printf ("disks[%u].read_only", i);
       g_autofree char *root_field = g_strdup_printf ("disks[%u].root", i);
-      const MvJson *object;
       const MvJson *field;
       const char *path = NULL;
       gboolean read_only = FALSE;
@@ -130,16 +127,15 @@ parse_disks (const MvJson *node, MvSpec *spec, GError **error)
 
       if (!mv_json_is_object (element))
         return mv_json_wrong_type (element, where, "an object", error);
-      object = element;
-      if (!mv_json_reject_unknown_members (object, where, known, error))
+      if (!mv_json_reject_unknown_members (element, where, known, error))
         return FALSE;
-      if ((field = mv_json_member (object, "path")) != NULL &&
+      if ((field = mv_json_member (element, "path")) != NULL &&
           !mv_json_read_string (field, path_field, &path, error))
         return FALSE;
-      if ((field = mv_json_member (object, "read_only")) != NULL &&
+      if ((field = mv_json_member (element, "read_only")) != NULL &&
           !mv_json_read_bool (field, ro_field, &read_only, error))
         return FALSE;
-      if ((field = mv_json_member (object, "root")) != NULL &&
+      if ((field = mv_json_member (element, "root")) != NULL &&
           !mv_json_read_bool (field, root_field, &root, error))
         return FALSE;
       g_ptr_array_add (spec->disks, mv_disk_new (path, read_only, root));
@@ -153,29 +149,25 @@ static gboolean
 parse_cpu_affinity (const MvJson *node, MvSpec *spec, GError **error)
 {
   static const char *const known[] = { "vcpu", "host_cpus", NULL };
-  const MvJson *array;
 
   if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "cpu_affinity", "an array of objects", error);
-  array = node;
-  mv_json_each (element, array)
+  mv_json_each (element, node)
     {
       guint i = element->index;
       g_autofree char *where = g_strdup_printf ("cpu_affinity[%u]", i);
       g_autofree char *vcpu_field = g_strconcat (where, ".vcpu", NULL);
       g_autofree char *cpus_field = g_strconcat (where, ".host_cpus", NULL);
       g_autoptr(MvCpuAffinity) affinity = NULL;
-      const MvJson *object;
       const MvJson *field;
       const MvJson *cpus;
       gint64 value;
 
       if (!mv_json_is_object (element))
         return mv_json_wrong_type (element, where, "an object", error);
-      object = element;
-      if (!mv_json_reject_unknown_members (object, where, known, error))
+      if (!mv_json_reject_unknown_members (element, where, known, error))
         return FALSE;
-      if ((field = mv_json_member (object, "vcpu")) == NULL)
+      if ((field = mv_json_member (element, "vcpu")) == NULL)
         {
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                        "%s: required (the vCPU's number, from 0)", vcpu_field);
@@ -184,7 +176,7 @@ parse_cpu_affinity (const MvJson *node, MvSpec *spec, GError **error)
       if (!read_ranged (field, vcpu_field, G_MAXUINT32, 0, MV_VCPUS_MAX - 1, &value, error))
         return FALSE;
       affinity = mv_cpu_affinity_new ((guint32) value);
-      if ((field = mv_json_member (object, "host_cpus")) == NULL)
+      if ((field = mv_json_member (element, "host_cpus")) == NULL)
         {
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                        "%s: required (the host CPUs the vCPU may run on)", cpus_field);
@@ -230,12 +222,10 @@ parse_readiness (const MvJson *node, MvSpec *spec, GError **error)
 static gboolean
 parse_ssh_keys (const MvJson *node, MvSpec *spec, GError **error)
 {
-  const MvJson *array;
 
   if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "ssh_keys", "an array of strings", error);
-  array = node;
-  mv_json_each (element, array)
+  mv_json_each (element, node)
     {
       g_autofree char *where = g_strdup_printf ("ssh_keys[%u]", element->index);
       const char *key = NULL;
@@ -250,12 +240,10 @@ parse_ssh_keys (const MvJson *node, MvSpec *spec, GError **error)
 static gboolean
 parse_firewall (const MvJson *node, MvSpec *spec, GError **error)
 {
-  const MvJson *array;
 
   if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "firewall", "an array of objects", error);
-  array = node;
-  mv_json_each (rule, array)
+  mv_json_each (rule, node)
     {
       guint i = rule->index;
 
@@ -266,9 +254,9 @@ parse_firewall (const MvJson *node, MvSpec *spec, GError **error)
         }
     }
   /* Most specs have none, and keep the empty array they were made with. */
-  if (array->count > 0)
+  if (node->count > 0)
     {
-      g_autoptr(JsonNode) copy = mv_json_to_node (array);
+      g_autoptr(JsonNode) copy = mv_json_to_node (node);
 
       json_array_unref (spec->firewall);
       spec->firewall = json_array_ref (json_node_get_array (copy));
@@ -279,12 +267,10 @@ parse_firewall (const MvJson *node, MvSpec *spec, GError **error)
 static gboolean
 parse_ports (const MvJson *node, MvSpec *spec, GError **error)
 {
-  const MvJson *array;
 
   if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "ports", "an array of objects", error);
-  array = node;
-  mv_json_each (element, array)
+  mv_json_each (element, node)
     {
       g_autofree char *where = g_strdup_printf ("ports[%u]", element->index);
       MvPortMapping *port = mv_port_mapping_from_json (element, where,
@@ -301,15 +287,13 @@ static gboolean
 parse_restart (const MvJson *node, MvSpec *spec, GError **error)
 {
   static const char *const known[] = { "mode", "max_retries", NULL };
-  const MvJson *object;
   const MvJson *field;
 
   if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, "restart", "an object", error);
-  object = node;
-  if (!mv_json_reject_unknown_members (object, "restart", known, error))
+  if (!mv_json_reject_unknown_members (node, "restart", known, error))
     return FALSE;
-  if ((field = mv_json_member (object, "mode")) != NULL)
+  if ((field = mv_json_member (node, "mode")) != NULL)
     {
       const char *mode = NULL;
 
@@ -325,7 +309,7 @@ parse_restart (const MvJson *node, MvSpec *spec, GError **error)
           return FALSE;
         }
     }
-  if ((field = mv_json_member (object, "max_retries")) != NULL)
+  if ((field = mv_json_member (node, "max_retries")) != NULL)
     {
       gint64 value;
 
@@ -371,13 +355,11 @@ parse_standby (const MvJson *object, MvSpec *spec, GError **error)
 static gboolean
 read_string_vector (const MvJson *node, const char *field, char ***out, GError **error)
 {
-  const MvJson *array;
   g_autoptr(GPtrArray) strings = g_ptr_array_new_with_free_func (g_free);
 
   if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, field, "an array of strings", error);
-  array = node;
-  mv_json_each (element, array)
+  mv_json_each (element, node)
     {
       g_autofree char *where = g_strdup_printf ("%s[%u]", field, element->index);
       const char *s = NULL;
@@ -534,18 +516,16 @@ parse_mount (const MvJson *node, guint index, MvSpec *spec, GError **error)
   g_autofree char *mode_field = g_strconcat (where, ".mode", NULL);
   g_autofree char *size_field = g_strconcat (where, ".size_bytes", NULL);
   g_autoptr(MvMount) mount = NULL;
-  const MvJson *object;
   const MvJson *field;
   const char *text = NULL;
   MvMountType type;
 
   if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, where, "an object", error);
-  object = node;
-  if (!mv_json_reject_unknown_members (object, where, known, error))
+  if (!mv_json_reject_unknown_members (node, where, known, error))
     return FALSE;
 
-  if ((field = mv_json_member (object, "type")) == NULL)
+  if ((field = mv_json_member (node, "type")) == NULL)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                    "%s: required (file, tmpfs, volume or directory)", type_field);
@@ -564,23 +544,23 @@ parse_mount (const MvJson *node, guint index, MvSpec *spec, GError **error)
   /* The type first: the default mode is the type's. */
   mount = mv_mount_new (type);
 
-  if ((field = mv_json_member (object, "source")) != NULL)
+  if ((field = mv_json_member (node, "source")) != NULL)
     {
       if (!mv_json_read_string (field, source_field, &text, error))
         return FALSE;
       if (*text != '\0')
         mount->source = g_strdup (text);
     }
-  if ((field = mv_json_member (object, "target")) != NULL)
+  if ((field = mv_json_member (node, "target")) != NULL)
     {
       if (!mv_json_read_string (field, target_field, &text, error))
         return FALSE;
       mount->target = g_strdup (text);
     }
-  if ((field = mv_json_member (object, "read_only")) != NULL &&
+  if ((field = mv_json_member (node, "read_only")) != NULL &&
       !mv_json_read_bool (field, ro_field, &mount->read_only, error))
     return FALSE;
-  if ((field = mv_json_member (object, "content")) != NULL)
+  if ((field = mv_json_member (node, "content")) != NULL)
     {
       if (!mv_json_read_string (field, content_field, &text, error) ||
           !(mount->content = decode_base64 (text, content_field, error)))
@@ -588,10 +568,10 @@ parse_mount (const MvJson *node, guint index, MvSpec *spec, GError **error)
     }
   else if (type == MV_MOUNT_FILE)
     mount->content = g_bytes_new (NULL, 0);   /* an empty file */
-  if ((field = mv_json_member (object, "mode")) != NULL &&
+  if ((field = mv_json_member (node, "mode")) != NULL &&
       !parse_mode (field, mode_field, &mount->mode, error))
     return FALSE;
-  if ((field = mv_json_member (object, "size_bytes")) != NULL)
+  if ((field = mv_json_member (node, "size_bytes")) != NULL)
     {
       gint64 size;
 
@@ -606,12 +586,10 @@ parse_mount (const MvJson *node, guint index, MvSpec *spec, GError **error)
 static gboolean
 parse_mounts (const MvJson *node, MvSpec *spec, GError **error)
 {
-  const MvJson *array;
 
   if (!mv_json_is_array (node))
     return mv_json_wrong_type (node, "mounts", "an array", error);
-  array = node;
-  mv_json_each (element, array)
+  mv_json_each (element, node)
     if (!parse_mount (element, element->index, spec, error))
       return FALSE;
   return TRUE;
@@ -632,22 +610,20 @@ static gboolean
 parse_health_http (const MvJson *node, MvHealthCheck *check, GError **error)
 {
   static const char *const known[] = { "port", "path", NULL };
-  const MvJson *object;
   const MvJson *field;
 
   if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, "health_check.http", "an object", error);
-  object = node;
-  if (!mv_json_reject_unknown_members (object, "health_check.http", known, error))
+  if (!mv_json_reject_unknown_members (node, "health_check.http", known, error))
     return FALSE;
-  if ((field = mv_json_member (object, "port")) == NULL)
+  if ((field = mv_json_member (node, "port")) == NULL)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "health_check.http.port: required");
       return FALSE;
     }
   if (!read_port (field, "health_check.http.port", &check->port, error))
     return FALSE;
-  if ((field = mv_json_member (object, "path")) != NULL)
+  if ((field = mv_json_member (node, "path")) != NULL)
     {
       const char *path = NULL;
 
@@ -686,18 +662,16 @@ parse_health_check (const MvJson *node, MvSpec *spec, GError **error)
   static const char *const kinds[] = { "exec", "tcp", "http" };
   g_autoptr(MvHealthCheck) check = NULL;
   const char *kind = NULL;
-  const MvJson *object;
   const MvJson *field;
 
   if (!mv_json_is_object (node))
     return mv_json_wrong_type (node, "health_check", "an object", error);
-  object = node;
-  if (!mv_json_reject_unknown_members (object, "health_check", known, error))
+  if (!mv_json_reject_unknown_members (node, "health_check", known, error))
     return FALSE;
 
   for (guint i = 0; i < G_N_ELEMENTS (kinds); i++)
     {
-      if (mv_json_member (object, kinds[i]) == NULL)
+      if (mv_json_member (node, kinds[i]) == NULL)
         continue;
       if (kind != NULL)
         {
@@ -719,30 +693,30 @@ parse_health_check (const MvJson *node, MvSpec *spec, GError **error)
   switch (check->kind)
     {
     case MV_HEALTH_CHECK_EXEC:
-      if (!read_string_vector (mv_json_member (object, "exec"), "health_check.exec", &check->exec,
+      if (!read_string_vector (mv_json_member (node, "exec"), "health_check.exec", &check->exec,
                                error))
         return FALSE;
       break;
     case MV_HEALTH_CHECK_TCP:
-      if (!read_port (mv_json_member (object, "tcp"), "health_check.tcp", &check->port, error))
+      if (!read_port (mv_json_member (node, "tcp"), "health_check.tcp", &check->port, error))
         return FALSE;
       break;
     case MV_HEALTH_CHECK_HTTP:
       check->http_path = g_strdup ("/");
-      if (!parse_health_http (mv_json_member (object, "http"), check, error))
+      if (!parse_health_http (mv_json_member (node, "http"), check, error))
         return FALSE;
       break;
     }
 
-  if (!read_health_number (object, "interval_seconds", 1, MV_HEALTH_INTERVAL_MAX_SECONDS,
+  if (!read_health_number (node, "interval_seconds", 1, MV_HEALTH_INTERVAL_MAX_SECONDS,
                            &check->interval_seconds, error) ||
-      !read_health_number (object, "timeout_seconds", 1, MV_HEALTH_INTERVAL_MAX_SECONDS,
+      !read_health_number (node, "timeout_seconds", 1, MV_HEALTH_INTERVAL_MAX_SECONDS,
                            &check->timeout_seconds, error) ||
-      !read_health_number (object, "retries", 1, MV_HEALTH_RETRIES_MAX, &check->retries, error) ||
-      !read_health_number (object, "start_period_seconds", 0, MV_HEALTH_START_PERIOD_MAX_SECONDS,
+      !read_health_number (node, "retries", 1, MV_HEALTH_RETRIES_MAX, &check->retries, error) ||
+      !read_health_number (node, "start_period_seconds", 0, MV_HEALTH_START_PERIOD_MAX_SECONDS,
                            &check->start_period_seconds, error))
     return FALSE;
-  if ((field = mv_json_member (object, "disabled")) != NULL &&
+  if ((field = mv_json_member (node, "disabled")) != NULL &&
       !mv_json_read_bool (field, "health_check.disabled", &check->disabled, error))
     return FALSE;
 
@@ -767,7 +741,6 @@ MvSpec *
 mv_spec_from_node (const MvJson *node, GError **error)
 {
   g_autoptr(MvSpec) spec = mv_spec_new ();
-  const MvJson *object;
   const MvJson *field;
 
   g_return_val_if_fail (node != NULL, NULL);
@@ -777,94 +750,93 @@ mv_spec_from_node (const MvJson *node, GError **error)
       mv_json_wrong_type (node, "spec", "an object", error);
       return NULL;
     }
-  object = node;
-  if (!mv_json_reject_unknown_members (object, NULL, spec_fields, error))
+  if (!mv_json_reject_unknown_members (node, NULL, spec_fields, error))
     return NULL;
 
   /* Empty strings of optional fields mean "the default", as absent ones
    * do; keeping one spelling makes equal specs compare equal. */
-  if (!mv_json_read_string_member (object, "id", TRUE, &spec->id, error) ||
-      !mv_json_read_string_member (object, "name", FALSE, &spec->name, error) ||
-      !mv_json_read_string_member (object, "hypervisor_type", TRUE, &spec->hypervisor_type,
+  if (!mv_json_read_string_member (node, "id", TRUE, &spec->id, error) ||
+      !mv_json_read_string_member (node, "name", FALSE, &spec->name, error) ||
+      !mv_json_read_string_member (node, "hypervisor_type", TRUE, &spec->hypervisor_type,
                                    error) ||
-      !mv_json_read_string_member (object, "hypervisor_version", TRUE,
+      !mv_json_read_string_member (node, "hypervisor_version", TRUE,
                                    &spec->hypervisor_version, error) ||
-      !mv_json_read_string_member (object, "kernel", FALSE, &spec->kernel, error) ||
-      !mv_json_read_string_member (object, "initrd", TRUE, &spec->initrd, error) ||
-      !mv_json_read_string_member (object, "kernel_args", TRUE, &spec->kernel_args, error) ||
-      !read_uint32_member (object, "cpu_millicores", &spec->cpu_millicores, error) ||
-      !read_uint32_member (object, "max_vcpus", &spec->max_vcpus, error) ||
-      !read_uint64_member (object, "memory_bytes", &spec->memory_bytes, error) ||
-      !read_uint64_member (object, "max_memory_bytes", &spec->max_memory_bytes, error))
+      !mv_json_read_string_member (node, "kernel", FALSE, &spec->kernel, error) ||
+      !mv_json_read_string_member (node, "initrd", TRUE, &spec->initrd, error) ||
+      !mv_json_read_string_member (node, "kernel_args", TRUE, &spec->kernel_args, error) ||
+      !read_uint32_member (node, "cpu_millicores", &spec->cpu_millicores, error) ||
+      !read_uint32_member (node, "max_vcpus", &spec->max_vcpus, error) ||
+      !read_uint64_member (node, "memory_bytes", &spec->memory_bytes, error) ||
+      !read_uint64_member (node, "max_memory_bytes", &spec->max_memory_bytes, error))
     return NULL;
 
   /* "auto" is the documented name of the default type. */
   if (g_strcmp0 (spec->hypervisor_type, "auto") == 0)
     g_clear_pointer (&spec->hypervisor_type, g_free);
 
-  if ((field = mv_json_member (object, "cpu_affinity")) != NULL &&
+  if ((field = mv_json_member (node, "cpu_affinity")) != NULL &&
       !parse_cpu_affinity (field, spec, error))
     return NULL;
-  if ((field = mv_json_member (object, "disks")) != NULL && !parse_disks (field, spec, error))
+  if ((field = mv_json_member (node, "disks")) != NULL && !parse_disks (field, spec, error))
     return NULL;
-  if ((field = mv_json_member (object, "readiness")) != NULL &&
+  if ((field = mv_json_member (node, "readiness")) != NULL &&
       !parse_readiness (field, spec, error))
     return NULL;
 
-  if (!mv_json_read_string_member (object, "network_name", TRUE, &spec->network_name, error) ||
-      !mv_json_read_string_member (object, "static_ip", TRUE, &spec->static_ip, error) ||
-      !mv_json_read_string_member (object, "hostname", TRUE, &spec->hostname, error))
+  if (!mv_json_read_string_member (node, "network_name", TRUE, &spec->network_name, error) ||
+      !mv_json_read_string_member (node, "static_ip", TRUE, &spec->static_ip, error) ||
+      !mv_json_read_string_member (node, "hostname", TRUE, &spec->hostname, error))
     return NULL;
 
-  if ((field = mv_json_member (object, "ssh_keys")) != NULL && !parse_ssh_keys (field, spec, error))
+  if ((field = mv_json_member (node, "ssh_keys")) != NULL && !parse_ssh_keys (field, spec, error))
     return NULL;
-  if (!mv_json_read_string_member (object, "user_data", TRUE, &spec->user_data, error))
+  if (!mv_json_read_string_member (node, "user_data", TRUE, &spec->user_data, error))
     return NULL;
-  if ((field = mv_json_member (object, "metadata")) != NULL &&
+  if ((field = mv_json_member (node, "metadata")) != NULL &&
       !read_string_map (field, "metadata", spec->metadata, error))
     return NULL;
-  if ((field = mv_json_member (object, "firewall")) != NULL && !parse_firewall (field, spec, error))
+  if ((field = mv_json_member (node, "firewall")) != NULL && !parse_firewall (field, spec, error))
     return NULL;
-  if ((field = mv_json_member (object, "ports")) != NULL && !parse_ports (field, spec, error))
+  if ((field = mv_json_member (node, "ports")) != NULL && !parse_ports (field, spec, error))
     return NULL;
-  if ((field = mv_json_member (object, "restart")) != NULL && !parse_restart (field, spec, error))
+  if ((field = mv_json_member (node, "restart")) != NULL && !parse_restart (field, spec, error))
     return NULL;
-  if (!parse_standby (object, spec, error))
+  if (!parse_standby (node, spec, error))
     return NULL;
-  if ((field = mv_json_member (object, "labels")) != NULL &&
+  if ((field = mv_json_member (node, "labels")) != NULL &&
       !read_string_map (field, "labels", spec->labels, error))
     return NULL;
-  if ((field = mv_json_member (object, "remove_on_exit")) != NULL &&
+  if ((field = mv_json_member (node, "remove_on_exit")) != NULL &&
       !mv_json_read_bool (field, "remove_on_exit", &spec->remove_on_exit, error))
     return NULL;
 
-  if ((field = mv_json_member (object, "cmd")) != NULL &&
+  if ((field = mv_json_member (node, "cmd")) != NULL &&
       !read_string_vector (field, "cmd", &spec->cmd, error))
     return NULL;
-  if ((field = mv_json_member (object, "env")) != NULL &&
+  if ((field = mv_json_member (node, "env")) != NULL &&
       !read_string_map (field, "env", spec->env, error))
     return NULL;
-  if (!mv_json_read_string_member (object, "user", TRUE, &spec->user, error) ||
-      !mv_json_read_string_member (object, "working_dir", TRUE, &spec->working_dir, error))
+  if (!mv_json_read_string_member (node, "user", TRUE, &spec->user, error) ||
+      !mv_json_read_string_member (node, "working_dir", TRUE, &spec->working_dir, error))
     return NULL;
-  if ((field = mv_json_member (object, "init_mode")) != NULL &&
+  if ((field = mv_json_member (node, "init_mode")) != NULL &&
       !parse_init_mode (field, spec, error))
     return NULL;
-  if ((field = mv_json_member (object, "mounts")) != NULL && !parse_mounts (field, spec, error))
+  if ((field = mv_json_member (node, "mounts")) != NULL && !parse_mounts (field, spec, error))
     return NULL;
-  if ((field = mv_json_member (object, "health_check")) != NULL &&
+  if ((field = mv_json_member (node, "health_check")) != NULL &&
       !parse_health_check (field, spec, error))
     return NULL;
 
-  if (!mv_json_read_string_member (object, "image", TRUE, &spec->image, error) ||
-      !mv_json_read_string_member (object, "image_digest", TRUE, &spec->image_digest, error) ||
-      !mv_json_read_string_member (object, "kernel_name", TRUE, &spec->kernel_name, error) ||
-      !read_uint64_member (object, "disk_bytes", &spec->disk_bytes, error) ||
-      !read_uint64_member (object, "disk_bytes_per_second", &spec->disk_bytes_per_second, error) ||
-      !read_uint64_member (object, "disk_iops", &spec->disk_iops, error) ||
-      !read_uint64_member (object, "upload_bytes_per_second", &spec->upload_bytes_per_second,
+  if (!mv_json_read_string_member (node, "image", TRUE, &spec->image, error) ||
+      !mv_json_read_string_member (node, "image_digest", TRUE, &spec->image_digest, error) ||
+      !mv_json_read_string_member (node, "kernel_name", TRUE, &spec->kernel_name, error) ||
+      !read_uint64_member (node, "disk_bytes", &spec->disk_bytes, error) ||
+      !read_uint64_member (node, "disk_bytes_per_second", &spec->disk_bytes_per_second, error) ||
+      !read_uint64_member (node, "disk_iops", &spec->disk_iops, error) ||
+      !read_uint64_member (node, "upload_bytes_per_second", &spec->upload_bytes_per_second,
                            error) ||
-      !read_uint64_member (object, "download_bytes_per_second",
+      !read_uint64_member (node, "download_bytes_per_second",
                            &spec->download_bytes_per_second, error))
     return NULL;
 
