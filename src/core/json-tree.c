@@ -231,8 +231,9 @@ mv_json_doc_from_node (JsonNode *node)
 
 /* ---- strict reading ---- */
 
-const char *
-mv_json_kind_name (const MvJson *value)
+/* "an object", "a string", ...: what @value is, for error messages. */
+static const char *
+kind_name (const MvJson *value)
 {
   switch (value->kind)
     {
@@ -258,7 +259,7 @@ gboolean
 mv_json_wrong_type (const MvJson *value, const char *field, const char *expected, GError **error)
 {
   g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-               "%s: expected %s, got %s", field, expected, mv_json_kind_name (value));
+               "%s: expected %s, got %s", field, expected, kind_name (value));
   return FALSE;
 }
 

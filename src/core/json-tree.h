@@ -89,8 +89,6 @@ mv_json_is_array (const MvJson *value)
   return value->kind == MV_JSON_ARRAY;
 }
 
-/* "an object", "a string", ...: what @value is, for error messages. */
-const char   *mv_json_kind_name (const MvJson *value);
 /* Sets "@field: expected @expected, got ..." and returns FALSE. */
 gboolean      mv_json_wrong_type (const MvJson *value, const char *field, const char *expected,
                                   GError **error);
