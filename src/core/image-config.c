@@ -203,12 +203,23 @@ mv_image_config_to_node (const MvImageConfig *config)
 MvImageConfig *
 mv_image_config_copy (const MvImageConfig *config)
 {
-  g_autoptr (JsonNode) node = NULL;
-  g_autoptr (MvJsonDoc) doc = NULL;
+  MvImageConfig *copy;
 
   if (config == NULL)
     return NULL;
-  node = mv_image_config_to_node (config);
-  doc = mv_json_doc_from_node (node);
-  return mv_image_config_from_node (mv_json_doc_root (doc), NULL);
+  copy = g_new0 (MvImageConfig, 1);
+  copy->architecture = g_strdup (config->architecture);
+  copy->os = g_strdup (config->os);
+  copy->created = g_strdup (config->created);
+  copy->entrypoint = g_strdupv (config->entrypoint);
+  copy->cmd = g_strdupv (config->cmd);
+  copy->env = g_strdupv (config->env);
+  copy->user = g_strdup (config->user);
+  copy->working_dir = g_strdup (config->working_dir);
+  if (config->healthcheck != NULL)
+    {
+      copy->healthcheck = g_memdup2 (config->healthcheck, sizeof *config->healthcheck);
+      copy->healthcheck->test = g_strdupv (config->healthcheck->test);
+    }
+  return copy;
 }

@@ -1,6 +1,8 @@
 #include "core/image-config.h"
 #include "core/errors.h"
 
+#include <string.h>
+
 static void
 test_full (void)
 {
@@ -29,6 +31,18 @@ test_full (void)
   g_assert_cmpint (c->healthcheck->interval_ns, ==, G_GINT64_CONSTANT (30000000000));
   g_assert_cmpint (c->healthcheck->retries, ==, 3);
   g_assert_cmpint (c->healthcheck->timeout_ns, ==, 0);
+
+  /* A copy holds the same and shares nothing. */
+  {
+    g_autoptr (MvImageConfig) copy = mv_image_config_copy (c);
+    g_autoptr (JsonNode) a = mv_image_config_to_node (c);
+    g_autoptr (JsonNode) b = mv_image_config_to_node (copy);
+
+    g_assert_true (json_node_equal (a, b));
+    g_assert_true (copy->entrypoint != c->entrypoint && copy->healthcheck != c->healthcheck &&
+                   copy->healthcheck->test != c->healthcheck->test);
+    g_assert_null (mv_image_config_copy (NULL));
+  }
 }
 
 static void
@@ -55,6 +69,8 @@ test_bad (void)
     "{\"config\":{\"Env\":[\"NOEQUALS\"]}}", "{\"config\":{\"Env\":[\"=x\"]}}", "{\"config\":{\"User\":5}}",
     "{\"config\":{\"Healthcheck\":{\"Interval\":\"5s\"}}}", "{\"config\":{\"Healthcheck\":{\"Retries\":-1}}}",
     "{\"architecture\":7}",
+    /* Read strictly: no comments, no key twice. */
+    "{/* x */}", "{\"os\":\"linux\",\"os\":\"other\"}",
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
@@ -66,6 +82,23 @@ test_bad (void)
         g_error ("\"%s\" was accepted", bad[i]);
       g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
     }
+
+  /* Nested past its limit, in a field it does not read. */
+  {
+    g_autoptr (GString) deep = g_string_new ("{\"history\":");
+    g_autoptr (GError) error = NULL;
+    g_autoptr (MvImageConfig) c = NULL;
+
+    for (guint i = 0; i < MV_IMAGE_CONFIG_MAX_DEPTH; i++)
+      g_string_append_c (deep, '[');
+    for (guint i = 0; i < MV_IMAGE_CONFIG_MAX_DEPTH; i++)
+      g_string_append_c (deep, ']');
+    g_string_append_c (deep, '}');
+    c = mv_image_config_parse (deep->str, -1, &error);
+    g_assert_null (c);
+    g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull (strstr (error->message, "nesting depth"));
+  }
 }
 
 int
