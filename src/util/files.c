@@ -174,9 +174,11 @@ mv_file_read_bounded_at (int dir_fd, const char *name, int flags, const char *pa
           close (fd);
           return too_large (error, what, used, max_bytes);
         }
-      /* A regular file reads short only at its end: the read that would
-       * say so is saved (a start reads twenty thousand records). */
-      if (used < capacity)
+      /* All the size fstat() gave, and short of what was asked: the read
+       * that would only find the end is saved (a start reads twenty
+       * thousand records). A file whose size says nothing (procfs) is
+       * read until a read finds the end. */
+      if (used == (gsize) st.st_size && used < capacity)
         break;
       if (used == capacity)
         {

@@ -54,12 +54,32 @@ test_read_bounded (void)
   g_assert_true (mv_remove_tree (dir, NULL));
 }
 
+/* A file whose size says nothing (procfs gives 0) comes back whole, read
+ * as many times as it takes. */
+static void
+test_read_sizeless (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *ours = NULL, *theirs = NULL;
+  gsize ours_length = 0, theirs_length = 0;
+
+  g_assert_true (g_file_get_contents ("/proc/kallsyms", &theirs, &theirs_length, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (theirs_length, >, 16384);
+  g_assert_true (mv_file_read_bounded ("/proc/kallsyms", 256 << 20, "kallsyms", &ours,
+                                       &ours_length, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (ours_length, ==, theirs_length);
+  g_assert_true (memcmp (ours, theirs, theirs_length) == 0);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/files/read-bounded", test_read_bounded);
+  g_test_add_func ("/files/read-sizeless", test_read_sizeless);
 
   return g_test_run ();
 }
