@@ -164,6 +164,7 @@ mv_machine_new (MvReconciler *rec, MvConfig *config, MvStatus *status)
   machine->status = status;
   machine->record_writer = mv_record_writer_new ();
   g_hash_table_insert (rec->machines, machine->id, machine);
+  mv_reconciler_name_added (rec, machine);
   g_clear_pointer (&rec->by_name, g_ptr_array_unref);
   return machine;
 }

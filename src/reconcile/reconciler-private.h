@@ -9,6 +9,7 @@ struct _MvReconciler {
   const MvClock       *clock;
   GHashTable          *machines;     /* id -> MvMachine* */
   GPtrArray           *by_name;      /* the machines sorted by name; NULL when one came or went */
+  GHashTable          *names;        /* name -> MvMachine*, every machine not gone */
   guint                resync_timer;
   guint                idle_timer;
   guint                recovering;   /* machines whose recovery is under way */
@@ -28,6 +29,11 @@ gint64     mv_reconciler_now (MvReconciler *rec);
 /* Timers on the reconciler's clock; remove sets *@id to 0. */
 guint      mv_reconciler_timeout (MvReconciler *rec, guint ms, GSourceFunc func, gpointer data);
 void       mv_reconciler_remove_timeout (MvReconciler *rec, guint *id);
+/* The name index follows a machine that came, was renamed from @old_name
+ * or went (machine.c, requests.c, steps.c). */
+void       mv_reconciler_name_added (MvReconciler *rec, MvMachine *machine);
+void       mv_reconciler_name_changed (MvReconciler *rec, MvMachine *machine, const char *old_name);
+void       mv_reconciler_name_removed (MvReconciler *rec, MvMachine *machine);
 /* Every machine in the table, gone or not, in no order; free the array. */
 GPtrArray *mv_reconciler_all (MvReconciler *rec);
 MvRuntime *mv_reconciler_runtime_for (MvMachine *machine, GError **error);

@@ -91,6 +91,7 @@ mv_reconciler_new (const MvHost *host, const MvReconcilerOptions *options,
   mv_op_stats_init (&rec->op_stats);
   rec->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify) mv_machine_free);
+  rec->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   mv_reconciler_listen_to_guests (rec);
   return rec;
 }
@@ -112,6 +113,7 @@ mv_reconciler_free (MvReconciler *rec)
   mv_reconciler_remove_timeout (rec, &rec->resync_timer);
   mv_reconciler_remove_timeout (rec, &rec->idle_timer);
   g_clear_pointer (&rec->by_name, g_ptr_array_unref);
+  g_hash_table_unref (rec->names);
   g_hash_table_unref (rec->machines);
   g_hash_table_unref (rec->creating);
   g_hash_table_unref (rec->invalid_ids);
@@ -139,15 +141,43 @@ MvMachine *
 mv_reconciler_find (MvReconciler *rec, const char *name_or_id)
 {
   MvMachine *machine = mv_reconciler_lookup (rec, name_or_id);
-  GHashTableIter iter;
 
   if (machine)
     return machine;
-  g_hash_table_iter_init (&iter, rec->machines);
-  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
-    if (!machine->gone && g_strcmp0 (machine->config->spec->name, name_or_id) == 0)
-      return machine;
-  return NULL;
+  machine = g_hash_table_lookup (rec->names, name_or_id);
+  return machine && !machine->gone && g_str_equal (machine->config->spec->name, name_or_id)
+         ? machine : NULL;
+}
+
+/* Names are unique among the machines (creates and renames check), so
+ * the index holds one machine per name; records edited by hand that
+ * repeat a name leave the first one loaded findable by it. */
+void
+mv_reconciler_name_added (MvReconciler *rec, MvMachine *machine)
+{
+  const char *name = machine->config->spec->name;
+
+  if (!g_hash_table_contains (rec->names, name))
+    g_hash_table_insert (rec->names, g_strdup (name), machine);
+}
+
+void
+mv_reconciler_name_changed (MvReconciler *rec, MvMachine *machine, const char *old_name)
+{
+  if (g_hash_table_lookup (rec->names, old_name) == machine)
+    g_hash_table_remove (rec->names, old_name);
+  mv_reconciler_name_added (rec, machine);
+  g_clear_pointer (&rec->by_name, g_ptr_array_unref);
+}
+
+void
+mv_reconciler_name_removed (MvReconciler *rec, MvMachine *machine)
+{
+  const char *name = machine->config->spec->name;
+
+  if (g_hash_table_lookup (rec->names, name) == machine)
+    g_hash_table_remove (rec->names, name);
+  g_clear_pointer (&rec->by_name, g_ptr_array_unref);
 }
 
 static gint

@@ -1049,10 +1049,12 @@ mv_reconciler_rename (MvReconciler *rec, MvMachine *machine, const char *name, G
   spec = mv_spec_copy (machine->config->spec);
   g_free (spec->name);
   spec->name = g_strdup (name);
-  g_autofree char *was = g_strdup_printf ("was %s", machine->config->spec->name);
+  g_autofree char *old_name = g_strdup (machine->config->spec->name);
+  g_autofree char *was = g_strdup_printf ("was %s", old_name);
   mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec));
   if (!mv_reconciler_commit_config (machine, previous, error))
     return FALSE;
+  mv_reconciler_name_changed (rec, machine, old_name);
   mv_machine_event (machine, MV_EVENT_RENAMED, NULL, was);
   return TRUE;
 }

@@ -386,8 +386,8 @@ step_succeeded (MvMachine *machine, StepTask *task, StepResult *result)
           mv_reconciler_fork_gone (machine);
           if (rec->observer.removed)
             rec->observer.removed (machine, rec->observer.data);
+          mv_reconciler_name_removed (rec, machine);
           g_hash_table_remove (rec->machines, machine->id);
-          g_clear_pointer (&rec->by_name, g_ptr_array_unref);
           return FALSE;
         case MV_RESOURCE_VMM:
           mv_reconciler_unwatch_vmm (machine);

@@ -529,6 +529,69 @@ test_listing_follows (Fixture *f, gconstpointer data)
   assert_listing (f, "b:Stopped d:Stopped");
 }
 
+/* The path GetMachine gives for @name, or NULL with the error's name in
+ * @err. */
+static char *
+machine_by_name (Fixture *f, const char *name, char **err)
+{
+  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                  "GetMachine", err, NULL, "s", name);
+  const char *path = NULL;
+
+  if (!reply)
+    return NULL;
+  g_assert_cmpint (sd_bus_message_read (reply, "o", &path), >=, 0);
+  return g_strdup (path);
+}
+
+#define assert_no_machine_called(f, name)                      \
+  G_STMT_START {                                               \
+    g_autofree char *err_ = NULL;                              \
+    g_autofree char *path_ = machine_by_name ((f), (name), &err_); \
+    g_assert_null (path_);                                     \
+    g_assert_cmpstr (err_, ==, MV_BUS_ERROR_NOT_FOUND);        \
+  } G_STMT_END
+
+/* A machine is found by the name it has now: after a rename by its new
+ * name and not its old one, which is free again; after a delete not at
+ * all; and the same after the daemon starts again from the records. */
+static void
+test_names_follow (Fixture *f, gconstpointer data)
+{
+  g_autofree char *a = client_create_ok (f->client, SPEC ("first"));
+  g_autofree char *b = client_create_ok (f->client, SPEC ("second"));
+  g_autofree char *err = NULL;
+  g_autofree char *found = NULL, *again = NULL, *reborn = NULL, *clash = NULL;
+  g_autoptr (sd_bus_message) renamed = NULL, deleted = NULL;
+
+  renamed = client_call (f->client, a, MV_MACHINE_IFACE, "Rename", NULL, NULL, "s", "third");
+  g_assert_nonnull (renamed);
+  assert_no_machine_called (f, "first");
+  found = machine_by_name (f, "third", NULL);
+  g_assert_cmpstr (found, ==, a);
+  clash = client_create (f->client, SPEC ("third"), 0, &err, NULL);
+  g_assert_null (clash);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_ALREADY_EXISTS);
+  reborn = client_create_ok (f->client, SPEC ("first"));
+  g_assert_cmpstr (reborn, !=, a);
+
+  deleted = client_call (f->client, b, MV_MACHINE_IFACE, "Delete", NULL, NULL, "b", 0);
+  g_assert_nonnull (deleted);
+  assert_no_machine_called (f, "second");
+
+  client_free (f->client);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+  g_clear_pointer (&found, g_free);
+  found = machine_by_name (f, "third", NULL);
+  g_assert_cmpstr (found, ==, a);
+  again = machine_by_name (f, "first", NULL);
+  g_assert_cmpstr (again, ==, reborn);
+  assert_no_machine_called (f, "second");
+  g_free (client_create_ok (f->client, SPEC ("second")));
+}
+
 static void
 test_bus_serves_while_starting (Fixture *f, gconstpointer data)
 {
@@ -782,6 +845,7 @@ main (int argc, char **argv)
   ADD ("failed-start", test_failed_start);
   ADD ("bus-serves-while-starting", test_bus_serves_while_starting);
   ADD ("listing-follows", test_listing_follows);
+  ADD ("names-follow", test_names_follow);
   ADD ("vmm-ends-by-itself", test_vmm_ends_by_itself);
   ADD ("delete", test_delete);
   ADD ("update-and-rename", test_update_and_rename);
