@@ -38,7 +38,7 @@
 #define AGENT_HEALTH_OUTPUT_MAX  4096
 
 typedef enum { MODE_PID1, MODE_SERVICE, MODE_TEST } AgentMode;
-typedef enum { STATE_UNCONFIGURED, STATE_RUNNING, STATE_EXITED } AgentState;
+typedef enum { STATE_UNCONFIGURED, STATE_TEMPLATE, STATE_RUNNING, STATE_EXITED } AgentState;
 
 /* A NULL-terminated, growing list of strings (argv, env, keys). */
 typedef struct {
@@ -82,6 +82,7 @@ typedef struct {
   size_t      raw_len;
   char        init_mode[16];
   char        end[16];
+  bool        template_boot; /* TEMPLATE: the root only; a later CONFIG gives the rest */
   char       *root;
   char       *overlay;     /* the disk the root's changes go to; NULL: memory */
   char       *hostname;

@@ -19,6 +19,7 @@ state_name (AgentState state)
   switch (state)
     {
     case STATE_UNCONFIGURED: return "unconfigured";
+    case STATE_TEMPLATE: return "template";
     case STATE_RUNNING: return "running";
     case STATE_EXITED: return "exited";
     default: return "unknown";
@@ -294,6 +295,14 @@ config_parse (const uint8_t *data, size_t len, Config *c, char *error, size_t si
             ok = false;
           }
         break;
+      case MV_AGENT_F_TEMPLATE:
+        {
+          uint32_t value = 0;
+
+          ok = take_u32 (&f, &value, "TEMPLATE", error, size);
+          c->template_boot = value != 0;
+        }
+        break;
       case MV_AGENT_F_ROOT: ok = take_str (&f, &c->root, "ROOT", error, size); break;
       case MV_AGENT_F_OVERLAY: ok = take_str (&f, &c->overlay, "OVERLAY", error, size); break;
       case MV_AGENT_F_HOSTNAME: ok = take_str (&f, &c->hostname, "HOSTNAME", error, size); break;
@@ -308,6 +317,53 @@ config_parse (const uint8_t *data, size_t len, Config *c, char *error, size_t si
       default: break;   /* MOUNTs are made from the raw fields; unknown tags are skipped */
       }
   return ok;
+}
+
+static void
+config_clear (Config *c)
+{
+  free (c->raw);
+  free (c->root);
+  free (c->overlay);
+  free (c->hostname);
+  strlist_free (&c->keys);
+  free (c->document);
+  strlist_free (&c->argv);
+  strlist_free (&c->env);
+  free (c->workdir);
+  free (c->user);
+  strlist_free (&c->health.argv);
+  free (c->health.path);
+  net_config_clear (&c->net);
+  memset (c, 0, sizeof *c);
+}
+
+static bool
+same_str (const char *a, const char *b)
+{
+  return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp (a, b) == 0);
+}
+
+/* The configuration of a machine restored from a template: its root was
+ * set up when the template booted, so it must name the same disks. */
+static bool
+check_after_template (const Config *c, const char *root, const char *overlay, char *error,
+                      size_t size)
+{
+  if (c->template_boot)
+    snprintf (error, size, "CONFIG: TEMPLATE again, in a guest restored from a template");
+  else if (strcmp (c->init_mode, "exec") != 0)
+    snprintf (error, size, "CONFIG: INIT_MODE %s in a guest restored from a template, "
+              "which boots in exec mode", c->init_mode);
+  else if (!same_str (c->root, root))
+    snprintf (error, size, "CONFIG: ROOT %s differs from the template's %s",
+              c->root ? c->root : "(none)", root ? root : "(none)");
+  else if (!same_str (c->overlay, overlay))
+    snprintf (error, size, "CONFIG: OVERLAY %s differs from the template's %s",
+              c->overlay ? c->overlay : "(none)", overlay ? overlay : "(none)");
+  else
+    return true;
+  return false;
 }
 
 /* FAILED, then the guest ends: there is nothing it can run. */
@@ -355,22 +411,50 @@ void
 agent_apply_config (Session *from, const MvAgentFrame *frame)
 {
   Config *c = &agent.config;
+  bool restored = agent.state == STATE_TEMPLATE;
+  char *template_root = NULL, *template_overlay = NULL;
   char error[512] = "";
+  bool ok;
   MvUser user;
 
-  if (!config_parse (frame->payload, frame->payload_len, c, error, sizeof error))
+  if (restored)
+    {
+      template_root = c->root ? strdup (c->root) : NULL;
+      template_overlay = c->overlay ? strdup (c->overlay) : NULL;
+      config_clear (c);
+    }
+  ok = config_parse (frame->payload, frame->payload_len, c, error, sizeof error) &&
+       (!restored || check_after_template (c, template_root, template_overlay, error, sizeof error));
+  free (template_root);
+  free (template_overlay);
+  if (ok && c->template_boot && strcmp (c->init_mode, "exec") != 0)
+    {
+      snprintf (error, sizeof error, "CONFIG: a TEMPLATE boots in exec mode, not %s", c->init_mode);
+      ok = false;
+    }
+  if (!ok)
     {
       config_failed (from, error);
       return;
     }
   agent.have_config = true;
+  if (agent.mode == MODE_PID1 && c->root && !restored && !boot_setup_root (c, error, sizeof error))
+    {
+      config_failed (from, error);
+      return;
+    }
+  /* A template is a booted guest with no identity, mounts or workload of
+   * its own: it is frozen as it is now, and every machine restored from
+   * it sends the CONFIG that gives it the rest, after its REIDENTIFY. */
+  if (c->template_boot)
+    {
+      agent.state = STATE_TEMPLATE;
+      agent_log ("template: set up; the next CONFIG gives the rest");
+      send_simple (from, MV_AGENT_READY, NULL);
+      return;
+    }
   if (agent.mode == MODE_PID1)
     {
-      if (c->root && !boot_setup_root (c, error, sizeof error))
-        {
-          config_failed (from, error);
-          return;
-        }
       if (!boot_apply_mounts (c, error, sizeof error) ||
           (c->net.configured && !network_apply (&c->net, error, sizeof error)))
         {
@@ -459,8 +543,9 @@ handle_frame (Session *s, const MvAgentFrame *frame)
       }
       break;
     case MV_AGENT_CONFIG:
-      if (agent.have_config || agent.state != STATE_UNCONFIGURED)
-        agent_log ("CONFIG again: ignored (only the first counts)");
+      if (agent.state != STATE_TEMPLATE &&
+          (agent.have_config || agent.state != STATE_UNCONFIGURED))
+        agent_log ("CONFIG again: ignored (only the first counts, or the first after a template's)");
       else
         agent_apply_config (s, frame);
       break;

@@ -124,6 +124,7 @@ typedef enum {
   MV_AGENT_F_CHANGED        = 55,  /* str, repeated: what REIDENTIFY changed: "hostname", "mac", ... */
   MV_AGENT_F_WANT_OUTPUT    = 56,  /* u32 0/1, in the host's HELLO: send this session OUTPUT */
   MV_AGENT_F_DROPPED        = 57,  /* u64: the workload's bytes dropped before this OUTPUT's */
+  MV_AGENT_F_TEMPLATE       = 58,  /* u32 0/1, in CONFIG: boot a warm template: the root only */
 } MvAgentTag;
 
 typedef enum {

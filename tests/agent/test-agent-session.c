@@ -884,6 +884,162 @@ test_reidentify (void)
 }
 
 static void
+fill_template (MvAgentBuf *b, gpointer data)
+{
+  mv_agent_buf_put_u32 (b, MV_AGENT_F_TEMPLATE, 1);
+  /* What a template must not do yet, given or not. */
+  fill_identity (b, NULL);
+  mv_agent_buf_put_str (b, MV_AGENT_F_ARGV, "touch");
+  mv_agent_buf_put_str (b, MV_AGENT_F_ARGV, (const char *) data);
+}
+
+/* The machine's own configuration after a restore: its identity, and a
+ * workload that shows it ran, with the hostname it ran under. */
+static void
+fill_restored_workload (MvAgentBuf *b, gpointer data)
+{
+  const char *dir = data;
+  g_autofree char *script = g_strdup_printf ("cat %s/hostname > %s/ran; sleep 60", dir, dir);
+
+  mv_agent_buf_put_str (b, MV_AGENT_F_HOSTNAME, "web-9");
+  mv_agent_buf_put_str (b, MV_AGENT_F_ARGV, "sh");
+  mv_agent_buf_put_str (b, MV_AGENT_F_ARGV, "-c");
+  mv_agent_buf_put_str (b, MV_AGENT_F_ARGV, script);
+}
+
+static gboolean
+file_exists_within (const char *path, guint ms)
+{
+  for (guint waited = 0; waited < ms; waited += 20)
+    {
+      if (g_file_test (path, G_FILE_TEST_EXISTS))
+        return TRUE;
+      g_usleep (20000);
+    }
+  return g_file_test (path, G_FILE_TEST_EXISTS);
+}
+
+/* A template is set up and READY with no identity, metadata or workload
+ * of its own, and says so in its HELLO; the CONFIG that follows its
+ * REIDENTIFY (as after a restore) gives it the rest, and its workload
+ * starts with the identity in place; a third CONFIG counts for nothing. */
+static void
+test_template (void)
+{
+  Agent a;
+  Frame f;
+  g_autofree char *marker = NULL, *ran = NULL, *hostname = NULL, *changed = NULL;
+  g_autofree char *document = NULL;
+
+  agent_start (&a);
+  marker = g_build_filename (a.dir, "template-ran", NULL);
+  ran = g_build_filename (a.dir, "ran", NULL);
+  hostname = g_build_filename (a.dir, "hostname", NULL);
+  document = g_build_filename (a.dir, "metadata.json", NULL);
+  hello (&a, "unconfigured");
+  f = configure (&a, fill_template, marker);
+  g_assert_cmpuint (f.type, ==, MV_AGENT_READY);
+  frame_clear (&f);
+  hello (&a, "template");
+  g_assert_false (file_exists_within (marker, 300));
+  g_assert_false (g_file_test (hostname, G_FILE_TEST_EXISTS));
+  g_assert_false (g_file_test (document, G_FILE_TEST_EXISTS));
+
+  f = reidentify (&a, "web-9", "02:00:00:00:00:07", MV_AGENT_ENTROPY_MIN_BYTES);
+  changed = changed_of (&f);
+  g_assert_cmpstr (changed, ==, "hostname metadata");
+  frame_clear (&f);
+  assert_file (a.dir, "hostname", "web-9\n", 0644);
+
+  f = configure (&a, fill_restored_workload, a.dir);
+  g_assert_cmpuint (f.type, ==, MV_AGENT_READY);
+  frame_clear (&f);
+  hello (&a, "running");
+  g_assert_true (file_exists_within (ran, 5000));
+  g_usleep (100000);
+  assert_file (a.dir, "ran", "web-9\n", 0644);
+  g_assert_false (g_file_test (marker, G_FILE_TEST_EXISTS));
+
+  /* Only the first CONFIG after the template's counts. */
+  {
+    MvAgentBuf b;
+
+    mv_agent_buf_init (&b);
+    mv_agent_buf_begin (&b, MV_AGENT_CONFIG, 0);
+    mv_agent_buf_put_str (&b, MV_AGENT_F_INIT_MODE, "exec");
+    mv_agent_buf_put_str (&b, MV_AGENT_F_HOSTNAME, "web-10");
+    g_assert_true (mv_agent_buf_end (&b));
+    send_buf (&a, &b);
+  }
+  hello (&a, "running");
+  assert_file (a.dir, "hostname", "web-9\n", 0644);
+  agent_stop (&a);
+}
+
+static void
+fill_template_systemd (MvAgentBuf *b, gpointer data)
+{
+  mv_agent_buf_put_u32 (b, MV_AGENT_F_TEMPLATE, 1);
+  mv_agent_buf_put_str (b, MV_AGENT_F_INIT_MODE, "systemd");
+}
+
+static void
+fill_template_root (MvAgentBuf *b, gpointer data)
+{
+  mv_agent_buf_put_u32 (b, MV_AGENT_F_TEMPLATE, 1);
+}
+
+static void
+fill_other_root (MvAgentBuf *b, gpointer data)
+{
+  mv_agent_buf_put_str (b, MV_AGENT_F_ROOT, "/dev/vdc");
+}
+
+static void
+fill_template_again (MvAgentBuf *b, gpointer data)
+{
+  mv_agent_buf_put_u32 (b, MV_AGENT_F_TEMPLATE, 1);
+}
+
+/* FAILED, and the agent ends (in its test mode, the process exits 0). */
+static void
+assert_config_fails (void (*first) (MvAgentBuf *, gpointer), void (*second) (MvAgentBuf *, gpointer),
+                     const char *message)
+{
+  Agent a;
+  Frame f;
+  g_autofree char *got = NULL;
+
+  agent_start (&a);
+  hello (&a, "unconfigured");
+  f = configure (&a, first, NULL);
+  if (second)
+    {
+      g_assert_cmpuint (f.type, ==, MV_AGENT_READY);
+      frame_clear (&f);
+      f = configure (&a, second, NULL);
+    }
+  g_assert_cmpuint (f.type, ==, MV_AGENT_FAILED);
+  got = frame_str (&f, MV_AGENT_F_MESSAGE);
+  g_assert_cmpstr (got, ==, message);
+  frame_clear (&f);
+  agent_stop (&a);
+}
+
+/* A template boots in exec mode, and what is restored from it keeps the
+ * root it set up: anything else is FAILED. */
+static void
+test_template_refusals (void)
+{
+  assert_config_fails (fill_template_systemd, NULL,
+                       "CONFIG: a TEMPLATE boots in exec mode, not systemd");
+  assert_config_fails (fill_template_root, fill_other_root,
+                       "CONFIG: ROOT /dev/vdc differs from the template's (none)");
+  assert_config_fails (fill_template_root, fill_template_again,
+                       "CONFIG: TEMPLATE again, in a guest restored from a template");
+}
+
+static void
 fill_health (MvAgentBuf *b, gpointer data)
 {
   g_autofree char *argv2 = g_strdup_printf ("%s/ok", (const char *) data);
@@ -1021,6 +1177,8 @@ main (int argc, char **argv)
   g_test_add_func ("/agent/session/exec-limit", test_exec_limit);
   g_test_add_func ("/agent/session/metadata", test_metadata);
   g_test_add_func ("/agent/session/reidentify", test_reidentify);
+  g_test_add_func ("/agent/session/template", test_template);
+  g_test_add_func ("/agent/session/template-refusals", test_template_refusals);
   g_test_add_func ("/agent/session/health", test_health);
   g_test_add_func ("/agent/session/ping", test_ping);
   g_test_add_func ("/agent/session/malformed", test_malformed);
