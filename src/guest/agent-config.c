@@ -208,6 +208,28 @@ mv_agent_config_frame (const MvSpec *spec_in, const MvImageConfig *image,
 }
 
 GBytes *
+mv_agent_template_frame (const MvSpec *spec_in, const MvImageConfig *image, MvAgentEnd end,
+                         GError **error)
+{
+  g_autoptr (MvSpec) spec = mv_spec_with_image_defaults (spec_in, image);
+  MvAgentBuf buf;
+
+  if (mv_spec_effective_init_mode (spec) != MV_INIT_MODE_EXEC)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                   "init_mode: a machine whose init is systemd has no warm template");
+      return NULL;
+    }
+  mv_agent_buf_init (&buf);
+  mv_agent_buf_begin (&buf, MV_AGENT_CONFIG, 0);
+  mv_agent_buf_put_str (&buf, MV_AGENT_F_INIT_MODE, "exec");
+  mv_agent_buf_put_str (&buf, MV_AGENT_F_END, end == MV_AGENT_END_REBOOT ? "reboot" : "poweroff");
+  mv_agent_buf_put_u32 (&buf, MV_AGENT_F_TEMPLATE, 1);
+  put_root (&buf, spec);
+  return finish (&buf, "spec", error);
+}
+
+GBytes *
 mv_agent_metadata_frame (const MvSpec *spec, GError **error)
 {
   MvAgentBuf buf;

@@ -145,7 +145,13 @@ send_exit_ack (int fd)
 /* One connection: TRUE once ready, FALSE with @error, or FALSE without
  * one when the guest closed it (dial again). */
 static gboolean
-converse (Conn *conn, GBytes *config, MvAgentReady *ready, GError **error)
+send_bytes (int fd, GBytes *bytes)
+{
+  return send_all (fd, g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes));
+}
+
+static gboolean
+converse (Conn *conn, GBytes *config, GBytes *identity, MvAgentReady *ready, GError **error)
 {
   MvAgentBuf hello;
   MvAgentFrame frame;
@@ -198,6 +204,13 @@ converse (Conn *conn, GBytes *config, MvAgentReady *ready, GError **error)
             ready->agent_version = mv_agent_frame_string (&frame, MV_AGENT_F_AGENT_VERSION);
             if (g_strcmp0 (state, "running") == 0)
               return TRUE;
+            /* A template being built is ready once it is one; a guest
+             * restored from one is told who it is before what to run. */
+            if (g_strcmp0 (state, "template") == 0 && !identity)
+              return TRUE;
+            if (g_strcmp0 (state, "template") == 0 && !sent_config &&
+                !send_bytes (conn->fd, identity))
+              return FALSE;
             if (g_strcmp0 (state, "exited") == 0)
               {
                 mv_agent_frame_exit (&frame, &ready->has_exit_code, &ready->exit_code, &ready->signal);
@@ -214,8 +227,7 @@ converse (Conn *conn, GBytes *config, MvAgentReady *ready, GError **error)
                                  "machine has none of");
                     return FALSE;
                   }
-                if (!send_all (conn->fd, g_bytes_get_data (config, NULL),
-                               g_bytes_get_size (config)))
+                if (!send_bytes (conn->fd, config))
                   return FALSE;
                 sent_config = TRUE;
               }
@@ -245,9 +257,9 @@ converse (Conn *conn, GBytes *config, MvAgentReady *ready, GError **error)
 }
 
 gboolean
-mv_agent_wait_ready (const MvAgentChannel *channel, GBytes *config, gint64 deadline,
-                     MvAgentWaitCheck check, gpointer check_data, MvAgentReady *ready,
-                     GError **error)
+mv_agent_wait_ready (const MvAgentChannel *channel, GBytes *config, GBytes *identity,
+                     gint64 deadline, MvAgentWaitCheck check, gpointer check_data,
+                     MvAgentReady *ready, GError **error)
 {
   g_autoptr (GByteArray) in = g_byte_array_new ();
 
@@ -262,7 +274,7 @@ mv_agent_wait_ready (const MvAgentChannel *channel, GBytes *config, gint64 deadl
       if (conn.fd < 0)
         return FALSE;
       g_byte_array_set_size (in, 0);
-      done = converse (&conn, config, ready, &local);
+      done = converse (&conn, config, identity, ready, &local);
       close (conn.fd);
       if (done)
         return TRUE;

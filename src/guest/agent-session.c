@@ -607,7 +607,8 @@ handle_hello (MvAgentSession *session, const MvAgentFrame *frame)
         session->events.exited (has_code, code, sig, NULL, session->data);
       queue_header_frame (session, MV_AGENT_EXIT_ACK, 0);
     }
-  else if (session->metadata)
+  /* A template holds nothing of any one machine (docs/agent-protocol.md). */
+  else if (session->metadata && g_strcmp0 (state, "template") != 0)
     queue_bytes (session, session->metadata);
   return TRUE;
 }

@@ -50,6 +50,11 @@ typedef enum {
 GBytes   *mv_agent_config_frame (const MvSpec *spec, const MvImageConfig *image,
                                  const MvNetworkAttachment *network, MvAgentEnd end,
                                  GError **error);
+/* The CONFIG frame that boots a warm template for machines like @spec
+ * (docs/agent-protocol.md, Templates): its root alone, nothing of any
+ * one machine. MV_ERROR_UNSUPPORTED for a guest whose init is systemd. */
+GBytes   *mv_agent_template_frame (const MvSpec *spec, const MvImageConfig *image,
+                                   MvAgentEnd end, GError **error);
 /* The METADATA frame for @spec: hostname (the machine's name unless the
  * spec names one), keys and the metadata document. */
 GBytes   *mv_agent_metadata_frame (const MvSpec *spec, GError **error);
@@ -80,15 +85,18 @@ typedef gboolean (*MvAgentWaitCheck) (gpointer data, GError **error);
 
 /* One attempt, in a worker thread: connects, says HELLO, gives an
  * unconfigured guest @config, and waits until the agent is ready (READY,
- * or a HELLO of a running guest) or its workload has ended. A closed
+ * or a HELLO of a running guest) or its workload has ended. A guest
+ * restored from a template (HELLO in state template) is given @identity
+ * (its REIDENTIFY frame), then @config; without @identity such a guest
+ * counts as ready: it is a template being built. A closed
  * connection is dialled again (a guest whose agent hands over to systemd
  * closes it). Returns TRUE and fills @ready; FALSE with MV_ERROR_UNAVAILABLE
  * if the channel cannot be reached yet (the caller tries again),
  * MV_ERROR_INVALID_STATE if the agent said FAILED (the message quotes it)
  * or spoke nonsense, or whatever @check said. @check is called at least
  * every 200 ms while waiting; @deadline is monotonic µs. */
-gboolean  mv_agent_wait_ready (const MvAgentChannel *channel, GBytes *config, gint64 deadline,
-                               MvAgentWaitCheck check, gpointer check_data,
+gboolean  mv_agent_wait_ready (const MvAgentChannel *channel, GBytes *config, GBytes *identity,
+                               gint64 deadline, MvAgentWaitCheck check, gpointer check_data,
                                MvAgentReady *ready, GError **error);
 
 /* ---- the session (agent-session.c), main thread only ---- */

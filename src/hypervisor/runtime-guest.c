@@ -440,29 +440,40 @@ mv_runtime_guests_update (MvRuntimeGuests *guests, const MvRuntimeRequest *req, 
   return TRUE;
 }
 
-gboolean
-mv_runtime_guests_reidentify (MvRuntimeGuests *guests, const MvRuntimeRequest *req,
-                              GError **error)
+GBytes *
+mv_runtime_identity_frame (const MvRuntimeRequest *req, GError **error)
 {
-  Guest *guest = g_hash_table_lookup (guests->table, req->machine_id);
-  g_autoptr (GBytes) frame = NULL, config = NULL, metadata = NULL;
   guint8 entropy[REIDENTIFY_ENTROPY_BYTES];
+  GBytes *frame;
   ssize_t n;
 
-  update_metadata_service (guests, req);
-  if (!guest)
-    return TRUE;   /* no agent of microvmd's: nothing in the guest can be told */
   /* The kernel's CSPRNG, initialised long before any guest runs: it does
    * not block here. */
   do
     n = getrandom (entropy, sizeof entropy, 0);
   while (n < 0 && errno == EINTR);
   if (n != (ssize_t) sizeof entropy)
-    return mv_error_set (error, MV_ERROR_FAILED, "Could not read %zu random bytes for the "
-                         "restored guest: %s", sizeof entropy,
-                         n < 0 ? g_strerror (errno) : "short read");
+    {
+      mv_error_set (error, MV_ERROR_FAILED, "Could not read %zu random bytes for the restored "
+                    "guest: %s", sizeof entropy, n < 0 ? g_strerror (errno) : "short read");
+      return NULL;
+    }
   frame = mv_agent_reidentify_frame (req->spec, req->network, entropy, sizeof entropy, error);
   explicit_bzero (entropy, sizeof entropy);
+  return frame;
+}
+
+gboolean
+mv_runtime_guests_reidentify (MvRuntimeGuests *guests, const MvRuntimeRequest *req,
+                              GError **error)
+{
+  Guest *guest = g_hash_table_lookup (guests->table, req->machine_id);
+  g_autoptr (GBytes) frame = NULL, config = NULL, metadata = NULL;
+
+  update_metadata_service (guests, req);
+  if (!guest)
+    return TRUE;   /* no agent of microvmd's: nothing in the guest can be told */
+  frame = mv_runtime_identity_frame (req, error);
   if (!frame || !frames_for (guests, req, &config, &metadata, error))
     return FALSE;
   /* Identity first; the metadata that follows it is the same. */

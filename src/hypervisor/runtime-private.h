@@ -53,6 +53,8 @@ gboolean         mv_runtime_guests_update (MvRuntimeGuests *guests, const MvRunt
  * with fresh entropy, once it answers (MvRuntime.reidentify_guest). */
 gboolean         mv_runtime_guests_reidentify (MvRuntimeGuests *guests,
                                                const MvRuntimeRequest *req, GError **error);
+/* The REIDENTIFY frame for @req's machine, with fresh entropy; any thread. */
+GBytes          *mv_runtime_identity_frame (const MvRuntimeRequest *req, GError **error);
 gboolean         mv_runtime_guests_exec (MvRuntimeGuests *guests, const char *machine_id,
                                          const MvRuntimeExec *exec, int fds[4], GError **error);
 /* Any thread: the agent of @machine_id answered its start with
@@ -84,10 +86,13 @@ MvGuestAsked     mv_runtime_guests_ask_poweroff (MvRuntimeGuests *guests, const 
  * from @console_offset on. MV_ERROR_INVALID_STATE if @vmm ends first or
  * time runs out, MV_ERROR_UNAVAILABLE once @cancellable is cancelled; the VMM is then left for the caller to end.
  * With the agent's readiness, @agent_version (if not NULL) is set to the
- * version the agent gave ("" for none). */
+ * version the agent gave ("" for none), and a guest restored from a
+ * template is given @agent_identity, then @agent_config
+ * (mv_agent_wait_ready()). */
 gboolean  mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *vm,
                                  MvReadiness readiness, const char *readiness_text,
-                                 GBytes *agent_config, goffset console_offset, guint timeout_s,
+                                 GBytes *agent_config, GBytes *agent_identity,
+                                 goffset console_offset, guint timeout_s,
                                  GCancellable *cancellable, char **agent_version,
                                  GError **error);
 

@@ -107,15 +107,15 @@ check_watch (gpointer data, GError **error)
 /* The agent says it is ready, or that the workload has already ended
  * (the exit is reported again to the session that watches the guest). */
 static gboolean
-wait_for_agent (const MvVmSpec *vm, GBytes *config, Watch *watch, gint64 deadline,
-                guint timeout_s, char **agent_version, GError **error)
+wait_for_agent (const MvVmSpec *vm, GBytes *config, GBytes *identity, Watch *watch,
+                gint64 deadline, guint timeout_s, char **agent_version, GError **error)
 {
   for (;;)
     {
       g_autoptr (GError) local = NULL;
       MvAgentReady ready = { 0 };
-      gboolean ok = mv_agent_wait_ready (&vm->agent, config, deadline, check_watch, watch,
-                                         &ready, &local);
+      gboolean ok = mv_agent_wait_ready (&vm->agent, config, identity, deadline, check_watch,
+                                         watch, &ready, &local);
 
       if (ok && agent_version)
         *agent_version = g_strdup (ready.agent_version ? ready.agent_version : "");
@@ -143,15 +143,16 @@ wait_for_agent (const MvVmSpec *vm, GBytes *config, Watch *watch, gint64 deadlin
 gboolean
 mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *vm,
                        MvReadiness readiness, const char *readiness_text, GBytes *agent_config,
-                       goffset console_offset, guint timeout_s, GCancellable *cancellable,
-                       char **agent_version, GError **error)
+                       GBytes *agent_identity, goffset console_offset, guint timeout_s,
+                       GCancellable *cancellable, char **agent_version, GError **error)
 {
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
   g_autofree char *label = mv_readiness_to_string (readiness, readiness_text);
   Watch watch = { vmm, cancellable, label };
 
   if (readiness == MV_READINESS_AGENT)
-    return wait_for_agent (vm, agent_config, &watch, deadline, timeout_s, agent_version, error);
+    return wait_for_agent (vm, agent_config, agent_identity, &watch, deadline, timeout_s,
+                           agent_version, error);
   for (;;)
     {
       if (is_ready (readiness, readiness_text, hv, vm, console_offset))

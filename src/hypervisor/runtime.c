@@ -430,13 +430,29 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   g_autoptr (GPtrArray) shares = NULL;
   g_autofree char *agent_version = NULL;
   MvReadiness readiness = mv_runtime_guests_readiness (self->guests, req->spec);
+  gboolean has_agent = mv_runtime_guests_has_agent (self->guests, req->spec);
+  MvAgentEnd end = mv_runtime_guests_end (self->guests);
 
   launch_init (&launch, self, req);
   if (!check_before_start (self, req, launch.socket_path, launch.vm, error))
     return NULL;
-  if (mv_runtime_guests_has_agent (self->guests, req->spec) &&
-      !(config = mv_agent_config_frame (req->spec, req->image_config, req->network,
-                                         mv_runtime_guests_end (self->guests), error)))
+  if (req->build_template)
+    {
+      /* A template is ready when its agent says so, whatever the
+       * machines started from it wait for. */
+      if (!has_agent)
+        {
+          mv_error_set (error, MV_ERROR_UNSUPPORTED, "kernel: a warm template needs microvmd's "
+                        "agent in the guest, and this one boots without it");
+          return NULL;
+        }
+      readiness = MV_READINESS_AGENT;
+      if (!(config = mv_agent_template_frame (req->spec, req->image_config, end, error)))
+        return NULL;
+    }
+  else if (has_agent &&
+           !(config = mv_agent_config_frame (req->spec, req->image_config, req->network, end,
+                                             error)))
     return NULL;
   if (!launch.vm->boot.kernel_path)
     {
@@ -462,7 +478,7 @@ rt_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
     }
   register_machine (self, req, vmm);
   if (!mv_runtime_wait_ready (hv, vmm, launch.vm, readiness, req->spec->readiness_text, config,
-                              launch.console_offset, self->boot_timeout_s, req->cancellable,
+                              NULL, launch.console_offset, self->boot_timeout_s, req->cancellable,
                               &agent_version, error))
     {
       launch_fail (self, req, &launch, vmm, error);
@@ -802,8 +818,27 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
   g_auto (Launch) launch = { 0 };
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (GBytes) config = NULL, identity = NULL;
+  g_autofree char *agent_version = NULL;
+  MvReadiness readiness = MV_READINESS_VMM;
   MvRestoreSpec rspec = { 0 };
 
+  /* A guest restored from a template has no identity or workload yet: it
+   * is given both and waited for as a boot would be. */
+  if (req->from_template)
+    {
+      if (!mv_runtime_guests_has_agent (self->guests, req->spec))
+        {
+          mv_error_set (error, MV_ERROR_UNSUPPORTED, "kernel: a warm start needs microvmd's "
+                        "agent in the guest, and this one boots without it");
+          return NULL;
+        }
+      readiness = MV_READINESS_AGENT;
+      if (!(config = mv_agent_config_frame (req->spec, req->image_config, req->network,
+                                            mv_runtime_guests_end (self->guests), error)) ||
+          !(identity = mv_runtime_identity_frame (req, error)))
+        return NULL;
+    }
   launch_init (&launch, self, req);
   /* The guest comes from the snapshot, not from this VM spec: only the
    * socket and what the backend itself needs are checked. */
@@ -838,13 +873,15 @@ rt_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, G
     }
   register_machine (self, req, vmm);
   if (!hv->resume_vm (hv, error) ||
-      !mv_runtime_wait_ready (hv, vmm, launch.vm, MV_READINESS_VMM, NULL, NULL,
+      !mv_runtime_wait_ready (hv, vmm, launch.vm, readiness, NULL, config, identity,
                               launch.console_offset, self->boot_timeout_s, req->cancellable,
-                              NULL, error))
+                              req->from_template ? &agent_version : NULL, error))
     {
       launch_fail (self, req, &launch, vmm, error);
       return NULL;
     }
+  if (req->from_template)
+    mv_runtime_guests_heard_at_start (self->guests, req->machine_id, agent_version);
   return identity_new (self, vmm, NULL);
 }
 

@@ -329,6 +329,82 @@ test_reidentify_copies (void)
   hv_test_remove_tree (state_dir);
 }
 
+/* What the workload of a machine started from the template records: the
+ * hostname it started under and random bytes it read at once. */
+#define SEEN_WORKLOAD "hostname > /run/seen; head -c 16 /dev/urandom | od -An -tx1 > /run/rand; " \
+                      "exec sleep 100000"
+
+static void
+set_workload (MvSpec *spec)
+{
+  const char *const argv[] = { "sh", "-c", SEEN_WORKLOAD, NULL };
+
+  g_strfreev (spec->cmd);
+  spec->cmd = g_strdupv ((char **) argv);
+}
+
+/* A warm template (MvRuntimeRequest.build_template) boots the root alone:
+ * none of its machine's identity, network or workload. Restored
+ * (from_template) as two machines, each is told who it is before its
+ * workload starts, which then sees its own hostname, address and random
+ * state. */
+static void
+test_template_copies (void)
+{
+  g_autoptr (MvRuntime) rt = runtime ();
+  g_autoptr (GError) error = NULL;
+  g_autofree char *state_dir = hv_test_make_dir ();
+  g_autofree char *hostname = NULL, *ran = NULL, *addr = NULL;
+  g_autofree char *seen_a = NULL, *seen_b = NULL, *rand_a = NULL, *rand_b = NULL;
+  const char *wait_seen = "while [ ! -s /run/rand ]; do sleep 0.1; done; cat /run/seen";
+  Machine tmpl, a, b;
+
+  machine_init (&tmpl, "tmpl", "mvreid0", "02:00:0a:09:00:0b", "10.9.0.11/24", 1500);
+  set_workload (tmpl.spec);
+  tmpl.req.build_template = TRUE;
+  tmpl.vmm = rt->start (rt, &tmpl.req, &error);
+  g_assert_no_error (error);
+  tmpl.req.vmm = tmpl.vmm;
+  rt->attach_guest (rt, &tmpl.req);
+  hostname = run_ok (rt, "tmpl", "hostname");
+  g_assert_cmpstr (hostname, !=, "tmpl");
+  ran = run_ok (rt, "tmpl", "ls /run/seen 2>&1 || true");
+  g_assert_nonnull (strstr (ran, "No such file"));
+  addr = run_ok (rt, "tmpl", "ip -4 addr show");
+  g_assert_null (strstr (addr, "10.9.0.11"));
+  g_assert_true (rt->save (rt, &tmpl.req, state_dir, &error));
+  g_assert_no_error (error);
+  tmpl.req.vmm = NULL;
+  g_clear_pointer (&tmpl.vmm, json_object_unref);
+  machine_end (rt, &tmpl);
+
+  machine_init (&a, "warm-a", "mvreid1", "02:00:0a:09:00:16", "10.9.0.22/24", 1400);
+  machine_init (&b, "warm-b", "mvreid2", "02:00:0a:09:00:21", "10.9.1.33/16", 1300);
+  for (Machine *m = &a; m; m = m == &a ? &b : NULL)
+    {
+      set_workload (m->spec);
+      m->req.from_template = TRUE;
+      m->vmm = rt->restore (rt, &m->req, state_dir, &error);
+      g_assert_no_error (error);
+      m->req.vmm = m->vmm;
+      rt->attach_guest (rt, &m->req);
+    }
+  seen_a = run_ok (rt, "warm-a", wait_seen);
+  seen_b = run_ok (rt, "warm-b", wait_seen);
+  g_assert_cmpstr (seen_a, ==, "warm-a");
+  g_assert_cmpstr (seen_b, ==, "warm-b");
+  assert_identity (rt, &a, "02:00:0a:09:00:16", "10.9.0.22/24", 1400);
+  assert_identity (rt, &b, "02:00:0a:09:00:21", "10.9.1.33/16", 1300);
+  rand_a = run_ok (rt, "warm-a", "cat /run/rand");
+  rand_b = run_ok (rt, "warm-b", "cat /run/rand");
+  g_assert_cmpuint (strlen (rand_a), >, 32);
+  g_assert_cmpstr (rand_a, !=, rand_b);
+
+  machine_end (rt, &a);
+  machine_end (rt, &b);
+  hv_test_remove_tree (state_dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -346,5 +422,6 @@ main (int argc, char **argv)
   make_tap ("mvreid1");
   make_tap ("mvreid2");
   g_test_add_func ("/hypervisor/qemu/reidentify-copies", test_reidentify_copies);
+  g_test_add_func ("/hypervisor/qemu/template-copies", test_template_copies);
   return g_test_run ();
 }

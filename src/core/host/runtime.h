@@ -71,6 +71,14 @@ typedef struct {
   /* start and restore: the VMM has no network rate limiter of its own;
    * the network layer limits its TAP. */
   gboolean      host_limits_network;
+  /* start: boots a warm template for machines like @spec's, with its
+   * root alone and nothing of the machine (docs/agent-protocol.md,
+   * Templates), ready once its agent is. Needs microvmd's agent in the
+   * guest: MV_ERROR_UNSUPPORTED otherwise. */
+  gboolean      build_template;
+  /* restore: the state is a template's: the guest is told who it is,
+   * then given its configuration, and waited for as a start waits. */
+  gboolean      from_template;
 } MvRuntimeRequest;
 
 typedef enum {
