@@ -700,6 +700,171 @@ test_snapshot (VmmFixture *fixture, gconstpointer data)
   g_assert_true (mv_process_wait (restored.vmm, 5000));
 }
 
+/* A CONFIG with TEMPLATE 1 sets up the root and nothing else: READY, no
+ * hostname, no workload, and HELLO says template. Frozen and restored,
+ * the guest is still one, and takes the machine's CONFIG after its
+ * REIDENTIFY as a first one; later ones are ignored. */
+static void
+test_template (VmmFixture *fixture, gconstpointer data)
+{
+  const Kind *kind = data;
+  g_autoptr (MvStarter) starter = vmm_fixture_starter (kind->vmm);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (Client) c = client_connect (spec->agent.socket_path);
+  g_autoptr (Client) after = NULL;
+  g_autofree char *state = client_hello (c);
+  g_autofree char *template_state = NULL;
+  g_autofree char *restored_state = NULL;
+  g_autofree char *running = NULL;
+  const char *const hostname[] = { "hostname", NULL };
+  g_auto (VmmRestored) restored = { 0 };
+  g_autoptr (GError) error = NULL;
+  MvAgentFrame frame;
+  gboolean closed;
+
+  g_assert_cmpstr (state, ==, "unconfigured");
+  mv_agent_buf_begin (&c->out, MV_AGENT_CONFIG, 0);
+  mv_agent_buf_put_u32 (&c->out, MV_AGENT_F_TEMPLATE, 1);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_INIT_MODE, "exec");
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_END, kind->end);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ROOT, "/dev/vda");
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_HOSTNAME, "template-1");
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ARGV, "sh");
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ARGV, "-c");
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ARGV, "exit 3");
+  client_send (c);
+  client_expect (c, MV_AGENT_READY, 0, &frame);
+  {
+    g_auto (ExecResult) name = { 0 };
+
+    /* The exec's exit comes, and no EXIT: no workload ran. */
+    run_exec (c, 1, NULL, hostname, NULL, &name);
+    g_assert_cmpstr (name.out[1]->str, ==, "localhost\n");
+  }
+  {
+    g_autoptr (Client) other = client_connect (spec->agent.socket_path);
+    template_state = client_hello (other);
+  }
+  g_assert_cmpstr (template_state, ==, "template");
+
+  vmm_fixture_snapshot_restore (fixture, starter, hv, vmm, &restored);
+  g_assert_false (client_read (c, &frame, READ_MS, &closed));
+  g_assert_true (closed);
+  g_assert_true (restored.hv->resume_vm (restored.hv, &error));
+  g_assert_no_error (error);
+
+  after = client_connect (restored.spec.agent_socket);
+  restored_state = client_hello (after);
+  g_assert_cmpstr (restored_state, ==, "template");
+  /* The host's REIDENTIFY comes first; the simulated agent skips it, and
+   * answers the PING behind it. */
+  mv_agent_buf_begin (&after->out, MV_AGENT_REIDENTIFY, 0);
+  mv_agent_buf_put_str (&after->out, MV_AGENT_F_HOSTNAME, "web-2");
+  client_send (after);
+  mv_agent_buf_begin (&after->out, MV_AGENT_PING, 0);
+  client_send (after);
+  client_expect (after, MV_AGENT_PONG, 0, &frame);
+  mv_agent_buf_begin (&after->out, MV_AGENT_CONFIG, 0);
+  mv_agent_buf_put_str (&after->out, MV_AGENT_F_INIT_MODE, "exec");
+  mv_agent_buf_put_str (&after->out, MV_AGENT_F_END, kind->end);
+  mv_agent_buf_put_str (&after->out, MV_AGENT_F_ROOT, "/dev/vda");
+  mv_agent_buf_put_str (&after->out, MV_AGENT_F_HOSTNAME, "web-2");
+  mv_agent_buf_put_str (&after->out, MV_AGENT_F_ARGV, "sh");
+  mv_agent_buf_put_str (&after->out, MV_AGENT_F_ARGV, "-c");
+  mv_agent_buf_put_str (&after->out, MV_AGENT_F_ARGV, "sleep 1; exit 3");
+  client_send (after);
+  client_expect (after, MV_AGENT_READY, 0, &frame);
+  {
+    g_autoptr (Client) other = client_connect (restored.spec.agent_socket);
+    running = client_hello (other);
+  }
+  g_assert_cmpstr (running, ==, "running");
+  /* Only that one counts: this one would fail on its ROOT. */
+  mv_agent_buf_begin (&after->out, MV_AGENT_CONFIG, 0);
+  mv_agent_buf_put_str (&after->out, MV_AGENT_F_ROOT, "/dev/vdc");
+  mv_agent_buf_put_str (&after->out, MV_AGENT_F_HOSTNAME, "web-3");
+  client_send (after);
+  {
+    g_auto (ExecResult) name = { 0 };
+
+    run_exec (after, 1, NULL, hostname, NULL, &name);
+    g_assert_cmpstr (name.out[1]->str, ==, "web-2\n");
+  }
+  do
+    g_assert_true (client_read (after, &frame, 10000, &closed));
+  while (frame.type != MV_AGENT_EXIT);
+  g_assert_cmpuint (frame_u32 (&frame, MV_AGENT_F_EXIT_CODE), ==, 3);
+  mv_agent_buf_begin (&after->out, MV_AGENT_EXIT_ACK, 0);
+  client_send (after);
+  g_assert_true (mv_process_wait (restored.vmm, 5000));
+}
+
+/* Sends @c a CONFIG with @root (and TEMPLATE 1 if @template_boot) in
+ * @init_mode; expects FAILED saying @message, and the guest to end. */
+static void
+template_refused (Client *c, MvProcess *vmm, const Kind *kind, gboolean template_boot,
+                  const char *init_mode, const char *root, const char *message)
+{
+  g_autofree char *got = NULL;
+  MvAgentFrame frame;
+
+  mv_agent_buf_begin (&c->out, MV_AGENT_CONFIG, 0);
+  if (template_boot)
+    mv_agent_buf_put_u32 (&c->out, MV_AGENT_F_TEMPLATE, 1);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_INIT_MODE, init_mode);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_END, kind->end);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ROOT, root);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ARGV, "true");
+  client_send (c);
+  client_expect (c, MV_AGENT_FAILED, 0, &frame);
+  got = frame_str (&frame, MV_AGENT_F_MESSAGE);
+  g_assert_cmpstr (got, ==, message);
+  g_assert_true (mv_process_wait (vmm, 5000));
+}
+
+/* A template boots in exec mode. */
+static void
+test_template_systemd (VmmFixture *fixture, gconstpointer data)
+{
+  const Kind *kind = data;
+  g_autoptr (MvStarter) starter = vmm_fixture_starter (kind->vmm);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (Client) c = client_connect (spec->agent.socket_path);
+  g_autofree char *state = client_hello (c);
+
+  g_assert_cmpstr (state, ==, "unconfigured");
+  template_refused (c, vmm, kind, TRUE, "systemd", "/dev/vda",
+                    "CONFIG: a TEMPLATE boots in exec mode, not systemd");
+}
+
+/* The CONFIG after a template's names the template's root. */
+static void
+test_template_other_root (VmmFixture *fixture, gconstpointer data)
+{
+  const Kind *kind = data;
+  g_autoptr (MvStarter) starter = vmm_fixture_starter (kind->vmm);
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = vmm_fixture_boot (fixture, starter, &vmm);
+  g_autoptr (MvVmSpec) spec = vmm_fixture_spec (fixture);
+  g_autoptr (Client) c = client_connect (spec->agent.socket_path);
+  g_autofree char *state = client_hello (c);
+  MvAgentFrame frame;
+
+  g_assert_cmpstr (state, ==, "unconfigured");
+  mv_agent_buf_begin (&c->out, MV_AGENT_CONFIG, 0);
+  mv_agent_buf_put_u32 (&c->out, MV_AGENT_F_TEMPLATE, 1);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_END, kind->end);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ROOT, "/dev/vda");
+  client_send (c);
+  client_expect (c, MV_AGENT_READY, 0, &frame);
+  template_refused (c, vmm, kind, FALSE, "exec", "/dev/vdc",
+                    "CONFIG: ROOT /dev/vdc differs from the template's /dev/vda");
+}
+
 #define VMM_TEST(name, kind, func) \
   g_test_add (name, VmmFixture, kind, vmm_fixture_setup, func, vmm_fixture_teardown)
 
@@ -712,11 +877,19 @@ main (int argc, char **argv)
   VMM_TEST ("/agent/firecracker/execs", &firecracker, test_execs);
   VMM_TEST ("/agent/firecracker/systemd", &firecracker, test_systemd);
   VMM_TEST ("/agent/firecracker/snapshot", &firecracker, test_snapshot);
+  VMM_TEST ("/agent/firecracker/template", &firecracker, test_template);
+  VMM_TEST ("/agent/firecracker/template-systemd", &firecracker, test_template_systemd);
+  VMM_TEST ("/agent/firecracker/template-other-root", &firecracker, test_template_other_root);
   VMM_TEST ("/agent/cloud-hypervisor/workload-exit", &cloud_hypervisor, test_workload_exit);
   VMM_TEST ("/agent/cloud-hypervisor/workload-not-found", &cloud_hypervisor,
             test_workload_not_found);
   VMM_TEST ("/agent/cloud-hypervisor/execs", &cloud_hypervisor, test_execs);
   VMM_TEST ("/agent/cloud-hypervisor/systemd", &cloud_hypervisor, test_systemd);
   VMM_TEST ("/agent/cloud-hypervisor/snapshot", &cloud_hypervisor, test_snapshot);
+  VMM_TEST ("/agent/cloud-hypervisor/template", &cloud_hypervisor, test_template);
+  VMM_TEST ("/agent/cloud-hypervisor/template-systemd", &cloud_hypervisor,
+            test_template_systemd);
+  VMM_TEST ("/agent/cloud-hypervisor/template-other-root", &cloud_hypervisor,
+            test_template_other_root);
   return g_test_run ();
 }

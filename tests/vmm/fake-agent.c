@@ -19,12 +19,15 @@ static const uint8_t nested_tags[] = { MV_AGENT_F_MOUNT, MV_AGENT_F_HEALTH_CHECK
 
 typedef enum {
   STATE_UNCONFIGURED,
+  STATE_TEMPLATE,       /* a warm template: the root only, until the next CONFIG */
   STATE_RUNNING,
   STATE_EXITED,
   STATE_ENDED,          /* the guest is being ended: the agent does nothing more */
 } State;
 
-static const char *const state_names[] = { "unconfigured", "running", "exited", "ended", NULL };
+static const char *const state_names[] = {
+  "unconfigured", "template", "running", "exited", "ended", NULL
+};
 
 typedef struct {
   gboolean  on;
@@ -70,6 +73,10 @@ struct _FakeAgent {
 
   State          state;
   gboolean       configured;
+  /* The ROOT and OVERLAY a template booted with (NULL: none), which the
+   * CONFIG of a machine restored from it must name too. */
+  char          *template_root;
+  char          *template_overlay;
   gboolean       systemd;
   gboolean       reboot;          /* END: reboot, else poweroff */
   FakeProc      *workload;
@@ -874,16 +881,55 @@ make_mount (FakeAgent *agent, const MvAgentField *mount, char **message)
   return FALSE;
 }
 
+/* The CONFIG of a machine restored from a template: its root was set up
+ * when the template booted, so it must name the same disks. */
 static gboolean
-configure (FakeAgent *agent, FakeAgentSession *s, const MvAgentFrame *frame, char **message)
+check_after_template (FakeAgent *agent, gboolean template_boot, const char *mode,
+                      const char *root, const char *overlay, char **message)
+{
+  const char *template_root = agent->template_root;
+  const char *template_overlay = agent->template_overlay;
+
+  if (template_boot)
+    *message = g_strdup ("CONFIG: TEMPLATE again, in a guest restored from a template");
+  else if (strcmp (mode, "exec") != 0)
+    *message = g_strdup_printf ("CONFIG: INIT_MODE %s in a guest restored from a template, "
+                                "which boots in exec mode", mode);
+  else if (g_strcmp0 (root, template_root) != 0)
+    *message = g_strdup_printf ("CONFIG: ROOT %s differs from the template's %s",
+                                root ? root : "(none)",
+                                template_root ? template_root : "(none)");
+  else if (g_strcmp0 (overlay, template_overlay) != 0)
+    *message = g_strdup_printf ("CONFIG: OVERLAY %s differs from the template's %s",
+                                overlay ? overlay : "(none)",
+                                template_overlay ? template_overlay : "(none)");
+  else
+    return TRUE;
+  return FALSE;
+}
+
+/* *@template_boot: the CONFIG had TEMPLATE 1, and the guest is set up as
+ * a template. */
+static gboolean
+configure (FakeAgent *agent, FakeAgentSession *s, const MvAgentFrame *frame,
+           gboolean *template_boot, char **message)
 {
   g_auto (Command) c = { 0 };
   g_auto (FakeCreds) creds = { 0 };
+  g_autofree char *init_mode = NULL;
+  g_autofree char *root = NULL;
+  g_autofree char *overlay = NULL;
+  gboolean restored = agent->state == STATE_TEMPLATE;
+  gboolean have_health = FALSE;
   MvAgentFields fields;
-  MvAgentField field;
+  MvAgentField field, health = { 0 };
+  const char *mode;
   const char *cmd;
 
   command_init (&c);
+  *template_boot = FALSE;
+  /* END is this CONFIG's: a restored template's replaces the template's. */
+  agent->reboot = FALSE;
   mv_agent_fields_init (&fields, frame->payload, frame->payload_len);
   while (mv_agent_fields_next (&fields, &field) > 0)
     {
@@ -894,23 +940,54 @@ configure (FakeAgent *agent, FakeAgentSession *s, const MvAgentFrame *frame, cha
       switch (field.tag)
         {
         case MV_AGENT_F_INIT_MODE:
-          s_value = field_string (&field);
-          agent->systemd = g_strcmp0 (s_value, "systemd") == 0;
+          g_free (init_mode);
+          init_mode = field_string (&field);
           break;
         case MV_AGENT_F_END:
           s_value = field_string (&field);
           agent->reboot = g_strcmp0 (s_value, "reboot") == 0;
           break;
+        case MV_AGENT_F_TEMPLATE:
+          *template_boot = field_u32 (&field, 0) != 0;
+          break;
         case MV_AGENT_F_ROOT:
-          agent->sys.root = TRUE;
+          g_free (root);
+          root = field_string (&field);
+          break;
+        case MV_AGENT_F_OVERLAY:
+          g_free (overlay);
+          overlay = field_string (&field);
           break;
         case MV_AGENT_F_HEALTH_CHECK:
-          health_configure (agent, &field);
+          /* Set up below, unless this is a template. */
+          health = field;
+          have_health = TRUE;
           break;
         default:
           break;
         }
     }
+  mode = init_mode ? init_mode : "exec";
+  agent->systemd = strcmp (mode, "systemd") == 0;
+  if (restored && !check_after_template (agent, *template_boot, mode, root, overlay, message))
+    return FALSE;
+  if (*template_boot && strcmp (mode, "exec") != 0)
+    {
+      *message = g_strdup_printf ("CONFIG: a TEMPLATE boots in exec mode, not %s", mode);
+      return FALSE;
+    }
+  if (root)
+    agent->sys.root = TRUE;
+  /* A template holds nothing of any one machine: it has its root, and
+   * none of the rest, whatever else the frame holds. */
+  if (*template_boot)
+    {
+      agent->template_root = g_steal_pointer (&root);
+      agent->template_overlay = g_steal_pointer (&overlay);
+      return TRUE;
+    }
+  if (have_health)
+    health_configure (agent, &health);
   apply_metadata (agent, frame->payload, frame->payload_len);
   mv_agent_fields_init (&fields, frame->payload, frame->payload_len);
   while (mv_agent_fields_next (&fields, &field) > 0)
@@ -937,17 +1014,28 @@ static void
 handle_config (FakeAgent *agent, FakeAgentSession *s, const MvAgentFrame *frame)
 {
   g_autofree char *message = NULL;
+  gboolean template_boot;
 
-  /* Only the first CONFIG of a boot counts. */
-  if (agent->configured || agent->state != STATE_UNCONFIGURED)
+  /* Only the first CONFIG of a boot counts, and in a template, the first
+   * after its own (that of the machine restored from it). A guest that
+   * said FAILED is ending, and takes none. */
+  if (agent->end_at >= 0 ||
+      (agent->state != STATE_TEMPLATE &&
+       (agent->configured || agent->state != STATE_UNCONFIGURED)))
     return;
   agent->configured = TRUE;
-  if (!configure (agent, s, frame, &message))
+  if (!configure (agent, s, frame, &template_boot, &message))
     {
       send_message (s, MV_AGENT_FAILED, 0, message);
       say (agent, "microvmd-agent: %s", message);
       agent->end_at = agent->sys.now + END_DELAY_S;
       g_clear_pointer (&agent->workload, fake_proc_free);
+      return;
+    }
+  if (template_boot)
+    {
+      agent->state = STATE_TEMPLATE;
+      send_message (s, MV_AGENT_READY, 0, NULL);
       return;
     }
   agent->state = STATE_RUNNING;
@@ -1313,6 +1401,16 @@ get_in (JsonObject *o, const char *name, double now)
   return node && JSON_NODE_HOLDS_VALUE (node) ? now + json_node_get_double (node) : -1;
 }
 
+static void
+add_string (JsonBuilder *b, const char *name, const char *value)
+{
+  json_builder_set_member_name (b, name);
+  if (value)
+    json_builder_add_string_value (b, value);
+  else
+    json_builder_add_null_value (b);
+}
+
 JsonNode *
 fake_agent_snapshot_state (FakeAgent *agent)
 {
@@ -1326,6 +1424,8 @@ fake_agent_snapshot_state (FakeAgent *agent)
   json_builder_add_string_value (b, state_names[agent->state]);
   json_builder_set_member_name (b, "configured");
   json_builder_add_boolean_value (b, agent->configured);
+  add_string (b, "template_root", agent->template_root);
+  add_string (b, "template_overlay", agent->template_overlay);
   json_builder_set_member_name (b, "systemd");
   json_builder_add_boolean_value (b, agent->systemd);
   json_builder_set_member_name (b, "reboot");
@@ -1364,6 +1464,11 @@ load_state (FakeAgent *agent, JsonObject *o)
     if (strcmp (state, state_names[i]) == 0)
       agent->state = i;
   agent->configured = json_object_get_boolean_member_with_default (o, "configured", FALSE);
+  /* A state saved before templates has neither: not a template. */
+  agent->template_root =
+    g_strdup (json_object_get_string_member_with_default (o, "template_root", NULL));
+  agent->template_overlay =
+    g_strdup (json_object_get_string_member_with_default (o, "template_overlay", NULL));
   agent->systemd = json_object_get_boolean_member_with_default (o, "systemd", FALSE);
   agent->reboot = json_object_get_boolean_member_with_default (o, "reboot", FALSE);
   if (workload && JSON_NODE_HOLDS_OBJECT (workload))
@@ -1411,6 +1516,8 @@ fake_agent_free (FakeAgent *agent)
   g_list_free (agent->sessions);
   fake_proc_free (agent->workload);
   health_clear (&agent->health);
+  g_free (agent->template_root);
+  g_free (agent->template_overlay);
   g_string_free (agent->console_line, TRUE);
   g_ptr_array_unref (agent->held);
   fake_system_clear (&agent->sys);
