@@ -69,6 +69,7 @@
 /* Record layout under the state and runtime directories. */
 #define MV_MACHINES_DIR          "machines"
 #define MV_SNAPSHOTS_DIR         "snapshots"
+#define MV_WARM_DIR              "warm"
 #define MV_VOLUMES_DIR           "volumes"
 #define MV_NETWORKS_DIR          "networks"
 #define MV_CONFIG_RECORD         "config.json"

@@ -82,6 +82,7 @@ STRING_PROPERTY (get_state_error, status->state_error)
 STRING_PROPERTY (get_desired_state, mv_desired_to_string (config->desired))
 STRING_PROPERTY (get_phase, status->phase)
 STRING_PROPERTY (get_operation_id, status->operation_id)
+STRING_PROPERTY (get_started_from, status->started_from)
 NUMBER_PROPERTY (get_desired_generation, "t", uint64_t, config->desired_generation)
 NUMBER_PROPERTY (get_observed_generation, "t", uint64_t, status->observed_generation)
 NUMBER_PROPERTY (get_specification_generation, "t", uint64_t, config->specification_generation)
@@ -650,6 +651,7 @@ static const sd_bus_vtable machine_vtable[] = {
   SD_BUS_PROPERTY ("Phase", "s", get_phase, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("OperationId", "s", get_operation_id, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("StartedAt", "t", get_started_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  SD_BUS_PROPERTY ("StartedFrom", "s", get_started_from, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("CreatedAt", "t", get_created_at, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("UpdatedAt", "t", get_updated_at, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_PROPERTY ("ExitCode", "i", get_exit_code, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -744,7 +746,7 @@ static const struct {
   { MV_PROP_SPEC, { "Spec", "Hypervisor", "VCPUs", "CpuMillicores", "MemoryBytes", "Labels",
                     "Image", "ImageDigest" } },
   { MV_PROP_PHASE, { "Phase", "OperationId" } },
-  { MV_PROP_STARTED_AT, { "StartedAt" } },
+  { MV_PROP_STARTED_AT, { "StartedAt", "StartedFrom" } },
   { MV_PROP_UPDATED_AT, { "UpdatedAt" } },
   { MV_PROP_EXIT_CODE, { "ExitCode", "FinishedAt" } },
   { MV_PROP_RESTART_COUNT, { "RestartCount", "NextRestartAt" } },

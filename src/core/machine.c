@@ -132,6 +132,7 @@ mv_status_free (MvStatus *status)
   g_clear_pointer (&status->vmm, json_object_unref);
   g_free (status->saved_state);
   g_free (status->restoring_snapshot);
+  g_free (status->started_from);
   g_ptr_array_unref (status->destroyed);
   g_free (status);
 }
@@ -150,6 +151,7 @@ mv_status_copy (const MvStatus *status)
   copy->vmm = status->vmm != NULL ? mv_json_object_deep_copy (status->vmm) : NULL;
   copy->saved_state = g_strdup (status->saved_state);
   copy->restoring_snapshot = g_strdup (status->restoring_snapshot);
+  copy->started_from = g_strdup (status->started_from);
   copy->forking = status->forking;
   copy->destroyed = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; i < status->destroyed->len; i++)
@@ -546,6 +548,8 @@ mv_status_to_node (const MvStatus *status)
     json_object_set_int_member (object, "traffic_sequence", (gint64) status->traffic_sequence);
   if (status->restoring_snapshot != NULL)
     json_object_set_string_member (object, "restoring_snapshot", status->restoring_snapshot);
+  if (status->started_from != NULL)
+    json_object_set_string_member (object, "started_from", status->started_from);
   if (status->forking)
     json_object_set_boolean_member (object, "forking", TRUE);
   if (status->vcpus != 0)
@@ -577,7 +581,7 @@ mv_status_from_node (const MvJson *node, GError **error)
     "format", "state", "state_error", "phase", "operation_id",
     "observed_generation", "observed_restart_generation", "failed_generation", "started_at", "finished_at", "next_restart_at",
     "exit_code", "restart_count", "vmm", "saved_state", "traffic_sequence", "destroyed",
-    "restoring_snapshot", "forking", "vcpus", "memory_bytes", NULL
+    "restoring_snapshot", "forking", "vcpus", "memory_bytes", "started_from", NULL
   };
   g_autoptr(MvStatus) status = mv_status_new ();
   const char *state = NULL;
@@ -621,8 +625,14 @@ mv_status_from_node (const MvJson *node, GError **error)
       !read_optional_generation (node, "traffic_sequence", 0, &status->traffic_sequence,
                                  error) ||
       !mv_json_read_string_member (node, "restoring_snapshot", FALSE,
-                                   &status->restoring_snapshot, error))
+                                   &status->restoring_snapshot, error) ||
+      !mv_json_read_string_member (node, "started_from", FALSE, &status->started_from, error))
     return NULL;
+  if (status->started_from && !g_str_equal (status->started_from, MV_STARTED_COLD) &&
+      !g_str_equal (status->started_from, MV_STARTED_WARM) &&
+      !g_str_equal (status->started_from, MV_STARTED_SAVED_STATE))
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "started_from: not cold, warm or "
+                         "saved-state"), NULL;
   if ((field = mv_json_member (node, "forking")) != NULL &&
       !mv_json_read_bool (field, "forking", &status->forking, error))
     return NULL;

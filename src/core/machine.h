@@ -33,6 +33,11 @@ typedef struct {
   MvImageConfig *image_config;
 } MvConfig;
 
+/* MvStatus.started_from. */
+#define MV_STARTED_COLD         "cold"
+#define MV_STARTED_WARM         "warm"
+#define MV_STARTED_SAVED_STATE  "saved-state"
+
 typedef struct {
   MvState    state;
   char      *state_error;       /* NULL when none */
@@ -67,6 +72,10 @@ typedef struct {
    * recorded (the spec's size). */
   guint32    vcpus;
   guint64    memory_bytes;
+  /* How the guest that runs now came up: "cold" (booted), "warm" (from a
+   * warm template), "saved-state" (its own frozen guest woken). NULL:
+   * none has run since it was created. */
+  char      *started_from;
 } MvStatus;
 
 MvConfig *mv_config_new (const char *id, MvSpec *spec /* owned */, gint64 now);

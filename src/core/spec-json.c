@@ -392,6 +392,24 @@ parse_init_mode (const MvJson *node, MvSpec *spec, GError **error)
   return TRUE;
 }
 
+static gboolean
+parse_start_mode (const MvJson *node, MvSpec *spec, GError **error)
+{
+  const char *value = NULL;
+
+  if (!mv_json_read_string (node, "start_mode", &value, error))
+    return FALSE;
+  if (!mv_start_mode_from_string (value, &spec->start_mode))
+    {
+      g_autofree char *shown = mv_text_excerpt (value, -1, MV_EXCERPT_MAX_BYTES);
+
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                   "start_mode: \"%s\" is not one of auto, cold, warm", shown);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static int
 base64_value (char c)
 {
@@ -731,7 +749,7 @@ static const char *const spec_fields[] = {
   "max_memory_bytes", "disks", "readiness", "network_name", "static_ip",
   "hostname", "ssh_keys", "user_data", "metadata", "firewall", "ports", "restart",
   "standby_after_seconds", "sleep_after_idle_seconds", "labels",
-  "remove_on_exit", "cmd", "env", "user", "working_dir", "init_mode", "mounts",
+  "remove_on_exit", "cmd", "env", "user", "working_dir", "init_mode", "start_mode", "mounts",
   "health_check", "image", "image_digest", "kernel_name", "disk_bytes",
   "disk_bytes_per_second", "disk_iops", "upload_bytes_per_second",
   "download_bytes_per_second", NULL
@@ -821,6 +839,9 @@ mv_spec_from_node (const MvJson *node, GError **error)
     return NULL;
   if ((field = mv_json_member (node, "init_mode")) != NULL &&
       !parse_init_mode (field, spec, error))
+    return NULL;
+  if ((field = mv_json_member (node, "start_mode")) != NULL &&
+      !parse_start_mode (field, spec, error))
     return NULL;
   if ((field = mv_json_member (node, "mounts")) != NULL && !parse_mounts (field, spec, error))
     return NULL;
@@ -975,6 +996,8 @@ put_workload (MvJsonOut *out, const MvSpec *spec)
   mv_json_out_optional_string (out, "working_dir", spec->working_dir);
   if (spec->init_mode != MV_INIT_MODE_AUTO)
     mv_json_out_string_member (out, "init_mode", mv_init_mode_to_string (spec->init_mode));
+  if (spec->start_mode != MV_START_MODE_AUTO)
+    mv_json_out_string_member (out, "start_mode", mv_start_mode_to_string (spec->start_mode));
   if (spec->mounts->len > 0)
     {
       mv_json_out_name (out, "mounts");

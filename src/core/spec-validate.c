@@ -868,6 +868,8 @@ validate_workload (const MvSpec *spec, GError **error)
     return FALSE;
   if ((guint) spec->init_mode > MV_INIT_MODE_SYSTEMD)
     return invalid (error, "init_mode: unknown mode %d", (int) spec->init_mode);
+  if ((guint) spec->start_mode > MV_START_MODE_WARM)
+    return invalid (error, "start_mode: unknown mode %d", (int) spec->start_mode);
   return TRUE;
 }
 

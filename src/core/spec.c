@@ -269,6 +269,7 @@ mv_spec_copy (const MvSpec *spec)
   copy->upload_bytes_per_second = spec->upload_bytes_per_second;
   copy->download_bytes_per_second = spec->download_bytes_per_second;
   copy->init_mode = spec->init_mode;
+  copy->start_mode = spec->start_mode;
   for (guint i = 0; i < spec->mounts->len; i++)
     g_ptr_array_add (copy->mounts, mount_copy (g_ptr_array_index (spec->mounts, i)));
   if (spec->health_check != NULL)
@@ -301,6 +302,29 @@ mv_restart_mode_from_string (const char *s, MvRestartMode *mode)
     value = MV_RESTART_NO;
   else if (!mv_enum_from_name (restart_mode_names, G_N_ELEMENTS (restart_mode_names), s,
                                &value))
+    return FALSE;
+  *mode = value;
+  return TRUE;
+}
+
+static const char *const start_mode_names[] = {
+  [MV_START_MODE_AUTO] = "auto",
+  [MV_START_MODE_COLD] = "cold",
+  [MV_START_MODE_WARM] = "warm",
+};
+
+const char *
+mv_start_mode_to_string (MvStartMode mode)
+{
+  return mv_enum_to_name (start_mode_names, G_N_ELEMENTS (start_mode_names), mode, "auto");
+}
+
+gboolean
+mv_start_mode_from_string (const char *s, MvStartMode *mode)
+{
+  guint value;
+
+  if (!mv_enum_from_name (start_mode_names, G_N_ELEMENTS (start_mode_names), s, &value))
     return FALSE;
   *mode = value;
   return TRUE;
@@ -532,4 +556,27 @@ mv_spec_effective_init_mode (const MvSpec *spec)
   if (spec->cmd != NULL && spec->cmd[0] != NULL && g_strv_contains (systemd_commands, spec->cmd[0]))
     return MV_INIT_MODE_SYSTEMD;
   return MV_INIT_MODE_EXEC;
+}
+
+MvSpec *
+mv_spec_warm_template (const MvSpec *spec, const char *key)
+{
+  MvSpec *template = mv_spec_copy (spec);
+
+  g_free (template->name);
+  template->name = g_strdup_printf ("warm-%.12s", key);
+  g_clear_pointer (&template->id, g_free);
+  g_clear_pointer (&template->hostname, g_free);
+  g_clear_pointer (&template->user_data, g_free);
+  g_clear_pointer (&template->static_ip, g_free);
+  g_clear_pointer (&template->user, g_free);
+  g_clear_pointer (&template->working_dir, g_free);
+  g_clear_pointer (&template->cmd, g_strfreev);
+  g_clear_pointer (&template->health_check, mv_health_check_free);
+  g_ptr_array_set_size (template->ssh_keys, 0);
+  g_hash_table_remove_all (template->metadata);
+  g_hash_table_remove_all (template->env);
+  g_hash_table_remove_all (template->labels);
+  g_ptr_array_set_size (template->mounts, 0);
+  return template;
 }

@@ -115,6 +115,14 @@ typedef enum {
   MV_INIT_MODE_SYSTEMD,    /* the root's systemd is PID 1, the agent its service */
 } MvInitMode;
 
+/* How a start may boot the guest (issue of warm starts): from a warm
+ * template that matches, or by booting it. */
+typedef enum {
+  MV_START_MODE_AUTO,      /* from a template when one matches, else a boot */
+  MV_START_MODE_COLD,      /* always a boot */
+  MV_START_MODE_WARM,      /* from a template; a start fails if none matches */
+} MvStartMode;
+
 typedef enum {
   MV_MOUNT_FILE,           /* content written afresh at every start */
   MV_MOUNT_TMPFS,
@@ -185,6 +193,7 @@ typedef struct {
   char          *user;               /* user, uid, user:group, uid:gid; NULL = root */
   char          *working_dir;        /* absolute; NULL = the user's home */
   MvInitMode     init_mode;
+  MvStartMode    start_mode;
   GPtrArray     *mounts;             /* MvMount*, never NULL */
   MvHealthCheck *health_check;       /* NULL = none */
   /* Images and disks (seed 002). */
@@ -229,6 +238,13 @@ gboolean mv_spec_shape_differs (const MvSpec *a, const MvSpec *b);
 
 const char *mv_restart_mode_to_string (MvRestartMode mode);
 const char *mv_init_mode_to_string (MvInitMode mode);
+const char *mv_start_mode_to_string (MvStartMode mode);
+/* The spec a warm template of machines like @spec is built from and
+ * recorded with: their image and shape, and nothing of any machine (no
+ * name but "warm-" and @key's first 12 digits, no identity, metadata,
+ * secrets, workload, mounts, health check or labels). */
+MvSpec     *mv_spec_warm_template (const MvSpec *spec, const char *key);
+gboolean    mv_start_mode_from_string (const char *s, MvStartMode *mode);
 const char *mv_mount_type_to_string (MvMountType type);
 /* The disk marked root, or NULL. */
 const MvDisk *mv_spec_root_disk (const MvSpec *spec);

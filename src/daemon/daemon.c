@@ -474,6 +474,7 @@ mv_daemon_free (MvDaemon *daemon)
     sd_bus_flush_close_unref (daemon->bus);
   g_clear_pointer (&daemon->host.runtimes, mv_runtimes_free);
   g_clear_pointer (&daemon->host.snapshots, mv_snapshot_store_free);
+  g_clear_pointer (&daemon->host.warm, mv_snapshot_store_free);
   g_clear_pointer (&daemon->host.storage, mv_storage_free);
   g_clear_pointer (&daemon->host.images, mv_host_images_free);
   g_clear_pointer (&daemon->images, mv_image_store_free);
@@ -656,6 +657,8 @@ open_snapshots (MvDaemon *daemon)
 {
   g_autofree char *dir = g_build_filename (mv_store_state_dir (daemon->store), MV_SNAPSHOTS_DIR,
                                            NULL);
+  g_autofree char *warm = g_build_filename (mv_store_state_dir (daemon->store), MV_WARM_DIR,
+                                            NULL);
   g_autoptr (GHashTable) invalid = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                           g_free);
   g_autoptr (GError) local = NULL;
@@ -668,6 +671,12 @@ open_snapshots (MvDaemon *daemon)
     g_warning ("Snapshots: could not sweep what was left of interrupted ones: %s",
                local->message);
   loaded = daemon->host.snapshots->load (daemon->host.snapshots, invalid, NULL);
+  /* Warm templates are built whole under another name and moved into
+   * place: what an interrupted build left is swept, never used. */
+  daemon->host.warm = mv_snapshot_store_new (warm, daemon->host.storage);
+  if (!daemon->host.warm->sweep (daemon->host.warm, &local))
+    g_warning ("Warm templates: could not sweep what was left of interrupted builds: %s",
+               local->message);
   g_hash_table_iter_init (&iter, invalid);
   while (g_hash_table_iter_next (&iter, &id, &reason))
     {

@@ -327,6 +327,96 @@ rt_version (MvRuntime *rt, GError **error)
   return g_strdup (version);
 }
 
+/* @path by what tells one file from another with that name. */
+static gboolean
+put_file_identity (GString *out, const char *what, const char *path, GError **error)
+{
+  GStatBuf st;
+
+  if (!path)
+    {
+      g_string_append_printf (out, "%s=none\n", what);
+      return TRUE;
+    }
+  if (g_stat (path, &st) < 0)
+    return mv_set_errno_error (error, errno, "%s: %s", what, path);
+  g_string_append_printf (out, "%s=%s size=%" G_GINT64_FORMAT " ctime=%" G_GINT64_FORMAT
+                          ".%09ld inode=%" G_GUINT64_FORMAT "\n", what, path,
+                          (gint64) st.st_size, (gint64) st.st_ctim.tv_sec, st.st_ctim.tv_nsec,
+                          (guint64) st.st_ino);
+  return TRUE;
+}
+
+static char *
+rt_warm_inputs (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
+{
+  Adapter *self = adapter_of (rt);
+  const MvSpec *spec = req->spec;
+  const MvDisk *root = mv_spec_root_disk (spec);
+  g_autoptr (MvVmSpec) vm = NULL;
+  g_autoptr (GString) out = g_string_new (NULL);
+
+  if (!mv_runtime_guests_has_agent (self->guests, spec))
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "kernel: a warm start needs microvmd's "
+                         "agent in the guest, and this one boots without it"), NULL;
+  if (mv_spec_effective_init_mode (spec) != MV_INIT_MODE_EXEC)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "init_mode: a machine whose init is "
+                         "systemd starts by booting"), NULL;
+  /* A template boots with no network to be on. */
+  if (spec->network_name)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "network_name: a machine on a network "
+                         "starts by booting"), NULL;
+  if (root && !root->read_only)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "disks: a machine whose root disk is "
+                         "writable starts by booting"), NULL;
+  for (guint i = 0; i < spec->mounts->len; i++)
+    {
+      const MvMount *mount = spec->mounts->pdata[i];
+
+      if (mount->type == MV_MOUNT_VOLUME || mount->type == MV_MOUNT_DIRECTORY)
+        return mv_error_set (error, MV_ERROR_UNSUPPORTED, "mounts[%u]: a machine with %s mounts "
+                             "starts by booting", i, mv_mount_type_to_string (mount->type)),
+               NULL;
+    }
+
+  vm = mv_runtime_vm_spec_new (self->starter, mv_runtime_guests_files (self->guests), req);
+  g_string_append_printf (out, "hypervisor=%s %s\n", rt->type,
+                          self->starter->version (self->starter));
+  if (!put_file_identity (out, "kernel", vm->boot.kernel_path, error) ||
+      !put_file_identity (out, "initrd", vm->boot.initrd_path, error))
+    return NULL;
+  g_string_append_printf (out, "cmdline=%s\n", vm->boot.kernel_args ? vm->boot.kernel_args : "");
+  g_string_append_printf (out, "vcpus=%u max=%u\n", vm->cpu.count, vm->cpu.max_count);
+  g_string_append_printf (out, "memory=%" G_GUINT64_FORMAT " hotplug=%" G_GUINT64_FORMAT "\n",
+                          vm->memory.size_bytes, vm->memory.hotplug_bytes);
+  for (guint i = 0; req->blocks && i < req->blocks->len; i++)
+    {
+      const MvBlock *block = req->blocks->pdata[i];
+      g_autofree char *what = g_strdup_printf ("disk%u", i);
+
+      switch (block->role)
+        {
+        case MV_BLOCK_IMAGE:
+          if (!put_file_identity (out, what, block->path, error))
+            return NULL;
+          break;
+        case MV_BLOCK_OVERLAY:
+          g_string_append_printf (out, "%s=overlay\n", what);
+          break;
+        case MV_BLOCK_DISK:
+          if (block->read_only && !put_file_identity (out, what, block->path, error))
+            return NULL;
+          if (!block->read_only)
+            g_string_append_printf (out, "%s=writable\n", what);
+          break;
+        case MV_BLOCK_VOLUME:
+          g_string_append_printf (out, "%s=volume\n", what);
+          break;
+        }
+    }
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
 /* Ends a VMM that failed to come up and removes its sockets. */
 static void
 abandon (Adapter *self, const char *machine_id, const MvProcess *vmm, const char *runtime_dir)
@@ -1074,6 +1164,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->runtime.limits_network = starter->capabilities (starter).net_rate_limit;
   self->runtime.data = self;
   self->runtime.version = rt_version;
+  self->runtime.warm_inputs = rt_warm_inputs;
   self->runtime.check = rt_check;
   self->runtime.start = rt_start;
   self->runtime.stop = rt_stop;

@@ -20,6 +20,7 @@ struct _MvReconciler {
   GHashTable          *snapshots;    /* id -> MvSnapshot* */
   GHashTable          *snapshot_names; /* names of snapshots being taken or deleted */
   GHashTable          *snapshot_users; /* id -> how many restores and forks read it */
+  GHashTable          *warm_building;  /* keys of the warm templates being built */
   MvOpStats            op_stats;     /* what the steps came to (steps.c) */
   void               (*recovered) (gpointer data);
   gpointer             recovered_data;
@@ -34,6 +35,15 @@ void       mv_reconciler_remove_timeout (MvReconciler *rec, guint *id);
 void       mv_reconciler_name_added (MvReconciler *rec, MvMachine *machine);
 void       mv_reconciler_name_changed (MvReconciler *rec, MvMachine *machine, const char *old_name);
 void       mv_reconciler_name_removed (MvReconciler *rec, MvMachine *machine);
+/* Warm templates (warm.c). The key of @req's machine (@req->blocks
+ * readied): what a template must have been built from to stand for it;
+ * NULL with MV_ERROR_UNSUPPORTED where none can. Worker thread. */
+char      *mv_reconciler_warm_key (MvRuntime *runtime, const MvRuntimeRequest *req,
+                                   GError **error);
+/* Builds the warm template @key for machines like @spec in the
+ * background, unless one is being built. Main thread. */
+void       mv_reconciler_build_warm (MvReconciler *rec, MvRuntime *runtime, const MvSpec *spec,
+                                     const MvImageConfig *image_config, const char *key);
 /* Every machine in the table, gone or not, in no order; free the array. */
 GPtrArray *mv_reconciler_all (MvReconciler *rec);
 MvRuntime *mv_reconciler_runtime_for (MvMachine *machine, GError **error);

@@ -24,6 +24,7 @@ typedef struct {
   char         *runtime_dir;
   MvSpec       *spec;
   JsonObject   *vmm;
+  gboolean      waking;          /* START: the machine's own frozen guest was being woken */
   /* Found in the worker. */
   MvVmmState    probed;
   gboolean      has_saved;
@@ -96,6 +97,10 @@ recover_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellab
     {
     case RECOVER_START:
       kill_leftovers (task, &req);
+      /* A frozen guest beside a start that was no wake is a warm
+       * template's, put back for it: it is no guest of this machine's. */
+      if (!task->waking)
+        storage->discard_saved_state (storage, task->machine_id, NULL);
       break;
     case RECOVER_STOP:
       kill_leftovers (task, &req);
@@ -456,6 +461,7 @@ mv_reconciler_recover (MvReconciler *rec, void (*done) (gpointer data), gpointer
       task->runtime_dir = records->runtime_dir (records, machine->id);
       task->spec = mv_spec_copy (machine->config->spec);
       task->vmm = status->vmm ? mv_reconciler_copy_vmm (status->vmm) : NULL;
+      task->waking = status->saved_state != NULL;
       machine->busy = TRUE;
       rec->recovering++;
       g_autoptr (GTask) gtask = g_task_new (NULL, NULL, on_recovered, before);

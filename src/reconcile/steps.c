@@ -22,6 +22,7 @@ typedef struct {
   JsonObject   *vmm;
   GCancellable *cancellable;
   gboolean      restore;         /* START: from the saved guest */
+  gboolean      first_start;     /* START: the machine has never run: its disk is as made */
   gboolean      restarting;      /* START: by the restart policy */
   const MvHostResource *resource; /* DESTROY: the one resource this step releases */
   guint64       generation;      /* the desired generation the step works towards */
@@ -31,6 +32,9 @@ typedef struct {
   JsonObject   *started_vmm;     /* START */
   MvNetworkAttachment *attachment; /* START: the interface the guest was given */
   MvVmmState    probed;          /* STANDBY that failed: what the VMM does now */
+  gboolean      warm;            /* START: from a warm template */
+  char         *warm_key;        /* START: its machine's key, NULL if it has none */
+  gboolean      warm_missing;    /* START: no template had that key */
 } StepTask;
 
 /* Steps, in a worker thread ---------------------------------------------------- */
@@ -55,6 +59,7 @@ step_task_free (StepTask *task)
   g_free (task->phase);
   g_free (task->operation_id);
   g_free (task->runtime_dir);
+  g_free (task->warm_key);
   mv_spec_free (task->spec);
   mv_image_config_free (task->image_config);
   g_clear_pointer (&task->vmm, json_object_unref);
@@ -115,6 +120,70 @@ standby_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **erro
   return FALSE;
 }
 
+/* Starts the guest from the warm template its key names, where the spec
+ * lets it and one matches: TRUE with task->started_vmm set, or TRUE with
+ * it NULL (boot it), or FALSE with @error (start_mode warm and none can
+ * be had, or the template did not wake where it had to). */
+static gboolean
+start_warm (StepTask *task, MvRuntimeRequest *req, GError **error)
+{
+  const MvHost *host = task->rec->host;
+  MvRuntime *rt = task->runtime;
+  gboolean must = task->spec->start_mode == MV_START_MODE_WARM;
+  g_autofree char *dir = NULL, *saved = NULL;
+  g_autoptr (GError) local = NULL;
+
+  if (task->spec->start_mode == MV_START_MODE_COLD)
+    return TRUE;
+  if (!host->warm)
+    return !must || mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                                  "start_mode: this host keeps no warm templates");
+  task->warm_key = mv_reconciler_warm_key (rt, req, &local);
+  if (!task->warm_key)
+    {
+      if (!must)
+        return TRUE;
+      g_propagate_prefixed_error (error, g_steal_pointer (&local), "start_mode: warm: ");
+      return FALSE;
+    }
+  dir = host->warm->dir (host->warm, task->warm_key);
+  /* A template is whole once it has its name: never one half built. */
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+    {
+      task->warm_missing = TRUE;
+      return !must || mv_error_set (error, MV_ERROR_NOT_FOUND, "start_mode: warm, and no warm "
+                                    "template matches this machine (key %s)", task->warm_key);
+    }
+  /* What the machine's own disk holds is its own: only a disk as made
+   * gives way to the template's. */
+  if (!task->first_start)
+    return !must || mv_error_set (error, MV_ERROR_INVALID_STATE, "start_mode: warm, but the "
+                                  "machine has run before: only its first start can be warm");
+  mv_fault_point (task->phase, "warm-found");
+  if (!host->warm->put_back (host->warm, dir, task->machine_id, TRUE, FALSE, error))
+    return FALSE;
+  mv_fault_point (task->phase, "warm-put-back");
+  saved = host->storage->saved_state_dir (host->storage, task->machine_id);
+  req->from_template = TRUE;
+  task->started_vmm = rt->restore (rt, req, saved, &local);
+  req->from_template = FALSE;
+  /* The template's files were the machine's frozen guest only for this. */
+  host->storage->discard_saved_state (host->storage, task->machine_id, NULL);
+  if (task->started_vmm)
+    {
+      task->warm = TRUE;
+      return TRUE;
+    }
+  if (must)
+    {
+      g_propagate_prefixed_error (error, g_steal_pointer (&local), "start_mode: warm: ");
+      return FALSE;
+    }
+  g_warning ("Machine %s: its warm template %s did not wake (%s); booting it", task->machine_id,
+             task->warm_key, local->message);
+  return TRUE;
+}
+
 static gboolean
 start_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **error)
 {
@@ -154,7 +223,10 @@ start_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **error)
       mv_fault_point (task->phase, "network");
     }
   if (!task->restore)
-    task->started_vmm = rt->start (rt, req, error);
+    {
+      if (start_warm (task, &request, error) && !task->started_vmm)
+        task->started_vmm = rt->start (rt, req, error);
+    }
   else if (!rt->restore)
     g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
                  "The %s hypervisor cannot restore a frozen guest", rt->type);
@@ -326,6 +398,15 @@ step_succeeded (MvMachine *machine, StepTask *task, StepResult *result)
       g_clear_pointer (&status->vmm, json_object_unref);
       status->vmm = g_steal_pointer (&task->started_vmm);
       status->started_at = mv_reconciler_now (rec);
+      g_free (status->started_from);
+      status->started_from = g_strdup (task->restore ? MV_STARTED_SAVED_STATE
+                                       : task->warm  ? MV_STARTED_WARM
+                                                     : MV_STARTED_COLD);
+      /* The next machine like it starts warm: its template is built
+       * now, in the background, from its spec. */
+      if (task->warm_missing && task->spec->start_mode == MV_START_MODE_AUTO)
+        mv_reconciler_build_warm (rec, task->runtime, machine->config->spec,
+                                  machine->config->image_config, task->warm_key);
       status->has_exit_code = FALSE;
       status->observed_restart_generation = machine->config->restart_generation;
       status->next_restart_at = 0;
@@ -608,6 +689,7 @@ run_step (MvMachine *machine, MvStep step)
   task->image_config = mv_image_config_copy (machine->config->image_config);
   task->vmm = status->vmm ? mv_reconciler_copy_vmm (status->vmm) : NULL;
   task->restore = step == MV_STEP_START && status->saved_state != NULL;
+  task->first_start = status->started_from == NULL && status->finished_at == 0;
   task->restarting = step == MV_STEP_START && status->state == MV_STATE_RESTARTING;
   task->generation = machine->config->desired_generation;
   task->cancellable = g_cancellable_new ();

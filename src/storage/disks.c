@@ -171,10 +171,10 @@ grow_overlay (const char *path, guint64 bytes, GCancellable *cancellable, GError
 /* The machine's overlay disk, made whole under another name and renamed
  * into place at its first start, grown at a start that asks for more. */
 static char *
-ready_overlay (MvStorage *storage, const MvRuntimeRequest *req, guint64 bytes, GError **error)
+ready_overlay (const char *path_in, const char *partial, const MvRuntimeRequest *req,
+               guint64 bytes, GError **error)
 {
-  g_autofree char *path = mv_storage_path (storage, req->machine_id, MV_OVERLAY_NAME);
-  g_autofree char *partial = mv_storage_path (storage, req->machine_id, MV_OVERLAY_PARTIAL_NAME);
+  g_autofree char *path = g_strdup (path_in);
   GStatBuf st;
 
   if (g_lstat (path, &st) == 0)
@@ -202,12 +202,13 @@ ready_overlay (MvStorage *storage, const MvRuntimeRequest *req, guint64 bytes, G
   return g_steal_pointer (&path);
 }
 
-GPtrArray *
-mv_storage_prepare_disks (MvStorage *storage, const MvRuntimeRequest *req, GError **error)
+/* The disks of @req's guest, its overlay disk at @overlay. */
+static GPtrArray *
+prepare_disks (MvStorage *storage, const MvRuntimeRequest *req, const char *overlay,
+               const char *partial, GError **error)
 {
   MvStorageData *data = storage->data;
   g_autoptr (GPtrArray) blocks = mv_spec_blocks (req->spec);
-  g_autofree char *partial = mv_storage_path (storage, req->machine_id, MV_OVERLAY_PARTIAL_NAME);
 
   /* What a start that crashed while it made the disk left. */
   if (g_unlink (partial) < 0 && errno != ENOENT)
@@ -229,7 +230,8 @@ mv_storage_prepare_disks (MvStorage *storage, const MvRuntimeRequest *req, GErro
           }
           break;
         case MV_BLOCK_OVERLAY:
-          block->path = ready_overlay (storage, req, mv_spec_overlay_bytes (req->spec), error);
+          block->path = ready_overlay (overlay, partial, req, mv_spec_overlay_bytes (req->spec),
+                                       error);
           if (block->path == NULL)
             return NULL;
           break;
@@ -253,6 +255,24 @@ mv_storage_prepare_disks (MvStorage *storage, const MvRuntimeRequest *req, GErro
         }
     }
   return g_steal_pointer (&blocks);
+}
+
+GPtrArray *
+mv_storage_prepare_disks (MvStorage *storage, const MvRuntimeRequest *req, GError **error)
+{
+  g_autofree char *overlay = mv_storage_path (storage, req->machine_id, MV_OVERLAY_NAME);
+  g_autofree char *partial = mv_storage_path (storage, req->machine_id, MV_OVERLAY_PARTIAL_NAME);
+
+  return prepare_disks (storage, req, overlay, partial, error);
+}
+
+GPtrArray *
+mv_storage_prepare_template_disks (MvStorage *storage, const MvRuntimeRequest *req,
+                                   const char *overlay, GError **error)
+{
+  g_autofree char *partial = g_strconcat (overlay, ".partial", NULL);
+
+  return prepare_disks (storage, req, overlay, partial, error);
 }
 
 gboolean

@@ -78,6 +78,12 @@ state_dir (MvSnapshots *snapshots, const char *dir)
 }
 
 static char *
+disk_path (MvSnapshots *snapshots, const char *dir)
+{
+  return g_build_filename (dir, DISK_NAME, NULL);
+}
+
+static char *
 snapshot_dir (MvSnapshots *snapshots, const char *id)
 {
   return g_build_filename (store_of (snapshots)->dir, id, NULL);
@@ -317,6 +323,7 @@ mv_snapshot_store_new (const char *dir, MvStorage *storage)
   snapshots->stage = stage;
   snapshots->state_dir = state_dir;
   snapshots->dir = snapshot_dir;
+  snapshots->disk_path = disk_path;
   snapshots->take_disk = take_disk;
   snapshots->take_saved_state = take_saved_state;
   snapshots->commit = commit;

@@ -14,4 +14,6 @@ typedef struct {
 /* <machine dir>/@name. */
 char      *mv_storage_path (MvStorage *storage, const char *machine_id, const char *name);
 GPtrArray *mv_storage_prepare_disks (MvStorage *storage, const MvRuntimeRequest *req, GError **error);
+GPtrArray *mv_storage_prepare_template_disks (MvStorage *storage, const MvRuntimeRequest *req,
+                                              const char *overlay, GError **error);
 gboolean   mv_storage_remove_disks (MvStorage *storage, const char *machine_id, GError **error);

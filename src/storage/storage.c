@@ -132,6 +132,7 @@ mv_storage_new (MvRecords *records, MvImageStore *images)
   if (images != NULL)
     {
       storage->prepare_disks = mv_storage_prepare_disks;
+      storage->prepare_template_disks = mv_storage_prepare_template_disks;
       storage->remove_disks = mv_storage_remove_disks;
     }
   storage->saved_state_dir = saved_state_dir;

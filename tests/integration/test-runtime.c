@@ -113,12 +113,38 @@ test_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
                    "The guest did not boot\nThe console's last lines:\nKernel panic - not syncing");
       return NULL;
     }
-  if (!write_state (path, "running", error))
+  if (req->build_template && strstr (req->spec->kernel_args ? req->spec->kernel_args : "",
+                                      "test.fail-template"))
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The template did not boot");
+      return NULL;
+    }
+  /* A template runs as "template" until it is frozen. */
+  if (!write_state (path, req->build_template ? "template" : "running", error))
     return NULL;
   vmm = json_object_new ();
   json_object_set_string_member (vmm, "type", "test");
   json_object_set_string_member (vmm, "state_file", path);
   return vmm;
+}
+
+/* What a template stands for: the spec's shape, as the real runtimes'
+ * inputs are (one on a network has none). */
+static char *
+test_warm_inputs (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
+{
+  const MvSpec *spec = req->spec;
+
+  if (spec->network_name)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                   "network_name: a machine on a network starts by booting");
+      return NULL;
+    }
+  return g_strdup_printf ("hypervisor=test 1.0.0\nkernel=%s\ncmdline=%s\nvcpus=%u\n"
+                          "memory=%" G_GUINT64_FORMAT "\n", spec->kernel ? spec->kernel : "",
+                          spec->kernel_args ? spec->kernel_args : "", mv_spec_vcpus (spec),
+                          spec->memory_bytes);
 }
 
 static gboolean
@@ -197,7 +223,8 @@ test_save (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir, GE
   g_autofree char *state = read_state (path);
   g_autofree char *saved = g_build_filename (state_dir, SAVED_FILE, NULL);
 
-  if (!state || (!g_str_equal (state, "running") && !g_str_equal (state, "paused")))
+  if (!state || (!g_str_equal (state, "running") && !g_str_equal (state, "paused") &&
+                 !g_str_equal (state, "template")))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The VMM is not running");
       return FALSE;
@@ -246,6 +273,14 @@ test_restore (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
   if (req->spec->kernel_args && strstr (req->spec->kernel_args, "test.fail-restore"))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, "The frozen guest did not wake");
+      return NULL;
+    }
+  /* A template wakes only as one, told who it is; a machine's own guest
+   * never does. */
+  if (g_str_equal (state, "template") != req->from_template)
+    {
+      g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE, req->from_template
+                   ? "The frozen guest is no template" : "The frozen guest is a template");
       return NULL;
     }
   /* The guest runs on where it was, and is let run. */
@@ -433,6 +468,7 @@ mv_test_runtime_new (void)
   rt->save = test_save;
   rt->snapshot = test_snapshot;
   rt->restore = test_restore;
+  rt->warm_inputs = test_warm_inputs;
   rt->usage = test_usage;
   return rt;
 }

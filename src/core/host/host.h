@@ -16,6 +16,9 @@ typedef struct {
   MvStorage   *storage;
   MvNetwork   *network;      /* NULL: this host has no networks */
   MvSnapshots *snapshots;    /* NULL: this host keeps no snapshots */
+  /* Warm templates, kept as snapshots of no machine, each under the key
+   * of what it depends on (warm.c); NULL: this host keeps none. */
+  MvSnapshots *warm;
   MvImages    *images;       /* NULL: this host boots no images */
   MvVolumes   *volumes;      /* NULL: this host keeps no volumes */
   guint64      memory_bytes; /* the host's memory; 0 = unknown */

@@ -182,6 +182,18 @@ struct _MvRuntime {
    * May be NULL: the runtime cannot snapshot a guest it keeps. */
   gboolean    (*snapshot) (MvRuntime *rt, const MvRuntimeRequest *req, const char *state_dir,
                            GError **error);
+  /* What a warm template for @req's machine (@req->blocks readied)
+   * depends on, as text that is the same for two machines exactly when a
+   * template of one can stand for the other: the hypervisor and its
+   * version, the guest's kernel and initramfs (by path, size, change time
+   * and inode), command line, vCPUs and memory, and its devices' shape
+   * (each disk's role and, for a shared one, which file). Never a
+   * machine's own name, address, disk or workload. MV_ERROR_UNSUPPORTED,
+   * naming the field, for a machine no template can stand for (one on a
+   * network, a writable root disk, directory or volume mounts, a guest
+   * without microvmd's agent or whose init is systemd). Worker thread.
+   * NULL: none can. */
+  char       *(*warm_inputs) (MvRuntime *rt, const MvRuntimeRequest *req, GError **error);
   /* Starts a fresh VMM from what save() or snapshot() wrote and lets the
    * guest run on; the files are kept if it fails. The state may be of
    * another machine (a fork): the VMM is given @req's disks, TAP, MAC,

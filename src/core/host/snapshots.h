@@ -26,6 +26,8 @@ struct _MvSnapshots {
   /* Pure: where a frozen guest is in the snapshot directory @dir (staged
    * or whole): what Runtime.snapshot() writes and Runtime.restore() reads. */
   char      *(*state_dir) (MvSnapshots *snapshots, const char *dir);
+  /* Pure: where a machine's overlay disk is in the snapshot directory @dir. */
+  char      *(*disk_path) (MvSnapshots *snapshots, const char *dir);
   /* Pure: the directory of the snapshot @id once it is whole. */
   char      *(*dir) (MvSnapshots *snapshots, const char *id);
   /* Blocks: copies @machine_id's overlay disk into @dir (a reflink where

@@ -43,6 +43,10 @@ struct _MvStorage {
    * spec's size), the spec's disks as they are. May be NULL: a storage
    * that only keeps frozen guests, whose machines boot the spec's disks. */
   GPtrArray *(*prepare_disks) (MvStorage *storage, const MvRuntimeRequest *req, GError **error);
+  /* Blocks: as prepare_disks(), for a warm template of machines like
+   * @req's: its overlay disk is made at @overlay. NULL with prepare_disks. */
+  GPtrArray *(*prepare_template_disks) (MvStorage *storage, const MvRuntimeRequest *req,
+                                        const char *overlay, GError **error);
   /* Blocks: removes what prepare_disks() made for the machine alone (its
    * overlay disk); what is shared stays. May be NULL, as prepare_disks. */
   gboolean (*remove_disks) (MvStorage *storage, const char *machine_id, GError **error);

@@ -1,0 +1,253 @@
+/* Warm starts through the daemon, on the test runtime: a machine's first
+ * start boots it and builds the warm template of its shape in the
+ * background; the next machine of that shape starts from the template
+ * (StartedFrom "warm"), one of another shape or with start_mode "cold"
+ * boots, and start_mode "warm" without a template fails saying why. A
+ * crash at every point of a build and of a warm start leaves no half
+ * template, nothing staged and no frozen guest that is not a machine's. */
+#include "bus-client.h"
+#include "names.h"
+
+#include <glib/gstdio.h>
+
+#define SPEC(name, extra) "{\"name\":\"" name "\",\"hypervisor_type\":\"test\"," \
+  "\"kernel\":\"/boot/vmlinuz\",\"memory_bytes\":268435456" extra "}"
+
+static char *
+warm_dir (Fixture *f)
+{
+  return g_build_filename (mv_test_env_state_dir (f->env), MV_WARM_DIR, NULL);
+}
+
+/* The whole templates there are; fails the test on anything staged. */
+static guint
+count_templates (Fixture *f, gboolean staged_allowed)
+{
+  g_autofree char *dir = warm_dir (f);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+  guint n = 0;
+
+  while (d && (name = g_dir_read_name (d)))
+    if (name[0] != '.')
+      n++;
+    else if (!staged_allowed)
+      g_error ("%s/%s: left of a build", dir, name);
+  return n;
+}
+
+static gboolean
+has_templates (Client *client, gpointer data)
+{
+  Fixture *f = data;
+
+  return count_templates (f, TRUE) > 0;
+}
+
+static void
+wait_for_template (Fixture *f)
+{
+  if (!client_wait (f->client, has_templates, f, 20000))
+    g_error ("no warm template was built");
+}
+
+static void
+assert_started_from (Fixture *f, const char *path, const char *expected)
+{
+  g_autofree char *from = client_get_string (f->client, path, "StartedFrom");
+
+  g_assert_cmpstr (from, ==, expected);
+}
+
+/* The frozen guests the machines hold: none outside standby. */
+static guint
+count_saved_states (Fixture *f)
+{
+  g_autofree char *machines = g_build_filename (mv_test_env_state_dir (f->env), MV_MACHINES_DIR,
+                                                NULL);
+  g_autoptr (GDir) d = g_dir_open (machines, 0, NULL);
+  const char *name;
+  guint n = 0;
+
+  while (d && (name = g_dir_read_name (d)))
+    {
+      g_autoptr (GDir) inner = NULL;
+      g_autofree char *dir = g_build_filename (machines, name, NULL);
+      const char *entry;
+
+      inner = g_dir_open (dir, 0, NULL);
+      while (inner && (entry = g_dir_read_name (inner)))
+        n += g_str_has_prefix (entry, "saved");
+    }
+  return n;
+}
+
+static void
+test_warm_starts (Fixture *f, gconstpointer data)
+{
+  g_autofree char *first = NULL, *second = NULL, *cold = NULL, *other = NULL;
+  g_autofree char *err = NULL, *message = NULL, *state = NULL;
+
+  g_assert_cmpuint (count_templates (f, FALSE), ==, 0);
+  first = client_create (f->client, SPEC ("first", ""), MV_CREATE_START, NULL, NULL);
+  g_assert_nonnull (first);
+  assert_started_from (f, first, "cold");
+  wait_for_template (f);
+  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+
+  /* Its shape, its template. */
+  second = client_create (f->client, SPEC ("second", ",\"cmd\":[\"/bin/app\"]"),
+                          MV_CREATE_START, &err, &message);
+  if (!second)
+    g_error ("%s: %s", err, message);
+  assert_started_from (f, second, "warm");
+  g_assert_cmpuint (count_saved_states (f), ==, 0);
+
+  /* Asked to boot, it boots. */
+  cold = client_create (f->client, SPEC ("third", ",\"start_mode\":\"cold\""), MV_CREATE_START,
+                        NULL, NULL);
+  g_assert_nonnull (cold);
+  assert_started_from (f, cold, "cold");
+
+  /* Another shape has no template; asked to start warm, it says so. */
+  other = client_create (f->client, "{\"name\":\"other\",\"hypervisor_type\":\"test\","
+                         "\"kernel\":\"/boot/vmlinuz\",\"memory_bytes\":536870912,"
+                         "\"start_mode\":\"warm\"}", 0, NULL, NULL);
+  g_assert_nonnull (other);
+  g_free (client_machine_call (f->client, other, "Start", &message));
+  g_assert_nonnull (message);
+  g_assert_nonnull (strstr (message, "start_mode: warm, and no warm template matches"));
+  state = client_get_string (f->client, other, "State");
+  g_assert_cmpstr (state, !=, "Running");
+  assert_started_from (f, other, "");
+
+  /* The daemon remembers how each came up. */
+  client_free (f->client);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+  assert_started_from (f, second, "warm");
+  assert_started_from (f, first, "cold");
+
+  /* Woken from standby, it came from its own frozen guest; once it has
+   * run, a start boots it: its disk is its own now. */
+  client_call_ok (f->client, second, "Standby");
+  client_call_ok (f->client, second, "Start");
+  assert_started_from (f, second, "saved-state");
+  client_call_ok (f->client, second, "Stop");
+  client_call_ok (f->client, second, "Start");
+  assert_started_from (f, second, "cold");
+  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+}
+
+static void
+test_bad_start_mode (Fixture *f, gconstpointer data)
+{
+  g_autofree char *err = NULL, *message = NULL;
+  g_autofree char *path = client_create (f->client, SPEC ("bad", ",\"start_mode\":\"hot\""), 0,
+                                         &err, &message);
+
+  g_assert_null (path);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (message, "start_mode: \"hot\" is not one of auto, cold, warm"));
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+}
+
+/* ---- a crash at every point ---- */
+
+typedef struct {
+  const char *fault;
+  gboolean    build;      /* in the build of the template; else in a warm start */
+} SweepCase;
+
+static const SweepCase sweep_cases[] = {
+  { "warm-build:booted", TRUE },
+  { "warm-build:saved", TRUE },
+  { "warm-build:committed", TRUE },
+  { "start:warm-found", FALSE },
+  { "start:warm-put-back", FALSE },
+};
+
+static gboolean
+settled (Client *client, gpointer data)
+{
+  g_autofree char *phase = client_get_string (client, data, "Phase");
+
+  return *phase == '\0';
+}
+
+static void
+run_sweep_case (Fixture *f, const SweepCase *c, guint n)
+{
+  g_autofree char *name = g_strdup_printf ("crash-%u", n);
+  g_autofree char *spec = g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"test\","
+                                           "\"kernel\":\"/boot/vmlinuz\","
+                                           "\"memory_bytes\":%u}", name, (n + 5) << 26);
+  g_autofree char *warm_spec = g_strdup_printf ("{\"name\":\"%s-warm\",\"hypervisor_type\":"
+                                                "\"test\",\"kernel\":\"/boot/vmlinuz\","
+                                                "\"memory_bytes\":%u}", name, (n + 5) << 26);
+  g_autofree char *machine = NULL, *warm = NULL;
+  guint templates = count_templates (f, FALSE);
+
+  g_test_message ("fault point %s", c->fault);
+  if (c->build)
+    {
+      g_setenv ("MICROVMD_FAULT_POINT", c->fault, TRUE);
+      mv_test_env_stop_daemon (f->env, SIGTERM);
+      mv_test_env_start_daemon (f->env, NULL);
+      g_unsetenv ("MICROVMD_FAULT_POINT");
+      /* The first start boots, and the build behind it ends the daemon. */
+      machine = client_create (f->client, spec, MV_CREATE_START, NULL, NULL);
+      mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 20000);
+      mv_test_env_stop_daemon (f->env, SIGKILL);
+      mv_test_env_start_daemon (f->env, NULL);
+      /* Nothing staged is left; a template is whole or absent. */
+      g_assert_cmpuint (count_templates (f, FALSE), <=, templates + 1);
+      if (g_str_equal (c->fault, "warm-build:committed"))
+        g_assert_cmpuint (count_templates (f, FALSE), ==, templates + 1);
+      else
+        g_assert_cmpuint (count_templates (f, FALSE), ==, templates);
+    }
+  else
+    {
+      machine = client_create (f->client, spec, MV_CREATE_START, NULL, NULL);
+      /* Its template, built behind its start. */
+      for (guint i = 0; i < 400 && count_templates (f, TRUE) == templates; i++)
+        client_settle (f->client, 50);
+      g_assert_cmpuint (count_templates (f, TRUE), ==, templates + 1);
+      g_setenv ("MICROVMD_FAULT_POINT", c->fault, TRUE);
+      mv_test_env_stop_daemon (f->env, SIGTERM);
+      mv_test_env_start_daemon (f->env, NULL);
+      g_unsetenv ("MICROVMD_FAULT_POINT");
+      warm = client_create (f->client, warm_spec, 0, NULL, NULL);
+      g_assert_nonnull (warm);
+      g_free (client_machine_call (f->client, warm, "Start", NULL));
+      mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 20000);
+      mv_test_env_stop_daemon (f->env, SIGKILL);
+      mv_test_env_start_daemon (f->env, NULL);
+      if (!client_wait (f->client, settled, warm, 10000))
+        g_error ("%s: the machine did not settle", c->fault);
+      /* The template's files put back for it went with the start. */
+      g_assert_cmpuint (count_saved_states (f), ==, 0);
+    }
+  client_delete_all (f->client);
+  g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
+}
+
+static void
+test_crash_sweep (Fixture *f, gconstpointer data)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (sweep_cases); i++)
+    run_sweep_case (f, &sweep_cases[i], i);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+#define ADD(name, fn) g_test_add ("/warm/" name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+  ADD ("starts", test_warm_starts);
+  ADD ("bad-start-mode", test_bad_start_mode);
+  ADD ("crash-sweep", test_crash_sweep);
+  return g_test_run ();
+}
