@@ -650,6 +650,51 @@ open_volumes (MvDaemon *daemon, GError **error)
   return TRUE;
 }
 
+/* A template build the daemon did not see to its end may have left its
+ * VMM running in the build's directory: whichever hypervisor it was of
+ * ends it. */
+static void
+end_interrupted_builds (MvDaemon *daemon, const char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d && (name = g_dir_read_name (d)))
+    {
+      g_autofree char *run = g_build_filename (dir, name, "run", NULL);
+      const char *id = name + strlen (".staged-");
+
+      if (!g_str_has_prefix (name, ".staged-") || !g_file_test (run, G_FILE_TEST_IS_DIR))
+        continue;
+      for (guint i = 0; i < mv_runtimes_count (daemon->host.runtimes); i++)
+        {
+          MvRuntime *rt = mv_runtimes_get (daemon->host.runtimes, i);
+          MvRuntimeRequest req = { .machine_id = id, .runtime_dir = run };
+          g_autoptr (GError) local = NULL;
+
+          if (!rt->stop (rt, &req, TRUE, &local))
+            g_warning ("Warm templates: could not end what the build in %s left: %s", run,
+                       local->message);
+        }
+    }
+}
+
+/* Warm templates are built whole under another name and moved into
+ * place: what an interrupted build left is ended and swept, never used. */
+static void
+open_warm (MvDaemon *daemon)
+{
+  g_autofree char *dir = g_build_filename (mv_store_state_dir (daemon->store), MV_WARM_DIR,
+                                           NULL);
+  g_autoptr (GError) local = NULL;
+
+  end_interrupted_builds (daemon, dir);
+  daemon->host.warm = mv_snapshot_store_new (dir, daemon->host.storage);
+  if (!daemon->host.warm->sweep (daemon->host.warm, &local))
+    g_warning ("Warm templates: could not sweep what was left of interrupted builds: %s",
+               local->message);
+}
+
 /* The snapshots, with what crashed creates and deletes left swept away;
  * an invalid one is among the invalid records and left alone. */
 static GPtrArray *
@@ -657,8 +702,6 @@ open_snapshots (MvDaemon *daemon)
 {
   g_autofree char *dir = g_build_filename (mv_store_state_dir (daemon->store), MV_SNAPSHOTS_DIR,
                                            NULL);
-  g_autofree char *warm = g_build_filename (mv_store_state_dir (daemon->store), MV_WARM_DIR,
-                                            NULL);
   g_autoptr (GHashTable) invalid = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                           g_free);
   g_autoptr (GError) local = NULL;
@@ -671,12 +714,7 @@ open_snapshots (MvDaemon *daemon)
     g_warning ("Snapshots: could not sweep what was left of interrupted ones: %s",
                local->message);
   loaded = daemon->host.snapshots->load (daemon->host.snapshots, invalid, NULL);
-  /* Warm templates are built whole under another name and moved into
-   * place: what an interrupted build left is swept, never used. */
-  daemon->host.warm = mv_snapshot_store_new (warm, daemon->host.storage);
-  if (!daemon->host.warm->sweep (daemon->host.warm, &local))
-    g_warning ("Warm templates: could not sweep what was left of interrupted builds: %s",
-               local->message);
+
   g_hash_table_iter_init (&iter, invalid);
   while (g_hash_table_iter_next (&iter, &id, &reason))
     {
@@ -894,6 +932,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   records = mv_store_load_machines (daemon->store, daemon->invalid);
   /* The reconciler listens to the runtimes' guests from its start. */
   take_runtime_versions (daemon);
+  open_warm (daemon);
   daemon->service = mv_bus_service_new ();
   mv_bus_service_set_events (daemon->service, daemon->events);
   mv_bus_service_set_images (daemon->service, daemon->images, daemon->host.images);
