@@ -128,3 +128,6 @@ void     bench_rows_concurrency (Bench *bench);   /* #20 */
 /* #20's GetManagedObjects while machines cycle, on the running daemon
  * with its @n machines defined and stopped (rows-scale.c calls it). */
 void     bench_row_listing_under_churn (Bench *bench, guint n); /* #20 */
+/* Restarts the daemon with microvmd's guest files, as #10 does: warm
+ * starts against cold ones of the same image. */
+void     bench_row_warm (Bench *bench);           /* #21 */

@@ -191,6 +191,8 @@ main (int argc, char **argv)
 
   if (WANTED ("20"))
     bench_rows_concurrency (&bench);
+  if (WANTED ("21"))
+    bench_row_warm (&bench);
 
   if (WANTED ("2", "3", "5", "20"))
     bench_rows_scale (&bench, WANTED ("2", "3", "5"), WANTED ("20"));
