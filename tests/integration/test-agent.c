@@ -319,6 +319,52 @@ test_mounts_and_hostname (Fixture *f, gconstpointer data)
   g_assert_cmpstr (name, ==, "guest-host\n");
 }
 
+static guint
+count_templates (Fixture *f)
+{
+  g_autofree char *dir = g_build_filename (mv_test_env_state_dir (f->env), MV_WARM_DIR, NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+  guint n = 0;
+
+  while (d && (name = g_dir_read_name (d)))
+    n += name[0] != '.';
+  return n;
+}
+
+/* The first machine of a shape boots, and the template of that shape is
+ * built behind it; the next starts from it, and is then given its own
+ * hostname and mounts before its workload runs. */
+static void
+test_warm_start (Fixture *f, gconstpointer data)
+{
+  g_autofree char *first = create (f, data, "first", NULL);
+  g_autofree char *second = create (f, data, "second",
+                                    "\"hostname\":\"warm-host\","
+                                    "\"mounts\":[{\"type\":\"file\",\"target\":\"/etc/greeting\","
+                                    "\"content\":\"aGVsbG8gZmlsZQo=\"}],"
+                                    "\"cmd\":[\"sleep\",\"100000\"]");
+  const char *greeting[] = { "cat", "/etc/greeting", NULL };
+  const char *hostname[] = { "hostname", NULL };
+  g_autofree char *from = NULL, *text = NULL, *name = NULL;
+
+  client_call_ok (f->client, first, "Start");
+  from = client_get_string (f->client, first, "StartedFrom");
+  g_assert_cmpstr (from, ==, "cold");
+  for (guint i = 0; i < 1200 && count_templates (f) == 0; i++)
+    client_settle (f->client, 100);
+  g_assert_cmpuint (count_templates (f), ==, 1);
+
+  client_call_ok (f->client, second, "Start");
+  g_free (from);
+  from = client_get_string (f->client, second, "StartedFrom");
+  g_assert_cmpstr (from, ==, "warm");
+  name = exec_output (f, second, hostname);
+  g_assert_cmpstr (name, ==, "warm-host\n");
+  text = exec_output (f, second, greeting);
+  g_assert_cmpstr (text, ==, "hello file\n");
+}
+
 /* The metadata document is in the guest, and a key change reaches the
  * login command of the running guest, without a restart. */
 static void
@@ -1127,6 +1173,7 @@ main (int argc, char **argv)
       add (types[i], "exec", test_exec);
       add (types[i], "microvmctl-exec", test_microvmctl_exec);
       add (types[i], "mounts-and-hostname", test_mounts_and_hostname);
+      add (types[i], "warm-start", test_warm_start);
       add (types[i], "metadata-and-keys", test_metadata_and_keys);
       add (types[i], "health-and-wait", test_health_and_wait);
       add (types[i], "wait-removed-on-exit", test_wait_removed_on_exit);
