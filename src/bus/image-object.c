@@ -737,6 +737,10 @@ prune_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancell
     }
   if (error != NULL)
     g_warning ("Pruning images: %s", error->message);
+  /* The warm templates of the images no machine is pinned to go with
+   * them. */
+  mv_reconciler_prune_warm (mv_bus_service_reconciler (prune->objects->service),
+                            (const char *const *) prune->keep);
   g_task_return_pointer (task, removed, (GDestroyNotify) g_ptr_array_unref);
 }
 

@@ -693,6 +693,7 @@ open_warm (MvDaemon *daemon)
   if (!daemon->host.warm->sweep (daemon->host.warm, &local))
     g_warning ("Warm templates: could not sweep what was left of interrupted builds: %s",
                local->message);
+  mv_warm_check_hypervisors (daemon->host.warm, daemon->host.runtimes);
 }
 
 /* The snapshots, with what crashed creates and deletes left swept away;

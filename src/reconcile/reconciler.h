@@ -232,6 +232,12 @@ const MvSnapshot *mv_reconciler_find_snapshot (MvReconciler *reconciler, const c
 /* The digests of the images machines are pinned to and snapshots' guests
  * booted from (seed 002, ImagesInUse): what PruneImages keeps. */
 char        **mv_reconciler_images_in_use (MvReconciler *reconciler);
+/* Blocks, any thread: removes the warm templates booted from an image
+ * whose digest is not in @keep_digests; how many went. */
+guint         mv_reconciler_prune_warm (MvReconciler *reconciler, const char *const *keep_digests);
+/* Blocks: removes, with a warning, the warm templates of a hypervisor
+ * version the host no longer has or has deprecated (warm.c). */
+void          mv_warm_check_hypervisors (MvSnapshots *warm, MvRuntimes *runtimes);
 
 /* Told on the main thread how a snapshot operation ended: @snapshot (the
  * table's) or @error. */

@@ -195,3 +195,51 @@ mv_reconciler_build_warm (MvReconciler *rec, MvRuntime *runtime, const MvSpec *s
   g_task_set_task_data (gtask, build, (GDestroyNotify) build_free);
   g_task_run_in_thread (gtask, build_in_thread);
 }
+
+guint
+mv_reconciler_prune_warm (MvReconciler *rec, const char *const *keep_digests)
+{
+  MvSnapshots *warm = rec->host->warm;
+  g_autoptr (GPtrArray) templates = warm ? warm->load (warm, NULL, NULL) : NULL;
+  guint removed = 0;
+
+  for (guint i = 0; templates && i < templates->len; i++)
+    {
+      const MvSnapshot *template = templates->pdata[i];
+      g_autoptr (GError) error = NULL;
+
+      /* A template is as good as the image its root is: without it, no
+       * start could match its key again. */
+      if (!template->image_digest ||
+          g_strv_contains (keep_digests, template->image_digest))
+        continue;
+      if (warm->remove (warm, template->id, &error))
+        removed++;
+      else
+        g_warning ("Pruning warm template %s: %s", template->id, error->message);
+    }
+  return removed;
+}
+
+void
+mv_warm_check_hypervisors (MvSnapshots *warm, MvRuntimes *runtimes)
+{
+  g_autoptr (GPtrArray) templates = warm->load (warm, NULL, NULL);
+
+  for (guint i = 0; templates && i < templates->len; i++)
+    {
+      const MvSnapshot *template = templates->pdata[i];
+      const char *type = template->hypervisor_type, *version = template->hypervisor_version;
+      gboolean gone = !mv_runtimes_find (runtimes, type, version);
+      g_autoptr (GError) error = NULL;
+
+      if (!gone && !mv_runtimes_is_deprecated (runtimes, type, version))
+        continue;
+      /* No machine holds a template once it has started from it: nothing
+       * uses one between starts. */
+      g_warning ("Warm template %s is of %s %s, %s: removing it", template->id, type, version,
+                 gone ? "which this host no longer has" : "a deprecated version");
+      if (!warm->remove (warm, template->id, &error))
+        g_warning ("Warm template %s: %s", template->id, error->message);
+    }
+}

@@ -140,6 +140,17 @@ image_variant (void)
 }
 
 static void
+prune (Fixture *f)
+{
+  g_autofree char *err = NULL, *message = NULL;
+  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                  "PruneImages", &err, &message, NULL);
+
+  if (!reply)
+    g_error ("PruneImages: %s: %s", err, message);
+}
+
+static void
 test_warm_start (Fixture *f, gconstpointer data)
 {
   g_autofree char *first = NULL, *second = NULL, *cold = NULL, *variant_path = NULL;
@@ -188,6 +199,13 @@ test_warm_start (Fixture *f, gconstpointer data)
   g_assert_nonnull (message);
   g_assert_nonnull (strstr (message, "no warm template matches"));
   g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+
+  /* A template goes with its image, once no machine is pinned to it. */
+  prune (f);
+  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+  client_delete_all (f->client);
+  prune (f);
+  g_assert_cmpuint (count_templates (f, FALSE), ==, 0);
 }
 
 /* Killed while a template boots: after the restart nothing of it is
