@@ -140,6 +140,37 @@ test_warm_starts (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
 }
 
+/* A template of a hypervisor version the host no longer has is removed
+ * when the daemon starts. */
+static void
+test_hypervisor_gone (Fixture *f, gconstpointer data)
+{
+  g_autofree char *dir = warm_dir (f);
+  g_autofree char *first = client_create (f->client, SPEC ("first", ""), MV_CREATE_START, NULL,
+                                          NULL);
+  g_autoptr (GDir) d = NULL;
+  g_autofree char *record = NULL, *text = NULL;
+  g_autoptr (GString) edited = NULL;
+  const char *name;
+
+  g_assert_nonnull (first);
+  wait_for_template (f);
+  client_free (f->client);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  d = g_dir_open (dir, 0, NULL);
+  while ((name = g_dir_read_name (d)))
+    if (name[0] != '.')
+      record = g_build_filename (dir, name, "snapshot.json", NULL);
+  g_assert_true (g_file_get_contents (record, &text, NULL, NULL));
+  edited = g_string_new (text);
+  g_assert_cmpuint (g_string_replace (edited, "\"hypervisor_version\" : \"1.0.0\"",
+                                      "\"hypervisor_version\" : \"0.9.0\"", 1), ==, 1);
+  g_assert_true (g_file_set_contents (record, edited->str, -1, NULL));
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+  g_assert_cmpuint (count_templates (f, FALSE), ==, 0);
+}
+
 static void
 test_bad_start_mode (Fixture *f, gconstpointer data)
 {
@@ -248,6 +279,7 @@ main (int argc, char **argv)
 #define ADD(name, fn) g_test_add ("/warm/" name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
   ADD ("starts", test_warm_starts);
   ADD ("bad-start-mode", test_bad_start_mode);
+  ADD ("hypervisor-gone", test_hypervisor_gone);
   ADD ("crash-sweep", test_crash_sweep);
   return g_test_run ();
 }
