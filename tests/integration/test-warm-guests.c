@@ -37,6 +37,14 @@ setup (Fixture *f, gconstpointer data)
   f->client = client_new (f->env);
 }
 
+/* The guests go with the test: a VMM outlives its daemon. */
+static void
+teardown (Fixture *f, gconstpointer data)
+{
+  client_delete_all (f->client);
+  fixture_teardown (f, data);
+}
+
 static char *
 create_flags (Fixture *f, const char *name, const char *image, const char *extra, guint64 flags,
               char **err, char **message)
@@ -251,7 +259,7 @@ main (int argc, char **argv)
   layout = g_build_filename (build, "tests", "guest", "oci", NULL);
   guest_files = g_strdup_printf ("[guest]\nkernel=%s/guest/vmlinuz\ninitramfs=%s/guest/initramfs.img\n",
                                  build, build);
-#define ADD(name, fn) g_test_add ("/warm-guests/qemu/" name, Fixture, NULL, setup, fn, fixture_teardown)
+#define ADD(name, fn) g_test_add ("/warm-guests/qemu/" name, Fixture, NULL, setup, fn, teardown)
   ADD ("warm-start", test_warm_start);
   ADD ("killed-build", test_killed_build);
   return g_test_run ();

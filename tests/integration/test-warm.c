@@ -184,6 +184,13 @@ test_bad_start_mode (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
 }
 
+static void
+teardown (Fixture *f, gconstpointer data)
+{
+  client_delete_all (f->client);
+  fixture_teardown (f, data);
+}
+
 /* ---- a crash at every point ---- */
 
 typedef struct {
@@ -276,7 +283,7 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-#define ADD(name, fn) g_test_add ("/warm/" name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+#define ADD(name, fn) g_test_add ("/warm/" name, Fixture, NULL, fixture_setup, fn, teardown)
   ADD ("starts", test_warm_starts);
   ADD ("bad-start-mode", test_bad_start_mode);
   ADD ("hypervisor-gone", test_hypervisor_gone);
