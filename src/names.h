@@ -9,6 +9,7 @@
 #define MV_IMAGE_PREFIX          "/org/microvmd1/image"
 #define MV_VOLUME_PREFIX         "/org/microvmd1/volume"
 #define MV_NETWORK_PREFIX        "/org/microvmd1/network"
+#define MV_WARM_IMAGE_PREFIX     "/org/microvmd1/warm"
 
 #define MV_MANAGER_IFACE         "org.microvmd1.Manager"
 #define MV_MACHINE_IFACE         "org.microvmd1.Machine"
@@ -16,6 +17,7 @@
 #define MV_IMAGE_IFACE           "org.microvmd1.Image"
 #define MV_VOLUME_IFACE          "org.microvmd1.Volume"
 #define MV_NETWORK_IFACE         "org.microvmd1.Network"
+#define MV_WARM_IMAGE_IFACE      "org.microvmd1.WarmImage"
 
 #define MV_API_VERSION           1
 

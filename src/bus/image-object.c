@@ -753,6 +753,7 @@ pruned (GObject *source, GAsyncResult *result, gpointer data)
   g_autoptr (sd_bus_message) reply = NULL;
   int r;
 
+  mv_reconciler_warm_pruned (mv_bus_service_reconciler (prune->objects->service));
   if (removed == NULL)
     {
       mv_bus_reply_gerror (prune->call, error);

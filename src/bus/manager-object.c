@@ -11,6 +11,7 @@
 #include "names.h"
 #include "network-object.h"
 #include "snapshot-object.h"
+#include "warm-object.h"
 #include "polkit.h"
 #include "volume-object.h"
 #include "store/store.h"
@@ -375,6 +376,9 @@ static const sd_bus_vtable manager_vtable[] = {
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("GetSnapshot", SD_BUS_ARGS ("s", name_or_id),
                            SD_BUS_RESULT ("o", snapshot), mv_snapshot_method_get,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("BuildWarmImage", SD_BUS_ARGS ("s", spec_json),
+                           SD_BUS_RESULT ("o", warm_image), mv_warm_method_build,
                            SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("ForkMachine", SD_BUS_ARGS ("s", source, "s", spec_json),
                            SD_BUS_RESULT ("o", machine), mv_snapshot_method_fork_machine,

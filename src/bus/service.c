@@ -10,6 +10,7 @@
 #include "manager-object.h"
 #include "network-object.h"
 #include "snapshot-object.h"
+#include "warm-object.h"
 #include "volume-object.h"
 #include "core/errors.h"
 #include "names.h"
@@ -310,6 +311,24 @@ on_snapshot_added (const MvSnapshot *snapshot, gpointer data)
 }
 
 static void
+on_warm_added (const MvSnapshot *template, gpointer data)
+{
+  MvBusService *service = data;
+
+  if (service->serving)
+    mv_warm_objects_added (service, template);
+}
+
+static void
+on_warm_removed (const MvSnapshot *template, gpointer data)
+{
+  MvBusService *service = data;
+
+  if (service->serving)
+    mv_warm_objects_removed (service, template);
+}
+
+static void
 on_snapshot_removed (const MvSnapshot *snapshot, gpointer data)
 {
   MvBusService *service = data;
@@ -354,6 +373,8 @@ mv_bus_service_new (void)
   service->observer.removed = on_removed;
   service->observer.snapshot_added = on_snapshot_added;
   service->observer.snapshot_removed = on_snapshot_removed;
+  service->observer.warm_added = on_warm_added;
+  service->observer.warm_removed = on_warm_removed;
   service->observer.event = on_event;
   service->observer.data = service;
   return service;
@@ -401,6 +422,8 @@ mv_bus_service_start (MvBusService *service, sd_bus *bus, MvReconciler *reconcil
     r = mv_network_objects_register (service->networks);
   if (r >= 0)
     r = mv_snapshot_objects_register (service);
+  if (r >= 0)
+    r = mv_warm_objects_register (service);
   if (r < 0)
     return r;
 

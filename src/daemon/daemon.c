@@ -944,6 +944,11 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
                                           mv_bus_service_observer (daemon->service), NULL);
 
   mv_reconciler_add_snapshots (daemon->reconciler, snapshots);
+  {
+    g_autoptr (GPtrArray) templates = daemon->host.warm->load (daemon->host.warm, NULL, NULL);
+
+    mv_reconciler_add_warm (daemon->reconciler, templates);
+  }
   for (guint i = 0; i < daemon->invalid->len; i++)
     {
       MvInvalidRecord *invalid = daemon->invalid->pdata[i];

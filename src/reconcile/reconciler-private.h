@@ -21,6 +21,7 @@ struct _MvReconciler {
   GHashTable          *snapshot_names; /* names of snapshots being taken or deleted */
   GHashTable          *snapshot_users; /* id -> how many restores and forks read it */
   GHashTable          *warm_building;  /* keys of the warm templates being built */
+  GHashTable          *warm;           /* key -> MvSnapshot*: the templates there are */
   MvOpStats            op_stats;     /* what the steps came to (steps.c) */
   void               (*recovered) (gpointer data);
   gpointer             recovered_data;

@@ -89,6 +89,8 @@ mv_reconciler_new (const MvHost *host, const MvReconcilerOptions *options,
   rec->snapshot_names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   rec->snapshot_users = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   rec->warm_building = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  rec->warm = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
+                                     (GDestroyNotify) mv_snapshot_free);
   mv_op_stats_init (&rec->op_stats);
   rec->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify) mv_machine_free);
@@ -122,6 +124,7 @@ mv_reconciler_free (MvReconciler *rec)
   g_hash_table_unref (rec->snapshot_names);
   g_hash_table_unref (rec->snapshot_users);
   g_hash_table_unref (rec->warm_building);
+  g_hash_table_unref (rec->warm);
   g_free (rec);
 }
 

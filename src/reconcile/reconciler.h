@@ -46,6 +46,10 @@ typedef struct {
    * about to be deleted: it is found until this returns, then no more. */
   void (*snapshot_added) (const MvSnapshot *snapshot, gpointer data);
   void (*snapshot_removed) (const MvSnapshot *snapshot, gpointer data);
+  /* A warm template was built (not called for those loaded at startup),
+   * or is gone: found until this returns, then no more. */
+  void (*warm_added) (const MvSnapshot *template, gpointer data);
+  void (*warm_removed) (const MvSnapshot *template, gpointer data);
   /* Something happened to a machine (core/event.h): @event is filled in
    * but for its sequence, which is the recorder's to give; it is the
    * caller's, and valid only during the call. */
@@ -235,6 +239,22 @@ char        **mv_reconciler_images_in_use (MvReconciler *reconciler);
 /* Blocks, any thread: removes the warm templates booted from an image
  * whose digest is not in @keep_digests; how many went. */
 guint         mv_reconciler_prune_warm (MvReconciler *reconciler, const char *const *keep_digests);
+/* Warm templates (warm.c), each a snapshot of no machine whose ID is its
+ * key. Builds the template of @spec's shape (taken; validated as a
+ * create's, its image pulled if the host has none of that reference) and
+ * calls @done on the main thread with its key, also when one of that key
+ * was there already, or with why it could not be built. */
+typedef void (*MvWarmBuilt) (const char *key, const GError *error, gpointer data);
+void          mv_reconciler_build_warm_image (MvReconciler *reconciler, MvSpec *spec,
+                                              MvWarmBuilt done, gpointer data);
+/* The templates loaded at startup (copied). */
+void          mv_reconciler_add_warm (MvReconciler *reconciler, GPtrArray *templates);
+const MvSnapshot *mv_reconciler_lookup_warm (MvReconciler *reconciler, const char *key);
+/* Every known template (borrowed), in no order; free the array. */
+GPtrArray    *mv_reconciler_list_warm (MvReconciler *reconciler);
+/* Main thread, after templates were removed on disk (PruneImages): the
+ * table follows, and the observer hears of each one gone. */
+void          mv_reconciler_warm_pruned (MvReconciler *reconciler);
 /* Blocks: removes, with a warning, the warm templates of a hypervisor
  * version the host no longer has or has deprecated (warm.c). */
 void          mv_warm_check_hypervisors (MvSnapshots *warm, MvRuntimes *runtimes);

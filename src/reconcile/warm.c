@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <glib/gstdio.h>
+#include <string.h>
 
 char *
 mv_reconciler_warm_key (MvRuntime *runtime, const MvRuntimeRequest *req, GError **error)
@@ -43,8 +44,13 @@ typedef struct {
   MvRuntime     *runtime;
   MvSpec        *spec;            /* the template's */
   MvImageConfig *image_config;
-  char          *key;
+  char          *key;             /* NULL: found in the build, once its disks are ready */
   char          *hypervisor_version;
+  MvWarmBuilt    done;            /* may be NULL */
+  gpointer       done_data;
+  /* Results, read on the main thread. */
+  MvSnapshot    *built;           /* the template's record */
+  gboolean       existed;         /* one of that key was there already */
 } Build;
 
 static void
@@ -54,6 +60,7 @@ build_free (Build *build)
   mv_image_config_free (build->image_config);
   g_free (build->key);
   g_free (build->hypervisor_version);
+  mv_snapshot_free (build->built);
   g_free (build);
 }
 
@@ -70,8 +77,9 @@ boot_and_freeze (Build *build, const char *staged, GError **error)
   g_autofree char *key = NULL;
   g_autoptr (GPtrArray) blocks = NULL;
   g_autoptr (JsonObject) vmm = NULL;
+  g_autofree char *staged_id = g_path_get_basename (staged);
   MvRuntimeRequest req = {
-    .machine_id = build->key,
+    .machine_id = build->key ? build->key : staged_id + strlen (".staged-"),
     .spec = build->spec,
     .runtime_dir = run,
     .image_config = build->image_config,
@@ -89,6 +97,20 @@ boot_and_freeze (Build *build, const char *staged, GError **error)
   key = mv_reconciler_warm_key (rt, &req, error);
   if (!key)
     return FALSE;
+  if (!build->key)
+    {
+      g_autofree char *whole = warm->dir (warm, key);
+
+      build->key = g_strdup (key);
+      req.machine_id = build->key;
+      g_free (build->spec->name);
+      build->spec->name = g_strdup_printf ("warm-%.12s", key);
+      if (g_file_test (whole, G_FILE_TEST_IS_DIR))
+        {
+          build->existed = TRUE;
+          return TRUE;
+        }
+    }
   if (!g_str_equal (key, build->key))
     return mv_error_set (error, MV_ERROR_CONFLICT, "what the template depends on changed while "
                          "it was built (key %s, now %s)", build->key, key);
@@ -117,6 +139,26 @@ build_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable
   g_autoptr (MvSnapshot) record = NULL;
   GError *error = NULL;
 
+  /* An image named but not yet pinned: the one it names now. */
+  if (build->spec->image && !build->spec->image_digest)
+    {
+      MvImages *images = build->rec->host->images;
+
+      if (!images)
+        {
+          g_task_return_new_error (gtask, MV_ERROR, MV_ERROR_UNSUPPORTED,
+                                   "image: this host boots no images");
+          return;
+        }
+      build->spec->image_digest = images->ensure (images, build->spec->image, MV_PULL_MISSING,
+                                                  NULL, NULL, NULL, &build->image_config,
+                                                  &error);
+      if (!build->spec->image_digest)
+        {
+          g_task_return_error (gtask, error);
+          return;
+        }
+    }
   staged = warm->stage (warm, &error);
   if (!staged)
     {
@@ -127,6 +169,12 @@ build_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable
     {
       warm->discard (warm, staged);
       g_task_return_error (gtask, error);
+      return;
+    }
+  if (build->existed)
+    {
+      warm->discard (warm, staged);
+      g_task_return_boolean (gtask, TRUE);
       return;
     }
   overlay = warm->disk_path (warm, staged);
@@ -147,11 +195,22 @@ build_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable
   record->created_at = g_get_real_time ();
   if (!warm->commit (warm, staged, record, &error))
     {
+      g_autofree char *whole = warm->dir (warm, build->key);
+
       warm->discard (warm, staged);
+      /* Another build of the same key was quicker: that one stands. */
+      if (g_file_test (whole, G_FILE_TEST_IS_DIR))
+        {
+          g_clear_error (&error);
+          build->existed = TRUE;
+          g_task_return_boolean (gtask, TRUE);
+          return;
+        }
       g_task_return_error (gtask, error);
       return;
     }
   mv_fault_point ("warm-build", "committed");
+  build->built = g_steal_pointer (&record);
   g_task_return_boolean (gtask, TRUE);
 }
 
@@ -162,22 +221,74 @@ on_built (GObject *source, GAsyncResult *result, gpointer user_data)
   MvReconciler *rec = build->rec;
   g_autoptr (GError) error = NULL;
 
-  g_hash_table_remove (rec->warm_building, build->key);
+  if (build->key)
+    g_hash_table_remove (rec->warm_building, build->key);
   rec->background--;
   if (!g_task_propagate_boolean (G_TASK (result), &error))
-    g_warning ("The warm template %s (%s on %s) could not be built: %s", build->key,
+    g_warning ("A warm template (%s on %s) could not be built: %s",
                build->spec->image ? build->spec->image : "no image", build->runtime->type,
                error->message);
-  else
-    g_message ("Warm template %s built: machines like %s now start from it", build->key,
-               build->spec->name);
+  else if (build->built)
+    {
+      MvSnapshot *template = g_steal_pointer (&build->built);
+
+      g_message ("Warm template %s built: machines of its shape start from it now",
+                 template->id);
+      g_hash_table_replace (rec->warm, template->id, template);
+      if (rec->observer.warm_added)
+        rec->observer.warm_added (template, rec->observer.data);
+    }
+  if (build->done)
+    build->done (error ? NULL : build->key, error, build->done_data);
+}
+
+static void
+start_build (MvReconciler *rec, Build *build)
+{
+  g_autoptr (GTask) gtask = NULL;
+
+  if (build->key)
+    g_hash_table_add (rec->warm_building, g_strdup (build->key));
+  rec->background++;
+  gtask = g_task_new (NULL, NULL, on_built, NULL);
+  g_task_set_task_data (gtask, build, (GDestroyNotify) build_free);
+  g_task_run_in_thread (gtask, build_in_thread);
+}
+
+void
+mv_reconciler_build_warm_image (MvReconciler *rec, MvSpec *spec_in, MvWarmBuilt done,
+                                gpointer data)
+{
+  g_autoptr (MvSpec) spec = spec_in;
+  g_autoptr (GError) error = NULL;
+  MvRuntime *runtime = NULL;
+  Build *build;
+
+  if (!rec->host->warm)
+    mv_error_set (&error, MV_ERROR_UNSUPPORTED, "this host keeps no warm templates");
+  else if ((runtime = mv_reconciler_validate_spec (rec, spec, &error)) != NULL &&
+           !runtime->warm_inputs)
+    mv_error_set (&error, MV_ERROR_UNSUPPORTED, "hypervisor_type: the %s hypervisor has no "
+                  "warm starts", runtime->type);
+  if (error)
+    {
+      done (NULL, error, data);
+      return;
+    }
+  build = g_new0 (Build, 1);
+  build->rec = rec;
+  build->runtime = runtime;
+  build->spec = mv_spec_warm_template (spec, "0");
+  build->hypervisor_version = g_strdup (mv_runtimes_version (rec->host->runtimes, runtime));
+  build->done = done;
+  build->done_data = data;
+  start_build (rec, build);
 }
 
 void
 mv_reconciler_build_warm (MvReconciler *rec, MvRuntime *runtime, const MvSpec *spec,
                           const MvImageConfig *image_config, const char *key)
 {
-  g_autoptr (GTask) gtask = NULL;
   Build *build;
 
   if (!rec->host->warm || g_hash_table_contains (rec->warm_building, key))
@@ -189,11 +300,60 @@ mv_reconciler_build_warm (MvReconciler *rec, MvRuntime *runtime, const MvSpec *s
   build->image_config = mv_image_config_copy (image_config);
   build->key = g_strdup (key);
   build->hypervisor_version = g_strdup (mv_runtimes_version (rec->host->runtimes, runtime));
-  g_hash_table_add (rec->warm_building, g_strdup (key));
-  rec->background++;
-  gtask = g_task_new (NULL, NULL, on_built, NULL);
-  g_task_set_task_data (gtask, build, (GDestroyNotify) build_free);
-  g_task_run_in_thread (gtask, build_in_thread);
+  start_build (rec, build);
+}
+
+void
+mv_reconciler_add_warm (MvReconciler *rec, GPtrArray *templates)
+{
+  for (guint i = 0; templates && i < templates->len; i++)
+    {
+      MvSnapshot *template = mv_snapshot_copy (templates->pdata[i]);
+
+      g_hash_table_replace (rec->warm, template->id, template);
+    }
+}
+
+const MvSnapshot *
+mv_reconciler_lookup_warm (MvReconciler *rec, const char *key)
+{
+  return g_hash_table_lookup (rec->warm, key);
+}
+
+GPtrArray *
+mv_reconciler_list_warm (MvReconciler *rec)
+{
+  GPtrArray *list = g_ptr_array_new ();
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, rec->warm);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    g_ptr_array_add (list, value);
+  return list;
+}
+
+void
+mv_reconciler_warm_pruned (MvReconciler *rec)
+{
+  MvSnapshots *warm = rec->host->warm;
+  GHashTableIter iter;
+  gpointer value;
+
+  if (!warm)
+    return;
+  g_hash_table_iter_init (&iter, rec->warm);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      MvSnapshot *template = value;
+      g_autofree char *dir = warm->dir (warm, template->id);
+
+      if (g_file_test (dir, G_FILE_TEST_IS_DIR))
+        continue;
+      if (rec->observer.warm_removed)
+        rec->observer.warm_removed (template, rec->observer.data);
+      g_hash_table_iter_remove (&iter);
+    }
 }
 
 guint

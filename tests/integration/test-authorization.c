@@ -117,6 +117,10 @@ test_nobody_reads_but_changes_nothing (Fixture *f, gconstpointer data)
   const char *const update_arg[] = { SPEC ("stopped-one"), NULL };
   const char *const traffic_args[] = { "running-one", "5", NULL };
   const char *const lines_arg[] = { "10", NULL };
+  const char *const warm_arg[] = { "{\"name\":\"intruder\",\"hypervisor_type\":\"test\","
+                                   "\"kernel\":\"/boot/vmlinuz\",\"kernel_args\":\"intruder-shape\"}",
+                                   NULL };
+  g_autofree char *warm = g_build_filename (mv_test_env_state_dir (f->env), MV_WARM_DIR, NULL);
 
   g_assert_cmpstr (s2.state, ==, "Running");
 
@@ -136,11 +140,27 @@ test_nobody_reads_but_changes_nothing (Fixture *f, gconstpointer data)
   assert_refused (f, stopped, MV_MACHINE_IFACE ".SetDesiredState", state_arg);
   assert_refused (f, stopped, MV_MACHINE_IFACE ".GetSpec", NULL);
   assert_refused (f, running, MV_MACHINE_IFACE ".GetConsoleLog", lines_arg);
+  assert_refused (f, MV_MANAGER_PATH, MV_MANAGER_IFACE ".BuildWarmImage", warm_arg);
 
   /* ... and nothing changed. */
   assert_unchanged (f, stopped, &s1);
   assert_unchanged (f, running, &s2);
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 2);
+  /* The running machine's first start builds the template of its shape;
+   * the refused build made none of its own. */
+  {
+    g_autoptr (GDir) d = g_dir_open (warm, 0, NULL);
+    const char *entry;
+
+    while (d && (entry = g_dir_read_name (d)))
+      {
+        g_autofree char *record = g_build_filename (warm, entry, "snapshot.json", NULL);
+        g_autofree char *text = NULL;
+
+        if (g_file_get_contents (record, &text, NULL, NULL))
+          g_assert_null (strstr (text, "intruder-shape"));
+      }
+  }
 
   /* Every read works. */
   const char *const name_arg[] = { "stopped-one", NULL };

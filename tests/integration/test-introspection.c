@@ -31,7 +31,7 @@ write_cached_image (Fixture *f)
 }
 
 /* Interfaces that introspection/ declares but no object serves yet. */
-static const char *const declared_only[] = { MV_SNAPSHOT_IFACE, NULL };
+static const char *const declared_only[] = { MV_SNAPSHOT_IFACE, MV_WARM_IMAGE_IFACE, NULL };
 
 /* One thing about a member that both sides must agree on, such as
  * "argument 2" = "in t flags" or "EmitsChangedSignal" = "const". */

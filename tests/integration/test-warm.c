@@ -171,6 +171,93 @@ test_hypervisor_gone (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_templates (f, FALSE), ==, 0);
 }
 
+/* InterfacesAdded or InterfacesRemoved (@member) for the object @path. */
+static guint
+count_announced (Fixture *f, const char *member, const char *path)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < f->client->signals->len; i++)
+    {
+      RecordedSignal *sig = f->client->signals->pdata[i];
+
+      n += g_str_equal (sig->member, member) && g_strcmp0 (sig->args, path) == 0;
+    }
+  return n;
+}
+
+/* BuildWarmImage: its object path, or NULL with the error's name. */
+static char *
+build_warm (Fixture *f, const char *spec, char **err)
+{
+  g_autofree char *message = NULL;
+  g_autoptr (sd_bus_message) reply = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                                  "BuildWarmImage", err, &message, "s", spec);
+  const char *path = NULL;
+
+  if (!reply)
+    {
+      g_test_message ("BuildWarmImage: %s", message);
+      return NULL;
+    }
+  g_assert_cmpint (sd_bus_message_read (reply, "o", &path), >, 0);
+  return g_strdup (path);
+}
+
+/* A template built ahead is an object of its own, announced; the first
+ * start of its shape starts from it; asked again, the same one answers;
+ * a bad spec builds nothing. */
+static void
+test_build_ahead (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = NULL, *again = NULL, *err = NULL, *key = NULL, *machine = NULL;
+  g_autofree char *record = NULL, *spec = NULL, *image = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  guint64 memory = 0;
+
+  path = build_warm (f, SPEC ("ahead", ",\"cmd\":[\"/bin/app\"]"), &err);
+  g_assert_cmpstr (err, ==, NULL);
+  g_assert_true (g_str_has_prefix (path, MV_WARM_IMAGE_PREFIX "/"));
+  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+  client_settle (f->client, 200);
+  g_assert_cmpuint (count_announced (f, "InterfacesAdded", path), ==, 1);
+  g_assert_cmpint (sd_bus_get_property_string (f->client->bus, MV_BUS_NAME, path,
+                                               MV_WARM_IMAGE_IFACE, "Key", &error, &key), >=, 0);
+  g_assert_cmpint (sd_bus_get_property_trivial (f->client->bus, MV_BUS_NAME, path,
+                                                MV_WARM_IMAGE_IFACE, "MemoryBytes", &error, 't',
+                                                &memory), >=, 0);
+  g_assert_cmpuint (memory, ==, 268435456);
+  g_assert_cmpint (sd_bus_get_property_string (f->client->bus, MV_BUS_NAME, path,
+                                               MV_WARM_IMAGE_IFACE, "Spec", &error, &spec), >=, 0);
+  /* Nothing of the machine it was asked for. */
+  g_assert_null (strstr (spec, "/bin/app"));
+  g_assert_null (strstr (spec, "ahead"));
+  record = g_build_filename (mv_test_env_state_dir (f->env), MV_WARM_DIR, key, NULL);
+  g_assert_true (g_file_test (record, G_FILE_TEST_IS_DIR));
+
+  again = build_warm (f, SPEC ("ahead-again", ""), &err);
+  g_assert_cmpstr (again, ==, path);
+  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+
+  machine = client_create (f->client, SPEC ("user", ""), MV_CREATE_START, NULL, NULL);
+  g_assert_nonnull (machine);
+  assert_started_from (f, machine, "warm");
+
+  g_assert_null (build_warm (f, SPEC ("bad", ",\"start_mode\":\"hot\""), &err));
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+
+  /* It stays over a restart. */
+  client_free (f->client);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+  g_assert_cmpint (sd_bus_get_property_string (f->client->bus, MV_BUS_NAME, path,
+                                               MV_WARM_IMAGE_IFACE, "ImageDigest", &error,
+                                               &image), >=, 0);
+  g_assert_cmpstr (image, ==, "");
+}
+
 static void
 test_bad_start_mode (Fixture *f, gconstpointer data)
 {
@@ -286,6 +373,7 @@ main (int argc, char **argv)
 #define ADD(name, fn) g_test_add ("/warm/" name, Fixture, NULL, fixture_setup, fn, teardown)
   ADD ("starts", test_warm_starts);
   ADD ("bad-start-mode", test_bad_start_mode);
+  ADD ("build-ahead", test_build_ahead);
   ADD ("hypervisor-gone", test_hypervisor_gone);
   ADD ("crash-sweep", test_crash_sweep);
   return g_test_run ();
