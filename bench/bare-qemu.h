@@ -33,6 +33,10 @@ GPid      bench_qemu_spawn (Bench *bench, const char *dir, guint memory_mib, con
 /* Waits for the ready marker on @dir's console.log, which the VMM @pid
  * writes. */
 void      bench_vmm_wait_console (Bench *bench, const char *dir, GPid pid);
+/* One bare QEMU run of the test guest with 256 MiB (--guest-dir): boot
+ * to the ready marker into @boot; save (stop, migrate to a file, quit);
+ * restore (-incoming, wait for paused, cont) into @restore. */
+void      bench_bare_qemu_run (Bench *bench, BenchSamples *boot, BenchSamples *restore);
 /* quit, and waits for the process. */
 void      bench_qemu_end (Bench *bench, BenchQmp *q, GPid pid);
 

@@ -24,10 +24,8 @@
  * reading, and an odd number, so that the p50 is the middle run. */
 #define FULL_PAIRS 11
 
-/* One bare QEMU run: boot to the ready marker; save (stop, migrate to a
- * file, quit); restore (-incoming, wait for paused, cont). */
-static void
-bare_qemu_run (Bench *bench, BenchSamples *boot, BenchSamples *restore)
+void
+bench_bare_qemu_run (Bench *bench, BenchSamples *boot, BenchSamples *restore)
 {
   g_autofree char *dir = g_build_filename (mv_test_env_dir (bench->env), "bare-qemu", NULL);
   g_autofree char *state = g_build_filename (dir, "saved.state", NULL);
@@ -199,7 +197,7 @@ bench_row_qemu (Bench *bench)
 
           if (create && daemon_first)
             daemon_qemu_run (bench, create, wake, &wake_reason);
-          bare_qemu_run (bench, boot, restore);
+          bench_bare_qemu_run (bench, boot, restore);
           if (create && !daemon_first)
             daemon_qemu_run (bench, create, wake, &wake_reason);
         }

@@ -401,7 +401,9 @@ rt_warm_inputs (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
             return NULL;
           break;
         case MV_BLOCK_OVERLAY:
-          g_string_append_printf (out, "%s=overlay\n", what);
+          /* The template's overlay disk becomes the machine's, whole. */
+          g_string_append_printf (out, "%s=overlay size=%" G_GUINT64_FORMAT "\n", what,
+                                  mv_spec_overlay_bytes (spec));
           break;
         case MV_BLOCK_DISK:
           if (block->read_only && !put_file_identity (out, what, block->path, error))

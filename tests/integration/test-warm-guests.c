@@ -49,10 +49,13 @@ static char *
 create_flags (Fixture *f, const char *name, const char *image, const char *extra, guint64 flags,
               char **err, char **message)
 {
+  /* 64 MiB of overlay disk unless @extra says otherwise. */
+  gboolean sized = extra && strstr (extra, "disk_bytes");
   g_autofree char *spec = g_strdup_printf (
     "{\"name\":\"%s\",\"hypervisor_type\":\"qemu\",\"memory_bytes\":268435456,"
-    "\"readiness\":\"agent\",\"image\":\"oci:%s:1\",\"disk_bytes\":67108864,%s%s%s}",
-    name, image, SEEN, extra ? "," : "", extra ? extra : "");
+    "\"readiness\":\"agent\",\"image\":\"oci:%s:1\",%s%s%s%s}",
+    name, image, sized ? "" : "\"disk_bytes\":67108864,", SEEN, extra ? "," : "",
+    extra ? extra : "");
 
   return client_create (f->client, spec, flags, err, message);
 }
@@ -207,6 +210,19 @@ test_warm_start (Fixture *f, gconstpointer data)
   g_assert_nonnull (message);
   g_assert_nonnull (strstr (message, "no warm template matches"));
   g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+
+  /* Another overlay disk size: the template's disk would not be its. */
+  {
+    g_autofree char *bigger = create_flags (f, "bigger", layout,
+                                            "\"start_mode\":\"warm\",\"disk_bytes\":134217728", 0,
+                                            &err, &message);
+
+    g_assert_nonnull (bigger);
+    g_clear_pointer (&message, g_free);
+    g_free (client_machine_call (f->client, bigger, "Start", &message));
+    g_assert_nonnull (message);
+    g_assert_nonnull (strstr (message, "no warm template matches"));
+  }
 
   /* A template goes with its image, once no machine is pinned to it. */
   prune (f);
