@@ -19,14 +19,14 @@
 char *
 mv_reconciler_warm_key (MvRuntime *runtime, const MvRuntimeRequest *req, GError **error)
 {
-  g_autofree char *inputs = runtime->warm_inputs ? runtime->warm_inputs (runtime, req, error)
-                                                 : NULL;
+  g_autofree char *inputs = NULL;
   g_autofree char *text = NULL;
   g_autofree char *digest = NULL;
 
   if (!runtime->warm_inputs)
     return mv_error_set (error, MV_ERROR_UNSUPPORTED, "start_mode: the %s hypervisor has no "
                          "warm starts", runtime->type), NULL;
+  inputs = runtime->warm_inputs (runtime, req, error);
   if (!inputs)
     return NULL;
   /* The agent that set the template up is this daemon's, and the image
@@ -48,6 +48,7 @@ typedef struct {
   char          *hypervisor_version;
   MvWarmBuilt    done;            /* may be NULL */
   gpointer       done_data;
+  gboolean       registered;      /* its key is in rec->warm_building */
   /* Results, read on the main thread. */
   MvSnapshot    *built;           /* the template's record */
   gboolean       existed;         /* one of that key was there already */
@@ -77,9 +78,10 @@ boot_and_freeze (Build *build, const char *staged, GError **error)
   g_autofree char *key = NULL;
   g_autoptr (GPtrArray) blocks = NULL;
   g_autoptr (JsonObject) vmm = NULL;
-  g_autofree char *staged_id = g_path_get_basename (staged);
+  /* Until the key is known, the template's VMM goes by an ID of its own. */
+  g_autofree char *build_id = mv_id_new ();
   MvRuntimeRequest req = {
-    .machine_id = build->key ? build->key : staged_id + strlen (".staged-"),
+    .machine_id = build->key ? build->key : build_id,
     .spec = build->spec,
     .runtime_dir = run,
     .image_config = build->image_config,
@@ -221,7 +223,7 @@ on_built (GObject *source, GAsyncResult *result, gpointer user_data)
   MvReconciler *rec = build->rec;
   g_autoptr (GError) error = NULL;
 
-  if (build->key)
+  if (build->registered)
     g_hash_table_remove (rec->warm_building, build->key);
   rec->background--;
   if (!g_task_propagate_boolean (G_TASK (result), &error))
@@ -247,7 +249,8 @@ start_build (MvReconciler *rec, Build *build)
 {
   g_autoptr (GTask) gtask = NULL;
 
-  if (build->key)
+  build->registered = build->key != NULL;
+  if (build->registered)
     g_hash_table_add (rec->warm_building, g_strdup (build->key));
   rec->background++;
   gtask = g_task_new (NULL, NULL, on_built, NULL);
