@@ -344,13 +344,17 @@ substitute (const char *text, const char *from1, const char *to1, const char *fr
 
 /* One machine made through the bus, its records copied to @n machines
  * while the daemon is down (as bench/ does: creating them one by one is
- * not what is tested), then the daemon started on them. */
+ * not what is tested), then the daemon started on them. They boot cold:
+ * a first start's warm template would be a new object, announced, and
+ * cockpit's bridge answers an object it has not seen by listing the
+ * manager's objects itself, which is not the page's listing. */
 static void
 define_machines (CockpitFixture *f, guint n)
 {
   g_autofree char *path = client_create_ok (f->client,
     "{\"name\":\"template\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\","
-    "\"cpu_millicores\":1000,\"memory_bytes\":268435456,\"labels\":{\"role\":\"scale\"}}");
+    "\"cpu_millicores\":1000,\"memory_bytes\":268435456,\"start_mode\":\"cold\","
+    "\"labels\":{\"role\":\"scale\"}}");
   g_autofree char *id = client_get_string (f->client, path, "Id");
   g_autofree char *machines = g_build_filename (mv_test_env_state_dir (f->env), MV_MACHINES_DIR, NULL);
   g_autofree char *dir = g_build_filename (machines, id, NULL);
