@@ -680,10 +680,12 @@ end_interrupted_builds (MvDaemon *daemon, const char *dir)
 }
 
 /* Warm templates are built whole under another name and moved into
- * place: what an interrupted build left is ended and swept, never used. */
-static void
+ * place: what an interrupted build left is ended and swept, never used.
+ * Returns the templates the host's hypervisors can restore. */
+static GPtrArray *
 open_warm (MvDaemon *daemon)
 {
+  GPtrArray *templates;
   g_autofree char *dir = g_build_filename (mv_store_state_dir (daemon->store), MV_WARM_DIR,
                                            NULL);
   g_autoptr (GError) local = NULL;
@@ -693,7 +695,9 @@ open_warm (MvDaemon *daemon)
   if (!daemon->host.warm->sweep (daemon->host.warm, &local))
     g_warning ("Warm templates: could not sweep what was left of interrupted builds: %s",
                local->message);
-  mv_warm_check_hypervisors (daemon->host.warm, daemon->host.runtimes);
+  templates = daemon->host.warm->load (daemon->host.warm, NULL, NULL);
+  mv_warm_keep_runnable (daemon->host.warm, daemon->host.runtimes, templates);
+  return templates;
 }
 
 /* The snapshots, with what crashed creates and deletes left swept away;
@@ -917,6 +921,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
 {
   g_autoptr (GPtrArray) records = NULL;
   g_autoptr (GPtrArray) snapshots = NULL;
+  g_autoptr (GPtrArray) templates = NULL;
   int r;
 
   ask_runtime_versions (daemon);
@@ -933,7 +938,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   records = mv_store_load_machines (daemon->store, daemon->invalid);
   /* The reconciler listens to the runtimes' guests from its start. */
   take_runtime_versions (daemon);
-  open_warm (daemon);
+  templates = open_warm (daemon);
   daemon->service = mv_bus_service_new ();
   mv_bus_service_set_events (daemon->service, daemon->events);
   mv_bus_service_set_images (daemon->service, daemon->images, daemon->host.images);
@@ -944,11 +949,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
                                           mv_bus_service_observer (daemon->service), NULL);
 
   mv_reconciler_add_snapshots (daemon->reconciler, snapshots);
-  {
-    g_autoptr (GPtrArray) templates = daemon->host.warm->load (daemon->host.warm, NULL, NULL);
-
-    mv_reconciler_add_warm (daemon->reconciler, templates);
-  }
+  mv_reconciler_add_warm (daemon->reconciler, templates);
   for (guint i = 0; i < daemon->invalid->len; i++)
     {
       MvInvalidRecord *invalid = daemon->invalid->pdata[i];

@@ -255,9 +255,11 @@ GPtrArray    *mv_reconciler_list_warm (MvReconciler *reconciler);
 /* Main thread, after templates were removed on disk (PruneImages): the
  * table follows, and the observer hears of each one gone. */
 void          mv_reconciler_warm_pruned (MvReconciler *reconciler);
-/* Blocks: removes, with a warning, the warm templates of a hypervisor
- * version the host no longer has or has deprecated (warm.c). */
-void          mv_warm_check_hypervisors (MvSnapshots *warm, MvRuntimes *runtimes);
+/* Blocks: removes, with a warning, the warm templates among @templates
+ * (as MvSnapshots.load() gives them) of a hypervisor version the host no
+ * longer has or has deprecated, from the disk and from @templates. */
+void          mv_warm_keep_runnable (MvSnapshots *warm, MvRuntimes *runtimes,
+                                     GPtrArray *templates);
 
 /* Told on the main thread how a snapshot operation ended: @snapshot (the
  * table's) or @error. */

@@ -385,11 +385,9 @@ mv_reconciler_prune_warm (MvReconciler *rec, const char *const *keep_digests)
 }
 
 void
-mv_warm_check_hypervisors (MvSnapshots *warm, MvRuntimes *runtimes)
+mv_warm_keep_runnable (MvSnapshots *warm, MvRuntimes *runtimes, GPtrArray *templates)
 {
-  g_autoptr (GPtrArray) templates = warm->load (warm, NULL, NULL);
-
-  for (guint i = 0; templates && i < templates->len; i++)
+  for (guint i = templates->len; i-- > 0;)
     {
       const MvSnapshot *template = templates->pdata[i];
       const char *type = template->hypervisor_type, *version = template->hypervisor_version;
@@ -404,5 +402,6 @@ mv_warm_check_hypervisors (MvSnapshots *warm, MvRuntimes *runtimes)
                  gone ? "which this host no longer has" : "a deprecated version");
       if (!warm->remove (warm, template->id, &error))
         g_warning ("Warm template %s: %s", template->id, error->message);
+      g_ptr_array_remove_index (templates, i);
     }
 }
