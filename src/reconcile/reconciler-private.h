@@ -22,6 +22,7 @@ struct _MvReconciler {
   GHashTable          *snapshot_users; /* id -> how many restores and forks read it */
   GHashTable          *warm_building;  /* keys of the warm templates being built */
   GHashTable          *warm;           /* key -> MvSnapshot*: the templates there are */
+  guint                warm_builds;    /* templates being built, keyed or not yet */
   MvOpStats            op_stats;     /* what the steps came to (steps.c) */
   void               (*recovered) (gpointer data);
   gpointer             recovered_data;

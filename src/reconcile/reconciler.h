@@ -245,6 +245,9 @@ guint         mv_reconciler_prune_warm (MvReconciler *reconciler, const char *co
  * calls @done on the main thread with its key, also when one of that key
  * was there already, or with why it could not be built. */
 typedef void (*MvWarmBuilt) (const char *key, const GError *error, gpointer data);
+/* How many templates a host keeps, built and being built: past it, a
+ * first start builds none and BuildWarmImage is RESOURCE_EXHAUSTED. */
+#define MV_WARM_TEMPLATES_MAX 64
 void          mv_reconciler_build_warm_image (MvReconciler *reconciler, MvSpec *spec,
                                               MvWarmBuilt done, gpointer data);
 /* The templates loaded at startup (copied). */

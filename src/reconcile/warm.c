@@ -225,6 +225,7 @@ on_built (GObject *source, GAsyncResult *result, gpointer user_data)
 
   if (build->registered)
     g_hash_table_remove (rec->warm_building, build->key);
+  rec->warm_builds--;
   rec->background--;
   if (!g_task_propagate_boolean (G_TASK (result), &error))
     g_warning ("A warm template (%s on %s) could not be built: %s",
@@ -244,6 +245,14 @@ on_built (GObject *source, GAsyncResult *result, gpointer user_data)
     build->done (error ? NULL : build->key, error, build->done_data);
 }
 
+/* Whether the host keeps as many templates as it may, counting those
+ * being built: each is a guest's memory on the disk. */
+static gboolean
+warm_full (MvReconciler *rec)
+{
+  return g_hash_table_size (rec->warm) + rec->warm_builds >= MV_WARM_TEMPLATES_MAX;
+}
+
 static void
 start_build (MvReconciler *rec, Build *build)
 {
@@ -252,6 +261,7 @@ start_build (MvReconciler *rec, Build *build)
   build->registered = build->key != NULL;
   if (build->registered)
     g_hash_table_add (rec->warm_building, g_strdup (build->key));
+  rec->warm_builds++;
   rec->background++;
   gtask = g_task_new (NULL, NULL, on_built, NULL);
   g_task_set_task_data (gtask, build, (GDestroyNotify) build_free);
@@ -269,6 +279,10 @@ mv_reconciler_build_warm_image (MvReconciler *rec, MvSpec *spec_in, MvWarmBuilt 
 
   if (!rec->host->warm)
     mv_error_set (&error, MV_ERROR_UNSUPPORTED, "this host keeps no warm templates");
+  else if (warm_full (rec))
+    mv_error_set (&error, MV_ERROR_RESOURCE_EXHAUSTED, "warm templates: the host keeps at most "
+                  "%d (built or being built); PruneImages removes those of unused images",
+                  MV_WARM_TEMPLATES_MAX);
   else if ((runtime = mv_reconciler_validate_spec (rec, spec, &error)) != NULL &&
            !runtime->warm_inputs)
     mv_error_set (&error, MV_ERROR_UNSUPPORTED, "hypervisor_type: the %s hypervisor has no "
@@ -296,6 +310,12 @@ mv_reconciler_build_warm (MvReconciler *rec, MvRuntime *runtime, const MvSpec *s
 
   if (!rec->host->warm || g_hash_table_contains (rec->warm_building, key))
     return;
+  if (warm_full (rec))
+    {
+      g_message ("Warm template %s not built: the host keeps at most %d", key,
+                 MV_WARM_TEMPLATES_MAX);
+      return;
+    }
   build = g_new0 (Build, 1);
   build->rec = rec;
   build->runtime = runtime;

@@ -7,6 +7,7 @@
  * template, nothing staged and no frozen guest that is not a machine's. */
 #include "bus-client.h"
 #include "names.h"
+#include "reconcile/reconciler.h"
 
 #include <glib/gstdio.h>
 
@@ -258,6 +259,36 @@ test_build_ahead (Fixture *f, gconstpointer data)
   g_assert_cmpstr (image, ==, "");
 }
 
+/* The host keeps at most MV_WARM_TEMPLATES_MAX templates: one more
+ * asked for is refused, and a first start past it boots and builds none. */
+static void
+test_templates_bounded (Fixture *f, gconstpointer data)
+{
+  g_autofree char *err = NULL, *over = NULL, *machine = NULL;
+
+  for (guint i = 0; i < MV_WARM_TEMPLATES_MAX; i++)
+    {
+      g_autofree char *spec = g_strdup_printf ("{\"name\":\"shape-%u\",\"hypervisor_type\":\"test\","
+                                               "\"kernel\":\"/boot/vmlinuz\",\"memory_bytes\":%u}",
+                                               i, (64 + i) << 21);
+      g_autofree char *path = build_warm (f, spec, &err);
+
+      g_assert_cmpstr (err, ==, NULL);
+      g_assert_nonnull (path);
+    }
+  g_assert_cmpuint (count_templates (f, FALSE), ==, MV_WARM_TEMPLATES_MAX);
+  over = build_warm (f, SPEC ("one-more", ""), &err);
+  g_assert_null (over);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_RESOURCE_EXHAUSTED);
+
+  machine = client_create (f->client, SPEC ("first-of-its-shape", ""), MV_CREATE_START, NULL,
+                           NULL);
+  g_assert_nonnull (machine);
+  assert_started_from (f, machine, "cold");
+  client_settle (f->client, 500);
+  g_assert_cmpuint (count_templates (f, FALSE), ==, MV_WARM_TEMPLATES_MAX);
+}
+
 static void
 test_bad_start_mode (Fixture *f, gconstpointer data)
 {
@@ -374,6 +405,7 @@ main (int argc, char **argv)
   ADD ("starts", test_warm_starts);
   ADD ("bad-start-mode", test_bad_start_mode);
   ADD ("build-ahead", test_build_ahead);
+  ADD ("templates-bounded", test_templates_bounded);
   ADD ("hypervisor-gone", test_hypervisor_gone);
   ADD ("crash-sweep", test_crash_sweep);
   return g_test_run ();
