@@ -136,8 +136,9 @@ do_create (sd_bus_message *call, gboolean root, gpointer user_data)
   mv_reconciler_define_async (rec, spec, create->start, policy, NULL, NULL, on_defined, create);
 }
 
-static int
-method_create_machine (sd_bus_message *m, void *userdata, sd_bus_error *error)
+int
+mv_manager_authorize_spec_call (sd_bus_message *m, const char *verb, MvAuthorizedFunc func,
+                                gpointer userdata, sd_bus_error *error)
 {
   const char *json = NULL;
   g_autoptr (GError) local = NULL;
@@ -156,11 +157,17 @@ method_create_machine (sd_bus_message *m, void *userdata, sd_bus_error *error)
   name = mv_spec_json_peek_name (json);
   const char *details[] = {
     "machine", name ? name : "",
-    "verb", "create",
+    "verb", verb,
     NULL,
   };
-  mv_polkit_check (m, MV_ACTION_MACHINE_CREATE, details, do_create, userdata, NULL);
+  mv_polkit_check (m, MV_ACTION_MACHINE_CREATE, details, func, userdata, NULL);
   return 1;
+}
+
+static int
+method_create_machine (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return mv_manager_authorize_spec_call (m, "create", do_create, userdata, error);
 }
 
 static int

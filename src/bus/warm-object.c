@@ -3,9 +3,9 @@
  * of the first start that would. */
 #include "warm-object.h"
 #include "bus-util.h"
+#include "manager-object.h"
 #include "core/errors.h"
 #include "names.h"
-#include "polkit.h"
 
 #include <errno.h>
 #include <string.h>
@@ -131,25 +131,8 @@ do_build (sd_bus_message *call, gboolean root, gpointer user_data)
 int
 mv_warm_method_build (sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-  const char *json = NULL;
-  g_autoptr (GError) local = NULL;
-  g_autofree char *name = NULL;
-  int r = sd_bus_message_read (m, "s", &json);
-
-  if (r < 0)
-    return r;
-  if (!mv_spec_json_check_size (json, &local))
-    return mv_bus_error_from_gerror (error, local);
-  sd_bus_message_rewind (m, TRUE);
   /* Building a template boots a guest, as creating a machine does. */
-  name = mv_spec_json_peek_name (json);
-  const char *details[] = {
-    "machine", name ? name : "",
-    "verb", "build-warm-image",
-    NULL,
-  };
-  mv_polkit_check (m, MV_ACTION_MACHINE_CREATE, details, do_build, userdata, NULL);
-  return 1;
+  return mv_manager_authorize_spec_call (m, "build-warm-image", do_build, userdata, error);
 }
 
 /* ---- the objects ---- */
