@@ -274,6 +274,36 @@ client_clear_signals (Client *client)
 }
 
 guint
+count_warm_templates (const char *state_dir, gboolean staged_ok)
+{
+  g_autofree char *dir = g_build_filename (state_dir, MV_WARM_DIR, NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+  guint n = 0;
+
+  while (d && (name = g_dir_read_name (d)))
+    if (name[0] != '.')
+      n++;
+    else if (!staged_ok)
+      g_error ("%s/%s: left of a build", dir, name);
+  return n;
+}
+
+guint
+client_count_announced (Client *client, const char *member, const char *object_path)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < client->signals->len; i++)
+    {
+      RecordedSignal *sig = client->signals->pdata[i];
+
+      n += g_str_equal (sig->member, member) && g_strcmp0 (sig->args, object_path) == 0;
+    }
+  return n;
+}
+
+guint
 count_machine_dirs (const char *state_dir)
 {
   g_autofree char *dir = g_build_filename (state_dir, MV_MACHINES_DIR, NULL);

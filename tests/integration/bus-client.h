@@ -52,6 +52,9 @@ void     client_assert_state_soon (Client *client, const char *path, const char 
                                    guint timeout_ms);
 
 guint    client_count_signals (Client *client, const char *path, const char *member_prefix);
+/* How many InterfacesAdded or InterfacesRemoved (@member) told of the
+ * object at @object_path. */
+guint    client_count_announced (Client *client, const char *member, const char *object_path);
 /* How many InterfacesRemoved told of the object at @object_path going,
  * naming @interface among its interfaces. */
 guint    client_count_removed (Client *client, const char *object_path, const char *interface);
@@ -83,6 +86,9 @@ int      parent_in_stat_file (const char *path);
 
 /* Whether the machines dir of @state_dir holds no entries. */
 guint    count_machine_dirs (const char *state_dir);
+/* The whole warm templates under @state_dir's warm/; fails the test on a
+ * build's staging left there, unless @staged_ok (a build may be under way). */
+guint    count_warm_templates (const char *state_dir, gboolean staged_ok);
 
 /* The usual integration-test fixture: an environment, the daemon and a
  * client. fixture_setup writes @data, if not NULL, as the daemon's

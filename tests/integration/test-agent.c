@@ -319,19 +319,6 @@ test_mounts_and_hostname (Fixture *f, gconstpointer data)
   g_assert_cmpstr (name, ==, "guest-host\n");
 }
 
-static guint
-count_templates (Fixture *f)
-{
-  g_autofree char *dir = g_build_filename (mv_test_env_state_dir (f->env), MV_WARM_DIR, NULL);
-  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
-  const char *name;
-  guint n = 0;
-
-  while (d && (name = g_dir_read_name (d)))
-    n += name[0] != '.';
-  return n;
-}
-
 /* The first machine of a shape boots, and the template of that shape is
  * built behind it; the next starts from it, and is then given its own
  * hostname and mounts before its workload runs. */
@@ -351,9 +338,9 @@ test_warm_start (Fixture *f, gconstpointer data)
   client_call_ok (f->client, first, "Start");
   from = client_get_string (f->client, first, "StartedFrom");
   g_assert_cmpstr (from, ==, "cold");
-  for (guint i = 0; i < 1200 && count_templates (f) == 0; i++)
+  for (guint i = 0; i < 1200 && count_warm_templates (mv_test_env_state_dir (f->env), TRUE) == 0; i++)
     client_settle (f->client, 100);
-  g_assert_cmpuint (count_templates (f), ==, 1);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), TRUE), ==, 1);
 
   client_call_ok (f->client, second, "Start");
   g_free (from);

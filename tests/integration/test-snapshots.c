@@ -145,22 +145,6 @@ get_path (Fixture *f, const char *member, const char *name)
   return g_strdup (path);
 }
 
-/* InterfacesAdded or InterfacesRemoved (@member) for @path. */
-static guint
-count_announced (Fixture *f, const char *member, const char *path)
-{
-  guint n = 0;
-
-  for (guint i = 0; i < f->client->signals->len; i++)
-    {
-      RecordedSignal *sig = f->client->signals->pdata[i];
-
-      if (g_str_equal (sig->member, member) && g_strcmp0 (sig->args, path) == 0)
-        n++;
-    }
-  return n;
-}
-
 /* The kinds of the events told of the machine called @name, in order,
  * one per line. */
 static char *
@@ -218,7 +202,7 @@ test_running (Fixture *f, gconstpointer data)
   client_clear_signals (f->client);
   path = take_ok (f, machine, "before");
   client_settle (f->client, 200);
-  g_assert_cmpuint (count_announced (f, "InterfacesAdded", path), ==, 1);
+  g_assert_cmpuint (client_count_announced (f->client, "InterfacesAdded", path), ==, 1);
 
   kind = snapshot_string (f, path, "Kind");
   name = snapshot_string (f, path, "Name");
@@ -560,7 +544,7 @@ test_outlive_and_delete (Fixture *f, gconstpointer data)
     g_assert_nonnull (strstr (events, "snapshot-taken\n"));
     g_assert_nonnull (strstr (events, "snapshot-deleted\n"));
   }
-  g_assert_cmpuint (count_announced (f, "InterfacesRemoved", snapshot), ==, 1);
+  g_assert_cmpuint (client_count_announced (f->client, "InterfacesRemoved", snapshot), ==, 1);
   g_assert_cmpuint (count_snapshots (f), ==, 0);
   g_assert_cmpuint (count_snapshot_dirs (f), ==, 0);
   err = snapshot_call (f, snapshot, "Delete");

@@ -86,29 +86,12 @@ started_from (Fixture *f, const char *path)
   return client_get_string (f->client, path, "StartedFrom");
 }
 
-/* Whole templates; fails the test on anything staged unless @staged_ok. */
-static guint
-count_templates (Fixture *f, gboolean staged_ok)
-{
-  g_autofree char *dir = g_build_filename (mv_test_env_state_dir (f->env), MV_WARM_DIR, NULL);
-  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
-  const char *name;
-  guint n = 0;
-
-  while (d && (name = g_dir_read_name (d)))
-    if (name[0] != '.')
-      n++;
-    else if (!staged_ok)
-      g_error ("%s/%s: left of a build", dir, name);
-  return n;
-}
-
 static void
 wait_for_templates (Fixture *f, guint n)
 {
-  for (guint i = 0; i < 1200 && count_templates (f, TRUE) < n; i++)
+  for (guint i = 0; i < 1200 && count_warm_templates (mv_test_env_state_dir (f->env), TRUE) < n; i++)
     client_settle (f->client, 100);
-  g_assert_cmpuint (count_templates (f, FALSE), ==, n);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, n);
 }
 
 /* A copy of the test image whose config differs by one environment
@@ -209,7 +192,7 @@ test_warm_start (Fixture *f, gconstpointer data)
   g_free (client_machine_call (f->client, variant_path, "Start", &message));
   g_assert_nonnull (message);
   g_assert_nonnull (strstr (message, "no warm template matches"));
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
 
   /* Another overlay disk size: the template's disk would not be its. */
   {
@@ -226,10 +209,10 @@ test_warm_start (Fixture *f, gconstpointer data)
 
   /* A template goes with its image, once no machine is pinned to it. */
   prune (f);
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
   client_delete_all (f->client);
   prune (f);
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 0);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 0);
 }
 
 /* Killed while a template boots: after the restart nothing of it is
@@ -252,7 +235,7 @@ test_killed_build (Fixture *f, gconstpointer data)
   client_free (f->client);
   mv_test_env_start_daemon (f->env, NULL);
   f->client = client_new (f->env);
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 0);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 0);
   g_assert_cmpuint (count_processes_with (warm), ==, 0);
 
   /* The machine runs on; the next of its shape boots, and builds the

@@ -20,29 +20,12 @@ warm_dir (Fixture *f)
   return g_build_filename (mv_test_env_state_dir (f->env), MV_WARM_DIR, NULL);
 }
 
-/* The whole templates there are; fails the test on anything staged. */
-static guint
-count_templates (Fixture *f, gboolean staged_allowed)
-{
-  g_autofree char *dir = warm_dir (f);
-  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
-  const char *name;
-  guint n = 0;
-
-  while (d && (name = g_dir_read_name (d)))
-    if (name[0] != '.')
-      n++;
-    else if (!staged_allowed)
-      g_error ("%s/%s: left of a build", dir, name);
-  return n;
-}
-
 static gboolean
 has_templates (Client *client, gpointer data)
 {
   Fixture *f = data;
 
-  return count_templates (f, TRUE) > 0;
+  return count_warm_templates (mv_test_env_state_dir (f->env), TRUE) > 0;
 }
 
 static void
@@ -89,12 +72,12 @@ test_warm_starts (Fixture *f, gconstpointer data)
   g_autofree char *first = NULL, *second = NULL, *cold = NULL, *other = NULL;
   g_autofree char *err = NULL, *message = NULL, *state = NULL;
 
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 0);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 0);
   first = client_create (f->client, SPEC ("first", ""), MV_CREATE_START, NULL, NULL);
   g_assert_nonnull (first);
   assert_started_from (f, first, "cold");
   wait_for_template (f);
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
 
   /* Its shape, its template. */
   second = client_create (f->client, SPEC ("second", ",\"cmd\":[\"/bin/app\"]"),
@@ -138,7 +121,7 @@ test_warm_starts (Fixture *f, gconstpointer data)
   client_call_ok (f->client, second, "Stop");
   client_call_ok (f->client, second, "Start");
   assert_started_from (f, second, "cold");
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
 }
 
 /* A template of a hypervisor version the host no longer has is removed
@@ -169,22 +152,7 @@ test_hypervisor_gone (Fixture *f, gconstpointer data)
   g_assert_true (g_file_set_contents (record, edited->str, -1, NULL));
   mv_test_env_start_daemon (f->env, NULL);
   f->client = client_new (f->env);
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 0);
-}
-
-/* InterfacesAdded or InterfacesRemoved (@member) for the object @path. */
-static guint
-count_announced (Fixture *f, const char *member, const char *path)
-{
-  guint n = 0;
-
-  for (guint i = 0; i < f->client->signals->len; i++)
-    {
-      RecordedSignal *sig = f->client->signals->pdata[i];
-
-      n += g_str_equal (sig->member, member) && g_strcmp0 (sig->args, path) == 0;
-    }
-  return n;
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 0);
 }
 
 /* BuildWarmImage: its object path, or NULL with the error's name. */
@@ -219,9 +187,9 @@ test_build_ahead (Fixture *f, gconstpointer data)
   path = build_warm (f, SPEC ("ahead", ",\"cmd\":[\"/bin/app\"]"), &err);
   g_assert_cmpstr (err, ==, NULL);
   g_assert_true (g_str_has_prefix (path, MV_WARM_IMAGE_PREFIX "/"));
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
   client_settle (f->client, 200);
-  g_assert_cmpuint (count_announced (f, "InterfacesAdded", path), ==, 1);
+  g_assert_cmpuint (client_count_announced (f->client, "InterfacesAdded", path), ==, 1);
   g_assert_cmpint (sd_bus_get_property_string (f->client->bus, MV_BUS_NAME, path,
                                                MV_WARM_IMAGE_IFACE, "Key", &error, &key), >=, 0);
   g_assert_cmpint (sd_bus_get_property_trivial (f->client->bus, MV_BUS_NAME, path,
@@ -238,7 +206,7 @@ test_build_ahead (Fixture *f, gconstpointer data)
 
   again = build_warm (f, SPEC ("ahead-again", ""), &err);
   g_assert_cmpstr (again, ==, path);
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
 
   machine = client_create (f->client, SPEC ("user", ""), MV_CREATE_START, NULL, NULL);
   g_assert_nonnull (machine);
@@ -246,7 +214,7 @@ test_build_ahead (Fixture *f, gconstpointer data)
 
   g_assert_null (build_warm (f, SPEC ("bad", ",\"start_mode\":\"hot\""), &err));
   g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_ARGUMENT);
-  g_assert_cmpuint (count_templates (f, FALSE), ==, 1);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
 
   /* It stays over a restart. */
   client_free (f->client);
@@ -276,7 +244,7 @@ test_templates_bounded (Fixture *f, gconstpointer data)
       g_assert_cmpstr (err, ==, NULL);
       g_assert_nonnull (path);
     }
-  g_assert_cmpuint (count_templates (f, FALSE), ==, MV_WARM_TEMPLATES_MAX);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, MV_WARM_TEMPLATES_MAX);
   over = build_warm (f, SPEC ("one-more", ""), &err);
   g_assert_null (over);
   g_assert_cmpstr (err, ==, MV_BUS_ERROR_RESOURCE_EXHAUSTED);
@@ -286,7 +254,7 @@ test_templates_bounded (Fixture *f, gconstpointer data)
   g_assert_nonnull (machine);
   assert_started_from (f, machine, "cold");
   client_settle (f->client, 500);
-  g_assert_cmpuint (count_templates (f, FALSE), ==, MV_WARM_TEMPLATES_MAX);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, MV_WARM_TEMPLATES_MAX);
 }
 
 static void
@@ -343,7 +311,7 @@ run_sweep_case (Fixture *f, const SweepCase *c, guint n)
                                                 "\"test\",\"kernel\":\"/boot/vmlinuz\","
                                                 "\"memory_bytes\":%u}", name, (n + 5) << 26);
   g_autofree char *machine = NULL, *warm = NULL;
-  guint templates = count_templates (f, FALSE);
+  guint templates = count_warm_templates (mv_test_env_state_dir (f->env), FALSE);
 
   g_test_message ("fault point %s", c->fault);
   if (c->build)
@@ -358,19 +326,19 @@ run_sweep_case (Fixture *f, const SweepCase *c, guint n)
       mv_test_env_stop_daemon (f->env, SIGKILL);
       mv_test_env_start_daemon (f->env, NULL);
       /* Nothing staged is left; a template is whole or absent. */
-      g_assert_cmpuint (count_templates (f, FALSE), <=, templates + 1);
+      g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), <=, templates + 1);
       if (g_str_equal (c->fault, "warm-build:committed"))
-        g_assert_cmpuint (count_templates (f, FALSE), ==, templates + 1);
+        g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, templates + 1);
       else
-        g_assert_cmpuint (count_templates (f, FALSE), ==, templates);
+        g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, templates);
     }
   else
     {
       machine = client_create (f->client, spec, MV_CREATE_START, NULL, NULL);
       /* Its template, built behind its start. */
-      for (guint i = 0; i < 400 && count_templates (f, TRUE) == templates; i++)
+      for (guint i = 0; i < 400 && count_warm_templates (mv_test_env_state_dir (f->env), TRUE) == templates; i++)
         client_settle (f->client, 50);
-      g_assert_cmpuint (count_templates (f, TRUE), ==, templates + 1);
+      g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), TRUE), ==, templates + 1);
       g_setenv ("MICROVMD_FAULT_POINT", c->fault, TRUE);
       mv_test_env_stop_daemon (f->env, SIGTERM);
       mv_test_env_start_daemon (f->env, NULL);
