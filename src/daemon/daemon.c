@@ -662,9 +662,10 @@ end_interrupted_builds (MvDaemon *daemon, const char *dir)
   while (d && (name = g_dir_read_name (d)))
     {
       g_autofree char *run = g_build_filename (dir, name, "run", NULL);
-      const char *id = name + strlen (".staged-");
+      const char *id = name + strlen (MV_SNAPSHOT_STAGED_PREFIX);
 
-      if (!g_str_has_prefix (name, ".staged-") || !g_file_test (run, G_FILE_TEST_IS_DIR))
+      if (!g_str_has_prefix (name, MV_SNAPSHOT_STAGED_PREFIX) ||
+          !g_file_test (run, G_FILE_TEST_IS_DIR))
         continue;
       for (guint i = 0; i < mv_runtimes_count (daemon->host.runtimes); i++)
         {

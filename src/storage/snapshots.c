@@ -22,7 +22,6 @@
 #define RECORD_NAME     "snapshot.json"
 #define STATE_NAME      "state"
 #define DISK_NAME       "disk.ext4"
-#define STAGED_PREFIX   ".staged-"
 #define REMOVED_PREFIX  ".removed-"
 
 typedef struct {
@@ -55,7 +54,7 @@ stage (MvSnapshots *snapshots, GError **error)
 {
   Store *self = store_of (snapshots);
   g_autofree char *id = mv_id_new ();
-  g_autofree char *name = g_strconcat (STAGED_PREFIX, id, NULL);
+  g_autofree char *name = g_strconcat (MV_SNAPSHOT_STAGED_PREFIX, id, NULL);
   g_autofree char *dir = g_build_filename (self->dir, name, NULL);
   g_autofree char *state = g_build_filename (dir, STATE_NAME, NULL);
   GError *local = NULL;
@@ -301,7 +300,8 @@ sweep (MvSnapshots *snapshots, GError **error)
   const char *name;
 
   while (dir && (name = g_dir_read_name (dir)))
-    if (g_str_has_prefix (name, STAGED_PREFIX) || g_str_has_prefix (name, REMOVED_PREFIX))
+    if (g_str_has_prefix (name, MV_SNAPSHOT_STAGED_PREFIX) ||
+        g_str_has_prefix (name, REMOVED_PREFIX))
       {
         g_autofree char *path = g_build_filename (self->dir, name, NULL);
 
