@@ -700,6 +700,22 @@ test_snapshot (VmmFixture *fixture, gconstpointer data)
   g_assert_true (mv_process_wait (restored.vmm, 5000));
 }
 
+/* Begins a CONFIG on @c's output: TEMPLATE 1 if @template_boot,
+ * @init_mode (NULL: none), @kind's END and @root; the caller adds the
+ * rest and sends it. */
+static void
+begin_config (Client *c, const Kind *kind, gboolean template_boot, const char *init_mode,
+              const char *root)
+{
+  mv_agent_buf_begin (&c->out, MV_AGENT_CONFIG, 0);
+  if (template_boot)
+    mv_agent_buf_put_u32 (&c->out, MV_AGENT_F_TEMPLATE, 1);
+  if (init_mode)
+    mv_agent_buf_put_str (&c->out, MV_AGENT_F_INIT_MODE, init_mode);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_END, kind->end);
+  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ROOT, root);
+}
+
 /* A CONFIG with TEMPLATE 1 sets up the root and nothing else: READY, no
  * hostname, no workload, and HELLO says template. Frozen and restored,
  * the guest is still one, and takes the machine's CONFIG after its
@@ -725,11 +741,7 @@ test_template (VmmFixture *fixture, gconstpointer data)
   gboolean closed;
 
   g_assert_cmpstr (state, ==, "unconfigured");
-  mv_agent_buf_begin (&c->out, MV_AGENT_CONFIG, 0);
-  mv_agent_buf_put_u32 (&c->out, MV_AGENT_F_TEMPLATE, 1);
-  mv_agent_buf_put_str (&c->out, MV_AGENT_F_INIT_MODE, "exec");
-  mv_agent_buf_put_str (&c->out, MV_AGENT_F_END, kind->end);
-  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ROOT, "/dev/vda");
+  begin_config (c, kind, TRUE, "exec", "/dev/vda");
   mv_agent_buf_put_str (&c->out, MV_AGENT_F_HOSTNAME, "template-1");
   mv_agent_buf_put_str (&c->out, MV_AGENT_F_ARGV, "sh");
   mv_agent_buf_put_str (&c->out, MV_AGENT_F_ARGV, "-c");
@@ -766,10 +778,7 @@ test_template (VmmFixture *fixture, gconstpointer data)
   mv_agent_buf_begin (&after->out, MV_AGENT_PING, 0);
   client_send (after);
   client_expect (after, MV_AGENT_PONG, 0, &frame);
-  mv_agent_buf_begin (&after->out, MV_AGENT_CONFIG, 0);
-  mv_agent_buf_put_str (&after->out, MV_AGENT_F_INIT_MODE, "exec");
-  mv_agent_buf_put_str (&after->out, MV_AGENT_F_END, kind->end);
-  mv_agent_buf_put_str (&after->out, MV_AGENT_F_ROOT, "/dev/vda");
+  begin_config (after, kind, FALSE, "exec", "/dev/vda");
   mv_agent_buf_put_str (&after->out, MV_AGENT_F_HOSTNAME, "web-2");
   mv_agent_buf_put_str (&after->out, MV_AGENT_F_ARGV, "sh");
   mv_agent_buf_put_str (&after->out, MV_AGENT_F_ARGV, "-c");
@@ -810,12 +819,7 @@ template_refused (Client *c, MvProcess *vmm, const Kind *kind, gboolean template
   g_autofree char *got = NULL;
   MvAgentFrame frame;
 
-  mv_agent_buf_begin (&c->out, MV_AGENT_CONFIG, 0);
-  if (template_boot)
-    mv_agent_buf_put_u32 (&c->out, MV_AGENT_F_TEMPLATE, 1);
-  mv_agent_buf_put_str (&c->out, MV_AGENT_F_INIT_MODE, init_mode);
-  mv_agent_buf_put_str (&c->out, MV_AGENT_F_END, kind->end);
-  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ROOT, root);
+  begin_config (c, kind, template_boot, init_mode, root);
   mv_agent_buf_put_str (&c->out, MV_AGENT_F_ARGV, "true");
   client_send (c);
   client_expect (c, MV_AGENT_FAILED, 0, &frame);
@@ -855,10 +859,7 @@ test_template_other_root (VmmFixture *fixture, gconstpointer data)
   MvAgentFrame frame;
 
   g_assert_cmpstr (state, ==, "unconfigured");
-  mv_agent_buf_begin (&c->out, MV_AGENT_CONFIG, 0);
-  mv_agent_buf_put_u32 (&c->out, MV_AGENT_F_TEMPLATE, 1);
-  mv_agent_buf_put_str (&c->out, MV_AGENT_F_END, kind->end);
-  mv_agent_buf_put_str (&c->out, MV_AGENT_F_ROOT, "/dev/vda");
+  begin_config (c, kind, TRUE, NULL, "/dev/vda");
   client_send (c);
   client_expect (c, MV_AGENT_READY, 0, &frame);
   template_refused (c, vmm, kind, FALSE, "exec", "/dev/vdc",
