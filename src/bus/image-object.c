@@ -696,6 +696,8 @@ typedef struct {
   MvImageObjects *objects;
   sd_bus_message *call;
   GStrv           keep;
+  GStrv           warm;          /* the warm templates of the images not kept */
+  GPtrArray      *warm_removed;  /* char*: those removed */
 } Prune;
 
 static void
@@ -703,6 +705,8 @@ prune_free (Prune *prune)
 {
   sd_bus_message_unref (prune->call);
   g_strfreev (prune->keep);
+  g_strfreev (prune->warm);
+  g_ptr_array_unref (prune->warm_removed);
   g_free (prune);
 }
 
@@ -715,7 +719,19 @@ prune_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancell
   g_autoptr (GError) error = NULL;
   g_autoptr (GPtrArray) images = mv_image_store_list (prune->objects->store, &error);
   GPtrArray *removed = g_ptr_array_new_with_free_func (g_free);
+  MvReconciler *rec = mv_bus_service_reconciler (prune->objects->service);
 
+  /* The warm templates of the images no machine is pinned to go with
+   * them. */
+  for (char **key = prune->warm; *key; key++)
+    {
+      g_autoptr (GError) local = NULL;
+
+      if (mv_reconciler_remove_warm (rec, *key, &local))
+        g_ptr_array_add (prune->warm_removed, g_strdup (*key));
+      else
+        g_warning ("Pruning warm template %s: %s", *key, local->message);
+    }
   for (guint i = 0; images && i < images->len; i++)
     {
       const char *digest = ((MvImage *) images->pdata[i])->digest;
@@ -737,10 +753,6 @@ prune_thread (GTask *task, gpointer source, gpointer data, GCancellable *cancell
     }
   if (error != NULL)
     g_warning ("Pruning images: %s", error->message);
-  /* The warm templates of the images no machine is pinned to go with
-   * them. */
-  mv_reconciler_prune_warm (mv_bus_service_reconciler (prune->objects->service),
-                            (const char *const *) prune->keep);
   g_task_return_pointer (task, removed, (GDestroyNotify) g_ptr_array_unref);
 }
 
@@ -753,7 +765,8 @@ pruned (GObject *source, GAsyncResult *result, gpointer data)
   g_autoptr (sd_bus_message) reply = NULL;
   int r;
 
-  mv_reconciler_warm_pruned (mv_bus_service_reconciler (prune->objects->service));
+  mv_reconciler_forget_warm (mv_bus_service_reconciler (prune->objects->service),
+                             prune->warm_removed);
   if (removed == NULL)
     {
       mv_bus_reply_gerror (prune->call, error);
@@ -792,6 +805,9 @@ do_prune (sd_bus_message *call, gboolean root, gpointer user_data)
   prune->objects = objects;
   prune->call = sd_bus_message_ref (call);
   prune->keep = mv_reconciler_images_in_use (mv_bus_service_reconciler (objects->service));
+  prune->warm = mv_reconciler_warm_unused (mv_bus_service_reconciler (objects->service),
+                                           (const char *const *) prune->keep);
+  prune->warm_removed = g_ptr_array_new_with_free_func (g_free);
   task = g_task_new (NULL, NULL, pruned, NULL);
   g_task_set_task_data (task, prune, (GDestroyNotify) prune_free);
   g_task_run_in_thread (task, prune_thread);

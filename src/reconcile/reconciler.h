@@ -236,9 +236,16 @@ const MvSnapshot *mv_reconciler_find_snapshot (MvReconciler *reconciler, const c
 /* The digests of the images machines are pinned to and snapshots' guests
  * booted from (seed 002, ImagesInUse): what PruneImages keeps. */
 char        **mv_reconciler_images_in_use (MvReconciler *reconciler);
-/* Blocks, any thread: removes the warm templates booted from an image
- * whose digest is not in @keep_digests; how many went. */
-guint         mv_reconciler_prune_warm (MvReconciler *reconciler, const char *const *keep_digests);
+/* The keys of the warm templates booted from an image whose digest is
+ * not in @keep_digests: what PruneImages removes with the images. */
+char        **mv_reconciler_warm_unused (MvReconciler *reconciler,
+                                         const char *const *keep_digests);
+/* Blocks, any thread: removes the files of the warm template @key. */
+gboolean      mv_reconciler_remove_warm (MvReconciler *reconciler, const char *key,
+                                         GError **error);
+/* Main thread: the templates @keys (char*) are removed: the table
+ * follows, and the observer hears of each one gone. */
+void          mv_reconciler_forget_warm (MvReconciler *reconciler, GPtrArray *keys);
 /* Warm templates (warm.c), each a snapshot of no machine whose ID is its
  * key. Builds the template of @spec's shape (taken; validated as a
  * create's, its image pulled if the host has none of that reference) and
@@ -255,9 +262,6 @@ void          mv_reconciler_add_warm (MvReconciler *reconciler, GPtrArray *templ
 const MvSnapshot *mv_reconciler_lookup_warm (MvReconciler *reconciler, const char *key);
 /* Every known template (borrowed), in no order; free the array. */
 GPtrArray    *mv_reconciler_list_warm (MvReconciler *reconciler);
-/* Main thread, after templates were removed on disk (PruneImages): the
- * table follows, and the observer hears of each one gone. */
-void          mv_reconciler_warm_pruned (MvReconciler *reconciler);
 /* Blocks: removes, with a warning, the warm templates among @templates
  * (as MvSnapshots.load() gives them) of a hypervisor version the host no
  * longer has or has deprecated, from the disk and from @templates. */

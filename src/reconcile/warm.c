@@ -356,52 +356,47 @@ mv_reconciler_list_warm (MvReconciler *rec)
   return list;
 }
 
-void
-mv_reconciler_warm_pruned (MvReconciler *rec)
+char **
+mv_reconciler_warm_unused (MvReconciler *rec, const char *const *keep_digests)
 {
-  MvSnapshots *warm = rec->host->warm;
+  g_autoptr (GStrvBuilder) unused = g_strv_builder_new ();
   GHashTableIter iter;
   gpointer value;
 
-  if (!warm)
-    return;
   g_hash_table_iter_init (&iter, rec->warm);
   while (g_hash_table_iter_next (&iter, NULL, &value))
     {
-      MvSnapshot *template = value;
-      g_autofree char *dir = warm->dir (warm, template->id);
-
-      if (g_file_test (dir, G_FILE_TEST_IS_DIR))
-        continue;
-      if (rec->observer.warm_removed)
-        rec->observer.warm_removed (template, rec->observer.data);
-      g_hash_table_iter_remove (&iter);
-    }
-}
-
-guint
-mv_reconciler_prune_warm (MvReconciler *rec, const char *const *keep_digests)
-{
-  MvSnapshots *warm = rec->host->warm;
-  g_autoptr (GPtrArray) templates = warm ? warm->load (warm, NULL, NULL) : NULL;
-  guint removed = 0;
-
-  for (guint i = 0; templates && i < templates->len; i++)
-    {
-      const MvSnapshot *template = templates->pdata[i];
-      g_autoptr (GError) error = NULL;
+      const MvSnapshot *template = value;
 
       /* A template is as good as the image its root is: without it, no
        * start could match its key again. */
-      if (!template->image_digest ||
-          g_strv_contains (keep_digests, template->image_digest))
-        continue;
-      if (warm->remove (warm, template->id, &error))
-        removed++;
-      else
-        g_warning ("Pruning warm template %s: %s", template->id, error->message);
+      if (template->image_digest && !g_strv_contains (keep_digests, template->image_digest))
+        g_strv_builder_add (unused, template->id);
     }
-  return removed;
+  return g_strv_builder_end (unused);
+}
+
+gboolean
+mv_reconciler_remove_warm (MvReconciler *rec, const char *key, GError **error)
+{
+  MvSnapshots *warm = rec->host->warm;
+
+  return warm->remove (warm, key, error);
+}
+
+void
+mv_reconciler_forget_warm (MvReconciler *rec, GPtrArray *keys)
+{
+  for (guint i = 0; i < keys->len; i++)
+    {
+      MvSnapshot *template = g_hash_table_lookup (rec->warm, keys->pdata[i]);
+
+      if (!template)
+        continue;
+      if (rec->observer.warm_removed)
+        rec->observer.warm_removed (template, rec->observer.data);
+      g_hash_table_remove (rec->warm, keys->pdata[i]);
+    }
 }
 
 void

@@ -144,13 +144,29 @@ prune (Fixture *f)
     g_error ("PruneImages: %s: %s", err, message);
 }
 
+/* The object path of the one warm template there is. */
+static char *
+only_template_path (Fixture *f)
+{
+  g_autofree char *dir = g_build_filename (mv_test_env_state_dir (f->env), MV_WARM_DIR, NULL);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+  char *path = NULL;
+
+  while (d && (name = g_dir_read_name (d)))
+    if (name[0] != '.')
+      g_assert_cmpint (sd_bus_path_encode (MV_WARM_IMAGE_PREFIX, name, &path), >=, 0);
+  g_assert_nonnull (path);
+  return path;
+}
+
 static void
 test_warm_start (Fixture *f, gconstpointer data)
 {
   g_autofree char *first = NULL, *second = NULL, *cold = NULL, *variant_path = NULL;
   g_autofree char *from = NULL, *seen = NULL, *rand_a = NULL, *rand_b = NULL;
   g_autofree char *mine = NULL, *theirs = NULL, *written = NULL, *variant = image_variant ();
-  g_autofree char *err = NULL, *message = NULL;
+  g_autofree char *err = NULL, *message = NULL, *template_path = NULL;
 
   first = create_ok (f, "first", layout, NULL);
   from = started_from (f, first);
@@ -207,12 +223,16 @@ test_warm_start (Fixture *f, gconstpointer data)
     g_assert_nonnull (strstr (message, "no warm template matches"));
   }
 
-  /* A template goes with its image, once no machine is pinned to it. */
+  /* A template goes with its image, once no machine is pinned to it,
+   * and its object with it. */
   prune (f);
   g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
+  template_path = only_template_path (f);
   client_delete_all (f->client);
   prune (f);
   g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 0);
+  client_settle (f->client, 200);
+  g_assert_cmpuint (client_count_announced (f->client, "InterfacesRemoved", template_path), ==, 1);
 }
 
 /* Killed while a template boots: after the restart nothing of it is
