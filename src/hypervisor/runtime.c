@@ -300,10 +300,53 @@ check_resize_room (Adapter *self, const MvSpec *spec, GError **error)
   return TRUE;
 }
 
+/* Whether a warm template can stand for @spec's machine at all; if not,
+ * MV_ERROR_UNSUPPORTED naming the field. */
+static gboolean
+check_warm_shape (Adapter *self, const MvSpec *spec, GError **error)
+{
+  const MvDisk *root = mv_spec_root_disk (spec);
+
+  if (!mv_runtime_guests_has_agent (self->guests, spec))
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "kernel: a warm start needs microvmd's "
+                         "agent in the guest, and this one boots without it");
+  if (mv_spec_effective_init_mode (spec) != MV_INIT_MODE_EXEC)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "init_mode: a machine whose init is "
+                         "systemd starts by booting");
+  /* A template boots with no network to be on. */
+  if (spec->network_name)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "network_name: a machine on a network "
+                         "starts by booting");
+  if (root && !root->read_only)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "disks: a machine whose root disk is "
+                         "writable starts by booting");
+  for (guint i = 0; i < spec->mounts->len; i++)
+    {
+      const MvMount *mount = spec->mounts->pdata[i];
+
+      if (mount->type == MV_MOUNT_VOLUME || mount->type == MV_MOUNT_DIRECTORY)
+        return mv_error_set (error, MV_ERROR_UNSUPPORTED, "mounts[%u]: a machine with %s mounts "
+                             "starts by booting", i, mv_mount_type_to_string (mount->type));
+    }
+  return TRUE;
+}
+
+/* start_mode warm on a machine no template can stand for would fail at
+ * every start: it is refused when the spec is given. */
+static gboolean
+check_start_mode (Adapter *self, const MvSpec *spec, GError **error)
+{
+  if (spec->start_mode != MV_START_MODE_WARM || check_warm_shape (self, spec, error))
+    return TRUE;
+  g_prefix_error (error, "start_mode: warm: ");
+  return FALSE;
+}
+
 static gboolean
 rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
 {
-  return check_resize_room (adapter_of (rt), spec, error) &&
+  return check_start_mode (adapter_of (rt), spec, error) &&
+         check_resize_room (adapter_of (rt), spec, error) &&
          check_cpu_affinity (adapter_of (rt), spec, error) &&
          mv_cgroups_check (adapter_of (rt)->cgroups, spec, error) &&
          check_net_limits (adapter_of (rt), spec, error) &&
@@ -352,33 +395,11 @@ rt_warm_inputs (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
 {
   Adapter *self = adapter_of (rt);
   const MvSpec *spec = req->spec;
-  const MvDisk *root = mv_spec_root_disk (spec);
   g_autoptr (MvVmSpec) vm = NULL;
   g_autoptr (GString) out = g_string_new (NULL);
 
-  if (!mv_runtime_guests_has_agent (self->guests, spec))
-    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "kernel: a warm start needs microvmd's "
-                         "agent in the guest, and this one boots without it"), NULL;
-  if (mv_spec_effective_init_mode (spec) != MV_INIT_MODE_EXEC)
-    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "init_mode: a machine whose init is "
-                         "systemd starts by booting"), NULL;
-  /* A template boots with no network to be on. */
-  if (spec->network_name)
-    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "network_name: a machine on a network "
-                         "starts by booting"), NULL;
-  if (root && !root->read_only)
-    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "disks: a machine whose root disk is "
-                         "writable starts by booting"), NULL;
-  for (guint i = 0; i < spec->mounts->len; i++)
-    {
-      const MvMount *mount = spec->mounts->pdata[i];
-
-      if (mount->type == MV_MOUNT_VOLUME || mount->type == MV_MOUNT_DIRECTORY)
-        return mv_error_set (error, MV_ERROR_UNSUPPORTED, "mounts[%u]: a machine with %s mounts "
-                             "starts by booting", i, mv_mount_type_to_string (mount->type)),
-               NULL;
-    }
-
+  if (!check_warm_shape (self, spec, error))
+    return NULL;
   vm = mv_runtime_vm_spec_new (self->starter, mv_runtime_guests_files (self->guests), req);
   g_string_append_printf (out, "hypervisor=%s %s\n", rt->type,
                           self->starter->version (self->starter));

@@ -346,6 +346,19 @@ test_warm_start (Fixture *f, gconstpointer data)
   g_free (from);
   from = client_get_string (f->client, second, "StartedFrom");
   g_assert_cmpstr (from, ==, "warm");
+
+  /* A shape no template can stand for is refused start_mode warm when
+   * it is given, not at every start. */
+  {
+    g_autofree char *spec = spec_text (data, "never-warm",
+                                       "\"start_mode\":\"warm\",\"init_mode\":\"systemd\"");
+    g_autofree char *err = NULL, *message = NULL;
+    g_autofree char *path = client_create (f->client, spec, 0, &err, &message);
+
+    g_assert_null (path);
+    g_assert_cmpstr (err, ==, MV_BUS_ERROR_UNSUPPORTED);
+    g_assert_nonnull (strstr (message, "start_mode: warm: init_mode:"));
+  }
   name = exec_output (f, second, hostname);
   g_assert_cmpstr (name, ==, "warm-host\n");
   text = exec_output (f, second, greeting);
