@@ -53,7 +53,8 @@ mv_machine_held (const MvMachine *machine)
 MvResources
 mv_reconciler_held (MvReconciler *rec)
 {
-  MvResources held = { 0, 0 };
+  /* A template being built runs a guest as a machine does (warm.c). */
+  MvResources held = rec->warm_held;
   GHashTableIter iter;
   MvMachine *machine;
 
@@ -67,22 +68,47 @@ mv_reconciler_held (MvReconciler *rec)
   return held;
 }
 
-gboolean
-mv_reconciler_admit (MvMachine *machine, MvResources *admitted, GError **error)
+/* Admits @want for @name beside what is held now. */
+static gboolean
+admit (MvReconciler *rec, const char *name, const MvResources *want, GError **error)
 {
-  MvReconciler *rec = machine->reconciler;
-  MvResources want = wanted (machine);
   MvResources held;
 
   if (!mv_capacity_is_limited (&rec->options.capacity))
-    held = (MvResources) { 0, 0 };
-  else
-    held = mv_reconciler_held (rec);
-  if (!mv_capacity_admit (&rec->options.capacity, machine->config->spec->name, &want, &held,
-                          error))
+    return TRUE;
+  held = mv_reconciler_held (rec);
+  return mv_capacity_admit (&rec->options.capacity, name, want, &held, error);
+}
+
+gboolean
+mv_reconciler_admit (MvMachine *machine, MvResources *admitted, GError **error)
+{
+  MvResources want = wanted (machine);
+
+  if (!admit (machine->reconciler, machine->config->spec->name, &want, error))
     return FALSE;
   *admitted = want;
   return TRUE;
+}
+
+gboolean
+mv_reconciler_admit_warm_build (MvReconciler *rec, const MvSpec *spec, GError **error)
+{
+  MvResources want = spec_size (spec);
+
+  if (!admit (rec, "(a warm template)", &want, error))
+    return FALSE;
+  mv_resources_add (&rec->warm_held, &want);
+  return TRUE;
+}
+
+void
+mv_reconciler_release_warm_build (MvReconciler *rec, const MvSpec *spec)
+{
+  MvResources size = spec_size (spec);
+
+  rec->warm_held.vcpus -= MIN (size.vcpus, rec->warm_held.vcpus);
+  rec->warm_held.memory_bytes -= MIN (size.memory_bytes, rec->warm_held.memory_bytes);
 }
 
 gboolean

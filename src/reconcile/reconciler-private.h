@@ -23,6 +23,7 @@ struct _MvReconciler {
   GHashTable          *warm_building;  /* keys of the warm templates being built */
   GHashTable          *warm;           /* key -> MvSnapshot*: the templates there are */
   guint                warm_builds;    /* templates being built, keyed or not yet */
+  MvResources          warm_held;      /* what the templates being built hold */
   MvOpStats            op_stats;     /* what the steps came to (steps.c) */
   void               (*recovered) (gpointer data);
   gpointer             recovered_data;
@@ -57,6 +58,10 @@ gboolean   mv_reconciler_is_migrating (MvMachine *machine);
  * starts with, for the caller to note in its status as it becomes
  * Starting; or MV_ERROR_RESOURCE_EXHAUSTED with the numbers. */
 gboolean   mv_reconciler_admit (MvMachine *machine, MvResources *admitted, GError **error);
+/* A warm template of @spec's size is to boot: admitted as a start is,
+ * and held until its build lets go of it; or MV_ERROR_RESOURCE_EXHAUSTED. */
+gboolean   mv_reconciler_admit_warm_build (MvReconciler *rec, const MvSpec *spec, GError **error);
+void       mv_reconciler_release_warm_build (MvReconciler *rec, const MvSpec *spec);
 /* MV_ERROR_INVALID_ARGUMENT unless a machine of @spec's size could ever
  * start here. */
 gboolean   mv_reconciler_check_spec_size (MvReconciler *rec, const MvSpec *spec, GError **error);

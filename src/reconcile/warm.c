@@ -225,6 +225,7 @@ on_built (GObject *source, GAsyncResult *result, gpointer user_data)
 
   if (build->registered)
     g_hash_table_remove (rec->warm_building, build->key);
+  mv_reconciler_release_warm_build (rec, build->spec);
   rec->warm_builds--;
   rec->background--;
   if (!g_task_propagate_boolean (G_TASK (result), &error))
@@ -253,11 +254,18 @@ warm_full (MvReconciler *rec)
   return g_hash_table_size (rec->warm) + rec->warm_builds >= MV_WARM_TEMPLATES_MAX;
 }
 
-static void
-start_build (MvReconciler *rec, Build *build)
+/* Starts @build, admitted as a start of its size is; FALSE with @error
+ * (and @build freed) if the host has no room for it now. */
+static gboolean
+start_build (MvReconciler *rec, Build *build, GError **error)
 {
   g_autoptr (GTask) gtask = NULL;
 
+  if (!mv_reconciler_admit_warm_build (rec, build->spec, error))
+    {
+      build_free (build);
+      return FALSE;
+    }
   build->registered = build->key != NULL;
   if (build->registered)
     g_hash_table_add (rec->warm_building, g_strdup (build->key));
@@ -266,6 +274,7 @@ start_build (MvReconciler *rec, Build *build)
   gtask = g_task_new (NULL, NULL, on_built, NULL);
   g_task_set_task_data (gtask, build, (GDestroyNotify) build_free);
   g_task_run_in_thread (gtask, build_in_thread);
+  return TRUE;
 }
 
 void
@@ -299,13 +308,15 @@ mv_reconciler_build_warm_image (MvReconciler *rec, MvSpec *spec_in, MvWarmBuilt 
   build->hypervisor_version = g_strdup (mv_runtimes_version (rec->host->runtimes, runtime));
   build->done = done;
   build->done_data = data;
-  start_build (rec, build);
+  if (!start_build (rec, build, &error))
+    done (NULL, error, data);
 }
 
 void
 mv_reconciler_build_warm (MvReconciler *rec, MvRuntime *runtime, const MvSpec *spec,
                           const MvImageConfig *image_config, const char *key)
 {
+  g_autoptr (GError) error = NULL;
   Build *build;
 
   if (!rec->host->warm || g_hash_table_contains (rec->warm_building, key))
@@ -323,7 +334,8 @@ mv_reconciler_build_warm (MvReconciler *rec, MvRuntime *runtime, const MvSpec *s
   build->image_config = mv_image_config_copy (image_config);
   build->key = g_strdup (key);
   build->hypervisor_version = g_strdup (mv_runtimes_version (rec->host->runtimes, runtime));
-  start_build (rec, build);
+  if (!start_build (rec, build, &error))
+    g_message ("Warm template %s not built now: %s", key, error->message);
 }
 
 void

@@ -257,6 +257,46 @@ test_templates_bounded (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, MV_WARM_TEMPLATES_MAX);
 }
 
+/* 2 CPUs × 1.5 = 3 vCPUs; (2 GiB − 512 MiB) × 1 = 1.5 GiB. */
+static const char small_host[] =
+  "[resources]\n"
+  "host-cpus=2\n"
+  "host-memory-bytes=2147483648\n"
+  "reserved-memory-bytes=536870912\n"
+  "cpu-overcommit=1.5\n"
+  "memory-overcommit=1.0\n";
+
+#define GIB_SPEC(name) "{\"name\":\"" name "\",\"hypervisor_type\":\"test\"," \
+  "\"kernel\":\"/boot/vmlinuz\",\"memory_bytes\":1073741824}"
+
+/* A template being built runs a guest: it is admitted as a start is, and
+ * holds its size while it boots. On a host with room for 1.5 GiB, one
+ * 1 GiB machine running leaves no room for its 1 GiB template, asked for
+ * or built behind its start. */
+static void
+test_builds_admitted (Fixture *f, gconstpointer data)
+{
+  g_autofree char *machine = NULL, *err = NULL, *path = NULL;
+
+  machine = client_create (f->client, GIB_SPEC ("big"), MV_CREATE_START, NULL, NULL);
+  g_assert_nonnull (machine);
+  assert_started_from (f, machine, "cold");
+  client_settle (f->client, 500);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 0);
+
+  path = build_warm (f, GIB_SPEC ("big-template"), &err);
+  g_assert_null (path);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_RESOURCE_EXHAUSTED);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 0);
+
+  /* With the machine stopped there is room. */
+  client_call_ok (f->client, machine, "Stop");
+  g_clear_pointer (&err, g_free);
+  path = build_warm (f, GIB_SPEC ("big-template"), &err);
+  g_assert_cmpstr (err, ==, NULL);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
+}
+
 static void
 test_bad_start_mode (Fixture *f, gconstpointer data)
 {
@@ -374,6 +414,8 @@ main (int argc, char **argv)
   ADD ("bad-start-mode", test_bad_start_mode);
   ADD ("build-ahead", test_build_ahead);
   ADD ("templates-bounded", test_templates_bounded);
+  g_test_add ("/warm/builds-admitted", Fixture, small_host, fixture_setup, test_builds_admitted,
+              teardown);
   ADD ("hypervisor-gone", test_hypervisor_gone);
   ADD ("crash-sweep", test_crash_sweep);
   return g_test_run ();
