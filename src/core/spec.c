@@ -578,5 +578,9 @@ mv_spec_warm_template (const MvSpec *spec, const char *key)
   g_hash_table_remove_all (template->env);
   g_hash_table_remove_all (template->labels);
   g_ptr_array_set_size (template->mounts, 0);
+  /* Its NIC reaches nothing: no ports, no rules of a machine's. */
+  g_ptr_array_set_size (template->ports, 0);
+  g_clear_pointer (&template->firewall, json_array_unref);
+  template->firewall = json_array_new ();
   return template;
 }

@@ -242,7 +242,8 @@ const char *mv_start_mode_to_string (MvStartMode mode);
 /* The spec a warm template of machines like @spec is built from and
  * recorded with: their image and shape, and nothing of any machine (no
  * name but "warm-" and @key's first 12 digits, no identity, metadata,
- * secrets, workload, mounts, health check or labels). */
+ * secrets, workload, mounts, health check, labels, published ports or
+ * firewall rules; its network, for a NIC to freeze). */
 MvSpec     *mv_spec_warm_template (const MvSpec *spec, const char *key);
 gboolean    mv_start_mode_from_string (const char *s, MvStartMode *mode);
 const char *mv_mount_type_to_string (MvMountType type);

@@ -116,13 +116,19 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
   if (req->network)
     {
       const MvNetworkAttachment *net = req->network;
-      g_autofree char *args = add_ip_argument (vm->boot.kernel_args, net);
 
       mv_vm_spec_add_net (vm, net->tap_device, net->mac_address);
       mv_vm_spec_set_net_limits (vm, net->mtu, spec->download_bytes_per_second,
                                  spec->upload_bytes_per_second);
-      g_free (vm->boot.kernel_args);
-      vm->boot.kernel_args = g_steal_pointer (&args);
+      /* A template's NIC stands for every machine's: it has no address
+       * until a machine's agent gives it one. */
+      if (!req->build_template)
+        {
+          g_autofree char *args = add_ip_argument (vm->boot.kernel_args, net);
+
+          g_free (vm->boot.kernel_args);
+          vm->boot.kernel_args = g_steal_pointer (&args);
+        }
     }
   vm->console.path = mv_runtime_console_path (req->runtime_dir);
   vm->agent.kind = agent_kind (starter);

@@ -313,10 +313,6 @@ check_warm_shape (Adapter *self, const MvSpec *spec, GError **error)
   if (mv_spec_effective_init_mode (spec) != MV_INIT_MODE_EXEC)
     return mv_error_set (error, MV_ERROR_UNSUPPORTED, "init_mode: a machine whose init is "
                          "systemd starts by booting");
-  /* A template boots with no network to be on. */
-  if (spec->network_name)
-    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "network_name: a machine on a network "
-                         "starts by booting");
   if (root && !root->read_only)
     return mv_error_set (error, MV_ERROR_UNSUPPORTED, "disks: a machine whose root disk is "
                          "writable starts by booting");
@@ -397,10 +393,14 @@ rt_warm_inputs (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   const MvSpec *spec = req->spec;
   g_autoptr (MvVmSpec) vm = NULL;
   g_autoptr (GString) out = g_string_new (NULL);
+  /* The machine's place on its network is given to it after the
+   * restore: only what its VMM froze of the NIC counts. */
+  MvRuntimeRequest unattached = *req;
 
   if (!check_warm_shape (self, spec, error))
     return NULL;
-  vm = mv_runtime_vm_spec_new (self->starter, mv_runtime_guests_files (self->guests), req);
+  unattached.network = NULL;
+  vm = mv_runtime_vm_spec_new (self->starter, mv_runtime_guests_files (self->guests), &unattached);
   g_string_append_printf (out, "hypervisor=%s %s\n", rt->type,
                           self->starter->version (self->starter));
   if (!put_file_identity (out, "kernel", vm->boot.kernel_path, error) ||
@@ -410,6 +410,15 @@ rt_warm_inputs (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
   g_string_append_printf (out, "vcpus=%u max=%u\n", vm->cpu.count, vm->cpu.max_count);
   g_string_append_printf (out, "memory=%" G_GUINT64_FORMAT " hotplug=%" G_GUINT64_FORMAT "\n",
                           vm->memory.size_bytes, vm->memory.hotplug_bytes);
+  if (req->network)
+    {
+      g_string_append_printf (out, "nic mtu=%u", req->network->mtu);
+      /* A VMM that limits the NIC itself froze its limits with it. */
+      if (rt->limits_network)
+        g_string_append_printf (out, " rx=%" G_GUINT64_FORMAT " tx=%" G_GUINT64_FORMAT,
+                                spec->download_bytes_per_second, spec->upload_bytes_per_second);
+      g_string_append_c (out, '\n');
+    }
   for (guint i = 0; req->blocks && i < req->blocks->len; i++)
     {
       const MvBlock *block = req->blocks->pdata[i];

@@ -65,36 +65,19 @@ build_free (Build *build)
   g_free (build);
 }
 
-/* The template, booted and frozen into @staged. */
+/* The template, booted and frozen into @staged; @req is its VMM's
+ * request, with its disks and its NIC. */
 static gboolean
-boot_and_freeze (Build *build, const char *staged, GError **error)
+boot_and_freeze (Build *build, const char *staged, MvRuntimeRequest *req_in, GError **error)
 {
-  const MvHost *host = build->rec->host;
   MvRuntime *rt = build->runtime;
-  MvSnapshots *warm = host->warm;
-  g_autofree char *run = g_build_filename (staged, "run", NULL);
-  g_autofree char *overlay = warm->disk_path (warm, staged);
+  MvSnapshots *warm = build->rec->host->warm;
   g_autofree char *state = warm->state_dir (warm, staged);
   g_autofree char *key = NULL;
-  g_autoptr (GPtrArray) blocks = NULL;
   g_autoptr (JsonObject) vmm = NULL;
-  /* Until the key is known, the template's VMM goes by an ID of its own. */
-  g_autofree char *build_id = mv_id_new ();
-  MvRuntimeRequest req = {
-    .machine_id = build->key ? build->key : build_id,
-    .spec = build->spec,
-    .runtime_dir = run,
-    .image_config = build->image_config,
-    .build_template = TRUE,
-  };
+  MvRuntimeRequest req = *req_in;
   gboolean ok;
 
-  if (g_mkdir (run, 0700) < 0)
-    return mv_set_errno_error (error, errno, "Cannot create %s", run);
-  if (host->storage->prepare_template_disks &&
-      !(blocks = host->storage->prepare_template_disks (host->storage, &req, overlay, error)))
-    return FALSE;
-  req.blocks = blocks;
   /* What it is built from must still be what the key says. */
   key = mv_reconciler_warm_key (rt, &req, error);
   if (!key)
@@ -125,9 +108,59 @@ boot_and_freeze (Build *build, const char *staged, GError **error)
   if (!ok)
     rt->stop (rt, &req, TRUE, NULL);
   rt->destroy (rt, &req, NULL);
-  mv_remove_tree (run, NULL);
+  mv_remove_tree (req.runtime_dir, NULL);
   if (ok)
     mv_fault_point ("warm-build", "saved");
+  return ok;
+}
+
+/* The template's disks and, for machines on a network, a NIC of its own
+ * there, given back once it is frozen: it is then built into @staged. */
+static gboolean
+equip_and_freeze (Build *build, const char *staged, GError **error)
+{
+  const MvHost *host = build->rec->host;
+  g_autofree char *run = g_build_filename (staged, "run", NULL);
+  g_autofree char *overlay = host->warm->disk_path (host->warm, staged);
+  g_autoptr (GPtrArray) blocks = NULL;
+  g_autoptr (MvNetworkAttachment) nic = NULL;
+  g_autoptr (GError) local = NULL;
+  /* Until the key is known, the template's VMM goes by an ID of its own;
+   * its NIC always does. Recover gives back what an ID of no machine
+   * holds. */
+  g_autofree char *build_id = mv_id_new ();
+  MvRuntimeRequest req = {
+    .machine_id = build->key ? build->key : build_id,
+    .spec = build->spec,
+    .runtime_dir = run,
+    .image_config = build->image_config,
+    .build_template = TRUE,
+    .host_limits_network = !build->runtime->limits_network,
+  };
+  MvRuntimeRequest nic_req = req;
+  gboolean ok;
+
+  nic_req.machine_id = build_id;
+  if (g_mkdir (run, 0700) < 0)
+    return mv_set_errno_error (error, errno, "Cannot create %s", run);
+  if (host->storage->prepare_template_disks &&
+      !(blocks = host->storage->prepare_template_disks (host->storage, &req, overlay, error)))
+    return FALSE;
+  req.blocks = blocks;
+  if (build->spec->network_name)
+    {
+      if (!host->network)
+        return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                             "network_name: this host has no networks");
+      if (!(nic = host->network->attach (host->network, &nic_req, error)))
+        return FALSE;
+      req.network = nic;
+      mv_fault_point ("warm-build", "network");
+    }
+  ok = boot_and_freeze (build, staged, &req, error);
+  if (nic && !host->network->release (host->network, &nic_req, &local))
+    g_warning ("Warm template %s: its NIC %s is left to the next start of microvmd: %s",
+               build->key ? build->key : build_id, nic->tap_device, local->message);
   return ok;
 }
 
@@ -167,7 +200,7 @@ build_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable
       g_task_return_error (gtask, error);
       return;
     }
-  if (!boot_and_freeze (build, staged, &error))
+  if (!equip_and_freeze (build, staged, &error))
     {
       warm->discard (warm, staged);
       g_task_return_error (gtask, error);

@@ -648,6 +648,18 @@ test_crash_sweep (NetFixture *nf, gconstpointer data)
     }
 }
 
+/* The MAC microvmd gives machine @path: core/ipam.c, "02:" and ten hex
+ * digits of a SHA-256 of "mac:" and the ID. */
+static char *
+mac_of (Fixture *f, const char *path)
+{
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *input = g_strconcat ("mac:", id, NULL);
+  g_autofree char *hex = g_compute_checksum_for_string (G_CHECKSUM_SHA256, input, -1);
+
+  return g_strdup_printf ("02:%.2s:%.2s:%.2s:%.2s:%.2s", hex, hex + 2, hex + 4, hex + 6, hex + 8);
+}
+
 /* ---- the test VMMs on the wire ---- */
 
 /* The VMM's own view of the machine's interfaces: Cloud Hypervisor's
@@ -681,7 +693,8 @@ assert_vmm_has_tap (Fixture *f, const char *type, const char *path, const char *
   g_assert_cmpuint (json_array_get_length (nets), ==, 1);
   net = json_array_get_object_element (nets, 0);
   g_assert_cmpstr (json_object_get_string_member (net, chv ? "tap" : "host_dev_name"), ==, tap);
-  g_assert_cmpstr (json_object_get_string_member (net, chv ? "mac" : "guest_mac"), ==, mac);
+  if (mac)
+    g_assert_cmpstr (json_object_get_string_member (net, chv ? "mac" : "guest_mac"), ==, mac);
 }
 
 /* Attach at start (the VMM is given the TAP and the MAC), standby keeps
@@ -700,10 +713,7 @@ test_vmm_lifecycle (NetFixture *nf, gconstpointer data)
   g_autofree char *path = client_create_ok (f->client, spec);
   g_autofree char *id = client_get_string (f->client, path, "Id");
   g_autofree char *tap = tap_of (f, path), *address = NULL;
-  g_autofree char *input = g_strconcat ("mac:", id, NULL);
-  g_autofree char *hex = g_compute_checksum_for_string (G_CHECKSUM_SHA256, input, -1);
-  g_autofree char *mac = g_strdup_printf ("02:%.2s:%.2s:%.2s:%.2s:%.2s", hex, hex + 2, hex + 4,
-                                          hex + 6, hex + 8);
+  g_autofree char *mac = mac_of (f, path);
 
   /* One limiter for both directions: two different ones are refused at
    * create, before anything is recorded. */
@@ -966,6 +976,171 @@ test_standby_reshaped (NetFixture *nf, gconstpointer data)
   client_call_ok (f->client, other, "Start");
 }
 
+/* ---- warm starts ---- */
+
+static guint
+count_of (const char *haystack, const char *needle)
+{
+  guint n = 0;
+
+  for (const char *p = haystack; (p = strstr (p, needle)); p += strlen (needle))
+    n++;
+  return n;
+}
+
+/* Nothing of a template's build is left on the network: no TAP but the
+ * machines', no address but theirs (@held of them, on 10.95.0.0/24). */
+static void
+assert_only_machines_attached (NetFixture *nf, const char *net, const char *const *machines,
+                               guint held)
+{
+  Fixture *f = &nf->f;
+  g_autoptr (GHashTable) taps = taps_present (nf);
+  g_autofree char *addresses = allocations (f, net);
+
+  g_assert_cmpuint (g_hash_table_size (taps), ==, g_strv_length ((char **) machines));
+  for (guint i = 0; machines[i]; i++)
+    {
+      g_autofree char *tap = tap_of (f, machines[i]);
+      g_assert_true (g_hash_table_contains (taps, tap));
+    }
+  g_assert_cmpuint (count_of (addresses, "10.95.0."), ==, held);
+}
+
+/* The first machine on a network boots, and the template of its shape is
+ * built with a NIC of its own that it gives back; the second starts from
+ * the template on its own TAP with its own MAC, and its agent gives the
+ * guest its own address: on QEMU it reaches the first. */
+static void
+test_warm_on_network (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  const char *type = data ? data : "qemu";
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.95.0.0/24\"}");
+  g_autofree char *first = NULL, *second = NULL, *from = NULL;
+  g_autofree char *first_address = NULL, *second_address = NULL;
+  g_autofree char *tap = NULL, *mac = NULL;
+  g_autofree char *spec = NULL;
+
+  spec = g_strdup_printf ("{\"name\":\"first\",\"hypervisor_type\":\"%s\","
+                          "\"memory_bytes\":268435456,\"readiness\":\"agent\","
+                          "\"network_name\":\"lan\","
+                          "\"disks\":[{\"path\":\"%s\",\"read_only\":true,\"root\":true}]}",
+                          type, rootfs);
+  first = client_create_ok (f->client, spec);
+  client_call_ok (f->client, first, "Start");
+  from = client_get_string (f->client, first, "StartedFrom");
+  g_assert_cmpstr (from, ==, "cold");
+  for (guint i = 0; i < 1200 && count_warm_templates (mv_test_env_state_dir (f->env), TRUE) == 0; i++)
+    client_settle (f->client, 100);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), TRUE), ==, 1);
+  {
+    const char *const attached[] = { first, NULL };
+    assert_only_machines_attached (nf, net, attached, 1);
+  }
+
+  g_free (spec);
+  spec = g_strdup_printf ("{\"name\":\"second\",\"hypervisor_type\":\"%s\","
+                          "\"memory_bytes\":268435456,\"readiness\":\"agent\","
+                          "\"network_name\":\"lan\",\"hostname\":\"second\","
+                          "\"start_mode\":\"warm\","
+                          "\"disks\":[{\"path\":\"%s\",\"read_only\":true,\"root\":true}]}",
+                          type, rootfs);
+  second = client_create_ok (f->client, spec);
+  client_call_ok (f->client, second, "Start");
+  g_free (from);
+  from = client_get_string (f->client, second, "StartedFrom");
+  g_assert_cmpstr (from, ==, "warm");
+  first_address = client_get_string (f->client, first, "Address");
+  second_address = client_get_string (f->client, second, "Address");
+  g_assert_cmpstr (second_address, !=, "");
+  g_assert_cmpstr (second_address, !=, first_address);
+  tap = tap_of (f, second);
+  mac = mac_of (f, second);
+  {
+    const char *const attached[] = { first, second, NULL };
+    assert_only_machines_attached (nf, net, attached, 2);
+  }
+  if (!g_str_equal (type, "qemu"))
+    {
+      /* The VMM restored the template onto the machine's own TAP, and
+       * Cloud Hypervisor with its MAC. Firecracker's snapshot load
+       * overrides only the TAP: the device keeps the template's MAC,
+       * and the guest's agent takes the machine's, as a fork's does. */
+      assert_vmm_has_tap (f, type, second, tap,
+                          g_str_equal (type, "cloud-hypervisor") ? mac : NULL);
+      return;
+    }
+
+  /* The guest has its own address, MAC and name, and reaches the first. */
+  {
+    const char *show[] = { "ip", "-o", "addr", "show", "dev", "eth0", NULL };
+    const char *link[] = { "cat", "/sys/class/net/eth0/address", NULL };
+    const char *name[] = { "hostname", NULL };
+    g_autofree char *addr = NULL, *ether = NULL, *hostname = NULL;
+    g_autofree char *want = g_strdup_printf ("%s/24", second_address);
+
+    g_assert_cmpint (guest_run (f, second, show, &addr), ==, 0);
+    g_assert_nonnull (strstr (addr, want));
+    g_assert_cmpint (guest_run (f, second, link, &ether), ==, 0);
+    g_assert_cmpstr (g_strstrip (ether), ==, mac);
+    g_assert_cmpint (guest_run (f, second, name, &hostname), ==, 0);
+    g_assert_cmpstr (g_strstrip (hostname), ==, "second");
+    assert_pings (f, second, first_address);
+    assert_pings (f, first, second_address);
+    assert_pings (f, second, "10.95.0.1");
+  }
+}
+
+/* A daemon killed while a template is built on a network (its NIC made,
+ * and its guest booted): after the restart the template's TAP and
+ * address are given back, and no template stands. */
+static void
+test_warm_build_killed (NetFixture *nf, gconstpointer data)
+{
+  Fixture *f = &nf->f;
+  g_autofree char *net = create_network (f, "{\"name\":\"lan\",\"subnet\":\"10.95.0.0/24\"}");
+  static const char *const faults[] = { "warm-build:network", "warm-build:booted" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (faults); i++)
+    {
+      g_autofree char *name = g_strdup_printf ("killed-%u", i);
+      g_autofree char *spec = g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"test\","
+                                               "\"kernel\":\"/boot/vmlinuz\",\"memory_bytes\":%u,"
+                                               "\"network_name\":\"lan\"}", name,
+                                               (i + 1) * 268435456u);
+      g_autofree char *path = client_create_ok (f->client, spec);
+      g_autofree char *log = NULL, *line = NULL;
+
+      g_test_message ("fault point %s", faults[i]);
+      client_free (f->client);
+      g_setenv ("MICROVMD_FAULT_POINT", faults[i], TRUE);
+      mv_test_env_stop_daemon (f->env, SIGTERM);
+      mv_test_env_start_daemon (f->env, NULL);
+      g_unsetenv ("MICROVMD_FAULT_POINT");
+      f->client = client_new (f->env);
+      /* Its first start boots, and the template is built behind it. */
+      g_free (client_machine_call (f->client, path, "Start", NULL));
+      mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 20000);
+      mv_test_env_stop_daemon (f->env, SIGKILL);
+      log = mv_test_env_read_daemon_log (f->env);
+      line = g_strdup_printf ("fault point %s reached", faults[i]);
+      g_assert_nonnull (strstr (log, line));
+      client_free (f->client);
+      mv_test_env_start_daemon (f->env, NULL);
+      f->client = client_new (f->env);
+
+      client_assert_state_soon (f->client, path, "Running", 20000);
+      g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 0);
+      {
+        const char *const attached[] = { path, NULL };
+        assert_only_machines_attached (nf, net, attached, 1);
+      }
+      g_assert_cmpuint (our_connections (f), ==, 2);
+      client_delete_all (f->client);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -995,5 +1170,13 @@ main (int argc, char **argv)
               test_standby_reshaped, net_teardown);
   g_test_add ("/net-guests/test/crash-sweep", NetFixture, NULL, net_setup, test_crash_sweep,
               net_teardown);
+  g_test_add ("/net-guests/qemu/warm-start", NetFixture, NULL, net_setup, test_warm_on_network,
+              net_teardown);
+  g_test_add ("/net-guests/cloud-hypervisor/warm-start", NetFixture, "cloud-hypervisor",
+              net_setup, test_warm_on_network, net_teardown);
+  g_test_add ("/net-guests/firecracker/warm-start", NetFixture, "firecracker", net_setup,
+              test_warm_on_network, net_teardown);
+  g_test_add ("/net-guests/test/warm-build-killed", NetFixture, NULL, net_setup,
+              test_warm_build_killed, net_teardown);
   return g_test_run ();
 }
