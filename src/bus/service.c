@@ -161,6 +161,7 @@ mv_bus_view (MvBusService *service, MvMachine *machine)
   view->machine = machine;
   view->path = mv_machine_object_path (machine->id);
   view->announced_state = machine->status->state;
+  view->warm_told = machine->status->warm_template != NULL;
   g_queue_init (&view->waiters);
   g_queue_init (&view->state_waiters);
   machine->view = view;
@@ -226,6 +227,12 @@ on_changed (MvMachine *machine, guint props, gpointer data)
     }
   else if ((props & MV_PROP_STATE) && mounts_volume (machine->config->spec))
     mv_volume_objects_machines_changed (view->service->volumes);
+  /* Started from a template: the template is used by one more. */
+  if (machine->status->warm_template && !view->warm_told)
+    {
+      view->warm_told = TRUE;
+      mv_warm_objects_used_by_changed (service, machine->status->warm_template);
+    }
   /* At once: a Wait hears of a stop even if the machine goes in the same
    * turn; but not before it is on disk. */
   if (machine->record_writes > 0)
@@ -299,6 +306,8 @@ on_removed (MvMachine *machine, gpointer data)
     mv_image_objects_machines_changed (service->images);
   mv_volume_objects_machines_changed (service->volumes);
   mv_network_objects_machines_changed (service->networks);
+  if (machine->status->warm_template)
+    mv_warm_objects_used_by_changed (service, machine->status->warm_template);
 }
 
 static void

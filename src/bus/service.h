@@ -24,6 +24,7 @@ typedef struct {
   guint         dirty;           /* MvMachineProp bits not yet announced */
   guint         held_waits;      /* bits that Waits hear of once they are on disk */
   guint         flush_id;
+  gboolean      warm_told;       /* its template's UsedBy was announced with it */
   MvState       announced_state;
   GHashTable   *announced_values; /* property name → its value as last announced, serialized */
 } MvMachineView;

@@ -88,6 +88,52 @@ get_property (sd_bus *bus, const char *path, const char *interface, const char *
   return sd_bus_error_setf (error, SD_BUS_ERROR_UNKNOWN_PROPERTY, "No property %s", property);
 }
 
+static int
+compare_strings (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The machines started from the template: their overlay disks and first
+ * guests were its. */
+static int
+get_used_by (sd_bus *bus, const char *path, const char *interface, const char *property,
+             sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  const MvSnapshot *t = template_at (userdata, path);
+  g_autoptr (GPtrArray) machines = NULL;
+  g_autoptr (GPtrArray) paths = g_ptr_array_new_with_free_func (g_free);
+  int r;
+
+  if (!t)
+    return sd_bus_error_setf (error, MV_BUS_ERROR_NOT_FOUND, "The warm template was removed");
+  machines = mv_reconciler_list (mv_bus_service_reconciler (userdata));
+  for (guint i = 0; i < machines->len; i++)
+    {
+      const MvMachine *machine = machines->pdata[i];
+
+      if (!machine->gone && g_strcmp0 (machine->status->warm_template, t->id) == 0)
+        g_ptr_array_add (paths, mv_machine_object_path (machine->id));
+    }
+  g_ptr_array_sort (paths, compare_strings);
+  r = sd_bus_message_open_container (reply, 'a', "o");
+  for (guint i = 0; r >= 0 && i < paths->len; i++)
+    r = sd_bus_message_append (reply, "o", paths->pdata[i]);
+  return r < 0 ? r : sd_bus_message_close_container (reply);
+}
+
+void
+mv_warm_objects_used_by_changed (MvBusService *service, const char *key)
+{
+  g_autofree char *path = NULL;
+
+  if (!mv_reconciler_lookup_warm (mv_bus_service_reconciler (service), key))
+    return;
+  path = mv_warm_object_path (key);
+  sd_bus_emit_properties_changed (mv_bus_service_bus (service), path, MV_WARM_IMAGE_IFACE,
+                                  "UsedBy", NULL);
+}
+
 /* ---- Manager.BuildWarmImage ---- */
 
 static void
@@ -164,6 +210,7 @@ static const sd_bus_vtable warm_vtable[] = {
   SD_BUS_PROPERTY ("SizeBytes", "t", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("CreatedAt", "t", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("Spec", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+  SD_BUS_PROPERTY ("UsedBy", "ao", get_used_by, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
   SD_BUS_VTABLE_END
 };
 

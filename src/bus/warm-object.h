@@ -8,6 +8,8 @@ int   mv_warm_objects_register (MvBusService *service);
 /* InterfacesAdded and InterfacesRemoved, as the reconciler reports them. */
 void  mv_warm_objects_added (MvBusService *service, const MvSnapshot *template);
 void  mv_warm_objects_removed (MvBusService *service, const MvSnapshot *template);
+/* A machine started from the template @key, or one that did went. */
+void  mv_warm_objects_used_by_changed (MvBusService *service, const char *key);
 char *mv_warm_object_path (const char *key);
 
 /* Manager.BuildWarmImage(s spec_json) → o; @userdata is the service. */

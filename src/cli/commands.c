@@ -208,10 +208,8 @@ get_machine_properties (MvCtl *ctl, const char *path, gboolean secrets, sd_bus_e
   return 0;
 }
 
-/* Reads a spec document and checks that it is a JSON object, so a typo is
- * reported with its line and column before the daemon is asked. */
-static int
-read_spec (const char *file, char **out)
+int
+mv_read_spec (const char *file, char **out)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(JsonParser) parser = json_parser_new ();
@@ -757,7 +755,7 @@ mv_cmd_create (MvCtl *ctl, const char *method, int argc, char **argv)
     flags |= MV_CREATE_PULL_NEVER;
   else if (ctl->policy && !g_str_equal (ctl->policy, "missing"))
     return mv_usage_error (_("--policy: '%s' is not one of missing, always, never"), ctl->policy);
-  status = read_spec (ctl->file, &spec);
+  status = mv_read_spec (ctl->file, &spec);
   if (status != MV_EXIT_OK)
     return status;
 
@@ -819,7 +817,7 @@ mv_cmd_update (MvCtl *ctl, const char *method, int argc, char **argv)
   g_autofree char *path = NULL;
   int status, r;
 
-  status = read_spec (ctl->file, &spec);
+  status = mv_read_spec (ctl->file, &spec);
   if (status != MV_EXIT_OK)
     return status;
 

@@ -147,10 +147,11 @@ object_info_free (gpointer data)
   g_free (info);
 }
 
-/* From GetManagedObjects, the image objects into @images and every
- * machine's Name by path into @machine_names. */
+/* From GetManagedObjects, the objects of @interface into @objects and
+ * every machine's Name by path into @machine_names. */
 static int
-read_objects (sd_bus_message *reply, GPtrArray *images, GHashTable *machine_names)
+read_objects (sd_bus_message *reply, const char *interface_wanted, GPtrArray *objects,
+              GHashTable *machine_names)
 {
   int r = sd_bus_message_enter_container (reply, SD_BUS_TYPE_ARRAY, "{oa{sa{sv}}}");
 
@@ -166,15 +167,16 @@ read_objects (sd_bus_message *reply, GPtrArray *images, GHashTable *machine_name
           const char *interface = NULL;
 
           r = sd_bus_message_read_basic (reply, SD_BUS_TYPE_STRING, &interface);
-          if (r >= 0 && (g_str_equal (interface, MV_IMAGE_IFACE) || g_str_equal (interface, MV_MACHINE_IFACE)))
+          if (r >= 0 && (g_str_equal (interface, interface_wanted) ||
+                         g_str_equal (interface, MV_MACHINE_IFACE)))
             {
               ObjectInfo *info = g_new0 (ObjectInfo, 1);
 
               info->path = g_strdup (path);
               info->props = mv_properties_new ();
               r = mv_properties_read (reply, info->props);
-              if (g_str_equal (interface, MV_IMAGE_IFACE))
-                g_ptr_array_add (images, info);
+              if (g_str_equal (interface, interface_wanted))
+                g_ptr_array_add (objects, info);
               else
                 {
                   g_hash_table_insert (machine_names, g_strdup (path),
@@ -198,7 +200,7 @@ read_objects (sd_bus_message *reply, GPtrArray *images, GHashTable *machine_name
 }
 
 static int
-list_images (MvCtl *ctl, GPtrArray *images, GHashTable *machine_names)
+list_objects (MvCtl *ctl, const char *interface, GPtrArray *objects, GHashTable *machine_names)
 {
   g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
   g_autoptr(sd_bus_message) reply = NULL;
@@ -207,7 +209,7 @@ list_images (MvCtl *ctl, GPtrArray *images, GHashTable *machine_names)
 
   if (r < 0)
     return mv_fail_bus (&error, r);
-  r = read_objects (reply, images, machine_names);
+  r = read_objects (reply, interface, objects, machine_names);
   if (r < 0)
     return mv_fail (_("Failed to parse the reply from microvmd: %s"), g_strerror (-r));
   return MV_EXIT_OK;
@@ -250,6 +252,36 @@ join_used_by (GPtrArray *props, GHashTable *machine_names)
   return g_string_free (g_steal_pointer (&text), FALSE);
 }
 
+/* "used_by": the names of the machines of an object's UsedBy. */
+static void
+add_used_by_json (JsonBuilder *b, GPtrArray *props, GHashTable *machine_names)
+{
+  g_autoptr(GPtrArray) users = strings_of (props, "UsedBy");
+
+  json_builder_set_member_name (b, "used_by");
+  json_builder_begin_array (b);
+  for (guint j = 0; j < users->len; j++)
+    {
+      const char *name = g_hash_table_lookup (machine_names, users->pdata[j]);
+
+      json_builder_add_string_value (b, name ? name : users->pdata[j]);
+    }
+  json_builder_end_array (b);
+}
+
+static void
+print_json (JsonBuilder *b)
+{
+  g_autoptr(JsonNode) root = json_builder_get_root (b);
+  g_autoptr(JsonGenerator) gen = json_generator_new ();
+  g_autofree char *text = NULL;
+
+  json_generator_set_root (gen, root);
+  json_generator_set_pretty (gen, TRUE);
+  text = json_generator_to_data (gen, NULL);
+  printf ("%s\n", text);
+}
+
 static int
 compare_by_pulled (gconstpointer a, gconstpointer b)
 {
@@ -263,16 +295,12 @@ static void
 print_images_json (GPtrArray *images, GHashTable *machine_names)
 {
   g_autoptr(JsonBuilder) b = json_builder_new ();
-  g_autoptr(JsonNode) root = NULL;
-  g_autoptr(JsonGenerator) gen = json_generator_new ();
-  g_autofree char *text = NULL;
 
   json_builder_begin_array (b);
   for (guint i = 0; i < images->len; i++)
     {
       ObjectInfo *info = images->pdata[i];
       g_autoptr(GPtrArray) refs = strings_of (info->props, "References");
-      g_autoptr(GPtrArray) users = strings_of (info->props, "UsedBy");
 
       json_builder_begin_object (b);
       json_builder_set_member_name (b, "digest");
@@ -286,25 +314,13 @@ print_images_json (GPtrArray *images, GHashTable *machine_names)
       json_builder_add_int_value (b, mv_properties_get_int (info->props, "SizeBytes"));
       json_builder_set_member_name (b, "pulled_at");
       json_builder_add_int_value (b, mv_properties_get_int (info->props, "PulledAt"));
-      json_builder_set_member_name (b, "used_by");
-      json_builder_begin_array (b);
-      for (guint j = 0; j < users->len; j++)
-        {
-          const char *name = g_hash_table_lookup (machine_names, users->pdata[j]);
-
-          json_builder_add_string_value (b, name ? name : users->pdata[j]);
-        }
-      json_builder_end_array (b);
+      add_used_by_json (b, info->props, machine_names);
       json_builder_set_member_name (b, "path");
       json_builder_add_string_value (b, info->path);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
-  root = json_builder_get_root (b);
-  json_generator_set_root (gen, root);
-  json_generator_set_pretty (gen, TRUE);
-  text = json_generator_to_data (gen, NULL);
-  printf ("%s\n", text);
+  print_json (b);
 }
 
 static void
@@ -387,7 +403,7 @@ mv_cmd_image (MvCtl *ctl, const char *method, int argc, char **argv)
     {
       if (argc != 1)
         return mv_usage_error (_("image list takes no arguments"));
-      status = list_images (ctl, images, machine_names);
+      status = list_objects (ctl, MV_IMAGE_IFACE, images, machine_names);
       if (status != MV_EXIT_OK)
         return status;
       g_ptr_array_sort (images, compare_by_pulled);
@@ -403,7 +419,7 @@ mv_cmd_image (MvCtl *ctl, const char *method, int argc, char **argv)
 
       if (argc != 2)
         return mv_usage_error (_("image rm takes one DIGEST or REFERENCE"));
-      status = list_images (ctl, images, machine_names);
+      status = list_objects (ctl, MV_IMAGE_IFACE, images, machine_names);
       if (status != MV_EXIT_OK)
         return status;
       image = find_image (images, argv[1]);
@@ -438,4 +454,149 @@ mv_cmd_image (MvCtl *ctl, const char *method, int argc, char **argv)
       return MV_EXIT_OK;
     }
   return mv_usage_error (_("Unknown image command %s (list, rm, prune)"), verb);
+}
+
+/* ---- warm templates ---- */
+
+static int
+compare_by_created (gconstpointer a, gconstpointer b)
+{
+  gint64 x = mv_properties_get_int ((*(ObjectInfo *const *) a)->props, "CreatedAt");
+  gint64 y = mv_properties_get_int ((*(ObjectInfo *const *) b)->props, "CreatedAt");
+
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void
+print_warm_json (GPtrArray *templates, GHashTable *machine_names)
+{
+  g_autoptr(JsonBuilder) b = json_builder_new ();
+
+  json_builder_begin_array (b);
+  for (guint i = 0; i < templates->len; i++)
+    {
+      ObjectInfo *info = templates->pdata[i];
+      static const char *const strings[] = { "Key", "HypervisorType", "HypervisorVersion",
+                                             "ImageDigest" };
+      static const char *const string_members[] = { "key", "hypervisor_type",
+                                                    "hypervisor_version", "image_digest" };
+      static const char *const numbers[] = { "VCPUs", "MemoryBytes", "SizeBytes", "CreatedAt" };
+      static const char *const number_members[] = { "vcpus", "memory_bytes", "size_bytes",
+                                                    "created_at" };
+
+      json_builder_begin_object (b);
+      for (guint j = 0; j < G_N_ELEMENTS (strings); j++)
+        {
+          json_builder_set_member_name (b, string_members[j]);
+          json_builder_add_string_value (b, mv_properties_get_string (info->props, strings[j]));
+        }
+      for (guint j = 0; j < G_N_ELEMENTS (numbers); j++)
+        {
+          json_builder_set_member_name (b, number_members[j]);
+          json_builder_add_int_value (b, mv_properties_get_int (info->props, numbers[j]));
+        }
+      add_used_by_json (b, info->props, machine_names);
+      json_builder_set_member_name (b, "path");
+      json_builder_add_string_value (b, info->path);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  print_json (b);
+}
+
+static void
+print_warm_table (GPtrArray *templates, GHashTable *machine_names)
+{
+  g_autoptr(MvTable) table = NULL;
+
+  if (templates->len == 0)
+    {
+      printf (_("No warm templates.\n"));
+      return;
+    }
+  table = mv_table_new ("KEY", "HYPERVISOR", "IMAGE", "VCPUS", "MEMORY", "SIZE", "BUILT",
+                        "USED BY", NULL);
+  mv_table_set_align_right (table, 3);
+  mv_table_set_align_right (table, 4);
+  mv_table_set_align_right (table, 5);
+  for (guint i = 0; i < templates->len; i++)
+    {
+      ObjectInfo *info = templates->pdata[i];
+      const char *key = mv_properties_get_string (info->props, "Key");
+      const char *digest = mv_properties_get_string (info->props, "ImageDigest");
+      const char *hex = strchr (digest, ':');
+      g_autofree char *short_key = g_strndup (key, SHORT_DIGEST_LENGTH);
+      g_autofree char *image = *digest ? g_strndup (hex ? hex + 1 : digest, SHORT_DIGEST_LENGTH)
+                                       : g_strdup ("-");
+      g_autofree char *hypervisor = g_strdup_printf (
+        "%s %s", mv_properties_get_string (info->props, "HypervisorType"),
+        mv_properties_get_string (info->props, "HypervisorVersion"));
+      g_autofree char *hypervisor_text = mv_terminal_text (hypervisor, -1);
+      g_autofree char *vcpus = g_strdup_printf ("%" G_GINT64_FORMAT,
+                                                mv_properties_get_int (info->props, "VCPUs"));
+      g_autofree char *memory = mv_format_bytes ((guint64) mv_properties_get_int (info->props,
+                                                                                  "MemoryBytes"));
+      g_autofree char *size = mv_format_bytes ((guint64) mv_properties_get_int (info->props,
+                                                                                "SizeBytes"));
+      g_autoptr(GDateTime) when = g_date_time_new_from_unix_local (
+        mv_properties_get_int (info->props, "CreatedAt") / G_USEC_PER_SEC);
+      g_autofree char *built = when ? g_date_time_format (when, "%Y-%m-%d %H:%M") : g_strdup ("-");
+      g_autofree char *users = join_used_by (info->props, machine_names);
+      g_autofree char *users_text = mv_terminal_text (*users ? users : "-", -1);
+
+      mv_table_add_row (table, short_key, hypervisor_text, image, vcpus, memory, size, built,
+                        users_text);
+    }
+  mv_table_print (table, stdout);
+}
+
+int
+mv_cmd_warm (MvCtl *ctl, const char *method, int argc, char **argv)
+{
+  g_auto(sd_bus_error) error = SD_BUS_ERROR_NULL;
+  const char *verb = argv[0];
+  int status, r;
+
+  if (g_str_equal (verb, "list") || g_str_equal (verb, "ls"))
+    {
+      g_autoptr(GPtrArray) templates = g_ptr_array_new_with_free_func (object_info_free);
+      g_autoptr(GHashTable) machine_names = g_hash_table_new_full (g_str_hash, g_str_equal,
+                                                                   g_free, g_free);
+
+      if (argc != 1)
+        return mv_usage_error (_("warm list takes no arguments"));
+      status = list_objects (ctl, MV_WARM_IMAGE_IFACE, templates, machine_names);
+      if (status != MV_EXIT_OK)
+        return status;
+      g_ptr_array_sort (templates, compare_by_created);
+      if (ctl->json)
+        print_warm_json (templates, machine_names);
+      else
+        print_warm_table (templates, machine_names);
+      return MV_EXIT_OK;
+    }
+  if (g_str_equal (verb, "build"))
+    {
+      g_autoptr(sd_bus_message) reply = NULL;
+      g_autofree char *spec = NULL, *key = NULL;
+      const char *path = NULL;
+
+      if (argc != 2)
+        return mv_usage_error (_("warm build takes one spec file (- for standard input)"));
+      status = mv_read_spec (argv[1], &spec);
+      if (status != MV_EXIT_OK)
+        return status;
+      r = mv_call (ctl, MV_MANAGER_PATH, MV_MANAGER_IFACE, "BuildWarmImage", ctl->timeout_usec,
+                   &error, &reply, "s", spec);
+      if (r >= 0)
+        r = sd_bus_message_read (reply, "o", &path);
+      if (r >= 0)
+        r = sd_bus_get_property_string (ctl->bus, MV_BUS_NAME, path, MV_WARM_IMAGE_IFACE, "Key",
+                                        &error, &key);
+      if (r < 0)
+        return mv_fail_bus (&error, r);
+      printf ("%s\n", key);
+      return MV_EXIT_OK;
+    }
+  return mv_usage_error (_("Unknown warm command %s (list, build)"), verb);
 }

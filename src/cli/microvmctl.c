@@ -106,6 +106,8 @@ static const MvCommand commands[] = {
     "[--policy missing|always|never] REF", N_("Cache an image on the host, showing progress") },
   { "image",       mv_cmd_image,       1, 2, 0,            TRUE,  NULL,
     "list | rm DIGEST|REF | prune",    N_("List, remove or prune the cached images") },
+  { "warm",        mv_cmd_warm,        1, 2, 0,            TRUE,  NULL,
+    "list | build SPEC-FILE",          N_("List the warm templates, or build one for a spec") },
   { "volume",      mv_cmd_volume,      1, 3, MV_OPT_NAMES, TRUE,  NULL,
     "create NAME SIZE | list [--names] | rm NAME", N_("Create, list or remove volumes") },
   { "network",     mv_cmd_network,     1, 3, MV_OPT_NAMES | MV_OPT_GATEWAY | MV_OPT_NO_NAT | MV_OPT_MTU,

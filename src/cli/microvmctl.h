@@ -146,6 +146,11 @@ int mv_cmd_shell (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_wait (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_pull (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_image (MvCtl *ctl, const char *method, int argc, char **argv);
+int mv_cmd_warm (MvCtl *ctl, const char *method, int argc, char **argv);
+/* Reads a spec document (@file, or "-" for standard input) and checks
+ * that it is a JSON object, so a typo is reported with its line and
+ * column before the daemon is asked. */
+int mv_read_spec (const char *file, char **out);
 int mv_cmd_volume (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_network (MvCtl *ctl, const char *method, int argc, char **argv);
 int mv_cmd_snapshot (MvCtl *ctl, const char *method, int argc, char **argv);

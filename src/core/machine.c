@@ -133,6 +133,7 @@ mv_status_free (MvStatus *status)
   g_free (status->saved_state);
   g_free (status->restoring_snapshot);
   g_free (status->started_from);
+  g_free (status->warm_template);
   g_ptr_array_unref (status->destroyed);
   g_free (status);
 }
@@ -152,6 +153,7 @@ mv_status_copy (const MvStatus *status)
   copy->saved_state = g_strdup (status->saved_state);
   copy->restoring_snapshot = g_strdup (status->restoring_snapshot);
   copy->started_from = g_strdup (status->started_from);
+  copy->warm_template = g_strdup (status->warm_template);
   copy->forking = status->forking;
   copy->destroyed = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; i < status->destroyed->len; i++)
@@ -550,6 +552,8 @@ mv_status_to_node (const MvStatus *status)
     json_object_set_string_member (object, "restoring_snapshot", status->restoring_snapshot);
   if (status->started_from != NULL)
     json_object_set_string_member (object, "started_from", status->started_from);
+  if (status->warm_template != NULL)
+    json_object_set_string_member (object, "warm_template", status->warm_template);
   if (status->forking)
     json_object_set_boolean_member (object, "forking", TRUE);
   if (status->vcpus != 0)
@@ -581,7 +585,7 @@ mv_status_from_node (const MvJson *node, GError **error)
     "format", "state", "state_error", "phase", "operation_id",
     "observed_generation", "observed_restart_generation", "failed_generation", "started_at", "finished_at", "next_restart_at",
     "exit_code", "restart_count", "vmm", "saved_state", "traffic_sequence", "destroyed",
-    "restoring_snapshot", "forking", "vcpus", "memory_bytes", "started_from", NULL
+    "restoring_snapshot", "forking", "vcpus", "memory_bytes", "started_from", "warm_template", NULL
   };
   g_autoptr(MvStatus) status = mv_status_new ();
   const char *state = NULL;
@@ -626,8 +630,12 @@ mv_status_from_node (const MvJson *node, GError **error)
                                  error) ||
       !mv_json_read_string_member (node, "restoring_snapshot", FALSE,
                                    &status->restoring_snapshot, error) ||
-      !mv_json_read_string_member (node, "started_from", FALSE, &status->started_from, error))
+      !mv_json_read_string_member (node, "started_from", FALSE, &status->started_from, error) ||
+      !mv_json_read_string_member (node, "warm_template", FALSE, &status->warm_template, error))
     return NULL;
+  /* A template's key has an ID's form. */
+  if (status->warm_template && !mv_id_validate (status->warm_template, error))
+    return g_prefix_error (error, "warm_template: "), NULL;
   if (status->started_from && !g_str_equal (status->started_from, MV_STARTED_COLD) &&
       !g_str_equal (status->started_from, MV_STARTED_WARM) &&
       !g_str_equal (status->started_from, MV_STARTED_SAVED_STATE))

@@ -76,6 +76,10 @@ typedef struct {
    * warm template), "saved-state" (its own frozen guest woken). NULL:
    * none has run since it was created. */
   char      *started_from;
+  /* The key of the warm template its overlay disk and first guest were
+   * restored from (its WarmImage's UsedBy); NULL for a machine that never
+   * started warm. Kept for the machine's life. */
+  char      *warm_template;
 } MvStatus;
 
 MvConfig *mv_config_new (const char *id, MvSpec *spec /* owned */, gint64 now);

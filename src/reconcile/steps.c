@@ -402,6 +402,11 @@ step_succeeded (MvMachine *machine, StepTask *task, StepResult *result)
       status->started_from = g_strdup (task->restore ? MV_STARTED_SAVED_STATE
                                        : task->warm  ? MV_STARTED_WARM
                                                      : MV_STARTED_COLD);
+      if (task->warm)
+        {
+          g_free (status->warm_template);
+          status->warm_template = g_strdup (task->warm_key);
+        }
       /* The next machine like it starts warm: its template is built
        * now, in the background, from its spec. */
       if (task->warm_missing && task->spec->start_mode == MV_START_MODE_AUTO)

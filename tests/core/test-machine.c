@@ -555,6 +555,8 @@ test_status_round_trip (void)
   status->saved_state = g_strdup ("/var/lib/microvmd/machines/x/saved");
   status->vcpus = 3;
   status->memory_bytes = G_GUINT64_CONSTANT (3) << 30;
+  status->started_from = g_strdup (MV_STARTED_WARM);
+  status->warm_template = g_strdup ("0123456789abcdef0123456789abcdef");
 
   node = mv_status_to_node (status);
   object = json_node_get_object (node);
@@ -584,6 +586,8 @@ test_status_round_trip (void)
   g_assert_cmpstr (parsed->saved_state, ==, status->saved_state);
   g_assert_cmpuint (parsed->vcpus, ==, 3);
   g_assert_cmpuint (parsed->memory_bytes, ==, G_GUINT64_CONSTANT (3) << 30);
+  g_assert_cmpstr (parsed->started_from, ==, "warm");
+  g_assert_cmpstr (parsed->warm_template, ==, status->warm_template);
 
   node_again = mv_status_to_node (parsed);
   text = json_to_string (node, FALSE);
@@ -669,6 +673,9 @@ test_status_strict (void)
                           "observed_restart_generation: ");
   assert_status_rejected ("{" ST ",\"vmm\":[]}", "vmm: expected an object");
   assert_status_rejected ("{" ST ",\"saved_state\":true}", "saved_state: expected a string");
+  assert_status_rejected ("{" ST ",\"started_from\":\"hot\"}", "started_from: not cold");
+  assert_status_rejected ("{" ST ",\"warm_template\":\"../../etc\"}", "warm_template: ");
+  assert_status_rejected ("{" ST ",\"warm_template\":7}", "warm_template: expected a string");
   assert_status_rejected ("[]", "status: expected an object");
 }
 

@@ -10,6 +10,7 @@
 #include "reconcile/reconciler.h"
 
 #include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
 
 #define SPEC(name, extra) "{\"name\":\"" name "\",\"hypervisor_type\":\"test\"," \
   "\"kernel\":\"/boot/vmlinuz\",\"memory_bytes\":268435456" extra "}"
@@ -297,6 +298,142 @@ test_builds_admitted (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
 }
 
+/* microvmctl with @args (NULL-ended): its exit status, its output in
+ * @out. */
+static int
+ctl (Fixture *f, char **out, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *err = NULL;
+  const char *arg;
+  va_list ap;
+  int status;
+
+  g_ptr_array_add (argv, g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "src", "cli",
+                                           "microvmctl", NULL));
+  va_start (ap, out);
+  while ((arg = va_arg (ap, const char *)))
+    g_ptr_array_add (argv, g_strdup (arg));
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  g_clear_pointer (out, g_free);
+  status = mv_test_env_run (f->env, (const char *const *) argv->pdata, out, &err);
+  g_test_message ("microvmctl: %d %s %s", status, *out, err);
+  return status;
+}
+
+/* The object paths of @path's UsedBy, joined by spaces. */
+static char *
+used_by (Fixture *f, const char *path)
+{
+  g_autoptr (sd_bus_message) reply = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  g_autoptr (GString) joined = g_string_new ("");
+  const char *p;
+
+  g_assert_cmpint (sd_bus_get_property (f->client->bus, MV_BUS_NAME, path, MV_WARM_IMAGE_IFACE,
+                                        "UsedBy", &error, &reply, "ao"), >=, 0);
+  g_assert_cmpint (sd_bus_message_enter_container (reply, 'a', "o"), >, 0);
+  while (sd_bus_message_read (reply, "o", &p) > 0)
+    g_string_append_printf (joined, "%s%s", joined->len ? " " : "", p);
+  return g_string_free (g_steal_pointer (&joined), FALSE);
+}
+
+/* A template's UsedBy lists the machines started from it, announced as
+ * they start and go, over a restart too; microvmctl warm lists the
+ * templates with them, and builds one. */
+static void
+test_used_by (Fixture *f, gconstpointer data)
+{
+  g_autofree char *first = NULL, *second = NULL, *third = NULL, *path = NULL, *users = NULL;
+  g_autofree char *out = NULL, *key = NULL, *spec_file = NULL, *err = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+
+  first = client_create (f->client, SPEC ("first", ""), MV_CREATE_START, NULL, NULL);
+  g_assert_nonnull (first);
+  wait_for_template (f);
+  /* BuildWarmImage answers with the template there is. */
+  path = build_warm (f, SPEC ("any", ""), &err);
+  g_assert_nonnull (path);
+  users = used_by (f, path);
+  g_assert_cmpstr (users, ==, "");
+
+  second = client_create (f->client, SPEC ("second", ""), MV_CREATE_START, NULL, NULL);
+  third = client_create (f->client, SPEC ("third", ""), MV_CREATE_START, NULL, NULL);
+  assert_started_from (f, second, "warm");
+  assert_started_from (f, third, "warm");
+  client_settle (f->client, 300);
+  g_assert_cmpuint (client_count_signals (f->client, path, "PropertiesChanged:UsedBy"), ==, 2);
+  g_free (users);
+  users = used_by (f, path);
+  {
+    /* Sorted by path. */
+    gboolean in_order = strcmp (second, third) < 0;
+    g_autofree char *want = g_strjoin (" ", in_order ? second : third, in_order ? third : second,
+                                       NULL);
+    g_assert_cmpstr (users, ==, want);
+  }
+
+  /* microvmctl warm list shows it with them. */
+  g_assert_cmpint (sd_bus_get_property_string (f->client->bus, MV_BUS_NAME, path,
+                                               MV_WARM_IMAGE_IFACE, "Key", &error, &key), >=, 0);
+  g_assert_cmpint (ctl (f, &out, "warm", "list", NULL), ==, 0);
+  {
+    g_autofree char *short_key = g_strndup (key, 12);
+    g_assert_nonnull (strstr (out, short_key));
+    g_assert_true (strstr (out, "second,third") || strstr (out, "third,second"));
+    g_assert_nonnull (strstr (out, "test 1.0.0"));
+  }
+  g_assert_cmpint (ctl (f, &out, "--json", "warm", "list", NULL), ==, 0);
+  {
+    g_autoptr (JsonNode) node = json_from_string (out, NULL);
+    JsonObject *template;
+    JsonArray *names;
+
+    g_assert_nonnull (node);
+    g_assert_cmpuint (json_array_get_length (json_node_get_array (node)), ==, 1);
+    template = json_array_get_object_element (json_node_get_array (node), 0);
+    g_assert_cmpstr (json_object_get_string_member (template, "key"), ==, key);
+    g_assert_cmpint (json_object_get_int_member (template, "memory_bytes"), ==, 268435456);
+    names = json_object_get_array_member (template, "used_by");
+    g_assert_cmpuint (json_array_get_length (names), ==, 2);
+  }
+
+  /* The daemon remembers which started from it. */
+  client_free (f->client);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+  g_free (users);
+  users = used_by (f, path);
+  g_assert_nonnull (strstr (users, second));
+  g_assert_nonnull (strstr (users, third));
+
+  /* One goes, and it is used by one fewer. */
+  {
+    g_autoptr (sd_bus_message) r = client_call (f->client, second, MV_MACHINE_IFACE, "Delete",
+                                                NULL, NULL, "b", 1);
+    g_assert_nonnull (r);
+  }
+  client_settle (f->client, 300);
+  g_assert_cmpuint (client_count_signals (f->client, path, "PropertiesChanged:UsedBy"), ==, 1);
+  g_free (users);
+  users = used_by (f, path);
+  g_assert_cmpstr (users, ==, third);
+
+  /* microvmctl warm build: the key of a template of another shape. */
+  spec_file = g_build_filename (mv_test_env_dir (f->env), "bigger.json", NULL);
+  g_assert_true (g_file_set_contents (spec_file, "{\"name\":\"bigger\",\"hypervisor_type\":"
+                                      "\"test\",\"kernel\":\"/boot/vmlinuz\","
+                                      "\"memory_bytes\":536870912}", -1, NULL));
+  g_assert_cmpint (ctl (f, &out, "warm", "build", spec_file, NULL), ==, 0);
+  g_strstrip (out);
+  g_assert_cmpuint (strlen (out), ==, 32);
+  g_assert_cmpstr (out, !=, key);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 2);
+  g_assert_cmpint (ctl (f, &out, "warm", "frobnicate", NULL), !=, 0);
+}
+
 static void
 test_bad_start_mode (Fixture *f, gconstpointer data)
 {
@@ -418,5 +555,6 @@ main (int argc, char **argv)
               teardown);
   ADD ("hypervisor-gone", test_hypervisor_gone);
   ADD ("crash-sweep", test_crash_sweep);
+  ADD ("used-by", test_used_by);
   return g_test_run ();
 }
