@@ -4,7 +4,8 @@
  * microvmd's initramfs, run its entrypoint as its user with its env, keep
  * what they write on their overlay disk from one start to the next and
  * see it grow; the test VMMs are given the image, the overlay and the
- * rate limits on the wire. The image is the test root file system as an
+ * rate limits on the wire, and start warm from a template of the image
+ * onto their own overlay disks. The image is the test root file system as an
  * OCI layout (tests/guest/build-rootfs.sh), copied and changed with umoci
  * where a test needs another. */
 #include "bus-client.h"
@@ -633,28 +634,169 @@ test_disks_on_the_wire (Fixture *f, gconstpointer data)
     }
 }
 
-/* The QEMU command line of the machine @id. */
+/* The command line (its arguments joined by spaces) of a process whose
+ * command line names the machine @id and holds @marker; its PID in
+ * @pid. */
 static char *
-qemu_cmdline (const char *id)
+process_of (const char *id, const char *marker, GPid *pid)
 {
   g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
-  const char *pid;
+  const char *entry;
 
-  while ((pid = g_dir_read_name (proc)))
+  while ((entry = g_dir_read_name (proc)))
     {
-      g_autofree char *file = g_build_filename ("/proc", pid, "cmdline", NULL);
+      g_autofree char *file = g_build_filename ("/proc", entry, "cmdline", NULL);
       g_autofree char *cmdline = NULL;
       gsize len = 0;
 
-      if (!g_ascii_isdigit (pid[0]) || !g_file_get_contents (file, &cmdline, &len, NULL))
+      if (!g_ascii_isdigit (entry[0]) || !g_file_get_contents (file, &cmdline, &len, NULL))
         continue;
       for (gsize i = 0; i + 1 < len; i++)
         if (cmdline[i] == '\0')
           cmdline[i] = ' ';
-      if (strstr (cmdline, id) && strstr (cmdline, "-kernel"))
-        return g_steal_pointer (&cmdline);
+      if (strstr (cmdline, id) && strstr (cmdline, marker))
+        {
+          if (pid)
+            *pid = (GPid) g_ascii_strtoll (entry, NULL, 10);
+          return g_steal_pointer (&cmdline);
+        }
     }
-  g_error ("no QEMU runs for %s", id);
+  g_error ("no process with %s runs for %s", marker, id);
+}
+
+/* The disk files the test VMM of @path was given, on the wire. */
+static char *
+vmm_disk_paths (Fixture *f, const char *type, const char *path)
+{
+  gboolean chv = g_str_equal (type, "cloud-hypervisor");
+  g_autofree char *api = fixture_runtime_file (f, path, "api.sock");
+  g_autofree char *body = http_get_unix (api, chv ? "/api/v1/vm.info" : "/vm/config");
+  g_autoptr (JsonNode) node = json_from_string (body, NULL);
+  g_autoptr (GString) files = g_string_new ("");
+  JsonArray *disks;
+
+  g_assert_nonnull (node);
+  if (chv)
+    disks = json_object_get_array_member (
+      json_object_get_object_member (json_node_get_object (node), "config"), "disks");
+  else
+    disks = json_object_get_array_member (json_node_get_object (node), "drives");
+  g_assert_nonnull (disks);
+  for (guint i = 0; i < json_array_get_length (disks); i++)
+    g_string_append_printf (files, "%s%s", i ? " " : "", json_object_get_string_member (
+                              json_array_get_object_element (disks, i),
+                              chv ? "path" : "path_on_host"));
+  return g_string_free (g_steal_pointer (&files), FALSE);
+}
+
+static void
+assert_started_from (Fixture *f, const char *path, const char *expected)
+{
+  g_autofree char *from = client_get_string (f->client, path, "StartedFrom");
+
+  g_assert_cmpstr (from, ==, expected);
+}
+
+/* Warm starts on the test VMMs, on the wire: the first machine of the
+ * image boots and its template is built behind it; the second is
+ * restored from it onto its own overlay disk and told its own hostname;
+ * start_mode cold boots; an image of another digest has no template; a
+ * daemon killed while a template boots leaves none of it, nothing staged
+ * and no VMM. */
+static void
+test_warm_on_the_wire (Fixture *f, gconstpointer data)
+{
+  const ImageCase *c = data;
+  const char *sleep = "\"cmd\":[\"sleep\",\"100000\"]";
+  g_autofree char *first = NULL, *second = NULL, *cold = NULL, *variant = NULL;
+  g_autofree char *killed = NULL, *disks = NULL, *id = NULL, *overlay = NULL, *name = NULL;
+  g_autofree char *message = NULL, *cmd = NULL, *dir = copy_layout (f, "variant");
+  g_autofree char *warm = g_build_filename (mv_test_env_state_dir (f->env), MV_WARM_DIR, NULL);
+  g_autofree char *extra = g_strconcat (sleep, ",\"hostname\":\"second-host\"", NULL);
+  const char *hostname[] = { "hostname", NULL };
+
+  first = create_image (f, data, "first", layout, sleep);
+  client_call_ok (f->client, first, "Start");
+  assert_started_from (f, first, "cold");
+  for (guint i = 0; i < 200 && count_warm_templates (mv_test_env_state_dir (f->env), TRUE) == 0; i++)
+    client_settle (f->client, 100);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
+
+  second = create_image (f, data, "second", layout, extra);
+  client_call_ok (f->client, second, "Start");
+  assert_started_from (f, second, "warm");
+  name = exec_output (f, second, hostname);
+  g_assert_cmpstr (name, ==, "second-host\n");
+  /* Its own overlay disk, the image's root file system. */
+  id = client_get_string (f->client, second, "Id");
+  overlay = g_build_filename ("machines", id, "overlay.ext4", NULL);
+  disks = vmm_disk_paths (f, c->type, second);
+  g_test_message ("%s", disks);
+  g_assert_nonnull (strstr (disks, "rootfs.ext4"));
+  if (g_str_equal (c->type, "cloud-hypervisor"))
+    {
+      g_assert_nonnull (strstr (disks, overlay));
+      g_assert_null (strstr (disks, MV_WARM_DIR "/"));
+    }
+  else
+    {
+      /* Firecracker restores onto the paths its state names, the
+       * template's: its sandbox shows the machine's own disk there. */
+      g_auto (GStrv) files = g_strsplit (disks, " ", -1);
+      g_autofree char *mine = g_build_filename (mv_test_env_state_dir (f->env), overlay, NULL);
+      g_autofree char *cmdline = NULL, *seen = NULL;
+      GPid vmm = 0;
+      GStatBuf a, b;
+
+      cmdline = process_of (id, "fake-", &vmm);
+      seen = g_strdup_printf ("/proc/%d/root%s", (int) vmm, files[1]);
+      g_assert_nonnull (strstr (files[1], MV_WARM_DIR "/"));
+      g_assert_cmpint (g_stat (mine, &a), ==, 0);
+      g_assert_cmpint (g_stat (seen, &b), ==, 0);
+      g_assert_cmpuint (a.st_ino, ==, b.st_ino);
+      g_assert_cmpuint (a.st_dev, ==, b.st_dev);
+    }
+
+  g_free (extra);
+  extra = g_strconcat (sleep, ",\"start_mode\":\"cold\"", NULL);
+  cold = create_image (f, data, "cold", layout, extra);
+  client_call_ok (f->client, cold, "Start");
+  assert_started_from (f, cold, "cold");
+
+  /* Another digest of the same root file system: not the template's. */
+  cmd = g_strdup_printf ("umoci config --image %s:1 --config.env GREETING=changed", dir);
+  run (cmd);
+  g_free (extra);
+  extra = g_strconcat (sleep, ",\"start_mode\":\"warm\"", NULL);
+  variant = create_image (f, data, "variant", dir, extra);
+  g_free (client_machine_call (f->client, variant, "Start", &message));
+  g_assert_nonnull (message);
+  g_assert_nonnull (strstr (message, "no warm template matches"));
+
+  /* Killed while that image's template boots. */
+  client_free (f->client);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  g_setenv ("MICROVMD_FAULT_POINT", "warm-build:booted", TRUE);
+  mv_test_env_start_daemon (f->env, NULL);
+  g_unsetenv ("MICROVMD_FAULT_POINT");
+  f->client = client_new (f->env);
+  killed = create_image (f, data, "killed", dir, sleep);
+  g_free (client_machine_call (f->client, killed, "Start", NULL));
+  mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 20000);
+  mv_test_env_stop_daemon (f->env, SIGKILL);
+  client_free (f->client);
+  mv_test_env_start_daemon (f->env, NULL);
+  f->client = client_new (f->env);
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 1);
+  g_assert_cmpuint (count_processes_with (warm), ==, 0);
+  client_assert_state_soon (f->client, killed, "Running", 20000);
+}
+
+/* The QEMU command line of the machine @id. */
+static char *
+qemu_cmdline (const char *id)
+{
+  return process_of (id, "-kernel", NULL);
 }
 
 /* QEMU's block throttling on every disk, the image's and the overlay's. */
@@ -744,5 +886,7 @@ main (int argc, char **argv)
   add ("qemu", "platforms", test_platforms);
   add ("cloud-hypervisor", "disks-on-the-wire", test_disks_on_the_wire);
   add ("firecracker", "disks-on-the-wire", test_disks_on_the_wire);
+  add ("cloud-hypervisor", "warm-start", test_warm_on_the_wire);
+  add ("firecracker", "warm-start", test_warm_on_the_wire);
   return g_test_run ();
 }
