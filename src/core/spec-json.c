@@ -201,6 +201,40 @@ parse_cpu_affinity (const MvJson *node, MvSpec *spec, GError **error)
   return TRUE;
 }
 
+/* {"threads_per_core": T, "cores_per_die": C, "dies_per_package": D,
+ * "packages": P}, each from 1; their product is judged by validation. */
+static gboolean
+parse_cpu_topology (const MvJson *node, MvSpec *spec, GError **error)
+{
+  static const char *const known[] = { "threads_per_core", "cores_per_die", "dies_per_package",
+                                       "packages", NULL };
+  g_autofree MvCpuTopology *topology = g_new0 (MvCpuTopology, 1);
+  guint32 *parts[] = { &topology->threads_per_core, &topology->cores_per_die,
+                       &topology->dies_per_package, &topology->packages };
+
+  if (!mv_json_is_object (node))
+    return mv_json_wrong_type (node, "cpu_topology", "an object", error);
+  if (!mv_json_reject_unknown_members (node, "cpu_topology", known, error))
+    return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS (parts); i++)
+    {
+      g_autofree char *where = g_strconcat ("cpu_topology.", known[i], NULL);
+      const MvJson *field = mv_json_member (node, known[i]);
+      gint64 value;
+
+      if (field == NULL)
+        return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "%s: required (give all four "
+                             "of threads_per_core, cores_per_die, dies_per_package and "
+                             "packages)", where);
+      if (!read_ranged (field, where, G_MAXUINT32, 1, MV_VCPUS_MAX, &value, error))
+        return FALSE;
+      *parts[i] = (guint32) value;
+    }
+  g_free (spec->cpu_topology);
+  spec->cpu_topology = g_steal_pointer (&topology);
+  return TRUE;
+}
+
 static gboolean
 parse_readiness (const MvJson *node, MvSpec *spec, GError **error)
 {
@@ -745,7 +779,7 @@ parse_health_check (const MvJson *node, MvSpec *spec, GError **error)
 
 static const char *const spec_fields[] = {
   "id", "name", "hypervisor_type", "hypervisor_version", "kernel", "initrd",
-  "kernel_args", "cpu_millicores", "max_vcpus", "cpu_affinity", "memory_bytes",
+  "kernel_args", "cpu_millicores", "max_vcpus", "cpu_affinity", "cpu_topology", "memory_bytes",
   "max_memory_bytes", "disks", "readiness", "network_name", "static_ip",
   "hostname", "ssh_keys", "user_data", "metadata", "firewall", "ports", "restart",
   "standby_after_seconds", "sleep_after_idle_seconds", "labels",
@@ -794,6 +828,9 @@ mv_spec_from_node (const MvJson *node, GError **error)
 
   if ((field = mv_json_member (node, "cpu_affinity")) != NULL &&
       !parse_cpu_affinity (field, spec, error))
+    return NULL;
+  if ((field = mv_json_member (node, "cpu_topology")) != NULL &&
+      !parse_cpu_topology (field, spec, error))
     return NULL;
   if ((field = mv_json_member (node, "disks")) != NULL && !parse_disks (field, spec, error))
     return NULL;
@@ -1088,6 +1125,16 @@ put_spec (MvJsonOut *out, const MvSpec *spec, gboolean with_secrets, MvSpecCanon
     {
       mv_json_out_name (out, "cpu_affinity");
       put_cpu_affinity (out, spec);
+    }
+  if (spec->cpu_topology)
+    {
+      mv_json_out_name (out, "cpu_topology");
+      mv_json_out_begin_object (out);
+      mv_json_out_int_member (out, "threads_per_core", spec->cpu_topology->threads_per_core);
+      mv_json_out_int_member (out, "cores_per_die", spec->cpu_topology->cores_per_die);
+      mv_json_out_int_member (out, "dies_per_package", spec->cpu_topology->dies_per_package);
+      mv_json_out_int_member (out, "packages", spec->cpu_topology->packages);
+      mv_json_out_end_object (out);
     }
   mv_json_out_int_member (out, "memory_bytes", (gint64) spec->memory_bytes);
   mv_json_out_int_member (out, "max_memory_bytes", (gint64) spec->max_memory_bytes);

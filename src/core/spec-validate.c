@@ -1066,6 +1066,36 @@ mv_spec_validate (const MvSpec *spec, GError **error)
   return mv_spec_validate_with_standby_min (spec, MV_STANDBY_AFTER_MIN_SECONDS, error);
 }
 
+/* Threads × cores × dies × packages is every vCPU the machine can have. */
+static gboolean
+validate_cpu_topology (const MvSpec *spec, GError **error)
+{
+  const MvCpuTopology *t = spec->cpu_topology;
+  guint64 product;
+
+  if (!t)
+    return TRUE;
+  {
+    static const char *const names[] = { "threads_per_core", "cores_per_die",
+                                         "dies_per_package", "packages" };
+    const guint32 parts[] = { t->threads_per_core, t->cores_per_die, t->dies_per_package,
+                              t->packages };
+
+    for (guint i = 0; i < G_N_ELEMENTS (parts); i++)
+      if (parts[i] < 1 || parts[i] > MV_VCPUS_MAX)
+        return invalid (error, "cpu_topology.%s: %u is outside 1–%d", names[i], parts[i],
+                        MV_VCPUS_MAX);
+  }
+  product = (guint64) t->threads_per_core * t->cores_per_die * t->dies_per_package * t->packages;
+  if (product != mv_spec_max_vcpus (spec))
+    return invalid (error, "cpu_topology: %u threads per core × %u cores per die × %u dies per "
+                    "package × %u packages is %" G_GUINT64_FORMAT " vCPUs, and the machine "
+                    "has %u%s", t->threads_per_core, t->cores_per_die, t->dies_per_package,
+                    t->packages, product, mv_spec_max_vcpus (spec),
+                    spec->max_vcpus > mv_spec_vcpus (spec) ? " (max_vcpus)" : "");
+  return TRUE;
+}
+
 gboolean
 mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GError **error)
 {
@@ -1078,6 +1108,7 @@ mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GErr
          validate_boot (spec, error) &&
          validate_resources (spec, error) &&
          validate_cpu_affinity (spec, error) &&
+         validate_cpu_topology (spec, error) &&
          validate_disks (spec, error) &&
          validate_image_and_disks (spec, error) &&
          validate_readiness (spec, error) &&

@@ -178,6 +178,7 @@ mv_spec_free (MvSpec *spec)
   g_free (spec->initrd);
   g_free (spec->kernel_args);
   g_clear_pointer (&spec->cpu_affinity, g_ptr_array_unref);
+  g_clear_pointer (&spec->cpu_topology, g_free);
   g_clear_pointer (&spec->disks, g_ptr_array_unref);
   g_free (spec->readiness_text);
   g_free (spec->network_name);
@@ -231,6 +232,7 @@ mv_spec_copy (const MvSpec *spec)
   copy->max_vcpus = spec->max_vcpus;
   g_ptr_array_unref (copy->cpu_affinity);
   copy->cpu_affinity = mv_cpu_affinity_list_copy (spec->cpu_affinity);
+  copy->cpu_topology = g_memdup2 (spec->cpu_topology, sizeof (MvCpuTopology));
   copy->memory_bytes = spec->memory_bytes;
   copy->max_memory_bytes = spec->max_memory_bytes;
   for (guint i = 0; i < spec->disks->len; i++)
@@ -473,6 +475,8 @@ mv_spec_shape_differs (const MvSpec *a, const MvSpec *b)
 
   if (mv_spec_vcpus (a) != mv_spec_vcpus (b) ||
       a->max_vcpus != b->max_vcpus ||
+      (a->cpu_topology == NULL) != (b->cpu_topology == NULL) ||
+      (a->cpu_topology && memcmp (a->cpu_topology, b->cpu_topology, sizeof *a->cpu_topology)) ||
       a->memory_bytes != b->memory_bytes ||
       a->max_memory_bytes != b->max_memory_bytes ||
       g_strcmp0 (a->hypervisor_type, b->hypervisor_type) != 0 ||

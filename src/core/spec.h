@@ -109,6 +109,15 @@ typedef struct {
   GArray  *host_cpus;      /* guint32, in the order given; never NULL */
 } MvCpuAffinity;
 
+/* How the vCPUs are shown to the guest (seed 003, CPUTopology): their
+ * product is the most vCPUs the machine can have. */
+typedef struct {
+  guint32  threads_per_core;
+  guint32  cores_per_die;
+  guint32  dies_per_package;
+  guint32  packages;
+} MvCpuTopology;
+
 typedef enum {
   MV_INIT_MODE_AUTO,       /* systemd if cmd is systemd (or /sbin/init), else exec */
   MV_INIT_MODE_EXEC,       /* microvmd-agent is PID 1 and runs cmd */
@@ -169,6 +178,7 @@ typedef struct {
   guint32        cpu_millicores;
   guint32        max_vcpus;          /* 0 = no room for hot-add */
   GPtrArray     *cpu_affinity;       /* MvCpuAffinity*, never NULL; empty: unpinned */
+  MvCpuTopology *cpu_topology;       /* NULL: the hypervisor's (one package of cores) */
   guint64        memory_bytes;
   guint64        max_memory_bytes;   /* 0 = no room for hot-add */
   GPtrArray     *disks;              /* MvDisk*, never NULL */

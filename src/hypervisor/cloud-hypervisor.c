@@ -261,6 +261,8 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
   /* The VMM pins each vCPU thread as it starts it, hot-added ones too. */
   if (spec->cpu.affinity->len > 0)
     json_object_set_array_member (cpus, "affinity", mv_cpu_affinity_to_json (spec->cpu.affinity));
+  if (spec->cpu.topology.threads_per_core)
+    json_object_set_object_member (cpus, "topology", mv_cpu_topology_to_json (&spec->cpu.topology));
   json_object_set_object_member (config, "cpus", cpus);
 
   json_object_set_int_member (memory, "size", (gint64) spec->memory.size_bytes);
@@ -622,6 +624,7 @@ chv_capabilities (MvStarter *base)
     .hotplug_memory = TRUE,
     .hotplug_cpu = TRUE,
     .cpu_affinity = TRUE,
+    .cpu_topology = MV_CPU_TOPOLOGIES_ANY,
     .pause = TRUE,
     .vsock = TRUE,
     .gpu_passthrough = TRUE,

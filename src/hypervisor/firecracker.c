@@ -317,7 +317,9 @@ configure (MvRestHypervisor *hv, MvStarter *starter, const MvVmSpec *spec, const
 
   json_object_set_int_member (machine, "vcpu_count", spec->cpu.count);
   json_object_set_int_member (machine, "mem_size_mib", (gint64) (spec->memory.size_bytes / MIB));
-  json_object_set_boolean_member (machine, "smt", FALSE);
+  /* A topology is one package of cores, with two threads each or one
+   * (its capabilities). */
+  json_object_set_boolean_member (machine, "smt", spec->cpu.topology.threads_per_core == 2);
   if (!mv_rest_put (hv, "/machine-config", machine, error))
     return FALSE;
 
@@ -457,6 +459,7 @@ fc_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GError
                    "cpu_affinity: Firecracker cannot pin vCPUs to host CPUs");
       return FALSE;
     }
+
   for (guint i = 0; i < spec->nets->len; i++)
     {
       const MvNetConfig *net = spec->nets->pdata[i];
@@ -679,6 +682,7 @@ fc_capabilities (MvStarter *base)
     .hotplug_memory = TRUE,      /* virtio-mem */
     .hotplug_cpu = FALSE,
     .cpu_affinity = FALSE,
+    .cpu_topology = MV_CPU_TOPOLOGIES_SMT,
     .pause = TRUE,
     .vsock = TRUE,
     .gpu_passthrough = FALSE,

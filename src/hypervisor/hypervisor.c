@@ -242,6 +242,18 @@ mv_cpu_affinity_to_json (const GPtrArray *affinity)
   return array;
 }
 
+JsonObject *
+mv_cpu_topology_to_json (const MvCpuTopology *topology)
+{
+  JsonObject *o = json_object_new ();
+
+  json_object_set_int_member (o, "threads_per_core", topology->threads_per_core);
+  json_object_set_int_member (o, "cores_per_die", topology->cores_per_die);
+  json_object_set_int_member (o, "dies_per_package", topology->dies_per_package);
+  json_object_set_int_member (o, "packages", topology->packages);
+  return o;
+}
+
 /* What mv_cpu_affinity_to_json() wrote; entries that are not one are left out. */
 static void
 affinity_from_array (JsonArray *array, GPtrArray *into)
@@ -288,6 +300,8 @@ mv_vm_spec_to_node (const MvVmSpec *spec)
   json_object_set_int_member (cpu, "max_count", spec->cpu.max_count);
   if (spec->cpu.affinity->len > 0)
     json_object_set_array_member (cpu, "affinity", mv_cpu_affinity_to_json (spec->cpu.affinity));
+  if (spec->cpu.topology.threads_per_core)
+    json_object_set_object_member (cpu, "topology", mv_cpu_topology_to_json (&spec->cpu.topology));
   json_object_set_int_member (memory, "size_bytes", (gint64) spec->memory.size_bytes);
   json_object_set_int_member (memory, "hotplug_bytes", (gint64) spec->memory.hotplug_bytes);
   for (guint i = 0; i < spec->disks->len; i++)
@@ -361,6 +375,16 @@ mv_vm_spec_from_node (JsonNode *node, GError **error)
   spec->cpu.count = (guint) mv_json_get_uint (cpu, "count");
   spec->cpu.max_count = (guint) mv_json_get_uint (cpu, "max_count");
   affinity_from_array (mv_json_get_array (cpu, "affinity"), spec->cpu.affinity);
+  {
+    JsonObject *topology = mv_json_get_object (cpu, "topology");
+
+    spec->cpu.topology = (MvCpuTopology) {
+      (guint32) mv_json_get_uint (topology, "threads_per_core"),
+      (guint32) mv_json_get_uint (topology, "cores_per_die"),
+      (guint32) mv_json_get_uint (topology, "dies_per_package"),
+      (guint32) mv_json_get_uint (topology, "packages"),
+    };
+  }
   spec->memory.size_bytes = mv_json_get_uint (memory, "size_bytes");
   spec->memory.hotplug_bytes = mv_json_get_uint (memory, "hotplug_bytes");
   if ((array = mv_json_get_array (root, "disks")))
@@ -512,6 +536,16 @@ mv_vm_spec_check (const MvVmSpec *spec, const char *dir, GError **error)
   if (spec->cpu.count == 0 || spec->cpu.max_count < spec->cpu.count)
     return invalid (error, "max_vcpus: %u is below the %u vCPUs the guest boots with",
                     spec->cpu.max_count, spec->cpu.count);
+  if (spec->cpu.topology.threads_per_core)
+    {
+      const MvCpuTopology *t = &spec->cpu.topology;
+      guint64 product = (guint64) t->threads_per_core * t->cores_per_die * t->dies_per_package *
+                        t->packages;
+
+      if (product != MAX (spec->cpu.count, spec->cpu.max_count))
+        return invalid (error, "cpu_topology: it holds %" G_GUINT64_FORMAT " vCPUs, and the "
+                        "guest can have %u", product, MAX (spec->cpu.count, spec->cpu.max_count));
+    }
   if (spec->memory.size_bytes == 0 || spec->memory.size_bytes % (1 << 20) != 0)
     return invalid (error, "memory_bytes: %" G_GUINT64_FORMAT " is not a whole number of MiB",
                     spec->memory.size_bytes);

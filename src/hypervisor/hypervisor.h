@@ -51,6 +51,9 @@ typedef struct {
   /* MvCpuAffinity* (core/spec.h), never NULL; empty: no vCPU is pinned.
    * A vCPU hot-added later is pinned as it comes. */
   GPtrArray *affinity;
+  /* How the vCPUs are shown to the guest; all zero: the hypervisor's own
+   * way. Its product is max(count, max_count). */
+  MvCpuTopology topology;
 } MvCpuConfig;
 
 typedef struct {
@@ -137,6 +140,16 @@ typedef struct {
   GPtrArray      *cpu_affinity;
 } MvRestoreSpec;
 
+/* The CPU topologies a hypervisor can show its guests. */
+typedef enum {
+  /* One package of one die, whose cores have one or two threads
+   * (simultaneous multithreading off or on). */
+  MV_CPU_TOPOLOGIES_SMT,
+  /* Any number of packages, cores and threads, one die per package. */
+  MV_CPU_TOPOLOGIES_NO_DIES,
+  MV_CPU_TOPOLOGIES_ANY,
+} MvCpuTopologies;
+
 typedef struct {
   gboolean snapshot;
   gboolean hotplug_memory;
@@ -149,6 +162,7 @@ typedef struct {
   gboolean net_rate_limit; /* limits a NIC's traffic itself; else the host's TAP is */
   gboolean net_rate_limit_symmetric; /* ...with one limit for both directions */
   gboolean virtio_fs;      /* directory mounts (vhost-user-fs devices) */
+  MvCpuTopologies cpu_topology;
 } MvCapabilities;
 
 typedef enum {
@@ -300,6 +314,9 @@ void        mv_vm_spec_add_share (MvVmSpec *spec, const char *tag, const char *s
 /* [{"vcpu": N, "host_cpus": [..]}, ...]: the form of the spec's
  * cpu_affinity, which Cloud Hypervisor's cpus.affinity takes too. */
 JsonArray  *mv_cpu_affinity_to_json (const GPtrArray *affinity);
+/* {"threads_per_core", "cores_per_die", "dies_per_package", "packages"},
+ * as Cloud Hypervisor's cpus.topology takes it. */
+JsonObject *mv_cpu_topology_to_json (const MvCpuTopology *topology);
 /* A form that a snapshot can keep, and back. */
 JsonNode   *mv_vm_spec_to_node (const MvVmSpec *spec);
 MvVmSpec   *mv_vm_spec_from_node (JsonNode *node, GError **error);

@@ -1013,13 +1013,29 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   else
     add (argv, self->accel);
   add (argv, "-cpu");
-  /* The stock TCG model: the Debian cloud kernel boots fastest on it. */
-  add (argv, g_str_equal (self->accel, "kvm") ? "host" : "qemu64");
-  add (argv, "-smp");
-  if (spec->cpu.max_count > spec->cpu.count)
-    add_printf (argv, "%u,maxcpus=%u", spec->cpu.count, spec->cpu.max_count);
+  /* The stock TCG model: the Debian cloud kernel boots fastest on it. It
+   * says it is AMD's, whose threads TCG cannot describe (it lacks
+   * topoext): a guest with more than one thread per core is told it runs
+   * on Intel's, whose CPUID leaf 0xB describes them. */
+  if (g_str_equal (self->accel, "kvm"))
+    add (argv, "host");
+  else if (spec->cpu.topology.threads_per_core > 1)
+    add (argv, "qemu64,vendor=GenuineIntel");
   else
-    add_printf (argv, "%u", spec->cpu.count);
+    add (argv, "qemu64");
+  add (argv, "-smp");
+  {
+    g_autoptr (GString) smp = g_string_new (NULL);
+    const MvCpuTopology *t = &spec->cpu.topology;
+
+    g_string_printf (smp, "%u", spec->cpu.count);
+    if (spec->cpu.max_count > spec->cpu.count)
+      g_string_append_printf (smp, ",maxcpus=%u", spec->cpu.max_count);
+    if (t->threads_per_core)
+      g_string_append_printf (smp, ",sockets=%u,dies=%u,cores=%u,threads=%u", t->packages,
+                              t->dies_per_package, t->cores_per_die, t->threads_per_core);
+    add (argv, smp->str);
+  }
   add (argv, "-m");
   if (spec->memory.hotplug_bytes > 0)
     add_printf (argv, "%" G_GUINT64_FORMAT "M,maxmem=%" G_GUINT64_FORMAT "M",
@@ -1368,6 +1384,8 @@ qemu_capabilities (MvStarter *starter)
     .hotplug_memory = TRUE,
     .hotplug_cpu = TRUE,
     .cpu_affinity = TRUE,
+    /* microvm has no dies. */
+    .cpu_topology = MV_CPU_TOPOLOGIES_NO_DIES,
     .pause = TRUE,
     .disk_rate_limit = TRUE,
     .net_rate_limit = FALSE,

@@ -78,6 +78,8 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
   vm->cpu.max_count = MAX (spec->max_vcpus, vm->cpu.count);
   g_ptr_array_unref (vm->cpu.affinity);
   vm->cpu.affinity = mv_cpu_affinity_list_copy (spec->cpu_affinity);
+  if (spec->cpu_topology)
+    vm->cpu.topology = *spec->cpu_topology;
   vm->memory.size_bytes = spec->memory_bytes;
   vm->memory.hotplug_bytes = spec->max_memory_bytes > spec->memory_bytes
                              ? spec->max_memory_bytes - spec->memory_bytes : 0;

@@ -114,6 +114,36 @@ check_cpu_affinity (Adapter *self, const MvSpec *spec, GError **error)
          mv_host_cpus_check (&host, spec->cpu_affinity, error);
 }
 
+/* A topology the hypervisor can show the guest; else MV_ERROR_UNSUPPORTED. */
+static gboolean
+check_cpu_topology (Adapter *self, const MvSpec *spec, GError **error)
+{
+  const MvCpuTopology *t = spec->cpu_topology;
+
+  if (!t)
+    return TRUE;
+  switch (self->starter->capabilities (self->starter).cpu_topology)
+    {
+    case MV_CPU_TOPOLOGIES_ANY:
+      return TRUE;
+    case MV_CPU_TOPOLOGIES_NO_DIES:
+      if (t->dies_per_package == 1)
+        return TRUE;
+      return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                           "cpu_topology.dies_per_package: %s shows its guests one die per "
+                           "package; give 1", self->starter->type);
+    case MV_CPU_TOPOLOGIES_SMT:
+      if (t->threads_per_core <= 2 && t->dies_per_package == 1 && t->packages == 1)
+        return TRUE;
+      break;
+    }
+  return mv_error_set (error, MV_ERROR_UNSUPPORTED,
+                       "cpu_topology: %s shows its guest one package of one die whose cores "
+                       "have one or two threads; %u threads per core, %u dies per package and "
+                       "%u packages cannot be had", self->starter->type, t->threads_per_core,
+                       t->dies_per_package, t->packages);
+}
+
 /* Everything that can be checked before a process starts or a file is
  * made; MV_ERROR_INVALID_ARGUMENT naming the field. The host files are
  * checked again: one may have been swapped since the spec was accepted;
@@ -124,6 +154,7 @@ check_before_start (Adapter *self, const MvRuntimeRequest *req, const char *sock
 {
   return mv_check_socket_path ("socket", socket_path, error) &&
          check_cpu_affinity (self, req->spec, error) &&
+         check_cpu_topology (self, req->spec, error) &&
          check_host_files (self, req->spec, error) &&
          check_shares (self, req->spec, error) &&
          mv_vm_spec_check (vm, req->runtime_dir, error) &&
@@ -344,6 +375,7 @@ rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
   return check_start_mode (adapter_of (rt), spec, error) &&
          check_resize_room (adapter_of (rt), spec, error) &&
          check_cpu_affinity (adapter_of (rt), spec, error) &&
+         check_cpu_topology (adapter_of (rt), spec, error) &&
          mv_cgroups_check (adapter_of (rt)->cgroups, spec, error) &&
          check_net_limits (adapter_of (rt), spec, error) &&
          check_kernel_name (adapter_of (rt), spec, error) &&
@@ -408,6 +440,10 @@ rt_warm_inputs (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
     return NULL;
   g_string_append_printf (out, "cmdline=%s\n", vm->boot.kernel_args ? vm->boot.kernel_args : "");
   g_string_append_printf (out, "vcpus=%u max=%u\n", vm->cpu.count, vm->cpu.max_count);
+  if (vm->cpu.topology.threads_per_core)
+    g_string_append_printf (out, "topology=%u/%u/%u/%u\n", vm->cpu.topology.threads_per_core,
+                            vm->cpu.topology.cores_per_die, vm->cpu.topology.dies_per_package,
+                            vm->cpu.topology.packages);
   g_string_append_printf (out, "memory=%" G_GUINT64_FORMAT " hotplug=%" G_GUINT64_FORMAT "\n",
                           vm->memory.size_bytes, vm->memory.hotplug_bytes);
   if (req->network)

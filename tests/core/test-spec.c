@@ -3326,6 +3326,94 @@ test_cpu_affinity_lengths (void)
                           "4096");
 }
 
+/* ---- cpu_topology ---- */
+
+/* Read, written back and compared; part of the guest's shape. */
+static void
+test_cpu_topology_parse (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok ("{'name':'web','kernel':'/k','cpu_millicores':4000,"
+                                     "'cpu_topology':{'packages':2,'threads_per_core':2,"
+                                     "'cores_per_die':1,'dies_per_package':1}}");
+  g_autoptr(MvSpec) back = NULL, copy = NULL, plain = NULL;
+  g_autofree char *json = NULL;
+
+  g_assert_nonnull (spec->cpu_topology);
+  g_assert_cmpuint (spec->cpu_topology->threads_per_core, ==, 2);
+  g_assert_cmpuint (spec->cpu_topology->cores_per_die, ==, 1);
+  g_assert_cmpuint (spec->cpu_topology->dies_per_package, ==, 1);
+  g_assert_cmpuint (spec->cpu_topology->packages, ==, 2);
+  assert_valid (spec);
+  json = mv_spec_to_json (spec, TRUE);
+  g_assert_nonnull (strstr (json, "\"cpu_topology\":{\"threads_per_core\":2,"
+                                  "\"cores_per_die\":1,\"dies_per_package\":1,\"packages\":2}"));
+  back = mv_spec_from_json (json, NULL);
+  g_assert_true (mv_spec_equal (spec, back));
+  copy = mv_spec_copy (spec);
+  g_assert_true (mv_spec_equal (spec, copy));
+  copy->cpu_topology->threads_per_core = 1;
+  copy->cpu_topology->cores_per_die = 2;
+  g_assert_false (mv_spec_equal (spec, copy));
+  g_assert_cmpuint (spec->cpu_topology->threads_per_core, ==, 2);
+  /* A frozen guest's CPUs are as they were: it cannot be woken as another. */
+  g_assert_true (mv_spec_shape_differs (spec, copy));
+  plain = mv_spec_copy (spec);
+  g_clear_pointer (&plain->cpu_topology, g_free);
+  g_assert_true (mv_spec_shape_differs (spec, plain));
+  g_clear_pointer (&json, g_free);
+  json = mv_spec_to_json (plain, TRUE);
+  g_assert_null (strstr (json, "cpu_topology"));
+}
+
+static void
+test_cpu_topology_refused (void)
+{
+  static const struct {
+    const char *doc;
+    const char *message;
+    gboolean    parse;     /* refused as it is read; else by validation */
+  } cases[] = {
+    { "{'cpu_topology':[2,1,1,1]}", "cpu_topology: expected an object", TRUE },
+    { "{'cpu_topology':{'threads_per_core':1,'cores_per_die':1,'dies_per_package':1}}",
+      "cpu_topology.packages: required", TRUE },
+    { "{'cpu_topology':{'threads_per_core':1,'cores_per_die':1,'dies_per_package':1,"
+      "'packages':1,'sockets':1}}", "cpu_topology: unknown field 'sockets'", TRUE },
+    { "{'cpu_topology':{'threads_per_core':'1','cores_per_die':1,'dies_per_package':1,"
+      "'packages':1}}", "cpu_topology.threads_per_core: expected an integer", TRUE },
+    { "{'cpu_topology':{'threads_per_core':0,'cores_per_die':1,'dies_per_package':1,"
+      "'packages':1}}", "cpu_topology.threads_per_core: 0 is outside 1–32", FALSE },
+    { "{'cpu_topology':{'threads_per_core':1,'cores_per_die':33,'dies_per_package':1,"
+      "'packages':1}}", "cpu_topology.cores_per_die: 33 is outside 1–32", FALSE },
+    { "{'cpu_topology':{'threads_per_core':2,'cores_per_die':1,'dies_per_package':1,"
+      "'packages':1}}", "cpu_topology: 2 threads per core × 1 cores per die × 1 dies per package "
+      "× 1 packages is 2 vCPUs, and the machine has 1", FALSE },
+    /* With room to grow, the most vCPUs it can have. */
+    { "{'max_vcpus':4,'cpu_topology':{'threads_per_core':2,'cores_per_die':1,"
+      "'dies_per_package':1,'packages':1}}", "cpu_topology: 2 threads per core × 1 cores per die "
+      "× 1 dies per package × 1 packages is 2 vCPUs, and the machine has 4 (max_vcpus)", FALSE },
+    { "{'max_vcpus':4,'cpu_topology':{'threads_per_core':2,'cores_per_die':2,"
+      "'dies_per_package':1,'packages':1}}", NULL, FALSE },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(GString) doc = g_string_new (cases[i].doc);
+
+      g_string_insert (doc, 1, "'name':'web','kernel':'/k',");
+      if (cases[i].parse)
+        assert_parse_fails (doc->str, cases[i].message);
+      else
+        {
+          g_autoptr(MvSpec) spec = parse_ok (doc->str);
+
+          if (cases[i].message)
+            assert_invalid_message (spec, cases[i].message);
+          else
+            assert_valid (spec);
+        }
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -3364,6 +3452,8 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/cpu-affinity/bad-documents", test_cpu_affinity_bad_documents);
   g_test_add_func ("/spec/cpu-affinity/limits", test_cpu_affinity_limits);
   g_test_add_func ("/spec/cpu-affinity/lengths", test_cpu_affinity_lengths);
+  g_test_add_func ("/spec/cpu-topology/parse", test_cpu_topology_parse);
+  g_test_add_func ("/spec/cpu-topology/refused", test_cpu_topology_refused);
   g_test_add_func ("/spec/limits/disks", test_limit_disks);
   g_test_add_func ("/spec/limits/readiness", test_limit_readiness);
   g_test_add_func ("/spec/limits/hostname", test_limit_hostname);

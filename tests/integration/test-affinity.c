@@ -5,7 +5,10 @@
  * start; and real QEMU guests under TCG whose vCPU threads are pinned as
  * asked, read back from /proc/<pid>/task/<tid>/status: at boot, through a
  * daemon restart (adopted as they are), after a standby (a restored VMM),
- * and for a vCPU a resize adds. */
+ * and for a vCPU a resize adds. The spec's cpu_topology: refused where
+ * it does not hold the vCPUs or the hypervisor cannot show it, given to
+ * the test VMMs as the real ones take it, and seen in a real QEMU guest's
+ * /proc/cpuinfo. */
 #include "bus-client.h"
 #include "names.h"
 
@@ -447,6 +450,164 @@ test_qemu_resize (Fixture *f, gconstpointer data)
   client_call_ok (f->client, path, "Stop");
 }
 
+/* ---- cpu_topology ---- */
+
+#define TOPOLOGY(t, c, d, p) "\"cpu_topology\":{\"threads_per_core\":" #t ",\"cores_per_die\":" \
+  #c ",\"dies_per_package\":" #d ",\"packages\":" #p "}"
+
+/* What no hypervisor can have, and what this one cannot: refused at
+ * create with nothing left. */
+static void
+test_topology_refused (Fixture *f, gconstpointer data)
+{
+  const AffinityCase *c = data;
+  g_autofree char *json = NULL;
+
+  json = spec_json (c, "product", 2000, TOPOLOGY (2, 1, 1, 2));
+  assert_create_refused (f, json, MV_BUS_ERROR_INVALID_ARGUMENT,
+                         "cpu_topology: 2 threads per core × 1 cores per die × 1 dies per "
+                         "package × 2 packages is 4 vCPUs, and the machine has 2");
+  g_clear_pointer (&json, g_free);
+  json = spec_json (c, "zero", 2000, TOPOLOGY (0, 2, 1, 1));
+  assert_create_refused (f, json, MV_BUS_ERROR_INVALID_ARGUMENT,
+                         "cpu_topology.threads_per_core: ");
+  g_clear_pointer (&json, g_free);
+  json = spec_json (c, "part", 2000, "\"cpu_topology\":{\"threads_per_core\":1,"
+                    "\"cores_per_die\":2,\"dies_per_package\":1}");
+  assert_create_refused (f, json, MV_BUS_ERROR_INVALID_ARGUMENT,
+                         "cpu_topology.packages: required");
+  g_clear_pointer (&json, g_free);
+  json = spec_json (c, "sockets", 2000, "\"cpu_topology\":{\"sockets\":2}");
+  assert_create_refused (f, json, MV_BUS_ERROR_INVALID_ARGUMENT,
+                         "cpu_topology: unknown field 'sockets'");
+  g_clear_pointer (&json, g_free);
+  if (g_str_equal (c->type, "firecracker"))
+    {
+      json = spec_json (c, "packages", 2000, TOPOLOGY (1, 1, 1, 2));
+      assert_create_refused (f, json, MV_BUS_ERROR_UNSUPPORTED,
+                             "cpu_topology: firecracker shows its guest one package of one die");
+    }
+  if (g_str_equal (c->type, "qemu"))
+    {
+      json = spec_json (c, "dies", 2000, TOPOLOGY (1, 1, 2, 1));
+      assert_create_refused (f, json, MV_BUS_ERROR_UNSUPPORTED,
+                             "cpu_topology.dies_per_package: qemu shows its guests one die");
+    }
+}
+
+/* The test VMMs are given the topology as the real ones take it: Cloud
+ * Hypervisor's cpus.topology (two dies here), Firecracker's smt for two
+ * threads per core. */
+static void
+test_topology_body (Fixture *f, gconstpointer data)
+{
+  const AffinityCase *c = data;
+  gboolean chv = g_str_equal (c->type, "cloud-hypervisor");
+  g_autofree char *json = spec_json (c, "shaped", 2000, chv ? TOPOLOGY (1, 1, 2, 1)
+                                                            : TOPOLOGY (2, 1, 1, 1));
+  g_autofree char *path = client_create_ok (f->client, json);
+  g_autofree char *socket_path = NULL, *body = NULL, *text = NULL;
+  g_autoptr (JsonNode) node = NULL;
+  JsonObject *root;
+
+  client_call_ok (f->client, path, "Start");
+  socket_path = fixture_runtime_file (f, path, "api.sock");
+  body = http_get_unix (socket_path, chv ? "/api/v1/vm.info" : "/vm/config");
+  node = json_from_string (body, NULL);
+  g_assert_nonnull (node);
+  root = json_node_get_object (node);
+  if (chv)
+    {
+      JsonObject *cpus = json_object_get_object_member (
+        json_object_get_object_member (root, "config"), "cpus");
+
+      text = json_to_string (json_object_get_member (cpus, "topology"), FALSE);
+      g_assert_cmpstr (text, ==, "{\"threads_per_core\":1,\"cores_per_die\":1,"
+                                 "\"dies_per_package\":2,\"packages\":1}");
+    }
+  else
+    g_assert_true (json_object_get_boolean_member (
+                     json_object_get_object_member (root, "machine-config"), "smt"));
+  client_call_ok (f->client, path, "Stop");
+}
+
+/* What a real QEMU guest with microvmd's agent ([guest] of the config)
+ * and @topology (two vCPUs)
+ * sees in /proc/cpuinfo: its processors, packages ("physical id"s), and
+ * the "siblings" and "cpu cores" every processor has. */
+static void
+guest_cpu_shape (Fixture *f, const char *name, const char *topology, guint *processors,
+                 guint *packages, char **siblings, char **cores)
+{
+  const char *build = g_getenv ("MICROVMD_BUILD_DIR");
+  g_autofree char *json = g_strdup_printf (
+    "{\"name\":\"%s\",\"hypervisor_type\":\"qemu\",\"memory_bytes\":268435456,"
+    "\"cpu_millicores\":2000,\"readiness\":\"agent\","
+    "\"disks\":[{\"path\":\"%s/tests/guest/rootfs.ext4\",\"read_only\":true,\"root\":true}],"
+    "%s}", name, build, topology);
+  g_autofree char *path = client_create_ok (f->client, json);
+  const char *cpuinfo[] = { "cat", "/proc/cpuinfo", NULL };
+  g_autofree char *text = NULL;
+  g_auto (GStrv) lines = NULL;
+  g_autoptr (GHashTable) ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  *processors = 0;
+  client_call_ok (f->client, path, "Start");
+  text = exec_output (f, path, cpuinfo);
+  g_test_message ("%s", text);
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i]; i++)
+    {
+      g_auto (GStrv) kv = g_strsplit (lines[i], ":", 2);
+      char **seen = NULL;
+
+      if (!kv[0] || !kv[1])
+        continue;
+      g_strstrip (kv[0]);
+      g_strstrip (kv[1]);
+      if (g_str_equal (kv[0], "processor"))
+        (*processors)++;
+      else if (g_str_equal (kv[0], "physical id"))
+        g_hash_table_add (ids, g_strdup (kv[1]));
+      else if (g_str_equal (kv[0], "siblings"))
+        seen = siblings;
+      else if (g_str_equal (kv[0], "cpu cores"))
+        seen = cores;
+      /* The same on every processor. */
+      if (seen && *seen)
+        g_assert_cmpstr (*seen, ==, kv[1]);
+      else if (seen)
+        *seen = g_strdup (kv[1]);
+    }
+  *packages = g_hash_table_size (ids);
+  client_call_ok (f->client, path, "Stop");
+}
+
+/* Real QEMU guests see their topology: one package of one core with two
+ * threads, and two packages of one core with one thread. */
+static void
+test_qemu_topology (Fixture *f, gconstpointer data)
+{
+  g_autofree char *siblings = NULL, *cores = NULL;
+  guint processors, packages;
+
+  guest_cpu_shape (f, "threads", TOPOLOGY (2, 1, 1, 1), &processors, &packages, &siblings,
+                   &cores);
+  g_assert_cmpuint (processors, ==, 2);
+  g_assert_cmpuint (packages, ==, 1);
+  g_assert_cmpstr (siblings, ==, "2");
+  g_assert_cmpstr (cores, ==, "1");
+
+  g_clear_pointer (&siblings, g_free);
+  g_clear_pointer (&cores, g_free);
+  guest_cpu_shape (f, "packages", TOPOLOGY (1, 1, 1, 2), &processors, &packages, &siblings,
+                   &cores);
+  g_assert_cmpuint (processors, ==, 2);
+  g_assert_cmpuint (packages, ==, 2);
+  g_assert_cmpstr (siblings, ==, "1");
+  g_assert_cmpstr (cores, ==, "1");
+}
+
 static AffinityCase cases[] = {
   { "cloud-hypervisor", NULL },
   { "firecracker", NULL },
@@ -483,17 +644,32 @@ main (int argc, char **argv)
         g_test_add (test_path, Fixture, c, setup, fn, teardown);                        \
       } while (0)
 
-      c->config = guest_config (c->type, resources);
+      if (g_str_equal (c->type, "qemu"))
+        {
+          /* microvmd's kernel and initramfs with its agent, for the
+           * machines that name none. */
+          g_autofree char *guest = g_strdup_printf ("%s[guest]\nkernel=%s/guest/vmlinuz\n"
+                                                    "initramfs=%s/guest/initramfs.img\n",
+                                                    resources, build, build);
+          c->config = guest_config (c->type, guest);
+        }
+      else
+        c->config = guest_config (c->type, resources);
       ADD ("refused", test_refused);
+      ADD ("topology-refused", test_topology_refused);
       if (g_str_equal (c->type, "cloud-hypervisor"))
         {
           ADD ("body", test_chv_body);
+          ADD ("topology-body", test_topology_body);
           ADD ("checked-at-start", test_chv_checked_at_start);
         }
+      if (g_str_equal (c->type, "firecracker"))
+        ADD ("topology-body", test_topology_body);
       if (g_str_equal (c->type, "qemu"))
         {
           ADD ("pinned", test_qemu_pinned);
           ADD ("resize", test_qemu_resize);
+          ADD ("topology", test_qemu_topology);
         }
 #undef ADD
     }

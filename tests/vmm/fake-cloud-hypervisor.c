@@ -56,9 +56,14 @@ static const FakeField cpu_affinity_fields[] = {
   { "vcpu", &fake_u32, TRUE }, { "host_cpus", &host_cpus, TRUE }, { NULL } };
 static const FakeType cpu_affinity = FAKE_LENIENT_OF ("CpuAffinity", cpu_affinity_fields);
 static const FakeType opt_cpu_affinities = FAKE_OPT_LIST_OF (&cpu_affinity);
+/* CpuTopology: how the vCPUs are shown to the guest. */
+static const FakeField cpu_topology_fields[] = {
+  { "threads_per_core", &fake_u8, TRUE }, { "cores_per_die", &fake_u8, TRUE },
+  { "dies_per_package", &fake_u8, TRUE }, { "packages", &fake_u8, TRUE }, { NULL } };
+static const FakeType opt_cpu_topology = FAKE_OPT_LENIENT_OF ("CpuTopology", cpu_topology_fields);
 static const FakeField cpus_fields[] = {
   { "boot_vcpus", &fake_u8, TRUE }, { "max_vcpus", &fake_u8, TRUE },
-  { "affinity", &opt_cpu_affinities }, { NULL } };
+  { "topology", &opt_cpu_topology }, { "affinity", &opt_cpu_affinities }, { NULL } };
 static const FakeType opt_cpus = FAKE_OPT_LENIENT_OF ("CpusConfig", cpus_fields);
 static const char *const hotplug_methods[] = { "Acpi", "VirtioMem", NULL };
 static const FakeType hotplug_method = FAKE_ENUM_OF ("HotplugMethod", hotplug_methods);
@@ -294,6 +299,26 @@ create (Chv *chv, const FakeRequest *request, FakeResponse *response)
       chain (response, 500, "Failed to create the VM", "Error validating configuration",
              "Max CPUs lower than boot CPUs", NULL);
       return;
+    }
+  /* Every part at least one, and their product the most vCPUs there can be. */
+  if (fake_json_obj (cpus, "topology"))
+    {
+      JsonObject *t = fake_json_obj (cpus, "topology");
+      gint64 threads = fake_json_int (t, "threads_per_core"), cores = fake_json_int (t, "cores_per_die");
+      gint64 dies = fake_json_int (t, "dies_per_package"), packages = fake_json_int (t, "packages");
+
+      if (threads == 0 || cores == 0 || dies == 0 || packages == 0)
+        {
+          chain (response, 500, "Failed to create the VM", "Error validating configuration",
+                 "No part of the CPU topology can be zero", NULL);
+          return;
+        }
+      if (threads * cores * dies * packages != fake_json_int (cpus, "max_vcpus"))
+        {
+          chain (response, 500, "Failed to create the VM", "Error validating configuration",
+                 "Product of CPU topology parts does not match maximum vCPUs", NULL);
+          return;
+        }
     }
   set_default_object (cfg, "memory", "{\"size\":536870912,\"hotplug_method\":\"Acpi\"}");
   memory = fake_json_obj (cfg, "memory");
