@@ -272,6 +272,49 @@ parse_ssh_keys (const MvJson *node, MvSpec *spec, GError **error)
 }
 
 static gboolean
+parse_pci_devices (const MvJson *node, MvSpec *spec, GError **error)
+{
+  if (!mv_json_is_array (node))
+    return mv_json_wrong_type (node, "pci_devices", "an array of PCI addresses", error);
+  mv_json_each (element, node)
+    {
+      g_autofree char *where = g_strdup_printf ("pci_devices[%u]", element->index);
+      const char *address = NULL;
+
+      if (!mv_json_read_string (element, where, &address, error))
+        return FALSE;
+      g_ptr_array_add (spec->pci_devices, g_strdup (address));
+    }
+  return TRUE;
+}
+
+/* {"profile": ..., "mediated_device_uuid": ...}, both required. */
+static gboolean
+parse_gpu (const MvJson *node, MvSpec *spec, GError **error)
+{
+  static const char *const known[] = { "profile", "mediated_device_uuid", NULL };
+  const char *values[2] = { NULL, NULL };
+
+  if (!mv_json_is_object (node))
+    return mv_json_wrong_type (node, "gpu", "an object", error);
+  if (!mv_json_reject_unknown_members (node, "gpu", known, error))
+    return FALSE;
+  for (guint i = 0; i < G_N_ELEMENTS (values); i++)
+    {
+      g_autofree char *where = g_strconcat ("gpu.", known[i], NULL);
+      const MvJson *field = mv_json_member (node, known[i]);
+
+      if (field == NULL)
+        return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "%s: required", where);
+      if (!mv_json_read_string (field, where, &values[i], error))
+        return FALSE;
+    }
+  mv_gpu_free (spec->gpu);
+  spec->gpu = mv_gpu_new (values[0], values[1]);
+  return TRUE;
+}
+
+static gboolean
 parse_firewall (const MvJson *node, MvSpec *spec, GError **error)
 {
 
@@ -779,7 +822,7 @@ parse_health_check (const MvJson *node, MvSpec *spec, GError **error)
 
 static const char *const spec_fields[] = {
   "id", "name", "hypervisor_type", "hypervisor_version", "kernel", "initrd",
-  "kernel_args", "cpu_millicores", "max_vcpus", "cpu_affinity", "cpu_topology", "memory_bytes",
+  "kernel_args", "cpu_millicores", "max_vcpus", "cpu_affinity", "cpu_topology", "pci_devices", "gpu", "memory_bytes",
   "max_memory_bytes", "disks", "readiness", "network_name", "static_ip",
   "hostname", "ssh_keys", "user_data", "metadata", "firewall", "ports", "restart",
   "standby_after_seconds", "sleep_after_idle_seconds", "labels",
@@ -831,6 +874,11 @@ mv_spec_from_node (const MvJson *node, GError **error)
     return NULL;
   if ((field = mv_json_member (node, "cpu_topology")) != NULL &&
       !parse_cpu_topology (field, spec, error))
+    return NULL;
+  if ((field = mv_json_member (node, "pci_devices")) != NULL &&
+      !parse_pci_devices (field, spec, error))
+    return NULL;
+  if ((field = mv_json_member (node, "gpu")) != NULL && !parse_gpu (field, spec, error))
     return NULL;
   if ((field = mv_json_member (node, "disks")) != NULL && !parse_disks (field, spec, error))
     return NULL;
@@ -1134,6 +1182,19 @@ put_spec (MvJsonOut *out, const MvSpec *spec, gboolean with_secrets, MvSpecCanon
       mv_json_out_int_member (out, "cores_per_die", spec->cpu_topology->cores_per_die);
       mv_json_out_int_member (out, "dies_per_package", spec->cpu_topology->dies_per_package);
       mv_json_out_int_member (out, "packages", spec->cpu_topology->packages);
+      mv_json_out_end_object (out);
+    }
+  if (spec->pci_devices->len > 0)
+    {
+      mv_json_out_name (out, "pci_devices");
+      mv_json_out_string_array (out, spec->pci_devices, NULL);
+    }
+  if (spec->gpu)
+    {
+      mv_json_out_name (out, "gpu");
+      mv_json_out_begin_object (out);
+      mv_json_out_string_member (out, "profile", spec->gpu->profile);
+      mv_json_out_string_member (out, "mediated_device_uuid", spec->gpu->mediated_device_uuid);
       mv_json_out_end_object (out);
     }
   mv_json_out_int_member (out, "memory_bytes", (gint64) spec->memory_bytes);

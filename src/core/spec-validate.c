@@ -1066,6 +1066,73 @@ mv_spec_validate (const MvSpec *spec, GError **error)
   return mv_spec_validate_with_standby_min (spec, MV_STANDBY_AFTER_MIN_SECONDS, error);
 }
 
+/* "0000:01:00.0": domain, bus, device (below 32) and function (below 8),
+ * in lower-case hexadecimal, as sysfs names the device. */
+static gboolean
+pci_address_valid (const char *s)
+{
+  static const char form[] = "xxxx:xx:xx.x";
+  guint device;
+
+  if (strlen (s) != sizeof form - 1)
+    return FALSE;
+  for (guint i = 0; form[i]; i++)
+    if (form[i] == 'x' ? !(g_ascii_isdigit (s[i]) || (s[i] >= 'a' && s[i] <= 'f'))
+                       : s[i] != form[i])
+      return FALSE;
+  device = (guint) g_ascii_strtoull (s + 8, NULL, 16);
+  return device < 32 && s[11] <= '7';
+}
+
+/* At most MV_PCI_DEVICES_MAX distinct PCI addresses; a GPU's profile a
+ * sysfs name, its UUID in the form sysfs names it. */
+static gboolean
+validate_host_devices (const MvSpec *spec, GError **error)
+{
+  if (spec->pci_devices->len > MV_PCI_DEVICES_MAX)
+    return invalid (error, "pci_devices: %u devices, more than the limit of %d",
+                    spec->pci_devices->len, MV_PCI_DEVICES_MAX);
+  for (guint i = 0; i < spec->pci_devices->len; i++)
+    {
+      const char *address = spec->pci_devices->pdata[i];
+      g_autofree char *shown = mv_text_excerpt (address, -1, MV_EXCERPT_MAX_BYTES);
+
+      if (!pci_address_valid (address))
+        return invalid (error, "pci_devices[%u]: \"%s\" is not a PCI address "
+                        "(domain:bus:device.function in lower-case hexadecimal, such as "
+                        "0000:01:00.0)", i, shown);
+      for (guint j = 0; j < i; j++)
+        if (g_str_equal (address, spec->pci_devices->pdata[j]))
+          return invalid (error, "pci_devices[%u]: %s is listed already (pci_devices[%u])", i,
+                          address, j);
+    }
+  if (spec->gpu)
+    {
+      const char *profile = spec->gpu->profile;
+      const char *uuid = spec->gpu->mediated_device_uuid;
+      gsize length = strlen (profile);
+
+      if (length == 0 || length > 64 || profile[0] == '.' ||
+          strspn (profile, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+          != length)
+        {
+          g_autofree char *shown = mv_text_excerpt (profile, -1, MV_EXCERPT_MAX_BYTES);
+          return invalid (error, "gpu.profile: \"%s\" is not a mediated device type's name "
+                          "(1 to 64 letters, digits, '.', '_' or '-', such as nvidia-35)", shown);
+        }
+      if (!g_uuid_string_is_valid (uuid) || strspn (uuid, "0123456789abcdef-") != strlen (uuid))
+        {
+          g_autofree char *shown = mv_text_excerpt (uuid, -1, MV_EXCERPT_MAX_BYTES);
+          return invalid (error, "gpu.mediated_device_uuid: \"%s\" is not a UUID in lower "
+                          "case", shown);
+        }
+    }
+  if (spec->standby_after_seconds != 0 && mv_spec_has_host_devices (spec))
+    return invalid (error, "standby_after_seconds: a machine with passed-through devices "
+                    "cannot be put on standby (0 turns standby off)");
+  return TRUE;
+}
+
 /* Threads × cores × dies × packages is every vCPU the machine can have. */
 static gboolean
 validate_cpu_topology (const MvSpec *spec, GError **error)
@@ -1109,6 +1176,7 @@ mv_spec_validate_with_standby_min (const MvSpec *spec, guint32 standby_min, GErr
          validate_resources (spec, error) &&
          validate_cpu_affinity (spec, error) &&
          validate_cpu_topology (spec, error) &&
+         validate_host_devices (spec, error) &&
          validate_disks (spec, error) &&
          validate_image_and_disks (spec, error) &&
          validate_readiness (spec, error) &&
@@ -1132,6 +1200,24 @@ mv_spec_has_directory_mount (const MvSpec *spec)
     if (((const MvMount *) g_ptr_array_index (spec->mounts, i))->type == MV_MOUNT_DIRECTORY)
       return TRUE;
   return FALSE;
+}
+
+gboolean
+mv_spec_has_host_devices (const MvSpec *spec)
+{
+  return spec->pci_devices->len > 0 || spec->gpu != NULL;
+}
+
+const char *
+mv_spec_unfreezable (const MvSpec *spec)
+{
+  if (mv_spec_has_directory_mount (spec))
+    return "a machine with a directory mount cannot be frozen: virtiofsd's view of the shared "
+           "directory is not part of the saved guest";
+  if (mv_spec_has_host_devices (spec))
+    return "a machine with passed-through devices (pci_devices, gpu) cannot be frozen: a "
+           "device's own state is not the hypervisor's to save";
+  return NULL;
 }
 
 char *

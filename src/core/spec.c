@@ -30,6 +30,26 @@ mv_disk_new (const char *path, gboolean read_only, gboolean root)
   return disk;
 }
 
+MvGpu *
+mv_gpu_new (const char *profile, const char *mediated_device_uuid)
+{
+  MvGpu *gpu = g_new0 (MvGpu, 1);
+
+  gpu->profile = g_strdup (profile);
+  gpu->mediated_device_uuid = g_strdup (mediated_device_uuid);
+  return gpu;
+}
+
+void
+mv_gpu_free (MvGpu *gpu)
+{
+  if (!gpu)
+    return;
+  g_free (gpu->profile);
+  g_free (gpu->mediated_device_uuid);
+  g_free (gpu);
+}
+
 MvCpuAffinity *
 mv_cpu_affinity_new (guint32 vcpu)
 {
@@ -154,6 +174,7 @@ mv_spec_new (void)
   spec->disks = g_ptr_array_new_with_free_func (disk_free);
   spec->readiness = MV_READINESS_AUTO;
   spec->ssh_keys = g_ptr_array_new_with_free_func (g_free);
+  spec->pci_devices = g_ptr_array_new_with_free_func (g_free);
   spec->metadata = string_map_new ();
   spec->firewall = json_array_new ();
   spec->ports = g_ptr_array_new_with_free_func (g_free);
@@ -185,6 +206,8 @@ mv_spec_free (MvSpec *spec)
   g_free (spec->static_ip);
   g_free (spec->hostname);
   g_clear_pointer (&spec->ssh_keys, g_ptr_array_unref);
+  g_clear_pointer (&spec->pci_devices, g_ptr_array_unref);
+  g_clear_pointer (&spec->gpu, mv_gpu_free);
   g_free (spec->user_data);
   g_clear_pointer (&spec->metadata, g_hash_table_unref);
   g_clear_pointer (&spec->firewall, json_array_unref);
@@ -233,6 +256,10 @@ mv_spec_copy (const MvSpec *spec)
   g_ptr_array_unref (copy->cpu_affinity);
   copy->cpu_affinity = mv_cpu_affinity_list_copy (spec->cpu_affinity);
   copy->cpu_topology = g_memdup2 (spec->cpu_topology, sizeof (MvCpuTopology));
+  for (guint i = 0; i < spec->pci_devices->len; i++)
+    g_ptr_array_add (copy->pci_devices, g_strdup (spec->pci_devices->pdata[i]));
+  if (spec->gpu)
+    copy->gpu = mv_gpu_new (spec->gpu->profile, spec->gpu->mediated_device_uuid);
   copy->memory_bytes = spec->memory_bytes;
   copy->max_memory_bytes = spec->max_memory_bytes;
   for (guint i = 0; i < spec->disks->len; i++)
@@ -477,6 +504,7 @@ mv_spec_shape_differs (const MvSpec *a, const MvSpec *b)
       a->max_vcpus != b->max_vcpus ||
       (a->cpu_topology == NULL) != (b->cpu_topology == NULL) ||
       (a->cpu_topology && memcmp (a->cpu_topology, b->cpu_topology, sizeof *a->cpu_topology)) ||
+      mv_spec_has_host_devices (a) || mv_spec_has_host_devices (b) ||
       a->memory_bytes != b->memory_bytes ||
       a->max_memory_bytes != b->max_memory_bytes ||
       g_strcmp0 (a->hypervisor_type, b->hypervisor_type) != 0 ||

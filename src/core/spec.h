@@ -20,6 +20,8 @@
 #define MV_CPU_MILLICORES_MIN             100
 #define MV_CPU_MILLICORES_MAX             32000
 #define MV_VCPUS_MAX                      32
+/* Host PCI devices one machine may be given (pci_devices). */
+#define MV_PCI_DEVICES_MAX                8
 /* Host CPU numbers a vCPU may be pinned to are below this (cpu_affinity). */
 #define MV_HOST_CPUS_MAX                  4096
 #define MV_MEMORY_STEP_BYTES              (G_GUINT64_CONSTANT (2) << 20)   /* 2 MiB */
@@ -109,6 +111,12 @@ typedef struct {
   GArray  *host_cpus;      /* guint32, in the order given; never NULL */
 } MvCpuAffinity;
 
+/* A mediated GPU device given to the guest (seed 003, GPUConfig). */
+typedef struct {
+  char *profile;                 /* its mdev type, as sysfs names it: "nvidia-35" */
+  char *mediated_device_uuid;    /* /sys/bus/mdev/devices/<uuid> */
+} MvGpu;
+
 /* How the vCPUs are shown to the guest (seed 003, CPUTopology): their
  * product is the most vCPUs the machine can have. */
 typedef struct {
@@ -179,6 +187,9 @@ typedef struct {
   guint32        max_vcpus;          /* 0 = no room for hot-add */
   GPtrArray     *cpu_affinity;       /* MvCpuAffinity*, never NULL; empty: unpinned */
   MvCpuTopology *cpu_topology;       /* NULL: the hypervisor's (one package of cores) */
+  /* Host devices passed through (seed 003, VMSpec.PCIDevices, GPU). */
+  GPtrArray     *pci_devices;        /* char*, PCI addresses "0000:01:00.0", never NULL */
+  MvGpu         *gpu;                /* NULL: none */
   guint64        memory_bytes;
   guint64        max_memory_bytes;   /* 0 = no room for hot-add */
   GPtrArray     *disks;              /* MvDisk*, never NULL */
@@ -230,6 +241,8 @@ guint    mv_spec_vcpus (const MvSpec *spec);   /* ceil(cpu_millicores / 1000) */
  * has room to grow. cpu_affinity may pin vCPUs below this. */
 guint    mv_spec_max_vcpus (const MvSpec *spec);
 
+MvGpu         *mv_gpu_new (const char *profile, const char *mediated_device_uuid);
+void           mv_gpu_free (MvGpu *gpu);
 MvCpuAffinity *mv_cpu_affinity_new (guint32 vcpu);
 void           mv_cpu_affinity_free (MvCpuAffinity *affinity);
 MvCpuAffinity *mv_cpu_affinity_copy (const MvCpuAffinity *affinity);
@@ -315,6 +328,12 @@ gboolean mv_name_validate (const char *field, const char *name, GError **error);
 /* Whether @spec shares a host directory with its guest (a mount of type
  * directory, over virtio-fs): such a machine cannot be put on standby. */
 gboolean mv_spec_has_directory_mount (const MvSpec *spec);
+/* Why @spec's guest cannot be frozen (standby, snapshots), or NULL: a
+ * directory mount, whose state is virtiofsd's, or a passed-through
+ * device, whose state is the device's. */
+const char *mv_spec_unfreezable (const MvSpec *spec);
+/* Whether @spec is given host devices (pci_devices or gpu). */
+gboolean mv_spec_has_host_devices (const MvSpec *spec);
 /* The virtio-fs tag of mounts[@index], a directory mount: "mvfs0" for the
  * first directory mount, "mvfs1" for the next, in mount order; NULL for
  * a mount of another type. */

@@ -264,6 +264,22 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
   if (spec->cpu.topology.threads_per_core)
     json_object_set_object_member (cpus, "topology", mv_cpu_topology_to_json (&spec->cpu.topology));
   json_object_set_object_member (config, "cpus", cpus);
+  /* Host devices by their sysfs directories, PCI and mediated alike. */
+  if (spec->devices->len > 0)
+    {
+      JsonArray *devices = json_array_new ();
+
+      for (guint i = 0; i < spec->devices->len; i++)
+        {
+          JsonObject *device = json_object_new ();
+          g_autofree char *id = g_strdup_printf ("hostdev%u", i);
+
+          json_object_set_string_member (device, "path", spec->devices->pdata[i]);
+          json_object_set_string_member (device, "id", id);
+          json_array_add_object_element (devices, device);
+        }
+      json_object_set_array_member (config, "devices", devices);
+    }
 
   json_object_set_int_member (memory, "size", (gint64) spec->memory.size_bytes);
   if (spec->memory.hotplug_bytes > 0)

@@ -46,6 +46,7 @@ mv_vm_spec_new (void)
   spec->cpu.max_count = 1;
   spec->cpu.affinity = mv_cpu_affinity_list_copy (NULL);
   spec->disks = g_ptr_array_new_with_free_func ((GDestroyNotify) disk_free);
+  spec->devices = g_ptr_array_new_with_free_func (g_free);
   spec->nets = g_ptr_array_new_with_free_func ((GDestroyNotify) net_free);
   spec->shares = g_ptr_array_new_with_free_func ((GDestroyNotify) share_free);
   return spec;
@@ -61,6 +62,7 @@ mv_vm_spec_free (MvVmSpec *spec)
   g_free (spec->boot.initrd_path);
   g_ptr_array_unref (spec->cpu.affinity);
   g_ptr_array_unref (spec->disks);
+  g_ptr_array_unref (spec->devices);
   g_ptr_array_unref (spec->nets);
   g_ptr_array_unref (spec->shares);
   g_free (spec->console.path);
@@ -146,6 +148,8 @@ mv_vm_spec_copy (const MvVmSpec *spec)
   copy->cpu = spec->cpu;
   copy->cpu.affinity = mv_cpu_affinity_list_copy (spec->cpu.affinity);
   copy->memory = spec->memory;
+  for (guint i = 0; i < spec->devices->len; i++)
+    g_ptr_array_add (copy->devices, g_strdup (spec->devices->pdata[i]));
   for (guint i = 0; i < spec->disks->len; i++)
     {
       MvDiskConfig *disk = spec->disks->pdata[i];

@@ -102,6 +102,9 @@ typedef struct {
 typedef struct {
   MvBootConfig    boot;
   MvCpuConfig     cpu;
+  /* Host devices passed through (seed 003, PCIDeviceConfig): the sysfs
+   * directory of each, a PCI device's or a mediated device's (char*). */
+  GPtrArray      *devices;
   MvMemoryConfig  memory;
   GPtrArray      *disks;    /* MvDiskConfig*, never NULL */
   GPtrArray      *nets;     /* MvNetConfig*, never NULL */

@@ -581,7 +581,30 @@ mv_jail_show_binary (MvJail *jail, const char *path, GError **error)
 gboolean
 mv_jail_add_device (MvJail *jail, const char *path, GError **error)
 {
-  g_autofree char *rel = relative (path);
+  return mv_jail_add_device_at (jail, path, path, error);
+}
+
+gboolean
+mv_jail_show_sysfs_dir (MvJail *jail, const char *path, GError **error)
+{
+  int fd = keep_fd (jail, open (path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  int tree;
+
+  if (fd < 0)
+    return set_errno (error, errno, "%s", path);
+  /* sysfs has no idmapped mounts; what the VMM reads there is world
+   * readable. */
+  tree = tree_of (jail, fd, RO_ATTRS, FALSE, path, error);
+  if (tree < 0)
+    return FALSE;
+  add_mount (jail, path, tree, FALSE);
+  return TRUE;
+}
+
+gboolean
+mv_jail_add_device_at (MvJail *jail, const char *path, const char *at, GError **error)
+{
+  g_autofree char *rel = relative (at);
   struct stat st;
   Device d;
 

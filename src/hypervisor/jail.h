@@ -87,6 +87,12 @@ gboolean    mv_jail_show_dir (MvJail *jail, const char *path, GError **error);
 gboolean    mv_jail_show_binary (MvJail *jail, const char *path, GError **error);
 /* Adds the device node @path (/dev/kvm, /dev/net/tun), the VMM's alone. */
 gboolean    mv_jail_add_device (MvJail *jail, const char *path, GError **error);
+/* The same for the node @path shown at @at (a test's tree stands for
+ * /dev). */
+gboolean    mv_jail_add_device_at (MvJail *jail, const char *path, const char *at,
+                                   GError **error);
+/* Shows a device's sysfs directory, read-only, at its path. */
+gboolean    mv_jail_show_sysfs_dir (MvJail *jail, const char *path, GError **error);
 /* For a VMM that opens the TAP device @name itself (Cloud Hypervisor,
  * Firecracker): makes the VMM's UID its owner (TUNSETOWNER), so that it
  * may attach without privileges, and adds /dev/net/tun. The owner goes

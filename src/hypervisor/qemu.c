@@ -20,6 +20,7 @@
  * (hv_pin_vcpus). Under TCG each vCPU has a thread of its own only with
  * thread=multi, which such a guest is given. */
 #include "qemu.h"
+#include "host-devices.h"
 #include "host-cpus.h"
 #include "jail.h"
 #include "qmp.h"
@@ -841,12 +842,20 @@ spec_has_room (const MvVmSpec *spec)
   return spec->cpu.max_count > spec->cpu.count || spec->memory.hotplug_bytes > 0;
 }
 
+/* q35 rather than microvm: room to grow, or host devices, which need a
+ * PCI bus. */
+static gboolean
+spec_on_q35 (const MvVmSpec *spec)
+{
+  return spec_has_room (spec) || spec->devices->len > 0;
+}
+
 /* A virtio device's name on the machine's transport: "virtio-blk" is
  * virtio-blk-device on microvm's virtio-mmio, virtio-blk-pci on q35. */
 static const char *
 device_suffix (const MvVmSpec *spec)
 {
-  return spec_has_room (spec) ? "pci" : "device";
+  return spec_on_q35 (spec) ? "pci" : "device";
 }
 
 static char *
@@ -899,7 +908,7 @@ furnish_jail (QemuStarter *self, const MvVmSpec *spec, GError **error)
     return FALSE;
   if (g_str_equal (self->accel, "kvm") && !mv_jail_add_device (jail, "/dev/kvm", error))
     return FALSE;
-  return TRUE;
+  return mv_host_devices_give (jail, spec->devices, error);
 }
 
 /* Attaches to the TAP @name, which must exist (the network layer made
@@ -994,7 +1003,7 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   g_autofree char *qmp_path = opt_value (socket_path);
   g_autofree char *events_path = opt_value (events);
   g_autofree char *append = kernel_args (self, spec);
-  gboolean room = spec_has_room (spec);
+  gboolean q35 = spec_on_q35 (spec);
   gboolean pinned = spec->cpu.affinity->len > 0;
   const char *bus = device_suffix (spec);
 
@@ -1004,7 +1013,7 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
   add (argv, "-M");
   /* virtiofsd reads and writes the guest's buffers: the guest's memory is
    * a memfd shared with it. */
-  add_printf (argv, "%s%s", room ? "q35" : "microvm",
+  add_printf (argv, "%s%s", q35 ? "q35" : "microvm",
               spec->shares->len > 0 ? ",memory-backend=mem" : "");
   add (argv, "-accel");
   /* A thread per vCPU, so that each can be pinned on its own. */
@@ -1047,7 +1056,7 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
     {
       /* microvm's virtio-mmio devices are legacy (version 1) by default,
        * which virtiofsd's vhost-user library refuses. */
-      if (!room)
+      if (!q35)
         {
           add (argv, "-global");
           add (argv, "virtio-mmio.force-legacy=false");
@@ -1068,6 +1077,14 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
       add_printf (argv, "virtio-mem-pci,id=" HOTMEM_DEVICE_ID ",memdev=" HOTMEM_DEVICE_ID "-ram,"
                   "block-size=%" G_GUINT64_FORMAT "M,requested-size=0",
                   MV_MEMORY_RESIZE_STEP_BYTES >> 20);
+    }
+  /* Host devices by their sysfs directories, PCI and mediated alike. */
+  for (guint i = 0; i < spec->devices->len; i++)
+    {
+      g_autofree char *path = opt_value (spec->devices->pdata[i]);
+
+      add (argv, "-device");
+      add_printf (argv, "vfio-pci,sysfsdev=%s,id=hostdev%u", path, i);
     }
   add (argv, "-nodefaults");
   add (argv, "-no-user-config");
@@ -1386,6 +1403,7 @@ qemu_capabilities (MvStarter *starter)
     .cpu_affinity = TRUE,
     /* microvm has no dies. */
     .cpu_topology = MV_CPU_TOPOLOGIES_NO_DIES,
+    .gpu_passthrough = TRUE,   /* vfio-pci, on q35 */
     .pause = TRUE,
     .disk_rate_limit = TRUE,
     .net_rate_limit = FALSE,

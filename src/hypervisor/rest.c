@@ -1,5 +1,6 @@
 /* What the REST backends share. */
 #include "rest.h"
+#include "host-devices.h"
 #include "jail.h"
 #include "versions.h"
 #include "core/errors.h"
@@ -253,7 +254,8 @@ mv_rest_furnish_jail (MvRestStarter *starter, const MvVmSpec *spec, GError **err
   for (guint i = 0; i < spec->nets->len; i++)
     if (!mv_jail_give_tap (jail, ((MvNetConfig *) spec->nets->pdata[i])->tap_device, error))
       return FALSE;
-  return furnish_devices (jail, spec->nets->len > 0, error);
+  return mv_host_devices_give (jail, spec->devices, error) &&
+         furnish_devices (jail, spec->nets->len > 0, error);
 }
 
 gboolean

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "runtime.h"
 #include "runtime-private.h"
+#include "host-devices.h"
 #include "cgroup.h"
 #include "console.h"
 #include "host-cpus.h"
@@ -114,6 +115,23 @@ check_cpu_affinity (Adapter *self, const MvSpec *spec, GError **error)
          mv_host_cpus_check (&host, spec->cpu_affinity, error);
 }
 
+/* Host devices the hypervisor can pass through, as the host has them
+ * (host-devices.h). */
+static gboolean
+check_host_devices (Adapter *self, const MvSpec *spec, GError **error)
+{
+  g_autoptr (GPtrArray) devices = NULL;
+
+  if (!mv_spec_has_host_devices (spec))
+    return TRUE;
+  if (!self->starter->capabilities (self->starter).gpu_passthrough)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s: %s cannot pass host devices through "
+                         "to its guests", spec->pci_devices->len ? "pci_devices" : "gpu",
+                         self->starter->type);
+  devices = mv_host_devices_resolve (spec, error);
+  return devices != NULL;
+}
+
 /* A topology the hypervisor can show the guest; else MV_ERROR_UNSUPPORTED. */
 static gboolean
 check_cpu_topology (Adapter *self, const MvSpec *spec, GError **error)
@@ -155,6 +173,7 @@ check_before_start (Adapter *self, const MvRuntimeRequest *req, const char *sock
   return mv_check_socket_path ("socket", socket_path, error) &&
          check_cpu_affinity (self, req->spec, error) &&
          check_cpu_topology (self, req->spec, error) &&
+         check_host_devices (self, req->spec, error) &&
          check_host_files (self, req->spec, error) &&
          check_shares (self, req->spec, error) &&
          mv_vm_spec_check (vm, req->runtime_dir, error) &&
@@ -341,6 +360,10 @@ check_warm_shape (Adapter *self, const MvSpec *spec, GError **error)
   if (!mv_runtime_guests_has_agent (self->guests, spec))
     return mv_error_set (error, MV_ERROR_UNSUPPORTED, "kernel: a warm start needs microvmd's "
                          "agent in the guest, and this one boots without it");
+  if (mv_spec_has_host_devices (spec))
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s: a machine given host devices "
+                         "starts by booting (a template cannot be frozen with them)",
+                         spec->pci_devices->len ? "pci_devices" : "gpu");
   if (mv_spec_effective_init_mode (spec) != MV_INIT_MODE_EXEC)
     return mv_error_set (error, MV_ERROR_UNSUPPORTED, "init_mode: a machine whose init is "
                          "systemd starts by booting");
@@ -376,6 +399,7 @@ rt_check (MvRuntime *rt, const MvSpec *spec, GError **error)
          check_resize_room (adapter_of (rt), spec, error) &&
          check_cpu_affinity (adapter_of (rt), spec, error) &&
          check_cpu_topology (adapter_of (rt), spec, error) &&
+         check_host_devices (adapter_of (rt), spec, error) &&
          mv_cgroups_check (adapter_of (rt)->cgroups, spec, error) &&
          check_net_limits (adapter_of (rt), spec, error) &&
          check_kernel_name (adapter_of (rt), spec, error) &&
@@ -909,12 +933,11 @@ freeze (Adapter *self, const MvRuntimeRequest *req, const MvProcess *vmm, MvHype
   g_autoptr (MvVmSpec) vm = mv_runtime_vm_spec_new (self->starter,
                                                     mv_runtime_guests_files (self->guests), req);
   g_autoptr (GError) local = NULL;
+  const char *why = mv_spec_unfreezable (req->spec);
   MvVmInfo info;
 
-  if (mv_spec_has_directory_mount (req->spec))
-    return mv_error_set (error, MV_ERROR_UNSUPPORTED,
-                         "a machine with a directory mount cannot be frozen: virtiofsd's view "
-                         "of the shared directory is not part of the saved guest");
+  if (why)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s", why);
   if (!hv->vm_info (hv, &info, error))
     return FALSE;
   if (info.state == MV_VM_STATE_STOPPED)

@@ -53,6 +53,8 @@ MvRuntime *mv_reconciler_runtime_for (MvMachine *machine, GError **error);
 /* MV_ERROR_CONFLICT naming the volume and its holder if @machine cannot
  * start with the volumes its spec mounts (volume-holds.c). */
 gboolean   mv_reconciler_check_volume_holds (MvMachine *machine, GError **error);
+/* device-holds.c: a host device is one started machine's. */
+gboolean   mv_reconciler_check_device_holds (MvMachine *machine, GError **error);
 gboolean   mv_reconciler_is_migrating (MvMachine *machine);
 /* Admits a start of @machine (admission.c): *@admitted is the size it
  * starts with, for the caller to note in its status as it becomes

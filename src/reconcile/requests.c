@@ -534,10 +534,9 @@ request_standby (MvMachine *machine, GError **error)
   if (!check_state (machine, "put on standby",
                     STATES (MV_STATE_RUNNING, MV_STATE_PAUSED, MV_STATE_STANDBY), error))
     return FALSE;
-  if (mv_spec_has_directory_mount (machine->config->spec))
-    return mv_error_set (error, MV_ERROR_UNSUPPORTED,
-                         "a machine with a directory mount cannot be frozen: virtiofsd's view "
-                         "of the shared directory is not part of the saved guest; stop it instead");
+  if (mv_spec_unfreezable (machine->config->spec))
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s; stop it instead",
+                         mv_spec_unfreezable (machine->config->spec));
   retry_if_unchanged (machine, mv_config_set_standby (machine->config, TRUE, now), now);
   return TRUE;
 }

@@ -275,10 +275,9 @@ take_from (MvMachine *machine, MvRuntime *runtime, TakeFrom *from, GError **erro
   const MvSpec *spec = machine->config->spec;
   MvStatus *status = machine->status;
 
-  if (mv_spec_has_directory_mount (spec))
-    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "Machine %s has a directory mount, which "
-                         "cannot be snapshotted: the shared directory is not part of its guest",
-                         spec->name);
+  if (mv_spec_unfreezable (spec))
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "Machine %s cannot be snapshotted: %s",
+                         spec->name, mv_spec_unfreezable (spec));
   switch (status->state)
     {
     case MV_STATE_RUNNING:

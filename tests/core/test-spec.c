@@ -3414,6 +3414,93 @@ test_cpu_topology_refused (void)
     }
 }
 
+/* ---- pci_devices and gpu ---- */
+
+static void
+test_host_devices (void)
+{
+  g_autoptr(MvSpec) spec = parse_ok ("{'name':'web','kernel':'/k',"
+                                     "'pci_devices':['0000:01:00.0','0000:0a:1f.7'],"
+                                     "'gpu':{'profile':'nvidia-35','mediated_device_uuid':"
+                                     "'7c4f3a4e-2b1d-4c55-9d3a-0f6b8e1d2c3a'}}");
+  g_autoptr(MvSpec) back = NULL, copy = NULL, plain = NULL;
+  g_autofree char *json = NULL;
+
+  g_assert_cmpuint (spec->pci_devices->len, ==, 2);
+  g_assert_cmpstr (spec->pci_devices->pdata[1], ==, "0000:0a:1f.7");
+  g_assert_cmpstr (spec->gpu->profile, ==, "nvidia-35");
+  assert_valid (spec);
+  g_assert_true (mv_spec_has_host_devices (spec));
+  g_assert_nonnull (mv_spec_unfreezable (spec));
+  json = mv_spec_to_json (spec, TRUE);
+  g_assert_nonnull (strstr (json, "\"pci_devices\":[\"0000:01:00.0\",\"0000:0a:1f.7\"],"
+                                  "\"gpu\":{\"profile\":\"nvidia-35\",\"mediated_device_uuid\":"
+                                  "\"7c4f3a4e-2b1d-4c55-9d3a-0f6b8e1d2c3a\"}"));
+  back = mv_spec_from_json (json, NULL);
+  g_assert_true (mv_spec_equal (spec, back));
+  copy = mv_spec_copy (spec);
+  g_assert_true (mv_spec_equal (spec, copy));
+  g_free (copy->gpu->profile);
+  copy->gpu->profile = g_strdup ("nvidia-36");
+  g_assert_false (mv_spec_equal (spec, copy));
+  /* A machine with devices is never woken from a frozen guest. */
+  g_assert_true (mv_spec_shape_differs (spec, back));
+
+  plain = parse_ok ("{'name':'web','kernel':'/k','pci_devices':[]}");
+  g_assert_false (mv_spec_has_host_devices (plain));
+  g_assert_null (mv_spec_unfreezable (plain));
+  g_clear_pointer (&json, g_free);
+  json = mv_spec_to_json (plain, TRUE);
+  g_assert_null (strstr (json, "pci_devices"));
+  g_assert_null (strstr (json, "gpu"));
+
+  assert_parse_fails ("{'pci_devices':'0000:01:00.0'}",
+                      "pci_devices: expected an array of PCI addresses");
+  assert_parse_fails ("{'pci_devices':[1]}", "pci_devices[0]: expected a string");
+  assert_parse_fails ("{'gpu':{'profile':'a','mediated_device_uuid':'b','vram':1}}",
+                      "gpu: unknown field 'vram'");
+  assert_parse_fails ("{'gpu':{'mediated_device_uuid':'b'}}", "gpu.profile: required");
+}
+
+static void
+test_host_devices_refused (void)
+{
+  static const struct {
+    const char *doc;
+    const char *message;
+  } cases[] = {
+    { "'pci_devices':['0000:01:00.0 ']", "pci_devices[0]: \"0000:01:00.0 \" is not a PCI address" },
+    { "'pci_devices':['0000:01:00.8']", "pci_devices[0]: \"0000:01:00.8\" is not a PCI address" },
+    { "'pci_devices':['0000:01:00.A']", "pci_devices[0]: \"0000:01:00.A\" is not a PCI address" },
+    { "'pci_devices':['0000:01:00.0','0000:01:00.0']",
+      "pci_devices[1]: 0000:01:00.0 is listed already (pci_devices[0])" },
+    { "'pci_devices':['0000:01:00.0','0000:01:00.1','0000:01:00.2','0000:01:00.3','0000:01:00.4',"
+      "'0000:01:00.5','0000:01:00.6','0000:01:00.7','0000:01:01.0']",
+      "pci_devices: 9 devices, more than the limit of 8" },
+    { "'gpu':{'profile':'','mediated_device_uuid':'7c4f3a4e-2b1d-4c55-9d3a-0f6b8e1d2c3a'}",
+      "gpu.profile: \"\" is not a mediated device type's name" },
+    { "'gpu':{'profile':'a/b','mediated_device_uuid':'7c4f3a4e-2b1d-4c55-9d3a-0f6b8e1d2c3a'}",
+      "gpu.profile: \"a/b\" is not a mediated device type's name" },
+    { "'gpu':{'profile':'nvidia-35','mediated_device_uuid':'7C4F3A4E-2B1D-4C55-9D3A-0F6B8E1D2C3A'}",
+      "gpu.mediated_device_uuid: \"7C4F3A4E-2B1D-4C55-9D3A-0F6B8E1D2C3A\" is not a UUID in "
+      "lower case" },
+    { "'pci_devices':['0000:01:00.0'],'standby_after_seconds':600",
+      "standby_after_seconds: a machine with passed-through devices cannot be put on standby" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *doc = g_strdup_printf ("{'name':'web','kernel':'/k',%s}", cases[i].doc);
+      g_autoptr(MvSpec) spec = parse_ok (doc);
+      g_autoptr(GError) error = NULL;
+
+      g_assert_false (mv_spec_validate (spec, &error));
+      g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+      if (!g_str_has_prefix (error->message, cases[i].message))
+        g_error ("'%s' does not begin '%s'", error->message, cases[i].message);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -3454,6 +3541,8 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/cpu-affinity/lengths", test_cpu_affinity_lengths);
   g_test_add_func ("/spec/cpu-topology/parse", test_cpu_topology_parse);
   g_test_add_func ("/spec/cpu-topology/refused", test_cpu_topology_refused);
+  g_test_add_func ("/spec/host-devices/parse", test_host_devices);
+  g_test_add_func ("/spec/host-devices/refused", test_host_devices_refused);
   g_test_add_func ("/spec/limits/disks", test_limit_disks);
   g_test_add_func ("/spec/limits/readiness", test_limit_readiness);
   g_test_add_func ("/spec/limits/hostname", test_limit_hostname);

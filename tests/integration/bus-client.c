@@ -446,8 +446,10 @@ guest_spec_json (const char *type, const char *name, const char *kernel, const c
                           name, type, kernel, initrd, extra ? "," : "", extra ? extra : "");
 }
 
-guint
-count_processes_with (const char *needle)
+/* How many processes but this one name @needle on their command line;
+ * the first found in @first (may be NULL). */
+static guint
+scan_processes (const char *needle, GPid *first)
 {
   g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
   g_autofree char *self = g_strdup_printf ("%d", (int) getpid ());
@@ -467,10 +469,26 @@ count_processes_with (const char *needle)
       for (gsize i = 0; i + 1 < len; i++)
         if (cmdline[i] == '\0')
           cmdline[i] = ' ';
-      if (strstr (cmdline, needle))
-        n++;
+      if (strstr (cmdline, needle) && n++ == 0 && first)
+        *first = (GPid) g_ascii_strtoll (entry, NULL, 10);
     }
   return n;
+}
+
+guint
+count_processes_with (const char *needle)
+{
+  return scan_processes (needle, NULL);
+}
+
+GPid
+process_with (const char *needle)
+{
+  GPid pid = 0;
+
+  if (scan_processes (needle, &pid) == 0)
+    g_error ("no process names %s", needle);
+  return pid;
 }
 
 /* ---- guests ---- */

@@ -72,6 +72,9 @@ char    *guest_spec_json (const char *type, const char *name, const char *kernel
 /* How many processes other than the test itself have @needle among their
  * arguments (a machine's runtime directory names its VMM's). */
 guint    count_processes_with (const char *needle);
+/* The first process but this one that names @needle on its command line;
+ * fails the test if there is none. */
+GPid     process_with (const char *needle);
 
 /* How many entries the manager's @member lists (ListMachines or
  * ListSnapshots: an a(ssso)). */

@@ -1,6 +1,8 @@
 /* microvmd with the test runtime ("test" hypervisor type) in front of the
- * built-in ones: the daemon's own code, with a runtime that boots nothing. */
+ * built-in ones: the daemon's own code, with a runtime that boots nothing,
+ * and host devices read below $MICROVMD_TEST_HOST_ROOT when it is set. */
 #include "daemon/daemon.h"
+#include "hypervisor/host-devices.h"
 #include "test-runtime.h"
 
 /* A machine is migrating while a file named by its ID exists in the
@@ -29,6 +31,8 @@ main (int argc, char **argv)
   MvRuntime *runtimes[] = { mv_test_runtime_new (), NULL };
   int status;
 
+  /* Host devices are read below a tree of the test's own. */
+  mv_host_devices_set_root (g_getenv ("MICROVMD_TEST_HOST_ROOT"));
   mv_daemon_set_setup_func (setup);
   status = mv_daemon_main (argc, argv, runtimes);
 

@@ -102,10 +102,18 @@ static const FakeField fs_fields[] = {
   { "id", &fake_opt_str }, { NULL } };
 static const FakeType fs = FAKE_LENIENT_OF ("FsConfig", fs_fields);
 static const FakeType opt_fs = FAKE_OPT_LIST_OF (&fs);
+/* DeviceConfig: a host device passed through by VFIO, named by its sysfs
+ * directory (a PCI device's or a mediated device's). */
+static const FakeField device_fields[] = {
+  { "path", &fake_str, TRUE }, { "iommu", &fake_bool, FALSE, "false" },
+  { "id", &fake_opt_str }, { NULL } };
+static const FakeType device_config = FAKE_LENIENT_OF ("DeviceConfig", device_fields);
+static const FakeType opt_devices = FAKE_OPT_LIST_OF (&device_config);
 static const FakeField vm_config_fields[] = {
   { "payload", &payload, TRUE }, { "cpus", &opt_cpus }, { "memory", &opt_memory },
   { "disks", &opt_disks }, { "net", &opt_nets }, { "serial", &opt_serial },
-  { "console", &opt_console }, { "vsock", &opt_vsock }, { "fs", &opt_fs }, { NULL } };
+  { "console", &opt_console }, { "vsock", &opt_vsock }, { "fs", &opt_fs },
+  { "devices", &opt_devices }, { NULL } };
 static const FakeType vm_config = FAKE_LENIENT_OF ("VmConfig", vm_config_fields);
 
 static const FakeField resize_fields[] = {
@@ -459,6 +467,7 @@ start_guest (Chv *chv, JsonObject *guest_state, gboolean paused)
   JsonArray *disks = fake_json_arr (chv->config, "disks");
   JsonArray *nets = fake_json_arr (chv->config, "net");
   JsonObject *vsock = fake_json_obj (chv->config, "vsock");
+  JsonArray *devices = fake_json_arr (chv->config, "devices");
   GPtrArray *error;
 
   for (guint i = 0; i < json_array_get_length (disks); i++)
@@ -478,6 +487,34 @@ start_guest (Chv *chv, JsonObject *guest_state, gboolean paused)
           return error;
         }
       close (fd);
+    }
+  /* A host device as VFIO finds it: its IOMMU group from its sysfs
+   * directory, then the group's node, /dev/vfio/<group>, opened. Nothing
+   * is passed through, but what is missing or closed to the VMM fails as
+   * it would. */
+  for (guint i = 0; devices && i < json_array_get_length (devices); i++)
+    {
+      JsonObject *d = json_array_get_object_element (devices, i);
+      const char *path = fake_json_str (d, "path");
+      g_autofree char *link = g_build_filename (path, "iommu_group", NULL);
+      g_autofree char *target = g_file_read_link (link, NULL);
+      g_autofree char *group = target ? g_path_get_basename (target) : NULL;
+      g_autofree char *node = group ? g_build_filename ("/dev/vfio", group, NULL) : NULL;
+      int fd = node ? open (node, O_RDWR | O_CLOEXEC) : -1;
+
+      if (fd < 0)
+        {
+          g_autofree char *why = fake_os_error_text (node ? errno : ENOENT);
+          error = g_ptr_array_new_with_free_func (g_free);
+          g_ptr_array_add (error, g_strdup ("Error from device manager"));
+          g_ptr_array_add (error, g_strdup ("Cannot create VFIO device"));
+          g_ptr_array_add (error, g_strdup_printf ("Failed to open the VFIO group of %s (%s): %s",
+                                                   path, node ? node : "no iommu_group", why));
+          return error;
+        }
+      close (fd);
+      fake_log_info (&chv->log, "VFIO device %s: %s, group %s", fake_json_str (d, "id"), path,
+                     group);
     }
   for (guint i = 0; i < json_array_get_length (fake_json_arr (chv->config, "fs")); i++)
     {
