@@ -424,9 +424,10 @@ chv_check (MvStarter *base, const char *socket_path, const MvVmSpec *spec, GErro
 
 static MvProcess *
 launch (MvRestStarter *starter, const char *socket_path, MvJail *jail, const char *console_log,
-        const MvCgroupJoin *cgroup, GError **error)
+        const MvCgroupJoin *cgroup, guint64 memlock, GError **error)
 {
-  MvProcessOptions options = { .jail = jail, .console_log = console_log, .cgroup = cgroup };
+  MvProcessOptions options = { .jail = jail, .console_log = console_log, .cgroup = cgroup,
+                               .memlock_bytes = memlock };
   g_autofree char *option = g_strconcat ("path=", socket_path, NULL);
   const char *argv[] = { starter->binary, "--api-socket", option, "-v", NULL };
 
@@ -462,7 +463,8 @@ chv_start_vm (MvStarter *base, const char *socket_path, const MvVmSpec *spec, Mv
   if (!chv_check (base, socket_path, spec, error) ||
       (spec->jail && !mv_rest_furnish_jail (starter, spec, error)))
     return NULL;
-  process = launch (starter, socket_path, spec->jail, spec->console.path, spec->cgroup, error);
+  process = launch (starter, socket_path, spec->jail, spec->console.path, spec->cgroup,
+                    mv_vm_spec_memlock_bytes (spec), error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);
@@ -614,7 +616,8 @@ chv_restore_vm (MvStarter *base, const char *socket_path, const char *snapshot_d
                                                     spec->tap_device, spec->disks, NULL,
                                                     error)))
     return NULL;
-  process = launch (starter, socket_path, spec->jail, spec->console.path, spec->cgroup, error);
+  /* A guest with host devices is never frozen: nothing to lock. */
+  process = launch (starter, socket_path, spec->jail, spec->console.path, spec->cgroup, 0, error);
   if (!process)
     return NULL;
   hv = hypervisor_new (socket_path);

@@ -246,6 +246,14 @@ mv_cpu_affinity_to_json (const GPtrArray *affinity)
   return array;
 }
 
+guint64
+mv_vm_spec_memlock_bytes (const MvVmSpec *spec)
+{
+  if (spec->devices->len == 0)
+    return 0;
+  return spec->memory.size_bytes + spec->memory.hotplug_bytes + (G_GUINT64_CONSTANT (1) << 30);
+}
+
 JsonObject *
 mv_cpu_topology_to_json (const MvCpuTopology *topology)
 {

@@ -320,6 +320,11 @@ JsonArray  *mv_cpu_affinity_to_json (const GPtrArray *affinity);
 /* {"threads_per_core", "cores_per_die", "dies_per_package", "packages"},
  * as Cloud Hypervisor's cpus.topology takes it. */
 JsonObject *mv_cpu_topology_to_json (const MvCpuTopology *topology);
+/* What a VMM of @spec must be let lock: with host devices, VFIO pins all
+ * of the guest's memory for their DMA, and the device's own mappings
+ * besides (1 GiB more, as libvirt allows); without, 0 (the daemon's
+ * limit). */
+guint64     mv_vm_spec_memlock_bytes (const MvVmSpec *spec);
 /* A form that a snapshot can keep, and back. */
 JsonNode   *mv_vm_spec_to_node (const MvVmSpec *spec);
 MvVmSpec   *mv_vm_spec_from_node (JsonNode *node, GError **error);

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -523,8 +524,9 @@ typedef struct {
 G_GNUC_NORETURN static void
 exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, int console_fd,
           const char *dir, char *const *argv, char *const *envp, const MvJail *jail,
-          const int *passed, guint n_passed, const MvCgroupJoin *cgroup)
+          const int *passed, guint n_passed, const MvCgroupJoin *cgroup, guint64 memlock)
 {
+  struct rlimit locked = { memlock, memlock };
   struct sigaction dfl = { .sa_handler = SIG_DFL };
   ExecFailure failure = { 0, NULL, FALSE };
   sigset_t none;
@@ -539,6 +541,9 @@ exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, int console
    * a holder. */
   if (dup2 (console_fd >= 0 ? console_fd : null_fd, 0) < 0 ||
       dup2 (console_fd >= 0 ? console_fd : log_fd, 1) < 0 || dup2 (log_fd, 2) < 0)
+    failure.err = errno;
+  /* Before the wall, which takes the right to raise it. */
+  else if (memlock && setrlimit (RLIMIT_MEMLOCK, &locked) < 0)
     failure.err = errno;
   /* Before the wall, which takes the right to move. */
   else if (cgroup && (r = mv_cgroup_join (cgroup)) < 0)
@@ -875,7 +880,8 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
           vmm = fork ();
           if (vmm == 0)
             exec_vmm (go_pipe, err_pipe[1], null_fd, log_fd, console.vmm_end, dir,
-                      (char *const *) argv, envp, jail, passed, n_passed, options->cgroup);
+                      (char *const *) argv, envp, jail, passed, n_passed, options->cgroup,
+                      options->memlock_bytes);
           if (vmm < 0)
             vmm = -errno;
           (void) !write (pid_pipe[1], &vmm, sizeof vmm);

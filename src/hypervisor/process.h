@@ -73,6 +73,9 @@ typedef struct {
   /* The cgroup the process joins before exec (its parent stays where the
    * daemon is); NULL: the daemon's. */
   const MvCgroupJoin *cgroup;
+  /* The memory it may lock (RLIMIT_MEMLOCK, soft and hard), set before
+   * the wall; 0: the daemon's limit. */
+  guint64    memlock_bytes;
 } MvProcessOptions;
 
 MvProcess  *mv_process_start_with (const char *socket_path, const char *const *argv,

@@ -1226,7 +1226,8 @@ launch (QemuStarter *self, const char *socket_path, const MvVmSpec *spec, const 
   if (!argv)
     return NULL;
   MvProcessOptions options = { .jail = spec->jail, .console_log = spec->console.path,
-                               .cgroup = spec->cgroup };
+                               .cgroup = spec->cgroup,
+                               .memlock_bytes = mv_vm_spec_memlock_bytes (spec) };
   *vmm = mv_process_start_with (socket_path, (const char *const *) argv->pdata, &options,
                                 SERVE_TIMEOUT_MS, error);
   if (!*vmm)

@@ -299,6 +299,19 @@ test_chv (DevFixture *df, gconstpointer data)
       }
     g_assert_cmpint (g_stat (other, &st), !=, 0);
     g_assert_true (g_file_test (sysfs, G_FILE_TEST_IS_DIR));
+    /* It may lock the guest's memory, which VFIO pins, and 1 GiB more. */
+    {
+      g_autofree char *limits_file = g_strdup_printf ("/proc/%d/limits", (int) vmm);
+      g_autofree char *limits = NULL;
+      g_autofree char *want_limit = g_strdup_printf ("Max locked memory         %-21"
+                                                     G_GUINT64_FORMAT "%-21" G_GUINT64_FORMAT
+                                                     "bytes", (guint64) 1342177280,
+                                                     (guint64) 1342177280);
+
+      g_assert_true (g_file_get_contents (limits_file, &limits, NULL, NULL));
+      if (!strstr (limits, want_limit))
+        g_error ("%s has no '%s':\n%s", limits_file, want_limit, limits);
+    }
   }
 
   /* Its devices are its own while it runs. */
