@@ -776,6 +776,29 @@ mv_process_start (const char *socket_path, const char *const *argv, MvJail *jail
   return mv_process_start_with (socket_path, argv, &options, timeout_ms, error);
 }
 
+/* What the VMM of @binary may be let lock, @wanted at most: the daemon
+ * can raise the limit only up to its own hard limit unless it has
+ * CAP_SYS_RESOURCE; short of that, as much as it may, and a warning that
+ * says how to give more (the unit's LimitMEMLOCK). */
+static guint64
+memlock_for (const char *binary, guint64 wanted)
+{
+  struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+  struct rlimit now;
+
+  if (!wanted || getrlimit (RLIMIT_MEMLOCK, &now) < 0 || now.rlim_max == RLIM_INFINITY ||
+      now.rlim_max >= wanted)
+    return wanted;
+  if (syscall (SYS_capget, &header, caps) == 0 &&
+      (caps[CAP_SYS_RESOURCE / 32].effective & (1u << (CAP_SYS_RESOURCE % 32))))
+    return wanted;
+  g_warning ("%s may lock only %" G_GUINT64_FORMAT " bytes of memory, not the %" G_GUINT64_FORMAT
+             " that VFIO pins for its host devices: give microvmd a higher LimitMEMLOCK",
+             binary, (guint64) now.rlim_max, wanted);
+  return now.rlim_max;
+}
+
 MvProcess *
 mv_process_start_with (const char *socket_path, const char *const *argv,
                        const MvProcessOptions *options, guint timeout_ms, GError **error)
@@ -797,6 +820,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   const int *jail_keep = NULL, *passed = NULL;
   int keep[64];
   guint n_keep = 0, n_jail_keep = 0, n_passed = 0;
+  guint64 memlock = memlock_for (argv[0], options->memlock_bytes);
   goffset log_offset;
   pid_t intermediate, pid = -1;
   guint64 start_time = 0;
@@ -881,7 +905,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
           if (vmm == 0)
             exec_vmm (go_pipe, err_pipe[1], null_fd, log_fd, console.vmm_end, dir,
                       (char *const *) argv, envp, jail, passed, n_passed, options->cgroup,
-                      options->memlock_bytes);
+                      memlock);
           if (vmm < 0)
             vmm = -errno;
           (void) !write (pid_pipe[1], &vmm, sizeof vmm);
