@@ -495,6 +495,19 @@ mv_spec_differs_beyond_standby (const MvSpec *a, const MvSpec *b)
   return strcmp (ja, jb) != 0;
 }
 
+static gboolean
+host_devices_differ (const MvSpec *a, const MvSpec *b)
+{
+  if (a->pci_devices->len != b->pci_devices->len || (a->gpu == NULL) != (b->gpu == NULL) ||
+      (a->gpu && (g_strcmp0 (a->gpu->profile, b->gpu->profile) != 0 ||
+                  g_strcmp0 (a->gpu->mediated_device_uuid, b->gpu->mediated_device_uuid) != 0)))
+    return TRUE;
+  for (guint i = 0; i < a->pci_devices->len; i++)
+    if (g_strcmp0 (a->pci_devices->pdata[i], b->pci_devices->pdata[i]) != 0)
+      return TRUE;
+  return FALSE;
+}
+
 gboolean
 mv_spec_shape_differs (const MvSpec *a, const MvSpec *b)
 {
@@ -504,7 +517,7 @@ mv_spec_shape_differs (const MvSpec *a, const MvSpec *b)
       a->max_vcpus != b->max_vcpus ||
       (a->cpu_topology == NULL) != (b->cpu_topology == NULL) ||
       (a->cpu_topology && memcmp (a->cpu_topology, b->cpu_topology, sizeof *a->cpu_topology)) ||
-      mv_spec_has_host_devices (a) || mv_spec_has_host_devices (b) ||
+      host_devices_differ (a, b) ||
       a->memory_bytes != b->memory_bytes ||
       a->max_memory_bytes != b->max_memory_bytes ||
       g_strcmp0 (a->hypervisor_type, b->hypervisor_type) != 0 ||

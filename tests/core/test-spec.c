@@ -3443,8 +3443,9 @@ test_host_devices (void)
   g_free (copy->gpu->profile);
   copy->gpu->profile = g_strdup ("nvidia-36");
   g_assert_false (mv_spec_equal (spec, copy));
-  /* A machine with devices is never woken from a frozen guest. */
-  g_assert_true (mv_spec_shape_differs (spec, back));
+  /* Other devices are another guest. */
+  g_assert_false (mv_spec_shape_differs (spec, back));
+  g_assert_true (mv_spec_shape_differs (spec, copy));
 
   plain = parse_ok ("{'name':'web','kernel':'/k','pci_devices':[]}");
   g_assert_false (mv_spec_has_host_devices (plain));
