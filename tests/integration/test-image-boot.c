@@ -5,7 +5,7 @@
  * what they write on their overlay disk from one start to the next and
  * see it grow; the test VMMs are given the image, the overlay and the
  * rate limits on the wire, and start warm from a template of the image
- * onto their own overlay disks. The image is the test root file system as an
+ * onto their own overlay disks, each told its own identity and entropy. The image is the test root file system as an
  * OCI layout (tests/guest/build-rootfs.sh), copied and changed with umoci
  * where a test needs another. */
 #include "bus-client.h"
@@ -756,6 +756,29 @@ test_warm_on_the_wire (Fixture *f, gconstpointer data)
       g_assert_cmpuint (a.st_ino, ==, b.st_ino);
       g_assert_cmpuint (a.st_dev, ==, b.st_dev);
     }
+
+  /* A sibling from the same template: each was told its own identity
+   * and given its own entropy (REIDENTIFY, on the agent's wire). */
+  {
+    g_autofree char *sibling_extra = g_strconcat (sleep, ",\"hostname\":\"sibling-host\"", NULL);
+    g_autofree char *sibling = create_image (f, data, "sibling", layout, sibling_extra);
+    g_autofree char *mine = NULL, *theirs = NULL;
+    const char *a, *b;
+
+    client_call_ok (f->client, sibling, "Start");
+    assert_started_from (f, sibling, "warm");
+    mine = console_text (f, second);
+    theirs = console_text (f, sibling);
+    a = strstr (mine, "reidentified as second-host, ");
+    b = strstr (theirs, "reidentified as sibling-host, ");
+    g_assert_nonnull (a);
+    g_assert_nonnull (b);
+    a = strstr (a, "(SHA-256 ");
+    b = strstr (b, "(SHA-256 ");
+    g_assert_nonnull (a);
+    g_assert_nonnull (b);
+    g_assert_false (strncmp (a, b, strlen ("(SHA-256 ") + 16) == 0);
+  }
 
   g_free (extra);
   extra = g_strconcat (sleep, ",\"start_mode\":\"cold\"", NULL);

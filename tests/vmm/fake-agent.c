@@ -312,6 +312,38 @@ write_keys (FakeAgent *agent)
 
 /* HOSTNAME, SSH_KEY... and DOCUMENT among @payload's fields replace what
  * the guest had. */
+/* A guest restored from a template, told who it is (docs/agent-protocol.md,
+ * REIDENTIFY): its hostname, and entropy for its random number generator,
+ * which a simulated guest has none of; the console says what came, so
+ * that tests see each guest had its own. Only a template's guest takes
+ * it, as the real agent does. */
+static void
+reidentify (FakeAgent *agent, const MvAgentFrame *frame)
+{
+  MvAgentField field;
+
+  if (agent->state != STATE_TEMPLATE)
+    return;
+  if (mv_agent_frame_find (frame, MV_AGENT_F_HOSTNAME, &field))
+    {
+      g_autofree char *name = field_string (&field);
+
+      if (name && *name)
+        {
+          g_free (agent->sys.hostname);
+          agent->sys.hostname = g_steal_pointer (&name);
+        }
+    }
+  if (mv_agent_frame_find (frame, MV_AGENT_F_ENTROPY, &field))
+    {
+      g_autofree char *digest = g_compute_checksum_for_data (G_CHECKSUM_SHA256, field.value,
+                                                             field.len);
+
+      say (agent, "microvmd-agent: reidentified as %s, %u bytes of entropy (SHA-256 %.16s)",
+           agent->sys.hostname, (guint) field.len, digest);
+    }
+}
+
 static void
 apply_metadata (FakeAgent *agent, const guint8 *payload, gsize len)
 {
@@ -1220,6 +1252,9 @@ handle_frame (FakeAgentSession *s, const MvAgentFrame *frame)
       break;
     case MV_AGENT_METADATA:
       apply_metadata (agent, frame->payload, frame->payload_len);
+      break;
+    case MV_AGENT_REIDENTIFY:
+      reidentify (agent, frame);
       break;
     case MV_AGENT_POWEROFF:
       power_off (agent);
