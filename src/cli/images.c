@@ -282,11 +282,12 @@ print_json (JsonBuilder *b)
   printf ("%s\n", text);
 }
 
+/* Newest first by the timestamp property @data names. */
 static int
-compare_by_pulled (gconstpointer a, gconstpointer b)
+compare_newest_first (gconstpointer a, gconstpointer b, gpointer data)
 {
-  gint64 x = mv_properties_get_int ((*(ObjectInfo *const *) a)->props, "PulledAt");
-  gint64 y = mv_properties_get_int ((*(ObjectInfo *const *) b)->props, "PulledAt");
+  gint64 x = mv_properties_get_int ((*(ObjectInfo *const *) a)->props, data);
+  gint64 y = mv_properties_get_int ((*(ObjectInfo *const *) b)->props, data);
 
   return x < y ? 1 : x > y ? -1 : 0;
 }
@@ -406,7 +407,7 @@ mv_cmd_image (MvCtl *ctl, const char *method, int argc, char **argv)
       status = list_objects (ctl, MV_IMAGE_IFACE, images, machine_names);
       if (status != MV_EXIT_OK)
         return status;
-      g_ptr_array_sort (images, compare_by_pulled);
+      g_ptr_array_sort_with_data (images, compare_newest_first, (gpointer) "PulledAt");
       if (ctl->json)
         print_images_json (images, machine_names);
       else
@@ -457,15 +458,6 @@ mv_cmd_image (MvCtl *ctl, const char *method, int argc, char **argv)
 }
 
 /* ---- warm templates ---- */
-
-static int
-compare_by_created (gconstpointer a, gconstpointer b)
-{
-  gint64 x = mv_properties_get_int ((*(ObjectInfo *const *) a)->props, "CreatedAt");
-  gint64 y = mv_properties_get_int ((*(ObjectInfo *const *) b)->props, "CreatedAt");
-
-  return x < y ? 1 : x > y ? -1 : 0;
-}
 
 static void
 print_warm_json (GPtrArray *templates, GHashTable *machine_names)
@@ -568,7 +560,7 @@ mv_cmd_warm (MvCtl *ctl, const char *method, int argc, char **argv)
       status = list_objects (ctl, MV_WARM_IMAGE_IFACE, templates, machine_names);
       if (status != MV_EXIT_OK)
         return status;
-      g_ptr_array_sort (templates, compare_by_created);
+      g_ptr_array_sort_with_data (templates, compare_newest_first, (gpointer) "CreatedAt");
       if (ctl->json)
         print_warm_json (templates, machine_names);
       else

@@ -1007,6 +1007,18 @@ assert_only_machines_attached (NetFixture *nf, const char *net, const char *cons
   g_assert_cmpuint (count_of (addresses, "10.95.0."), ==, held);
 }
 
+/* A machine of microvmd's guest of @type on lan, @extra (may be NULL)
+ * among its fields. */
+static char *
+warm_spec (const char *type, const char *name, const char *extra)
+{
+  return g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"%s\","
+                          "\"memory_bytes\":268435456,\"readiness\":\"agent\","
+                          "\"network_name\":\"lan\",%s%s"
+                          "\"disks\":[{\"path\":\"%s\",\"read_only\":true,\"root\":true}]}",
+                          name, type, extra ? extra : "", extra ? "," : "", rootfs);
+}
+
 /* The first machine on a network boots, and the template of its shape is
  * built with a NIC of its own that it gives back; the second starts from
  * the template on its own TAP with its own MAC, and its agent gives the
@@ -1022,11 +1034,7 @@ test_warm_on_network (NetFixture *nf, gconstpointer data)
   g_autofree char *tap = NULL, *mac = NULL;
   g_autofree char *spec = NULL;
 
-  spec = g_strdup_printf ("{\"name\":\"first\",\"hypervisor_type\":\"%s\","
-                          "\"memory_bytes\":268435456,\"readiness\":\"agent\","
-                          "\"network_name\":\"lan\","
-                          "\"disks\":[{\"path\":\"%s\",\"read_only\":true,\"root\":true}]}",
-                          type, rootfs);
+  spec = warm_spec (type, "first", NULL);
   first = client_create_ok (f->client, spec);
   client_call_ok (f->client, first, "Start");
   from = client_get_string (f->client, first, "StartedFrom");
@@ -1040,12 +1048,7 @@ test_warm_on_network (NetFixture *nf, gconstpointer data)
   }
 
   g_free (spec);
-  spec = g_strdup_printf ("{\"name\":\"second\",\"hypervisor_type\":\"%s\","
-                          "\"memory_bytes\":268435456,\"readiness\":\"agent\","
-                          "\"network_name\":\"lan\",\"hostname\":\"second\","
-                          "\"start_mode\":\"warm\","
-                          "\"disks\":[{\"path\":\"%s\",\"read_only\":true,\"root\":true}]}",
-                          type, rootfs);
+  spec = warm_spec (type, "second", "\"hostname\":\"second\",\"start_mode\":\"warm\"");
   second = client_create_ok (f->client, spec);
   client_call_ok (f->client, second, "Start");
   g_free (from);
