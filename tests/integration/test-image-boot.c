@@ -584,6 +584,28 @@ test_signed_archive_url (Fixture *f, gconstpointer data)
 
 /* ---- the test VMMs: what goes on the wire ---- */
 
+/* The disks the test VMM of @path was given, as its vm.info (Cloud
+ * Hypervisor) or /vm/config (Firecracker) shows them; @keep holds them. */
+static JsonArray *
+vmm_disks (Fixture *f, const char *type, const char *path, JsonNode **keep)
+{
+  gboolean chv = g_str_equal (type, "cloud-hypervisor");
+  g_autofree char *api = fixture_runtime_file (f, path, "api.sock");
+  g_autofree char *body = http_get_unix (api, chv ? "/api/v1/vm.info" : "/vm/config");
+  JsonArray *disks;
+
+  g_test_message ("%s", body);
+  *keep = json_from_string (body, NULL);
+  g_assert_nonnull (*keep);
+  if (chv)
+    disks = json_object_get_array_member (
+      json_object_get_object_member (json_node_get_object (*keep), "config"), "disks");
+  else
+    disks = json_object_get_array_member (json_node_get_object (*keep), "drives");
+  g_assert_nonnull (disks);
+  return disks;
+}
+
 /* The image read-only, the overlay disk read-write, both limited. */
 static void
 test_disks_on_the_wire (Fixture *f, gconstpointer data)
@@ -593,7 +615,6 @@ test_disks_on_the_wire (Fixture *f, gconstpointer data)
   g_autofree char *path = create_image (f, data, "wired", layout,
                                         "\"disk_bytes_per_second\":1048576,\"disk_iops\":200,"
                                         "\"cmd\":[\"sleep\",\"100000\"]");
-  g_autofree char *api = NULL, *body = NULL, *json = NULL;
   g_autofree char *rootfs = NULL, *overlay_dir = NULL;
   g_autofree char *id = client_get_string (f->client, path, "Id");
   g_autoptr (JsonNode) node = NULL;
@@ -602,17 +623,7 @@ test_disks_on_the_wire (Fixture *f, gconstpointer data)
   g_autofree char *digest = spec_member (f, path, "image_digest");
 
   client_call_ok (f->client, path, "Start");
-  api = fixture_runtime_file (f, path, "api.sock");
-  body = http_get_unix (api, chv ? "/api/v1/vm.info" : "/vm/config");
-  g_test_message ("%s", body);
-  node = json_from_string (body, NULL);
-  g_assert_nonnull (node);
-  if (chv)
-    disks = json_object_get_array_member (
-      json_object_get_object_member (json_node_get_object (node), "config"), "disks");
-  else
-    disks = json_object_get_array_member (json_node_get_object (node), "drives");
-  g_assert_nonnull (disks);
+  disks = vmm_disks (f, c->type, path, &node);
   g_assert_cmpuint (json_array_get_length (disks), ==, 2);
   rootfs = g_build_filename ("images", digest + strlen ("sha256:"), "rootfs.ext4", NULL);
   overlay_dir = g_build_filename ("machines", id, "overlay.ext4", NULL);
@@ -669,19 +680,10 @@ static char *
 vmm_disk_paths (Fixture *f, const char *type, const char *path)
 {
   gboolean chv = g_str_equal (type, "cloud-hypervisor");
-  g_autofree char *api = fixture_runtime_file (f, path, "api.sock");
-  g_autofree char *body = http_get_unix (api, chv ? "/api/v1/vm.info" : "/vm/config");
-  g_autoptr (JsonNode) node = json_from_string (body, NULL);
+  g_autoptr (JsonNode) node = NULL;
   g_autoptr (GString) files = g_string_new ("");
-  JsonArray *disks;
+  JsonArray *disks = vmm_disks (f, type, path, &node);
 
-  g_assert_nonnull (node);
-  if (chv)
-    disks = json_object_get_array_member (
-      json_object_get_object_member (json_node_get_object (node), "config"), "disks");
-  else
-    disks = json_object_get_array_member (json_node_get_object (node), "drives");
-  g_assert_nonnull (disks);
   for (guint i = 0; i < json_array_get_length (disks); i++)
     g_string_append_printf (files, "%s%s", i ? " " : "", json_object_get_string_member (
                               json_array_get_object_element (disks, i),
