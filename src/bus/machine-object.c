@@ -385,6 +385,20 @@ method_delete (sd_bus_message *m, void *userdata, sd_bus_error *error)
   return authorize (machine, m, MV_ACTION_MACHINE_DELETE, "delete", do_delete);
 }
 
+static void
+on_updated (MvMachine *machine, const GError *error, gpointer data)
+{
+  sd_bus_message *call = data;
+
+  if (error)
+    mv_bus_reply_gerror (call, error);
+  else
+    sd_bus_reply_method_return (call, NULL);
+  if (machine)
+    mv_reconciler_kick (machine);
+  sd_bus_message_unref (call);
+}
+
 /* Update: the spec arrives as an argument, so it is parsed after the
  * caller is authorized, from the message itself. */
 static void
@@ -401,13 +415,14 @@ do_update (MvMachine *machine, sd_bus_message *call, gboolean root)
       return;
     }
   spec = mv_spec_from_json (json, &error);
-  if (!spec || !mv_reconciler_update (machine->reconciler, machine, spec, &error))
+  if (!spec || !mv_reconciler_update (machine->reconciler, machine, spec, on_updated,
+                                      sd_bus_message_ref (call), &error))
     {
       mv_bus_reply_gerror (call, error);
-      return;
+      /* Refused at once: the reference taken for on_updated() is not. */
+      if (spec)
+        sd_bus_message_unref (call);
     }
-  sd_bus_reply_method_return (call, NULL);
-  mv_reconciler_kick (machine);
 }
 
 static int

@@ -327,6 +327,34 @@ get_hypervisors (sd_bus *bus, const char *path, const char *interface, const cha
 }
 
 static int
+get_hypervisor_capabilities (sd_bus *bus, const char *path, const char *interface,
+                             const char *property, sd_bus_message *reply, void *userdata,
+                             sd_bus_error *error)
+{
+  MvBusService *service = userdata;
+  MvRuntimes *runtimes = mv_reconciler_host (mv_bus_service_reconciler (service))->runtimes;
+  int r = sd_bus_message_open_container (reply, 'a', "{sas}");
+
+  for (guint i = 0; r >= 0 && i < mv_runtimes_count (runtimes); i++)
+    {
+      MvRuntime *rt = mv_runtimes_get (runtimes, i);
+      static const char *const none[] = { NULL };
+
+      r = sd_bus_message_open_container (reply, 'e', "sas");
+      if (r >= 0)
+        r = sd_bus_message_append (reply, "s", rt->type);
+      if (r >= 0)
+        r = sd_bus_message_append_strv (reply, (char **) (rt->capabilities ? rt->capabilities
+                                                                           : none));
+      if (r >= 0)
+        r = sd_bus_message_close_container (reply);
+    }
+  if (r < 0)
+    return r;
+  return sd_bus_message_close_container (reply);
+}
+
+static int
 get_invalid_records (sd_bus *bus, const char *path, const char *interface, const char *property,
                      sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
@@ -349,6 +377,8 @@ static const sd_bus_vtable manager_vtable[] = {
   SD_BUS_PROPERTY ("APIVersion", "u", get_api_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("Features", "as", get_features, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("Hypervisors", "a(ss)", get_hypervisors, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+  SD_BUS_PROPERTY ("HypervisorCapabilities", "a{sas}", get_hypervisor_capabilities, 0,
+                   SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("InvalidRecords", "a(ss)", get_invalid_records, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("Capacity", "a{sv}", mv_manager_get_capacity, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_METHOD_WITH_ARGS ("CreateMachine", SD_BUS_ARGS ("s", spec_json, "t", flags),

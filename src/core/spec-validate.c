@@ -1208,6 +1208,18 @@ mv_spec_has_host_devices (const MvSpec *spec)
   return spec->pci_devices->len > 0 || spec->gpu != NULL;
 }
 
+gboolean
+mv_spec_adds_host_devices (const MvSpec *current, const MvSpec *wanted)
+{
+  if (wanted->pci_devices->len < current->pci_devices->len ||
+      (current->gpu && !mv_gpu_equal (current->gpu, wanted->gpu)))
+    return FALSE;
+  for (guint i = 0; i < current->pci_devices->len; i++)
+    if (!g_str_equal (current->pci_devices->pdata[i], wanted->pci_devices->pdata[i]))
+      return FALSE;
+  return wanted->pci_devices->len > current->pci_devices->len || (!current->gpu && wanted->gpu);
+}
+
 const char *
 mv_spec_unfreezable (const MvSpec *spec)
 {

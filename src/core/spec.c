@@ -40,6 +40,15 @@ mv_gpu_new (const char *profile, const char *mediated_device_uuid)
   return gpu;
 }
 
+gboolean
+mv_gpu_equal (const MvGpu *a, const MvGpu *b)
+{
+  if (!a || !b)
+    return a == b;
+  return g_strcmp0 (a->profile, b->profile) == 0 &&
+         g_strcmp0 (a->mediated_device_uuid, b->mediated_device_uuid) == 0;
+}
+
 void
 mv_gpu_free (MvGpu *gpu)
 {
@@ -498,9 +507,7 @@ mv_spec_differs_beyond_standby (const MvSpec *a, const MvSpec *b)
 static gboolean
 host_devices_differ (const MvSpec *a, const MvSpec *b)
 {
-  if (a->pci_devices->len != b->pci_devices->len || (a->gpu == NULL) != (b->gpu == NULL) ||
-      (a->gpu && (g_strcmp0 (a->gpu->profile, b->gpu->profile) != 0 ||
-                  g_strcmp0 (a->gpu->mediated_device_uuid, b->gpu->mediated_device_uuid) != 0)))
+  if (a->pci_devices->len != b->pci_devices->len || !mv_gpu_equal (a->gpu, b->gpu))
     return TRUE;
   for (guint i = 0; i < a->pci_devices->len; i++)
     if (g_strcmp0 (a->pci_devices->pdata[i], b->pci_devices->pdata[i]) != 0)

@@ -243,6 +243,8 @@ guint    mv_spec_max_vcpus (const MvSpec *spec);
 
 MvGpu         *mv_gpu_new (const char *profile, const char *mediated_device_uuid);
 void           mv_gpu_free (MvGpu *gpu);
+/* Both NULL, or the same profile and device. */
+gboolean       mv_gpu_equal (const MvGpu *a, const MvGpu *b);
 MvCpuAffinity *mv_cpu_affinity_new (guint32 vcpu);
 void           mv_cpu_affinity_free (MvCpuAffinity *affinity);
 MvCpuAffinity *mv_cpu_affinity_copy (const MvCpuAffinity *affinity);
@@ -334,6 +336,9 @@ gboolean mv_spec_has_directory_mount (const MvSpec *spec);
 const char *mv_spec_unfreezable (const MvSpec *spec);
 /* Whether @spec is given host devices (pci_devices or gpu). */
 gboolean mv_spec_has_host_devices (const MvSpec *spec);
+/* Whether @wanted has every host device @current has, each in the same
+ * place (its PCI devices first, in order, and its GPU), and more. */
+gboolean mv_spec_adds_host_devices (const MvSpec *current, const MvSpec *wanted);
 /* The virtio-fs tag of mounts[@index], a directory mount: "mvfs0" for the
  * first directory mount, "mvfs1" for the next, in mount order; NULL for
  * a mount of another type. */

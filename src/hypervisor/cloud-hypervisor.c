@@ -172,6 +172,25 @@ chv_resize_vm_cpu (MvHypervisor *base, guint count, GError **error)
   return mv_rest_put (hv, "vm.resize", body, error);
 }
 
+/* A host device as DeviceConfig has it, in vm.create and vm.add-device. */
+static JsonObject *
+device_config (const MvVmDevice *device)
+{
+  JsonObject *config = json_object_new ();
+
+  json_object_set_string_member (config, "path", device->path);
+  json_object_set_string_member (config, "id", device->id);
+  return config;
+}
+
+static gboolean
+chv_add_device (MvHypervisor *base, const MvVmDevice *device, GError **error)
+{
+  g_autoptr (JsonObject) body = device_config (device);
+
+  return mv_rest_put ((MvRestHypervisor *) base, "vm.add-device", body, error);
+}
+
 static gboolean
 chv_stats (MvHypervisor *base, MvVmStats *stats, GError **error)
 {
@@ -229,6 +248,7 @@ hypervisor_new (const char *socket_path)
   hv->base.snapshot_vm = chv_snapshot_vm;
   hv->base.resize_vm_memory = chv_resize_vm_memory;
   hv->base.resize_vm_cpu = chv_resize_vm_cpu;
+  hv->base.add_device = chv_add_device;
   hv->base.stats = chv_stats;
   hv->base.vmm_version = chv_vmm_version;
   return hv;
@@ -270,14 +290,7 @@ vm_config (MvStarter *starter, const MvVmSpec *spec)
       JsonArray *devices = json_array_new ();
 
       for (guint i = 0; i < spec->devices->len; i++)
-        {
-          JsonObject *device = json_object_new ();
-          g_autofree char *id = g_strdup_printf ("hostdev%u", i);
-
-          json_object_set_string_member (device, "path", spec->devices->pdata[i]);
-          json_object_set_string_member (device, "id", id);
-          json_array_add_object_element (devices, device);
-        }
+        json_array_add_object_element (devices, device_config (spec->devices->pdata[i]));
       json_object_set_array_member (config, "devices", devices);
     }
 
@@ -647,6 +660,7 @@ chv_capabilities (MvStarter *base)
     .pause = TRUE,
     .vsock = TRUE,
     .gpu_passthrough = TRUE,
+    .hotplug_devices = TRUE,
     .disk_rate_limit = TRUE,
     .net_rate_limit = TRUE,
     .net_rate_limit_symmetric = TRUE,

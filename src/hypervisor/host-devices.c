@@ -152,25 +152,90 @@ mv_host_devices_resolve (const MvSpec *spec, GError **error)
   return g_steal_pointer (&devices);
 }
 
-gboolean
-mv_host_devices_give (MvJail *jail, GPtrArray *paths, GError **error)
+/* An ID that every hypervisor takes (QEMU's: a letter, then letters,
+ * digits, '-', '.' and '_'), naming the device itself. */
+static char *
+device_id (const char *prefix, const char *name)
 {
-  for (guint i = 0; paths && i < paths->len; i++)
+  g_autofree char *id = g_strconcat (prefix, name, NULL);
+
+  return g_strdelimit (g_steal_pointer (&id), ":", '-');
+}
+
+void
+mv_host_devices_add_to (MvVmSpec *vm, const MvSpec *spec)
+{
+  for (guint i = 0; i < spec->pci_devices->len; i++)
     {
-      const char *path = paths->pdata[i];
-      g_autofree char *group = link_name (path, "iommu_group");
+      const char *address = spec->pci_devices->pdata[i];
+      g_autofree char *rel = g_build_filename ("/sys/bus/pci/devices", address, NULL);
+      g_autofree char *path = mv_host_devices_path (rel);
+      g_autofree char *id = device_id ("pci-", address);
+
+      mv_vm_spec_add_device (vm, id, path, i);
+    }
+  if (spec->gpu)
+    {
+      const char *uuid = spec->gpu->mediated_device_uuid;
+      g_autofree char *rel = g_build_filename ("/sys/bus/mdev/devices", uuid, NULL);
+      g_autofree char *path = mv_host_devices_path (rel);
+      g_autofree char *id = device_id ("gpu-", uuid);
+
+      mv_vm_spec_add_device (vm, id, path, MV_VM_DEVICE_SLOTS - 1);
+    }
+}
+
+/* The VFIO nodes of @device: its group's, as the host has it and where
+ * the VMM finds it, and the container's. */
+static gboolean
+vfio_nodes (const MvVmDevice *device, char **host_node, char **node, char **container,
+            GError **error)
+{
+  g_autofree char *group = link_name (device->path, "iommu_group");
+
+  if (!group)
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "the device %s is in no IOMMU "
+                         "group", device->path);
+  *node = g_build_filename ("/dev/vfio", group, NULL);
+  *host_node = mv_host_devices_path (*node);
+  *container = mv_host_devices_path ("/dev/vfio/vfio");
+  return TRUE;
+}
+
+gboolean
+mv_host_devices_give (MvJail *jail, GPtrArray *devices, GError **error)
+{
+  for (guint i = 0; devices && i < devices->len; i++)
+    {
+      const MvVmDevice *device = devices->pdata[i];
       g_autofree char *node = NULL, *host_node = NULL, *container = NULL;
 
-      if (!group)
-        return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "the device %s is in no IOMMU "
-                             "group", path);
-      node = g_build_filename ("/dev/vfio", group, NULL);
-      host_node = mv_host_devices_path (node);
-      container = mv_host_devices_path ("/dev/vfio/vfio");
-      if (!mv_jail_show_sysfs_dir (jail, path, error) ||
+      if (!vfio_nodes (device, &host_node, &node, &container, error) ||
+          !mv_jail_show_sysfs_dir (jail, device->path, error) ||
           !mv_jail_add_device_at (jail, container, "/dev/vfio/vfio", error) ||
           !mv_jail_add_device_at (jail, host_node, node, error))
         return FALSE;
     }
   return TRUE;
+}
+
+gboolean
+mv_host_devices_give_to_running (int pidfd, uid_t uid, const MvVmDevice *device,
+                                 GError **error)
+{
+  g_autofree char *node = NULL, *host_node = NULL, *container = NULL;
+
+  return vfio_nodes (device, &host_node, &node, &container, error) &&
+         mv_jail_show_sysfs_dir_to_running (pidfd, device->path, error) &&
+         mv_jail_add_device_to_running (pidfd, uid, container, "/dev/vfio/vfio", error) &&
+         mv_jail_add_device_to_running (pidfd, uid, host_node, node, error);
+}
+
+void
+mv_host_devices_take_from_running (int pidfd, const MvVmDevice *device)
+{
+  g_autofree char *node = NULL, *host_node = NULL, *container = NULL;
+
+  if (vfio_nodes (device, &host_node, &node, &container, NULL))
+    mv_jail_take_from_running (pidfd, device->path, node);
 }

@@ -16,6 +16,7 @@
  * (mv_host_devices_set_root). */
 #pragma once
 #include "core/spec.h"
+#include "hypervisor/hypervisor.h"
 
 #include <glib.h>
 
@@ -36,11 +37,21 @@ char         *mv_host_devices_path (const char *path);
 
 typedef struct _MvJail MvJail;
 
-/* Shows the VMM behind @jail the devices whose sysfs directories are
- * @paths (char*; a VM spec's devices): each directory read-only, and the
- * VFIO nodes /dev/vfio/vfio and /dev/vfio/<group> of their groups, its
- * alone. */
-gboolean      mv_host_devices_give (MvJail *jail, GPtrArray *paths, GError **error);
+/* Adds @spec's devices to @vm: each PCI device at its place in
+ * pci_devices, the GPU last, with the ID and slot that are its own
+ * (MvVmDevice). */
+void          mv_host_devices_add_to (MvVmSpec *vm, const MvSpec *spec);
+
+/* Shows the VMM behind @jail @devices (MvVmDevice*; a VM spec's): each
+ * sysfs directory read-only, and the VFIO nodes /dev/vfio/vfio and
+ * /dev/vfio/<group> of their groups, its alone. */
+gboolean      mv_host_devices_give (MvJail *jail, GPtrArray *devices, GError **error);
+/* The same for @device, to the running walled-in VMM @pidfd of @uid;
+ * and its directory and group node taken back again, once its guest did
+ * not take it. */
+gboolean      mv_host_devices_give_to_running (int pidfd, uid_t uid, const MvVmDevice *device,
+                                               GError **error);
+void          mv_host_devices_take_from_running (int pidfd, const MvVmDevice *device);
 
 /* @spec's devices (MvHostDevice*, PCI devices first, in order, then the
  * GPU), each checked as above; MV_ERROR_INVALID_ARGUMENT naming the field

@@ -29,12 +29,51 @@ net_free (MvNetConfig *net)
 }
 
 static void
+device_free (MvVmDevice *device)
+{
+  g_free (device->id);
+  g_free (device->path);
+  g_free (device);
+}
+
+static void
 share_free (MvShareConfig *share)
 {
   g_free (share->tag);
   g_free (share->socket_path);
   g_free (share->source);
   g_free (share);
+}
+
+GStrv
+mv_capabilities_names (const MvCapabilities *caps)
+{
+  g_autoptr (GStrvBuilder) names = g_strv_builder_new ();
+  const struct {
+    gboolean    has;
+    const char *name;
+  } flags[] = {
+    { caps->snapshot, "snapshot" },
+    { caps->pause, "pause" },
+    { caps->hotplug_cpu, "hotplug-cpu" },
+    { caps->hotplug_memory, "hotplug-memory" },
+    { caps->cpu_affinity, "cpu-affinity" },
+    /* Which of cpu_topology's parts may be above 1. */
+    { TRUE, "cpu-threads" },
+    { caps->cpu_topology != MV_CPU_TOPOLOGIES_SMT, "cpu-packages" },
+    { caps->cpu_topology == MV_CPU_TOPOLOGIES_ANY, "cpu-dies" },
+    { caps->vsock, "vsock" },
+    { caps->gpu_passthrough, "device-passthrough" },
+    { caps->gpu_passthrough && caps->hotplug_devices, "hotplug-devices" },
+    { caps->disk_rate_limit, "disk-rate-limit" },
+    { caps->net_rate_limit, "net-rate-limit" },
+    { caps->virtio_fs, "directory-mounts" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (flags); i++)
+    if (flags[i].has)
+      g_strv_builder_add (names, flags[i].name);
+  return g_strv_builder_end (names);
 }
 
 MvVmSpec *
@@ -46,7 +85,7 @@ mv_vm_spec_new (void)
   spec->cpu.max_count = 1;
   spec->cpu.affinity = mv_cpu_affinity_list_copy (NULL);
   spec->disks = g_ptr_array_new_with_free_func ((GDestroyNotify) disk_free);
-  spec->devices = g_ptr_array_new_with_free_func (g_free);
+  spec->devices = g_ptr_array_new_with_free_func ((GDestroyNotify) device_free);
   spec->nets = g_ptr_array_new_with_free_func ((GDestroyNotify) net_free);
   spec->shares = g_ptr_array_new_with_free_func ((GDestroyNotify) share_free);
   return spec;
@@ -79,6 +118,17 @@ mv_vm_spec_add_disk (MvVmSpec *spec, const char *path, gboolean read_only)
   disk->path = g_strdup (path);
   disk->read_only = read_only;
   g_ptr_array_add (spec->disks, disk);
+}
+
+void
+mv_vm_spec_add_device (MvVmSpec *spec, const char *id, const char *path, guint slot)
+{
+  MvVmDevice *device = g_new0 (MvVmDevice, 1);
+
+  device->id = g_strdup (id);
+  device->path = g_strdup (path);
+  device->slot = slot;
+  g_ptr_array_add (spec->devices, device);
 }
 
 void
@@ -149,7 +199,10 @@ mv_vm_spec_copy (const MvVmSpec *spec)
   copy->cpu.affinity = mv_cpu_affinity_list_copy (spec->cpu.affinity);
   copy->memory = spec->memory;
   for (guint i = 0; i < spec->devices->len; i++)
-    g_ptr_array_add (copy->devices, g_strdup (spec->devices->pdata[i]));
+    {
+      const MvVmDevice *device = spec->devices->pdata[i];
+      mv_vm_spec_add_device (copy, device->id, device->path, device->slot);
+    }
   for (guint i = 0; i < spec->disks->len; i++)
     {
       MvDiskConfig *disk = spec->disks->pdata[i];

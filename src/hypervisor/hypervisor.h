@@ -97,13 +97,26 @@ typedef struct {
   guint     mount_index;   /* its place among the spec's mounts, for messages */
 } MvShareConfig;
 
+/* A host device passed through: a PCI device or a mediated one, by its
+ * sysfs directory. Its ID and slot are the device's own, whatever else
+ * the machine has, so that one added to a running guest takes neither
+ * from another. */
+typedef struct {
+  char  *id;      /* "pci-0000-01-00.0", "gpu-<uuid>": valid for every hypervisor */
+  char  *path;    /* the sysfs directory */
+  guint  slot;    /* where it is plugged, 0 to MV_VM_DEVICE_SLOTS - 1 */
+} MvVmDevice;
+
+/* Slots for host devices: one per PCI device a spec may name, and the GPU's. */
+#define MV_VM_DEVICE_SLOTS (MV_PCI_DEVICES_MAX + 1)
+
 /* Everything a guest is booted with. Paths may be relative: the VMM runs
  * in the directory holding its API socket. */
 typedef struct {
   MvBootConfig    boot;
   MvCpuConfig     cpu;
-  /* Host devices passed through (seed 003, PCIDeviceConfig): the sysfs
-   * directory of each, a PCI device's or a mediated device's (char*). */
+  /* Host devices passed through (seed 003, PCIDeviceConfig), MvVmDevice*,
+   * never NULL. */
   GPtrArray      *devices;
   MvMemoryConfig  memory;
   GPtrArray      *disks;    /* MvDiskConfig*, never NULL */
@@ -161,6 +174,7 @@ typedef struct {
   gboolean pause;
   gboolean vsock;
   gboolean gpu_passthrough;
+  gboolean hotplug_devices;  /* host devices added to a running guest */
   gboolean disk_rate_limit;
   gboolean net_rate_limit; /* limits a NIC's traffic itself; else the host's TAP is */
   gboolean net_rate_limit_symmetric; /* ...with one limit for both directions */
@@ -241,6 +255,9 @@ struct _MvHypervisor {
    * have yet are left for a later call. NULL where the VMM pins them. */
   gboolean (*pin_vcpus) (MvHypervisor *hv, int vmm_pid, const GPtrArray *affinity,
                          GError **error);
+  /* Plugs a host device into the running guest, at its slot; where the
+   * capability hotplug_devices is set. Whole or not at all. */
+  gboolean (*add_device) (MvHypervisor *hv, const MvVmDevice *device, GError **error);
 };
 
 /* A channel on which a VMM tells how it ends, read on the main thread
@@ -299,6 +316,9 @@ struct _MvStarter {
   void          (*free) (MvStarter *starter);
 };
 
+/* @caps by name, as the Manager's HypervisorCapabilities shows them. */
+GStrv       mv_capabilities_names (const MvCapabilities *caps);
+
 MvVmSpec   *mv_vm_spec_new (void);
 void        mv_vm_spec_free (MvVmSpec *spec);
 MvVmSpec   *mv_vm_spec_copy (const MvVmSpec *spec);
@@ -308,6 +328,7 @@ void        mv_vm_spec_set_disk_own (MvVmSpec *spec);
 /* Limits the last disk added. */
 void        mv_vm_spec_set_disk_rate_limit (MvVmSpec *spec, guint64 bytes_per_second,
                                             guint64 iops);
+void        mv_vm_spec_add_device (MvVmSpec *spec, const char *id, const char *path, guint slot);
 void        mv_vm_spec_add_net (MvVmSpec *spec, const char *tap_device, const char *mac);
 /* The last interface added: its MTU and rate limits. */
 void        mv_vm_spec_set_net_limits (MvVmSpec *spec, guint mtu, guint64 rx_bytes_per_second,

@@ -1010,22 +1010,31 @@ in_namespace (int pidfd, InNamespaceFunc func, gpointer data)
 }
 
 typedef struct {
-  char **prefixes;   /* "/a", "/a/b", ... the directory itself last */
-  int    tree;
+  char   **prefixes;   /* "/a", "/a/b", ... the directory itself last */
+  int      tree;
+  gboolean skip_if_there;
 } ShowDir;
 
 static int
 show_in_namespace (gpointer data)
 {
   ShowDir *s = data;
+  guint last = 0;
+  struct stat there, parent;
 
+  /* In a forked child: nothing is allocated. */
   for (guint i = 0; s->prefixes[i]; i++)
-    if (mkdir (s->prefixes[i], 0755) < 0 && errno != EEXIST)
-      return errno;
-  for (guint i = 0; s->prefixes[i]; i++)
-    if (!s->prefixes[i + 1] &&
-        move_mount (s->tree, "", AT_FDCWD, s->prefixes[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
-      return errno;
+    {
+      if (mkdir (s->prefixes[i], 0755) < 0 && errno != EEXIST)
+        return errno;
+      last = i;
+    }
+  /* A mount point is on another device than its parent. */
+  if (s->skip_if_there && stat (s->prefixes[last], &there) == 0 &&
+      stat (last ? s->prefixes[last - 1] : "/", &parent) == 0 && there.st_dev != parent.st_dev)
+    return 0;
+  if (move_mount (s->tree, "", AT_FDCWD, s->prefixes[last], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return errno;
   return 0;
 }
 
@@ -1048,17 +1057,18 @@ prefixes_of (const char *dir)
   return (char **) g_ptr_array_free (out, FALSE);
 }
 
-gboolean
-mv_jail_show_dir_to_running (int pidfd, uid_t uid, const char *dir, GError **error)
+/* Mounts a clone of @canonical, with @attrs, at its own path in the
+ * namespace of @pidfd; 0 or an errno. */
+static int
+show_tree_to_running (int pidfd, const char *canonical, guint64 attrs, gboolean skip_if_there)
 {
-  g_autofree char *canonical = g_canonicalize_filename (dir, NULL);
   g_auto (GStrv) prefixes = prefixes_of (canonical);
-  struct mount_attr ma = { .attr_set = RW_ATTRS, .propagation = MS_PRIVATE };
-  ShowDir s = { prefixes, -1 };
+  struct mount_attr ma = { .attr_set = attrs, .propagation = MS_PRIVATE };
+  ShowDir s = { prefixes, -1, skip_if_there };
   int err;
 
-  if (chown (canonical, uid, (gid_t) uid) < 0 || chmod (canonical, 0700) < 0)
-    return set_errno (error, errno, "giving %s to the VMM", canonical);
+  if (!prefixes[0])
+    return EINVAL;
   s.tree = open_tree (AT_FDCWD, canonical, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (s.tree < 0 || mount_setattr (s.tree, "", AT_EMPTY_PATH, &ma, sizeof ma) < 0)
     err = errno;
@@ -1066,11 +1076,73 @@ mv_jail_show_dir_to_running (int pidfd, uid_t uid, const char *dir, GError **err
     err = in_namespace (pidfd, show_in_namespace, &s);
   if (s.tree >= 0)
     close (s.tree);
+  return err;
+}
+
+gboolean
+mv_jail_show_dir_to_running (int pidfd, uid_t uid, const char *dir, GError **error)
+{
+  g_autofree char *canonical = g_canonicalize_filename (dir, NULL);
+  int err;
+
+  if (chown (canonical, uid, (gid_t) uid) < 0 || chmod (canonical, 0700) < 0)
+    return set_errno (error, errno, "giving %s to the VMM", canonical);
+  err = show_tree_to_running (pidfd, canonical, RW_ATTRS, FALSE);
   if (err)
     {
       (void) !chown (canonical, 0, 0);
       return set_errno (error, err, "showing %s to the VMM", canonical);
     }
+  return TRUE;
+}
+
+gboolean
+mv_jail_show_sysfs_dir_to_running (int pidfd, const char *path, GError **error)
+{
+  g_autofree char *canonical = g_canonicalize_filename (path, NULL);
+  int err = show_tree_to_running (pidfd, canonical, RO_ATTRS, TRUE);
+
+  if (err)
+    return set_errno (error, err, "showing %s to the VMM", canonical);
+  return TRUE;
+}
+
+typedef struct {
+  const char *at;
+  dev_t       dev;
+  uid_t       uid;
+} AddDevice;
+
+static int
+add_device_in_namespace (gpointer data)
+{
+  AddDevice *d = data;
+  struct stat st;
+
+  if (make_parents (d->at) < 0)
+    return errno;
+  if (stat (d->at, &st) == 0 && S_ISCHR (st.st_mode) && st.st_rdev == d->dev)
+    return 0;
+  if (mknod (d->at, S_IFCHR | 0600, d->dev) < 0 ||
+      chown (d->at, d->uid, (gid_t) d->uid) < 0)
+    return errno;
+  return 0;
+}
+
+gboolean
+mv_jail_add_device_to_running (int pidfd, uid_t uid, const char *path, const char *at,
+                               GError **error)
+{
+  struct stat st;
+  AddDevice d = { at, 0, uid };
+  int err;
+
+  if (stat (path, &st) < 0 || !S_ISCHR (st.st_mode))
+    return set_errno (error, errno ? errno : ENODEV, "the device %s", path);
+  d.dev = st.st_rdev;
+  err = in_namespace (pidfd, add_device_in_namespace, &d);
+  if (err)
+    return set_errno (error, err, "giving the VMM the device %s", at);
   return TRUE;
 }
 
@@ -1099,6 +1171,37 @@ mv_jail_hide_dir_from_running (int pidfd, const char *dir, GError **error)
   if (err && err != ESRCH)
     return set_errno (error, err, "hiding %s from the VMM", canonical);
   return TRUE;
+}
+
+typedef struct {
+  const char *mount;
+  const char *node;
+} TakeBack;
+
+static int
+take_back_in_namespace (gpointer data)
+{
+  TakeBack *t = data;
+
+  if (umount2 (t->mount, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+    return errno;
+  /* The mount point goes too, so that nothing is left to be seen. */
+  if (rmdir (t->mount) < 0 && errno != ENOENT && errno != ENOTEMPTY)
+    return errno;
+  if (unlink (t->node) < 0 && errno != ENOENT)
+    return errno;
+  return 0;
+}
+
+void
+mv_jail_take_from_running (int pidfd, const char *path, const char *at)
+{
+  g_autofree char *canonical = g_canonicalize_filename (path, NULL);
+  TakeBack t = { canonical, at };
+  int err = in_namespace (pidfd, take_back_in_namespace, &t);
+
+  if (err && err != ESRCH)
+    g_warning ("Taking %s and %s back from the VMM: %s", canonical, at, g_strerror (err));
 }
 
 void

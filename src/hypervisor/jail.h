@@ -131,6 +131,17 @@ void        mv_jail_release (const MvJail *jail);
  * it and what is in it back to root. Blocks briefly (a fork). */
 gboolean    mv_jail_show_dir_to_running (int pidfd, uid_t uid, const char *dir, GError **error);
 gboolean    mv_jail_hide_dir_from_running (int pidfd, const char *dir, GError **error);
+/* For a running walled-in VMM @pidfd, as mv_jail_show_sysfs_dir() and
+ * mv_jail_add_device_at() do before one starts: shows it the sysfs
+ * directory @path read-only, and makes the character device @path's
+ * node at @at in its /dev, its UID's alone (0600); either is left as it
+ * is if there already. Blocks briefly (a fork). */
+gboolean    mv_jail_show_sysfs_dir_to_running (int pidfd, const char *path, GError **error);
+gboolean    mv_jail_add_device_to_running (int pidfd, uid_t uid, const char *path,
+                                           const char *at, GError **error);
+/* Takes back what the two above gave: the mount at @path, if any, and the
+ * node at @at. What the VMM opened stays open. */
+void        mv_jail_take_from_running (int pidfd, const char *path, const char *at);
 
 /* Gives @runtime_dir back to root, 0700, whatever a VMM left there: for
  * the daemon, after a VMM whose parent could not do it. */

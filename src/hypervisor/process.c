@@ -799,6 +799,32 @@ memlock_for (const char *binary, guint64 wanted)
   return now.rlim_max;
 }
 
+gboolean
+mv_process_raise_memlock (const MvProcess *process, guint64 bytes, GError **error)
+{
+  struct rlimit now, want;
+  guint64 allowed;
+
+  if (!bytes || prlimit (process->pid, RLIMIT_MEMLOCK, NULL, &now) < 0)
+    return TRUE;
+  if (now.rlim_max == RLIM_INFINITY || (now.rlim_cur >= bytes && now.rlim_max >= bytes))
+    return TRUE;
+  allowed = memlock_for ("The VMM", bytes);
+  want.rlim_cur = want.rlim_max = MAX (allowed, now.rlim_max);
+  if (want.rlim_cur <= now.rlim_cur)
+    return TRUE;
+  if (!mv_process_alive (process) || prlimit (process->pid, RLIMIT_MEMLOCK, &want, NULL) < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "The VMM %d may lock %" G_GUINT64_FORMAT
+                   " bytes of memory, not the %" G_GUINT64_FORMAT " that VFIO pins for its "
+                   "host devices: %s", process->pid, (guint64) now.rlim_cur, bytes,
+                   g_strerror (saved));
+      return FALSE;
+    }
+  return TRUE;
+}
+
 MvProcess *
 mv_process_start_with (const char *socket_path, const char *const *argv,
                        const MvProcessOptions *options, guint timeout_ms, GError **error)

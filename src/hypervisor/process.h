@@ -95,6 +95,9 @@ gboolean    mv_process_alive (const MvProcess *process);
 /* A pidfd for the process, checked to be the recorded one; -1 if it is
  * gone (errno ESRCH) or cannot be opened. */
 int         mv_process_open_pidfd (const MvProcess *process);
+/* Lets the running process lock @bytes of memory, if it may lock less;
+ * as far as the daemon may give (see MvProcessOptions.memlock_bytes). */
+gboolean    mv_process_raise_memlock (const MvProcess *process, guint64 bytes, GError **error);
 /* Sends @signo, but only to the recorded process; TRUE if it was sent or
  * the process is already gone. */
 gboolean    mv_process_signal (const MvProcess *process, int signo, GError **error);

@@ -65,6 +65,8 @@
 #define HOTMEM_DEVICE_ID     "hotmem0"
 #define HOTMEM_QOM_PATH      "/machine/peripheral/" HOTMEM_DEVICE_ID
 #define HOTPLUG_CPU_ID_FMT   "cpu-hot%u"
+/* The root port of a host device's slot (MvVmDevice). */
+#define DEVICE_PORT_ID_FMT   "hostport%u"
 /* How long a guest under TCG may take to plug or unplug memory blocks,
  * or to take a vCPU away. */
 #define RESIZE_TIMEOUT_MS    30000
@@ -729,6 +731,31 @@ pin_vcpus (const char *socket_path, int vmm_pid, const GPtrArray *affinity, GErr
   return TRUE;
 }
 
+/* ---- host devices (q35 machines) ---- */
+
+static gboolean
+hv_add_device (MvHypervisor *hv, const MvVmDevice *device, GError **error)
+{
+  g_autoptr (MvQmp) qmp = qmp_connect (hv_self (hv)->socket_path, error);
+  g_autoptr (JsonObject) args = json_object_new ();
+  g_autofree char *port = g_strdup_printf (DEVICE_PORT_ID_FMT, device->slot);
+  g_autoptr (JsonNode) ret = NULL;
+  gboolean q35;
+
+  if (!qmp || !machine_is_q35 (qmp, &q35, error))
+    return FALSE;
+  if (!q35)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s: the guest booted on the microvm "
+                         "machine, which has no PCI; it is given host devices when it boots "
+                         "with them", device->id);
+  json_object_set_string_member (args, "driver", "vfio-pci");
+  json_object_set_string_member (args, "sysfsdev", device->path);
+  json_object_set_string_member (args, "id", device->id);
+  json_object_set_string_member (args, "bus", port);
+  ret = mv_qmp_execute (qmp, "device_add", args, COMMAND_TIMEOUT_MS, error);
+  return ret != NULL;
+}
+
 static gboolean
 hv_pin_vcpus (MvHypervisor *hv, int vmm_pid, const GPtrArray *affinity, GError **error)
 {
@@ -760,6 +787,7 @@ hypervisor_new (const char *socket_path)
   self->hv.resize_vm_memory = hv_resize_vm_memory;
   self->hv.resize_vm_cpu = hv_resize_vm_cpu;
   self->hv.pin_vcpus = hv_pin_vcpus;
+  self->hv.add_device = hv_add_device;
   self->hv.free = hv_free;
   return &self->hv;
 }
@@ -848,6 +876,16 @@ static gboolean
 spec_on_q35 (const MvVmSpec *spec)
 {
   return spec_has_room (spec) || spec->devices->len > 0;
+}
+
+/* -device's option for a host device, on its slot's root port. */
+static char *
+vfio_device_option (const MvVmDevice *device)
+{
+  g_autofree char *path = opt_value (device->path);
+
+  return g_strdup_printf ("vfio-pci,sysfsdev=%s,id=%s,bus=" DEVICE_PORT_ID_FMT, path, device->id,
+                          device->slot);
 }
 
 /* A virtio device's name on the machine's transport: "virtio-blk" is
@@ -1078,13 +1116,20 @@ build_argv (QemuStarter *self, const char *socket_path, const MvVmSpec *spec,
                   "block-size=%" G_GUINT64_FORMAT "M,requested-size=0",
                   MV_MEMORY_RESIZE_STEP_BYTES >> 20);
     }
-  /* Host devices by their sysfs directories, PCI and mediated alike. */
+  /* A root port for each slot of a host device, those it boots with and
+   * those added later (PCI Express hotplug is a root port's, not the
+   * root complex's); each device by its sysfs directory, PCI and
+   * mediated alike. */
+  if (q35)
+    for (guint slot = 0; slot < MV_VM_DEVICE_SLOTS; slot++)
+      {
+        add (argv, "-device");
+        add_printf (argv, "pcie-root-port,id=" DEVICE_PORT_ID_FMT ",chassis=%u", slot, slot + 1);
+      }
   for (guint i = 0; i < spec->devices->len; i++)
     {
-      g_autofree char *path = opt_value (spec->devices->pdata[i]);
-
       add (argv, "-device");
-      add_printf (argv, "vfio-pci,sysfsdev=%s,id=hostdev%u", path, i);
+      g_ptr_array_add (argv, vfio_device_option (spec->devices->pdata[i]));
     }
   add (argv, "-nodefaults");
   add (argv, "-no-user-config");
@@ -1405,6 +1450,7 @@ qemu_capabilities (MvStarter *starter)
     /* microvm has no dies. */
     .cpu_topology = MV_CPU_TOPOLOGIES_NO_DIES,
     .gpu_passthrough = TRUE,   /* vfio-pci, on q35 */
+    .hotplug_devices = TRUE,   /* on q35 */
     .pause = TRUE,
     .disk_rate_limit = TRUE,
     .net_rate_limit = FALSE,

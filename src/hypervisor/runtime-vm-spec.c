@@ -81,19 +81,7 @@ mv_runtime_vm_spec_new (MvStarter *starter, const MvGuestFiles *files,
   vm->cpu.affinity = mv_cpu_affinity_list_copy (spec->cpu_affinity);
   if (spec->cpu_topology)
     vm->cpu.topology = *spec->cpu_topology;
-  /* Passed through by their sysfs directories (host-devices.h). */
-  for (guint i = 0; i < spec->pci_devices->len; i++)
-    {
-      g_autofree char *rel = g_build_filename ("/sys/bus/pci/devices", spec->pci_devices->pdata[i],
-                                               NULL);
-      g_ptr_array_add (vm->devices, mv_host_devices_path (rel));
-    }
-  if (spec->gpu)
-    {
-      g_autofree char *rel = g_build_filename ("/sys/bus/mdev/devices",
-                                               spec->gpu->mediated_device_uuid, NULL);
-      g_ptr_array_add (vm->devices, mv_host_devices_path (rel));
-    }
+  mv_host_devices_add_to (vm, spec);
   vm->memory.size_bytes = spec->memory_bytes;
   vm->memory.hotplug_bytes = spec->max_memory_bytes > spec->memory_bytes
                              ? spec->max_memory_bytes - spec->memory_bytes : 0;

@@ -37,6 +37,7 @@ typedef struct {
   guint             stop_timeout_s;
   MvRuntimeWatches *watches;
   MvRuntimeGuests  *guests;
+  GStrv             capabilities;
 } Adapter;
 
 static Adapter *
@@ -1134,6 +1135,78 @@ rt_resize (MvRuntime *rt, const MvRuntimeRequest *req, const MvRuntimeResize *re
   return !cpus || update_quota (self, req, error);
 }
 
+/* VFIO pins the guest's memory for a device's DMA: a VMM that booted
+ * without one may lock too little (mv_vm_spec_memlock_bytes()). */
+static void
+raise_memlock (const MvProcess *vmm, const MvSpec *spec)
+{
+  g_autoptr (MvVmSpec) sizes = mv_vm_spec_new ();
+  g_autoptr (GError) local = NULL;
+
+  sizes->memory.size_bytes = spec->memory_bytes;
+  sizes->memory.hotplug_bytes = spec->max_memory_bytes > spec->memory_bytes
+                                ? spec->max_memory_bytes - spec->memory_bytes : 0;
+  mv_host_devices_add_to (sizes, spec);
+  if (!mv_process_raise_memlock (vmm, mv_vm_spec_memlock_bytes (sizes), &local))
+    g_warning ("%s", local->message);
+}
+
+static gboolean
+has_device (const MvVmSpec *vm, const char *id)
+{
+  for (guint i = 0; i < vm->devices->len; i++)
+    if (g_str_equal (((const MvVmDevice *) vm->devices->pdata[i])->id, id))
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+rt_add_devices (MvRuntime *rt, const MvRuntimeRequest *req, const MvSpec *booted, guint *added,
+                GError **error)
+{
+  Adapter *self = adapter_of (rt);
+  MvCapabilities caps = self->starter->capabilities (self->starter);
+  g_autoptr (MvVmSpec) had = mv_vm_spec_new ();
+  g_autoptr (MvVmSpec) wanted = mv_vm_spec_new ();
+  g_autoptr (MvProcess) vmm = NULL;
+  g_autoptr (MvHypervisor) hv = NULL;
+  gboolean ok = TRUE;
+  int pidfd = -1;
+
+  *added = 0;
+  if (!caps.hotplug_devices || !caps.gpu_passthrough)
+    return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s: %s cannot add host devices to a "
+                         "running guest", req->spec->pci_devices->len ? "pci_devices" : "gpu",
+                         self->starter->type);
+  if (!check_host_devices (self, req->spec, error) ||
+      !(vmm = attach_running (req, error)) ||
+      !(hv = self->starter->connect (self->starter, vmm->socket_path, error)))
+    return FALSE;
+  if (vmm->uid >= 0 && (pidfd = mv_process_open_pidfd (vmm)) < 0)
+    return mv_error_set (error, MV_ERROR_INVALID_STATE, "The VMM %d is gone: %s", vmm->pid,
+                         g_strerror (errno));
+  raise_memlock (vmm, req->spec);
+  mv_host_devices_add_to (had, booted);
+  mv_host_devices_add_to (wanted, req->spec);
+  for (guint i = 0; ok && i < wanted->devices->len; i++)
+    {
+      const MvVmDevice *device = wanted->devices->pdata[i];
+
+      if (has_device (had, device->id))
+        continue;
+      ok = (pidfd < 0 || mv_host_devices_give_to_running (pidfd, (uid_t) vmm->uid, device,
+                                                          error)) &&
+           hv->add_device (hv, device, error);
+      if (ok)
+        (*added)++;
+      else if (pidfd >= 0)
+        mv_host_devices_take_from_running (pidfd, device);
+    }
+  if (pidfd >= 0)
+    close (pidfd);
+  return ok;
+}
+
 static int
 rt_open_console (MvRuntime *rt, const MvRuntimeRequest *req, gboolean *writer, GError **error)
 {
@@ -1243,6 +1316,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
                            guint stop_timeout_seconds)
 {
   Adapter *self = g_new0 (Adapter, 1);
+  MvCapabilities caps;
 
   self->starter = starter;
   self->sandbox = sandbox ? mv_sandbox_ref (sandbox) : NULL;
@@ -1252,7 +1326,10 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->guests = mv_runtime_guests_new (starter);
   mv_runtime_watches_set_filter (self->watches, exit_filter, self);
   self->runtime.type = starter->type;
-  self->runtime.limits_network = starter->capabilities (starter).net_rate_limit;
+  caps = starter->capabilities (starter);
+  self->runtime.limits_network = caps.net_rate_limit;
+  self->capabilities = mv_capabilities_names (&caps);
+  self->runtime.capabilities = (const char *const *) self->capabilities;
   self->runtime.data = self;
   self->runtime.version = rt_version;
   self->runtime.warm_inputs = rt_warm_inputs;
@@ -1271,6 +1348,7 @@ mv_hypervisor_runtime_new (MvStarter *starter, MvSandbox *sandbox, guint boot_ti
   self->runtime.usage = rt_usage;
   self->runtime.open_console = rt_open_console;
   self->runtime.resize = rt_resize;
+  self->runtime.add_devices = rt_add_devices;
   self->runtime.attach_guest = rt_attach_guest;
   self->runtime.has_agent = rt_has_agent;
   self->runtime.detach_guest = rt_detach_guest;
@@ -1295,6 +1373,7 @@ mv_hypervisor_runtime_free (MvRuntime *runtime)
   g_clear_pointer (&self->sandbox, mv_sandbox_unref);
   g_clear_pointer (&self->shares, mv_shares_unref);
   g_clear_pointer (&self->cgroups, mv_cgroups_unref);
+  g_strfreev (self->capabilities);
   g_free (self);
 }
 

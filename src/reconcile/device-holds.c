@@ -23,7 +23,8 @@ field_naming (const MvSpec *spec, const char *device)
 }
 
 static gboolean
-check_device (MvMachine *machine, GPtrArray *all, const char *device, GError **error)
+check_device (MvMachine *machine, const MvSpec *spec, GPtrArray *all, const char *device,
+              GError **error)
 {
   for (guint j = 0; j < all->len; j++)
     {
@@ -34,7 +35,7 @@ check_device (MvMachine *machine, GPtrArray *all, const char *device, GError **e
           !mv_state_holds_reservations (other->status->state) ||
           !(theirs = field_naming (other->config->spec, device)))
         continue;
-      mine = field_naming (machine->config->spec, device);
+      mine = field_naming (spec, device);
       return mv_error_set (error, MV_ERROR_CONFLICT, "%s: %s is passed through to machine %s "
                            "(%s), which is %s; it holds the device until it stops", mine,
                            device, other->config->spec->name, other->id,
@@ -44,16 +45,15 @@ check_device (MvMachine *machine, GPtrArray *all, const char *device, GError **e
 }
 
 gboolean
-mv_reconciler_check_device_holds (MvMachine *machine, GError **error)
+mv_reconciler_check_device_holds (MvMachine *machine, const MvSpec *spec, GError **error)
 {
-  const MvSpec *spec = machine->config->spec;
   g_autoptr (GPtrArray) all = NULL;
 
   if (!mv_spec_has_host_devices (spec))
     return TRUE;
   all = mv_reconciler_all (machine->reconciler);
   for (guint i = 0; i < spec->pci_devices->len; i++)
-    if (!check_device (machine, all, spec->pci_devices->pdata[i], error))
+    if (!check_device (machine, spec, all, spec->pci_devices->pdata[i], error))
       return FALSE;
-  return !spec->gpu || check_device (machine, all, spec->gpu->mediated_device_uuid, error);
+  return !spec->gpu || check_device (machine, spec, all, spec->gpu->mediated_device_uuid, error);
 }

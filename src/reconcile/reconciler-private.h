@@ -54,7 +54,15 @@ MvRuntime *mv_reconciler_runtime_for (MvMachine *machine, GError **error);
  * start with the volumes its spec mounts (volume-holds.c). */
 gboolean   mv_reconciler_check_volume_holds (MvMachine *machine, GError **error);
 /* device-holds.c: a host device is one started machine's. */
-gboolean   mv_reconciler_check_device_holds (MvMachine *machine, GError **error);
+gboolean   mv_reconciler_check_device_holds (MvMachine *machine, const MvSpec *spec,
+                                             GError **error);
+/* device-adds.c: whether host devices may be plugged into running
+ * @machine, as @spec adds them; then, with the phase held and @spec
+ * recorded, plugs them in and calls @func. */
+gboolean   mv_reconciler_check_adding_devices (MvMachine *machine, const MvSpec *spec,
+                                               GError **error);
+void       mv_reconciler_add_devices (MvMachine *machine, MvSpec *booted /* owned */,
+                                      MvLiveChangeFunc func, gpointer data);
 gboolean   mv_reconciler_is_migrating (MvMachine *machine);
 /* Admits a start of @machine (admission.c): *@admitted is the size it
  * starts with, for the caller to note in its status as it becomes

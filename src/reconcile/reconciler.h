@@ -178,21 +178,25 @@ gboolean      mv_reconciler_request_async (MvReconciler *reconciler, MvMachine *
 /* SetDesiredState: running, paused or stopped. */
 gboolean      mv_reconciler_set_desired (MvReconciler *reconciler, MvMachine *machine,
                                          MvDesired desired, GError **error);
+/* A change to a running machine (Update, Resize): called with @machine
+ * (NULL if it was deleted meanwhile) once it is made, or with its error. */
+typedef void (*MvLiveChangeFunc) (MvMachine *machine, const GError *error, gpointer user_data);
 /* Update: @spec is parsed; validated here. A frozen guest that cannot
- * wake into the new shape is discarded. */
+ * wake into the new shape is discarded. Host devices added to a running
+ * machine are plugged into its guest (device-adds.c), and @func is
+ * called once they are; otherwise before this returns. FALSE, @func not
+ * called and nothing changed if it is refused at once. */
 gboolean      mv_reconciler_update (MvReconciler *reconciler, MvMachine *machine,
-                                    MvSpec *spec /* owned */, GError **error);
+                                    MvSpec *spec /* owned */, MvLiveChangeFunc func,
+                                    gpointer data, GError **error);
 /* Runs @exec in @machine's running guest through its agent (fds as
  * MvRuntime.exec gives them). MV_ERROR_INVALID_STATE unless it runs. */
 gboolean      mv_reconciler_exec (MvMachine *machine, const MvRuntimeExec *exec, int fds[4],
                                   GError **error);
-/* Machine.Resize: called with @machine (NULL if it was deleted
- * meanwhile) once the hypervisor has done it, or with its error. */
-typedef void (*MvResizeFunc) (MvMachine *machine, const GError *error, gpointer user_data);
 /* Resizes running @machine to @vcpus and @memory_bytes (resize.c says
  * how); FALSE and nothing changed if it is refused at once. */
 gboolean      mv_reconciler_resize (MvReconciler *reconciler, MvMachine *machine, guint32 vcpus,
-                                    guint64 memory_bytes, MvResizeFunc func, gpointer data,
+                                    guint64 memory_bytes, MvLiveChangeFunc func, gpointer data,
                                     GError **error);
 /* Whether @machine's guest has microvmd's agent, as its spec and its
  * hypervisor say: what StreamLogs's source "workload" needs. */

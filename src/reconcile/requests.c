@@ -785,12 +785,23 @@ without_guest_metadata (const MvSpec *current, const MvSpec *wanted)
 
 /* What may change while the machine runs: restart policy, labels, the
  * standby time, remove_on_exit, and the guest's hostname, keys, user data
- * and metadata, which a running guest is given at once. Everything else
- * needs it stopped. */
+ * and metadata, which a running guest is given at once; and, if
+ * @devices_live, host devices added after those it has (device-adds.c).
+ * Everything else needs it stopped. */
 static gboolean
-only_live_fields_differ (const MvSpec *current, const MvSpec *wanted)
+only_live_fields_differ (const MvSpec *current, const MvSpec *wanted, gboolean devices_live)
 {
   g_autoptr (MvSpec) masked = without_guest_metadata (current, wanted);
+
+  if (devices_live && mv_spec_adds_host_devices (current, wanted))
+    {
+      g_ptr_array_set_size (masked->pci_devices, 0);
+      for (guint i = 0; i < current->pci_devices->len; i++)
+        g_ptr_array_add (masked->pci_devices, g_strdup (current->pci_devices->pdata[i]));
+      g_clear_pointer (&masked->gpu, mv_gpu_free);
+      if (current->gpu)
+        masked->gpu = mv_gpu_new (current->gpu->profile, current->gpu->mediated_device_uuid);
+    }
 
   masked->restart_mode = current->restart_mode;
   masked->restart_max_retries = current->restart_max_retries;
@@ -951,13 +962,26 @@ check_image_and_disk (const MvSpec *current, MvSpec *spec, GError **error)
   return TRUE;
 }
 
+/* A stopped machine is given new host devices at its next start; a
+ * running one (or one on its way) has them plugged in at once. */
+static gboolean
+adds_devices_live (MvMachine *machine, const MvSpec *wanted)
+{
+  MvState state = machine->status->state;
+
+  return state != MV_STATE_STOPPED && state != MV_STATE_FAILED && state != MV_STATE_STANDBY &&
+         mv_spec_adds_host_devices (machine->config->spec, wanted);
+}
+
 gboolean
-mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GError **error)
+mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in,
+                      MvLiveChangeFunc func, gpointer data, GError **error)
 {
   g_autoptr (MvSpec) spec = spec_in;
+  g_autoptr (MvSpec) booted = NULL;
   MvSpec *current = machine->config->spec;
   MvConfig *previous;
-  gboolean discard, tell_guest, moves, rules, was_on_network;
+  gboolean discard, tell_guest, moves, rules, was_on_network, plug;
 
   /* A machine keeps the hypervisor it was created with unless the new
    * spec names another: the host's default is only for new machines. */
@@ -985,10 +1009,18 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
                          current->name);
   if (!check_image_and_disk (current, spec, error))
     return FALSE;
-  if (!only_live_fields_differ (current, spec) &&
+  plug = adds_devices_live (machine, spec);
+  if (!only_live_fields_differ (current, spec, plug) &&
       !check_state (machine, "update", STATES (MV_STATE_STOPPED, MV_STATE_FAILED, MV_STATE_STANDBY),
                     error))
     return FALSE;
+  if (plug)
+    {
+      if (!mv_reconciler_check_adding_devices (machine, spec, error) ||
+          !mv_machine_hold (machine, "add-devices", error))
+        return FALSE;
+      booted = mv_spec_copy (current);
+    }
 
   discard = machine->status->saved_state && mv_spec_shape_differs (current, spec);
   tell_guest = guest_metadata_differs (current, spec);
@@ -1001,7 +1033,11 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
   if (mv_config_update_spec (machine->config, g_steal_pointer (&spec), mv_reconciler_now (rec)))
     {
       if (!mv_reconciler_commit_config (machine, previous, error))
-        return FALSE;
+        {
+          if (plug)
+            mv_machine_release (machine);
+          return FALSE;
+        }
       mv_machine_event (machine, MV_EVENT_UPDATED, NULL, NULL);
     }
   else
@@ -1023,6 +1059,10 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in, GE
     mv_reconciler_update_guest (machine);
   if (rules)
     update_network_rules (machine);
+  if (plug)
+    mv_reconciler_add_devices (machine, g_steal_pointer (&booted), func, data);
+  else
+    func (machine, NULL, data);
   return TRUE;
 }
 

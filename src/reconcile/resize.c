@@ -22,7 +22,7 @@ typedef struct {
   MvRuntimeResize  resize;
   MvResources      held_before;   /* status's admitted size before */
   MvSpec          *old_spec;      /* the spec before, put back if refused */
-  MvResizeFunc     func;
+  MvLiveChangeFunc     func;
   gpointer         func_data;
 } ResizeWork;
 
@@ -143,7 +143,7 @@ check_size (const MvSpec *spec, guint32 vcpus, guint64 memory_bytes, GError **er
 
 gboolean
 mv_reconciler_resize (MvReconciler *rec, MvMachine *machine, guint32 vcpus,
-                      guint64 memory_bytes, MvResizeFunc func, gpointer data, GError **error)
+                      guint64 memory_bytes, MvLiveChangeFunc func, gpointer data, GError **error)
 {
   const MvSpec *spec = machine->config->spec;
   MvRecords *records = rec->host->records;

@@ -664,7 +664,8 @@ run_step (MvMachine *machine, MvStep step)
   /* Refused before anything is recorded: the machine stays as it is,
    * and is not tried again until something new is asked. */
   if (step == MV_STEP_START && (!mv_reconciler_check_volume_holds (machine, &error) ||
-                                !mv_reconciler_check_device_holds (machine, &error)))
+                                !mv_reconciler_check_device_holds (machine, machine->config->spec,
+                                                                  &error)))
     {
       status->failed_generation = machine->config->desired_generation;
       mv_machine_failed_now (machine, error);

@@ -165,6 +165,36 @@ assert_refused (Fixture *f, const char *type, const char *devices, const char *e
   g_assert_cmpuint (count_machine_dirs (mv_test_env_state_dir (f->env)), ==, 0);
 }
 
+/* The Manager's HypervisorCapabilities for @type, as " name name ... ". */
+static char *
+capabilities_of (Fixture *f, const char *type)
+{
+  g_autoptr (sd_bus_message) r = NULL;
+  g_autoptr (GString) out = g_string_new (NULL);
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  const char *name;
+
+  g_assert_cmpint (sd_bus_get_property (f->client->bus, MV_BUS_NAME, MV_MANAGER_PATH,
+                                        MV_MANAGER_IFACE, "HypervisorCapabilities", &error, &r,
+                                        "a{sas}"), >=, 0);
+  g_assert_cmpint (sd_bus_message_enter_container (r, 'a', "{sas}"), >, 0);
+  while (sd_bus_message_enter_container (r, 'e', "sas") > 0)
+    {
+      g_auto (GStrv) names = NULL;
+
+      g_assert_cmpint (sd_bus_message_read (r, "s", &name), >, 0);
+      g_assert_cmpint (sd_bus_message_read_strv (r, &names), >, 0);
+      if (g_str_equal (name, type))
+        {
+          g_string_append_c (out, ' ');
+          for (guint i = 0; names[i]; i++)
+            g_string_append_printf (out, "%s ", names[i]);
+        }
+      g_assert_cmpint (sd_bus_message_exit_container (r), >, 0);
+    }
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
 static void
 test_refusals (DevFixture *df, gconstpointer data)
 {
@@ -207,6 +237,17 @@ test_refusals (DevFixture *df, gconstpointer data)
       "\"00000000-0000-4000-8000-000000000000\"}",
       "gpu.mediated_device_uuid: this host has no mediated device" },
   };
+
+  g_autofree char *caps = capabilities_of (f, type);
+
+  /* The Manager says what each hypervisor passes through and takes. */
+  g_test_message ("%s:%s", type, caps);
+  g_assert_nonnull (strstr (caps, " cpu-threads "));
+  g_assert_true (!strstr (caps, " device-passthrough ") == g_str_equal (type, "firecracker"));
+  g_assert_true (!strstr (caps, " hotplug-devices ") == g_str_equal (type, "firecracker"));
+  g_assert_true (!strstr (caps, " cpu-packages ") == g_str_equal (type, "firecracker"));
+  g_assert_true (!!strstr (caps, " cpu-dies ") == g_str_equal (type, "cloud-hypervisor"));
+  g_assert_true (!!strstr (caps, " snapshot "));
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     assert_refused (f, type, cases[i].devices, MV_BUS_ERROR_INVALID_ARGUMENT, cases[i].words);
@@ -272,10 +313,10 @@ test_chv (DevFixture *df, gconstpointer data)
   first = client_create_ok (f->client, spec);
   client_call_ok (f->client, first, "Start");
   devices = chv_devices (f, first);
-  want = g_strdup_printf ("hostdev0=%s/sys/bus/pci/devices/0000:01:00.0 "
-                          "hostdev1=%s/sys/bus/pci/devices/0000:04:00.0 "
-                          "hostdev2=%s/sys/bus/pci/devices/0000:04:00.1 "
-                          "hostdev3=%s/sys/bus/mdev/devices/" UUID,
+  want = g_strdup_printf ("pci-0000-01-00.0=%s/sys/bus/pci/devices/0000:01:00.0 "
+                          "pci-0000-04-00.0=%s/sys/bus/pci/devices/0000:04:00.0 "
+                          "pci-0000-04-00.1=%s/sys/bus/pci/devices/0000:04:00.1 "
+                          "gpu-" UUID "=%s/sys/bus/mdev/devices/" UUID,
                           df->root, df->root, df->root, df->root);
   g_assert_cmpstr (devices, ==, want);
   /* Behind its wall, the VMM has the groups' VFIO nodes, its own, and
@@ -375,6 +416,151 @@ test_chv (DevFixture *df, gconstpointer data)
   g_assert_nonnull (strstr (message, "0000:01:00.0 is bound to nvidia, not vfio-pci"));
 }
 
+/* The member @member of @path's spec, as JSON; NULL if it has none. */
+static char *
+spec_member (Fixture *f, const char *path, const char *member)
+{
+  g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "GetSpec",
+                                              NULL, NULL, NULL);
+  g_autoptr (JsonNode) node = NULL;
+  JsonObject *spec;
+  const char *json = NULL;
+
+  g_assert_nonnull (r);
+  g_assert_cmpint (sd_bus_message_read (r, "s", &json), >, 0);
+  node = json_from_string (json, NULL);
+  g_assert_nonnull (node);
+  spec = json_node_get_object (node);
+  if (!json_object_has_member (spec, member))
+    return NULL;
+  return json_to_string (json_object_get_member (spec, member), FALSE);
+}
+
+/* Update of @path with its spec's @member set to @value (JSON); the
+ * D-Bus error's name, or NULL. */
+static char *
+update_member (Fixture *f, const char *path, const char *member, const char *value,
+               char **message)
+{
+  g_autoptr (sd_bus_message) r = client_call (f->client, path, MV_MACHINE_IFACE, "GetSpec",
+                                              NULL, NULL, NULL);
+  g_autoptr (sd_bus_message) u = NULL;
+  g_autoptr (JsonNode) node = NULL;
+  g_autofree char *text = NULL;
+  const char *json = NULL;
+  char *err = NULL;
+
+  g_assert_nonnull (r);
+  g_assert_cmpint (sd_bus_message_read (r, "s", &json), >, 0);
+  node = json_from_string (json, NULL);
+  json_object_set_member (json_node_get_object (node), member, json_from_string (value, NULL));
+  text = json_to_string (node, FALSE);
+  u = client_call (f->client, path, MV_MACHINE_IFACE, "Update", &err, message, "s", text);
+  return err;
+}
+
+/* Whether @node is in the root of the VMM behind @path. */
+static gboolean
+vmm_has (Fixture *f, const char *path, const char *node)
+{
+  g_autofree char *id = client_get_string (f->client, path, "Id");
+  g_autofree char *in_root = g_strdup_printf ("/proc/%d/root%s", (int) process_with (id), node);
+
+  return g_file_test (in_root, G_FILE_TEST_EXISTS);
+}
+
+/* Devices added to a running machine are plugged into its guest with
+ * vm.add-device, each given to its VMM as at boot; a device another
+ * running machine holds is refused; those the VMM refuses are taken out
+ * of the spec again, and out of its sandbox; a device is not taken away
+ * from a running guest. */
+static void
+test_chv_hot_add (DevFixture *df, gconstpointer data)
+{
+  Fixture *f = &df->f;
+  const char *type = data;
+  g_autofree char *spec = spec_of (type, "plain", NULL);
+  g_autofree char *path = client_create_ok (f->client, spec);
+  g_autofree char *other_spec = spec_of (type, "other", "\"pci_devices\":[\"0000:01:00.0\"]");
+  g_autofree char *other = NULL, *err = NULL, *message = NULL, *devices = NULL, *want = NULL;
+  g_autofree char *member = NULL, *sysfs = NULL;
+  guint64 generation;
+
+  client_call_ok (f->client, path, "Start");
+  other = client_create_ok (f->client, other_spec);
+  client_call_ok (f->client, other, "Start");
+
+  /* Held by the other machine. */
+  err = update_member (f, path, "pci_devices", "[\"0000:01:00.0\"]", &message);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_CONFLICT);
+  g_assert_nonnull (strstr (message, "pci_devices[0]: 0000:01:00.0 is passed through to "
+                                     "machine other"));
+  g_assert_null (spec_member (f, path, "pci_devices"));
+  client_call_ok (f->client, other, "Stop");
+
+  /* Group 15's node opens to nobody but root now: the VMM is given the
+   * first device, and refuses the next two. */
+  {
+    g_autofree char *node = g_build_filename (df->root, "dev/vfio/15", NULL);
+    g_assert_cmpint (g_unlink (node), ==, 0);
+    g_assert_cmpint (mknod (node, S_IFCHR | 0600, makedev (1, 1)), ==, 0);
+  }
+  g_clear_pointer (&err, g_free);
+  g_clear_pointer (&message, g_free);
+  generation = client_get_u64 (f->client, path, "DesiredGeneration");
+  err = update_member (f, path, "pci_devices",
+                       "[\"0000:01:00.0\",\"0000:04:00.0\",\"0000:04:00.1\"]", &message);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_FAILED);
+  g_test_message ("%s", message);
+  g_assert_nonnull (strstr (message, "1 of the devices added were plugged in"));
+  g_assert_nonnull (strstr (message, "Failed to open the VFIO group"));
+  member = spec_member (f, path, "pci_devices");
+  g_assert_cmpstr (member, ==, "[\"0000:01:00.0\"]");
+  g_assert_cmpuint (client_get_u64 (f->client, path, "DesiredGeneration"), ==, generation + 2);
+  devices = chv_devices (f, path);
+  want = g_strdup_printf ("pci-0000-01-00.0=%s/sys/bus/pci/devices/0000:01:00.0", df->root);
+  g_assert_cmpstr (devices, ==, want);
+  sysfs = g_strdup_printf ("%s/sys/bus/pci/devices/0000:01:00.0", df->root);
+  g_assert_true (vmm_has (f, path, "/dev/vfio/12"));
+  g_assert_true (vmm_has (f, path, "/dev/vfio/vfio"));
+  g_assert_true (vmm_has (f, path, sysfs));
+  g_free (sysfs);
+  sysfs = g_strdup_printf ("%s/sys/bus/pci/devices/0000:04:00.0", df->root);
+  g_assert_false (vmm_has (f, path, "/dev/vfio/15"));
+  g_assert_false (vmm_has (f, path, sysfs));
+
+  /* The GPU, on its own. */
+  g_clear_pointer (&err, g_free);
+  g_clear_pointer (&message, g_free);
+  err = update_member (f, path, "gpu", "{\"profile\":\"nvidia-35\",\"mediated_device_uuid\":\""
+                       UUID "\"}", &message);
+  g_assert_null (err);
+  g_free (devices);
+  g_free (want);
+  devices = chv_devices (f, path);
+  want = g_strdup_printf ("pci-0000-01-00.0=%s/sys/bus/pci/devices/0000:01:00.0 "
+                          "gpu-" UUID "=%s/sys/bus/mdev/devices/" UUID, df->root, df->root);
+  g_assert_cmpstr (devices, ==, want);
+  g_assert_true (vmm_has (f, path, "/dev/vfio/16"));
+  g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Running");
+
+  /* A device is not taken from a running guest. */
+  g_clear_pointer (&err, g_free);
+  g_clear_pointer (&message, g_free);
+  err = update_member (f, path, "pci_devices", "[]", &message);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_INVALID_STATE);
+  g_free (member);
+  member = spec_member (f, path, "pci_devices");
+  g_assert_cmpstr (member, ==, "[\"0000:01:00.0\"]");
+
+  /* It boots with them next time. */
+  client_call_ok (f->client, path, "Stop");
+  client_call_ok (f->client, path, "Start");
+  g_free (devices);
+  devices = chv_devices (f, path);
+  g_assert_cmpstr (devices, ==, want);
+}
+
 /* QEMU is given each device as vfio-pci by its sysfs directory, on q35;
  * no device here is real, and the QEMU that cannot open it quotes the
  * option it was given. */
@@ -392,9 +578,60 @@ test_qemu (DevFixture *df, gconstpointer data)
   g_test_message ("%s", message);
   log = mv_test_env_read_daemon_log (f->env);
   want = g_strdup_printf ("-device vfio-pci,sysfsdev=%s/sys/bus/pci/devices/0000:01:00.0,"
-                          "id=hostdev0", df->root);
+                          "id=pci-0000-01-00.0,bus=hostport0", df->root);
   if (!strstr (message, want) && !strstr (log, want))
     g_error ("neither the answer '%s' nor the daemon's log quotes %s", message, want);
+}
+
+/* On q35, QEMU has a root port for each slot a device may take, and a
+ * device added to a running guest goes to its slot's with device_add; no
+ * device here is real, and QEMU's refusal comes back, the spec and the
+ * sandbox as they were. A guest on microvm has no PCI to plug into. */
+static void
+test_qemu_hot_add (DevFixture *df, gconstpointer data)
+{
+  Fixture *f = &df->f;
+  g_autofree char *spec = spec_of ("qemu", "roomy", "\"max_vcpus\":2");
+  g_autofree char *path = client_create_ok (f->client, spec);
+  g_autofree char *small_spec = spec_of ("qemu", "small", NULL);
+  g_autofree char *small = client_create_ok (f->client, small_spec);
+  g_autofree char *err = NULL, *message = NULL, *cmdline = NULL, *file = NULL, *id = NULL;
+  g_autofree char *sysfs = g_strdup_printf ("%s/sys/bus/pci/devices/0000:01:00.0", df->root);
+  gsize len = 0;
+
+  client_call_ok (f->client, path, "Start");
+  id = client_get_string (f->client, path, "Id");
+  file = g_strdup_printf ("/proc/%d/cmdline", (int) process_with (id));
+  g_assert_true (g_file_get_contents (file, &cmdline, &len, NULL));
+  for (gsize i = 0; i + 1 < len; i++)
+    if (cmdline[i] == '\0')
+      cmdline[i] = ' ';
+  for (guint slot = 0; slot < 9; slot++)
+    {
+      g_autofree char *port = g_strdup_printf (" pcie-root-port,id=hostport%u,chassis=%u ", slot,
+                                               slot + 1);
+      if (!strstr (cmdline, port))
+        g_error ("QEMU's command line has no '%s': %s", port, cmdline);
+    }
+  g_assert_null (strstr (cmdline, " pcie-root-port,id=hostport9,"));
+
+  err = update_member (f, path, "pci_devices", "[\"0000:01:00.0\"]", &message);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_FAILED);
+  g_test_message ("%s", message);
+  g_assert_nonnull (strstr (message, "0 of the devices added were plugged in"));
+  g_assert_nonnull (strstr (message, "QMP device_add"));
+  g_assert_null (spec_member (f, path, "pci_devices"));
+  g_assert_false (vmm_has (f, path, "/dev/vfio/12"));
+  g_assert_false (vmm_has (f, path, sysfs));
+  g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Running");
+
+  client_call_ok (f->client, small, "Start");
+  g_clear_pointer (&err, g_free);
+  g_clear_pointer (&message, g_free);
+  err = update_member (f, small, "pci_devices", "[\"0000:01:00.0\"]", &message);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_UNSUPPORTED);
+  g_assert_nonnull (strstr (message, "microvm machine, which has no PCI"));
+  g_assert_null (spec_member (f, small, "pci_devices"));
 }
 
 int
@@ -413,6 +650,8 @@ main (int argc, char **argv)
   ADD ("refusals", "qemu", test_refusals);
   ADD ("held-and-on-the-wire", "cloud-hypervisor", test_chv);
   ADD ("command-line", "qemu", test_qemu);
+  ADD ("hot-add", "cloud-hypervisor", test_chv_hot_add);
+  ADD ("hot-add", "qemu", test_qemu_hot_add);
 #undef ADD
   return g_test_run ();
 }

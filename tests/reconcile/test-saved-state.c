@@ -144,17 +144,27 @@ test_restart_from_standby_deletes_it (Fixture *f, gconstpointer data)
   g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
 }
 
+static void
+on_updated (MvMachine *machine, const GError *error, gpointer data)
+{
+  g_assert_no_error (error);
+  *(gboolean *) data = TRUE;
+}
+
 /* Update with @change applied to a copy of the machine's spec, as the bus
- * does: the reply once it is taken, then a kick. */
+ * does: the reply once it is taken (at once: no devices are plugged in),
+ * then a kick. */
 static GError *
 update (Fixture *f, MvMachine *m, void (*change) (MvSpec *spec))
 {
   MvSpec *spec = mv_spec_copy (m->config->spec);
   GError *error = NULL;
+  gboolean updated = FALSE;
 
   change (spec);
-  if (!mv_reconciler_update (f->rec, m, spec, &error))
+  if (!mv_reconciler_update (f->rec, m, spec, on_updated, &updated, &error))
     return error;
+  g_assert_true (updated);
   return fixture_kick (f, m);
 }
 

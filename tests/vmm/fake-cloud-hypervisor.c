@@ -458,6 +458,36 @@ start_vcpus (Chv *chv, gint64 from, gint64 to)
     }
 }
 
+/* A host device as VFIO finds it: its IOMMU group from its sysfs
+ * directory, then the group's node, /dev/vfio/<group>, opened. Nothing
+ * is passed through, but what is missing or closed to the VMM fails as
+ * it would. NULL, or the error chain under the caller's own message. */
+static GPtrArray *
+open_vfio (Chv *chv, JsonObject *d)
+{
+  const char *path = fake_json_str (d, "path");
+  g_autofree char *link = g_build_filename (path, "iommu_group", NULL);
+  g_autofree char *target = g_file_read_link (link, NULL);
+  g_autofree char *group = target ? g_path_get_basename (target) : NULL;
+  g_autofree char *node = group ? g_build_filename ("/dev/vfio", group, NULL) : NULL;
+  int fd = node ? open (node, O_RDWR | O_CLOEXEC) : -1;
+  GPtrArray *error;
+
+  if (fd < 0)
+    {
+      g_autofree char *why = fake_os_error_text (node ? errno : ENOENT);
+      error = g_ptr_array_new_with_free_func (g_free);
+      g_ptr_array_add (error, g_strdup ("Error from device manager"));
+      g_ptr_array_add (error, g_strdup ("Cannot create VFIO device"));
+      g_ptr_array_add (error, g_strdup_printf ("Failed to open the VFIO group of %s (%s): %s",
+                                               path, node ? node : "no iommu_group", why));
+      return error;
+    }
+  close (fd);
+  fake_log_info (&chv->log, "VFIO device %s: %s, group %s", fake_json_str (d, "id"), path, group);
+  return NULL;
+}
+
 /* Brings the configured VM up; NULL, or the error chain under the
  * caller's own outermost message. */
 static GPtrArray *
@@ -488,34 +518,9 @@ start_guest (Chv *chv, JsonObject *guest_state, gboolean paused)
         }
       close (fd);
     }
-  /* A host device as VFIO finds it: its IOMMU group from its sysfs
-   * directory, then the group's node, /dev/vfio/<group>, opened. Nothing
-   * is passed through, but what is missing or closed to the VMM fails as
-   * it would. */
   for (guint i = 0; devices && i < json_array_get_length (devices); i++)
-    {
-      JsonObject *d = json_array_get_object_element (devices, i);
-      const char *path = fake_json_str (d, "path");
-      g_autofree char *link = g_build_filename (path, "iommu_group", NULL);
-      g_autofree char *target = g_file_read_link (link, NULL);
-      g_autofree char *group = target ? g_path_get_basename (target) : NULL;
-      g_autofree char *node = group ? g_build_filename ("/dev/vfio", group, NULL) : NULL;
-      int fd = node ? open (node, O_RDWR | O_CLOEXEC) : -1;
-
-      if (fd < 0)
-        {
-          g_autofree char *why = fake_os_error_text (node ? errno : ENOENT);
-          error = g_ptr_array_new_with_free_func (g_free);
-          g_ptr_array_add (error, g_strdup ("Error from device manager"));
-          g_ptr_array_add (error, g_strdup ("Cannot create VFIO device"));
-          g_ptr_array_add (error, g_strdup_printf ("Failed to open the VFIO group of %s (%s): %s",
-                                                   path, node ? node : "no iommu_group", why));
-          return error;
-        }
-      close (fd);
-      fake_log_info (&chv->log, "VFIO device %s: %s, group %s", fake_json_str (d, "id"), path,
-                     group);
-    }
+    if ((error = open_vfio (chv, json_array_get_object_element (devices, i))))
+      return error;
   for (guint i = 0; i < json_array_get_length (fake_json_arr (chv->config, "fs")); i++)
     {
       JsonObject *f = json_array_get_object_element (fake_json_arr (chv->config, "fs"), i);
@@ -1072,6 +1077,61 @@ restore (Chv *chv, const FakeRequest *request, FakeResponse *response)
   fake_response_status (response, 204);
 }
 
+/* vm.add-device: a host device plugged into the VM, hot if it is booted
+ * (200 with its ID and PCI address), cold if not (204, for its boot). */
+static void
+add_device (Chv *chv, const FakeRequest *request, FakeResponse *response)
+{
+  g_autoptr (JsonObject) d = body_object (request, &device_config, response);
+  g_autoptr (GPtrArray) error = NULL;
+  g_autoptr (JsonObject) reply = NULL;
+  g_autofree char *bdf = NULL;
+  JsonArray *devices;
+  const char *id;
+  guint n;
+
+  if (!d || !need_vm (chv, "adding the device to the VM", response))
+    return;
+  devices = fake_json_arr (chv->config, "devices");
+  if (!devices)
+    {
+      json_object_set_array_member (chv->config, "devices", json_array_new ());
+      devices = fake_json_arr (chv->config, "devices");
+    }
+  n = json_array_get_length (devices);
+  id = fake_json_str (d, "id");
+  for (guint i = 0; id && i < n; i++)
+    if (g_strcmp0 (fake_json_str (json_array_get_object_element (devices, i), "id"), id) == 0)
+      {
+        g_autofree char *why = g_strdup_printf ("Identifier %s is not unique", id);
+        chain (response, 500, "Error adding the device to the VM", "Error from device manager",
+               why, NULL);
+        return;
+      }
+  if (state_is (chv, "Created", NULL))
+    {
+      json_array_add_object_element (devices, json_object_ref (d));
+      fake_response_status (response, 204);
+      return;
+    }
+  if ((error = open_vfio (chv, d)))
+    {
+      respond_start_error (response, "Error adding the device to the VM", error);
+      return;
+    }
+  if (!id)
+    {
+      g_autofree char *given = g_strdup_printf ("_vfio%u", n);
+      json_object_set_string_member (d, "id", given);
+    }
+  json_array_add_object_element (devices, json_object_ref (d));
+  reply = json_object_new ();
+  json_object_set_string_member (reply, "id", fake_json_str (d, "id"));
+  bdf = g_strdup_printf ("0000:00:%02x.0", 8 + n);
+  json_object_set_string_member (reply, "bdf", bdf);
+  reply_object (response, reply);
+}
+
 /* ---- routing ---- */
 
 typedef void (*Handler) (Chv *chv, const FakeRequest *request, FakeResponse *response);
@@ -1097,6 +1157,7 @@ static const struct {
   { "vm.snapshot", "PUT", snapshot, TRUE },
   { "vm.restore", "PUT", restore, TRUE },
   { "vm.resize", "PUT", resize, TRUE },
+  { "vm.add-device", "PUT", add_device, TRUE },
 };
 
 static void

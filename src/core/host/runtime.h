@@ -142,6 +142,10 @@ struct _MvRuntime {
   /* The VMM limits a guest's network traffic itself (its rate limiters on
    * the wire); otherwise the network layer does, on the TAP. */
   gboolean    limits_network;
+  /* What the hypervisor can do beyond booting a guest, by name (seed 003,
+   * Capabilities; introspection/org.microvmd1.Manager.xml lists them),
+   * NULL-terminated; NULL: nothing. */
+  const char *const *capabilities;
 
   /* The hypervisor's version, asked once at startup. */
   char       *(*version) (MvRuntime *rt, GError **error);
@@ -213,6 +217,12 @@ struct _MvRuntime {
    * runtime cannot resize. */
   gboolean    (*resize) (MvRuntime *rt, const MvRuntimeRequest *req,
                          const MvRuntimeResize *resize, GError **error);
+  /* Gives the running guest the host devices @req->spec has and @booted
+   * (the spec it runs with) lacks, which follow those in order, one at a
+   * time; *@added counts those it took, before any error (0: nothing
+   * changed). Worker thread. NULL: the runtime cannot. */
+  gboolean    (*add_devices) (MvRuntime *rt, const MvRuntimeRequest *req, const MvSpec *booted,
+                              guint *added, GError **error);
   /* Attaches to the running guest's serial console: a connected socket
    * that reads what the guest prints from now on and, if *@writer came
    * back TRUE, types into it (one writer at a time: whoever asks while
