@@ -269,6 +269,8 @@ void    usage_timers (void);
  * METADATA's or REIDENTIFY's fields), leaving alone what is so already;
  * @changed (may be NULL) gets CHANGED_HOSTNAME and CHANGED_METADATA for
  * what was not. */
+/* The metadata document the guest has now (malloc, NUL-terminated), or NULL. */
+char   *metadata_document (void);
 bool    metadata_apply (const uint8_t *data, size_t len, unsigned *changed, char *error,
                         size_t size);
 

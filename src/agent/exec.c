@@ -1,6 +1,7 @@
 /* Processes: starting them (the workload, EXEC channels, health checks)
  * and the EXEC channels' streams with their flow control. */
 #include "agent.h"
+#include "guest/sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -322,6 +323,7 @@ typedef struct {
   StrList argv, env;
   char   *workdir, *user;
   uint32_t tty, rows, cols;
+  char   *console_key;    /* the secret of a login session's console key */
 } ExecRequest;
 
 static void
@@ -331,6 +333,7 @@ request_free (ExecRequest *r)
   strlist_free (&r->env);
   free (r->workdir);
   free (r->user);
+  free (r->console_key);
 }
 
 static bool
@@ -350,6 +353,7 @@ request_parse (const MvAgentFrame *frame, ExecRequest *r)
         case MV_AGENT_F_ENV:
         case MV_AGENT_F_WORKDIR:
         case MV_AGENT_F_USER:
+        case MV_AGENT_F_CONSOLE_KEY:
           value = mv_agent_field_strdup (&f);
           if (!value)
             return false;
@@ -359,6 +363,8 @@ request_parse (const MvAgentFrame *frame, ExecRequest *r)
             strlist_add (&r->env, value);
           else if (f.tag == MV_AGENT_F_WORKDIR)
             r->workdir = value, value = NULL;
+          else if (f.tag == MV_AGENT_F_CONSOLE_KEY)
+            r->console_key = value, value = NULL;
           else
             r->user = value, value = NULL;
           free (value);
@@ -483,6 +489,52 @@ exec_launch (Session *s, uint32_t channel, const ExecRequest *r, const MvUser *u
   return true;
 }
 
+/* A login session's console key (docs/agent-protocol.md, Console keys):
+ * its secret's digest must be in the metadata document as a key of the
+ * session's user, and not taken before. */
+static bool
+console_key_accepted (const ExecRequest *r, char *error, size_t size)
+{
+  static char used[MV_AGENT_CONSOLE_KEYS_USED_MAX][2 * MV_SHA256_BYTES + 1];
+  static size_t n_used, next_used;
+  char digest[2 * MV_SHA256_BYTES + 1], entry[512];
+  char *document = NULL;
+  bool found;
+
+  if (strlen (r->console_key) != MV_AGENT_CONSOLE_SECRET_CHARS || !r->tty)
+    {
+      snprintf (error, size, "console key: not a %d-digit secret for a terminal",
+                MV_AGENT_CONSOLE_SECRET_CHARS);
+      return false;
+    }
+  mv_sha256_hex (r->console_key, strlen (r->console_key), digest);
+  for (size_t i = 0; i < n_used; i++)
+    if (strcmp (used[i], digest) == 0)
+      {
+        snprintf (error, size, "console key sha256:%.12s...: taken already", digest);
+        return false;
+      }
+  /* As the host writes it: {"key":"sha256:HEX","user":"USER",...}. */
+  snprintf (entry, sizeof entry, "{\"key\":\"sha256:%s\",\"user\":\"%s\",", digest,
+            r->user ? r->user : "root");
+  document = metadata_document ();
+  found = document && strstr (document, "\"console-keys\":[") && strstr (document, entry);
+  free (document);
+  if (!found)
+    {
+      snprintf (error, size, "console key sha256:%.12s...: not in the metadata for user %s",
+                digest, r->user ? r->user : "root");
+      return false;
+    }
+  snprintf (used[next_used], sizeof used[next_used], "%s", digest);
+  next_used = (next_used + 1) % MV_AGENT_CONSOLE_KEYS_USED_MAX;
+  if (n_used < MV_AGENT_CONSOLE_KEYS_USED_MAX)
+    n_used++;
+  agent_log ("console key sha256:%.12s...: a login session as %s", digest,
+             r->user ? r->user : "root");
+  return true;
+}
+
 void
 exec_start (Session *s, const MvAgentFrame *frame)
 {
@@ -510,6 +562,8 @@ exec_start (Session *s, const MvAgentFrame *frame)
     }
   if (!request_parse (frame, &r))
     send_exec_exit (s, frame->channel, 125, 0, "EXEC without ARGV, or with a malformed field");
+  else if (r.console_key && !console_key_accepted (&r, error, sizeof error))
+    send_exec_exit (s, frame->channel, 126, 0, error);
   else if (!agent_user_lookup (r.user, &user, error, sizeof error))
     send_exec_exit (s, frame->channel, 125, 0, error);
   else
@@ -641,6 +695,22 @@ exec_frame (Session *s, const MvAgentFrame *frame)
       if (mv_agent_frame_u32 (frame, MV_AGENT_F_SIGNAL, &value) && value > 0 && value < 65 &&
           e->pid > 0)
         killpg (e->pid, (int) value);
+      break;
+    case MV_AGENT_RESIZE:
+      {
+        uint32_t rows = 0, cols = 0;
+        struct winsize ws;
+
+        /* The kernel tells the terminal's foreground group (SIGWINCH). */
+        if (e->tty && e->out_fd[1] >= 0 && mv_agent_frame_u32 (frame, MV_AGENT_F_ROWS, &rows) &&
+            mv_agent_frame_u32 (frame, MV_AGENT_F_COLS, &cols) && rows > 0 && rows <= 0xffff &&
+            cols > 0 && cols <= 0xffff)
+          {
+            ws = (struct winsize) { .ws_row = (unsigned short) rows,
+                                    .ws_col = (unsigned short) cols };
+            ioctl (e->out_fd[1], TIOCSWINSZ, &ws);
+          }
+      }
       break;
     default:
       break;

@@ -164,6 +164,21 @@ metadata_apply (const uint8_t *data, size_t len, unsigned *changed, char *error,
   return ok;
 }
 
+char *
+metadata_document (void)
+{
+  char path[4096];
+  size_t len = 0;
+  uint8_t *data;
+
+  if (!state_path (path, sizeof path, "metadata.json") ||
+      !(data = read_whole (path, MV_AGENT_FRAME_MAX_BYTES, &len)))
+    return NULL;
+  /* read_whole() read less than its maximum: there is room. */
+  data[len] = '\0';
+  return (char *) data;
+}
+
 bool
 state_save (const Config *config)
 {

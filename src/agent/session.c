@@ -585,6 +585,7 @@ handle_frame (Session *s, const MvAgentFrame *frame)
     case MV_AGENT_EOF:
     case MV_AGENT_WINDOW:
     case MV_AGENT_SIGNAL:
+    case MV_AGENT_RESIZE:
       exec_frame (s, frame);
       break;
     default:

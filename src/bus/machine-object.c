@@ -594,6 +594,56 @@ method_open_console (sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static void
+do_request_console (MvMachine *machine, sd_bus_message *call, gboolean root)
+{
+  sd_bus_creds *creds = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *token = NULL;
+  const char *mode = NULL;
+  int r;
+  MvConsoleMode which;
+  gint64 expires_at = 0;
+  uid_t uid = 0;
+
+  sd_bus_message_rewind (call, TRUE);
+  if (sd_bus_message_read (call, "s", &mode) < 0)
+    {
+      sd_bus_reply_method_errorf (call, SD_BUS_ERROR_INVALID_ARGS, "Expected a mode");
+      return;
+    }
+  if (g_strcmp0 (mode, "serial") == 0)
+    which = MV_CONSOLE_SERIAL;
+  else if (g_strcmp0 (mode, "login") == 0)
+    which = MV_CONSOLE_LOGIN;
+  else
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_INVALID_ARGUMENT,
+                                  "mode: '%.64s' is not one of serial, login", mode);
+      return;
+    }
+  /* Tokens are counted per caller: its UID, as the bus knows it. */
+  r = sd_bus_query_sender_creds (call, SD_BUS_CREDS_EUID, &creds);
+  if (r >= 0)
+    r = sd_bus_creds_get_euid (creds, &uid);
+  sd_bus_creds_unref (creds);
+  if (r < 0)
+    {
+      sd_bus_reply_method_errorf (call, MV_BUS_ERROR_FAILED, "The caller's UID is not known");
+      return;
+    }
+  if (!mv_reconciler_request_console (machine, which, (guint32) uid, &token, &expires_at, &error))
+    mv_bus_reply_gerror (call, error);
+  else
+    sd_bus_reply_method_return (call, "st", token, (guint64) expires_at);
+}
+
+static int
+method_request_console (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  return authorize (userdata, m, MV_ACTION_MACHINE_CONSOLE, "console", do_request_console);
+}
+
+static void
 do_get_spec (MvMachine *machine, sd_bus_message *call, gboolean root)
 {
   g_autofree char *json = mv_spec_to_json (machine->config->spec, TRUE);
@@ -714,6 +764,9 @@ static const sd_bus_vtable machine_vtable[] = {
                            SD_BUS_NO_RESULT, method_resize, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_METHOD_WITH_ARGS ("OpenConsole", SD_BUS_NO_ARGS, SD_BUS_RESULT ("h", console),
                            method_open_console, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_ARGS ("RequestConsole", SD_BUS_ARGS ("s", mode),
+                           SD_BUS_RESULT ("s", token, "t", expires_at), method_request_console,
+                           SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_SENSITIVE),
   SD_BUS_METHOD_WITH_ARGS ("StreamLogs", SD_BUS_ARGS ("s", source, "u", tail_lines, "b", follow),
                            SD_BUS_RESULT ("h", log), method_stream_logs,
                            SD_BUS_VTABLE_UNPRIVILEGED),

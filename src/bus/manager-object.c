@@ -327,6 +327,13 @@ get_hypervisors (sd_bus *bus, const char *path, const char *interface, const cha
 }
 
 static int
+get_console_url (sd_bus *bus, const char *path, const char *interface, const char *property,
+                 sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+  return sd_bus_message_append (reply, "s", mv_bus_service_console_url (userdata));
+}
+
+static int
 get_hypervisor_capabilities (sd_bus *bus, const char *path, const char *interface,
                              const char *property, sd_bus_message *reply, void *userdata,
                              sd_bus_error *error)
@@ -377,6 +384,7 @@ static const sd_bus_vtable manager_vtable[] = {
   SD_BUS_PROPERTY ("APIVersion", "u", get_api_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("Features", "as", get_features, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("Hypervisors", "a(ss)", get_hypervisors, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+  SD_BUS_PROPERTY ("ConsoleURL", "s", get_console_url, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("HypervisorCapabilities", "a{sas}", get_hypervisor_capabilities, 0,
                    SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("InvalidRecords", "a(ss)", get_invalid_records, 0, SD_BUS_VTABLE_PROPERTY_CONST),

@@ -36,6 +36,7 @@ struct _MvBusService {
   MvEventLog   *events;          /* NULL: events are not recorded */
   MvMachine    *leaving;         /* whose removal is being announced */
   MvListing    *listing;         /* ListMachines' answer */
+  char         *console_url;     /* the console bridge's; "" when it is off */
 };
 
 char *
@@ -367,6 +368,19 @@ mv_bus_service_events (MvBusService *service)
   return service->events;
 }
 
+void
+mv_bus_service_set_console_url (MvBusService *service, const char *url)
+{
+  g_free (service->console_url);
+  service->console_url = g_strdup (url);
+}
+
+const char *
+mv_bus_service_console_url (MvBusService *service)
+{
+  return service->console_url ? service->console_url : "";
+}
+
 MvBusService *
 mv_bus_service_new (void)
 {
@@ -400,6 +414,7 @@ mv_bus_service_free (MvBusService *service)
   mv_network_objects_free (service->networks);
   g_hash_table_unref (service->views);
   mv_image_objects_free (service->images);
+  g_free (service->console_url);
   g_free (service);
 }
 

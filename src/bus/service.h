@@ -69,6 +69,10 @@ typedef struct _MvEventLog MvEventLog;
 void          mv_bus_service_set_events (MvBusService *service, MvEventLog *log);
 /* NULL: events are not recorded. */
 MvEventLog   *mv_bus_service_events (MvBusService *service);
+/* Where the console bridge serves (before start; NULL or "": it is off),
+ * which the Manager's ConsoleURL shows. */
+void          mv_bus_service_set_console_url (MvBusService *service, const char *url);
+const char   *mv_bus_service_console_url (MvBusService *service);
 /* Answers nothing more; the reconciler is freed before. */
 void          mv_bus_service_free (MvBusService *service);
 /* The observer to give the reconciler; it lives as long as @service. */

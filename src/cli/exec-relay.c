@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <termios.h>
@@ -47,7 +48,7 @@ typedef struct {
   struct termios termios;
 } SavedTerminal;
 
-static const int relay_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+static const int relay_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
 
 static void
 close_fd (int *fd)
@@ -263,6 +264,27 @@ read_signal (int signal_fd)
 
 static int relay (const MvExecFds *fds, gboolean raw_terminal, int escape);
 
+/* "resize ROWS COLS" on the status: the size of our terminal. */
+static void
+tell_size (int status_fd, gboolean raw_terminal)
+{
+  struct winsize ws;
+  char line[64];
+  int n;
+
+  if (status_fd < 0 || !raw_terminal || ioctl (STDIN_FILENO, TIOCGWINSZ, &ws) < 0 ||
+      ws.ws_row == 0 || ws.ws_col == 0)
+    return;
+  n = snprintf (line, sizeof line, "resize %u %u\n", ws.ws_row, ws.ws_col);
+  (void) !send (status_fd, line, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+int
+mv_remote_relay (const MvExecFds *fds, gboolean raw_terminal, char escape)
+{
+  return relay (fds, raw_terminal, (unsigned char) escape);
+}
+
 int
 mv_exec_relay (const MvExecFds *fds, gboolean raw_terminal)
 {
@@ -343,6 +365,12 @@ relay (const MvExecFds *fds, gboolean raw_terminal, int escape)
       if (signal_index >= 0 && pfds[signal_index].revents != 0)
         {
           caught = read_signal (signal_fd);
+          /* Our terminal's new size is the command's terminal's too. */
+          if (caught == SIGWINCH)
+            {
+              tell_size (fds->status_fd, raw_terminal);
+              caught = 0;
+            }
           if (caught > 0)
             break;
         }

@@ -26,3 +26,9 @@ int mv_exec_relay (const MvExecFds *fds, gboolean raw_terminal);
  * passed on). A read-only console's refusal of input is noted once on
  * stderr; its output goes on. Returns 0, having restored the terminal. */
 int mv_console_relay (int console_fd, gboolean raw_terminal, char escape);
+
+/* The same for a remote console (remote-console.c): FDS as for a command,
+ * until it ends or @escape is typed. SIGWINCH writes "resize ROWS COLS"
+ * on its status (as for a command's terminal, which then takes the new
+ * size). */
+int mv_remote_relay (const MvExecFds *fds, gboolean raw_terminal, char escape);

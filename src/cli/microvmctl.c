@@ -52,6 +52,8 @@ typedef enum {
   MV_OPT_SOURCE     = 1 << 23,
   MV_OPT_VCPUS      = 1 << 24,
   MV_OPT_MEMORY     = 1 << 25,
+  MV_OPT_REMOTE     = 1 << 26,
+  MV_OPT_REQUEST    = 1 << 27,
 } MvCommandOptions;
 
 #define MV_OPTS_EXEC (MV_OPT_TTY | MV_OPT_ENV | MV_OPT_USER | MV_OPT_WORKDIR)
@@ -134,8 +136,9 @@ static const MvCommand commands[] = {
     N_("Print a machine's log; with -f, go on while it runs") },
   { "resize",      mv_cmd_resize,      1, 1, MV_OPT_VCPUS | MV_OPT_MEMORY, TRUE, NULL,
     "NAME|ID [--vcpus N] [--memory SIZE]", N_("Give a running machine other vCPUs or memory") },
-  { "console",     mv_cmd_console,     1, 1, 0,            TRUE,  NULL,
-    "NAME|ID", N_("Attach to a machine's serial console (Ctrl+] leaves)") },
+  { "console",     mv_cmd_console,     1, 1, MV_OPT_REMOTE | MV_OPT_REQUEST, TRUE, NULL,
+    "NAME|ID | --request serial|login NAME|ID | --remote URL TOKEN",
+    N_("Attach to a machine's console (Ctrl+] leaves), here or through a console bridge") },
 };
 
 static const struct {
@@ -168,6 +171,8 @@ static const struct {
   { MV_OPT_SOURCE,    "--source" },
   { MV_OPT_VCPUS,     "--vcpus" },
   { MV_OPT_MEMORY,    "--memory" },
+  { MV_OPT_REMOTE,    "--remote" },
+  { MV_OPT_REQUEST,   "--request" },
 };
 
 enum {
@@ -198,6 +203,8 @@ enum {
   ARG_MEMORY,
   ARG_TAIL,
   ARG_SOURCE,
+  ARG_REMOTE,
+  ARG_REQUEST,
 };
 
 static const struct option long_options[] = {
@@ -235,6 +242,8 @@ static const struct option long_options[] = {
   { "memory",          required_argument, NULL, ARG_MEMORY },
   { "tail",            required_argument, NULL, ARG_TAIL },
   { "source",          required_argument, NULL, ARG_SOURCE },
+  { "remote",          required_argument, NULL, ARG_REMOTE },
+  { "request",         required_argument, NULL, ARG_REQUEST },
   { NULL, 0, NULL, 0 },
 };
 
@@ -309,6 +318,9 @@ print_help (void)
             "  -f --follow            logs: go on printing while the machine runs\n"
             "     --tail=N            logs: from the last N lines (default all)\n"
             "     --source=SOURCE     logs: console (default) or vmm\n"
+            "     --request=MODE      console: print a token and the URL of the console\n"
+            "                         bridge for one serial or login session\n"
+            "     --remote=URL        console: open the session of TOKEN at the bridge URL\n"
             "\nexec and shell exit with the command's exit status, 128+N if signal N\n"
             "ended it, 255 if it could not run or its end is unknown. wait exits with\n"
             "the machine's exit code, else 0 when it stopped cleanly or is healthy.\n"
@@ -694,6 +706,14 @@ main (int argc, char **argv)
         case ARG_SOURCE:
           ctl.source = optarg;
           given |= MV_OPT_SOURCE;
+          break;
+        case ARG_REMOTE:
+          ctl.remote = optarg;
+          given |= MV_OPT_REMOTE;
+          break;
+        case ARG_REQUEST:
+          ctl.request = optarg;
+          given |= MV_OPT_REQUEST;
           break;
         case ARG_SET:
           /* Checked by the command, before it calls the daemon. */

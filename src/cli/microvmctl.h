@@ -67,6 +67,8 @@ typedef struct {
   const char *source;      /* logs' --source */
   const char *vcpus;       /* resize's --vcpus, as given */
   const char *memory;      /* resize's --memory, as given */
+  const char *remote;      /* console's --remote URL */
+  const char *request;     /* console's --request MODE */
 
   /* Set up on the first call, so usage errors come before any of it. */
   sd_bus *bus;

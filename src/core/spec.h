@@ -44,6 +44,9 @@
 /* The whole guest metadata document (spec-metadata.c); the one place
  * this limit is set, the metadata service is sized from it. */
 #define MV_METADATA_DOCUMENT_MAX_BYTES    (248 * 1024)
+/* What temporary console keys may add to it, beyond the spec's part
+ * (seed 004): the metadata service holds both. */
+#define MV_CONSOLE_KEYS_MAX_BYTES         (8 * 1024)
 #define MV_LABELS_MAX                     64
 #define MV_LABEL_KEY_MAX_BYTES            63
 #define MV_LABEL_VALUE_MAX_BYTES          255
@@ -353,3 +356,25 @@ char    *mv_spec_directory_tag (const MvSpec *spec, guint index);
 JsonNode *mv_spec_metadata_document (const MvSpec *spec);
 /* Its size, compact: what MV_METADATA_DOCUMENT_MAX_BYTES bounds. */
 gsize     mv_spec_metadata_document_size (const MvSpec *spec);
+
+/* A temporary console key (seed 004): the public half of a one-time
+ * secret that the guest's agent lets open one login session as @user.
+ * The secret is 32 random bytes; the key is "sha256:" and the lower-case
+ * hexadecimal SHA-256 digest of them. */
+typedef struct {
+  char   *key;
+  char   *user;
+  gint64  expires;   /* seconds since the epoch */
+} MvConsoleKey;
+
+/* A console key's secret: lower-case hexadecimal digits, as the agent
+ * takes it (guest/protocol.h). */
+#define MV_CONSOLE_SECRET_CHARS 64
+
+void      mv_console_key_free (MvConsoleKey *key);
+/* The document with @keys (MvConsoleKey*; NULL or empty: none) at
+ * latest/meta-data/console-keys, as [{"key","user","expires"}, ...]. */
+JsonNode *mv_spec_metadata_document_with_keys (const MvSpec *spec, const GPtrArray *keys);
+/* What @keys add to the document's size: MV_CONSOLE_KEYS_MAX_BYTES
+ * bounds it. */
+gsize     mv_console_keys_size (const GPtrArray *keys);

@@ -4,6 +4,7 @@
  * them. */
 #include "daemon.h"
 #include "bus/service.h"
+#include "console-bridge.h"
 #include "core/errors.h"
 #include "hypervisor/runtime.h"
 #include "names.h"
@@ -51,6 +52,9 @@ struct _MvDaemon {
   GSocketAddress     *prometheus_address; /* [prometheus] listen; NULL: not served */
   guint               prometheus_max_connections; /* [prometheus] max-connections */
   MvPrometheus       *prometheus;
+  GSocketAddress     *console_address;  /* [console] listen; NULL: no bridge */
+  GTlsCertificate    *console_tls;      /* [console] tls-certificate and tls-key */
+  MvConsoleBridge    *console;
   MvBusService       *service;
   MvImageStore       *images;          /* the cache of images machines boot */
   MvVolumeStore      *volumes;         /* the volumes machines mount */
@@ -283,13 +287,83 @@ load_prometheus_config (MvDaemon *daemon, const char *path, GError **error)
   g_strstrip (listen);
   if (!*listen)
     return TRUE;
-  daemon->prometheus_address = mv_prometheus_parse_listen (listen, &local);
+  daemon->prometheus_address = mv_listen_address_parse ("prometheus", listen, FALSE, &local);
   if (!daemon->prometheus_address)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT, "%s: %s", path, local->message);
       return FALSE;
     }
   return TRUE;
+}
+
+/* [console] listen, token-seconds, login-user, tls-certificate and
+ * tls-key; data/microvmd.conf documents them. */
+static gboolean
+load_console_config (MvDaemon *daemon, const char *path, GError **error)
+{
+  GKeyFile *config = daemon->config;
+  g_autofree char *listen = g_key_file_get_string (config, "console", "listen", NULL);
+  g_autofree char *user = g_key_file_get_string (config, "console", "login-user", NULL);
+  g_autofree char *cert = g_key_file_get_string (config, "console", "tls-certificate", NULL);
+  g_autofree char *key = g_key_file_get_string (config, "console", "tls-key", NULL);
+  g_autoptr (GError) local = NULL;
+  guint64 seconds = MV_CONSOLE_TOKEN_SECONDS_DEFAULT;
+
+  if (g_key_file_has_key (config, "console", "token-seconds", NULL))
+    {
+      seconds = g_key_file_get_uint64 (config, "console", "token-seconds", &local);
+      if (local || seconds < 1 || seconds > MV_CONSOLE_TOKEN_SECONDS_MAX)
+        return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "%s: [console] token-seconds "
+                             "must be 1 to %u", path, MV_CONSOLE_TOKEN_SECONDS_MAX);
+    }
+  if (user && !g_str_equal (g_strstrip (user), "workload") && !g_str_equal (user, "root"))
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "%s: [console] login-user must be "
+                         "workload or root, not '%s'", path, user);
+  daemon->options.console_login_root = user && g_str_equal (user, "root");
+  if ((cert == NULL) != (key == NULL))
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "%s: [console] tls-certificate and "
+                         "tls-key go together", path);
+  if (cert)
+    {
+      daemon->console_tls = g_tls_certificate_new_from_files (g_strstrip (cert), g_strstrip (key),
+                                                              &local);
+      if (!daemon->console_tls)
+        return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "%s: [console] tls-certificate: "
+                             "%s", path, local->message);
+    }
+  if (!listen)
+    listen = g_strdup (MV_CONSOLE_DEFAULT_LISTEN);
+  g_strstrip (listen);
+  if (!*listen)
+    return TRUE;
+  daemon->console_address = mv_listen_address_parse ("console", listen, TRUE, &local);
+  if (!daemon->console_address)
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "%s: %s", path, local->message);
+  daemon->options.console_token_seconds = (guint) seconds;
+  return TRUE;
+}
+
+/* The bridge is not worth failing the daemon for either: without it, no
+ * console token is given. */
+static void
+serve_console (MvDaemon *daemon)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *where = NULL, *url = NULL;
+
+  if (!daemon->console_address)
+    return;
+  where = g_socket_connectable_to_string (G_SOCKET_CONNECTABLE (daemon->console_address));
+  daemon->console = mv_console_bridge_new (daemon->console_address, daemon->console_tls, &error);
+  if (!daemon->console)
+    {
+      g_warning ("Not serving consoles on %s: %s", where, error->message);
+      daemon->options.console_token_seconds = 0;
+      return;
+    }
+  url = mv_console_bridge_url (daemon->console);
+  mv_bus_service_set_console_url (daemon->service, url);
+  g_message ("Serving consoles on %s", url);
 }
 
 /* Metrics are not worth failing the daemon for: an address in use is
@@ -439,6 +513,7 @@ mv_daemon_new (const MvDaemonOptions *options, GError **error)
       !load_metrics_config (daemon, config_path, error) ||
       !load_logs_config (daemon, config_path, error) ||
       !load_prometheus_config (daemon, config_path, error) ||
+      !load_console_config (daemon, config_path, error) ||
       !load_resources_config (daemon, error) ||
       !add_builtin_runtimes (daemon, error))
     {
@@ -460,6 +535,9 @@ mv_daemon_free (MvDaemon *daemon)
   /* The reconciler answers what still waits, through the bus, first. */
   g_clear_pointer (&daemon->prometheus, mv_prometheus_free);
   g_clear_object (&daemon->prometheus_address);
+  g_clear_pointer (&daemon->console, mv_console_bridge_free);
+  g_clear_object (&daemon->console_address);
+  g_clear_object (&daemon->console_tls);
   g_clear_pointer (&daemon->metrics, mv_metrics_sampler_free);
   g_clear_pointer (&daemon->logs, mv_log_rotator_free);
   g_clear_pointer (&daemon->reconciler, mv_reconciler_free);
@@ -946,8 +1024,11 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   mv_bus_service_set_volumes (daemon->service, daemon->volumes);
   mv_bus_service_set_networks (daemon->service, daemon->networks,
                                daemon->host_network ? &daemon->network_hooks : NULL);
+  serve_console (daemon);
   daemon->reconciler = mv_reconciler_new (&daemon->host, &daemon->options,
                                           mv_bus_service_observer (daemon->service), NULL);
+  if (daemon->console)
+    mv_console_bridge_set_reconciler (daemon->console, daemon->reconciler);
 
   mv_reconciler_add_snapshots (daemon->reconciler, snapshots);
   mv_reconciler_add_warm (daemon->reconciler, templates);

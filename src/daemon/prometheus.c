@@ -24,8 +24,10 @@ struct _MvPrometheus {
 };
 
 GSocketAddress *
-mv_prometheus_parse_listen (const char *text, GError **error)
+mv_listen_address_parse (const char *group, const char *text, gboolean any_port, GError **error)
 {
+  const char *colon = strrchr (text, ':');
+  gboolean has_port = colon && !strchr (colon, ']') && colon[1] != '\0';
   g_autoptr (GSocketConnectable) parsed = g_network_address_parse (text, 0, NULL);
   g_autoptr (GInetAddress) address = NULL;
   GNetworkAddress *network;
@@ -37,11 +39,11 @@ mv_prometheus_parse_listen (const char *text, GError **error)
       port = g_network_address_get_port (network);
       address = g_inet_address_new_from_string (g_network_address_get_hostname (network));
     }
-  if (!address || port == 0)
+  if (!address || !has_port || (port == 0 && !any_port))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "[prometheus] listen: \"%s\" must be an IP address and a port from 1 to "
-                   "65535, as 127.0.0.1:9477 or [::1]:9477", text);
+                   "[%s] listen: \"%s\" must be an IP address and a port from %d to "
+                   "65535, as 127.0.0.1:9477 or [::1]:9477", group, text, any_port ? 0 : 1);
       return NULL;
     }
   return g_inet_socket_address_new (address, (guint16) port);

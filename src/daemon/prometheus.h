@@ -19,8 +19,10 @@
 typedef struct _MvPrometheus MvPrometheus;
 
 /* "ADDRESS:PORT" ("[ADDRESS]:PORT" for IPv6), a literal IP address and a
- * port of 1 to 65535: no name is looked up. */
-GSocketAddress *mv_prometheus_parse_listen (const char *text, GError **error);
+ * port of 1 to 65535 (0 too, any free one, if @any_port): no name is
+ * looked up. Errors name [@group] listen. */
+GSocketAddress *mv_listen_address_parse (const char *group, const char *text, gboolean any_port,
+                                         GError **error);
 
 /* Everything the endpoint serves, as of now: stats are read here (a few
  * /proc files a machine with a VMM). */

@@ -15,9 +15,9 @@ mv_agent_hostname (const MvSpec *spec)
 }
 
 static void
-put_metadata (MvAgentBuf *buf, const MvSpec *spec)
+put_metadata (MvAgentBuf *buf, const MvSpec *spec, const GPtrArray *console_keys)
 {
-  g_autoptr (JsonNode) document = mv_spec_metadata_document (spec);
+  g_autoptr (JsonNode) document = mv_spec_metadata_document_with_keys (spec, console_keys);
   g_autofree char *json = json_to_string (document, FALSE);
   const char *hostname = mv_agent_hostname (spec);
 
@@ -193,7 +193,7 @@ mv_agent_config_frame (const MvSpec *spec_in, const MvImageConfig *image,
                         mv_init_mode_to_string (mv_spec_effective_init_mode (spec)));
   mv_agent_buf_put_str (&buf, MV_AGENT_F_END, end == MV_AGENT_END_REBOOT ? "reboot" : "poweroff");
   put_root (&buf, spec);
-  put_metadata (&buf, spec);
+  put_metadata (&buf, spec, NULL);
   for (char **arg = spec->cmd; arg && *arg; arg++)
     mv_agent_buf_put_str (&buf, MV_AGENT_F_ARGV, *arg);
   put_env (&buf, spec->env);
@@ -230,13 +230,13 @@ mv_agent_template_frame (const MvSpec *spec_in, const MvImageConfig *image, MvAg
 }
 
 GBytes *
-mv_agent_metadata_frame (const MvSpec *spec, GError **error)
+mv_agent_metadata_frame (const MvSpec *spec, const GPtrArray *console_keys, GError **error)
 {
   MvAgentBuf buf;
 
   mv_agent_buf_init (&buf);
   mv_agent_buf_begin (&buf, MV_AGENT_METADATA, 0);
-  put_metadata (&buf, spec);
+  put_metadata (&buf, spec, console_keys);
   return finish (&buf, "metadata", error);
 }
 
@@ -252,7 +252,7 @@ mv_agent_reidentify_frame (const MvSpec *spec, const MvNetworkAttachment *networ
   mv_agent_buf_begin (&buf, MV_AGENT_REIDENTIFY, 0);
   /* Entropy first: the agent mixes it in before anything else. */
   mv_agent_buf_put (&buf, MV_AGENT_F_ENTROPY, entropy, entropy_len);
-  put_metadata (&buf, spec);
+  put_metadata (&buf, spec, NULL);
   put_network (&buf, network);
   return finish (&buf, "identity", error);
 }

@@ -12,6 +12,7 @@
 #include <gio/gio.h>
 #include <glib-unix.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -77,6 +78,7 @@ struct _Exec {
   guint           status_source;
   gboolean        exited;
   char           *status_line;
+  GString        *status_in;     /* what the caller wrote on the status, to a line's end */
   GBytes         *unsent;        /* its EXEC, until the agent answers */
   guint           unsent_timer;
 };
@@ -277,6 +279,8 @@ exec_free (Exec *exec)
   if (exec->status_fd >= 0)
     close (exec->status_fd);
   g_free (exec->status_line);
+  if (exec->status_in)
+    g_string_free (exec->status_in, TRUE);
   g_free (exec);
 }
 
@@ -438,12 +442,56 @@ exec_update_in (Exec *exec)
                                    exec);
 }
 
+/* "resize ROWS COLS" from the caller, on the status: the terminal's new
+ * size, for the guest. */
+static void
+status_command (Exec *exec, const char *line)
+{
+  guint rows = 0, cols = 0;
+  MvAgentBuf buf;
+
+  if (!exec->tty || exec->unsent || sscanf (line, "resize %u %u", &rows, &cols) != 2 ||
+      rows == 0 || cols == 0 || rows > G_MAXUINT16 || cols > G_MAXUINT16)
+    return;
+  mv_agent_buf_init (&buf);
+  mv_agent_buf_begin (&buf, MV_AGENT_RESIZE, exec->channel);
+  mv_agent_buf_put_u32 (&buf, MV_AGENT_F_ROWS, rows);
+  mv_agent_buf_put_u32 (&buf, MV_AGENT_F_COLS, cols);
+  if (mv_agent_buf_end (&buf))
+    session_send (exec->session, &buf);
+  mv_agent_buf_clear (&buf);
+}
+
+/* Lines the caller writes, each at most this long; a longer one is
+ * dropped whole. */
+#define STATUS_LINE_MAX 64
+
 static gboolean
-on_status_hangup (int fd, GIOCondition cond, gpointer data)
+on_status_event (int fd, GIOCondition cond, gpointer data)
 {
   Exec *exec = data;
   MvAgentBuf buf;
+  char chunk[256];
+  ssize_t n = (cond & G_IO_IN) ? recv (fd, chunk, sizeof chunk, MSG_DONTWAIT) : 0;
 
+  if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+    {
+      if (!exec->status_in)
+        exec->status_in = g_string_new (NULL);
+      for (ssize_t i = 0; i < n; i++)
+        {
+          if (chunk[i] != '\n')
+            {
+              if (exec->status_in->len <= STATUS_LINE_MAX)
+                g_string_append_c (exec->status_in, chunk[i]);
+              continue;
+            }
+          if (exec->status_in->len <= STATUS_LINE_MAX)
+            status_command (exec, exec->status_in->str);
+          g_string_truncate (exec->status_in, 0);
+        }
+      return G_SOURCE_CONTINUE;
+    }
   /* The caller closed the status: the command is not wanted any more. */
   exec->status_source = 0;
   if (exec->unsent)
@@ -1072,6 +1120,8 @@ mv_agent_session_exec (MvAgentSession *session, const MvAgentExec *request, int 
   if (request->user)
     mv_agent_buf_put_str (&buf, MV_AGENT_F_USER, request->user);
   mv_agent_buf_put_u32 (&buf, MV_AGENT_F_TTY, request->tty ? 1 : 0);
+  if (request->console_key)
+    mv_agent_buf_put_str (&buf, MV_AGENT_F_CONSOLE_KEY, request->console_key);
   if (request->tty)
     {
       mv_agent_buf_put_u32 (&buf, MV_AGENT_F_ROWS, request->rows ? request->rows : 24);
@@ -1127,8 +1177,8 @@ mv_agent_session_exec (MvAgentSession *session, const MvAgentExec *request, int 
     }
   mv_agent_buf_clear (&buf);
 
-  exec->status_source = g_unix_fd_add (exec->status_fd, G_IO_HUP | G_IO_ERR, on_status_hangup,
-                                       exec);
+  exec->status_source = g_unix_fd_add (exec->status_fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                                       on_status_event, exec);
 
   fds[0] = in_pair[1];
   fds[1] = request->tty ? dup (in_pair[1]) : out_pair[1];

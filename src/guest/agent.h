@@ -56,8 +56,10 @@ GBytes   *mv_agent_config_frame (const MvSpec *spec, const MvImageConfig *image,
 GBytes   *mv_agent_template_frame (const MvSpec *spec, const MvImageConfig *image,
                                    MvAgentEnd end, GError **error);
 /* The METADATA frame for @spec: hostname (the machine's name unless the
- * spec names one), keys and the metadata document. */
-GBytes   *mv_agent_metadata_frame (const MvSpec *spec, GError **error);
+ * spec names one), keys and the metadata document, with @console_keys
+ * (MvConsoleKey*; may be NULL) in it. */
+GBytes   *mv_agent_metadata_frame (const MvSpec *spec, const GPtrArray *console_keys,
+                                   GError **error);
 /* The REIDENTIFY frame telling a restored guest that it is @spec's
  * machine on @network (NULL: its interface is left as it is; the gateway
  * is its name server too), with @entropy (MV_AGENT_ENTROPY_MIN_BYTES to
@@ -164,12 +166,16 @@ typedef struct {
   const char        *working_dir;
   gboolean           tty;
   guint              rows, columns;
+  /* A login session's: the secret of a console key in the guest's
+   * metadata (MvConsoleKey), which its agent takes once; NULL: none. */
+  const char        *console_key;
 } MvAgentExec;
 
 /* Starts @exec in the guest. Returns the caller's ends: @fds[0] stdin,
  * [1] stdout, [2] stderr (with tty, [0] and [1] are one socket and [2] is
  * closed at once), [3] the status (one line, "exit N", "signal N" or
- * "error TEXT", then end of file). Closing [3] kills the command. An exec
+ * "error TEXT", then end of file). Closing [3] kills the command; the
+ * line "resize ROWS COLS" written to it gives a terminal a new size. An exec
  * asked for before the agent has answered waits for it, up to 20 s.
  * MV_ERROR_RESOURCE_EXHAUSTED at MV_AGENT_EXECS_MAX. */
 gboolean  mv_agent_session_exec (MvAgentSession *session, const MvAgentExec *exec, int fds[4],

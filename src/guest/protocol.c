@@ -343,6 +343,7 @@ mv_agent_type_name (uint8_t type)
     case MV_AGENT_PONG: return "PONG";
     case MV_AGENT_USAGE: return "USAGE";
     case MV_AGENT_REIDENTIFY: return "REIDENTIFY";
+    case MV_AGENT_RESIZE: return "RESIZE";
     case MV_AGENT_REIDENTIFIED: return "REIDENTIFIED";
     case MV_AGENT_OUTPUT: return "OUTPUT";
     default: return "unknown";

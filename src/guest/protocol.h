@@ -37,6 +37,12 @@
  * generator, at least enough to reseed it wholly, at most this many. */
 #define MV_AGENT_ENTROPY_MIN_BYTES  64
 #define MV_AGENT_ENTROPY_MAX_BYTES  512
+/* A console key's secret: this many lower-case hexadecimal digits (the
+ * host's MV_CONSOLE_SECRET_CHARS). */
+#define MV_AGENT_CONSOLE_SECRET_CHARS 64
+/* Console keys an agent remembers having taken, so that each opens one
+ * session however long the host leaves it in the document. */
+#define MV_AGENT_CONSOLE_KEYS_USED_MAX 256
 /* The workload's output the agent holds for a host that has not asked for
  * it yet (or is away); what does not fit is dropped, and counted. */
 #define MV_AGENT_OUTPUT_PENDING_BYTES (256u * 1024)
@@ -62,6 +68,7 @@ typedef enum {
   MV_AGENT_POWEROFF     = 16,  /* end the workload and power the guest off */
   MV_AGENT_PING         = 18,  /* BYTES, echoed in PONG */
   MV_AGENT_REIDENTIFY   = 21,  /* HOSTNAME, NET, SSH_KEY..., DOCUMENT, ENTROPY: a restored guest's new identity */
+  MV_AGENT_RESIZE       = 24,  /* channel: ROWS, COLS: an exec's terminal's new size */
   /* both ways */
   MV_AGENT_DATA         = 10,  /* channel: STREAM, BYTES */
   MV_AGENT_EOF          = 11,  /* channel: STREAM: no more of it */
@@ -125,6 +132,7 @@ typedef enum {
   MV_AGENT_F_WANT_OUTPUT    = 56,  /* u32 0/1, in the host's HELLO: send this session OUTPUT */
   MV_AGENT_F_DROPPED        = 57,  /* u64: the workload's bytes dropped before this OUTPUT's */
   MV_AGENT_F_TEMPLATE       = 58,  /* u32 0/1, in CONFIG: boot a warm template: the root only */
+  MV_AGENT_F_CONSOLE_KEY    = 59,  /* str, in EXEC: a console key's secret: a login session (docs) */
 } MvAgentTag;
 
 typedef enum {

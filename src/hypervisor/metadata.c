@@ -18,13 +18,13 @@ mv_metadata_document_serialize (JsonNode *document, GError **error)
     }
   text = json_to_string (document, FALSE);
   size = strlen (text);
-  if (size > MV_METADATA_DOCUMENT_MAX_BYTES)
+  if (size > MV_MMDS_SIZE_LIMIT_BYTES)
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
-                   "metadata: the guest metadata document is %" G_GSIZE_FORMAT " bytes, over the "
-                   "limit of %d (the metadata service's %d, less %d kept free)",
-                   size, MV_METADATA_DOCUMENT_MAX_BYTES, MV_MMDS_SIZE_LIMIT_BYTES,
-                   MV_MMDS_RESERVED_BYTES);
+                   "metadata: the guest metadata document is %" G_GSIZE_FORMAT " bytes, over "
+                   "the metadata service's limit of %d (%d for the spec's part, %d for console "
+                   "keys)", size, MV_MMDS_SIZE_LIMIT_BYTES, MV_METADATA_DOCUMENT_MAX_BYTES,
+                   MV_CONSOLE_KEYS_MAX_BYTES);
       return NULL;
     }
   return g_steal_pointer (&text);

@@ -8,12 +8,11 @@
 #include "core/spec.h"
 
 /* The data store's size limit, given to the VMM explicitly: room for the
- * largest document a spec makes, and this much more kept free for keys
- * added later (temporary console keys). */
-#define MV_MMDS_RESERVED_BYTES       (8 * 1024)
-#define MV_MMDS_SIZE_LIMIT_BYTES     (MV_METADATA_DOCUMENT_MAX_BYTES + MV_MMDS_RESERVED_BYTES)
+ * largest document a spec makes, and for the temporary console keys
+ * added to it later. */
+#define MV_MMDS_SIZE_LIMIT_BYTES     (MV_METADATA_DOCUMENT_MAX_BYTES + MV_CONSOLE_KEYS_MAX_BYTES)
 
 /* The document as it is sent, compact; NULL and MV_ERROR_INVALID_ARGUMENT
- * if it is not an object or is over MV_METADATA_DOCUMENT_MAX_BYTES. The
+ * if it is not an object or is over MV_MMDS_SIZE_LIMIT_BYTES. The
  * whole document is checked before any of it is sent. */
 char     *mv_metadata_document_serialize (JsonNode *document, GError **error);

@@ -282,7 +282,7 @@ frames_for (MvRuntimeGuests *guests, const MvRuntimeRequest *req, GBytes **confi
                                    error);
   if (!*config)
     return FALSE;
-  *metadata = mv_agent_metadata_frame (req->spec, error);
+  *metadata = mv_agent_metadata_frame (req->spec, req->console_keys, error);
   if (!*metadata)
     {
       g_clear_pointer (config, g_bytes_unref);
@@ -419,7 +419,7 @@ update_metadata_service (MvRuntimeGuests *guests, const MvRuntimeRequest *req)
       put->starter = guests->starter;
       put->api_socket = mv_runtime_api_socket_path (guests->starter, req->runtime_dir);
       put->machine_id = g_strdup (req->machine_id);
-      put->document = mv_spec_metadata_document (req->spec);
+      put->document = mv_spec_metadata_document_with_keys (req->spec, req->console_keys);
       g_task_set_task_data (task, put, metadata_put_free);
       g_task_run_in_thread (task, metadata_put_thread);
     }
@@ -495,6 +495,7 @@ mv_runtime_guests_exec (MvRuntimeGuests *guests, const char *machine_id,
     .tty = exec->tty,
     .rows = exec->rows,
     .columns = exec->columns,
+    .console_key = exec->console_key,
   };
 
   if (!guest)

@@ -112,6 +112,7 @@ mv_machine_request (MvMachine *machine, const char *runtime_dir)
     .runtime_dir = runtime_dir,
     .vmm = machine->status->vmm,
     .image_config = machine->config->image_config,
+    .console_keys = machine->console_keys,
   };
   return req;
 }
@@ -144,6 +145,7 @@ mv_machine_free (MvMachine *machine)
   g_free (machine->agent_version);
   g_free (machine->run_operation_id);
   g_free (machine->health);
+  g_clear_pointer (&machine->console_keys, g_ptr_array_unref);
   mv_record_writer_unref (machine->record_writer);
   mv_status_free (machine->shown_status);
   mv_config_free (machine->shown_config);

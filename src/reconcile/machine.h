@@ -101,6 +101,9 @@ struct _MvMachine {
   gint64        idle_sampled_at; /* µs, monotonic; 0 = not sampled yet */
   gint64        idle_since;      /* µs, monotonic; 0 = busy */
 
+  /* Temporary console keys (console.c), MvConsoleKey*, in the guest's
+   * metadata; in memory only. NULL: none yet. */
+  GPtrArray    *console_keys;
   /* A fork whose caller waits for it to be whole (snapshots.c). */
   MvForkWait   *fork_wait;
   /* The observer's own state for this machine (the bus object); set and

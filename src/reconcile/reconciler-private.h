@@ -25,6 +25,7 @@ struct _MvReconciler {
   guint                warm_builds;    /* templates being built, keyed or not yet */
   MvResources          warm_held;      /* what the templates being built hold */
   MvOpStats            op_stats;     /* what the steps came to (steps.c) */
+  GHashTable          *console_tokens; /* digest -> token (console.c); NULL: none yet */
   void               (*recovered) (gpointer data);
   gpointer             recovered_data;
 };
@@ -64,6 +65,8 @@ gboolean   mv_reconciler_check_adding_devices (MvMachine *machine, const MvSpec 
 void       mv_reconciler_add_devices (MvMachine *machine, MvSpec *booted /* owned */,
                                       MvLiveChangeFunc func, gpointer data);
 gboolean   mv_reconciler_is_migrating (MvMachine *machine);
+/* Forgets every console token (console.c). */
+void       mv_reconciler_console_free (MvReconciler *rec);
 /* Admits a start of @machine (admission.c): *@admitted is the size it
  * starts with, for the caller to note in its status as it becomes
  * Starting; or MV_ERROR_RESOURCE_EXHAUSTED with the numbers. */

@@ -115,6 +115,7 @@ mv_reconciler_free (MvReconciler *rec)
     mv_machine_settled (machine, error, G_MAXUINT64);
   mv_reconciler_remove_timeout (rec, &rec->resync_timer);
   mv_reconciler_remove_timeout (rec, &rec->idle_timer);
+  mv_reconciler_console_free (rec);
   g_clear_pointer (&rec->by_name, g_ptr_array_unref);
   g_hash_table_unref (rec->names);
   g_hash_table_unref (rec->machines);

@@ -68,6 +68,10 @@ typedef struct {
   gpointer migration_guard_data;
   /* What machines may be given of the host; zero limits nothing. */
   MvCapacity capacity;
+  /* How long a console token lives; 0: no console bridge, none is given. */
+  guint  console_token_seconds;
+  /* Login sessions run as root rather than as the workload's user. */
+  gboolean console_login_root;
 } MvReconcilerOptions;
 
 /* @host, @observer and @clock (NULL: the default) outlive the reconciler. */
@@ -178,6 +182,44 @@ gboolean      mv_reconciler_request_async (MvReconciler *reconciler, MvMachine *
 /* SetDesiredState: running, paused or stopped. */
 gboolean      mv_reconciler_set_desired (MvReconciler *reconciler, MvMachine *machine,
                                          MvDesired desired, GError **error);
+/* ---- remote consoles (console.c) ---- */
+
+/* Console tokens not used yet, at most, per machine and per caller. */
+#define MV_CONSOLE_TOKENS_PER_MACHINE 128
+#define MV_CONSOLE_TOKENS_PER_CALLER  128
+
+typedef enum {
+  MV_CONSOLE_SERIAL,   /* the guest's serial console */
+  MV_CONSOLE_LOGIN,    /* a login shell through the guest's agent */
+} MvConsoleMode;
+
+/* What a token opens, once taken. */
+typedef struct {
+  char          *machine_id;
+  MvConsoleMode  mode;
+  char          *user;     /* login: who the session runs as */
+  char          *secret;   /* login: its console key's secret, for the agent */
+  char          *key;      /* login: the key, "sha256:..." */
+} MvConsoleGrant;
+
+void          mv_console_grant_free (MvConsoleGrant *grant);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvConsoleGrant, mv_console_grant_free)
+
+/* Machine.RequestConsole: a token for one @mode session into running
+ * @machine for the caller @uid, and when it expires (µs since the epoch);
+ * MV_ERROR_RESOURCE_EXHAUSTED past the bounds or with no room for the
+ * console key, nothing changed. */
+gboolean      mv_reconciler_request_console (MvMachine *machine, MvConsoleMode mode, guint32 uid,
+                                             char **token, gint64 *expires_at, GError **error);
+/* The console bridge takes @token for a session: it is used from then on.
+ * MV_ERROR_INVALID_ARGUMENT for a token that is forged, used or expired
+ * (the message says which); MV_ERROR_INVALID_STATE if its machine does
+ * not run. */
+MvConsoleGrant *mv_reconciler_take_console (MvReconciler *reconciler, const char *token,
+                                            GError **error);
+/* The session @grant opened has ended: its console key goes. */
+void          mv_reconciler_console_ended (MvReconciler *reconciler, const MvConsoleGrant *grant);
+
 /* A change to a running machine (Update, Resize): called with @machine
  * (NULL if it was deleted meanwhile) once it is made, or with its error. */
 typedef void (*MvLiveChangeFunc) (MvMachine *machine, const GError *error, gpointer user_data);

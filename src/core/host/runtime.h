@@ -71,6 +71,9 @@ typedef struct {
   /* start and restore: the VMM has no network rate limiter of its own;
    * the network layer limits its TAP. */
   gboolean      host_limits_network;
+  /* The machine's temporary console keys (MvConsoleKey*), which its
+   * guest's metadata document carries; NULL: none. */
+  const GPtrArray *console_keys;
   /* start: boots a warm template for machines like @spec's, with its
    * root alone and nothing of the machine (docs/agent-protocol.md,
    * Templates), ready once its agent is. Needs microvmd's agent in the
@@ -114,6 +117,7 @@ typedef struct {
   const char        *working_dir;
   gboolean           tty;
   guint              rows, columns;
+  const char        *console_key;  /* a login session's console key secret; NULL: none */
 } MvRuntimeExec;
 
 /* What a guest's agent says, as it says it: one of the three is set. */
