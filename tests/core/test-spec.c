@@ -1421,6 +1421,35 @@ test_metadata_document (void)
   assert_invalid (spec, "metadata");
 }
 
+/* Console keys sit in latest/meta-data/console-keys; what they add to
+ * the document is what mv_console_keys_size() says, to the byte. */
+static void
+test_console_keys_document (void)
+{
+  g_autoptr(MvSpec) spec = base_spec ();
+  g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func ((GDestroyNotify) mv_console_key_free);
+  g_autoptr(JsonNode) bare = mv_spec_metadata_document (spec);
+  g_autofree char *bare_text = json_to_string (bare, FALSE);
+
+  g_assert_cmpuint (mv_console_keys_size (keys), ==, 0);
+  for (guint i = 0; i < 3; i++)
+    {
+      MvConsoleKey *key = g_new0 (MvConsoleKey, 1);
+      g_autoptr(JsonNode) doc = NULL;
+      g_autofree char *text = NULL;
+
+      key->key = g_strdup_printf ("sha256:%064u", i);
+      key->user = g_strdup (i ? "app" : "root");
+      key->expires = 1796529452 + i;
+      g_ptr_array_add (keys, key);
+      doc = mv_spec_metadata_document_with_keys (spec, keys);
+      text = json_to_string (doc, FALSE);
+      g_assert_cmpuint (strlen (text), ==, strlen (bare_text) + mv_console_keys_size (keys));
+      g_assert_nonnull (strstr (text, "\"attributes\":{},\"console-keys\":[{\"key\":\"sha256:"));
+      g_assert_nonnull (strstr (text, "\"user\":\"root\",\"expires\":1796529452}"));
+    }
+}
+
 static void
 test_limit_labels (void)
 {
@@ -3551,6 +3580,7 @@ main (int argc, char **argv)
   g_test_add_func ("/spec/limits/user-data", test_limit_user_data);
   g_test_add_func ("/spec/limits/metadata", test_limit_metadata);
   g_test_add_func ("/spec/limits/metadata-document", test_metadata_document);
+  g_test_add_func ("/spec/console-keys-document", test_console_keys_document);
   g_test_add_func ("/spec/limits/labels", test_limit_labels);
   g_test_add_func ("/spec/limits/firewall", test_limit_firewall);
   g_test_add_func ("/spec/limits/ports", test_limit_ports);

@@ -12,6 +12,7 @@
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Tokens expire soon here, so that the test sees it. */
@@ -173,6 +174,32 @@ wait_keys (Fixture *f, const char *path, gboolean some)
   g_error ("the guest's metadata %s console keys", some ? "never had" : "kept its");
 }
 
+/* Whether @needle is in any file below @dir. */
+static gboolean
+found_below (const char *dir, const char *needle)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d && (name = g_dir_read_name (d)))
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+      g_autofree char *text = NULL;
+      gsize len = 0;
+      GStatBuf st;
+
+      /* Disk images are not where a daemon would write a token. */
+      if (g_lstat (path, &st) < 0 || S_ISLNK (st.st_mode) ||
+          (S_ISREG (st.st_mode) && st.st_size > 16 << 20))
+        continue;
+      if (g_file_test (path, G_FILE_TEST_IS_DIR) ? found_below (path, needle)
+          : (g_file_get_contents (path, &text, &len, NULL) &&
+             g_strstr_len (text, (gssize) len, needle)))
+        return TRUE;
+    }
+  return FALSE;
+}
+
 /* `microvmctl console --remote URL TOKEN`, typing @input: what it printed
  * until @expect, and its exit status once its input ended. */
 static char *
@@ -323,6 +350,16 @@ test_sessions (Fixture *f, gconstpointer data)
   g_assert_null (request (f, serial, "serial", &err, &message));
   g_assert_cmpstr (err, ==, MV_BUS_ERROR_RESOURCE_EXHAUSTED);
   g_assert_nonnull (strstr (message, "The caller (UID 0) has 128 console tokens"));
+
+  /* No token reaches the disk, nor the daemon's log. */
+  for (guint i = 0; i < filled->len; i += 16)
+    {
+      g_autofree char *log = mv_test_env_read_daemon_log (f->env);
+
+      g_assert_false (found_below (mv_test_env_state_dir (f->env), filled->pdata[i]));
+      g_assert_false (found_below (mv_test_env_runtime_dir (f->env), filled->pdata[i]));
+      g_assert_null (strstr (log, filled->pdata[i]));
+    }
 
   /* They expire, their keys with them. */
   g_usleep ((TOKEN_SECONDS + 1) * G_USEC_PER_SEC);
