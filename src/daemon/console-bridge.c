@@ -345,7 +345,7 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path,
       return;
     }
   machine = mv_reconciler_lookup (bridge->reconciler, s->grant->machine_id);
-  g_info ("Console bridge: a %s session into machine %s",
+  g_message ("Console bridge: a %s session into machine %s",
           s->grant->mode == MV_CONSOLE_LOGIN ? "login" : "serial", machine->config->spec->name);
   if (s->grant->mode == MV_CONSOLE_LOGIN)
     {

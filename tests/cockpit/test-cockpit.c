@@ -325,9 +325,15 @@ test_machine (CockpitFixture *f, gconstpointer data)
   g_autofree char *spec_file = g_build_filename (mv_test_env_dir (f->env), "web.json", NULL);
   const char *extra[] = { "MV_SPEC_FILE", spec_file, "MV_KERNEL", kernel, NULL };
 
+  g_autofree char *log = NULL;
+
   g_assert_true (g_file_set_contents (spec_file, spec, -1, NULL));
   start_cockpit_ws (f, FALSE);
   run_browser (f, "machine", extra);
+  /* The page's console came through the console bridge, as a remote
+   * client's does. */
+  log = mv_test_env_read_daemon_log (f->env);
+  g_assert_nonnull (strstr (log, "Console bridge: a serial session into machine web"));
 }
 
 /* ---- a thousand machines ---- */
@@ -536,7 +542,8 @@ main (int argc, char **argv)
 
   g_test_init (&argc, &argv, NULL);
   machine_config = guest_config ("cloud-hypervisor",
-                                 "[lifecycle]\nboot-timeout-seconds=20\nstop-timeout-seconds=2\n");
+                                 "[lifecycle]\nboot-timeout-seconds=20\nstop-timeout-seconds=2\n"
+                                 "[console]\nlisten=127.0.0.1:0\n");
   g_test_add ("/cockpit/machine", CockpitFixture, machine_config, setup, test_machine, teardown);
   g_test_add ("/cockpit/thousand", CockpitFixture, "", setup, test_thousand, teardown);
   g_test_add ("/cockpit/limited-access", CockpitFixture, "", setup, test_limited, teardown);
