@@ -131,3 +131,6 @@ void     bench_row_listing_under_churn (Bench *bench, guint n); /* #20 */
 /* Restarts the daemon with microvmd's guest files, as #10 does: warm
  * starts against cold ones of the same image. */
 void     bench_row_warm (Bench *bench);           /* #21 */
+/* Restarts the daemon with the Firecracker test runtime and the console
+ * bridge. */
+void     bench_row_console (Bench *bench);        /* #22 */

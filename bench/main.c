@@ -193,6 +193,8 @@ main (int argc, char **argv)
     bench_rows_concurrency (&bench);
   if (WANTED ("21"))
     bench_row_warm (&bench);
+  if (WANTED ("22"))
+    bench_row_console (&bench);
 
   if (WANTED ("2", "3", "5", "20"))
     bench_rows_scale (&bench, WANTED ("2", "3", "5"), WANTED ("20"));

@@ -25,8 +25,10 @@ packages=(
   dnsmasq-base iputils-ping netcat-openbsd
   # the metrics endpoint; Debian's Prometheus scrapes it in the tests
   libsoup-3.0-dev prometheus
+  # the console bridge's TLS (GLib's TLS backend)
+  glib-networking
   # tests; the console bridge's client in them
-  valgrind python3-websockets
+  valgrind python3-websockets openssl
   # the Cockpit page's browser test: Debian's cockpit-ws and cockpit-bridge,
   # Debian's Chromium (driven by playwright-core from npm), dbus-monitor
   cockpit-ws cockpit-bridge chromium dbus-bin

@@ -335,8 +335,15 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path,
       session_close (s, CLOSE_TRY_AGAIN_LATER, "the daemon is starting");
       return;
     }
+  /* Its token is left unused. */
+  if (g_hash_table_size (bridge->sessions) > MV_CONSOLE_SESSIONS_MAX)
+    {
+      session_close (s, CLOSE_TRY_AGAIN_LATER, "too many console sessions are open");
+      return;
+    }
   s->grant = mv_reconciler_take_console (bridge->reconciler,
                                          params ? g_hash_table_lookup (params, "token") : NULL,
+                                         params ? g_hash_table_lookup (params, "machine") : NULL,
                                          &error);
   if (!s->grant)
     {

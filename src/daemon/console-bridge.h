@@ -13,6 +13,8 @@
 #define MV_CONSOLE_PATH                  "/console"
 #define MV_CONSOLE_TOKEN_SECONDS_DEFAULT 60
 #define MV_CONSOLE_TOKEN_SECONDS_MAX     3600
+/* Sessions open at once, at most; one more is told to try again later. */
+#define MV_CONSOLE_SESSIONS_MAX          256
 /* A client's message, at most: a terminal's keystrokes, or a paste. */
 #define MV_CONSOLE_MESSAGE_MAX_BYTES     (64 * 1024)
 

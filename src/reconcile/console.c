@@ -2,7 +2,7 @@
  * asks for a console and is given a token, which opens one session of the
  * console bridge (daemon/console-bridge.c) within its lifetime.
  *
- * A token is 32 random bytes, shown once (base64url) and kept only as its
+ * A token is 32 random bytes, shown once (in hexadecimal) and kept only as its
  * SHA-256 digest, in memory: nothing of it reaches the disk. It names its
  * machine and mode, is taken by the first session that shows it, and is
  * kept as used (or expired) for one more lifetime so that a second try
@@ -81,6 +81,16 @@ static char *
 sha256_hex (const void *data, gsize len)
 {
   return g_compute_checksum_for_data (G_CHECKSUM_SHA256, data, len);
+}
+
+static char *
+hex_of (const guint8 *bytes, gsize len)
+{
+  GString *text = g_string_sized_new (2 * len + 1);
+
+  for (gsize i = 0; i < len; i++)
+    g_string_append_printf (text, "%02x", bytes[i]);
+  return g_string_free (text, FALSE);
 }
 
 static gboolean
@@ -191,17 +201,15 @@ add_key (MvMachine *machine, gint64 expires_at, MvConsoleKey **key_out, char **s
          GError **error)
 {
   guint8 bytes[MV_CONSOLE_SECRET_CHARS / 2];
-  g_autofree char *digest = NULL;
-  g_autoptr (GString) secret = g_string_new (NULL);
+  g_autofree char *digest = NULL, *secret = NULL;
   MvConsoleKey *key;
   gsize size;
 
   if (!random_bytes (bytes, sizeof bytes, error))
     return FALSE;
-  for (guint i = 0; i < sizeof bytes; i++)
-    g_string_append_printf (secret, "%02x", bytes[i]);
+  secret = hex_of (bytes, sizeof bytes);
   memset (bytes, 0, sizeof bytes);
-  digest = sha256_hex (secret->str, secret->len);
+  digest = sha256_hex (secret, strlen (secret));
   key = g_new0 (MvConsoleKey, 1);
   key->key = g_strconcat ("sha256:", digest, NULL);
   key->user = login_user (machine);
@@ -223,7 +231,7 @@ add_key (MvMachine *machine, gint64 expires_at, MvConsoleKey **key_out, char **s
   (*key_out)->key = g_strdup (key->key);
   (*key_out)->user = g_strdup (key->user);
   (*key_out)->expires = key->expires;
-  *secret_out = g_string_free (g_steal_pointer (&secret), FALSE);
+  *secret_out = g_steal_pointer (&secret);
   return TRUE;
 }
 
@@ -270,12 +278,10 @@ mv_reconciler_request_console (MvMachine *machine, MvConsoleMode mode, guint32 u
       token_free (token);
       return FALSE;
     }
-  text = g_base64_encode (bytes, sizeof bytes);
+  /* Hexadecimal: safe in a URL's query and on a command line as it is
+   * (never taken for an option). */
+  text = hex_of (bytes, sizeof bytes);
   memset (bytes, 0, sizeof bytes);
-  /* base64url, unpadded: safe in a URL's query as it is. */
-  g_strdelimit (text, "+", '-');
-  g_strdelimit (text, "/", '_');
-  *strchrnul (text, '=') = '\0';
   token->digest = sha256_hex (text, strlen (text));
   token->timer = mv_reconciler_timeout (rec, rec->options.console_token_seconds * 1000,
                                         on_token_due, token);
@@ -291,7 +297,8 @@ mv_reconciler_request_console (MvMachine *machine, MvConsoleMode mode, guint32 u
 }
 
 MvConsoleGrant *
-mv_reconciler_take_console (MvReconciler *rec, const char *text, GError **error)
+mv_reconciler_take_console (MvReconciler *rec, const char *text, const char *machine_name,
+                            GError **error)
 {
   g_autofree char *digest = NULL;
   MvConsoleGrant *grant;
@@ -313,6 +320,12 @@ mv_reconciler_take_console (MvReconciler *rec, const char *text, GError **error)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "token: expired; ask for another "
                          "with RequestConsole"), NULL;
   machine = mv_reconciler_lookup (rec, token->machine_id);
+  /* A client that names the machine it means is not let into another;
+   * the token stays unused. */
+  if (machine_name && (!machine || (!g_str_equal (machine_name, machine->id) &&
+                                    !g_str_equal (machine_name, machine->config->spec->name))))
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "token: for another machine than "
+                         "%.64s", machine_name), NULL;
   token->state = TOKEN_TAKEN;
   if (!machine || machine->status->state != MV_STATE_RUNNING)
     {

@@ -213,10 +213,11 @@ gboolean      mv_reconciler_request_console (MvMachine *machine, MvConsoleMode m
                                              char **token, gint64 *expires_at, GError **error);
 /* The console bridge takes @token for a session: it is used from then on.
  * MV_ERROR_INVALID_ARGUMENT for a token that is forged, used or expired
- * (the message says which); MV_ERROR_INVALID_STATE if its machine does
- * not run. */
+ * (the message says which), or of another machine than @machine (its ID
+ * or name; NULL: whichever the token's is), which leaves it unused;
+ * MV_ERROR_INVALID_STATE if its machine does not run. */
 MvConsoleGrant *mv_reconciler_take_console (MvReconciler *reconciler, const char *token,
-                                            GError **error);
+                                            const char *machine, GError **error);
 /* The session @grant opened has ended: its console key goes. */
 void          mv_reconciler_console_ended (MvReconciler *reconciler, const MvConsoleGrant *grant);
 

@@ -60,20 +60,24 @@ test_document (void)
   g_assert_cmpuint (strlen (text), ==, mv_spec_metadata_document_size (spec));
 }
 
+/* The metadata service holds the spec's 248 KiB and the 8 KiB of
+ * console keys beside it (seed 004), and no more. */
 static void
 test_limit (void)
 {
-  g_autoptr (JsonNode) at = document_of_size (MV_METADATA_DOCUMENT_MAX_BYTES);
-  g_autoptr (JsonNode) over = document_of_size (MV_METADATA_DOCUMENT_MAX_BYTES + 1);
+  g_autoptr (JsonNode) at = document_of_size (MV_MMDS_SIZE_LIMIT_BYTES);
+  g_autoptr (JsonNode) over = document_of_size (MV_MMDS_SIZE_LIMIT_BYTES + 1);
   g_autoptr (GError) error = NULL;
   g_autofree char *text = mv_metadata_document_serialize (at, &error);
 
   g_assert_cmpint (MV_METADATA_DOCUMENT_MAX_BYTES, ==, 248 * 1024);
+  g_assert_cmpint (MV_CONSOLE_KEYS_MAX_BYTES, ==, 8 * 1024);
+  g_assert_cmpint (MV_MMDS_SIZE_LIMIT_BYTES, ==, 256 * 1024);
   g_assert_no_error (error);
-  g_assert_cmpuint (strlen (text), ==, 248 * 1024);
+  g_assert_cmpuint (strlen (text), ==, 256 * 1024);
   g_assert_null (mv_metadata_document_serialize (over, &error));
   g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
-  g_assert_nonnull (strstr (error->message, "over the limit of 253952"));
+  g_assert_nonnull (strstr (error->message, "over the metadata service's limit of 262144"));
 }
 
 static void
@@ -105,7 +109,7 @@ test_over_limit_sends_nothing (VmmFixture *fixture, gconstpointer data)
   g_autoptr (GError) error = NULL;
   g_autofree char *log = mv_vmm_log_path (fixture->socket_path);
 
-  spec->metadata = document_of_size (MV_METADATA_DOCUMENT_MAX_BYTES + 1);
+  spec->metadata = document_of_size (MV_MMDS_SIZE_LIMIT_BYTES + 1);
   g_assert_null (starter->start_vm (starter, fixture->socket_path, spec, &vmm, &error));
   g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
   g_assert_nonnull (strstr (error->message, "metadata:"));
@@ -124,7 +128,7 @@ test_replace_whole (VmmFixture *fixture, gconstpointer data)
   g_autoptr (MvHypervisor) hv = NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (JsonNode) second = json_from_string ("{\"latest\":{\"meta-data\":{\"attributes\":{\"c\":\"3\"}}}}", NULL);
-  g_autoptr (JsonNode) over = document_of_size (MV_METADATA_DOCUMENT_MAX_BYTES + 1);
+  g_autoptr (JsonNode) over = document_of_size (MV_MMDS_SIZE_LIMIT_BYTES + 1);
   g_autofree char *served = NULL;
   g_autofree char *still = NULL;
 

@@ -22,23 +22,46 @@ static char *agent_kernel, *agent_initramfs, *rootfs;
 static char *line_kernel, *line_initrd;
 static char *client_script, *microvmctl;
 
-static char *
-config (void)
-{
-  g_autofree char *more = g_strdup_printf ("[guest]\nkernel=%s\ninitramfs=%s\n"
-                                           "[lifecycle]\nboot-timeout-seconds=60\n"
-                                           "stop-timeout-seconds=20\n"
-                                           "[console]\nlisten=127.0.0.1:0\n"
-                                           "token-seconds=%d\n", agent_kernel, agent_initramfs,
-                                           TOKEN_SECONDS);
+/* A certificate of the test's own for 127.0.0.1, and its key. */
+static char *tls_dir, *tls_cert, *tls_key;
 
-  return guest_config ("qemu", more);
+static void
+make_certificate (void)
+{
+  g_autofree char *subject = NULL;
+  const char *argv[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                         "-keyout", NULL, "-out", NULL, NULL };
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+
+  tls_dir = g_dir_make_tmp ("microvmd-console-tls-XXXXXX", &error);
+  g_assert_no_error (error);
+  tls_cert = g_build_filename (tls_dir, "cert.pem", NULL);
+  tls_key = g_build_filename (tls_dir, "key.pem", NULL);
+  argv[13] = tls_key;
+  argv[15] = tls_cert;
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH |
+                               G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                               NULL, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
 }
 
 static void
 setup (Fixture *f, gconstpointer data)
 {
-  g_autofree char *text = config ();
+  gboolean tls = data != NULL;
+  g_autofree char *tls_lines = tls ? g_strdup_printf ("tls-certificate=%s\ntls-key=%s\n",
+                                                      tls_cert, tls_key)
+                                   : g_strdup ("");
+  g_autofree char *more = g_strdup_printf ("[guest]\nkernel=%s\ninitramfs=%s\n"
+                                           "[lifecycle]\nboot-timeout-seconds=60\n"
+                                           "stop-timeout-seconds=20\n"
+                                           "[console]\nlisten=127.0.0.1:0\n"
+                                           "token-seconds=%d\n%s", agent_kernel, agent_initramfs,
+                                           TOKEN_SECONDS, tls_lines);
+  g_autofree char *text = guest_config ("qemu", more);
 
   fixture_setup (f, text);
 }
@@ -59,7 +82,8 @@ console_url (Fixture *f)
   g_assert_cmpint (sd_bus_get_property_string (f->client->bus, MV_BUS_NAME, MV_MANAGER_PATH,
                                                MV_MANAGER_IFACE, "ConsoleURL", &error, &url),
                    >=, 0);
-  g_assert_true (g_str_has_prefix (url, "ws://127.0.0.1:"));
+  g_assert_true (g_str_has_prefix (url, "ws://127.0.0.1:") ||
+                 g_str_has_prefix (url, "wss://127.0.0.1:"));
   g_assert_true (g_str_has_suffix (url, "/console"));
   return g_steal_pointer (&url);
 }
@@ -77,7 +101,7 @@ request (Fixture *f, const char *path, const char *mode, char **err, char **mess
   if (!r)
     return NULL;
   g_assert_cmpint (sd_bus_message_read (r, "st", &token, &expires_at), >, 0);
-  g_assert_cmpuint (strlen (token), ==, 43);
+  g_assert_cmpuint (strlen (token), ==, 64);
   g_assert_cmpint ((gint64) expires_at, >, now + (TOKEN_SECONDS - 2) * G_USEC_PER_SEC);
   g_assert_cmpint ((gint64) expires_at, <=, now + (TOKEN_SECONDS + 1) * G_USEC_PER_SEC);
   return g_strdup (token);
@@ -267,12 +291,21 @@ test_sessions (Fixture *f, gconstpointer data)
   g_assert_cmpstr (err, ==, MV_BUS_ERROR_UNSUPPORTED);
   g_clear_pointer (&err, g_free);
   g_clear_pointer (&message, g_free);
-  assert_refused (url, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "not one this daemon gave");
+  assert_refused (url, "0000000000000000000000000000000000000000000000000000000000000000", "not one this daemon gave");
 
-  /* A serial session: a command typed, its output back. */
+  /* A serial session: a command typed, its output back. Named for
+   * another machine, its token is refused and stays unused. */
   token = request_ok (f, serial, "serial");
   {
-    const char *args[] = { "--send", "echo BRIDGE-$((6*7))\\n", "--expect", "BRIDGE-42", NULL };
+    const char *args[] = { "--query", "&machine=login", "--wait-close", "--timeout", "10", NULL };
+    g_autofree char *refused = ws_client (url, token, args, &status);
+
+    g_assert_cmpint (status, ==, 0);
+    g_assert_nonnull (strstr (refused, "closed 1008 token: for another machine than login"));
+  }
+  {
+    const char *args[] = { "--query", "&machine=serial", "--send", "echo BRIDGE-$((6*7))\\n",
+                           "--expect", "BRIDGE-42", NULL };
     out = ws_client (url, token, args, &status);
     g_assert_cmpint (status, ==, 0);
   }
@@ -389,11 +422,32 @@ test_sessions (Fixture *f, gconstpointer data)
   }
 }
 
+/* With a certificate, the bridge speaks TLS (wss://), and a session
+ * works through it. */
+static void
+test_tls (Fixture *f, gconstpointer data)
+{
+  g_autofree char *spec = guest_spec_json ("qemu", "secure", line_kernel, line_initrd, NULL);
+  g_autofree char *path = client_create_ok (f->client, spec);
+  g_autofree char *url = console_url (f), *token = NULL, *out = NULL;
+  const char *args[] = { "--ca", tls_cert, "--send", "echo TLS-$((5*5))\\n", "--expect", "TLS-25",
+                         NULL };
+  int status = 0;
+
+  g_assert_true (g_str_has_prefix (url, "wss://"));
+  client_call_ok (f->client, path, "Start");
+  token = request_ok (f, path, "serial");
+  out = ws_client (url, token, args, &status);
+  g_assert_cmpint (status, ==, 0);
+  g_assert_nonnull (strstr (out, "TLS-25"));
+}
+
 int
 main (int argc, char **argv)
 {
   const char *build = g_getenv ("MICROVMD_BUILD_DIR");
   const char *source = g_getenv ("MICROVMD_SOURCE_DIR");
+  int status;
 
   g_test_init (&argc, &argv, NULL);
   g_assert_nonnull (build);
@@ -405,6 +459,14 @@ main (int argc, char **argv)
   line_initrd = g_build_filename (build, "tests", "guest", "initrd.img", NULL);
   microvmctl = g_build_filename (build, "src", "cli", "microvmctl", NULL);
   client_script = g_build_filename (source, "tests", "integration", "ws-console.py", NULL);
+  make_certificate ();
   g_test_add ("/console-bridge/qemu/sessions", Fixture, NULL, setup, test_sessions, teardown);
-  return g_test_run ();
+  g_test_add ("/console-bridge/qemu/tls", Fixture, "tls", setup, test_tls, teardown);
+  status = g_test_run ();
+  {
+    const char *argv_rm[] = { "rm", "-rf", tls_dir, NULL };
+    g_spawn_sync (NULL, (char **) argv_rm, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
+                  NULL, NULL);
+  }
+  return status;
 }

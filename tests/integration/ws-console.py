@@ -3,7 +3,7 @@
 # websockets library, as a remote client would use it.
 #
 #   ws-console.py URL TOKEN [--send TEXT]... [--expect TEXT] [--resize R C]
-#                 [--wait-close] [--timeout S]
+#                 [--wait-close] [--timeout S] [--query &K=V...] [--ca CERT]
 #
 # Sends each TEXT (with "\n" for a newline) as a binary message, after a
 # resize message if asked, and reads until the output holds EXPECT. Prints
@@ -13,6 +13,7 @@
 import argparse
 import asyncio
 import json
+import ssl
 import sys
 
 import websockets
@@ -28,9 +29,14 @@ def closed_line(e):
 
 
 async def session(args):
-    url = f"{args.url}?token={args.token}"
+    url = f"{args.url}?token={args.token}{args.query}"
     output = b""
-    async with websockets.connect(url, max_size=1 << 20) as ws:
+    context = None
+    if url.startswith("wss://"):
+        # The test's own certificate, made for the occasion.
+        context = ssl.create_default_context(cafile=args.ca)
+        context.check_hostname = False
+    async with websockets.connect(url, max_size=1 << 20, ssl=context) as ws:
         try:
             if args.resize:
                 await ws.send(json.dumps({"resize": {"rows": args.resize[0],
@@ -71,6 +77,8 @@ def main():
     p.add_argument("--resize", nargs=2, type=int)
     p.add_argument("--wait-close", action="store_true")
     p.add_argument("--timeout", type=float, default=30)
+    p.add_argument("--query", default="", help="more of the query, from its &")
+    p.add_argument("--ca", help="the certificate a wss:// bridge must have")
     args = p.parse_args()
     try:
         return asyncio.run(session(args))
