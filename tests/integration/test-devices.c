@@ -459,6 +459,14 @@ update_member (Fixture *f, const char *path, const char *member, const char *val
   return err;
 }
 
+static void
+assert_running (Fixture *f, const char *path)
+{
+  g_autofree char *state = client_get_string (f->client, path, "State");
+
+  g_assert_cmpstr (state, ==, "Running");
+}
+
 /* Whether @node is in the root of the VMM behind @path. */
 static gboolean
 vmm_has (Fixture *f, const char *path, const char *node)
@@ -542,7 +550,7 @@ test_chv_hot_add (DevFixture *df, gconstpointer data)
                           "gpu-" UUID "=%s/sys/bus/mdev/devices/" UUID, df->root, df->root);
   g_assert_cmpstr (devices, ==, want);
   g_assert_true (vmm_has (f, path, "/dev/vfio/16"));
-  g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Running");
+  assert_running (f, path);
 
   /* A device is not taken from a running guest. */
   g_clear_pointer (&err, g_free);
@@ -623,7 +631,7 @@ test_qemu_hot_add (DevFixture *df, gconstpointer data)
   g_assert_null (spec_member (f, path, "pci_devices"));
   g_assert_false (vmm_has (f, path, "/dev/vfio/12"));
   g_assert_false (vmm_has (f, path, sysfs));
-  g_assert_cmpstr (client_get_string (f->client, path, "State"), ==, "Running");
+  assert_running (f, path);
 
   client_call_ok (f->client, small, "Start");
   g_clear_pointer (&err, g_free);
