@@ -40,16 +40,18 @@ typedef struct {
   guint                    status_source;
   guint                    check_timer;
   GString                 *status;
-  GByteArray              *early;       /* typed before the console was open */
+  GByteArray              *pending;     /* typed, not yet taken by the console */
+  guint                    out_source;  /* waiting for the console to take more */
   guint                    rows, cols;
 } Session;
 
 static void
-session_free (Session *s)
+free_session (Session *s)
 {
   g_clear_handle_id (&s->fd_source, g_source_remove);
   g_clear_handle_id (&s->status_source, g_source_remove);
   g_clear_handle_id (&s->check_timer, g_source_remove);
+  g_clear_handle_id (&s->out_source, g_source_remove);
   if (s->fd >= 0)
     close (s->fd);
   /* Closing the status ends the shell, if it still runs. */
@@ -60,7 +62,7 @@ session_free (Session *s)
   mv_console_grant_free (s->grant);
   if (s->status)
     g_string_free (s->status, TRUE);
-  g_byte_array_unref (s->early);
+  g_byte_array_unref (s->pending);
   g_signal_handlers_disconnect_by_data (s->ws, s);
   g_object_unref (s->ws);
   g_free (s);
@@ -68,11 +70,12 @@ session_free (Session *s)
 
 /* Closes the WebSocket (once); the session goes when it is closed. */
 static void
-session_close (Session *s, gushort code, const char *reason)
+close_session (Session *s, gushort code, const char *reason)
 {
   g_clear_handle_id (&s->fd_source, g_source_remove);
   g_clear_handle_id (&s->status_source, g_source_remove);
   g_clear_handle_id (&s->check_timer, g_source_remove);
+  g_clear_handle_id (&s->out_source, g_source_remove);
   if (soup_websocket_connection_get_state (s->ws) == SOUP_WEBSOCKET_STATE_OPEN)
     soup_websocket_connection_close (s->ws, code, reason);
 }
@@ -101,7 +104,7 @@ on_check_machine (gpointer data)
   if (machine_runs (s))
     return G_SOURCE_CONTINUE;
   s->check_timer = 0;
-  session_close (s, SOUP_WEBSOCKET_CLOSE_GOING_AWAY, "the machine stopped");
+  close_session (s, SOUP_WEBSOCKET_CLOSE_GOING_AWAY, "the machine stopped");
   return G_SOURCE_REMOVE;
 }
 
@@ -125,9 +128,9 @@ on_fd_readable (int fd, GIOCondition cond, gpointer data)
   /* A login shell's end is told by its status, which follows; a
    * console's, by its machine's state. */
   if (s->status_fd < 0 && machine_runs (s))
-    session_close (s, SOUP_WEBSOCKET_CLOSE_NORMAL, "the console ended");
+    close_session (s, SOUP_WEBSOCKET_CLOSE_NORMAL, "the console ended");
   else if (s->status_fd < 0)
-    session_close (s, SOUP_WEBSOCKET_CLOSE_GOING_AWAY, "the machine stopped");
+    close_session (s, SOUP_WEBSOCKET_CLOSE_GOING_AWAY, "the machine stopped");
   return G_SOURCE_REMOVE;
 }
 
@@ -152,28 +155,60 @@ on_status_readable (int fd, GIOCondition cond, gpointer data)
   *strchrnul (s->status->str, '\n') = '\0';
   if (s->status->len > 120)
     g_string_truncate (s->status, 120);
-  session_close (s, SOUP_WEBSOCKET_CLOSE_NORMAL, s->status->len ? s->status->str : "ended");
+  close_session (s, SOUP_WEBSOCKET_CLOSE_NORMAL, s->status->len ? s->status->str : "ended");
   return G_SOURCE_REMOVE;
 }
 
 
-/* Every byte of @data to @fd, a socket; what it cannot take at once is
- * waited for briefly, as a terminal's keystrokes are few. */
-static gboolean
-write_all (int fd, const char *data, gsize len)
+static gboolean on_fd_writable (int fd, GIOCondition cond, gpointer data);
+
+/* Gives the console what was typed, as much as it takes now; the rest
+ * waits until it takes more, without holding up the main loop. */
+static void
+flush_input (Session *s)
 {
-  while (len > 0)
+  while (s->fd >= 0 && s->pending->len > 0)
     {
-      ssize_t n = send (fd, data, len, MSG_NOSIGNAL);
+      ssize_t n = send (s->fd, s->pending->data, s->pending->len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
       if (n < 0 && errno == EINTR)
         continue;
+      if (n < 0 && errno == EAGAIN)
+        break;
       if (n < 0)
-        return FALSE;
-      data += n;
-      len -= (gsize) n;
+        {
+          close_session (s, SOUP_WEBSOCKET_CLOSE_NORMAL, "the console ended");
+          return;
+        }
+      g_byte_array_remove_range (s->pending, 0, (guint) n);
     }
-  return TRUE;
+  if (s->fd >= 0 && s->pending->len > 0 && !s->out_source)
+    s->out_source = g_unix_fd_add (s->fd, G_IO_OUT, on_fd_writable, s);
+}
+
+static gboolean
+on_fd_writable (int fd, GIOCondition cond, gpointer data)
+{
+  Session *s = data;
+
+  s->out_source = 0;
+  flush_input (s);
+  return G_SOURCE_REMOVE;
+}
+
+/* What the client typed: a client that types faster than the console
+ * takes it, by more than MV_CONSOLE_INPUT_PENDING_MAX_BYTES, is cut off. */
+static void
+take_input (Session *s, const char *bytes, gsize len)
+{
+  if (s->pending->len + len > MV_CONSOLE_INPUT_PENDING_MAX_BYTES)
+    {
+      close_session (s, SOUP_WEBSOCKET_CLOSE_TOO_BIG, "input comes faster than the console "
+                     "takes it");
+      return;
+    }
+  g_byte_array_append (s->pending, (const guint8 *) bytes, (guint) len);
+  flush_input (s);
 }
 
 /* {"resize":{"rows":R,"cols":C}}: the login shell's terminal's size. */
@@ -199,7 +234,8 @@ resize (Session *s, GBytes *message)
   if (rows < 1 || rows > TERMINAL_MAX || cols < 1 || cols > TERMINAL_MAX)
     return;
   line = g_strdup_printf ("resize %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", rows, cols);
-  write_all (s->status_fd, line, strlen (line));
+  /* A size the session cannot take now is dropped: the next one will do. */
+  (void) !send (s->status_fd, line, strlen (line), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 static void
@@ -215,29 +251,20 @@ on_message (SoupWebsocketConnection *ws, gint type, GBytes *message, gpointer da
       return;
     }
   /* A client types as soon as it is connected: what comes before the
-   * console is open waits for it, up to one message's worth. */
-  if (s->fd < 0)
-    {
-      if (s->early->len + len <= MV_CONSOLE_MESSAGE_MAX_BYTES)
-        g_byte_array_append (s->early, (const guint8 *) bytes, (guint) len);
-      return;
-    }
-  if (!write_all (s->fd, bytes, len))
-    session_close (s, SOUP_WEBSOCKET_CLOSE_NORMAL, "the console ended");
+   * console is open waits for it. */
+  take_input (s, bytes, len);
 }
 
 /* The session's console or terminal is open: its bytes flow. */
 static void
-session_pump (Session *s)
+pump_session (Session *s)
 {
   s->fd_source = g_unix_fd_add (s->fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_fd_readable, s);
   if (s->status_fd >= 0)
     s->status_source = g_unix_fd_add (s->status_fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
                                       on_status_readable, s);
   s->check_timer = g_timeout_add (MACHINE_CHECK_MS, on_check_machine, s);
-  if (s->early->len > 0 && !write_all (s->fd, (const char *) s->early->data, s->early->len))
-    session_close (s, SOUP_WEBSOCKET_CLOSE_NORMAL, "the console ended");
-  g_byte_array_set_size (s->early, 0);
+  flush_input (s);
 }
 
 /* A serial session waiting for its console, by its ID: it may be
@@ -261,11 +288,11 @@ on_console_opened (int fd, gboolean writer, const GError *error, gpointer data)
     }
   if (fd < 0)
     {
-      session_close (s, CLOSE_TRY_AGAIN_LATER, error->message);
+      close_session (s, CLOSE_TRY_AGAIN_LATER, error->message);
       return;
     }
   s->fd = fd;
-  session_pump (s);
+  pump_session (s);
 }
 
 static guint
@@ -322,7 +349,7 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path,
   s->ws = g_object_ref (ws);
   s->fd = s->status_fd = -1;
   s->status = g_string_new (NULL);
-  s->early = g_byte_array_new ();
+  s->pending = g_byte_array_new ();
   s->rows = size_param (params, "rows", 24);
   s->cols = size_param (params, "cols", 80);
   g_hash_table_insert (bridge->sessions, GUINT_TO_POINTER (s->id), s);
@@ -332,13 +359,13 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path,
 
   if (!bridge->reconciler)
     {
-      session_close (s, CLOSE_TRY_AGAIN_LATER, "the daemon is starting");
+      close_session (s, CLOSE_TRY_AGAIN_LATER, "the daemon is starting");
       return;
     }
   /* Its token is left unused. */
   if (g_hash_table_size (bridge->sessions) > MV_CONSOLE_SESSIONS_MAX)
     {
-      session_close (s, CLOSE_TRY_AGAIN_LATER, "too many console sessions are open");
+      close_session (s, CLOSE_TRY_AGAIN_LATER, "too many console sessions are open");
       return;
     }
   s->grant = mv_reconciler_take_console (bridge->reconciler,
@@ -348,7 +375,7 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path,
   if (!s->grant)
     {
       g_info ("Console bridge: a session refused: %s", error->message);
-      session_close (s, SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION, error->message);
+      close_session (s, SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION, error->message);
       return;
     }
   machine = mv_reconciler_lookup (bridge->reconciler, s->grant->machine_id);
@@ -357,9 +384,9 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path,
   if (s->grant->mode == MV_CONSOLE_LOGIN)
     {
       if (!open_login (s, machine, &error))
-        session_close (s, CLOSE_TRY_AGAIN_LATER, error->message);
+        close_session (s, CLOSE_TRY_AGAIN_LATER, error->message);
       else
-        session_pump (s);
+        pump_session (s);
     }
   else
     {
@@ -370,7 +397,7 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path,
       if (!mv_reconciler_open_console (machine, on_console_opened, opening, &error))
         {
           g_free (opening);
-          session_close (s, CLOSE_TRY_AGAIN_LATER, error->message);
+          close_session (s, CLOSE_TRY_AGAIN_LATER, error->message);
         }
     }
 }
@@ -383,7 +410,7 @@ mv_console_bridge_new (GSocketAddress *address, GTlsCertificate *certificate, GE
   bridge->server = soup_server_new ("server-header", "microvmd/" PACKAGE_VERSION,
                                     "tls-certificate", certificate, NULL);
   bridge->tls = certificate != NULL;
-  bridge->sessions = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) session_free);
+  bridge->sessions = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) free_session);
   soup_server_add_websocket_handler (bridge->server, MV_CONSOLE_PATH, NULL, NULL, on_websocket,
                                      bridge, NULL);
   if (!soup_server_listen (bridge->server, address,

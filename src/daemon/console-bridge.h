@@ -17,6 +17,9 @@
 #define MV_CONSOLE_SESSIONS_MAX          256
 /* A client's message, at most: a terminal's keystrokes, or a paste. */
 #define MV_CONSOLE_MESSAGE_MAX_BYTES     (64 * 1024)
+/* What a session holds of what its client typed and its console has not
+ * taken yet, at most (a console takes what its guest reads). */
+#define MV_CONSOLE_INPUT_PENDING_MAX_BYTES (256 * 1024)
 
 typedef struct _MvConsoleBridge MvConsoleBridge;
 

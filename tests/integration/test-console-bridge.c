@@ -344,6 +344,23 @@ test_sessions (Fixture *f, gconstpointer data)
   wait_keys (f, login, FALSE);
   assert_refused (url, token, "used already");
 
+  /* A client that types far faster than its shell reads is cut off, and
+   * the daemon answers others meanwhile. */
+  g_free (token);
+  token = request_ok (f, login, "login");
+  {
+    const char *args[] = { "--send", "sleep 30\\n", "--flood", "24", "--wait-close", NULL };
+    g_autofree char *state = NULL;
+
+    g_free (out);
+    out = ws_client (url, token, args, &status);
+    g_assert_cmpint (status, ==, 0);
+    g_assert_nonnull (strstr (out, "closed 1009 input comes faster than the console takes it"));
+    state = client_get_string (f->client, login, "State");
+    g_assert_cmpstr (state, ==, "Running");
+  }
+  wait_keys (f, login, FALSE);
+
   /* The reserve of console keys fills; a request past it changes
    * nothing. */
   for (guint i = 0; i < 128; i++)

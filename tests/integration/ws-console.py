@@ -4,6 +4,7 @@
 #
 #   ws-console.py URL TOKEN [--send TEXT]... [--expect TEXT] [--resize R C]
 #                 [--wait-close] [--timeout S] [--query &K=V...] [--ca CERT]
+#                 [--flood N]
 #
 # Sends each TEXT (with "\n" for a newline) as a binary message, after a
 # resize message if asked, and reads until the output holds EXPECT. Prints
@@ -43,6 +44,8 @@ async def session(args):
                                                      "cols": args.resize[1]}}))
             for text in args.send:
                 await ws.send(text.replace("\\n", "\n").encode())
+            for _ in range(args.flood):
+                await ws.send(b"x" * 60000)
             if args.expect:
                 while args.expect.encode() not in output:
                     message = await asyncio.wait_for(ws.recv(), args.timeout)
@@ -78,6 +81,7 @@ def main():
     p.add_argument("--wait-close", action="store_true")
     p.add_argument("--timeout", type=float, default=30)
     p.add_argument("--query", default="", help="more of the query, from its &")
+    p.add_argument("--flood", type=int, default=0, help="then send this many 60000-byte messages")
     p.add_argument("--ca", help="the certificate a wss:// bridge must have")
     args = p.parse_args()
     try:
