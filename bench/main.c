@@ -148,6 +148,10 @@ main (int argc, char **argv)
   policy = g_build_filename (bench.source_dir, "bench", "org.microvmd1.bench.conf", NULL);
   extra_policies[0] = policy;
   bench.env = mv_test_env_new_full ((const char *const *) extra_policies);
+  /* The daemon's runtime directory is where a systemd host has /run: in
+   * memory. The records stay on the disk the state directory is on. */
+  mv_test_env_runtime_on_tmpfs (bench.env);
+  bench_report_set_meta (bench.report, "runtime directory", "tmpfs");
   mv_test_env_write_config (bench.env, BENCH_BASE_CONFIG);
   bench.bus = bench_open_bus (&bench);
   bench_echo_start (&bench);

@@ -210,7 +210,10 @@ static const sd_bus_vtable warm_vtable[] = {
   SD_BUS_PROPERTY ("SizeBytes", "t", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("CreatedAt", "t", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
   SD_BUS_PROPERTY ("Spec", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-  SD_BUS_PROPERTY ("UsedBy", "ao", get_used_by, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+  /* Every machine started from the template, thousands of them maybe: a
+   * change names the property without its value, and whoever wants the
+   * list asks for it. */
+  SD_BUS_PROPERTY ("UsedBy", "ao", get_used_by, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
   SD_BUS_VTABLE_END
 };
 

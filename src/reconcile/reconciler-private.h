@@ -112,6 +112,14 @@ void       mv_machine_begin_record_write (MvMachine *machine, gboolean config);
 void       mv_machine_end_record_write (MvMachine *machine);
 void       mv_machine_save_status_async (MvMachine *machine, MvRecordSaved done, gpointer data,
                                          GDestroyNotify free);
+/* A status write, then @then in the same worker once it is on disk (or,
+ * with @regardless, whatever came of it), with @then_data as its task's
+ * data, which @then_done owns. @done hears of the write on the main
+ * thread before @then_done hears of @then; if the write failed and @then
+ * was not run, @then_done gets MV_ERROR_FAILED. */
+void       mv_machine_save_status_then (MvMachine *machine, MvRecordSaved done, gpointer data,
+                                        gboolean regardless, GTaskThreadFunc then,
+                                        GAsyncReadyCallback then_done, gpointer then_data);
 /* @props: the MvMachineProp bits of what the change touched. */
 void       mv_machine_save_config_async (MvMachine *machine, guint props, MvRecordSaved done,
                                          gpointer data, GDestroyNotify free);
@@ -155,6 +163,9 @@ void       mv_reconciler_sweep_later (MvReconciler *rec, char **machine_ids);
 
 /* Runs @func (@data freed with @free) in a worker thread, then @done on
  * the main thread. */
+/* Runs @func for @gtask on one of the reconciler's workers, as
+ * g_task_run_in_thread() would on GLib's. */
+void       mv_reconciler_run_task (GTask *gtask, GTaskThreadFunc func);
 void       mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done,
                                         gpointer data, GDestroyNotify free);
 /* Runs @func in a worker thread with nobody waiting for it; the reconciler

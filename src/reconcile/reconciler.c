@@ -356,6 +356,41 @@ mv_machine_wish_outcome (const MvMachine *machine, MvDesired target, guint64 gen
 
 /* Worker threads --------------------------------------------------------------- */
 
+/* The reconciler's own workers: GLib's pool for GTasks has ten threads,
+ * and twenty clients' record writes queued behind them would reach the
+ * disk ten at a time. Here every write that is due is under way at once,
+ * and the file system's journal commits them together. */
+#define WORKERS_MAX 64
+
+typedef struct {
+  GTask          *gtask;
+  GTaskThreadFunc func;
+} Job;
+
+static void
+run_job (gpointer data, gpointer user_data)
+{
+  Job *job = data;
+
+  job->func (job->gtask, g_task_get_source_object (job->gtask), g_task_get_task_data (job->gtask),
+             g_task_get_cancellable (job->gtask));
+  g_object_unref (job->gtask);
+  g_free (job);
+}
+
+void
+mv_reconciler_run_task (GTask *gtask, GTaskThreadFunc func)
+{
+  static GThreadPool *workers;
+  Job *job = g_new (Job, 1);
+
+  if (g_once_init_enter (&workers))
+    g_once_init_leave (&workers, g_thread_pool_new (run_job, NULL, WORKERS_MAX, FALSE, NULL));
+  job->gtask = g_object_ref (gtask);
+  job->func = func;
+  g_thread_pool_push (workers, job, NULL);
+}
+
 void
 mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done, gpointer data,
                              GDestroyNotify free)
@@ -363,7 +398,7 @@ mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done, gpo
   g_autoptr (GTask) gtask = g_task_new (NULL, NULL, done, NULL);
 
   g_task_set_task_data (gtask, data, free);
-  g_task_run_in_thread (gtask, func);
+  mv_reconciler_run_task (gtask, func);
 }
 
 static void
@@ -382,7 +417,7 @@ mv_reconciler_run_in_background (MvReconciler *rec, GTaskThreadFunc func, gpoint
 
   rec->background++;
   g_task_set_task_data (gtask, data, free);
-  g_task_run_in_thread (gtask, func);
+  mv_reconciler_run_task (gtask, func);
 }
 
 typedef struct {

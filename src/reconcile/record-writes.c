@@ -193,15 +193,14 @@ mv_machine_end_record_write (MvMachine *machine)
     rec->observer.durable (machine, rec->observer.data);
 }
 
+/* Back on the main thread: what came of @write. */
 static void
-on_written (GObject *source, GAsyncResult *result, gpointer user_data)
+record_write_finish (RecordWrite *write, GError *error_in)
 {
-  RecordWrite *write = g_task_get_task_data (G_TASK (result));
   MvReconciler *rec = write->rec;
   MvMachine *machine = mv_reconciler_lookup (rec, write->machine_id);
-  g_autoptr (GError) error = NULL;
+  g_autoptr (GError) error = error_in;
 
-  g_task_propagate_boolean (G_TASK (result), &error);
   /* Only a config write can outlive its machine: a destroy step under way
    * as it began removed it. */
   if (machine == NULL)
@@ -238,13 +237,20 @@ on_written (GObject *source, GAsyncResult *result, gpointer user_data)
 }
 
 static void
-save_async (MvMachine *machine, gboolean status, guint props, MvRecordSaved done, gpointer data,
-            GDestroyNotify free)
+on_written (GObject *source, GAsyncResult *result, gpointer user_data)
 {
-  RecordWrite *write;
+  GError *error = NULL;
 
-  g_return_if_fail (machine->record_writes > 0);
-  write = g_new0 (RecordWrite, 1);
+  g_task_propagate_boolean (G_TASK (result), &error);
+  record_write_finish (g_task_get_task_data (G_TASK (result)), error);
+}
+
+static RecordWrite *
+record_write_new (MvMachine *machine, gboolean status, guint props, MvRecordSaved done,
+                  gpointer data, GDestroyNotify free)
+{
+  RecordWrite *write = g_new0 (RecordWrite, 1);
+
   write->rec = machine->reconciler;
   write->machine_id = g_strdup (machine->id);
   write->writer = record_writer_ref (machine->record_writer);
@@ -263,7 +269,16 @@ save_async (MvMachine *machine, gboolean status, guint props, MvRecordSaved done
   write->done = done;
   write->data = data;
   write->free = free;
-  mv_reconciler_run_in_thread (write_in_thread, on_written, write,
+  return write;
+}
+
+static void
+save_async (MvMachine *machine, gboolean status, guint props, MvRecordSaved done, gpointer data,
+            GDestroyNotify free)
+{
+  g_return_if_fail (machine->record_writes > 0);
+  mv_reconciler_run_in_thread (write_in_thread, on_written,
+                               record_write_new (machine, status, props, done, data, free),
                                (GDestroyNotify) record_write_free);
 }
 
@@ -272,6 +287,73 @@ mv_machine_save_status_async (MvMachine *machine, MvRecordSaved done, gpointer d
                               GDestroyNotify free)
 {
   save_async (machine, TRUE, 0, done, data, free);
+}
+
+/* A status write and the work that waits for it, in one worker ---------------- */
+
+typedef struct {
+  RecordWrite    *write;       /* handed to the main thread once on disk */
+  GError         *error;       /* what the write came to */
+  gboolean        regardless;  /* @then runs even if the write failed */
+  GTaskThreadFunc then;
+} WriteThen;
+
+static void
+write_then_free (WriteThen *wt)
+{
+  if (wt->write)
+    record_write_free (wt->write);
+  g_clear_error (&wt->error);
+  g_free (wt);
+}
+
+static gboolean
+on_written_before (gpointer data)
+{
+  WriteThen *wt = data;
+
+  record_write_finish (g_steal_pointer (&wt->write), g_steal_pointer (&wt->error));
+  return G_SOURCE_REMOVE;
+}
+
+static void
+write_then_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  WriteThen *wt = g_object_steal_data (G_OBJECT (gtask), "microvmd-write-then");
+  RecordWrite *write = wt->write;
+  GTaskThreadFunc then = wt->then;        /* @wt is the main thread's once sent */
+  gboolean go_on = wt->regardless, written;
+
+  written = write_locked (write->rec->host->records, write->writer, write->machine_id,
+                          write->status, NULL, write->seq, &wt->error);
+  /* The main thread hears of the write now, not when @then is done: a
+   * boot takes seconds, and what the write says is announced at once.
+   * Both come back through the main context in the order they are sent. */
+  g_main_context_invoke_full (NULL, G_PRIORITY_DEFAULT, on_written_before, wt,
+                              (GDestroyNotify) write_then_free);
+  if (!written && !go_on)
+    {
+      g_task_return_new_error (gtask, MV_ERROR, MV_ERROR_FAILED, "Not recorded");
+      return;
+    }
+  then (gtask, source, task_data, cancellable);
+}
+
+void
+mv_machine_save_status_then (MvMachine *machine, MvRecordSaved done, gpointer data,
+                             gboolean regardless, GTaskThreadFunc then,
+                             GAsyncReadyCallback then_done, gpointer then_data)
+{
+  g_autoptr (GTask) gtask = g_task_new (NULL, NULL, then_done, NULL);
+  WriteThen *wt = g_new0 (WriteThen, 1);
+
+  g_return_if_fail (machine->record_writes > 0);
+  wt->write = record_write_new (machine, TRUE, 0, done, data, NULL);
+  wt->regardless = regardless;
+  wt->then = then;
+  g_object_set_data (G_OBJECT (gtask), "microvmd-write-then", wt);
+  g_task_set_task_data (gtask, then_data, NULL);
+  mv_reconciler_run_task (gtask, write_then_in_thread);
 }
 
 void

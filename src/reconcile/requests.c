@@ -303,7 +303,7 @@ run_create (MvCreate *create, const char *name, GTaskThreadFunc func, GAsyncRead
   g_hash_table_insert (create->rec->creating, g_strdup (name), create);
   create->rec->background++;
   g_task_set_task_data (gtask, create, (GDestroyNotify) create_free);
-  g_task_run_in_thread (gtask, func);
+  mv_reconciler_run_task (gtask, func);
 }
 
 static void

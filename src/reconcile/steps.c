@@ -27,6 +27,7 @@ typedef struct {
   const MvHostResource *resource; /* DESTROY: the one resource this step releases */
   guint64       generation;      /* the desired generation the step works towards */
   MvStatus     *before;          /* the status before the phase was recorded, until it is */
+  gboolean      not_taken;       /* the phase could not be recorded: the step was not taken */
   gint64        started_at;      /* µs, the reconciler's monotonic clock */
   /* Results, read on the main thread once the task is done. */
   JsonObject   *started_vmm;     /* START */
@@ -160,10 +161,11 @@ start_warm (StepTask *task, MvRuntimeRequest *req, GError **error)
     return !must || mv_error_set (error, MV_ERROR_INVALID_STATE, "start_mode: warm, but the "
                                   "machine has run before: only its first start can be warm");
   mv_fault_point (task->phase, "warm-found");
-  if (!host->warm->put_back (host->warm, dir, task->machine_id, TRUE, FALSE, error))
+  if (!host->warm->put_back (host->warm, dir, task->machine_id, FALSE, FALSE, error))
     return FALSE;
   mv_fault_point (task->phase, "warm-put-back");
-  saved = host->storage->saved_state_dir (host->storage, task->machine_id);
+  if (!(saved = host->warm->lend_state (host->warm, dir, task->machine_id, error)))
+    return FALSE;
   req->from_template = TRUE;
   task->started_vmm = rt->restore (rt, req, saved, &local);
   req->from_template = FALSE;
@@ -546,6 +548,9 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
   MvStatus *status;
 
   g_task_propagate_boolean (G_TASK (result), &error);
+  /* Its phase could not be written: on_recorded said so. */
+  if (task->not_taken)
+    return;
   mv_op_stats_record (&task->rec->op_stats, task->phase, error != NULL,
                       (clock->monotonic_time (clock->data) - task->started_at) /
                       (double) G_USEC_PER_SEC);
@@ -603,17 +608,19 @@ transitional_state (MvStep step, MvState current)
 }
 
 /* The phase is on disk, or could not be written: the host is touched only
- * if it is. Every destroy step can be repeated, so one whose phase cannot
- * be written (a full disk) goes on, since what it removes is what frees
- * the disk. */
+ * if it is (the worker that wrote it takes the step). Every destroy step
+ * can be repeated, so one whose phase cannot be written (a full disk)
+ * goes on, since what it removes is what frees the disk. @data: the
+ * step's task, owned by on_step_done, which hears of the step after
+ * this. */
 static void
 on_recorded (MvMachine *machine, const GError *error, gpointer data)
 {
-  g_autoptr (StepTask) task = data;
-  MvReconciler *rec = task->rec;
+  StepTask *task = data;
 
   if (error && task->step != MV_STEP_DESTROY)
     {
+      task->not_taken = TRUE;
       /* Left as it was, and not tried again until something new is asked. */
       mv_status_free (machine->status);
       machine->status = g_steal_pointer (&task->before);
@@ -626,8 +633,6 @@ on_recorded (MvMachine *machine, const GError *error, gpointer data)
       return;
     }
   g_clear_pointer (&task->before, mv_status_free);
-  task->started_at = rec->clock->monotonic_time (rec->clock->data);
-  mv_reconciler_run_in_thread (run_step_in_thread, on_step_done, g_steal_pointer (&task), NULL);
 }
 
 static const MvHostResource *
@@ -733,7 +738,10 @@ run_step (MvMachine *machine, MvStep step)
   machine->busy = TRUE;
   machine->step_cancellable = g_object_ref (task->cancellable);
   mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, task->phase);
-  mv_machine_save_status_async (machine, on_recorded, task, NULL);
+  /* Timed from here: the phase's write is part of the step. */
+  task->started_at = rec->clock->monotonic_time (rec->clock->data);
+  mv_machine_save_status_then (machine, on_recorded, task, step == MV_STEP_DESTROY,
+                               run_step_in_thread, on_step_done, task);
 }
 
 /* Whoever waited for the wish hears that it is reached once that is on

@@ -46,8 +46,9 @@ char       *mv_file_tail (const char *path, goffset offset, guint lines);
 gboolean    mv_copy_file (const char *from, const char *to, GError **error);
 /* Gives @to_dir (which exists) every regular file directly in @from_dir:
  * a hard link where the file system allows (the same one), else a copy
- * (mv_copy_file()); then fsyncs @to_dir. Anything but a regular file is
- * an error. For files that neither side writes again. */
+ * (mv_copy_file()). Anything but a regular file is an error. For files
+ * that neither side writes again. The names are not made durable: a
+ * caller that keeps them fsyncs @to_dir. */
 gboolean    mv_link_dir_files (const char *from_dir, const char *to_dir, GError **error);
 /* The space @path and everything below it take on disk (blocks, not
  * lengths: a sparse file counts what it holds). */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -50,6 +51,7 @@ struct _MvTestEnv
   char      *dir;
   char      *state_dir;
   char      *runtime_dir;
+  gboolean   runtime_tmpfs;    /* a tmpfs is mounted on it */
   char      *images_dir;
   char      *config_path;
   char      *daemon_log_path;
@@ -1072,6 +1074,17 @@ mv_test_env_state_dir (MvTestEnv *env)
   return env->state_dir;
 }
 
+void
+mv_test_env_runtime_on_tmpfs (MvTestEnv *env)
+{
+  if (env->runtime_tmpfs)
+    return;
+  if (mount ("microvmd-test-run", env->runtime_dir, "tmpfs", MS_NOSUID | MS_NODEV,
+             "mode=0755,size=1g") < 0)
+    env_fail (env, "cannot mount a tmpfs on %s: %s", env->runtime_dir, g_strerror (errno));
+  env->runtime_tmpfs = TRUE;
+}
+
 const char *
 mv_test_env_runtime_dir (MvTestEnv *env)
 {
@@ -1153,6 +1166,9 @@ env_teardown (MvTestEnv *env)
       g_clear_pointer (&env->bus_address, g_free);
     }
 
+  if (env->runtime_tmpfs && umount2 (env->runtime_dir, MNT_DETACH) < 0)
+    g_printerr ("test environment: cannot unmount %s: %s\n", env->runtime_dir, g_strerror (errno));
+  env->runtime_tmpfs = FALSE;
   if (env->dir != NULL && !env->keep_dir)
     remove_tree (env->dir);
   else if (env->dir != NULL)

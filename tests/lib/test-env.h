@@ -35,6 +35,9 @@ void        mv_test_env_free                 (MvTestEnv *env);
 const char *mv_test_env_dir                  (MvTestEnv *env);
 const char *mv_test_env_state_dir            (MvTestEnv *env);
 const char *mv_test_env_runtime_dir          (MvTestEnv *env);
+/* Mounts a tmpfs on the runtime directory, as /run is on a systemd host;
+ * before the daemon starts. Unmounted at teardown. */
+void        mv_test_env_runtime_on_tmpfs     (MvTestEnv *env);
 /* A directory for the test's own kernels and disks, among [paths]
  * allowed-directories with the build tree's test guest (tests/guest):
  * mv_test_env_write_config() adds that group to a text without one. */
