@@ -22,7 +22,7 @@
 
 /* Full mode's pairs of runs: at least ten, for an interval worth
  * reading, and an odd number, so that the p50 is the middle run. */
-#define FULL_PAIRS 11
+#define FULL_PAIRS 21
 
 void
 bench_bare_qemu_run (Bench *bench, BenchSamples *boot, BenchSamples *restore)

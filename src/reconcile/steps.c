@@ -161,16 +161,17 @@ start_warm (StepTask *task, MvRuntimeRequest *req, GError **error)
     return !must || mv_error_set (error, MV_ERROR_INVALID_STATE, "start_mode: warm, but the "
                                   "machine has run before: only its first start can be warm");
   mv_fault_point (task->phase, "warm-found");
+  /* The template's disk becomes the machine's own. Its frozen guest is
+   * read where it is, as the VMM restores it: a VMM only reads what it
+   * restores (QEMU is handed the file open for reading), and a template
+   * goes only with its image, which a machine starting from it holds. */
   if (!host->warm->put_back (host->warm, dir, task->machine_id, FALSE, FALSE, error))
     return FALSE;
   mv_fault_point (task->phase, "warm-put-back");
-  if (!(saved = host->warm->lend_state (host->warm, dir, task->machine_id, error)))
-    return FALSE;
+  saved = host->warm->state_dir (host->warm, dir);
   req->from_template = TRUE;
   task->started_vmm = rt->restore (rt, req, saved, &local);
   req->from_template = FALSE;
-  /* The template's files were the machine's frozen guest only for this. */
-  host->storage->discard_saved_state (host->storage, task->machine_id, NULL);
   if (task->started_vmm)
     {
       task->warm = TRUE;

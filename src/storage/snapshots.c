@@ -222,29 +222,6 @@ put_back (MvSnapshots *snapshots, const char *dir, const char *machine_id, gbool
   return storage->commit_saved_state (storage, machine_id, error);
 }
 
-/* A warm start reads the frozen guest once, as it restores, and discards
- * it then: it is linked into the staged saved state and never committed
- * or made durable. A crash leaves a staged directory, which the next
- * stage removes. */
-static char *
-lend_state (MvSnapshots *snapshots, const char *dir, const char *machine_id, GError **error)
-{
-  MvStorage *storage = store_of (snapshots)->storage;
-  g_autofree char *from = state_dir (snapshots, dir);
-  g_autofree char *staged = storage->stage_saved_state (storage, machine_id, error);
-  GError *local = NULL;
-
-  if (staged == NULL)
-    return NULL;
-  if (!mv_link_dir_files (from, staged, &local))
-    {
-      storage->discard_saved_state (storage, machine_id, NULL);
-      host_failed (error, local, "frozen guest");
-      return NULL;
-    }
-  return g_steal_pointer (&staged);
-}
-
 static gboolean
 remove_snapshot (MvSnapshots *snapshots, const char *id, GError **error)
 {
@@ -353,7 +330,6 @@ mv_snapshot_store_new (const char *dir, MvStorage *storage)
   snapshots->full = full;
   snapshots->discard = discard;
   snapshots->put_back = put_back;
-  snapshots->lend_state = lend_state;
   snapshots->remove = remove_snapshot;
   snapshots->load = load;
   snapshots->sweep = sweep;

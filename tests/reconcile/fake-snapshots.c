@@ -90,14 +90,6 @@ fake_put_back (MvSnapshots *snapshots, const char *dir, const char *machine_id, 
   return TRUE;
 }
 
-static char *
-fake_lend_state (MvSnapshots *snapshots, const char *dir, const char *machine_id,
-                 GError **error)
-{
-  fake_log_add (fake_of (snapshots)->log, "snapshots.lend_state %s", machine_id);
-  return g_build_filename (dir, "state", NULL);
-}
-
 static gboolean
 fake_remove (MvSnapshots *snapshots, const char *snapshot_id, GError **error)
 {
@@ -145,7 +137,6 @@ fake_snapshots_new (FakeLog *log)
     .full = fake_full,
     .discard = fake_discard,
     .put_back = fake_put_back,
-    .lend_state = fake_lend_state,
     .remove = fake_remove,
     .load = fake_load,
     .sweep = fake_sweep,

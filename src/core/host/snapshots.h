@@ -55,12 +55,6 @@ struct _MvSnapshots {
    * to be discarded) its files are moved. */
   gboolean   (*put_back) (MvSnapshots *snapshots, const char *dir, const char *machine_id,
                           gboolean state, gboolean move, GError **error);
-  /* Blocks: links the frozen guest in @dir into @machine_id's staged saved
-   * state, for a restore that reads it at once and then discards it
-   * (Storage's discard_saved_state): never committed, nor durable.
-   * Returns that directory. */
-  char      *(*lend_state) (MvSnapshots *snapshots, const char *dir, const char *machine_id,
-                            GError **error);
   /* Blocks: removes the snapshot @id. */
   gboolean   (*remove) (MvSnapshots *snapshots, const char *id, GError **error);
   /* Blocks: every whole snapshot (MvSnapshot*); one whose record cannot be
