@@ -360,7 +360,7 @@ mv_machine_wish_outcome (const MvMachine *machine, MvDesired target, guint64 gen
  * and twenty clients' record writes queued behind them would reach the
  * disk ten at a time. Here every write that is due is under way at once,
  * and the file system's journal commits them together. */
-#define WORKERS_MAX 64
+#define WORKERS_MAX 32
 
 typedef struct {
   GTask          *gtask;
