@@ -341,8 +341,8 @@ bench_rows_observability (Bench *bench, gboolean stats, gboolean scrape)
                  .running = g_ptr_array_new_with_free_func (g_free) };
 
   o.port = free_port (bench);
-  config = g_strdup_printf ("[firecracker]\nbinaries=%s\n[metrics]\nsample-seconds=3600\n"
-                            "[prometheus]\nlisten=127.0.0.1:%u\n", fake, o.port);
+  config = g_strdup_printf (BENCH_BASE_CONFIG "[firecracker]\nbinaries=%s\n[metrics]\n"
+                            "sample-seconds=3600\n[prometheus]\nlisten=127.0.0.1:%u\n", fake, o.port);
   mv_test_env_write_config (bench->env, config);
   bench_daemon_start (bench);
   populate (&o);
