@@ -254,8 +254,14 @@ on_durable (MvMachine *machine, gpointer data)
   view->held_waits = 0;
   mv_listing_state_changed (((MvBusService *) data)->listing, view);
   mv_machine_waits_changed (view, held);
-  if (view->dirty && view->flush_id == 0 && view->announced)
-    view->flush_id = g_idle_add (on_flush, view);
+  /* What is on disk now is announced now, not in a later turn: the step
+   * the write let go may be done by then (a worker writes a phase and
+   * takes the step), and its state must not hide this one. */
+  if (view->dirty && view->announced)
+    {
+      g_clear_handle_id (&view->flush_id, g_source_remove);
+      mv_machine_object_flush (view);
+    }
 }
 
 static void

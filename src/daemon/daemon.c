@@ -308,6 +308,17 @@ load_console_config (MvDaemon *daemon, const char *path, GError **error)
   g_autofree char *key = g_key_file_get_string (config, "console", "tls-key", NULL);
   g_autoptr (GError) local = NULL;
   guint64 seconds = MV_CONSOLE_TOKEN_SECONDS_DEFAULT;
+  static const char *const bridge_keys[] = { "token-seconds", "login-user", "tls-certificate",
+                                             "tls-key", NULL };
+
+  if (!listen)
+    listen = g_strdup (MV_CONSOLE_DEFAULT_LISTEN);
+  g_strstrip (listen);
+  /* Without the bridge, what it would be told is told to nothing. */
+  for (guint i = 0; !*listen && bridge_keys[i]; i++)
+    if (g_key_file_has_key (config, "console", bridge_keys[i], NULL))
+      return mv_error_set (error, MV_ERROR_UNSUPPORTED, "%s: [console] %s has no effect: listen "
+                           "is empty, and no console bridge is served", path, bridge_keys[i]);
 
   if (g_key_file_has_key (config, "console", "token-seconds", NULL))
     {
@@ -331,9 +342,6 @@ load_console_config (MvDaemon *daemon, const char *path, GError **error)
         return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "%s: [console] tls-certificate: "
                              "%s", path, local->message);
     }
-  if (!listen)
-    listen = g_strdup (MV_CONSOLE_DEFAULT_LISTEN);
-  g_strstrip (listen);
   if (!*listen)
     return TRUE;
   daemon->console_address = mv_listen_address_parse ("console", listen, TRUE, &local);

@@ -1042,6 +1042,9 @@ mv_reconciler_update (MvReconciler *rec, MvMachine *machine, MvSpec *spec_in,
     }
   else
     mv_config_free (previous);
+  /* The devices are the machine's from here, before any is plugged in. */
+  if (plug)
+    mv_fault_point ("add-devices", "recorded");
   if (discard)
     discard_saved_state (machine, was_on_network);
   /* Its address on the network it leaves, or the one it had before a

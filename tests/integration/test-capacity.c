@@ -366,29 +366,7 @@ test_bad_config (void)
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
-    {
-      g_autoptr (MvTestEnv) env = mv_test_env_new ();
-      g_autofree char *out = NULL, *err = NULL;
-      g_autofree char *config_arg = NULL, *state_arg = NULL, *runtime_arg = NULL, *bus_arg = NULL;
-      const char *daemon = g_getenv ("MICROVMD_TEST_DAEMON");
-      g_autofree char *built = NULL;
-      int status;
-
-      mv_test_env_write_config (env, rows[i].text);
-      if (!daemon)
-        daemon = built = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "tests",
-                                           "integration", "microvmd-test", NULL);
-      config_arg = g_strdup_printf ("--config=%s", mv_test_env_config_path (env));
-      state_arg = g_strdup_printf ("--state-dir=%s", mv_test_env_state_dir (env));
-      runtime_arg = g_strdup_printf ("--runtime-dir=%s", mv_test_env_runtime_dir (env));
-      bus_arg = g_strdup_printf ("--bus=%s", mv_test_env_bus_address (env));
-      status = mv_test_env_run (env, (const char *const[]) { daemon, bus_arg, state_arg,
-                                                             runtime_arg, config_arg, NULL },
-                                &out, &err);
-      g_assert_cmpint (status, !=, 0);
-      if (!strstr (err, rows[i].message))
-        g_test_fail_printf ("row %u: %s", i, err);
-    }
+    mv_test_env_assert_config_refused (rows[i].text, rows[i].message);
 }
 
 int

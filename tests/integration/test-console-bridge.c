@@ -12,6 +12,7 @@
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -459,6 +460,33 @@ test_tls (Fixture *f, gconstpointer data)
   g_assert_nonnull (strstr (out, "TLS-25"));
 }
 
+/* A [console] the daemon cannot act on stops it at startup, naming the
+ * key: a bridge's key with no bridge, a value out of its range. */
+static void
+test_bad_config (void)
+{
+  g_autofree char *tls = g_strdup_printf ("tls-certificate=%s\ntls-key=%s\n", tls_cert, tls_key);
+  g_autofree char *tls_off = g_strconcat ("[console]\nlisten=\n", tls, NULL);
+  const struct {
+    const char *text;
+    const char *message;
+  } rows[] = {
+    { "[console]\nlisten=\ntoken-seconds=30\n",
+      "[console] token-seconds has no effect: listen is empty, and no console bridge is served" },
+    { "[console]\nlisten=\nlogin-user=root\n",
+      "[console] login-user has no effect: listen is empty" },
+    { tls_off, "[console] tls-certificate has no effect: listen is empty" },
+    { "[console]\nlisten=127.0.0.1:0\ntoken-seconds=0\n", "[console] token-seconds must be 1 to" },
+    { "[console]\nlisten=127.0.0.1:0\nlogin-user=admin\n",
+      "[console] login-user must be workload or root, not 'admin'" },
+    { "[console]\nlisten=127.0.0.1:0\ntls-key=/nonexistent\n",
+      "[console] tls-certificate and tls-key go together" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    mv_test_env_assert_config_refused (rows[i].text, rows[i].message);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -479,6 +507,7 @@ main (int argc, char **argv)
   make_certificate ();
   g_test_add ("/console-bridge/qemu/sessions", Fixture, NULL, setup, test_sessions, teardown);
   g_test_add ("/console-bridge/qemu/tls", Fixture, "tls", setup, test_tls, teardown);
+  g_test_add_func ("/console-bridge/bad-config", test_bad_config);
   status = g_test_run ();
   {
     const char *argv_rm[] = { "rm", "-rf", tls_dir, NULL };

@@ -134,6 +134,16 @@ setup (DevFixture *df, gconstpointer data)
   f->client = client_new (f->env);
 }
 
+/* The daemon started again on the same host tree. */
+static void
+restart (DevFixture *df, int signal)
+{
+  mv_test_env_stop_daemon (df->f.env, signal);
+  g_setenv ("MICROVMD_TEST_HOST_ROOT", df->root, TRUE);
+  mv_test_env_start_daemon (df->f.env, NULL);
+  g_unsetenv ("MICROVMD_TEST_HOST_ROOT");
+}
+
 static void
 teardown (DevFixture *df, gconstpointer data)
 {
@@ -477,6 +487,17 @@ vmm_has (Fixture *f, const char *path, const char *node)
   return g_file_test (in_root, G_FILE_TEST_EXISTS);
 }
 
+/* A machine "plain" with no device, and in @other_spec the spec of
+ * "other", which passes 0000:01:00.0 through. */
+static char *
+create_plain (Fixture *f, const char *type, char **other_spec)
+{
+  g_autofree char *spec = spec_of (type, "plain", NULL);
+
+  *other_spec = spec_of (type, "other", "\"pci_devices\":[\"0000:01:00.0\"]");
+  return client_create_ok (f->client, spec);
+}
+
 /* Devices added to a running machine are plugged into its guest with
  * vm.add-device, each given to its VMM as at boot; a device another
  * running machine holds is refused; those the VMM refuses are taken out
@@ -486,10 +507,8 @@ static void
 test_chv_hot_add (DevFixture *df, gconstpointer data)
 {
   Fixture *f = &df->f;
-  const char *type = data;
-  g_autofree char *spec = spec_of (type, "plain", NULL);
-  g_autofree char *path = client_create_ok (f->client, spec);
-  g_autofree char *other_spec = spec_of (type, "other", "\"pci_devices\":[\"0000:01:00.0\"]");
+  g_autofree char *other_spec = NULL;
+  g_autofree char *path = create_plain (f, data, &other_spec);
   g_autofree char *other = NULL, *err = NULL, *message = NULL, *devices = NULL, *want = NULL;
   g_autofree char *member = NULL, *sysfs = NULL;
   guint64 generation;
@@ -566,6 +585,49 @@ test_chv_hot_add (DevFixture *df, gconstpointer data)
   client_call_ok (f->client, path, "Start");
   g_free (devices);
   devices = chv_devices (f, path);
+  g_assert_cmpstr (devices, ==, want);
+}
+
+/* A daemon killed once a hot-add is recorded, before the VMM is asked:
+ * after a restart the spec has the device and the machine holds it, the
+ * phase is cleared, the guest runs on without it and has it from its
+ * next start. */
+static void
+test_chv_hot_add_killed (DevFixture *df, gconstpointer data)
+{
+  Fixture *f = &df->f;
+  g_autofree char *other_spec = NULL;
+  g_autofree char *path = create_plain (f, data, &other_spec);
+  g_autofree char *other = client_create_ok (f->client, other_spec);
+  g_autofree char *err = NULL, *message = NULL, *member = NULL, *phase = NULL;
+  g_autofree char *devices = NULL, *want = NULL;
+
+  client_call_ok (f->client, path, "Start");
+  g_setenv ("MICROVMD_FAULT_POINT", "add-devices:recorded", TRUE);
+  restart (df, SIGTERM);
+  g_unsetenv ("MICROVMD_FAULT_POINT");
+  err = update_member (f, path, "pci_devices", "[\"0000:01:00.0\"]", &message);
+  g_assert_nonnull (err);
+  mv_test_env_wait_for_name (f->env, MV_BUS_NAME, FALSE, 20000);
+  restart (df, SIGKILL);
+
+  member = spec_member (f, path, "pci_devices");
+  g_assert_cmpstr (member, ==, "[\"0000:01:00.0\"]");
+  assert_running (f, path);
+  phase = client_get_string (f->client, path, "Phase");
+  g_assert_cmpstr (phase, ==, "");
+  devices = chv_devices (f, path);
+  g_assert_cmpstr (devices, ==, "");
+  /* Held: no other machine starts with it. */
+  g_clear_pointer (&err, g_free);
+  g_clear_pointer (&message, g_free);
+  err = client_machine_call (f->client, other, "Start", &message);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_CONFLICT);
+  g_clear_pointer (&devices, g_free);
+  client_call_ok (f->client, path, "Stop");
+  client_call_ok (f->client, path, "Start");
+  devices = chv_devices (f, path);
+  want = g_strdup_printf ("pci-0000-01-00.0=%s/sys/bus/pci/devices/0000:01:00.0", df->root);
   g_assert_cmpstr (devices, ==, want);
 }
 
@@ -659,6 +721,7 @@ main (int argc, char **argv)
   ADD ("held-and-on-the-wire", "cloud-hypervisor", test_chv);
   ADD ("command-line", "qemu", test_qemu);
   ADD ("hot-add", "cloud-hypervisor", test_chv_hot_add);
+  ADD ("hot-add-killed", "cloud-hypervisor", test_chv_hot_add_killed);
   ADD ("hot-add", "qemu", test_qemu_hot_add);
 #undef ADD
   return g_test_run ();

@@ -871,19 +871,13 @@ mv_test_env_set_daemon_netns (MvTestEnv  *env,
   env->daemon_netns = g_strdup (netns);
 }
 
-void
-mv_test_env_start_daemon (MvTestEnv         *env,
-                          const char *const *extra_args)
+/* The daemon's command line in @env, NULL-terminated. */
+static GPtrArray *
+daemon_argv (MvTestEnv *env, const char *const *extra_args)
 {
   const char *daemon = g_getenv ("MICROVMD_TEST_DAEMON");
   g_autofree char *default_daemon = NULL;
-  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *command_line = NULL;
-  g_autofree char *header = NULL;
-  int wait_status = 0;
-  int log_fd;
-
-  g_assert_cmpint (env->daemon_pid, ==, 0);
+  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
 
   if (daemon == NULL || *daemon == '\0')
     {
@@ -913,6 +907,45 @@ mv_test_env_start_daemon (MvTestEnv         *env,
   for (gsize i = 0; extra_args != NULL && extra_args[i] != NULL; i++)
     g_ptr_array_add (argv, g_strdup (extra_args[i]));
   g_ptr_array_add (argv, NULL);
+  return argv;
+}
+
+/* Runs the daemon as mv_test_env_start_daemon() would, in the foreground,
+ * until it ends (a configuration it refuses): its exit status, and what
+ * it wrote to stderr in @err. */
+static int
+run_daemon (MvTestEnv *env, char **err)
+{
+  g_autoptr (GPtrArray) argv = daemon_argv (env, NULL);
+
+  g_assert_cmpint (env->daemon_pid, ==, 0);
+  return mv_test_env_run (env, (const char *const *) argv->pdata, NULL, err);
+}
+
+void
+mv_test_env_assert_config_refused (const char *config, const char *message)
+{
+  g_autoptr (MvTestEnv) env = mv_test_env_new ();
+  g_autofree char *err = NULL;
+
+  mv_test_env_write_config (env, config);
+  g_assert_cmpint (run_daemon (env, &err), !=, 0);
+  if (!strstr (err, message))
+    g_test_fail_printf ("the daemon refused %s with: %s", config, err);
+}
+
+void
+mv_test_env_start_daemon (MvTestEnv         *env,
+                          const char *const *extra_args)
+{
+  g_autoptr(GPtrArray) argv = NULL;
+  g_autofree char *command_line = NULL;
+  g_autofree char *header = NULL;
+  int wait_status = 0;
+  int log_fd;
+
+  g_assert_cmpint (env->daemon_pid, ==, 0);
+  argv = daemon_argv (env, extra_args);
 
   /* A marker line tells one run from the next in the appended log. */
   log_fd = open_log (env, env->daemon_log_path);

@@ -120,6 +120,10 @@ int         mv_test_env_run                  (MvTestEnv          *env,
                                               const char *const  *argv,
                                               char              **out,
                                               char              **err);
+/* In an environment of its own, the daemon given @config must end at
+ * startup, saying @message on stderr; the test fails otherwise. */
+void        mv_test_env_assert_config_refused (const char        *config,
+                                               const char        *message);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvTestEnv, mv_test_env_free)
 
