@@ -312,7 +312,7 @@ on_written_before (gpointer data)
 {
   WriteThen *wt = data;
 
-  record_write_finish (g_steal_pointer (&wt->write), g_steal_pointer (&wt->error));
+  record_write_finish (wt->write, g_steal_pointer (&wt->error));
   return G_SOURCE_REMOVE;
 }
 
