@@ -328,9 +328,10 @@ write_then_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancel
                           write->status, NULL, write->seq, &wt->error);
   /* The main thread hears of the write now, not when @then is done: a
    * boot takes seconds, and what the write says is announced at once.
-   * Both come back through the main context in the order they are sent. */
-  g_main_context_invoke_full (NULL, G_PRIORITY_DEFAULT, on_written_before, wt,
-                              (GDestroyNotify) write_then_free);
+   * Both come back through the task's context, in the order they are
+   * sent. */
+  g_main_context_invoke_full (g_task_get_context (gtask), G_PRIORITY_DEFAULT, on_written_before,
+                              wt, (GDestroyNotify) write_then_free);
   if (!written && !go_on)
     {
       g_task_return_new_error (gtask, MV_ERROR, MV_ERROR_FAILED, "Not recorded");
