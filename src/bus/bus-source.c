@@ -100,6 +100,11 @@ mv_bus_source_attach (sd_bus *bus)
   self->fd_tag = g_source_add_unix_fd (source, sd_bus_get_fd (bus), G_IO_IN);
   self->events = G_IO_IN;
   g_source_set_name (source, "sd-bus");
+  /* GLib takes a source's fds out of the poll while it dispatches one that
+   * may not recurse, and putting them back wakes the main context: every
+   * dispatch would cost an idle turn of the loop. Nothing here runs the
+   * loop from inside a dispatch. */
+  g_source_set_can_recurse (source, TRUE);
   g_source_attach (source, NULL);
   return source;
 }

@@ -1,4 +1,5 @@
 #include "event.h"
+#include "json-out.h"
 #include <string.h>
 #include "errors.h"
 #include "json-strict.h"
@@ -106,45 +107,22 @@ mv_event_free (MvEvent *event)
 char *
 mv_event_to_json (const MvEvent *event)
 {
-  g_autoptr (JsonBuilder) builder = json_builder_new ();
-  g_autoptr (JsonNode) root = NULL;
-  g_autoptr (JsonGenerator) generator = json_generator_new ();
+  MvJsonOut out;
 
-  json_builder_begin_object (builder);
-  json_builder_set_member_name (builder, "sequence");
-  json_builder_add_int_value (builder, (gint64) event->sequence);
-  json_builder_set_member_name (builder, "time");
-  json_builder_add_int_value (builder, event->time);
-  json_builder_set_member_name (builder, "kind");
-  json_builder_add_string_value (builder, mv_event_kind_to_string (event->kind));
-  json_builder_set_member_name (builder, "machine_id");
-  json_builder_add_string_value (builder, event->machine_id);
-  json_builder_set_member_name (builder, "machine_name");
-  json_builder_add_string_value (builder, event->machine_name);
-  if (event->operation_id)
-    {
-      json_builder_set_member_name (builder, "operation_id");
-      json_builder_add_string_value (builder, event->operation_id);
-    }
-  if (event->message)
-    {
-      json_builder_set_member_name (builder, "message");
-      json_builder_add_string_value (builder, event->message);
-    }
+  mv_json_out_init (&out, MV_JSON_OUT_TEXT);
+  mv_json_out_begin_object (&out);
+  mv_json_out_int_member (&out, "sequence", (gint64) event->sequence);
+  mv_json_out_int_member (&out, "time", event->time);
+  mv_json_out_string_member (&out, "kind", mv_event_kind_to_string (event->kind));
+  mv_json_out_string_member (&out, "machine_id", event->machine_id);
+  mv_json_out_string_member (&out, "machine_name", event->machine_name);
+  mv_json_out_optional_string (&out, "operation_id", event->operation_id);
+  mv_json_out_optional_string (&out, "message", event->message);
   if (event->has_exit_code)
-    {
-      json_builder_set_member_name (builder, "exit_code");
-      json_builder_add_int_value (builder, event->exit_code);
-    }
-  if (event->snapshot_id)
-    {
-      json_builder_set_member_name (builder, "snapshot_id");
-      json_builder_add_string_value (builder, event->snapshot_id);
-    }
-  json_builder_end_object (builder);
-  root = json_builder_get_root (builder);
-  json_generator_set_root (generator, root);
-  return json_generator_to_data (generator, NULL);
+    mv_json_out_int_member (&out, "exit_code", event->exit_code);
+  mv_json_out_optional_string (&out, "snapshot_id", event->snapshot_id);
+  mv_json_out_end_object (&out);
+  return mv_json_out_steal_text (&out);
 }
 
 static const char *const known_members[] = {

@@ -60,10 +60,18 @@ mv_id_validate (const char *id, GError **error)
 MvConfig *
 mv_config_new (const char *id, MvSpec *spec, gint64 now)
 {
+  g_return_val_if_fail (spec != NULL, NULL);
+  return mv_config_new_fingerprinted (id, spec, mv_spec_fingerprint (spec), now);
+}
+
+MvConfig *
+mv_config_new_fingerprinted (const char *id, MvSpec *spec, char *fingerprint, gint64 now)
+{
   MvConfig *config;
 
   g_return_val_if_fail (id != NULL, NULL);
   g_return_val_if_fail (spec != NULL, NULL);
+  g_return_val_if_fail (fingerprint != NULL, NULL);
   g_warn_if_fail (spec->id == NULL || strcmp (spec->id, id) == 0);
 
   /* The spec carries its machine's ID, so a spec read back from the bus
@@ -78,7 +86,7 @@ mv_config_new (const char *id, MvSpec *spec, gint64 now)
   config->desired_generation = 1;
   config->specification_generation = 1;
   config->restart_generation = 0;
-  config->fingerprint = mv_spec_fingerprint (spec);
+  config->fingerprint = fingerprint;
   config->created_at = now;
   config->updated_at = now;
   return config;

@@ -83,6 +83,9 @@ typedef struct {
 } MvStatus;
 
 MvConfig *mv_config_new (const char *id, MvSpec *spec /* owned */, gint64 now);
+/* The same, given the spec's mv_spec_fingerprint() (owned) already made. */
+MvConfig *mv_config_new_fingerprinted (const char *id, MvSpec *spec /* owned */,
+                                       char *fingerprint /* owned */, gint64 now);
 void      mv_config_free (MvConfig *config);
 MvConfig *mv_config_copy (const MvConfig *config);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvConfig, mv_config_free)

@@ -113,10 +113,10 @@ void       mv_machine_end_record_write (MvMachine *machine);
 void       mv_machine_save_status_async (MvMachine *machine, MvRecordSaved done, gpointer data,
                                          GDestroyNotify free);
 /* A status write, then @then in the same worker once it is on disk (or,
- * with @regardless, whatever came of it), with @then_data as its task's
- * data, which @then_done owns. @done hears of the write on the main
- * thread before @then_done hears of @then; if the write failed and @then
- * was not run, @then_done gets MV_ERROR_FAILED. */
+ * with @regardless, whatever came of it), given @then_data as its task's
+ * data; @then_done gets @then_data too, and owns it. @done hears of the
+ * write on the main thread before @then_done hears of @then; if the write
+ * failed and @then was not run, @then_done gets MV_ERROR_FAILED. */
 void       mv_machine_save_status_then (MvMachine *machine, MvRecordSaved done, gpointer data,
                                         gboolean regardless, GTaskThreadFunc then,
                                         GAsyncReadyCallback then_done, gpointer then_data);
@@ -161,11 +161,17 @@ void       mv_reconciler_retire_saved_state (MvMachine *machine);
  * machines @machine_ids (taken). */
 void       mv_reconciler_sweep_later (MvReconciler *rec, char **machine_ids);
 
-/* Runs @func (@data freed with @free) in a worker thread, then @done on
- * the main thread. */
-/* Runs @func for @gtask on one of the reconciler's workers, as
- * g_task_run_in_thread() would on GLib's. */
-void       mv_reconciler_run_task (GTask *gtask, GTaskThreadFunc func);
+/* Worker threads (workers.c). */
+/* Runs @func on one of the reconciler's workers, as g_task_run_in_thread()
+ * would on GLib's, with a task whose data is @data (freed with @free);
+ * then @done (@done_data) on the main thread, with that task. */
+void       mv_reconciler_run_task (GTaskThreadFunc func, gpointer data, GDestroyNotify free,
+                                   GAsyncReadyCallback done, gpointer done_data);
+/* From a worker (or the main thread): @func (@data, freed with @free
+ * after) runs on the main thread, after everything sent before it and
+ * every task that returned before it. */
+void       mv_reconciler_send (GSourceFunc func, gpointer data, GDestroyNotify free);
+/* mv_reconciler_run_task() with @done given no data of its own. */
 void       mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done,
                                         gpointer data, GDestroyNotify free);
 /* Runs @func in a worker thread with nobody waiting for it; the reconciler

@@ -296,6 +296,7 @@ typedef struct {
   GError         *error;       /* what the write came to */
   gboolean        regardless;  /* @then runs even if the write failed */
   GTaskThreadFunc then;
+  gpointer        then_data;
 } WriteThen;
 
 static void
@@ -319,25 +320,24 @@ on_written_before (gpointer data)
 static void
 write_then_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
-  WriteThen *wt = g_object_steal_data (G_OBJECT (gtask), "microvmd-write-then");
+  WriteThen *wt = task_data;
   RecordWrite *write = wt->write;
   GTaskThreadFunc then = wt->then;        /* @wt is the main thread's once sent */
+  gpointer then_data = wt->then_data;
   gboolean go_on = wt->regardless, written;
 
   written = write_locked (write->rec->host->records, write->writer, write->machine_id,
                           write->status, NULL, write->seq, &wt->error);
   /* The main thread hears of the write now, not when @then is done: a
    * boot takes seconds, and what the write says is announced at once.
-   * Both come back through the task's context, in the order they are
-   * sent. */
-  g_main_context_invoke_full (g_task_get_context (gtask), G_PRIORITY_DEFAULT, on_written_before,
-                              wt, (GDestroyNotify) write_then_free);
+   * It hears of the two in the order they are sent. */
+  mv_reconciler_send (on_written_before, wt, (GDestroyNotify) write_then_free);
   if (!written && !go_on)
     {
       g_task_return_new_error (gtask, MV_ERROR, MV_ERROR_FAILED, "Not recorded");
       return;
     }
-  then (gtask, source, task_data, cancellable);
+  then (gtask, source, then_data, cancellable);
 }
 
 void
@@ -345,16 +345,14 @@ mv_machine_save_status_then (MvMachine *machine, MvRecordSaved done, gpointer da
                              gboolean regardless, GTaskThreadFunc then,
                              GAsyncReadyCallback then_done, gpointer then_data)
 {
-  g_autoptr (GTask) gtask = g_task_new (NULL, NULL, then_done, NULL);
   WriteThen *wt = g_new0 (WriteThen, 1);
 
   g_return_if_fail (machine->record_writes > 0);
   wt->write = record_write_new (machine, TRUE, 0, done, data, NULL);
   wt->regardless = regardless;
   wt->then = then;
-  g_object_set_data (G_OBJECT (gtask), "microvmd-write-then", wt);
-  g_task_set_task_data (gtask, then_data, NULL);
-  mv_reconciler_run_task (gtask, write_then_in_thread);
+  wt->then_data = then_data;
+  mv_reconciler_run_task (write_then_in_thread, wt, NULL, then_done, then_data);
 }
 
 void

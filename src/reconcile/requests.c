@@ -165,9 +165,8 @@ new_records (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in, char *finge
   if (!spec->id)
     spec->id = mv_id_new ();
   g_autofree char *id = g_strdup (spec->id);
-  config = mv_config_new (id, g_steal_pointer (&spec), now);
-  g_free (config->fingerprint);
-  config->fingerprint = g_steal_pointer (&fingerprint);
+  config = mv_config_new_fingerprinted (id, g_steal_pointer (&spec), g_steal_pointer (&fingerprint),
+                                        now);
   config->image_config = g_steal_pointer (&image_config);
   if (start)
     mv_config_set_desired (config, MV_DESIRED_RUNNING, config->created_at);
@@ -298,12 +297,9 @@ create_free (MvCreate *create)
 static void
 run_create (MvCreate *create, const char *name, GTaskThreadFunc func, GAsyncReadyCallback done)
 {
-  g_autoptr (GTask) gtask = g_task_new (NULL, NULL, done, NULL);
-
   g_hash_table_insert (create->rec->creating, g_strdup (name), create);
   create->rec->background++;
-  g_task_set_task_data (gtask, create, (GDestroyNotify) create_free);
-  mv_reconciler_run_task (gtask, func);
+  mv_reconciler_run_task (func, create, (GDestroyNotify) create_free, done, NULL);
 }
 
 static void

@@ -540,7 +540,7 @@ static void
 on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
   /* The step's task is this callback's: it goes with the step's result. */
-  g_autoptr (StepTask) owned = g_task_get_task_data (G_TASK (result));
+  g_autoptr (StepTask) owned = user_data;
   StepTask *task = owned;
   MvMachine *machine = mv_reconciler_lookup (task->rec, task->machine_id);
   g_autoptr (GError) error = NULL;
