@@ -131,8 +131,11 @@ void
 bench_row_create (Bench *bench)
 {
   guint seq_runs = bench->smoke ? 5 : 200;
-  double window = bench->smoke ? 0.5 : 3.0;
-  guint windows = bench->smoke ? 1 : 3;
+  /* The disk's speed drifts by a factor of two over minutes here: short
+   * windows, many of them, each daemon window beside a write-only one,
+   * and the 20-client share judged on the interval of those pairs. */
+  double window = bench->smoke ? 0.5 : 2.0;
+  guint windows = bench->smoke ? 1 : 9;
   BenchSamples *lat1 = bench_samples_new (), *base1 = bench_samples_new ();
   BenchSamples *lat20 = bench_samples_new (), *base20 = bench_samples_new ();
   BenchSamples *rate1 = bench_samples_new (), *rate1b = bench_samples_new ();
@@ -170,9 +173,11 @@ bench_row_create (Bench *bench)
   r = bench_report_add (bench->report, "4", "4-create-rate-1", "sustained creates per second, 1 client",
                         "creates/s", -1, rate1, "record writes alone, 1 thread", rate1b);
   bench_result_set_note (r, "one sample per window; the ratio below 1 is the share of the write-only rate reached");
+  bench_result_judge_on_interval (r);
   bench_result_print (r);
   r = bench_report_add (bench->report, "4", "4-create-rate-20", "sustained creates per second, 20 concurrent clients",
                         "creates/s", -1, rate20, "record writes alone, 20 threads", rate20b);
   bench_result_set_target (r, BENCH_TARGET_RATIO_AT_LEAST, 0.6, "≥ 60% of the write-only rate");
+  bench_result_judge_on_interval (r);
   bench_result_print (r);
 }

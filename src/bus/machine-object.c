@@ -831,6 +831,17 @@ find_property (const char *name)
   return NULL;
 }
 
+/* find_property() of prop_names[@group].names[@j], looked up once. */
+static const sd_bus_vtable *
+group_property (gsize group, guint j)
+{
+  static const sd_bus_vtable *found[G_N_ELEMENTS (prop_names)][G_N_ELEMENTS (prop_names[0].names)];
+
+  if (found[group][j] == NULL)
+    found[group][j] = find_property (prop_names[group].names[j]);
+  return found[group][j];
+}
+
 static gboolean
 is_announced (const sd_bus_vtable *v)
 {
@@ -911,41 +922,67 @@ serialize_value (sd_bus_message *m, GByteArray *out)
   return sd_bus_message_exit_container (m);
 }
 
-/* The values of the properties @names (NULL-terminated) of @view's
- * machine as their getters put them on the bus, serialized, one GBytes
- * each; NULL for one whose getter failed, which then counts as changed. */
+/* Reads the next value, of the complete type @signature, from @m into
+ * @out as serialize_value() does; a basic one without asking @m its type. */
+static int
+serialize_typed (sd_bus_message *m, const char *signature, GByteArray *out)
+{
+  char type = signature[0];
+
+  if (signature[1] != '\0')
+    return serialize_value (m, out);
+  g_byte_array_append (out, (const guint8 *) &type, 1);
+  if (type == SD_BUS_TYPE_STRING || type == SD_BUS_TYPE_OBJECT_PATH || type == SD_BUS_TYPE_SIGNATURE)
+    {
+      const char *text = NULL;
+      guint32 length;
+      int r = sd_bus_message_read_basic (m, type, &text);
+
+      if (r < 0)
+        return r;
+      length = strlen (text);
+      g_byte_array_append (out, (const guint8 *) &length, sizeof length);
+      g_byte_array_append (out, (const guint8 *) text, length);
+      return 0;
+    }
+  if (basic_size (type) > 0)
+    {
+      guint64 value = 0;
+      int r = sd_bus_message_read_basic (m, type, &value);
+
+      if (r < 0)
+        return r;
+      g_byte_array_append (out, (const guint8 *) &value, basic_size (type));
+      return 0;
+    }
+  return serialize_value (m, out);
+}
+
+/* The values of the properties @props (their vtable entries, NULL for
+ * one not found) of @view's machine as their getters put them on the bus,
+ * serialized, one GBytes each; all NULL if a getter failed, and each then
+ * counts as changed. The getters write one after another into one
+ * message, which is read back by the types their entries declare. */
 static GPtrArray *
-serialize_properties (MvMachineView *view, const char *const *names)
+serialize_properties (MvMachineView *view, const sd_bus_vtable *const *props, guint n)
 {
   sd_bus *bus = mv_bus_service_bus (view->service);
   GPtrArray *values = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
   g_autoptr (sd_bus_message) m = NULL;
-  g_autofree gboolean *appended = NULL;
-  guint n = g_strv_length ((char **) names);
+  g_autoptr (GByteArray) bytes = g_byte_array_sized_new (512);
+  const sd_bus_vtable *const *found = props;
   int r;
 
   r = sd_bus_message_new_signal (bus, &m, view->path, MV_MACHINE_IFACE, "Values");
-  appended = g_new0 (gboolean, n);
   for (guint i = 0; r >= 0 && i < n; i++)
     {
-      const sd_bus_vtable *v = find_property (names[i]);
       sd_bus_error error = SD_BUS_ERROR_NULL;
-      int got;
 
-      /* A value stands alone in a variant so that a getter that fails
-       * half-way leaves no stray pieces for the next one. */
-      if (v == NULL || sd_bus_message_open_container (m, SD_BUS_TYPE_VARIANT,
-                                                      v->x.property.signature) < 0)
+      if (found[i] == NULL)
         continue;
-      got = v->x.property.get (bus, view->path, MV_MACHINE_IFACE, names[i], m, view->machine,
-                               &error);
+      r = found[i]->x.property.get (bus, view->path, MV_MACHINE_IFACE,
+                                    found[i]->x.property.member, m, view->machine, &error);
       sd_bus_error_free (&error);
-      if (got < 0 || sd_bus_message_close_container (m) < 0)
-        {
-          r = -EIO;
-          break;
-        }
-      appended[i] = TRUE;
     }
   if (r >= 0)
     r = sd_bus_message_seal (m, 1, 0);
@@ -954,34 +991,41 @@ serialize_properties (MvMachineView *view, const char *const *names)
 
   for (guint i = 0; i < n; i++)
     {
-      g_autoptr (GByteArray) bytes = g_byte_array_new ();
-
-      if (r >= 0 && appended[i] && serialize_value (m, bytes) >= 0)
-        g_ptr_array_add (values, g_byte_array_free_to_bytes (g_steal_pointer (&bytes)));
+      if (r >= 0 && found[i] != NULL)
+        {
+          g_byte_array_set_size (bytes, 0);
+          r = serialize_typed (m, found[i]->x.property.signature, bytes);
+        }
+      if (r >= 0 && found[i] != NULL)
+        g_ptr_array_add (values, g_bytes_new (bytes->data, bytes->len));
       else
         g_ptr_array_add (values, NULL);
     }
+  /* A value read wrong puts every later one in doubt. */
+  if (r < 0)
+    for (guint i = 0; i < n; i++)
+      g_clear_pointer (&values->pdata[i], g_bytes_unref);
   return values;
 }
 
 void
 mv_machine_object_remember (MvMachineView *view)
 {
-  g_autoptr (GPtrArray) names = g_ptr_array_new ();
+  g_autoptr (GPtrArray) props = g_ptr_array_new ();
   g_autoptr (GPtrArray) values = NULL;
 
   for (const sd_bus_vtable *v = machine_vtable; v->type != _SD_BUS_VTABLE_END; v++)
     if (v->type == _SD_BUS_VTABLE_PROPERTY && is_announced (v))
-      g_ptr_array_add (names, (gpointer) v->x.property.member);
-  g_ptr_array_add (names, NULL);
+      g_ptr_array_add (props, (gpointer) v);
 
-  values = serialize_properties (view, (const char *const *) names->pdata);
+  values = serialize_properties (view, (const sd_bus_vtable *const *) props->pdata, props->len);
   g_clear_pointer (&view->announced_values, g_hash_table_unref);
   view->announced_values = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                                   (GDestroyNotify) g_bytes_unref);
   for (guint i = 0; i < values->len; i++)
     if (values->pdata[i] != NULL)
-      g_hash_table_insert (view->announced_values, names->pdata[i],
+      g_hash_table_insert (view->announced_values,
+                           (gpointer) ((const sd_bus_vtable *) props->pdata[i])->x.property.member,
                            g_bytes_ref (values->pdata[i]));
 }
 
@@ -991,6 +1035,7 @@ mv_machine_object_flush (MvMachineView *view)
   MvMachine *machine = view->machine;
   sd_bus *bus = mv_bus_service_bus (view->service);
   g_autoptr (GPtrArray) dirty = g_ptr_array_new ();
+  g_autoptr (GPtrArray) props = g_ptr_array_new ();
   g_autoptr (GPtrArray) changed = g_ptr_array_new ();
   g_autoptr (GPtrArray) values = NULL;
   MvState state = machine->status->state;
@@ -1003,8 +1048,10 @@ mv_machine_object_flush (MvMachineView *view)
   for (gsize i = 0; i < G_N_ELEMENTS (prop_names); i++)
     if (view->dirty & prop_names[i].bit)
       for (guint j = 0; prop_names[i].names[j]; j++)
-        g_ptr_array_add (dirty, (gpointer) prop_names[i].names[j]);
-  g_ptr_array_add (dirty, NULL);
+        {
+          g_ptr_array_add (dirty, (gpointer) prop_names[i].names[j]);
+          g_ptr_array_add (props, (gpointer) group_property (i, j));
+        }
   view->dirty = 0;
 
   /* A change may touch a group and leave most of its values as they were
@@ -1013,7 +1060,7 @@ mv_machine_object_flush (MvMachineView *view)
   if (view->announced_values == NULL)
     view->announced_values = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                                     (GDestroyNotify) g_bytes_unref);
-  values = serialize_properties (view, (const char *const *) dirty->pdata);
+  values = serialize_properties (view, (const sd_bus_vtable *const *) props->pdata, props->len);
   for (guint i = 0; i < values->len; i++)
     {
       const char *name = dirty->pdata[i];

@@ -8,6 +8,7 @@
 #include <glib/gstdio.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,16 +16,21 @@
 #define READY_POLL_US     (100 * 1000)
 #define CONSOLE_SCAN_MAX  (16 * 1024 * 1024)
 
+/* Whether @path shows @text past @offset, within CONSOLE_SCAN_MAX bytes
+ * of it. *@scanned is how far earlier looks have read (@offset at
+ * first): each look reads only what was written since, and the bytes
+ * before it that could begin @text. */
 static gboolean
-console_has (const char *path, goffset offset, const char *text)
+console_has (const char *path, goffset offset, const char *text, goffset *scanned)
 {
   g_autofree char *buf = NULL;
+  gsize length = text ? strlen (text) : 0;
+  goffset start, end;
   struct stat st;
-  goffset size;
   gssize n;
   int fd;
 
-  if (!text || !*text)
+  if (length == 0)
     return TRUE;
   /* The VMM writes the console: it could put a link or a FIFO there. */
   fd = g_open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
@@ -35,17 +41,55 @@ console_has (const char *path, goffset offset, const char *text)
       close (fd);
       return FALSE;
     }
-  size = lseek (fd, 0, SEEK_END);
-  if (size <= offset)
+  end = MIN (st.st_size, offset + CONSOLE_SCAN_MAX);
+  start = MAX (offset, *scanned - (goffset) (length - 1));
+  if (end - start < (goffset) length)
     {
       close (fd);
       return FALSE;
     }
-  size = MIN (size - offset, CONSOLE_SCAN_MAX);
-  buf = g_malloc (size);
-  n = pread (fd, buf, size, offset);
+  buf = g_malloc (end - start);
+  n = pread (fd, buf, end - start, start);
   close (fd);
-  return n > 0 && memmem (buf, n, text, strlen (text)) != NULL;
+  if (n <= 0)
+    return FALSE;
+  *scanned = start + n;
+  return memmem (buf, n, text, length) != NULL;
+}
+
+/* Watches the directory of the console @path, where the VMM (or the
+ * holder of its console) writes: -1 if it cannot, and the waits are
+ * then READY_POLL_US long. */
+static int
+watch_console (const char *path)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  int fd = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK);
+
+  if (fd >= 0 && inotify_add_watch (fd, dir, IN_MODIFY | IN_CREATE | IN_MOVED_TO) < 0)
+    {
+      close (fd);
+      fd = -1;
+    }
+  return fd;
+}
+
+/* Sleeps until @watch_fd (watch_console) says something changed, or for
+ * READY_POLL_US at most. */
+static void
+wait_for_change (int watch_fd)
+{
+  struct pollfd pfd = { .fd = watch_fd, .events = POLLIN };
+  char events[4096];
+
+  if (watch_fd < 0)
+    {
+      g_usleep (READY_POLL_US);
+      return;
+    }
+  if (poll (&pfd, 1, READY_POLL_US / 1000) > 0)
+    while (read (watch_fd, events, sizeof events) > 0)
+      ;
 }
 
 static gboolean
@@ -58,12 +102,12 @@ vcpus_run (MvHypervisor *hv)
 
 static gboolean
 is_ready (MvReadiness readiness, const char *readiness_text, MvHypervisor *hv,
-          const MvVmSpec *vm, goffset console_offset)
+          const MvVmSpec *vm, goffset console_offset, goffset *scanned)
 {
   switch (readiness)
     {
     case MV_READINESS_CONSOLE:
-      return console_has (vm->console.path, console_offset, readiness_text);
+      return console_has (vm->console.path, console_offset, readiness_text, scanned);
     case MV_READINESS_AGENT:   /* waited for by wait_for_agent() */
     case MV_READINESS_AUTO:    /* resolved by the caller */
     case MV_READINESS_VMM:
@@ -149,22 +193,29 @@ mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *v
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
   g_autofree char *label = mv_readiness_to_string (readiness, readiness_text);
   Watch watch = { vmm, cancellable, label };
+  goffset scanned = console_offset;
+  int watch_fd = -1;
+  gboolean ready;
 
   if (readiness == MV_READINESS_AGENT)
     return wait_for_agent (vm, agent_config, agent_identity, &watch, deadline, timeout_s,
                            agent_version, error);
-  for (;;)
+  /* A console is looked at again as soon as it is written to. */
+  if (readiness == MV_READINESS_CONSOLE && vm->console.path)
+    watch_fd = watch_console (vm->console.path);
+  while (!(ready = is_ready (readiness, readiness_text, hv, vm, console_offset, &scanned)))
     {
-      if (is_ready (readiness, readiness_text, hv, vm, console_offset))
-        return TRUE;
       if (!still_worth_it (&watch, error))
-        return FALSE;
+        break;
       if (g_get_monotonic_time () > deadline)
         {
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
                        "The guest was not ready (readiness %s) within %u s", label, timeout_s);
-          return FALSE;
+          break;
         }
-      g_usleep (READY_POLL_US);
+      wait_for_change (watch_fd);
     }
+  if (watch_fd >= 0)
+    close (watch_fd);
+  return ready;
 }

@@ -347,6 +347,10 @@ mv_machine_wish_outcome (const MvMachine *machine, MvDesired target, guint64 gen
 {
   const MvConfig *config = machine->config;
 
+  /* Reached as such, though something wanted since (a workload that ended
+   * as its Start was being recorded) may already have replaced it. */
+  if (machine->status->observed_generation == generation)
+    return MV_WISH_REACHED;
   if (target != config->desired && generation < config->desired_generation)
     return MV_WISH_SUPERSEDED;
   if (machine->status->observed_generation >= generation)
