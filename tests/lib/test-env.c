@@ -96,6 +96,7 @@ typedef enum
 static MvTestEnv *live_env;
 
 static void env_teardown (MvTestEnv *env);
+static void end_leftovers (MvTestEnv *env);
 
 static void G_GNUC_NORETURN G_GNUC_PRINTF (2, 3)
 env_fail (MvTestEnv  *env,
@@ -1184,6 +1185,8 @@ env_teardown (MvTestEnv *env)
   g_clear_pointer (&env->bus, sd_bus_flush_close_unref);
   stop_child (&env->polkit_pid, SIGTERM, WAIT_MS, NULL);
   stop_child (&env->bus_pid, SIGTERM, WAIT_MS, NULL);
+  if (env->dir != NULL)
+    end_leftovers (env);
 
   if (env->rule_names != NULL)
     remove_rules (env);
@@ -1209,6 +1212,54 @@ env_teardown (MvTestEnv *env)
   g_clear_pointer (&env->dir, g_free);
 
   release_lock (env);
+}
+
+/* The pids of the processes whose command line names @dir: the
+ * machines' VMMs and their console holders, which outlive the daemon by
+ * design, and anything else a test started there. */
+static GArray *
+processes_naming (const char *dir)
+{
+  GArray *pids = g_array_new (FALSE, FALSE, sizeof (GPid));
+  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+
+  while (proc && (name = g_dir_read_name (proc)))
+    {
+      g_autofree char *path = NULL, *cmdline = NULL;
+      gsize length = 0;
+      GPid pid = (GPid) g_ascii_strtoll (name, NULL, 10);
+
+      if (pid <= 0 || pid == getpid ())
+        continue;
+      path = g_strdup_printf ("/proc/%d/cmdline", pid);
+      if (!g_file_get_contents (path, &cmdline, &length, NULL) || length == 0)
+        continue;
+      for (gsize i = 0; i + 1 < length; i++)
+        if (cmdline[i] == '\0')
+          cmdline[i] = ' ';
+      if (strstr (cmdline, dir))
+        g_array_append_val (pids, pid);
+    }
+  return pids;
+}
+
+/* Ends what the machines of this environment left running, so that no
+ * test leaves a VMM behind, whatever it did with its machines. */
+static void
+end_leftovers (MvTestEnv *env)
+{
+  for (guint round = 0; round < 50; round++)
+    {
+      g_autoptr (GArray) pids = processes_naming (env->dir);
+
+      if (pids->len == 0)
+        return;
+      for (guint i = 0; i < pids->len; i++)
+        kill (g_array_index (pids, GPid, i), SIGKILL);
+      g_usleep (20 * 1000);
+    }
+  g_printerr ("test environment: processes of %s did not end\n", env->dir);
 }
 
 static void
