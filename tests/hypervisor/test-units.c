@@ -4,6 +4,7 @@
 #include "hypervisor/hypervisor.h"
 #include "hypervisor/qemu.h"
 #include "hypervisor/qmp.h"
+#include "hypervisor/runtime-private.h"
 
 #include <errno.h>
 #include <gio/gio.h>
@@ -596,6 +597,95 @@ test_vm_spec_json (void)
   g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
 }
 
+/* ---- readiness on the console ---- */
+
+#define READY_TEXT "MICROVMD-GUEST-READY"
+
+/* This process, as a VMM that runs. */
+static MvProcess *
+this_process (void)
+{
+  g_autofree char *stat = NULL;
+  g_auto (GStrv) fields = NULL;
+  const char *after;
+
+  g_assert_true (g_file_get_contents ("/proc/self/stat", &stat, NULL, NULL));
+  after = strrchr (stat, ')');
+  g_assert_nonnull (after);
+  fields = g_strsplit (after + 2, " ", -1);
+  /* Field 22, the start time; fields[0] is field 3, the state. */
+  return mv_process_attach (getpid (), g_ascii_strtoull (fields[19], NULL, 10), NULL, -1);
+}
+
+typedef struct {
+  char *path;
+  const char *const *pieces;
+} Printer;
+
+/* Appends each piece to the console in turn, 50 ms apart, as a guest's
+ * console is written in bursts. */
+static gpointer
+print_slowly (gpointer data)
+{
+  Printer *printer = data;
+
+  for (guint i = 0; printer->pieces[i]; i++)
+    {
+      FILE *f;
+
+      g_usleep (50 * 1000);
+      f = fopen (printer->path, "a");
+      g_assert_nonnull (f);
+      fputs (printer->pieces[i], f);
+      fclose (f);
+    }
+  return NULL;
+}
+
+static gboolean
+wait_console (const char *path, goffset offset, const char *const *pieces, guint timeout_s,
+              GError **error)
+{
+  g_autoptr (MvProcess) vmm = this_process ();
+  MvVmSpec vm = { 0 };
+  Printer printer = { (char *) path, pieces };
+  GThread *thread = g_thread_new ("printer", print_slowly, &printer);
+  gboolean ready;
+
+  g_assert_nonnull (vmm);
+  vm.console.path = (char *) path;
+  ready = mv_runtime_wait_ready (NULL, vmm, &vm, MV_READINESS_CONSOLE, READY_TEXT, NULL, NULL,
+                                 offset, timeout_s, NULL, NULL, error);
+  g_thread_join (thread);
+  return ready;
+}
+
+/* The text is found however the console's writes cut it, and only past
+ * the offset where this boot's output begins. */
+static void
+test_console_readiness (void)
+{
+  g_autofree char *dir = hv_test_make_dir ();
+  g_autofree char *path = g_build_filename (dir, "console.log", NULL);
+  const char *before = "the last boot: " READY_TEXT "\n";
+  const char *split[] = { "[    0.1] booting\n", "MICROVMD-GU", "EST-RE", "ADY\n", NULL };
+  const char *never[] = { "[    0.1] booting\n", "MICROVMD-GUEST-\n", NULL };
+  g_autoptr (GError) error = NULL;
+  gint64 t0;
+
+  g_assert_true (g_file_set_contents (path, before, -1, NULL));
+  g_assert_true (wait_console (path, strlen (before), split, 5, &error));
+  g_assert_no_error (error);
+
+  g_assert_true (g_file_set_contents (path, before, -1, NULL));
+  t0 = g_get_monotonic_time ();
+  g_assert_false (wait_console (path, strlen (before), never, 1, &error));
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_STATE);
+  g_assert_nonnull (strstr (error->message, "console:" READY_TEXT));
+  g_assert_cmpint (g_get_monotonic_time () - t0, >=, G_USEC_PER_SEC);
+  hv_test_remove_tree (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -612,5 +702,6 @@ main (int argc, char **argv)
   g_test_add_func ("/hypervisor/snapshot-json-load", test_snapshot_json_load);
   g_test_add_func ("/hypervisor/qmp/events-reason", test_events_reason);
   g_test_add_func ("/hypervisor/vm-spec-json", test_vm_spec_json);
+  g_test_add_func ("/hypervisor/readiness/console", test_console_readiness);
   return g_test_run ();
 }
