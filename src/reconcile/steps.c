@@ -321,6 +321,7 @@ typedef struct {
   StepTask *task;
   GError   *reported;    /* the failure to answer with; NULL if it succeeded */
   gboolean  retire;      /* the saved state goes now that the status no longer names it */
+  gboolean  started;     /* a start: told of (told_started) once its write is under way */
 } StepResult;
 
 static void
@@ -410,11 +411,6 @@ step_succeeded (MvMachine *machine, StepTask *task, StepResult *result)
           g_free (status->warm_template);
           status->warm_template = g_strdup (task->warm_key);
         }
-      /* The next machine like it starts warm: its template is built
-       * now, in the background, from its spec. */
-      if (task->warm_missing && task->spec->start_mode == MV_START_MODE_AUTO)
-        mv_reconciler_build_warm (rec, task->runtime, machine->config->spec,
-                                  machine->config->image_config, task->warm_key);
       status->has_exit_code = FALSE;
       status->observed_restart_generation = machine->config->restart_generation;
       status->next_restart_at = 0;
@@ -425,18 +421,9 @@ step_succeeded (MvMachine *machine, StepTask *task, StepResult *result)
       if (task->restore)
         g_clear_pointer (&status->saved_state, g_free);
       mv_machine_set_state (machine, MV_STATE_RUNNING, NULL);
-      mv_machine_event (machine,
-                        task->restarting ? MV_EVENT_RESTARTED
-                        : task->restore  ? MV_EVENT_WOKEN
-                                         : MV_EVENT_STARTED,
-                        task->operation_id, NULL);
       g_free (machine->run_operation_id);
       machine->run_operation_id = g_strdup (task->operation_id);
-      mv_reconciler_watch_vmm (machine, task->runtime);
-      /* A frozen guest may be another machine's (a fork): it is told
-       * whose it is now, with fresh entropy either way. */
-      if (task->restore)
-        mv_reconciler_reidentify_guest (machine, task->runtime, task->attachment);
+      result->started = TRUE;
       break;
     case MV_STEP_STOP:
     case MV_STEP_FORCE_STOP:
@@ -502,6 +489,32 @@ step_succeeded (MvMachine *machine, StepTask *task, StepResult *result)
       mv_machine_desired_reached (machine->config, status))
     observe_desired (machine);
   return TRUE;
+}
+
+/* What follows a start that is being recorded, none of which the record
+ * holds: the event, the watch on the VMM, the guest's identity, the
+ * template for the next start like it. Done once the write is under way,
+ * so that the disk is not kept waiting for it. */
+static void
+told_started (MvMachine *machine, StepTask *task)
+{
+  MvReconciler *rec = machine->reconciler;
+
+  mv_machine_event (machine,
+                    task->restarting ? MV_EVENT_RESTARTED
+                    : task->restore  ? MV_EVENT_WOKEN
+                                     : MV_EVENT_STARTED,
+                    task->operation_id, NULL);
+  mv_reconciler_watch_vmm (machine, task->runtime);
+  /* A frozen guest may be another machine's (a fork): it is told whose
+   * it is now, with fresh entropy either way. */
+  if (task->restore)
+    mv_reconciler_reidentify_guest (machine, task->runtime, task->attachment);
+  /* The next machine like it starts warm: its template is built now, in
+   * the background, from its spec. */
+  if (task->warm_missing && task->spec->start_mode == MV_START_MODE_AUTO)
+    mv_reconciler_build_warm (rec, task->runtime, machine->config->spec,
+                              machine->config->image_config, task->warm_key);
 }
 
 /* The VMM's end, heard while the machine was busy, is handled now unless
@@ -591,6 +604,9 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
   done->task = g_steal_pointer (&owned);
   mv_machine_save_status_async (machine, on_result_recorded, done,
                                 (GDestroyNotify) step_result_free);
+  /* @done is the write's now, but it is answered in a later turn. */
+  if (done->started)
+    told_started (machine, done->task);
 }
 
 static MvState
