@@ -139,6 +139,28 @@ argv_of_process_with (Bench *bench, const char *needle)
   return NULL;
 }
 
+/* The template directory whose state the QEMU of @daemon_argv was given
+ * to restore (-incoming, as a QEMU not walled in is given it). */
+static char *
+template_restored (Bench *bench, GPtrArray *daemon_argv)
+{
+  g_autofree char *warm = g_build_filename (mv_test_env_state_dir (bench->env), MV_WARM_DIR, NULL);
+  g_autofree char *prefix = g_strconcat (warm, "/", NULL);
+
+  for (guint i = 1; i < daemon_argv->len; i++)
+    {
+      const char *at;
+
+      if (!g_str_equal (daemon_argv->pdata[i - 1], "-incoming") ||
+          !(at = strstr (daemon_argv->pdata[i], prefix)))
+        continue;
+      at += strlen (prefix);
+      return g_strdup_printf ("%s%.*s", prefix, (int) strcspn (at, "/ "), at);
+    }
+  bench_fail (bench, "the daemon's QEMU restores no template of %s", warm);
+  return NULL;
+}
+
 /* The daemon's QEMU command line for a warm start of the template in
  * @template, made to run from @scratch: its run directory @scratch, its
  * overlay disk @scratch/disk.ext4, its state the template's. */
@@ -244,15 +266,18 @@ bare_template_runs (Bench *bench, const char *layout, const char *config, guint 
 
   mv_test_env_write_config (bench->env, open);
   bench_daemon_start (bench);
-  template = only_template (bench, &n);
-  if (n != 1)
-    bench_fail (bench, "%u warm templates, not 1", n);
+  g_free (only_template (bench, &n));
+  if (n == 0)
+    bench_fail (bench, "no warm template to restore");
   created = bench_call (bench, bench->bus, MV_BUS_NAME, MV_MANAGER_PATH, MV_MANAGER_IFACE,
                         "CreateMachine", "st", text, (uint64_t) MV_CREATE_START);
   if (sd_bus_message_read (created, "o", &path) < 0)
     bench_fail (bench, "CreateMachine returned no path");
   id = bench_get_string (bench, bench->bus, MV_BUS_NAME, path, MV_MACHINE_IFACE, "Id");
   daemon_argv = argv_of_process_with (bench, id);
+  /* Earlier rows may have left templates of other shapes: this row's is
+   * the one its machine was restored from. */
+  template = template_restored (bench, daemon_argv);
   deleted = bench_call (bench, bench->bus, MV_BUS_NAME, path, MV_MACHINE_IFACE, "Delete", "b", 1);
   bench_daemon_stop (bench);
 
