@@ -315,6 +315,33 @@ test_destroyed_carries_on_when_asked_again (Fixture *f, gconstpointer data)
   g_assert_true (recorder_was_removed (f->recorder, "m1"));
 }
 
+/* A wish whose generation is the one observed is reached, even when
+ * something else was wanted since (a workload that ended as its Start was
+ * being recorded); one overtaken before it was observed is superseded. */
+static void
+test_wish_reached_then_replaced (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = fixture_running (f, "m1");
+  MvConfig *config = m->config;
+  guint64 started = config->desired_generation;
+  MvDesired desired = config->desired;
+
+  g_assert_cmpuint (m->status->observed_generation, ==, started);
+  g_assert_cmpint (mv_machine_wish_outcome (m, MV_DESIRED_RUNNING, started), ==, MV_WISH_REACHED);
+
+  /* Wanted stopped since, and not observed yet. */
+  config->desired = MV_DESIRED_STOPPED;
+  config->desired_generation = started + 1;
+  g_assert_cmpint (mv_machine_wish_outcome (m, MV_DESIRED_RUNNING, started), ==, MV_WISH_REACHED);
+  g_assert_cmpint (mv_machine_wish_outcome (m, MV_DESIRED_STOPPED, started + 1), ==,
+                   MV_WISH_PENDING);
+  g_assert_cmpint (mv_machine_wish_outcome (m, MV_DESIRED_RUNNING, started - 1), ==,
+                   MV_WISH_SUPERSEDED);
+
+  config->desired = desired;
+  config->desired_generation = started;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -338,5 +365,6 @@ main (int argc, char **argv)
   FIXTURE_TEST ("/reconcile/table/destroyed/from-stopped", test_destroyed_from_stopped);
   FIXTURE_TEST ("/reconcile/table/destroyed/carries-on-when-asked-again",
                 test_destroyed_carries_on_when_asked_again);
+  FIXTURE_TEST ("/reconcile/wish/reached-then-replaced", test_wish_reached_then_replaced);
   return g_test_run ();
 }
