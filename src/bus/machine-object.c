@@ -867,6 +867,41 @@ basic_size (char type)
     }
 }
 
+/* Appends @type and the basic value of that type read from @m to @out;
+ * 1 once done, 0 if @type is not a basic type, or an error. */
+static int
+serialize_basic (sd_bus_message *m, char type, GByteArray *out)
+{
+  int r;
+
+  if (type == SD_BUS_TYPE_STRING || type == SD_BUS_TYPE_OBJECT_PATH || type == SD_BUS_TYPE_SIGNATURE)
+    {
+      const char *text = NULL;
+      guint32 length;
+
+      r = sd_bus_message_read_basic (m, type, &text);
+      if (r < 0)
+        return r;
+      length = strlen (text);
+      g_byte_array_append (out, (const guint8 *) &type, 1);
+      g_byte_array_append (out, (const guint8 *) &length, sizeof length);
+      g_byte_array_append (out, (const guint8 *) text, length);
+      return 1;
+    }
+  if (basic_size (type) > 0)
+    {
+      guint64 value = 0;
+
+      r = sd_bus_message_read_basic (m, type, &value);
+      if (r < 0)
+        return r;
+      g_byte_array_append (out, (const guint8 *) &type, 1);
+      g_byte_array_append (out, (const guint8 *) &value, basic_size (type));
+      return 1;
+    }
+  return 0;
+}
+
 /* Appends one complete value read from @m to @out in a form where two
  * values are equal exactly when their bytes are. */
 static int
@@ -879,33 +914,13 @@ serialize_value (sd_bus_message *m, GByteArray *out)
   r = sd_bus_message_peek_type (m, &type, &contents);
   if (r <= 0)
     return r < 0 ? r : -EBADMSG;
+  r = serialize_basic (m, type, out);
+  if (r != 0)
+    return r < 0 ? r : 0;
+
+  /* A container: its type and signature, then its elements, then an end
+   * mark. */
   g_byte_array_append (out, (const guint8 *) &type, 1);
-
-  if (type == SD_BUS_TYPE_STRING || type == SD_BUS_TYPE_OBJECT_PATH || type == SD_BUS_TYPE_SIGNATURE)
-    {
-      const char *text = NULL;
-      guint32 length;
-
-      r = sd_bus_message_read_basic (m, type, &text);
-      if (r < 0)
-        return r;
-      length = strlen (text);
-      g_byte_array_append (out, (const guint8 *) &length, sizeof length);
-      g_byte_array_append (out, (const guint8 *) text, length);
-      return 0;
-    }
-  if (basic_size (type) > 0)
-    {
-      guint64 value = 0;
-
-      r = sd_bus_message_read_basic (m, type, &value);
-      if (r < 0)
-        return r;
-      g_byte_array_append (out, (const guint8 *) &value, basic_size (type));
-      return 0;
-    }
-
-  /* A container: its signature, then its elements, then an end mark. */
   g_byte_array_append (out, (const guint8 *) contents, strlen (contents) + 1);
   r = sd_bus_message_enter_container (m, type, contents);
   if (r < 0)
@@ -927,34 +942,10 @@ serialize_value (sd_bus_message *m, GByteArray *out)
 static int
 serialize_typed (sd_bus_message *m, const char *signature, GByteArray *out)
 {
-  char type = signature[0];
+  int r = signature[1] == '\0' ? serialize_basic (m, signature[0], out) : 0;
 
-  if (signature[1] != '\0')
-    return serialize_value (m, out);
-  g_byte_array_append (out, (const guint8 *) &type, 1);
-  if (type == SD_BUS_TYPE_STRING || type == SD_BUS_TYPE_OBJECT_PATH || type == SD_BUS_TYPE_SIGNATURE)
-    {
-      const char *text = NULL;
-      guint32 length;
-      int r = sd_bus_message_read_basic (m, type, &text);
-
-      if (r < 0)
-        return r;
-      length = strlen (text);
-      g_byte_array_append (out, (const guint8 *) &length, sizeof length);
-      g_byte_array_append (out, (const guint8 *) text, length);
-      return 0;
-    }
-  if (basic_size (type) > 0)
-    {
-      guint64 value = 0;
-      int r = sd_bus_message_read_basic (m, type, &value);
-
-      if (r < 0)
-        return r;
-      g_byte_array_append (out, (const guint8 *) &value, basic_size (type));
-      return 0;
-    }
+  if (r != 0)
+    return r < 0 ? r : 0;
   return serialize_value (m, out);
 }
 
