@@ -7,6 +7,8 @@ typedef struct {
   guint32     id;      /* offsets of the NUL-terminated strings in the text */
   guint32     name;
   guint32     path;
+  guint32     id_len;
+  guint32     name_len;
   const char *state;   /* mv_state_to_string()'s */
 } Entry;
 
@@ -73,12 +75,30 @@ build (MvListing *listing, MvBusService *service)
       Entry *entry = &g_array_index (listing->entries, Entry, i);
 
       entry->id = add_text (listing->text, machine->id);
+      entry->id_len = (guint32) (listing->text->len - entry->id - 1);
       entry->name = add_text (listing->text, mv_machine_shown_config (machine)->spec->name);
+      entry->name_len = (guint32) (listing->text->len - entry->name - 1);
       entry->path = add_text (listing->text, view->path);
       entry->state = mv_state_to_string (mv_machine_shown_status (machine)->state);
       view->listed = i + 1;
     }
   listing->valid = TRUE;
+}
+
+/* Copies @len bytes of @value as a string. The listing's strings were
+ * checked when their records were admitted (an id is hex, a name valid
+ * UTF-8 without control characters, a state one of ours), so sd-bus need
+ * not check them again for every call: that check was a third of the
+ * reply's making. */
+static int
+append_checked (sd_bus_message *reply, const char *value, gsize len)
+{
+  char *space;
+  int r = sd_bus_message_append_string_space (reply, len, &space);
+
+  if (r >= 0)
+    memcpy (space, value, len);
+  return r;
 }
 
 int
@@ -99,11 +119,11 @@ mv_listing_append (MvListing *listing, MvBusService *service, sd_bus_message *re
        * again for every machine. */
       r = sd_bus_message_open_container (reply, 'r', "ssso");
       if (r >= 0)
-        r = sd_bus_message_append_basic (reply, 's', text + entry->id);
+        r = append_checked (reply, text + entry->id, entry->id_len);
       if (r >= 0)
-        r = sd_bus_message_append_basic (reply, 's', text + entry->name);
+        r = append_checked (reply, text + entry->name, entry->name_len);
       if (r >= 0)
-        r = sd_bus_message_append_basic (reply, 's', entry->state);
+        r = append_checked (reply, entry->state, strlen (entry->state));
       if (r >= 0)
         r = sd_bus_message_append_basic (reply, 'o', text + entry->path);
       if (r >= 0)
