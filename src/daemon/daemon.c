@@ -374,6 +374,16 @@ serve_console (MvDaemon *daemon)
   g_message ("Serving consoles on %s", url);
 }
 
+/* The machines whose logs a rotation round looks at. */
+static GPtrArray *
+pick_logs (gint64 since, gint64 *now, gpointer data)
+{
+  MvDaemon *daemon = data;
+
+  *now = mv_reconciler_monotonic (daemon->reconciler);
+  return mv_reconciler_active_since (daemon->reconciler, since);
+}
+
 /* Metrics are not worth failing the daemon for: an address in use is
  * warned about, and the bus is served all the same. */
 static void
@@ -1094,7 +1104,7 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
                                                       MV_MACHINES_DIR, NULL);
 
     daemon->logs = mv_log_rotator_new (machines_dir, daemon->logs_max_bytes,
-                                       daemon->logs_check_seconds);
+                                       daemon->logs_check_seconds, pick_logs, daemon);
   }
   serve_prometheus (daemon);
 

@@ -67,6 +67,10 @@ struct _MvMachine {
   MvStatus     *shown_status;
   MvConfig     *shown_config;
   gboolean      stopped_now;     /* a stop step has just ended the guest */
+  /* When a step last began or ended, or its VMM's end was heard (the
+   * reconciler's monotonic clock, µs; 0: not since the daemon started):
+   * whether its logs may have grown lately (mv_reconciler_active_since). */
+  gint64        active_at;
   guint         watch_id;
   guint         restart_timer;
   GCancellable *step_cancellable;  /* of the step under way; a forced delete cancels it */

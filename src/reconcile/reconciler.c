@@ -244,6 +244,32 @@ mv_reconciler_list (MvReconciler *rec)
   return list;
 }
 
+gint64
+mv_reconciler_monotonic (MvReconciler *rec)
+{
+  return rec->clock->monotonic_time (rec->clock->data);
+}
+
+GPtrArray *
+mv_reconciler_active_since (MvReconciler *rec, gint64 since)
+{
+  GPtrArray *ids = g_ptr_array_new_with_free_func (g_free);
+  GHashTableIter iter;
+  MvMachine *machine;
+  const char *id;
+
+  g_hash_table_iter_init (&iter, rec->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    if (!machine->gone &&
+        (machine->status->vmm != NULL || machine->busy || machine->active_at >= since))
+      g_ptr_array_add (ids, g_strdup (machine->id));
+  /* What runs for a record left alone is not watched: always looked at. */
+  g_hash_table_iter_init (&iter, rec->invalid_ids);
+  while (g_hash_table_iter_next (&iter, (gpointer *) &id, NULL))
+    g_ptr_array_add (ids, g_strdup (id));
+  return ids;
+}
+
 /* The machines that answer for names on @network, with their addresses. */
 static GPtrArray *
 lookup (MvReconciler *rec, const char *network, const char *name, const char *address,
@@ -485,6 +511,7 @@ mv_reconciler_handle_end (MvMachine *machine, gboolean has_exit_code, int exit_c
 
   mv_reconciler_unwatch_vmm (machine);
   mv_machine_clear_vmm (machine);
+  machine->active_at = rec->clock->monotonic_time (rec->clock->data);
   status->finished_at = mv_reconciler_now (rec);
   status->has_exit_code = has_exit_code;
   status->exit_code = has_exit_code ? exit_code : 0;

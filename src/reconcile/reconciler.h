@@ -118,6 +118,13 @@ GPtrArray    *mv_reconciler_lookup_addr (MvReconciler *reconciler, const char *n
 /* Every machine (not gone), sorted by name; free the array only. */
 GPtrArray    *mv_reconciler_list (MvReconciler *reconciler);
 guint         mv_reconciler_count (MvReconciler *reconciler);
+/* The reconciler's monotonic clock, µs. */
+gint64        mv_reconciler_monotonic (MvReconciler *reconciler);
+/* The IDs (char*) of the machines whose logs may have grown since @since
+ * (mv_reconciler_monotonic(); 0: ever): those that hold a VMM or have a
+ * step under way, those whose step began or ended, or whose VMM's end
+ * was heard, since, and those whose records are invalid (left alone). */
+GPtrArray    *mv_reconciler_active_since (MvReconciler *reconciler, gint64 since);
 const MvHost *mv_reconciler_host (MvReconciler *reconciler);
 
 /* Requests. Each checks and records the change of what is desired; it

@@ -570,6 +570,7 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
                       (double) G_USEC_PER_SEC);
   g_return_if_fail (machine != NULL);
   status = machine->status;
+  machine->active_at = clock->monotonic_time (clock->data);
   g_clear_object (&machine->step_cancellable);
   mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s %s%s%s", machine->id,
                   task->phase, error ? "failed" : "done", error ? ": " : "",
@@ -757,6 +758,7 @@ run_step (MvMachine *machine, MvStep step)
   mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, task->phase);
   /* Timed from here: the phase's write is part of the step. */
   task->started_at = rec->clock->monotonic_time (rec->clock->data);
+  machine->active_at = task->started_at;
   mv_machine_save_status_then (machine, on_recorded, task, step == MV_STEP_DESTROY,
                                run_step_in_thread, on_step_done, task);
 }

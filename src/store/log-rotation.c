@@ -6,7 +6,6 @@
 #include "util/fd.h"
 #include "util/files.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gio/gio.h>
@@ -119,25 +118,16 @@ rotate_one (const char *dir, const char *name, guint64 max_bytes)
 }
 
 void
-mv_logs_rotate_all (const char *machines_dir, guint64 max_bytes)
+mv_logs_rotate_machines (const char *machines_dir, GPtrArray *ids, guint64 max_bytes)
 {
-  DIR *dir = opendir (machines_dir);
-  struct dirent *entry;
-
-  if (!dir)
-    return;
-  while ((entry = readdir (dir)))
+  for (guint i = 0; i < ids->len; i++)
     {
-      g_autofree char *machine_dir = NULL;
+      g_autofree char *machine_dir = g_build_filename (machines_dir, ids->pdata[i], NULL);
 
-      if (entry->d_name[0] == '.' || entry->d_type != DT_DIR)
-        continue;
-      machine_dir = g_build_filename (machines_dir, entry->d_name, NULL);
       rotate_one (machine_dir, MV_CONSOLE_LOG_NAME, max_bytes);
       rotate_one (machine_dir, MV_VMM_LOG_NAME, max_bytes);
       rotate_one (machine_dir, MV_WORKLOAD_LOG_NAME, max_bytes);
     }
-  closedir (dir);
 }
 
 /* What a round's thread and the rotator share: the rotator may be freed
@@ -151,7 +141,25 @@ typedef struct {
 struct _MvLogRotator {
   RotatorState *state;
   guint         timer_id;
+  MvLogsPick    pick;
+  gpointer      pick_data;
+  gint64        since;    /* when the last round picked; 0 before the first */
 };
+
+typedef struct {
+  RotatorState *state;
+  GPtrArray    *ids;
+} Round;
+
+static void rotator_state_release (RotatorState *state);
+
+static void
+round_free (Round *round)
+{
+  rotator_state_release (round->state);
+  g_ptr_array_unref (round->ids);
+  g_free (round);
+}
 
 static void
 rotator_state_clear (RotatorState *state)
@@ -168,18 +176,18 @@ rotator_state_release (RotatorState *state)
 static void
 round_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
-  RotatorState *state = task_data;
+  Round *round = task_data;
 
-  mv_logs_rotate_all (state->machines_dir, state->max_bytes);
+  mv_logs_rotate_machines (round->state->machines_dir, round->ids, round->state->max_bytes);
   g_task_return_boolean (task, TRUE);
 }
 
 static void
 round_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
-  RotatorState *state = g_task_get_task_data (G_TASK (result));
+  Round *round = g_task_get_task_data (G_TASK (result));
 
-  state->busy = FALSE;
+  round->state->busy = FALSE;
 }
 
 static gboolean
@@ -187,25 +195,35 @@ on_check (gpointer user_data)
 {
   MvLogRotator *rotator = user_data;
   g_autoptr (GTask) task = NULL;
+  Round *round;
+  gint64 now;
 
+  /* A round still under way keeps the time it picked from: the next
+   * one looks back to it. */
   if (rotator->state->busy)
     return G_SOURCE_CONTINUE;
   rotator->state->busy = TRUE;
+  round = g_new0 (Round, 1);
+  round->state = g_rc_box_acquire (rotator->state);
+  round->ids = rotator->pick (rotator->since, &now, rotator->pick_data);
+  rotator->since = now;
   task = g_task_new (NULL, NULL, round_done, NULL);
-  g_task_set_task_data (task, g_rc_box_acquire (rotator->state),
-                        (GDestroyNotify) rotator_state_release);
+  g_task_set_task_data (task, round, (GDestroyNotify) round_free);
   g_task_run_in_thread (task, round_thread);
   return G_SOURCE_CONTINUE;
 }
 
 MvLogRotator *
-mv_log_rotator_new (const char *machines_dir, guint64 max_bytes, guint check_seconds)
+mv_log_rotator_new (const char *machines_dir, guint64 max_bytes, guint check_seconds,
+                    MvLogsPick pick, gpointer pick_data)
 {
   MvLogRotator *rotator = g_new0 (MvLogRotator, 1);
 
   rotator->state = g_rc_box_new0 (RotatorState);
   rotator->state->machines_dir = g_strdup (machines_dir);
   rotator->state->max_bytes = max_bytes;
+  rotator->pick = pick;
+  rotator->pick_data = pick_data;
   rotator->timer_id = g_timeout_add_seconds (check_seconds, on_check, rotator);
   return rotator;
 }

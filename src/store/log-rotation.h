@@ -19,16 +19,23 @@
 gboolean mv_log_rotate (const char *path, const char *rotated, guint64 max_bytes,
                         gboolean *done, GError **error);
 
-/* mv_log_rotate() of every machine's logs under @machines_dir
- * (<runtime>/machines); a failure is a warning and the others go on.
- * Blocking: a worker thread's. */
-void     mv_logs_rotate_all (const char *machines_dir, guint64 max_bytes);
+/* mv_log_rotate() of the logs of the machines @ids (char*) under
+ * @machines_dir (<runtime>/machines); a failure is a warning and the
+ * others go on. Blocking: a worker thread's. */
+void     mv_logs_rotate_machines (const char *machines_dir, GPtrArray *ids, guint64 max_bytes);
 
 typedef struct _MvLogRotator MvLogRotator;
 
-/* Every @check_seconds, mv_logs_rotate_all() in a worker thread, one round
- * at a time (a round still under way when the next is due skips it). */
+/* The IDs (char*) of the machines whose logs may have grown since @since
+ * (0 the first time: every machine), and in *@now the time of this pick on
+ * the same clock, from which the next round looks back. Main thread. */
+typedef GPtrArray *(*MvLogsPick) (gint64 since, gint64 *now, gpointer data);
+
+/* Every @check_seconds, mv_logs_rotate_machines() of what @pick names, in
+ * a worker thread, one round at a time (a round still under way when the
+ * next is due skips it). Only machines that may have written to their
+ * logs are looked at: with thousands defined, few run. */
 MvLogRotator *mv_log_rotator_new (const char *machines_dir, guint64 max_bytes,
-                                  guint check_seconds);
+                                  guint check_seconds, MvLogsPick pick, gpointer pick_data);
 /* Stops; a round under way finishes in its thread. */
 void          mv_log_rotator_free (MvLogRotator *rotator);

@@ -100,6 +100,57 @@ test_shutdown_answers_waiters (Fixture *f, gconstpointer data)
                               fake_clock_iface (f->clock));
 }
 
+static gboolean
+named (GPtrArray *ids, const char *id)
+{
+  return g_ptr_array_find_with_equal_func (ids, id, g_str_equal, NULL);
+}
+
+/* Whose logs a rotation round looks at (mv_reconciler_active_since):
+ * every machine the first time; then the machines that hold a VMM, and
+ * those whose step or VMM ended since the last look, but not one that
+ * has been still since. */
+static void
+test_active_since (Fixture *f, gconstpointer data)
+{
+  MvMachine *stopped = fixture_running (f, "m4");
+  g_autoptr (GPtrArray) first = NULL, quiet = NULL, after = NULL, later = NULL;
+  g_autoptr (GError) error = NULL;
+  gint64 since;
+
+  fixture_machine (f, "m1");
+  fixture_running (f, "m2");
+  fixture_running (f, "m3");
+  first = mv_reconciler_active_since (f->rec, 0);
+  g_assert_cmpuint (first->len, ==, 4);
+
+  fake_clock_advance (f->clock, 1000);
+  since = mv_reconciler_monotonic (f->rec);
+  fake_clock_advance (f->clock, 1000);
+  quiet = mv_reconciler_active_since (f->rec, since);
+  g_assert_cmpuint (quiet->len, ==, 3);
+  g_assert_false (named (quiet, "m1"));
+
+  /* m4 is stopped and m3's VMM ends by itself: both stop writing, after
+   * the last look. */
+  error = fixture_request (f, stopped, MV_REQUEST_STOP);
+  g_assert_no_error (error);
+  g_assert_null (stopped->status->vmm);
+  g_assert_true (fake_runtime_end_vmm (f->runtime, "m3", TRUE, 0, "the guest powered off"));
+  fixture_settle (f);
+  g_assert_null (mv_reconciler_lookup (f->rec, "m3")->status->vmm);
+  after = mv_reconciler_active_since (f->rec, since);
+  g_assert_cmpuint (after->len, ==, 3);
+  g_assert_true (named (after, "m2") && named (after, "m3") && named (after, "m4"));
+
+  fake_clock_advance (f->clock, 1000);
+  since = mv_reconciler_monotonic (f->rec);
+  fake_clock_advance (f->clock, 1000);
+  later = mv_reconciler_active_since (f->rec, since);
+  g_assert_cmpuint (later->len, ==, 1);
+  g_assert_true (named (later, "m2"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -110,5 +161,6 @@ main (int argc, char **argv)
                 test_busy_while_a_woken_guest_is_swept);
   FIXTURE_TEST ("/reconcile/busy/while-recovery-sweeps", test_busy_while_recovery_sweeps);
   FIXTURE_TEST ("/reconcile/busy/shutdown-answers-waiters", test_shutdown_answers_waiters);
+  FIXTURE_TEST ("/reconcile/busy/active-since", test_active_since);
   return g_test_run ();
 }
