@@ -31,7 +31,7 @@ on_guest_event (const char *machine_id, const MvGuestEvent *event, gpointer data
       machine->guest_cpu_busy = event->cpu_busy_ticks;
       machine->guest_cpu_total = event->cpu_total_ticks;
       machine->guest_cpus = event->cpus;
-      machine->guest_usage_at = rec->clock->monotonic_time (rec->clock->data);
+      machine->guest_usage_at = mv_reconciler_monotonic (rec);
       return;
     }
   if (event->agent_version)

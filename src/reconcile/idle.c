@@ -88,7 +88,7 @@ mv_reconciler_sample_idle (MvMachine *machine)
   MvRuntimeUsage usage = { 0 };
   guint64 cpu_ns, rx;
   Judgement judged;
-  gint64 now = rec->clock->monotonic_time (rec->clock->data);
+  gint64 now = mv_reconciler_monotonic (rec);
 
   if (spec->standby_after_seconds == 0 || machine->status->state != MV_STATE_RUNNING ||
       machine->busy || machine->config->standby || !runtime || !runtime->usage ||

@@ -55,6 +55,12 @@ mv_reconciler_now (MvReconciler *rec)
   return rec->clock->real_time (rec->clock->data);
 }
 
+gint64
+mv_reconciler_monotonic (MvReconciler *rec)
+{
+  return rec->clock->monotonic_time (rec->clock->data);
+}
+
 guint
 mv_reconciler_timeout (MvReconciler *rec, guint ms, GSourceFunc func, gpointer data)
 {
@@ -242,12 +248,6 @@ mv_reconciler_list (MvReconciler *rec)
   g_ptr_array_sort (list, compare_by_name);
   rec->by_name = g_ptr_array_copy (list, NULL, NULL);
   return list;
-}
-
-gint64
-mv_reconciler_monotonic (MvReconciler *rec)
-{
-  return rec->clock->monotonic_time (rec->clock->data);
 }
 
 GPtrArray *
@@ -511,7 +511,7 @@ mv_reconciler_handle_end (MvMachine *machine, gboolean has_exit_code, int exit_c
 
   mv_reconciler_unwatch_vmm (machine);
   mv_machine_clear_vmm (machine);
-  machine->active_at = rec->clock->monotonic_time (rec->clock->data);
+  machine->active_at = mv_reconciler_monotonic (rec);
   status->finished_at = mv_reconciler_now (rec);
   status->has_exit_code = has_exit_code;
   status->exit_code = has_exit_code ? exit_code : 0;

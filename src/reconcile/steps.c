@@ -557,7 +557,7 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
   StepTask *task = owned;
   MvMachine *machine = mv_reconciler_lookup (task->rec, task->machine_id);
   g_autoptr (GError) error = NULL;
-  const MvClock *clock = task->rec->clock;
+  gint64 ended_at = mv_reconciler_monotonic (task->rec);
   StepResult *done;
   MvStatus *status;
 
@@ -566,11 +566,10 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
   if (task->not_taken)
     return;
   mv_op_stats_record (&task->rec->op_stats, task->phase, error != NULL,
-                      (clock->monotonic_time (clock->data) - task->started_at) /
-                      (double) G_USEC_PER_SEC);
+                      (ended_at - task->started_at) / (double) G_USEC_PER_SEC);
   g_return_if_fail (machine != NULL);
   status = machine->status;
-  machine->active_at = clock->monotonic_time (clock->data);
+  machine->active_at = ended_at;
   g_clear_object (&machine->step_cancellable);
   mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s %s%s%s", machine->id,
                   task->phase, error ? "failed" : "done", error ? ": " : "",
@@ -757,7 +756,7 @@ run_step (MvMachine *machine, MvStep step)
   machine->step_cancellable = g_object_ref (task->cancellable);
   mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, task->phase);
   /* Timed from here: the phase's write is part of the step. */
-  task->started_at = rec->clock->monotonic_time (rec->clock->data);
+  task->started_at = mv_reconciler_monotonic (rec);
   machine->active_at = task->started_at;
   mv_machine_save_status_then (machine, on_recorded, task, step == MV_STEP_DESTROY,
                                run_step_in_thread, on_step_done, task);

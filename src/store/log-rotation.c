@@ -146,21 +146,6 @@ struct _MvLogRotator {
   gint64        since;    /* when the last round picked; 0 before the first */
 };
 
-typedef struct {
-  RotatorState *state;
-  GPtrArray    *ids;
-} Round;
-
-static void rotator_state_release (RotatorState *state);
-
-static void
-round_free (Round *round)
-{
-  rotator_state_release (round->state);
-  g_ptr_array_unref (round->ids);
-  g_free (round);
-}
-
 static void
 rotator_state_clear (RotatorState *state)
 {
@@ -171,6 +156,20 @@ static void
 rotator_state_release (RotatorState *state)
 {
   g_rc_box_release_full (state, (GDestroyNotify) rotator_state_clear);
+}
+
+/* One round: the machines it looks at, picked on the main thread. */
+typedef struct {
+  RotatorState *state;
+  GPtrArray    *ids;
+} Round;
+
+static void
+round_free (Round *round)
+{
+  rotator_state_release (round->state);
+  g_ptr_array_unref (round->ids);
+  g_free (round);
 }
 
 static void

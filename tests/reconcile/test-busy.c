@@ -106,6 +106,17 @@ named (GPtrArray *ids, const char *id)
   return g_ptr_array_find_with_equal_func (ids, id, g_str_equal, NULL);
 }
 
+/* The next rotation round's look, a while after the last, which was a
+ * while after the one before: *@since is when the last looked. */
+static GPtrArray *
+look_again (Fixture *f, gint64 *since)
+{
+  fake_clock_advance (f->clock, 1000);
+  *since = mv_reconciler_monotonic (f->rec);
+  fake_clock_advance (f->clock, 1000);
+  return mv_reconciler_active_since (f->rec, *since);
+}
+
 /* Whose logs a rotation round looks at (mv_reconciler_active_since):
  * every machine the first time; then the machines that hold a VMM, and
  * those whose step or VMM ended since the last look, but not one that
@@ -124,10 +135,7 @@ test_active_since (Fixture *f, gconstpointer data)
   first = mv_reconciler_active_since (f->rec, 0);
   g_assert_cmpuint (first->len, ==, 4);
 
-  fake_clock_advance (f->clock, 1000);
-  since = mv_reconciler_monotonic (f->rec);
-  fake_clock_advance (f->clock, 1000);
-  quiet = mv_reconciler_active_since (f->rec, since);
+  quiet = look_again (f, &since);
   g_assert_cmpuint (quiet->len, ==, 3);
   g_assert_false (named (quiet, "m1"));
 
@@ -143,10 +151,7 @@ test_active_since (Fixture *f, gconstpointer data)
   g_assert_cmpuint (after->len, ==, 3);
   g_assert_true (named (after, "m2") && named (after, "m3") && named (after, "m4"));
 
-  fake_clock_advance (f->clock, 1000);
-  since = mv_reconciler_monotonic (f->rec);
-  fake_clock_advance (f->clock, 1000);
-  later = mv_reconciler_active_since (f->rec, since);
+  later = look_again (f, &since);
   g_assert_cmpuint (later->len, ==, 1);
   g_assert_true (named (later, "m2"));
 }
