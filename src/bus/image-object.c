@@ -311,7 +311,6 @@ do_delete (sd_bus_message *call, gboolean root, gpointer user_data)
   MvImageObjects *objects = pending->objects;
   g_autoptr (GPtrArray) users = NULL;
   g_auto (GStrv) in_use = NULL;
-  g_autoptr (GTask) task = NULL;
   Removal *removal;
 
   if (!g_hash_table_contains (objects->views, pending->digest))
@@ -342,9 +341,7 @@ do_delete (sd_bus_message *call, gboolean root, gpointer user_data)
   removal->objects = objects;
   removal->digest = g_strdup (pending->digest);
   removal->call = sd_bus_message_ref (call);
-  task = g_task_new (NULL, NULL, removed, NULL);
-  g_task_set_task_data (task, removal, (GDestroyNotify) removal_free);
-  g_task_run_in_thread (task, remove_thread);
+  mv_bus_run_in_thread (remove_thread, removal, (GDestroyNotify) removal_free, removed);
 }
 
 static int
@@ -795,7 +792,6 @@ static void
 do_prune (sd_bus_message *call, gboolean root, gpointer user_data)
 {
   MvImageObjects *objects = user_data;
-  g_autoptr (GTask) task = NULL;
   Prune *prune;
 
   /* What machines are pinned to and snapshots' guests booted from now;
@@ -808,9 +804,7 @@ do_prune (sd_bus_message *call, gboolean root, gpointer user_data)
   prune->warm = mv_reconciler_warm_unused (mv_bus_service_reconciler (objects->service),
                                            (const char *const *) prune->keep);
   prune->warm_removed = g_ptr_array_new_with_free_func (g_free);
-  task = g_task_new (NULL, NULL, pruned, NULL);
-  g_task_set_task_data (task, prune, (GDestroyNotify) prune_free);
-  g_task_run_in_thread (task, prune_thread);
+  mv_bus_run_in_thread (prune_thread, prune, (GDestroyNotify) prune_free, pruned);
 }
 
 int

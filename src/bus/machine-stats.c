@@ -182,7 +182,6 @@ int
 mv_machine_method_get_metrics (sd_bus_message *m, MvMachine *machine, sd_bus_error *error)
 {
   MvRecords *records = mv_reconciler_host (machine->reconciler)->records;
-  g_autoptr (GTask) task = NULL;
   MetricsRead *read;
   guint64 since, until;
   int r;
@@ -207,9 +206,6 @@ mv_machine_method_get_metrics (sd_bus_message *m, MvMachine *machine, sd_bus_err
   read->machine_dir = records->machine_dir (records, machine->id);
   read->since = (gint64) since;
   read->until = (gint64) until;
-  task = g_task_new (NULL, NULL, metrics_read_done, NULL);
-  g_task_set_source_tag (task, mv_machine_method_get_metrics);
-  g_task_set_task_data (task, read, metrics_read_free);
-  g_task_run_in_thread (task, read_metrics);
+  mv_bus_run_in_thread (read_metrics, read, metrics_read_free, metrics_read_done);
   return 1;
 }

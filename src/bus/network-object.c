@@ -246,7 +246,6 @@ do_delete (sd_bus_message *call, gboolean root, gpointer user_data)
   g_autoptr (GPtrArray) on = NULL;
   g_autofree char *path = mv_network_object_path (nc->network->id);
   g_autoptr (MvNetworkSpec) now = mv_network_store_find (objects->store, nc->network->id);
-  GTask *task;
 
   if (now == NULL)
     {
@@ -273,10 +272,7 @@ do_delete (sd_bus_message *call, gboolean root, gpointer user_data)
   sd_bus_emit_object_removed (mv_bus_service_bus (objects->service), path);
   g_hash_table_remove (objects->announced, nc->network->id);
 
-  task = g_task_new (NULL, NULL, on_deleted, NULL);
-  g_task_set_task_data (task, network_call_take (nc, call), (GDestroyNotify) network_call_free);
-  g_task_run_in_thread (task, delete_in_thread);
-  g_object_unref (task);
+  mv_bus_run_in_thread (delete_in_thread, network_call_take (nc, call), (GDestroyNotify) network_call_free, on_deleted);
 }
 
 static int
@@ -344,7 +340,6 @@ do_create (sd_bus_message *call, gboolean root, gpointer user_data)
   NetworkCall *nc = user_data;
   g_autoptr (GError) error = NULL;
   const char *json = NULL;
-  GTask *task;
 
   if (sd_bus_message_read (call, "s", &json) < 0)
     {
@@ -357,10 +352,7 @@ do_create (sd_bus_message *call, gboolean root, gpointer user_data)
       mv_bus_reply_gerror (call, error);
       return;
     }
-  task = g_task_new (NULL, NULL, on_created, NULL);
-  g_task_set_task_data (task, network_call_take (nc, call), (GDestroyNotify) network_call_free);
-  g_task_run_in_thread (task, create_in_thread);
-  g_object_unref (task);
+  mv_bus_run_in_thread (create_in_thread, network_call_take (nc, call), (GDestroyNotify) network_call_free, on_created);
 }
 
 int

@@ -256,7 +256,6 @@ do_delete (sd_bus_message *call, gboolean root, gpointer user_data)
   g_autoptr (GPtrArray) attached = NULL;
   g_autofree char *path = mv_volume_object_path (vc->volume->id);
   g_autoptr (MvVolume) now = mv_volume_store_find (objects->store, vc->volume->id);
-  GTask *task;
 
   if (now == NULL)
     {
@@ -279,10 +278,7 @@ do_delete (sd_bus_message *call, gboolean root, gpointer user_data)
   sd_bus_emit_object_removed (mv_bus_service_bus (objects->service), path);
   g_hash_table_remove (objects->announced, vc->volume->id);
 
-  task = g_task_new (NULL, NULL, on_deleted, NULL);
-  g_task_set_task_data (task, volume_call_take (vc, call), (GDestroyNotify) volume_call_free);
-  g_task_run_in_thread (task, delete_in_thread);
-  g_object_unref (task);
+  mv_bus_run_in_thread (delete_in_thread, volume_call_take (vc, call), (GDestroyNotify) volume_call_free, on_deleted);
 }
 
 static int
@@ -350,7 +346,6 @@ do_create (sd_bus_message *call, gboolean root, gpointer user_data)
   VolumeCall *vc = user_data;
   g_autoptr (GError) error = NULL;
   const char *json = NULL;
-  GTask *task;
 
   if (sd_bus_message_read (call, "s", &json) < 0)
     {
@@ -363,10 +358,7 @@ do_create (sd_bus_message *call, gboolean root, gpointer user_data)
       mv_bus_reply_gerror (call, error);
       return;
     }
-  task = g_task_new (NULL, NULL, on_created, NULL);
-  g_task_set_task_data (task, volume_call_take (vc, call), (GDestroyNotify) volume_call_free);
-  g_task_run_in_thread (task, create_in_thread);
-  g_object_unref (task);
+  mv_bus_run_in_thread (create_in_thread, volume_call_take (vc, call), (GDestroyNotify) volume_call_free, on_created);
 }
 
 int
