@@ -21,11 +21,13 @@
 #include "store/log-rotation.h"
 #include "store/metrics.h"
 #include "store/store.h"
+#include "util/log.h"
 
 #include "config.h"
 
 #include <glib-unix.h>
 #include <glib/gi18n.h>
+#include <locale.h>
 #include <systemd/sd-daemon.h>
 #include <string.h>
 #include <unistd.h>
@@ -1126,6 +1128,24 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   return 0;
 }
 
+/* Messages in the user's language, always written as UTF-8: that is
+ * what the journal takes, and a daemon started without a locale (the C
+ * locale's ASCII) would otherwise have GLib convert every line it logs,
+ * opening a converter each time, and lose every character past ASCII in
+ * machine names. Numbers stay in the C locale: the daemon writes them
+ * into records and VMM command lines. */
+static void
+set_locale (void)
+{
+  setlocale (LC_ALL, "");
+  if (!g_get_charset (NULL))
+    setlocale (LC_CTYPE, "C.UTF-8");
+  setlocale (LC_NUMERIC, "C");
+  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  textdomain (GETTEXT_PACKAGE);
+}
+
 int
 mv_daemon_main (int argc, char **argv, MvRuntime **runtimes)
 {
@@ -1143,8 +1163,11 @@ mv_daemon_main (int argc, char **argv, MvRuntime **runtimes)
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, N_("Print the version and exit"), NULL },
     { NULL }
   };
-  g_autoptr (GOptionContext) context = g_option_context_new (N_("- run microVMs on this host"));
+  g_autoptr (GOptionContext) context = NULL;
 
+  set_locale ();
+  g_log_set_writer_func (mv_log_writer, NULL, NULL);
+  context = g_option_context_new (N_("- run microVMs on this host"));
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
   if (!g_option_context_parse (context, &argc, &argv, &error))
     {

@@ -17,3 +17,11 @@ void mv_log_machine_valist (GLogLevelFlags level, const char *machine_id,
 void mv_log_catalogued (GLogLevelFlags level, const char *message_id, const char *machine_id,
                         const char *operation_id, const GLogField *extra, gsize n_extra,
                         const char *format, ...) G_GNUC_PRINTF (7, 8);
+/* The daemon's log writer (g_log_set_writer_func): what GLib's default
+ * writer would write, for less. The journal, a terminal, a debug line, a
+ * warning or worse, and a line that needs escaping go to the default
+ * writer itself. A message or an info line on a file or a pipe is written
+ * in the same form, without asking the stream whether it is a terminal,
+ * and the time zone for the time of day, for every line. */
+GLogWriterOutput mv_log_writer (GLogLevelFlags level, const GLogField *fields, gsize n_fields,
+                                gpointer user_data);
