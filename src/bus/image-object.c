@@ -583,19 +583,18 @@ pulled (GObject *source, GAsyncResult *result, gpointer data)
   Pull *pull = g_task_get_task_data (G_TASK (result));
   g_autoptr (GError) error = NULL;
   g_autoptr (MvImage) image = g_task_propagate_pointer (G_TASK (result), &error);
-  g_autoptr (sd_bus_message) call = g_steal_pointer (&pull->call);
 
-  /* sd-bus objects are the main thread's: they go here, not wherever the
-   * last reference to the pull happens to be dropped. */
+  /* Answered: the caller's departure no longer matters, though a progress
+   * report still due keeps the pull a moment longer. */
   g_clear_pointer (&pull->track, sd_bus_track_unref);
   if (image == NULL)
     {
-      mv_bus_reply_gerror (call, error);
+      mv_bus_reply_gerror (pull->call, error);
       return;
     }
   /* The last report goes out before the reply. */
   send_progress (pull);
-  sd_bus_reply_method_return (call, "o", image_seen (pull->objects, image, TRUE)->path);
+  sd_bus_reply_method_return (pull->call, "o", image_seen (pull->objects, image, TRUE)->path);
 }
 
 static int
@@ -622,7 +621,6 @@ do_pull (sd_bus_message *call, gboolean root, gpointer user_data)
 {
   PullRequest *request = user_data;
   const char *reference = NULL;
-  g_autoptr (GTask) task = NULL;
   Pull *pull;
   int r;
 
@@ -649,9 +647,7 @@ do_pull (sd_bus_message *call, gboolean root, gpointer user_data)
       pull_unref (pull);
       return;
     }
-  task = g_task_new (NULL, NULL, pulled, NULL);
-  g_task_set_task_data (task, pull, (GDestroyNotify) pull_unref);
-  g_task_run_in_thread (task, pull_thread);
+  mv_bus_run_in_thread (pull_thread, pull, (GDestroyNotify) pull_unref, pulled);
 }
 
 int
