@@ -171,6 +171,13 @@ void       mv_reconciler_run_task (GTaskThreadFunc func, gpointer data, GDestroy
  * after) runs on the main thread, after everything sent before it and
  * every task that returned before it. */
 void       mv_reconciler_send (GSourceFunc func, gpointer data, GDestroyNotify free);
+/* On the main thread, while a result handed back from a worker is being
+ * handled: @func (@data, freed with @free after) runs once the results
+ * handed back with it have been, before anything else the main loop does
+ * and before any result handed back later. Otherwise at once. For what
+ * only tells of a result, so that what the others begin is not kept
+ * waiting for it. */
+void       mv_reconciler_later (GSourceFunc func, gpointer data, GDestroyNotify free);
 /* mv_reconciler_run_task() with @done given no data of its own. */
 void       mv_reconciler_run_in_thread (GTaskThreadFunc func, GAsyncReadyCallback done,
                                         gpointer data, GDestroyNotify free);

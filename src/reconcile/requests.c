@@ -181,9 +181,10 @@ new_records (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in, char *finge
   *status_out = status;
 }
 
-/* A machine whose records were just written joins the daemon. */
+/* A machine whose records were just written joins the daemon; it is told
+ * of with announce_added(). */
 static MvMachine *
-add_recorded (MvReconciler *rec, MvConfig *config, MvStatus *status)
+join_recorded (MvReconciler *rec, MvConfig *config, MvStatus *status)
 {
   MvMachine *machine;
 
@@ -194,11 +195,27 @@ add_recorded (MvReconciler *rec, MvConfig *config, MvStatus *status)
    * machine as it was recorded (mv_machine_shown_status). */
   if (machine->config->desired == MV_DESIRED_RUNNING)
     mv_reconciler_reconcile (machine);
+  return machine;
+}
+
+static void
+announce_added (MvMachine *machine)
+{
+  MvReconciler *rec = machine->reconciler;
+
   mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) defined",
                   machine->config->spec->name, machine->id);
   if (rec->observer.added)
     rec->observer.added (machine, rec->observer.data);
   mv_machine_event (machine, MV_EVENT_CREATED, NULL, NULL);
+}
+
+static MvMachine *
+add_recorded (MvReconciler *rec, MvConfig *config, MvStatus *status)
+{
+  MvMachine *machine = join_recorded (rec, config, status);
+
+  announce_added (machine);
   return machine;
 }
 
@@ -322,19 +339,64 @@ write_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable
     g_task_return_error (gtask, error);
 }
 
+/* A create written on a worker, to be told of (tell_joined). */
+typedef struct {
+  MvReconciler *rec;
+  char         *machine_id;
+  MvDefineFunc  func;
+  gpointer      func_data;
+} Joined;
+
+static void
+joined_free (Joined *joined)
+{
+  g_free (joined->machine_id);
+  g_free (joined);
+}
+
+static gboolean
+tell_joined (gpointer data)
+{
+  Joined *joined = data;
+  MvMachine *machine = mv_reconciler_lookup (joined->rec, joined->machine_id);
+  g_autoptr (GError) error = NULL;
+
+  if (machine)
+    announce_added (machine);
+  else
+    mv_error_set (&error, MV_ERROR_NOT_FOUND, "Machine %s was deleted", joined->machine_id);
+  joined->func (machine, FALSE, error, joined->func_data);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 on_written (GObject *source, GAsyncResult *result, gpointer user_data)
 {
   MvCreate *create = g_task_get_task_data (G_TASK (result));
   MvReconciler *rec = create->rec;
   g_autoptr (GError) error = NULL;
-  MvMachine *machine = NULL;
+  MvMachine *machine;
+  Joined *joined;
 
   release_create (create, create->config->spec->name);
-  if (g_task_propagate_boolean (G_TASK (result), &error))
-    machine = add_recorded (rec, g_steal_pointer (&create->config),
-                            g_steal_pointer (&create->status));
-  create->func (machine, FALSE, error, create->func_data);
+  if (!g_task_propagate_boolean (G_TASK (result), &error))
+    {
+      create->func (NULL, FALSE, error, create->func_data);
+      return;
+    }
+  /* Its start's first write is begun now; the machine is told of, and
+   * the caller answered, once the creates written with it have begun
+   * theirs. */
+  machine = join_recorded (rec, g_steal_pointer (&create->config),
+                           g_steal_pointer (&create->status));
+  joined = g_new (Joined, 1);
+  *joined = (Joined) {
+    .rec = rec,
+    .machine_id = g_strdup (machine->id),
+    .func = create->func,
+    .func_data = create->func_data,
+  };
+  mv_reconciler_later (tell_joined, joined, (GDestroyNotify) joined_free);
 }
 
 /* A create without an image, checked: its records are written on a

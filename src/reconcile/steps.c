@@ -494,11 +494,17 @@ step_succeeded (MvMachine *machine, StepTask *task, StepResult *result)
 /* What follows a start that is being recorded, none of which the record
  * holds: the event, the watch on the VMM, the guest's identity, the
  * template for the next start like it. Done once the write is under way,
- * so that the disk is not kept waiting for it. */
-static void
-told_started (MvMachine *machine, StepTask *task)
+ * and after what the results handed back with this one begin, so that
+ * the disk is not kept waiting for it. @data: the StepResult, which
+ * lives until the write is done, in a later dispatch. */
+static gboolean
+told_started (gpointer data)
 {
-  MvReconciler *rec = machine->reconciler;
+  StepTask *task = ((StepResult *) data)->task;
+  MvReconciler *rec = task->rec;
+  MvMachine *machine = mv_reconciler_lookup (rec, task->machine_id);
+
+  g_return_val_if_fail (machine != NULL, G_SOURCE_REMOVE);
 
   mv_machine_event (machine,
                     task->restarting ? MV_EVENT_RESTARTED
@@ -515,6 +521,7 @@ told_started (MvMachine *machine, StepTask *task)
   if (task->warm_missing && task->spec->start_mode == MV_START_MODE_AUTO)
     mv_reconciler_build_warm (rec, task->runtime, machine->config->spec,
                               machine->config->image_config, task->warm_key);
+  return G_SOURCE_REMOVE;
 }
 
 /* The VMM's end, heard while the machine was busy, is handled now unless
@@ -604,9 +611,9 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
   done->task = g_steal_pointer (&owned);
   mv_machine_save_status_async (machine, on_result_recorded, done,
                                 (GDestroyNotify) step_result_free);
-  /* @done is the write's now, but it is answered in a later turn. */
+  /* @done is the write's now, but it is answered in a later dispatch. */
   if (done->started)
-    told_started (machine, done->task);
+    mv_reconciler_later (told_started, done, NULL);
 }
 
 static MvState

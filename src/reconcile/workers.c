@@ -12,7 +12,14 @@
  * lock before either goes on. Here a worker takes only the queue's lock,
  * writes to the eventfd only when the loop has not been woken already,
  * and the loop runs everything queued by then in one dispatch: under
- * load, many results for one wake-up. */
+ * load, many results for one wake-up.
+ *
+ * Results come in bursts: the disk syncs many records in one commit, and
+ * wakes their writers together. What a result begins on the disk (the
+ * next record's write) is begun for every result of the burst first;
+ * what only tells of it (announcements, events) is put off until the
+ * burst has been handled (mv_reconciler_later), still in the same
+ * dispatch. */
 #include "reconciler-private.h"
 
 #include <errno.h>
@@ -38,7 +45,24 @@ typedef struct {
   GQueue   handed;         /* Handed*, oldest first */
   gboolean woken;          /* the eventfd was written since the last dispatch */
   int      fd;
+  /* The main thread's alone: */
+  guint    dispatching;    /* how deep in hand_back_dispatch() */
+  GQueue   later;          /* Handed*, put off until the handed are done */
 } HandBack;
+
+static void
+run_handed (GQueue *queue)
+{
+  Handed *one;
+
+  while ((one = g_queue_pop_head (queue)))
+    {
+      one->func (one->data);
+      if (one->free)
+        one->free (one->data);
+      g_free (one);
+    }
+}
 
 static gboolean
 hand_back_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
@@ -46,7 +70,6 @@ hand_back_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
   HandBack *back = (HandBack *) source;
   GQueue handed = G_QUEUE_INIT;
   guint64 count;
-  Handed *one;
 
   /* Read first: what is queued after it wakes the loop again. */
   while (read (back->fd, &count, sizeof count) < 0 && errno == EINTR)
@@ -57,13 +80,11 @@ hand_back_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
   back->woken = FALSE;
   g_mutex_unlock (&back->lock);
 
-  while ((one = g_queue_pop_head (&handed)))
-    {
-      one->func (one->data);
-      if (one->free)
-        one->free (one->data);
-      g_free (one);
-    }
+  back->dispatching++;
+  run_handed (&handed);
+  /* What they put off, in the order they did; what that puts off joins. */
+  run_handed (&back->later);
+  back->dispatching--;
   return G_SOURCE_CONTINUE;
 }
 
@@ -85,6 +106,7 @@ hand_back (void)
 
       g_mutex_init (&made->lock);
       g_queue_init (&made->handed);
+      g_queue_init (&made->later);
       made->fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
       if (made->fd < 0)
         g_error ("eventfd: %s", g_strerror (errno));
@@ -121,7 +143,26 @@ mv_reconciler_send (GSourceFunc func, gpointer data, GDestroyNotify free)
     }
 }
 
+void
+mv_reconciler_later (GSourceFunc func, gpointer data, GDestroyNotify free)
+{
+  HandBack *back = hand_back ();
+  Handed *one;
+
+  if (back->dispatching == 0)
+    {
+      func (data);
+      if (free)
+        free (data);
+      return;
+    }
+  one = g_new (Handed, 1);
+  *one = (Handed) { .func = func, .data = data, .free = free };
+  g_queue_push_tail (&back->later, one);
+}
+
 /* Jobs ----------------------------------------------------------------------------- */
+
 
 typedef struct {
   GTaskThreadFunc     func;
