@@ -116,10 +116,29 @@ void       mv_machine_save_status_async (MvMachine *machine, MvRecordSaved done,
  * with @regardless, whatever came of it), given @then_data as its task's
  * data; @then_done gets @then_data too, and owns it. @done hears of the
  * write on the main thread before @then_done hears of @then; if the write
- * failed and @then was not run, @then_done gets MV_ERROR_FAILED. */
+ * failed and @then was not run, @then_done gets MV_ERROR_FAILED.
+ *
+ * With @ahead, *@ahead (the caller's to free, once @then_done has run) lets
+ * @then write the status that follows on its own, ahead of the main
+ * thread: mv_record_ahead_base() is a copy of the status as written here,
+ * which @then changes and gives to mv_record_ahead_write(). Back on the
+ * main thread, once the machine's status is what it makes of @then's
+ * result, mv_record_ahead_taken() says whether that is what is on disk
+ * already; if so, mv_machine_status_written_ahead() finishes it as
+ * mv_machine_save_status_async() would have, begun as it is with
+ * mv_machine_begin_record_write(). If not, the status is written as
+ * usual, after what @then wrote. */
+typedef struct _MvRecordAhead MvRecordAhead;
 void       mv_machine_save_status_then (MvMachine *machine, MvRecordSaved done, gpointer data,
                                         gboolean regardless, GTaskThreadFunc then,
-                                        GAsyncReadyCallback then_done, gpointer then_data);
+                                        GAsyncReadyCallback then_done, gpointer then_data,
+                                        MvRecordAhead **ahead);
+MvStatus  *mv_record_ahead_base (const MvRecordAhead *ahead);
+void       mv_record_ahead_write (MvRecordAhead *ahead, MvStatus *status);
+gboolean   mv_record_ahead_taken (MvMachine *machine, const MvRecordAhead *ahead);
+void       mv_machine_status_written_ahead (MvMachine *machine, const MvRecordAhead *ahead,
+                                            MvRecordSaved done, gpointer data);
+void       mv_record_ahead_free (MvRecordAhead *ahead);
 /* @props: the MvMachineProp bits of what the change touched. */
 void       mv_machine_save_config_async (MvMachine *machine, guint props, MvRecordSaved done,
                                          gpointer data, GDestroyNotify free);

@@ -13,7 +13,7 @@
 
 /* How the reconciler tells time and waits; tests inject their own. */
 typedef struct {
-  gint64 (*real_time) (gpointer data);        /* µs since the epoch */
+  gint64 (*real_time) (gpointer data);        /* µs since the epoch; also read by workers */
   gint64 (*monotonic_time) (gpointer data);   /* µs */
   guint  (*timeout_add) (guint ms, GSourceFunc func, gpointer func_data, gpointer data);
   void   (*source_remove) (guint id, gpointer data);

@@ -291,12 +291,23 @@ mv_machine_save_status_async (MvMachine *machine, MvRecordSaved done, gpointer d
 
 /* A status write and the work that waits for it, in one worker ---------------- */
 
+struct _MvRecordAhead {
+  MvRecords      *records;
+  MvRecordWriter *writer;
+  char           *machine_id;
+  guint64         seq;         /* reserved for it when the step was begun */
+  MvStatus       *base;        /* the status as the step's phase recorded it */
+  MvStatus       *result;      /* what the worker wrote, if it did */
+  JsonNode       *result_node;
+};
+
 typedef struct {
   RecordWrite    *write;       /* handed to the main thread once on disk */
   GError         *error;       /* what the write came to */
   gboolean        regardless;  /* @then runs even if the write failed */
   GTaskThreadFunc then;
   gpointer        then_data;
+  MvRecordAhead  *ahead;       /* given the status written, for @then */
 } WriteThen;
 
 static void
@@ -328,6 +339,8 @@ write_then_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancel
 
   written = write_locked (write->rec->host->records, write->writer, write->machine_id,
                           write->status, NULL, write->seq, &wt->error);
+  if (written && wt->ahead)
+    wt->ahead->base = mv_status_copy (write->status);
   /* The main thread hears of the write now, not when @then is done: a
    * boot takes seconds, and what the write says is announced at once.
    * It hears of the two in the order they are sent. */
@@ -343,7 +356,8 @@ write_then_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancel
 void
 mv_machine_save_status_then (MvMachine *machine, MvRecordSaved done, gpointer data,
                              gboolean regardless, GTaskThreadFunc then,
-                             GAsyncReadyCallback then_done, gpointer then_data)
+                             GAsyncReadyCallback then_done, gpointer then_data,
+                             MvRecordAhead **ahead)
 {
   WriteThen *wt = g_new0 (WriteThen, 1);
 
@@ -352,7 +366,86 @@ mv_machine_save_status_then (MvMachine *machine, MvRecordSaved done, gpointer da
   wt->regardless = regardless;
   wt->then = then;
   wt->then_data = then_data;
+  if (ahead)
+    {
+      /* Its number follows the phase's: any status write begun after
+       * this one is newer. */
+      wt->ahead = *ahead = g_new0 (MvRecordAhead, 1);
+      wt->ahead->records = machine->reconciler->host->records;
+      wt->ahead->writer = record_writer_ref (machine->record_writer);
+      wt->ahead->machine_id = g_strdup (machine->id);
+      wt->ahead->seq = ++machine->status_seq;
+    }
   mv_reconciler_run_task (write_then_in_thread, wt, NULL, then_done, then_data);
+}
+
+/* Written ahead of the main thread ---------------------------------------------- */
+
+void
+mv_record_ahead_free (MvRecordAhead *ahead)
+{
+  if (!ahead)
+    return;
+  mv_record_writer_unref (ahead->writer);
+  g_free (ahead->machine_id);
+  mv_status_free (ahead->base);
+  mv_status_free (ahead->result);
+  g_clear_pointer (&ahead->result_node, json_node_unref);
+  g_free (ahead);
+}
+
+MvStatus *
+mv_record_ahead_base (const MvRecordAhead *ahead)
+{
+  return ahead->base ? mv_status_copy (ahead->base) : NULL;
+}
+
+void
+mv_record_ahead_write (MvRecordAhead *ahead, MvStatus *status)
+{
+  g_autoptr (GError) error = NULL;
+
+  /* A failure is not this worker's to report: the main thread writes the
+   * status again, and hears of it then. */
+  if (!write_locked (ahead->records, ahead->writer, ahead->machine_id, status, NULL, ahead->seq,
+                     &error))
+    {
+      mv_status_free (status);
+      return;
+    }
+  ahead->result = status;
+  ahead->result_node = mv_status_to_node (status);
+}
+
+gboolean
+mv_record_ahead_taken (MvMachine *machine, const MvRecordAhead *ahead)
+{
+  g_autoptr (JsonNode) now = NULL;
+
+  /* Written, not overtaken by a status write begun since (which lands
+   * after it), and the status as the main thread made it. */
+  if (!ahead || !ahead->result || machine->status_seq != ahead->seq)
+    return FALSE;
+  now = mv_status_to_node (machine->status);
+  return json_node_equal (now, ahead->result_node);
+}
+
+void
+mv_machine_status_written_ahead (MvMachine *machine, const MvRecordAhead *ahead,
+                                 MvRecordSaved done, gpointer data)
+{
+  g_autofree char *id = g_strdup (machine->id);
+  RecordWrite write = {
+    .rec = machine->reconciler,
+    .machine_id = id,
+    .status = ahead->result,
+    .seq = ahead->seq,
+    .done = done,
+    .data = data,
+  };
+
+  g_return_if_fail (mv_record_ahead_taken (machine, ahead));
+  record_write_finish (&write, NULL);
 }
 
 void

@@ -36,6 +36,12 @@ typedef struct {
   gboolean      warm;            /* START: from a warm template */
   char         *warm_key;        /* START: its machine's key, NULL if it has none */
   gboolean      warm_missing;    /* START: no template had that key */
+  gint64        finished_real;   /* START: when it was done, the reconciler's clock */
+  /* START: its outcome, recorded by the worker ahead of the main thread
+   * (record_started_ahead), from what the config said as it was begun. */
+  MvRecordAhead *ahead;
+  guint64       restart_generation;
+  gboolean      reaches_desired; /* running is what is desired */
 } StepTask;
 
 /* Steps, in a worker thread ---------------------------------------------------- */
@@ -68,6 +74,7 @@ step_task_free (StepTask *task)
   g_clear_pointer (&task->attachment, mv_network_attachment_free);
   g_clear_object (&task->cancellable);
   mv_status_free (task->before);
+  mv_record_ahead_free (task->ahead);
   g_free (task);
 }
 
@@ -260,6 +267,54 @@ stop_in_thread (StepTask *task, const MvRuntimeRequest *req, GError **error)
           host->network->detach (host->network, req, error));
 }
 
+/* What a start that succeeded makes of @status, whoever records it:
+ * step_succeeded() on the main thread, record_started_ahead() before it.
+ * Takes @vmm. */
+static void
+apply_started (MvStatus *status, const StepTask *task, JsonObject *vmm,
+               guint64 restart_generation)
+{
+  g_clear_pointer (&status->vmm, json_object_unref);
+  status->vmm = vmm;
+  status->started_at = task->finished_real;
+  g_free (status->started_from);
+  status->started_from = g_strdup (task->restore ? MV_STARTED_SAVED_STATE
+                                   : task->warm  ? MV_STARTED_WARM
+                                                 : MV_STARTED_COLD);
+  if (task->warm)
+    {
+      g_free (status->warm_template);
+      status->warm_template = g_strdup (task->warm_key);
+    }
+  status->has_exit_code = FALSE;
+  status->observed_restart_generation = restart_generation;
+  status->next_restart_at = 0;
+  /* The guest runs on from it: the saved state is stale now. */
+  if (task->restore)
+    g_clear_pointer (&status->saved_state, g_free);
+}
+
+/* The start's outcome, recorded here rather than after a trip to the main
+ * thread and back to a worker: the main thread makes the same of it
+ * (on_step_done), and writes it again only if what it made differs. */
+static void
+record_started_ahead (StepTask *task)
+{
+  MvStatus *after = mv_record_ahead_base (task->ahead);
+
+  if (!after)
+    return;
+  apply_started (after, task, mv_json_object_deep_copy (task->started_vmm),
+                 task->restart_generation);
+  g_clear_pointer (&after->phase, g_free);
+  g_clear_pointer (&after->operation_id, g_free);
+  after->state = MV_STATE_RUNNING;
+  g_clear_pointer (&after->state_error, g_free);
+  if (task->reaches_desired)
+    after->observed_generation = task->generation;
+  mv_record_ahead_write (task->ahead, after);
+}
+
 static void
 run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
@@ -311,6 +366,12 @@ run_step_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancella
       return;
     }
   mv_fault_point (task->phase, "done");
+  if (task->step == MV_STEP_START)
+    {
+      task->finished_real = mv_reconciler_now (task->rec);
+      if (task->ahead)
+        record_started_ahead (task);
+    }
   g_task_return_boolean (gtask, TRUE);
 }
 
@@ -399,27 +460,12 @@ step_succeeded (MvMachine *machine, StepTask *task, StepResult *result)
   switch (task->step)
     {
     case MV_STEP_START:
-      g_clear_pointer (&status->vmm, json_object_unref);
-      status->vmm = g_steal_pointer (&task->started_vmm);
-      status->started_at = mv_reconciler_now (rec);
-      g_free (status->started_from);
-      status->started_from = g_strdup (task->restore ? MV_STARTED_SAVED_STATE
-                                       : task->warm  ? MV_STARTED_WARM
-                                                     : MV_STARTED_COLD);
-      if (task->warm)
-        {
-          g_free (status->warm_template);
-          status->warm_template = g_strdup (task->warm_key);
-        }
-      status->has_exit_code = FALSE;
-      status->observed_restart_generation = machine->config->restart_generation;
-      status->next_restart_at = 0;
+      apply_started (status, task, g_steal_pointer (&task->started_vmm),
+                     machine->config->restart_generation);
       mv_machine_changed (machine, MV_PROP_STARTED_AT | MV_PROP_EXIT_CODE);
-      /* The guest runs on from it: the saved state is stale now. It goes
-       * once the status no longer names it, off the main loop. */
+      /* The saved state goes once the status no longer names it, off the
+       * main loop. */
       result->retire = task->restore;
-      if (task->restore)
-        g_clear_pointer (&status->saved_state, g_free);
       mv_machine_set_state (machine, MV_STATE_RUNNING, NULL);
       g_free (machine->run_operation_id);
       machine->run_operation_id = g_strdup (task->operation_id);
@@ -556,6 +602,20 @@ on_result_recorded (MvMachine *machine, const GError *error, gpointer data)
     mv_reconciler_reconcile (machine);
 }
 
+/* A start whose outcome its worker recorded as this thread made it: what
+ * follows it, then what follows its record, as if written now. */
+static gboolean
+started_written_ahead (gpointer data)
+{
+  StepResult *done = data;
+  MvMachine *machine = mv_reconciler_lookup (done->task->rec, done->task->machine_id);
+
+  g_return_val_if_fail (machine != NULL, G_SOURCE_REMOVE);
+  told_started (done);
+  mv_machine_status_written_ahead (machine, done->task->ahead, on_result_recorded, done);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -609,6 +669,11 @@ on_step_done (GObject *source, GAsyncResult *result, gpointer user_data)
       return;
     }
   done->task = g_steal_pointer (&owned);
+  if (done->started && mv_record_ahead_taken (machine, task->ahead))
+    {
+      mv_reconciler_later (started_written_ahead, done, (GDestroyNotify) step_result_free);
+      return;
+    }
   mv_machine_save_status_async (machine, on_result_recorded, done,
                                 (GDestroyNotify) step_result_free);
   /* @done is the write's now, but it is answered in a later dispatch. */
@@ -765,8 +830,14 @@ run_step (MvMachine *machine, MvStep step)
   /* Timed from here: the phase's write is part of the step. */
   task->started_at = mv_reconciler_monotonic (rec);
   machine->active_at = task->started_at;
+  if (step == MV_STEP_START)
+    {
+      task->restart_generation = machine->config->restart_generation;
+      task->reaches_desired = machine->config->desired == MV_DESIRED_RUNNING;
+    }
   mv_machine_save_status_then (machine, on_recorded, task, step == MV_STEP_DESTROY,
-                               run_step_in_thread, on_step_done, task);
+                               run_step_in_thread, on_step_done, task,
+                               step == MV_STEP_START ? &task->ahead : NULL);
 }
 
 /* Whoever waited for the wish hears that it is reached once that is on

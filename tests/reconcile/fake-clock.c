@@ -13,7 +13,7 @@ typedef struct {
 
 struct _FakeClock {
   MvClock    iface;
-  gint64     offset;    /* µs since the clock was made */
+  gint64     offset;    /* µs since the clock was made; a start's worker reads it too */
   GPtrArray *timers;    /* Timer* */
   guint      next_id;
 };
@@ -93,13 +93,13 @@ fake_clock_iface (FakeClock *fake)
 gint64
 fake_clock_real (FakeClock *fake)
 {
-  return START_REAL + fake->offset;
+  return START_REAL + __atomic_load_n (&fake->offset, __ATOMIC_RELAXED);
 }
 
 gint64
 fake_clock_monotonic (FakeClock *fake)
 {
-  return START_MONOTONIC + fake->offset;
+  return START_MONOTONIC + __atomic_load_n (&fake->offset, __ATOMIC_RELAXED);
 }
 
 static Timer *
@@ -127,7 +127,7 @@ fake_clock_advance (FakeClock *fake, guint ms)
     {
       guint id = timer->id;
 
-      fake->offset = timer->due - START_MONOTONIC;
+      __atomic_store_n (&fake->offset, timer->due - START_MONOTONIC, __ATOMIC_RELAXED);
       if (timer->func (timer->data) == G_SOURCE_CONTINUE)
         {
           /* The callback may have added or removed timers: find it again. */
@@ -143,7 +143,7 @@ fake_clock_advance (FakeClock *fake, guint ms)
           if (((Timer *) fake->timers->pdata[i])->id == id)
             g_ptr_array_remove_index (fake->timers, i);
     }
-  fake->offset = target - START_MONOTONIC;
+  __atomic_store_n (&fake->offset, target - START_MONOTONIC, __ATOMIC_RELAXED);
 }
 
 guint

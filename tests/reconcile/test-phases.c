@@ -346,12 +346,120 @@ test_failed_records_removal_is_carried_on (Fixture *f, gconstpointer data)
   g_assert_false (fake_records_exist (f->records, "m1"));
 }
 
+/* The status writes of m1 from @from on, each as "STATE PHASE". */
+static char *
+status_writes (Fixture *f, guint from)
+{
+  GString *writes = g_string_new (NULL);
+
+  for (int i = fake_log_find (f->log, from, "records.save_status m1"); i >= 0;
+       i = fake_log_find (f->log, i + 1, "records.save_status m1"))
+    {
+      g_autofree char *line = fake_log_get (f->log, i);
+      g_autofree char *state = g_strndup (strstr (line, "state=") + 6,
+                                          strcspn (strstr (line, "state=") + 6, " "));
+      g_autofree char *phase = g_strndup (strstr (line, "phase=") + 6,
+                                          strcspn (strstr (line, "phase=") + 6, " "));
+
+      g_string_append_printf (writes, "%s%s %s", writes->len ? ", " : "", state, phase);
+    }
+  return g_string_free (writes, FALSE);
+}
+
+static void
+assert_record_is_status (Fixture *f, MvMachine *m)
+{
+  g_autoptr (MvStatus) recorded = fake_records_status (f->records, m->id);
+  g_autoptr (JsonNode) on_disk = mv_status_to_node (recorded);
+  g_autoptr (JsonNode) in_memory = mv_status_to_node (m->status);
+
+  g_assert_true (json_node_equal (on_disk, in_memory));
+}
+
+/* The worker that took a start records what came of it before the main
+ * thread hears of it, as the main thread would have: one trip between
+ * threads fewer, and the same record. */
+static void
+test_start_outcome_recorded_by_its_worker (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = fixture_machine (f, "m1");
+  FakeHold *hold = fake_runtime_hold (f->runtime);
+  g_autoptr (GError) error = NULL;
+  guint mark = fake_log_len (f->log);
+  g_autofree char *writes = NULL;
+  gint64 deadline;
+  gboolean running = FALSE;
+
+  fake_hold_arm (hold, FAKE_RUNTIME_AFTER (FAKE_RUNTIME_START));
+  g_assert_true (mv_reconciler_request (f->rec, m, MV_REQUEST_START, &error));
+  mv_reconciler_kick (m);
+  WAIT_UNTIL (f, fake_hold_holding (hold));
+  fake_hold_release (hold);
+
+  /* The main loop is left alone: only the worker can write it. */
+  deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (!running && g_get_monotonic_time () < deadline)
+    {
+      g_autoptr (MvStatus) recorded = fake_records_status (f->records, "m1");
+
+      running = recorded->state == MV_STATE_RUNNING;
+      if (!running)
+        g_usleep (1000);
+    }
+  g_assert_true (running);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_STARTING);
+
+  fixture_settle (f);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_RUNNING);
+  g_assert_cmpuint (m->status->observed_generation, ==, m->config->desired_generation);
+  /* Written once, by the worker: the phase, then the outcome. */
+  writes = status_writes (f, mark);
+  g_assert_cmpstr (writes, ==, "Starting start, Running -");
+  assert_record_is_status (f, m);
+}
+
+/* A wish changed while the machine started: what its worker recorded is
+ * not what the main thread makes of the start, which writes it again. */
+static void
+test_start_outcome_written_again_if_it_changed (Fixture *f, gconstpointer data)
+{
+  MvMachine *m = fixture_machine (f, "m1");
+  FakeHold *hold = fake_runtime_hold (f->runtime);
+  g_autoptr (GError) error = NULL;
+  guint mark = fake_log_len (f->log);
+  g_autofree char *writes = NULL;
+
+  fake_hold_arm (hold, FAKE_RUNTIME_AFTER (FAKE_RUNTIME_START));
+  g_assert_true (mv_reconciler_request (f->rec, m, MV_REQUEST_START, &error));
+  mv_reconciler_kick (m);
+  WAIT_UNTIL (f, fake_hold_holding (hold));
+  /* Stopped is wished for now: the start no longer reaches the wish. */
+  g_assert_true (mv_reconciler_request (f->rec, m, MV_REQUEST_STOP, &error));
+  WAIT_UNTIL (f, m->config_writes == 0);
+  fake_hold_arm (hold, FAKE_RUNTIME_STOP);
+  fake_hold_release (hold);
+  WAIT_UNTIL (f, fake_hold_holding (hold));
+
+  /* The worker's record said the wish it worked for was reached; the
+   * main thread's does not, and went to disk after it. */
+  writes = status_writes (f, mark);
+  g_assert_cmpstr (writes, ==, "Starting start, Running -, Running -, Stopping stop");
+  fake_hold_release (hold);
+  fixture_settle (f);
+  g_assert_cmpint (m->status->state, ==, MV_STATE_STOPPED);
+  assert_record_is_status (f, m);
+}
+
 int
 main (int argc, char **argv)
 {
   fixture_init (&argc, &argv);
   FIXTURE_TEST ("/reconcile/phases/recorded-before-each-host-call",
                 test_recorded_before_each_host_call);
+  FIXTURE_TEST ("/reconcile/phases/start-outcome-recorded-by-its-worker",
+                test_start_outcome_recorded_by_its_worker);
+  FIXTURE_TEST ("/reconcile/phases/start-outcome-written-again-if-it-changed",
+                test_start_outcome_written_again_if_it_changed);
   FIXTURE_TEST ("/reconcile/phases/recorded-with-the-transitional-state",
                 test_recorded_with_the_transitional_state);
   for (guint i = 0; i < G_N_ELEMENTS (write_cases); i++)
