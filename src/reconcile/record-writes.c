@@ -444,7 +444,8 @@ mv_machine_status_written_ahead (MvMachine *machine, const MvRecordAhead *ahead,
     .data = data,
   };
 
-  g_return_if_fail (mv_record_ahead_taken (machine, ahead));
+  /* Taken, and nothing written since (mv_record_ahead_taken() said so). */
+  g_return_if_fail (ahead->result && machine->status_seq == ahead->seq);
   record_write_finish (&write, NULL);
 }
 
