@@ -147,22 +147,16 @@ void
 mv_reconciler_later (GSourceFunc func, gpointer data, GDestroyNotify free)
 {
   HandBack *back = hand_back ();
-  Handed *one;
+  Handed *one = g_new (Handed, 1);
 
-  if (back->dispatching == 0)
-    {
-      func (data);
-      if (free)
-        free (data);
-      return;
-    }
-  one = g_new (Handed, 1);
   *one = (Handed) { .func = func, .data = data, .free = free };
   g_queue_push_tail (&back->later, one);
+  /* Outside a dispatch there is no burst to wait for. */
+  if (back->dispatching == 0)
+    run_handed (&back->later);
 }
 
 /* Jobs ----------------------------------------------------------------------------- */
-
 
 typedef struct {
   GTaskThreadFunc     func;

@@ -351,6 +351,16 @@ fixture_recover (Fixture *f)
   WAIT_UNTIL (f, f->recovered);
 }
 
+void
+fixture_assert_status_recorded (Fixture *f, MvMachine *machine)
+{
+  g_autoptr (MvStatus) recorded = fake_records_status (f->records, machine->id);
+  g_autoptr (JsonNode) on_disk = mv_status_to_node (recorded);
+  g_autoptr (JsonNode) in_memory = mv_status_to_node (machine->status);
+
+  g_assert_true (json_node_equal (on_disk, in_memory));
+}
+
 int
 fixture_assert_recorded_before_impl (Fixture *f, const char *file, int line, guint from,
                                      const char *machine_id, const char *call,

@@ -89,6 +89,8 @@ MvConfig   *fixture_config (Fixture *f, const char *id, MvDesired desired);
 MvMachine  *fixture_load (Fixture *f, MvConfig *config, MvStatus *status);
 /* mv_reconciler_recover(), waited for. */
 void        fixture_recover (Fixture *f);
+/* Fails unless the status last written for @machine is its status now. */
+void        fixture_assert_status_recorded (Fixture *f, MvMachine *machine);
 
 /* Fails unless the last status written for @machine_id before the first
  * @call of it at or after log entry @from carried @phase and an operation

@@ -366,14 +366,19 @@ status_writes (Fixture *f, guint from)
   return g_string_free (writes, FALSE);
 }
 
-static void
-assert_record_is_status (Fixture *f, MvMachine *m)
+/* Starts m1 and waits until its worker is held once the host call has
+ * returned, before anything of the start's outcome is recorded. */
+static MvMachine *
+start_held (Fixture *f, FakeHold *hold)
 {
-  g_autoptr (MvStatus) recorded = fake_records_status (f->records, m->id);
-  g_autoptr (JsonNode) on_disk = mv_status_to_node (recorded);
-  g_autoptr (JsonNode) in_memory = mv_status_to_node (m->status);
+  MvMachine *m = fixture_machine (f, "m1");
+  g_autoptr (GError) error = NULL;
 
-  g_assert_true (json_node_equal (on_disk, in_memory));
+  fake_hold_arm (hold, FAKE_RUNTIME_AFTER (FAKE_RUNTIME_START));
+  g_assert_true (mv_reconciler_request (f->rec, m, MV_REQUEST_START, &error));
+  mv_reconciler_kick (m);
+  WAIT_UNTIL (f, fake_hold_holding (hold));
+  return m;
 }
 
 /* The worker that took a start records what came of it before the main
@@ -382,18 +387,13 @@ assert_record_is_status (Fixture *f, MvMachine *m)
 static void
 test_start_outcome_recorded_by_its_worker (Fixture *f, gconstpointer data)
 {
-  MvMachine *m = fixture_machine (f, "m1");
   FakeHold *hold = fake_runtime_hold (f->runtime);
-  g_autoptr (GError) error = NULL;
   guint mark = fake_log_len (f->log);
+  MvMachine *m = start_held (f, hold);
   g_autofree char *writes = NULL;
   gint64 deadline;
   gboolean running = FALSE;
 
-  fake_hold_arm (hold, FAKE_RUNTIME_AFTER (FAKE_RUNTIME_START));
-  g_assert_true (mv_reconciler_request (f->rec, m, MV_REQUEST_START, &error));
-  mv_reconciler_kick (m);
-  WAIT_UNTIL (f, fake_hold_holding (hold));
   fake_hold_release (hold);
 
   /* The main loop is left alone: only the worker can write it. */
@@ -415,7 +415,7 @@ test_start_outcome_recorded_by_its_worker (Fixture *f, gconstpointer data)
   /* Written once, by the worker: the phase, then the outcome. */
   writes = status_writes (f, mark);
   g_assert_cmpstr (writes, ==, "Starting start, Running -");
-  assert_record_is_status (f, m);
+  fixture_assert_status_recorded (f, m);
 }
 
 /* A wish changed while the machine started: what its worker recorded is
@@ -423,16 +423,12 @@ test_start_outcome_recorded_by_its_worker (Fixture *f, gconstpointer data)
 static void
 test_start_outcome_written_again_if_it_changed (Fixture *f, gconstpointer data)
 {
-  MvMachine *m = fixture_machine (f, "m1");
   FakeHold *hold = fake_runtime_hold (f->runtime);
-  g_autoptr (GError) error = NULL;
   guint mark = fake_log_len (f->log);
+  MvMachine *m = start_held (f, hold);
+  g_autoptr (GError) error = NULL;
   g_autofree char *writes = NULL;
 
-  fake_hold_arm (hold, FAKE_RUNTIME_AFTER (FAKE_RUNTIME_START));
-  g_assert_true (mv_reconciler_request (f->rec, m, MV_REQUEST_START, &error));
-  mv_reconciler_kick (m);
-  WAIT_UNTIL (f, fake_hold_holding (hold));
   /* Stopped is wished for now: the start no longer reaches the wish. */
   g_assert_true (mv_reconciler_request (f->rec, m, MV_REQUEST_STOP, &error));
   WAIT_UNTIL (f, m->config_writes == 0);
@@ -447,7 +443,7 @@ test_start_outcome_written_again_if_it_changed (Fixture *f, gconstpointer data)
   fake_hold_release (hold);
   fixture_settle (f);
   g_assert_cmpint (m->status->state, ==, MV_STATE_STOPPED);
-  assert_record_is_status (f, m);
+  fixture_assert_status_recorded (f, m);
 }
 
 int

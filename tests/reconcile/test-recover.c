@@ -22,10 +22,8 @@ static void
 assert_recorded (Fixture *f, MvMachine *m)
 {
   g_autoptr (MvStatus) recorded = fake_records_status (f->records, m->id);
-  g_autoptr (JsonNode) on_disk = mv_status_to_node (recorded);
-  g_autoptr (JsonNode) in_memory = mv_status_to_node (m->status);
 
-  g_assert_true (json_node_equal (on_disk, in_memory));
+  fixture_assert_status_recorded (f, m);
   g_assert_null (recorded->phase);
   g_assert_null (recorded->operation_id);
 }
