@@ -124,21 +124,34 @@ mv_capacity_fits (const MvCapacity *capacity, const MvResources *wanted, const M
 }
 
 gboolean
-mv_capacity_admit (const MvCapacity *capacity, const char *machine_name,
-                   const MvResources *wanted, const MvResources *held, GError **error)
+mv_capacity_refuse (const MvCapacity *capacity, const char *machine_name,
+                    const MvResources *wanted, const MvResources *held,
+                    const MvResources *templates, GError **error)
 {
   MvResources allocatable = mv_capacity_allocatable (capacity);
+  g_autofree char *besides = NULL;
 
-  if (mv_capacity_fits (capacity, wanted, held))
-    return TRUE;
+  if (templates && templates->vcpus != 0)
+    besides = g_strdup_printf ("; warm templates being built hold %u vCPUs and %"
+                               G_GUINT64_FORMAT " bytes besides",
+                               templates->vcpus, templates->memory_bytes);
   /* Both resources, whichever is short: the caller sees how far off it is. */
   return mv_error_set (error, MV_ERROR_RESOURCE_EXHAUSTED,
                        "Not enough room on this host for machine %s: "
                        "vCPUs: it wants %u, machines hold %u of %u allocatable; "
                        "memory: it wants %" G_GUINT64_FORMAT " bytes, machines hold %"
-                       G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " allocatable",
+                       G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " allocatable%s",
                        machine_name, wanted->vcpus, held->vcpus, allocatable.vcpus,
-                       wanted->memory_bytes, held->memory_bytes, allocatable.memory_bytes);
+                       wanted->memory_bytes, held->memory_bytes, allocatable.memory_bytes,
+                       besides ? besides : "");
+}
+
+gboolean
+mv_capacity_admit (const MvCapacity *capacity, const char *machine_name,
+                   const MvResources *wanted, const MvResources *held, GError **error)
+{
+  return mv_capacity_fits (capacity, wanted, held) ||
+         mv_capacity_refuse (capacity, machine_name, wanted, held, NULL, error);
 }
 
 void

@@ -64,6 +64,11 @@ gboolean    mv_capacity_fits (const MvCapacity *capacity, const MvResources *wan
 gboolean    mv_capacity_admit (const MvCapacity *capacity, const char *machine_name,
                                const MvResources *wanted, const MvResources *held,
                                GError **error);
+/* That error, always: @held is what the machines hold, @templates (may
+ * be NULL) what warm templates being built hold besides. FALSE. */
+gboolean    mv_capacity_refuse (const MvCapacity *capacity, const char *machine_name,
+                                const MvResources *wanted, const MvResources *held,
+                                const MvResources *templates, GError **error);
 
 /* @sum plus @r, saturating. */
 void        mv_resources_add (MvResources *sum, const MvResources *r);

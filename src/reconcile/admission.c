@@ -4,7 +4,9 @@
  * start step is recorded, and the step makes the machine Starting in the
  * same turn: the next start in that turn counts it, so two never share
  * the last slot. What a machine holds is given back when its state stops
- * holding (a stop, a failure, a standby), with nothing more to do. */
+ * holding (a stop, a failure, a standby), with nothing more to do. A warm
+ * template being built holds its size too; one the daemon builds on its
+ * own, behind a start, gives way to a start that needs its room. */
 #include "reconciler-private.h"
 #include "core/errors.h"
 
@@ -68,47 +70,76 @@ mv_reconciler_held (MvReconciler *rec)
   return held;
 }
 
-/* Admits @want for @name beside what is held now. */
-static gboolean
-admit (MvReconciler *rec, const char *name, const MvResources *want, GError **error)
+static void
+resources_take (MvResources *from, const MvResources *r)
 {
-  MvResources held;
-
-  if (!mv_capacity_is_limited (&rec->options.capacity))
-    return TRUE;
-  held = mv_reconciler_held (rec);
-  return mv_capacity_admit (&rec->options.capacity, name, want, &held, error);
+  from->vcpus -= MIN (r->vcpus, from->vcpus);
+  from->memory_bytes -= MIN (r->memory_bytes, from->memory_bytes);
 }
 
-gboolean
+/* Admits @want for @name beside what is held now. Templates built behind
+ * a start use room nobody asked for: a start that fits without them
+ * (@may_wait) tells them to give way, and waits until they have. */
+static MvAdmit
+admit (MvReconciler *rec, const char *name, const MvResources *want, gboolean may_wait,
+       GError **error)
+{
+  const MvCapacity *capacity = &rec->options.capacity;
+  MvResources held, without_behind, by_machines;
+
+  if (!mv_capacity_is_limited (capacity))
+    return MV_ADMIT_YES;
+  held = mv_reconciler_held (rec);
+  if (mv_capacity_fits (capacity, want, &held))
+    return MV_ADMIT_YES;
+  without_behind = held;
+  resources_take (&without_behind, &rec->warm_behind_held);
+  if (may_wait && rec->warm_behind_held.vcpus != 0 &&
+      mv_capacity_fits (capacity, want, &without_behind))
+    {
+      mv_reconciler_warm_give_way (rec);
+      return MV_ADMIT_WAIT;
+    }
+  by_machines = held;
+  resources_take (&by_machines, &rec->warm_held);
+  mv_capacity_refuse (capacity, name, want, &by_machines, &rec->warm_held, error);
+  return MV_ADMIT_NO;
+}
+
+MvAdmit
 mv_reconciler_admit (MvMachine *machine, MvResources *admitted, GError **error)
 {
   MvResources want = wanted (machine);
+  MvAdmit admitted_now = admit (machine->reconciler, machine->config->spec->name, &want, TRUE,
+                                error);
 
-  if (!admit (machine->reconciler, machine->config->spec->name, &want, error))
-    return FALSE;
-  *admitted = want;
-  return TRUE;
+  if (admitted_now == MV_ADMIT_YES)
+    *admitted = want;
+  return admitted_now;
 }
 
 gboolean
-mv_reconciler_admit_warm_build (MvReconciler *rec, const MvSpec *spec, GError **error)
+mv_reconciler_admit_warm_build (MvReconciler *rec, const MvSpec *spec, gboolean behind,
+                                GError **error)
 {
   MvResources want = spec_size (spec);
 
-  if (!admit (rec, "(a warm template)", &want, error))
+  if (admit (rec, "(a warm template)", &want, FALSE, error) != MV_ADMIT_YES)
     return FALSE;
   mv_resources_add (&rec->warm_held, &want);
+  if (behind)
+    mv_resources_add (&rec->warm_behind_held, &want);
   return TRUE;
 }
 
 void
-mv_reconciler_release_warm_build (MvReconciler *rec, const MvSpec *spec)
+mv_reconciler_release_warm_build (MvReconciler *rec, const MvSpec *spec, gboolean behind)
 {
   MvResources size = spec_size (spec);
 
-  rec->warm_held.vcpus -= MIN (size.vcpus, rec->warm_held.vcpus);
-  rec->warm_held.memory_bytes -= MIN (size.memory_bytes, rec->warm_held.memory_bytes);
+  resources_take (&rec->warm_held, &size);
+  if (behind)
+    resources_take (&rec->warm_behind_held, &size);
 }
 
 gboolean

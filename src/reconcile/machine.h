@@ -80,6 +80,8 @@ struct _MvMachine {
   gboolean      end_has_exit_code;
   int           end_exit_code;
   char         *end_reason;
+  /* Its start waits for templates built behind starts to give way. */
+  gboolean      waits_for_room;
 
   /* What the guest's agent said, kept in memory only: the agent says it
    * again to the next daemon. NULL while it has said nothing. */

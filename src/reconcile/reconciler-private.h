@@ -24,6 +24,10 @@ struct _MvReconciler {
   GHashTable          *warm;           /* key -> MvSnapshot*: the templates there are */
   guint                warm_builds;    /* templates being built, keyed or not yet */
   MvResources          warm_held;      /* what the templates being built hold */
+  /* Of that, what the templates built behind a start hold: they use room
+   * nobody asked for, and give way to a start that needs it (admission.c). */
+  MvResources          warm_behind_held;
+  GCancellable        *warm_behind_cancel; /* theirs: cancelled when they give way */
   MvOpStats            op_stats;     /* what the steps came to (steps.c) */
   GHashTable          *console_tokens; /* digest -> token (console.c); NULL: none yet */
   void               (*recovered) (gpointer data);
@@ -67,14 +71,26 @@ void       mv_reconciler_add_devices (MvMachine *machine, MvSpec *booted /* owne
 gboolean   mv_reconciler_is_migrating (MvMachine *machine);
 /* Forgets every console token (console.c). */
 void       mv_reconciler_console_free (MvReconciler *rec);
-/* Admits a start of @machine (admission.c): *@admitted is the size it
- * starts with, for the caller to note in its status as it becomes
- * Starting; or MV_ERROR_RESOURCE_EXHAUSTED with the numbers. */
-gboolean   mv_reconciler_admit (MvMachine *machine, MvResources *admitted, GError **error);
+typedef enum {
+  MV_ADMIT_NO,
+  MV_ADMIT_YES,
+  MV_ADMIT_WAIT,    /* once the templates built behind starts have given way */
+} MvAdmit;
+/* Admits a start of @machine (admission.c): MV_ADMIT_YES with *@admitted
+ * the size it starts with, for the caller to note in its status as it
+ * becomes Starting; MV_ADMIT_NO with MV_ERROR_RESOURCE_EXHAUSTED and the
+ * numbers; or MV_ADMIT_WAIT: it fits once the templates being built
+ * behind starts, told to give way now, have let go (the machine is
+ * reconciled again then, warm.c). */
+MvAdmit    mv_reconciler_admit (MvMachine *machine, MvResources *admitted, GError **error);
 /* A warm template of @spec's size is to boot: admitted as a start is,
- * and held until its build lets go of it; or MV_ERROR_RESOURCE_EXHAUSTED. */
-gboolean   mv_reconciler_admit_warm_build (MvReconciler *rec, const MvSpec *spec, GError **error);
-void       mv_reconciler_release_warm_build (MvReconciler *rec, const MvSpec *spec);
+ * and held until its build lets go of it; or MV_ERROR_RESOURCE_EXHAUSTED.
+ * One built @behind a start gives way to a start that needs its room. */
+gboolean   mv_reconciler_admit_warm_build (MvReconciler *rec, const MvSpec *spec, gboolean behind,
+                                           GError **error);
+void       mv_reconciler_release_warm_build (MvReconciler *rec, const MvSpec *spec, gboolean behind);
+/* Tells the templates being built behind starts to give way (warm.c). */
+void       mv_reconciler_warm_give_way (MvReconciler *rec);
 /* MV_ERROR_INVALID_ARGUMENT unless a machine of @spec's size could ever
  * start here. */
 gboolean   mv_reconciler_check_spec_size (MvReconciler *rec, const MvSpec *spec, GError **error);

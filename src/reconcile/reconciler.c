@@ -97,6 +97,7 @@ mv_reconciler_new (const MvHost *host, const MvReconcilerOptions *options,
   rec->warm_building = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   rec->warm = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                      (GDestroyNotify) mv_snapshot_free);
+  rec->warm_behind_cancel = g_cancellable_new ();
   mv_op_stats_init (&rec->op_stats);
   rec->machines = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                          (GDestroyNotify) mv_machine_free);
@@ -132,6 +133,7 @@ mv_reconciler_free (MvReconciler *rec)
   g_hash_table_unref (rec->snapshot_users);
   g_hash_table_unref (rec->warm_building);
   g_hash_table_unref (rec->warm);
+  g_object_unref (rec->warm_behind_cancel);
   g_free (rec);
 }
 

@@ -745,6 +745,7 @@ run_step (MvMachine *machine, MvStep step)
   g_autoptr (GError) error = NULL;
   MvRuntime *runtime = mv_reconciler_runtime_for (machine, &error);
   MvResources admitted = { 0, 0 };
+  MvAdmit admit;
   StepTask *task;
 
   if (!runtime && step != MV_STEP_DESTROY)
@@ -765,7 +766,17 @@ run_step (MvMachine *machine, MvStep step)
       mv_machine_failed_now (machine, error);
       return;
     }
-  if (step == MV_STEP_START && !mv_reconciler_admit (machine, &admitted, &error))
+  admit = step == MV_STEP_START ? mv_reconciler_admit (machine, &admitted, &error)
+                                 : MV_ADMIT_YES;
+  machine->waits_for_room = admit == MV_ADMIT_WAIT;
+  if (admit == MV_ADMIT_WAIT)
+    {
+      mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) waits for warm templates "
+                      "being built to give way to its start", machine->config->spec->name,
+                      machine->id);
+      return;
+    }
+  if (admit == MV_ADMIT_NO)
     {
       mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s) is not started: %s",
                       machine->config->spec->name, machine->id, error->message);

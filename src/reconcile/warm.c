@@ -49,6 +49,9 @@ typedef struct {
   MvWarmBuilt    done;            /* may be NULL */
   gpointer       done_data;
   gboolean       registered;      /* its key is in rec->warm_building */
+  /* Built behind a start, on the daemon's own: cancelled when it gives
+   * way to a start that needs its room. NULL: asked for, it never does. */
+  GCancellable  *behind;
   /* Results, read on the main thread. */
   MvSnapshot    *built;           /* the template's record */
   gboolean       existed;         /* one of that key was there already */
@@ -61,6 +64,7 @@ build_free (Build *build)
   mv_image_config_free (build->image_config);
   g_free (build->key);
   g_free (build->hypervisor_version);
+  g_clear_object (&build->behind);
   mv_snapshot_free (build->built);
   g_free (build);
 }
@@ -99,7 +103,18 @@ boot_and_freeze (Build *build, const char *staged, MvRuntimeRequest *req_in, GEr
   if (!g_str_equal (key, build->key))
     return mv_error_set (error, MV_ERROR_CONFLICT, "what the template depends on changed while "
                          "it was built (key %s, now %s)", build->key, key);
+  if (g_cancellable_set_error_if_cancelled (build->behind, error))
+    return FALSE;
   vmm = rt->start (rt, &req, error);
+  /* Told to give way as it booted: its guest goes at once. */
+  if (vmm && g_cancellable_set_error_if_cancelled (build->behind, error))
+    {
+      req.vmm = vmm;
+      rt->stop (rt, &req, TRUE, NULL);
+      rt->destroy (rt, &req, NULL);
+      mv_remove_tree (req.runtime_dir, NULL);
+      return FALSE;
+    }
   if (!vmm)
     return FALSE;
   mv_fault_point ("warm-build", "booted");
@@ -136,6 +151,7 @@ equip_and_freeze (Build *build, const char *staged, GError **error)
     .image_config = build->image_config,
     .build_template = TRUE,
     .host_limits_network = !build->runtime->limits_network,
+    .cancellable = build->behind,
   };
   MvRuntimeRequest nic_req = req;
   gboolean ok;
@@ -249,6 +265,37 @@ build_in_thread (GTask *gtask, gpointer source, gpointer task_data, GCancellable
   g_task_return_boolean (gtask, TRUE);
 }
 
+/* The starts that waited for templates to give way are tried again,
+ * each as its reconcile finds it then. */
+static void
+wake_waiting (MvReconciler *rec)
+{
+  g_autoptr (GPtrArray) machines = mv_reconciler_all (rec);
+
+  for (guint i = 0; i < machines->len; i++)
+    {
+      MvMachine *machine = machines->pdata[i];
+
+      if (!machine->waits_for_room)
+        continue;
+      machine->waits_for_room = FALSE;
+      mv_reconciler_reconcile (machine);
+    }
+}
+
+static gboolean
+any_waiting (MvReconciler *rec)
+{
+  GHashTableIter iter;
+  MvMachine *machine;
+
+  g_hash_table_iter_init (&iter, rec->machines);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
+    if (machine->waits_for_room)
+      return TRUE;
+  return FALSE;
+}
+
 static void
 on_built (GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -258,10 +305,14 @@ on_built (GObject *source, GAsyncResult *result, gpointer user_data)
 
   if (build->registered)
     g_hash_table_remove (rec->warm_building, build->key);
-  mv_reconciler_release_warm_build (rec, build->spec);
+  mv_reconciler_release_warm_build (rec, build->spec, build->behind != NULL);
   rec->warm_builds--;
   rec->background--;
-  if (!g_task_propagate_boolean (G_TASK (result), &error))
+  if (!g_task_propagate_boolean (G_TASK (result), &error) &&
+      g_cancellable_is_cancelled (build->behind))
+    g_message ("Warm template %s gave way to a start; it is built behind a later one",
+               build->key ? build->key : "(no key yet)");
+  else if (error)
     g_warning ("A warm template (%s on %s) could not be built: %s",
                build->spec->image ? build->spec->image : "no image", build->runtime->type,
                error->message);
@@ -277,6 +328,18 @@ on_built (GObject *source, GAsyncResult *result, gpointer user_data)
     }
   if (build->done)
     build->done (error ? NULL : build->key, error, build->done_data);
+  if (build->behind)
+    wake_waiting (rec);
+}
+
+void
+mv_reconciler_warm_give_way (MvReconciler *rec)
+{
+  if (g_cancellable_is_cancelled (rec->warm_behind_cancel))
+    return;
+  g_message ("The warm templates being built behind starts give way to a start that needs "
+             "their room");
+  g_cancellable_cancel (rec->warm_behind_cancel);
 }
 
 /* Whether the host keeps as many templates as it may, counting those
@@ -294,7 +357,7 @@ start_build (MvReconciler *rec, Build *build, GError **error)
 {
   g_autoptr (GTask) gtask = NULL;
 
-  if (!mv_reconciler_admit_warm_build (rec, build->spec, error))
+  if (!mv_reconciler_admit_warm_build (rec, build->spec, build->behind != NULL, error))
     {
       build_free (build);
       return FALSE;
@@ -354,6 +417,12 @@ mv_reconciler_build_warm (MvReconciler *rec, MvRuntime *runtime, const MvSpec *s
 
   if (!rec->host->warm || g_hash_table_contains (rec->warm_building, key))
     return;
+  /* What it would hold is wanted by a start. */
+  if (any_waiting (rec))
+    {
+      g_message ("Warm template %s not built now: a start waits for room", key);
+      return;
+    }
   if (warm_full (rec))
     {
       g_message ("Warm template %s not built: the host keeps at most %d", key,
@@ -367,6 +436,13 @@ mv_reconciler_build_warm (MvReconciler *rec, MvRuntime *runtime, const MvSpec *s
   build->image_config = mv_image_config_copy (image_config);
   build->key = g_strdup (key);
   build->hypervisor_version = g_strdup (mv_runtimes_version (rec->host->runtimes, runtime));
+  /* Those told to give way keep the cancellable they had. */
+  if (g_cancellable_is_cancelled (rec->warm_behind_cancel))
+    {
+      g_object_unref (rec->warm_behind_cancel);
+      rec->warm_behind_cancel = g_cancellable_new ();
+    }
+  build->behind = g_object_ref (rec->warm_behind_cancel);
   if (!start_build (rec, build, &error))
     g_message ("Warm template %s not built now: %s", key, error->message);
 }

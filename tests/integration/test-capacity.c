@@ -20,12 +20,14 @@ static const char config[] =
 
 #define ALLOCATABLE_MEMORY G_GUINT64_CONSTANT (1610612736)
 
+/* Cold: no warm template is built behind these starts to hold room
+ * while it boots (but in /capacity/give-way). */
 static char *
 spec (const char *name, guint millicores, guint64 memory)
 {
   return g_strdup_printf ("{\"name\":\"%s\",\"hypervisor_type\":\"test\","
                           "\"kernel\":\"/boot/vmlinuz\",\"cpu_millicores\":%u,"
-                          "\"memory_bytes\":%" G_GUINT64_FORMAT "}",
+                          "\"memory_bytes\":%" G_GUINT64_FORMAT ",\"start_mode\":\"cold\"}",
                           name, millicores, memory);
 }
 
@@ -350,6 +352,45 @@ test_last_slot (Fixture *f, gconstpointer data)
   g_free (py.error_name);
 }
 
+/* A template the daemon builds behind a start uses room nobody asked
+ * for: a start that needs that room makes it give way, and starts once
+ * it has; one that would not fit even then is refused, saying what the
+ * template holds. a's template boots for a minute here, holding 1 vCPU
+ * and 512 MiB while it does. */
+static void
+test_give_way (Fixture *f, gconstpointer data)
+{
+  g_autofree char *a = client_create_ok (f->client,
+    "{\"name\":\"a\",\"hypervisor_type\":\"test\",\"kernel\":\"/boot/vmlinuz\","
+    "\"memory_bytes\":536870912,\"kernel_args\":\"test.template-delay-ms=60000\"}");
+  g_autofree char *b = create (f, "b", 1000, 512 * MiB);
+  g_autofree char *c = create (f, "c", 1000, 512 * MiB);
+  g_autofree char *big = create (f, "big", 2000, 256 * MiB);
+  g_autofree char *err = NULL, *msg = NULL, *state = NULL;
+  g_autoptr (GHashTable) usage = NULL;
+
+  client_call_ok (f->client, a, "Start");
+  /* b fits beside a and its template. */
+  client_call_ok (f->client, b, "Start");
+  err = client_machine_call (f->client, big, "Start", &msg);
+  g_assert_cmpstr (err, ==, MV_BUS_ERROR_RESOURCE_EXHAUSTED);
+  g_assert_cmpstr (msg, ==, "Not enough room on this host for machine big: "
+                            "vCPUs: it wants 2, machines hold 2 of 3 allocatable; "
+                            "memory: it wants 268435456 bytes, machines hold 1073741824 of "
+                            "1610612736 allocatable; warm templates being built hold 1 vCPUs "
+                            "and 536870912 bytes besides");
+
+  /* c fits once the template is gone, and starts then. */
+  client_call_ok (f->client, c, "Start");
+  state = client_get_string (f->client, c, "State");
+  g_assert_cmpstr (state, ==, "Running");
+  usage = get_usage (f);
+  assert_member (usage, "held_vcpus", "u 3");
+  assert_member (usage, "machines", "a:Running:1:536870912 b:Running:1:536870912 "
+                                    "c:Running:1:536870912 ");
+  g_assert_cmpuint (count_warm_templates (mv_test_env_state_dir (f->env), FALSE), ==, 0);
+}
+
 /* Bad [resources] stop the daemon at startup, naming the key and the limit. */
 static void
 test_bad_config (void)
@@ -380,6 +421,8 @@ main (int argc, char **argv)
   g_test_add ("/capacity/admission", Fixture, config, fixture_setup, test_admission,
               fixture_teardown);
   g_test_add ("/capacity/last-slot", Fixture, config, fixture_setup, test_last_slot,
+              fixture_teardown);
+  g_test_add ("/capacity/give-way", Fixture, config, fixture_setup, test_give_way,
               fixture_teardown);
   g_test_add_func ("/capacity/bad-config", test_bad_config);
   return g_test_run ();

@@ -92,7 +92,10 @@ static JsonObject *
 test_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
 {
   g_autofree char *path = state_path (req);
-  guint delay = arg_value (req->spec, "test.start-delay-ms");
+  /* A template boots for as long as its machine, and as long again as
+   * test.template-delay-ms says. */
+  guint delay = arg_value (req->spec, "test.start-delay-ms") +
+                (req->build_template ? arg_value (req->spec, "test.template-delay-ms") : 0);
   JsonObject *vmm;
 
   /* Like a guest slow to become ready: the wait gives up once cancelled. */
@@ -102,7 +105,7 @@ test_start (MvRuntime *rt, const MvRuntimeRequest *req, GError **error)
       if (g_cancellable_is_cancelled (req->cancellable))
         {
           g_set_error (error, MV_ERROR, MV_ERROR_UNAVAILABLE,
-                       "Given up waiting for the guest: the machine is being deleted");
+                       "Given up waiting for the guest: its start was cancelled");
           return NULL;
         }
       g_usleep (10 * G_TIME_SPAN_MILLISECOND);
