@@ -534,7 +534,9 @@ test_topology_body (Fixture *f, gconstpointer data)
 /* What a real QEMU guest with microvmd's agent ([guest] of the config)
  * and @topology (two vCPUs)
  * sees in /proc/cpuinfo: its processors, packages ("physical id"s), and
- * the "siblings" and "cpu cores" every processor has. */
+ * the "siblings" and "cpu cores" every processor has. Cold: no template
+ * of two vCPUs boots behind its start, beside the next machine's boot,
+ * on a host of two CPUs. */
 static void
 guest_cpu_shape (Fixture *f, const char *name, const char *topology, guint *processors,
                  guint *packages, char **siblings, char **cores)
@@ -542,7 +544,7 @@ guest_cpu_shape (Fixture *f, const char *name, const char *topology, guint *proc
   const char *build = g_getenv ("MICROVMD_BUILD_DIR");
   g_autofree char *json = g_strdup_printf (
     "{\"name\":\"%s\",\"hypervisor_type\":\"qemu\",\"memory_bytes\":268435456,"
-    "\"cpu_millicores\":2000,\"readiness\":\"agent\","
+    "\"cpu_millicores\":2000,\"readiness\":\"agent\",\"start_mode\":\"cold\","
     "\"disks\":[{\"path\":\"%s/tests/guest/rootfs.ext4\",\"read_only\":true,\"root\":true}],"
     "%s}", name, build, topology);
   g_autofree char *path = client_create_ok (f->client, json);
