@@ -77,6 +77,28 @@ resources_take (MvResources *from, const MvResources *r)
   from->memory_bytes -= MIN (r->memory_bytes, from->memory_bytes);
 }
 
+/* MV_ERROR_RESOURCE_EXHAUSTED for @want beside @held, which counts the
+ * templates being built: the message tells the machines' share from
+ * theirs. FALSE. */
+static gboolean
+refuse (MvReconciler *rec, const char *name, const MvResources *want, const MvResources *held,
+        GError **error)
+{
+  MvResources by_machines = *held;
+
+  resources_take (&by_machines, &rec->warm_held);
+  return mv_capacity_refuse (&rec->options.capacity, name, want, &by_machines, &rec->warm_held,
+                             error);
+}
+
+gboolean
+mv_reconciler_fits_beside (MvReconciler *rec, const char *name, const MvResources *want,
+                           const MvResources *held, GError **error)
+{
+  return mv_capacity_fits (&rec->options.capacity, want, held) ||
+         refuse (rec, name, want, held, error);
+}
+
 /* Admits @want for @name beside what is held now. Templates built behind
  * a start use room nobody asked for: a start that fits without them
  * (@may_wait) tells them to give way, and waits until they have. */
@@ -85,7 +107,7 @@ admit (MvReconciler *rec, const char *name, const MvResources *want, gboolean ma
        GError **error)
 {
   const MvCapacity *capacity = &rec->options.capacity;
-  MvResources held, without_behind, by_machines;
+  MvResources held, without_behind;
 
   if (!mv_capacity_is_limited (capacity))
     return MV_ADMIT_YES;
@@ -100,9 +122,7 @@ admit (MvReconciler *rec, const char *name, const MvResources *want, gboolean ma
       mv_reconciler_warm_give_way (rec);
       return MV_ADMIT_WAIT;
     }
-  by_machines = held;
-  resources_take (&by_machines, &rec->warm_held);
-  mv_capacity_refuse (capacity, name, want, &by_machines, &rec->warm_held, error);
+  refuse (rec, name, want, &held, error);
   return MV_ADMIT_NO;
 }
 

@@ -89,6 +89,12 @@ MvAdmit    mv_reconciler_admit (MvMachine *machine, MvResources *admitted, GErro
 gboolean   mv_reconciler_admit_warm_build (MvReconciler *rec, const MvSpec *spec, gboolean behind,
                                            GError **error);
 void       mv_reconciler_release_warm_build (MvReconciler *rec, const MvSpec *spec, gboolean behind);
+/* Whether @want fits beside @held, which counts the templates being
+ * built (mv_reconciler_held); else MV_ERROR_RESOURCE_EXHAUSTED naming
+ * @name and telling what the machines hold from what the templates do. */
+gboolean   mv_reconciler_fits_beside (MvReconciler *rec, const char *name,
+                                      const MvResources *want, const MvResources *held,
+                                      GError **error);
 /* Tells the templates being built behind starts to give way (warm.c). */
 void       mv_reconciler_warm_give_way (MvReconciler *rec);
 /* MV_ERROR_INVALID_ARGUMENT unless a machine of @spec's size could ever

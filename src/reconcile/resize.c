@@ -181,7 +181,7 @@ mv_reconciler_resize (MvReconciler *rec, MvMachine *machine, guint32 vcpus,
   others = mv_reconciler_held (rec);
   others.vcpus -= MIN (others.vcpus, held.vcpus);
   others.memory_bytes -= MIN (others.memory_bytes, held.memory_bytes);
-  if (!mv_capacity_admit (&rec->options.capacity, spec->name, &reserve, &others, error))
+  if (!mv_reconciler_fits_beside (rec, spec->name, &reserve, &others, error))
     return FALSE;
 
   old_spec = mv_spec_copy (spec);

@@ -222,6 +222,13 @@ test_admit_message (void)
                    "vCPUs: it wants 2, machines hold 7 of 8 allocatable; "
                    "memory: it wants 1073741824 bytes, machines hold 6442450944 of "
                    "7516192768 allocatable");
+
+  /* What templates being built hold is told apart from the machines'. */
+  g_clear_error (&error);
+  g_assert_false (mv_capacity_refuse (&c, "web", &wanted, &held,
+                                      &(MvResources) { 1, GiB / 2 }, &error));
+  g_assert_true (g_str_has_suffix (error->message, " of 7516192768 allocatable; warm templates "
+                                   "being built hold 1 vCPUs and 536870912 bytes besides"));
 }
 
 static void
