@@ -171,6 +171,8 @@ mv_reconciler_check_resources (MvReconciler *rec, const MvResources *wanted_size
   if (!mv_capacity_check_ever (&rec->options.capacity, wanted_size, error))
     return FALSE;
   held = mv_reconciler_held (rec);
+  /* Templates built behind a start would give way to this one (admit). */
+  resources_take (&held, &rec->warm_behind_held);
   *fits_now = mv_capacity_fits (&rec->options.capacity, wanted_size, &held);
   return TRUE;
 }

@@ -380,7 +380,9 @@ test_give_way (Fixture *f, gconstpointer data)
                             "1610612736 allocatable; warm templates being built hold 1 vCPUs "
                             "and 536870912 bytes besides");
 
-  /* c fits once the template is gone, and starts then. */
+  /* c fits once the template is gone, and starts then; CheckResources
+   * says so beforehand. */
+  g_assert_true (check_resources (f, 1, 512 * MiB, NULL, NULL));
   client_call_ok (f->client, c, "Start");
   state = client_get_string (f->client, c, "State");
   g_assert_cmpstr (state, ==, "Running");
