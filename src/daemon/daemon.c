@@ -1114,9 +1114,10 @@ mv_daemon_run (MvDaemon *daemon, GError **error)
   g_message ("microvmd %s serving %s", PACKAGE_VERSION, MV_BUS_NAME);
   g_main_loop_run (daemon->loop);
 
-  /* Let operations under way finish writing their records; pulls give up. */
+  /* Let operations under way finish writing their records, and the
+   * metrics round its day files; pulls give up. */
   mv_reconciler_cancel_pulls (daemon->reconciler);
-  while (mv_reconciler_busy (daemon->reconciler))
+  while (mv_reconciler_busy (daemon->reconciler) || mv_metrics_sampler_busy (daemon->metrics))
     g_main_context_iteration (NULL, TRUE);
   if (daemon->bus_lost)
     {

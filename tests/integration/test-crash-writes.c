@@ -338,6 +338,56 @@ test_crash (Crash *x, gconstpointer data)
     }
 }
 
+/* Whether @dir holds what a write under way makes: a file named as a
+ * day file's temporary copy. */
+static gboolean
+metrics_write_under_way (const char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d && (name = g_dir_read_name (d)))
+    if (name[0] == '.' && strstr (name, ".json."))
+      return TRUE;
+  return FALSE;
+}
+
+static gpointer
+release_after (gpointer control)
+{
+  g_usleep (500 * 1000);
+  g_assert_true (g_file_set_contents (control, "", -1, NULL));
+  return NULL;
+}
+
+/* A daemon told to stop while a round of metrics is being written lets
+ * it finish: no day file's temporary copy is left behind. */
+static void
+test_metrics_on_stop (Crash *x, gconstpointer data)
+{
+  g_autofree char *dir = metrics_dir (x);
+  g_autofree char *control = g_build_filename (mv_test_env_dir (x->f.env), "fault-io", NULL);
+  g_autoptr (GThread) releaser = NULL;
+
+  mv_test_env_stop_daemon (x->f.env, SIGTERM);
+  g_setenv ("MICROVMD_FAULT_IO_FILE", control, TRUE);
+  mv_test_env_start_daemon (x->f.env, NULL);
+  g_unsetenv ("MICROVMD_FAULT_IO_FILE");
+
+  /* The next round is held as it syncs its file. */
+  g_assert_true (g_file_set_contents (control, "hold:fsync", -1, NULL));
+  for (guint i = 0; i < 100 && !metrics_write_under_way (dir); i++)
+    g_usleep (50 * 1000);
+  g_assert_true (metrics_write_under_way (dir));
+
+  releaser = g_thread_new ("release", release_after, control);
+  mv_test_env_stop_daemon (x->f.env, SIGTERM);
+  g_thread_join (g_steal_pointer (&releaser));
+  g_assert_false (metrics_write_under_way (dir));
+  assert_metrics_whole (dir);
+  mv_test_env_start_daemon (x->f.env, NULL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -348,5 +398,7 @@ main (int argc, char **argv)
 
       g_test_add (name, Crash, &cases[i], crash_setup, test_crash, crash_teardown);
     }
+  g_test_add ("/crash-writes/metrics-on-stop", Crash, NULL, crash_setup, test_metrics_on_stop,
+              crash_teardown);
   return g_test_run ();
 }
