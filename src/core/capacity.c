@@ -146,14 +146,6 @@ mv_capacity_refuse (const MvCapacity *capacity, const char *machine_name,
                        besides ? besides : "");
 }
 
-gboolean
-mv_capacity_admit (const MvCapacity *capacity, const char *machine_name,
-                   const MvResources *wanted, const MvResources *held, GError **error)
-{
-  return mv_capacity_fits (capacity, wanted, held) ||
-         mv_capacity_refuse (capacity, machine_name, wanted, held, NULL, error);
-}
-
 void
 mv_resources_add (MvResources *sum, const MvResources *r)
 {

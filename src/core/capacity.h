@@ -58,14 +58,10 @@ gboolean    mv_capacity_check_ever (const MvCapacity *capacity, const MvResource
 /* Whether @wanted fits beside @held in what is allocatable. */
 gboolean    mv_capacity_fits (const MvCapacity *capacity, const MvResources *wanted,
                               const MvResources *held);
-/* mv_capacity_fits(), or MV_ERROR_RESOURCE_EXHAUSTED naming @machine_name
- * and, for CPU and memory, what it wants, what is held and what is
- * allocatable, as exact numbers. */
-gboolean    mv_capacity_admit (const MvCapacity *capacity, const char *machine_name,
-                               const MvResources *wanted, const MvResources *held,
-                               GError **error);
-/* That error, always: @held is what the machines hold, @templates (may
- * be NULL) what warm templates being built hold besides. FALSE. */
+/* MV_ERROR_RESOURCE_EXHAUSTED naming @machine_name and, for CPU and
+ * memory, what it wants, what @held the machines hold and what is
+ * allocatable, as exact numbers; @templates (may be NULL) is what warm
+ * templates being built hold besides. FALSE. */
 gboolean    mv_capacity_refuse (const MvCapacity *capacity, const char *machine_name,
                                 const MvResources *wanted, const MvResources *held,
                                 const MvResources *templates, GError **error);
