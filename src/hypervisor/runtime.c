@@ -559,11 +559,13 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Launch, launch_clear)
 /* Ends what an interrupted start left serving the socket, clears the
  * sockets away, notes where the console and the log stand, makes the
  * VMM's cgroup afresh, and, unless the sandbox is off, builds the wall
- * the VMM is to run behind (leasing its UID). */
+ * the VMM is to run behind (leasing its UID). A VMM runs in its runtime
+ * directory: in one made for this start, none can be left, and the
+ * host's processes need not be read. */
 static gboolean
 launch_begin (Adapter *self, const MvRuntimeRequest *req, Launch *launch, GError **error)
 {
-  if (!kill_by_socket (req->machine_id, launch->socket_path, error))
+  if (!req->runtime_dir_new && !kill_by_socket (req->machine_id, launch->socket_path, error))
     return FALSE;
   clear_vmm_leftovers (self, req->machine_id, req->runtime_dir);
   launch->console_offset = file_size (launch->vm->console.path);

@@ -308,13 +308,29 @@ read_start_time (const char *pid, guint64 *start_time)
          g_ascii_string_to_unsigned (fields[20], 10, 0, G_MAXUINT64, start_time, NULL);
 }
 
+/* The share directories mv_shares_start made in @runtime_dir. */
+static GPtrArray *
+list_share_dirs (const char *runtime_dir)
+{
+  GPtrArray *dirs = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GDir) dir = g_dir_open (runtime_dir, 0, NULL);
+  const char *name;
+
+  while (dir && (name = g_dir_read_name (dir)))
+    if (g_str_has_prefix (name, SHARE_DIR_PREFIX) &&
+        g_ascii_string_to_unsigned (name + strlen (SHARE_DIR_PREFIX), 10, 0, G_MAXUINT, NULL,
+                                    NULL))
+      g_ptr_array_add (dirs, g_build_filename (runtime_dir, name, NULL));
+  return dirs;
+}
+
 gboolean
 mv_shares_end (const char *runtime_dir, JsonObject *identity, GError **error)
 {
   JsonNode *node = identity ? json_object_get_member (identity, "shares") : NULL;
   JsonArray *recorded = node && JSON_NODE_HOLDS_ARRAY (node) ? json_node_get_array (node) : NULL;
+  g_autoptr (GPtrArray) share_dirs = list_share_dirs (runtime_dir);
   g_autoptr (GDir) proc = NULL;
-  g_autoptr (GDir) dir = NULL;
   g_autofree char *machine_id = g_path_get_basename (runtime_dir);
   const char *name;
 
@@ -329,8 +345,12 @@ mv_shares_end (const char *runtime_dir, JsonObject *identity, GError **error)
         return FALSE;
     }
 
-  /* What an interrupted start left unrecorded. */
-  proc = g_dir_open ("/proc", 0, NULL);
+  /* What an interrupted start left unrecorded. A virtiofsd is started
+   * only once its share's directory is made, and the directory goes only
+   * after it (below): with none, no virtiofsd serves this machine, and
+   * the host's processes need not be read. */
+  if (share_dirs->len > 0)
+    proc = g_dir_open ("/proc", 0, NULL);
   while (proc && (name = g_dir_read_name (proc)))
     {
       g_autofree char *socket = NULL;
@@ -352,19 +372,12 @@ mv_shares_end (const char *runtime_dir, JsonObject *identity, GError **error)
         return FALSE;
     }
 
-  dir = g_dir_open (runtime_dir, 0, NULL);
-  while (dir && (name = g_dir_read_name (dir)))
+  for (guint i = 0; i < share_dirs->len; i++)
     {
-      g_autofree char *share_dir = NULL;
-      g_autoptr (GDir) files = NULL;
+      const char *share_dir = share_dirs->pdata[i];
+      g_autoptr (GDir) files = g_dir_open (share_dir, 0, NULL);
       const char *file;
 
-      if (!g_str_has_prefix (name, SHARE_DIR_PREFIX) ||
-          !g_ascii_string_to_unsigned (name + strlen (SHARE_DIR_PREFIX), 10, 0, G_MAXUINT, NULL,
-                                       NULL))
-        continue;
-      share_dir = g_build_filename (runtime_dir, name, NULL);
-      files = g_dir_open (share_dir, 0, NULL);
       while (files && (file = g_dir_read_name (files)))
         {
           g_autofree char *path = g_build_filename (share_dir, file, NULL);

@@ -206,7 +206,8 @@ start_in_thread (StepTask *task, const MvRuntimeRequest *req_in, GError **error)
   MvRuntimeRequest request = *req_in;
   const MvRuntimeRequest *req = &request;
 
-  if (!host->records->make_runtime_dir (host->records, task->machine_id, error))
+  if (!host->records->make_runtime_dir (host->records, task->machine_id,
+                                        &request.runtime_dir_new, error))
     return FALSE;
   /* The disks first: the image it is pinned to, its overlay disk. */
   if (storage->prepare_disks)

@@ -148,6 +148,7 @@ equip_and_freeze (Build *build, const char *staged, GError **error)
     .machine_id = build->key ? build->key : build_id,
     .spec = build->spec,
     .runtime_dir = run,
+    .runtime_dir_new = TRUE,   /* made below, or the build fails */
     .image_config = build->image_config,
     .build_template = TRUE,
     .host_limits_network = !build->runtime->limits_network,

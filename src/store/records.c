@@ -49,12 +49,19 @@ records_runtime_dir (MvRecords *records, const char *id)
 }
 
 static gboolean
-records_make_runtime_dir (MvRecords *records, const char *id, GError **error)
+records_make_runtime_dir (MvRecords *records, const char *id, gboolean *made, GError **error)
 {
   g_autofree char *dir = mv_store_machine_runtime_dir (records->data, id);
+  g_autofree char *parent = g_path_get_dirname (dir);
+  gboolean new_dir;
 
-  if (g_mkdir_with_parents (dir, 0700) < 0)
+  if (g_mkdir_with_parents (parent, 0700) < 0)
+    return mv_set_errno_error (error, errno, "Could not create %s", parent);
+  new_dir = g_mkdir (dir, 0700) == 0;
+  if (!new_dir && (errno != EEXIST || !g_file_test (dir, G_FILE_TEST_IS_DIR)))
     return mv_set_errno_error (error, errno, "Could not create %s", dir);
+  if (made)
+    *made = new_dir;
   return TRUE;
 }
 

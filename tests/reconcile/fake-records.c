@@ -189,10 +189,12 @@ fake_runtime_dir (MvRecords *records, const char *id)
 }
 
 static gboolean
-fake_make_runtime_dir (MvRecords *records, const char *id, GError **error)
+fake_make_runtime_dir (MvRecords *records, const char *id, gboolean *made, GError **error)
 {
   FakeRecords *fake = fake_of (records);
 
+  if (made)
+    *made = FALSE;
   fake_log_add (fake->log, "records.make_runtime_dir %s", id);
   return enter (fake, FAKE_RECORDS_MAKE_RUNTIME_DIR, id, FALSE, error);
 }

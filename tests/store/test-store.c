@@ -326,6 +326,36 @@ test_paths (Fixture *fixture, gconstpointer data)
   g_assert_cmpstr (run, ==, expected_run);
 }
 
+/* A runtime directory made for a start says so; one that was there
+ * already (an earlier start's, whatever it left) does not. */
+static void
+test_runtime_dir_made (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *run = mv_store_machine_runtime_dir (fixture->store, "abc");
+  MvRecords *records = mv_store_records_new (fixture->store);
+  gboolean made = FALSE;
+  struct stat st;
+
+  g_assert_true (records->make_runtime_dir (records, "abc", &made, &error));
+  g_assert_no_error (error);
+  g_assert_true (made);
+  g_assert_cmpint (stat (run, &st), ==, 0);
+  g_assert_true (S_ISDIR (st.st_mode));
+  g_assert_cmpuint (st.st_mode & 0777, ==, 0700);
+
+  g_assert_true (records->make_runtime_dir (records, "abc", &made, &error));
+  g_assert_no_error (error);
+  g_assert_false (made);
+
+  /* Something else in its place is not taken for it. */
+  g_assert_true (records->remove_runtime_dir (records, "abc", &error));
+  g_assert_true (g_file_set_contents (run, "", 0, NULL));
+  g_assert_false (records->make_runtime_dir (records, "abc", &made, &error));
+  g_assert_nonnull (error);
+  g_free (records);
+}
+
 /* create, load, save */
 
 static void
@@ -1327,6 +1357,7 @@ main (int argc, char **argv)
   ADD ("/store/atomic-write-failures", test_atomic_write_failures);
   ADD ("/store/new-creates-directories", test_new_creates_directories);
   ADD ("/store/paths", test_paths);
+  ADD ("/store/runtime-dir-made", test_runtime_dir_made);
   ADD ("/store/create-load", test_create_load);
   ADD ("/store/create-without-status", test_create_without_status);
   ADD ("/store/create-existing", test_create_existing);

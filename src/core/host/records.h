@@ -33,7 +33,9 @@ struct _MvRecords {
   char    *(*machine_dir) (MvRecords *records, const char *id);
   char    *(*runtime_dir) (MvRecords *records, const char *id);
   /* Block: create the runtime directory (0700) before a start, and remove
-   * it with everything in it when the machine is destroyed. */
-  gboolean (*make_runtime_dir) (MvRecords *records, const char *id, GError **error);
+   * it with everything in it when the machine is destroyed. *made (may be
+   * NULL) is set TRUE if it did not exist before. */
+  gboolean (*make_runtime_dir) (MvRecords *records, const char *id, gboolean *made,
+                                GError **error);
   gboolean (*remove_runtime_dir) (MvRecords *records, const char *id, GError **error);
 };

@@ -55,6 +55,9 @@ typedef struct {
   const char   *machine_id;
   const MvSpec *spec;
   const char   *runtime_dir;   /* <runtime>/machines/<id>, exists, 0700 */
+  /* start and restore: @runtime_dir was made for this start, so no
+   * process (an interrupted start's VMM) can be at work in it. */
+  gboolean      runtime_dir_new;
   JsonObject   *vmm;           /* identity recorded at start, or NULL */
   /* Cancelled when the machine is deleted by force: a start that waits
    * for its guest gives up (and ends what it started). May be NULL. */
