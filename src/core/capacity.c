@@ -154,3 +154,10 @@ mv_resources_add (MvResources *sum, const MvResources *r)
                         ? G_MAXUINT64
                         : sum->memory_bytes + r->memory_bytes;
 }
+
+void
+mv_resources_take (MvResources *from, const MvResources *r)
+{
+  from->vcpus -= MIN (r->vcpus, from->vcpus);
+  from->memory_bytes -= MIN (r->memory_bytes, from->memory_bytes);
+}

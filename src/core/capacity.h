@@ -68,3 +68,5 @@ gboolean    mv_capacity_refuse (const MvCapacity *capacity, const char *machine_
 
 /* @sum plus @r, saturating. */
 void        mv_resources_add (MvResources *sum, const MvResources *r);
+/* @from less @r, never below zero. */
+void        mv_resources_take (MvResources *from, const MvResources *r);

@@ -70,13 +70,6 @@ mv_reconciler_held (MvReconciler *rec)
   return held;
 }
 
-static void
-resources_take (MvResources *from, const MvResources *r)
-{
-  from->vcpus -= MIN (r->vcpus, from->vcpus);
-  from->memory_bytes -= MIN (r->memory_bytes, from->memory_bytes);
-}
-
 /* MV_ERROR_RESOURCE_EXHAUSTED for @want beside @held, which counts the
  * templates being built: the message tells the machines' share from
  * theirs. FALSE. */
@@ -86,7 +79,7 @@ refuse (MvReconciler *rec, const char *name, const MvResources *want, const MvRe
 {
   MvResources by_machines = *held;
 
-  resources_take (&by_machines, &rec->warm_held);
+  mv_resources_take (&by_machines, &rec->warm_held);
   return mv_capacity_refuse (&rec->options.capacity, name, want, &by_machines, &rec->warm_held,
                              error);
 }
@@ -115,7 +108,7 @@ admit (MvReconciler *rec, const char *name, const MvResources *want, gboolean ma
   if (mv_capacity_fits (capacity, want, &held))
     return MV_ADMIT_YES;
   without_behind = held;
-  resources_take (&without_behind, &rec->warm_behind_held);
+  mv_resources_take (&without_behind, &rec->warm_behind_held);
   if (may_wait && rec->warm_behind_held.vcpus != 0 &&
       mv_capacity_fits (capacity, want, &without_behind))
     {
@@ -157,9 +150,9 @@ mv_reconciler_release_warm_build (MvReconciler *rec, const MvSpec *spec, gboolea
 {
   MvResources size = spec_size (spec);
 
-  resources_take (&rec->warm_held, &size);
+  mv_resources_take (&rec->warm_held, &size);
   if (behind)
-    resources_take (&rec->warm_behind_held, &size);
+    mv_resources_take (&rec->warm_behind_held, &size);
 }
 
 gboolean
@@ -172,7 +165,7 @@ mv_reconciler_check_resources (MvReconciler *rec, const MvResources *wanted_size
     return FALSE;
   held = mv_reconciler_held (rec);
   /* Templates built behind a start would give way to this one (admit). */
-  resources_take (&held, &rec->warm_behind_held);
+  mv_resources_take (&held, &rec->warm_behind_held);
   *fits_now = mv_capacity_fits (&rec->options.capacity, wanted_size, &held);
   return TRUE;
 }

@@ -179,8 +179,7 @@ mv_reconciler_resize (MvReconciler *rec, MvMachine *machine, guint32 vcpus,
     }
   /* Growing needs room beside the others; the larger is reserved. */
   others = mv_reconciler_held (rec);
-  others.vcpus -= MIN (others.vcpus, held.vcpus);
-  others.memory_bytes -= MIN (others.memory_bytes, held.memory_bytes);
+  mv_resources_take (&others, &held);
   if (!mv_reconciler_fits_beside (rec, spec->name, &reserve, &others, error))
     return FALSE;
 

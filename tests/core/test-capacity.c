@@ -244,6 +244,20 @@ test_resources_add (void)
   g_assert_cmpuint (sum.memory_bytes, ==, G_MAXUINT64);
 }
 
+static void
+test_resources_take (void)
+{
+  MvResources from = { 3, 2 * GiB };
+
+  mv_resources_take (&from, &(MvResources) { 1, GiB / 2 });
+  g_assert_cmpuint (from.vcpus, ==, 2);
+  g_assert_cmpuint (from.memory_bytes, ==, GiB + GiB / 2);
+  /* Never below zero. */
+  mv_resources_take (&from, &(MvResources) { 5, 4 * GiB });
+  g_assert_cmpuint (from.vcpus, ==, 0);
+  g_assert_cmpuint (from.memory_bytes, ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -256,5 +270,6 @@ main (int argc, char **argv)
   g_test_add_func ("/capacity/admit", test_admit);
   g_test_add_func ("/capacity/admit-message", test_admit_message);
   g_test_add_func ("/capacity/resources-add", test_resources_add);
+  g_test_add_func ("/capacity/resources-take", test_resources_take);
   return g_test_run ();
 }
