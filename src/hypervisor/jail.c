@@ -1,5 +1,6 @@
 #include "jail.h"
 #include "acl.h"
+#include "grants.h"
 #include "process.h"
 #include "core/errors.h"
 
@@ -7,11 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
-#include <linux/if_tun.h>
 #include <net/if.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -49,12 +48,6 @@ typedef struct {
   char *target;
 } Link;
 
-/* A TAP device given to the VMM's UID, by name: plain memory, for the
- * VMM's parent to give it back after a fork. */
-typedef struct {
-  char name[IFNAMSIZ];
-} Tap;
-
 typedef struct {
   char    *path;        /* relative to the new root */
   mode_t   mode;
@@ -78,7 +71,7 @@ struct _MvJail {
   GArray     *devices;    /* Device */
   GArray     *passed;     /* int: descriptors the VMM gets */
   GArray     *granted;    /* int: files with an ACL entry of the VMM's UID */
-  GArray     *taps;       /* Tap: TAP devices the VMM's UID owns */
+  GArray     *taps;       /* MvTapName: TAP devices the VMM's UID owns */
   GArray     *parent_fds; /* int: what the VMM's parent keeps */
   GArray     *owned;      /* int: every descriptor to close at free */
   GHashTable *userns;     /* "uid:gid" of a file owner -> user namespace fd */
@@ -130,35 +123,19 @@ device_clear (gpointer data)
   g_free (((Device *) data)->path);
 }
 
-/* Makes @uid the owner of the TAP device @name: who may attach to it
- * without CAP_NET_ADMIN. Plain system calls, as the VMM's parent gives
- * it back after a fork; an errno or 0. */
-static int
-set_tap_owner (const char *name, uid_t uid)
+/* What the jail gave, for whoever takes it back; @runtime_dir: whether
+ * the runtime directory is given back to root too. */
+static MvGrants
+grants_of (const MvJail *jail, gboolean runtime_dir)
 {
-  struct ifreq ifr = { 0 };
-  int fd = open ("/dev/net/tun", O_RDWR | O_CLOEXEC);
-  int err = 0;
-
-  if (fd < 0)
-    return errno;
-  /* Attaching to an existing TAP: the flags are the ones the VMMs open
-   * it with. */
-  strncpy (ifr.ifr_name, name, IFNAMSIZ - 1);
-  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
-  if (ioctl (fd, TUNSETIFF, &ifr) < 0 || ioctl (fd, TUNSETOWNER, (unsigned long) uid) < 0)
-    err = errno;
-  close (fd);
-  return err;
-}
-
-/* The TAPs go back to root: a UID leased to another machine later cannot
- * attach to them. Async-signal-safe. */
-static void
-release_taps (const MvJail *jail)
-{
-  for (guint i = 0; i < jail->taps->len; i++)
-    (void) set_tap_owner (g_array_index (jail->taps, Tap, i).name, 0);
+  return (MvGrants) {
+    .uid = jail->uid,
+    .runtime_fd = runtime_dir ? jail->runtime_fd : -1,
+    .granted = (const int *) (gpointer) jail->granted->data,
+    .n_granted = jail->granted->len,
+    .taps = (const MvTapName *) (gpointer) jail->taps->data,
+    .n_taps = jail->taps->len,
+  };
 }
 
 MvJail *
@@ -181,7 +158,7 @@ mv_jail_new (MvSandbox *sandbox, const char *machine_id, const char *runtime_dir
   g_array_set_clear_func (jail->devices, device_clear);
   jail->passed = g_array_new (FALSE, FALSE, sizeof (int));
   jail->granted = g_array_new (FALSE, FALSE, sizeof (int));
-  jail->taps = g_array_new (FALSE, TRUE, sizeof (Tap));
+  jail->taps = g_array_new (FALSE, TRUE, sizeof (MvTapName));
   jail->parent_fds = g_array_new (FALSE, FALSE, sizeof (int));
   jail->owned = g_array_new (FALSE, FALSE, sizeof (int));
   jail->userns = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
@@ -208,10 +185,10 @@ mv_jail_free (MvJail *jail)
     return;
   if (!jail->handed_over)
     {
+      MvGrants grants = grants_of (jail, FALSE);
+
       /* No VMM's parent took the grants over: take them back now. */
-      for (guint i = 0; i < jail->granted->len; i++)
-        mv_acl_revoke (g_array_index (jail->granted, int, i), jail->uid);
-      release_taps (jail);
+      mv_grants_release (&grants);
       if (jail->prepared)
         mv_jail_reclaim_runtime_dir (jail->runtime_dir);
     }
@@ -626,7 +603,7 @@ mv_jail_add_device_at (MvJail *jail, const char *path, const char *at, GError **
 gboolean
 mv_jail_give_tap (MvJail *jail, const char *name, GError **error)
 {
-  Tap tap = { { 0 } };
+  MvTapName tap = { { 0 } };
   int err;
 
   if (!name || !*name || strlen (name) >= IFNAMSIZ)
@@ -643,7 +620,7 @@ mv_jail_give_tap (MvJail *jail, const char *name, GError **error)
   /* Recorded first: a failure half way is given back too. */
   memcpy (tap.name, name, strlen (name));
   g_array_append_val (jail->taps, tap);
-  err = set_tap_owner (name, jail->uid);
+  err = mv_tap_set_owner (name, jail->uid);
   if (err)
     return set_errno (error, err, "giving the TAP device %s to the VMM's user", name);
   return TRUE;
@@ -963,14 +940,11 @@ mv_jail_enter (const MvJail *jail, const char **step)
 }
 
 void
-mv_jail_release (const MvJail *jail)
+mv_jail_grants (const MvJail *jail, MvGrants *grants)
 {
-  for (guint i = 0; i < jail->granted->len; i++)
-    mv_acl_revoke (g_array_index (jail->granted, int, i), jail->uid);
-  release_taps (jail);
-  (void) !fchown (jail->runtime_fd, 0, 0);
-  (void) !fchmod (jail->runtime_fd, 0700);
+  *grants = grants_of (jail, TRUE);
 }
+
 
 /* ---- a running VMM ---- */
 

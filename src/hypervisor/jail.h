@@ -39,6 +39,7 @@
  * with plain system calls (mv_jail_enter()), since it is a fork of a
  * threaded process. */
 #pragma once
+#include "grants.h"
 #include "sandbox.h"
 
 #include <glib.h>
@@ -96,7 +97,7 @@ gboolean    mv_jail_show_sysfs_dir (MvJail *jail, const char *path, GError **err
 /* For a VMM that opens the TAP device @name itself (Cloud Hypervisor,
  * Firecracker): makes the VMM's UID its owner (TUNSETOWNER), so that it
  * may attach without privileges, and adds /dev/net/tun. The owner goes
- * back to root when the VMM ends (mv_jail_release()), or when the jail
+ * back to root when the VMM ends (mv_jail_grants()), or when the jail
  * is freed before it was handed over. */
 gboolean    mv_jail_give_tap (MvJail *jail, const char *name, GError **error);
 /* Passes @fd to the VMM under the same number; it stays the caller's. */
@@ -120,10 +121,10 @@ void        mv_jail_hand_over (MvJail *jail);
  * the root, drops every privilege. Returns 0, or -errno with *step set
  * to what failed. The caller chdir()s and execs. */
 int         mv_jail_enter (const MvJail *jail, const char **step);
-/* In the VMM's parent once the VMM is gone, async-signal-safe: takes the
- * grants back, gives the TAP devices and the runtime directory back to
- * root. */
-void        mv_jail_release (const MvJail *jail);
+/* What the VMM's parent gives back once the VMM is gone
+ * (mv_grants_release()): the grants, the TAP devices and the runtime
+ * directory. It points into @jail. */
+void        mv_jail_grants (const MvJail *jail, MvGrants *grants);
 
 /* For a running walled-in VMM @pidfd (checked to be it): shows the
  * daemon's directory @dir, given to @uid meanwhile, at its path in the

@@ -2,6 +2,7 @@
 #include "process.h"
 #include "console.h"
 #include "jail.h"
+#include "vmm-parent.h"
 #include "core/errors.h"
 #include "util/fd.h"
 #include "util/unix-socket.h"
@@ -26,6 +27,9 @@
 #endif
 
 #define LOG_TAIL_LINES   10
+/* The descriptors the VMM's parent keeps: the jail's lease, runtime
+ * directory and granted files, and the console's three. */
+#define KEEP_MAX         (MV_VMM_PARENT_MAX_GRANTS + 5)
 #define SOCKET_POLL_MS   20
 
 void
@@ -576,28 +580,11 @@ exec_vmm (const int go_pipe[2], int err_fd, int null_fd, int log_fd, int console
   _exit (127);
 }
 
-/* Writes @value in decimal to @buf, which holds at least 12 bytes; what
- * snprintf would do, but safe after fork in a threaded process. */
-static size_t
-format_decimal (char *buf, unsigned int value)
-{
-  char digits[12];
-  size_t n = 0, len = 0;
-
-  do
-    digits[n++] = (char) ('0' + value % 10);
-  while ((value /= 10) != 0);
-  while (n > 0)
-    buf[len++] = digits[--n];
-  buf[len++] = '\n';
-  return len;
-}
-
 /* Closes every descriptor from 1 up but the @n in @keep. */
 static void
 close_all_but (const int *keep, guint n)
 {
-  int sorted[64];
+  int sorted[KEEP_MAX];
   guint count = 0;
   unsigned int next = 1;
 
@@ -622,78 +609,55 @@ close_all_but (const int *keep, guint n)
 
 /* The VMM's parent stays root, so that a walled-in VMM, which runs as
  * another user, can neither signal nor trace it; but it keeps only what
- * taking a jail's ACL entries back needs (CAP_FOWNER), and gains nothing
- * by exec: it reads what the guest prints on its console. */
+ * taking a jail's ACL entries back needs (CAP_FOWNER), and what giving
+ * its TAP devices back to root needs (CAP_NET_ADMIN) if it has any. It
+ * gains nothing by exec. */
 static void
-reaper_drop_privileges (void)
+reaper_drop_privileges (gboolean net_admin)
 {
   struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
   struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+  guint32 kept = 1u << CAP_FOWNER | (net_admin ? 1u << CAP_NET_ADMIN : 0);
 
   for (int cap = 0; cap < 64; cap++)
-    if (cap != CAP_FOWNER)
+    if (cap >= 32 || !(kept & (1u << cap)))
       prctl (PR_CAPBSET_DROP, cap, 0, 0, 0);
-  caps[0].effective = caps[0].permitted = 1u << CAP_FOWNER;
+  caps[0].effective = caps[0].permitted = kept;
   syscall (SYS_capset, &header, caps);
   prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
   prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }
 
-/* The VMM's parent, for as long as the VMM lives: holds the guest's
- * console if @console has one (console.h), then reaps the VMM and writes
- * its wait status to @path (through @temp, so the file is whole or
- * absent), for whoever watches the VMM, which is not its parent and could
- * not learn how it ended otherwise. Of the daemon's it holds only the
- * console and what @jail needs kept for the VMM's lifetime (the UID
- * lease, the files whose grants it takes back once the VMM is gone), all
- * in @keep; no signal handler. Only async-signal-safe calls: this is a
- * fork of a threaded process. */
+/* The fork that made the VMM @vmm becomes its parent (vmm-parent.h): it
+ * keeps only the descriptors @parent names (in @keep) and the exit file,
+ * and execs @argv, or does the parent's work itself if it cannot. Only
+ * async-signal-safe calls: this is a fork of a threaded process. */
 static void G_GNUC_NORETURN
-reap_vmm (pid_t pid, const char *path, const char *temp, const MvJail *jail,
-          MvConsoleFds *console, const int *keep, guint n_keep)
+become_vmm_parent (pid_t vmm, MvVmmParent *parent, char **argv, char *const *envp,
+                   const int *keep, guint n_keep)
 {
   struct sigaction dfl = { .sa_handler = SIG_DFL };
   sigset_t none;
-  char text[16];
-  size_t len;
-  int status, fd;
+  int fd;
 
-
-  /* The file is opened now and kept as descriptor 0: whoever cleans the
-   * directory up before the VMM's end is written removes it, and then the
-   * rename below fails and leaves nothing behind. */
-  fd = open (temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+  /* The exit file is opened now, as descriptor 0 (vmm-parent.h). */
+  fd = open (parent->exit_temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
   if (fd < 0 || dup2 (fd, 0) < 0)
     _exit (1);
   close_all_but (keep, n_keep);
+  for (guint i = 0; i < n_keep; i++)
+    fcntl (keep[i], F_SETFD, 0);
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
   for (int sig = 1; sig < NSIG; sig++)
     if (sig != SIGKILL && sig != SIGSTOP)
       sigaction (sig, &dfl, NULL);
-  reaper_drop_privileges ();
+  reaper_drop_privileges (parent->jailed && parent->grants.n_taps > 0);
 
-  /* The VMM's end went with the descriptors not kept. */
-  console->vmm_end = -1;
-  if (console->held_end >= 0)
-    {
-      int pidfd = pidfd_open (pid);
-      mv_console_hold (console, pidfd);
-      if (pidfd >= 0)
-        close (pidfd);
-    }
-
-  while (waitpid (pid, &status, 0) < 0)
-    if (errno != EINTR)
-      _exit (1);
-  /* Before the end is written: whoever sees it sees the grants gone. */
-  if (jail)
-    mv_jail_release (jail);
-  len = format_decimal (text, (unsigned int) status);
-  if (write (0, text, len) != (ssize_t) len || fsync (0) < 0)
-    _exit (1);
-  rename (temp, path);
-  _exit (0);
+  mv_vmm_parent_set_vmm (argv, vmm);
+  execve (argv[0], argv, envp);
+  parent->vmm = vmm;
+  mv_vmm_parent_run (parent);
 }
 
 static void
@@ -844,7 +808,10 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   ExecFailure failure = { 0, NULL, FALSE };
   MvConsoleFds console = MV_CONSOLE_FDS_INIT;
   const int *jail_keep = NULL, *passed = NULL;
-  int keep[64];
+  MvVmmParent parent = { .exit_path = exit_path, .exit_temp = exit_temp,
+                         .console = MV_CONSOLE_FDS_INIT, .jailed = jail != NULL };
+  g_auto (GStrv) parent_argv = NULL;
+  int keep[KEEP_MAX];
   guint n_keep = 0, n_jail_keep = 0, n_passed = 0;
   guint64 memlock = memlock_for (argv[0], options->memlock_bytes);
   goffset log_offset;
@@ -854,12 +821,29 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   gint64 deadline;
   MvProcess *process;
 
+  if (access (mv_vmm_parent_path (), X_OK) < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not start %s: its parent, %s: %s",
+                   argv[0], mv_vmm_parent_path (), g_strerror (saved));
+      return NULL;
+    }
   if (jail && !mv_jail_prepare (jail, error))
     return NULL;
   if (jail)
     {
       jail_keep = mv_jail_parent_fds (jail, &n_jail_keep);
       passed = mv_jail_passed_fds (jail, &n_passed);
+      mv_jail_grants (jail, &parent.grants);
+      if (parent.grants.n_granted > MV_VMM_PARENT_MAX_GRANTS ||
+          parent.grants.n_taps > MV_VMM_PARENT_MAX_GRANTS || n_jail_keep > KEEP_MAX - 3)
+        {
+          g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
+                       "Could not start %s: it was given %u files and %u TAP devices; at most "
+                       "%d of each", argv[0], parent.grants.n_granted, parent.grants.n_taps,
+                       MV_VMM_PARENT_MAX_GRANTS);
+          return NULL;
+        }
     }
   else if (options->passed_fds)
     {
@@ -882,7 +866,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
       return NULL;
     }
   /* What the VMM's parent keeps: the jail's and the console's. */
-  for (guint i = 0; i < n_jail_keep && n_keep < G_N_ELEMENTS (keep) - 3; i++)
+  for (guint i = 0; i < n_jail_keep; i++)
     keep[n_keep++] = jail_keep[i];
   if (console.held_end >= 0)
     {
@@ -890,6 +874,8 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
       keep[n_keep++] = console.log;
       keep[n_keep++] = console.listener;
     }
+  parent.console = console;
+  parent_argv = mv_vmm_parent_argv (&parent);
   log_offset = lseek (log_fd, 0, SEEK_END);
   header = g_strdup_printf ("microvmd: %s: starting %s\n", stamp, command);
   transfer_all (log_fd, header, strlen (header), WRITE_ALL);
@@ -914,7 +900,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
 
   /* Three forks: the VMM is neither the daemon's child nor in its session
    * or process group. Its parent stays, only to reap it and write down how
-   * it ended (reap_vmm); both outlive the daemon. The first child exits at
+   * it ended (vmm-parent.h); both outlive the daemon. The first child exits at
    * once, so that the reaper is not the daemon's child either. */
   g_unlink (exit_path);
   g_unlink (exit_temp);
@@ -937,7 +923,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
           (void) !write (pid_pipe[1], &vmm, sizeof vmm);
           if (vmm < 0)
             _exit (0);
-          reap_vmm (vmm, exit_path, exit_temp, jail, &console, keep, n_keep);
+          become_vmm_parent (vmm, &parent, parent_argv, envp, keep, n_keep);
         }
       if (reaper < 0)
         {

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -224,6 +225,30 @@ assert_walled (const Case *c, const Identity *vmm)
     }
 }
 
+/* The VMM's parent is the small program (microvmd-vmm-parent), not a
+ * fork of the daemon that keeps the daemon's memory: root, but with
+ * CAP_FOWNER alone (these machines have no TAP), and no way to more. */
+static void
+assert_vmm_parent (const Identity *vmm)
+{
+  g_autofree char *ppid = proc_status (vmm->pid, "PPid");
+  int parent = atoi (ppid);
+  g_autofree char *exe_link = g_strdup_printf ("/proc/%d/exe", parent);
+  g_autofree char *exe = g_file_read_link (exe_link, NULL);
+  g_autofree char *built = g_build_filename (g_getenv ("MICROVMD_BUILD_DIR"), "src",
+                                             "hypervisor", "microvmd-vmm-parent", NULL);
+  g_autofree char *uids = proc_status (parent, "Uid");
+  g_autofree char *caps = proc_status (parent, "CapEff");
+  g_autofree char *bounding = proc_status (parent, "CapBnd");
+  g_autofree char *nnp = proc_status (parent, "NoNewPrivs");
+
+  g_assert_cmpstr (exe, ==, built);
+  g_assert_true (g_str_has_prefix (uids, "0\t"));
+  g_assert_cmpstr (caps, ==, "0000000000000008");
+  g_assert_cmpstr (bounding, ==, "0000000000000008");
+  g_assert_cmpstr (nnp, ==, "1");
+}
+
 /* Two machines: each VMM its own user, no privileges, its own mount
  * namespace in which the other's runtime directory, the state directory
  * and the host's secrets are not there. */
@@ -248,6 +273,7 @@ test_wall (Fixture *f, gconstpointer data)
   vmm_b = identity_of (f, b);
   assert_walled (c, &vmm_a);
   assert_walled (c, &vmm_b);
+  assert_vmm_parent (&vmm_a);
   g_assert_cmpint (vmm_a.uid, !=, vmm_b.uid);
   g_assert_cmpint (vmm_a.gid, !=, vmm_b.gid);
 

@@ -1,0 +1,27 @@
+/* microvmd-vmm-parent: the parent of one VMM (vmm-parent.h), exec'd by
+ * microvmd as it starts the VMM; not for running by hand. */
+#include "vmm-parent.h"
+
+#include <errno.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int
+main (int argc, char **argv)
+{
+  int granted[MV_VMM_PARENT_MAX_GRANTS];
+  MvTapName taps[MV_VMM_PARENT_MAX_GRANTS];
+  g_autofree char *why = NULL;
+  MvVmmParent parent;
+
+  if (!mv_vmm_parent_parse (argv, &parent, granted, taps, &why))
+    {
+      /* Its stderr is closed when microvmd runs it: this is for a person. */
+      g_printerr ("%s\n", why);
+      /* Whatever child it has is reaped all the same. */
+      while (wait (NULL) > 0 || errno == EINTR)
+        ;
+      return 2;
+    }
+  mv_vmm_parent_run (&parent);
+}
