@@ -4,6 +4,7 @@
 #include "names.h"
 
 #include <errno.h>
+#include <json-glib/json-glib.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -267,6 +268,58 @@ bench_get_string (Bench *bench, sd_bus *bus, const char *dest, const char *path,
     bench_fail (bench, "cannot read %s of %s: %s", prop, path,
                 error.message ? error.message : g_strerror (-r));
   return value;
+}
+
+/* The VMM's PID, from the status record the daemon wrote. */
+GPid
+bench_vmm_pid (Bench *bench, const char *id)
+{
+  g_autofree char *path = g_build_filename (mv_test_env_state_dir (bench->env), MV_MACHINES_DIR,
+                                            id, MV_STATUS_RECORD, NULL);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) error = NULL;
+  JsonObject *status, *vmm;
+
+  if (!json_parser_load_from_file (parser, path, &error))
+    bench_fail (bench, "cannot read %s: %s", path, error->message);
+  status = json_node_get_object (json_parser_get_root (parser));
+  vmm = json_object_get_object_member (status, "vmm");
+  if (!vmm || !json_object_has_member (vmm, "pid"))
+    bench_fail (bench, "%s names no VMM PID", path);
+  return (GPid) json_object_get_int_member (vmm, "pid");
+}
+
+double
+bench_proc_private_kib (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/smaps_rollup", pid);
+  g_autofree char *text = NULL;
+  const char *keys[] = { "\nPrivate_Clean:", "\nPrivate_Dirty:" };
+  double kib = 0;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return -1;
+  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+    {
+      const char *p = strstr (text, keys[i]);
+
+      if (!p)
+        return -1;
+      kib += g_ascii_strtod (p + strlen (keys[i]), NULL);
+    }
+  return kib;
+}
+
+GPid
+bench_proc_parent (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", pid);
+  g_autofree char *text = NULL;
+  const char *p;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || !(p = strstr (text, "\nPPid:")))
+    return -1;
+  return (GPid) g_ascii_strtoll (p + strlen ("\nPPid:"), NULL, 10);
 }
 
 double

@@ -81,6 +81,11 @@ void     bench_stand_in_guest (Bench *bench, char **kernel, char **initrd);
 
 /* From /proc: resident set in KiB, user+system CPU seconds. */
 double   bench_proc_rss_kib (GPid pid);
+/* What @pid holds alone (Private_Clean + Private_Dirty), and its parent. */
+double   bench_proc_private_kib (GPid pid);
+GPid     bench_proc_parent (GPid pid);
+/* The PID of machine @id's VMM, from the status record the daemon wrote. */
+GPid     bench_vmm_pid (Bench *bench, const char *id);
 double   bench_proc_cpu_seconds (GPid pid);
 /* Keeps every thread @pid has now on CPU @cpu; -1: on any CPU again. */
 void     bench_pin_process (GPid pid, int cpu);

@@ -49,6 +49,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (sd_event, sd_event_unref)
 #define READ_MACHINES     20
 #define CHURNERS          20
 #define VMM_TIMEOUT_S     10
+/* Row 20's VMMs' parents: how many run, and how much the daemon works
+ * meanwhile (machines defined and deleted, full listings). */
+#define PARENTS           20
+#define PARENTS_CHURN     200
 
 /* ---- machines cycling Start/Stop ---- */
 
@@ -406,24 +410,13 @@ bare_at_once (Bench *bench, const char *fake, const char *kernel, const char *in
   return us;
 }
 
-static void
-row_start_at_once (Bench *bench, const char *fake, const char *kernel, const char *initrd)
+/* @count Firecracker test machines, created stopped. */
+static GPtrArray *
+create_fake_machines (Bench *bench, const char *kernel, const char *initrd, guint count)
 {
-  guint machines = bench->smoke ? 5 : AT_ONCE, pairs = bench->smoke ? 1 : 5;
-  g_autoptr (GPtrArray) paths = g_ptr_array_new_with_free_func (g_free);
-  BenchSamples *figure = bench_samples_new (), *baseline = bench_samples_new ();
-  sd_bus *buses[AT_ONCE_BUSES];
-  g_autofree char *what = g_strdup_printf ("%u stopped machines started at once (Firecracker test "
-                                           "VMM): Starts sent → every Start returned, Running",
-                                           machines);
-  g_autofree char *baseline_what = g_strdup_printf ("%u bare fake-firecracker spawned by the bench, "
-                                                    "each configured over its API socket from a "
-                                                    "thread of its own → every one answers "
-                                                    "GET / Running", machines);
-  g_autofree char *spread = NULL, *note = NULL;
-  BenchResult *r;
+  GPtrArray *paths = g_ptr_array_new_with_free_func (g_free);
 
-  for (guint i = 0; i < machines; i++)
+  for (guint i = 0; i < count; i++)
     {
       g_autofree char *spec = g_strdup_printf (
         "{\"name\":\"bench-f%05u\",\"hypervisor_type\":\"firecracker\",\"kernel\":\"%s\","
@@ -438,6 +431,38 @@ row_start_at_once (Bench *bench, const char *fake, const char *kernel, const cha
         bench_fail (bench, "CreateMachine returned no path");
       g_ptr_array_add (paths, g_strdup (p));
     }
+  return paths;
+}
+
+static void
+delete_machines (Bench *bench, GPtrArray *paths)
+{
+  for (guint i = 0; i < paths->len; i++)
+    {
+      g_autoptr (sd_bus_message) deleted = bench_call (bench, bench->bus, MV_BUS_NAME,
+                                                       paths->pdata[i], MV_MACHINE_IFACE,
+                                                       "Delete", "b", 1);
+    }
+}
+
+static void
+row_start_at_once (Bench *bench, const char *fake, const char *kernel, const char *initrd)
+{
+  guint machines = bench->smoke ? 5 : AT_ONCE, pairs = bench->smoke ? 1 : 5;
+  g_autoptr (GPtrArray) paths = NULL;
+  BenchSamples *figure = bench_samples_new (), *baseline = bench_samples_new ();
+  sd_bus *buses[AT_ONCE_BUSES];
+  g_autofree char *what = g_strdup_printf ("%u stopped machines started at once (Firecracker test "
+                                           "VMM): Starts sent → every Start returned, Running",
+                                           machines);
+  g_autofree char *baseline_what = g_strdup_printf ("%u bare fake-firecracker spawned by the bench, "
+                                                    "each configured over its API socket from a "
+                                                    "thread of its own → every one answers "
+                                                    "GET / Running", machines);
+  g_autofree char *spread = NULL, *note = NULL;
+  BenchResult *r;
+
+  paths = create_fake_machines (bench, kernel, initrd, machines);
   for (guint b = 0; b < AT_ONCE_BUSES; b++)
     buses[b] = bench_open_bus (bench);
 
@@ -461,12 +486,7 @@ row_start_at_once (Bench *bench, const char *fake, const char *kernel, const cha
 
   for (guint b = 0; b < AT_ONCE_BUSES; b++)
     sd_bus_flush_close_unref (buses[b]);
-  for (guint i = 0; i < paths->len; i++)
-    {
-      g_autoptr (sd_bus_message) deleted = bench_call (bench, bench->bus, MV_BUS_NAME,
-                                                       paths->pdata[i], MV_MACHINE_IFACE,
-                                                       "Delete", "b", 1);
-    }
+  delete_machines (bench, paths);
 
   spread = bench_spread_note ("through the daemon", figure, "bare", baseline);
   note = g_strdup_printf ("%u %s of runs, alternating which goes first; the Starts go over %d "
@@ -674,6 +694,70 @@ row_reads_under_churn (Bench *bench)
   bench_result_print (r);
 }
 
+/* ---- d: what a running VMM's parent holds ---- */
+
+/* The memory each running VMM's parent holds alone, after the daemon has
+ * worked for a while beside them: a parent that were a fork of the
+ * daemon would keep the daemon's pages as they were at the fork, a copy
+ * of each as the daemon writes it. */
+static void
+row_parent_memory (Bench *bench, const char *kernel, const char *initrd)
+{
+  guint count = bench->smoke ? 5 : PARENTS, churn = bench->smoke ? 20 : PARENTS_CHURN;
+  BenchSamples *parents = bench_samples_new (), *vmms = bench_samples_new ();
+  g_autoptr (GPtrArray) paths = NULL;
+  g_autofree char *what = NULL, *note = NULL;
+  sd_bus *buses[AT_ONCE_BUSES];
+  double daemon_rss;
+  BenchResult *r;
+
+  for (guint b = 0; b < AT_ONCE_BUSES; b++)
+    buses[b] = bench_open_bus (bench);
+  paths = create_fake_machines (bench, kernel, initrd, count);
+  call_all_at_once (bench, buses, paths, "Start");
+  expect_states (bench, paths, "Running", "Start");
+  /* The daemon's work: records made and removed, objects exported and
+   * withdrawn, every machine listed. */
+  for (guint i = 0; i < churn; i++)
+    {
+      g_autofree char *path = bench_create_machine (bench, bench->bus, NULL, FALSE);
+      g_autoptr (sd_bus_message) deleted = bench_call (bench, bench->bus, MV_BUS_NAME, path,
+                                                       MV_MACHINE_IFACE, "Delete", "b", 1);
+
+      if (i % 10 == 0)
+        bench_timed_managed_objects (bench, NULL);
+    }
+  for (guint i = 0; i < paths->len; i++)
+    {
+      g_autofree char *id = bench_get_string (bench, bench->bus, MV_BUS_NAME, paths->pdata[i],
+                                              MV_MACHINE_IFACE, "Id");
+      GPid vmm = bench_vmm_pid (bench, id);
+      GPid parent = bench_proc_parent (vmm);
+      double held = parent > 1 ? bench_proc_private_kib (parent) : -1;
+
+      if (held < 0)
+        bench_fail (bench, "cannot read what the parent of VMM %d holds", vmm);
+      bench_samples_add (parents, held);
+      bench_samples_add (vmms, bench_proc_private_kib (vmm));
+    }
+  daemon_rss = bench_proc_rss_kib (bench->daemon_pid);
+  call_all_at_once (bench, buses, paths, "Stop");
+  expect_states (bench, paths, "Stopped", "Stop");
+  delete_machines (bench, paths);
+  for (guint b = 0; b < AT_ONCE_BUSES; b++)
+    sd_bus_flush_close_unref (buses[b]);
+
+  what = g_strdup_printf ("memory each running VMM's parent holds alone (Private_Clean + "
+                          "Private_Dirty), %u running, after %u machines were made and deleted "
+                          "beside them", count, churn);
+  note = g_strdup_printf ("the daemon's RSS then %.0f KiB; one per VMM, Firecracker test VMM",
+                          daemon_rss);
+  r = bench_report_add (bench->report, "20", "20-parent-memory", what, "KiB", count, parents,
+                        "the test VMM's own, the same way", vmms);
+  bench_result_set_note (r, note);
+  bench_result_print (r);
+}
+
 void
 bench_rows_concurrency (Bench *bench)
 {
@@ -686,6 +770,7 @@ bench_rows_concurrency (Bench *bench)
   mv_test_env_write_config (bench->env, config);
   bench_daemon_start (bench);
   row_start_at_once (bench, fake, kernel, initrd);
+  row_parent_memory (bench, kernel, initrd);
   row_reads_under_churn (bench);
   bench_daemon_stop (bench);
   bench_clear_state (bench);

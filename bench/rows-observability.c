@@ -47,25 +47,6 @@ free_port (Bench *bench)
   return g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
 }
 
-/* The VMM's PID, from the status record the daemon wrote. */
-static GPid
-vmm_pid (Bench *bench, const char *id)
-{
-  g_autofree char *path = g_build_filename (mv_test_env_state_dir (bench->env), MV_MACHINES_DIR,
-                                            id, MV_STATUS_RECORD, NULL);
-  g_autoptr (JsonParser) parser = json_parser_new ();
-  g_autoptr (GError) error = NULL;
-  JsonObject *status, *vmm;
-
-  if (!json_parser_load_from_file (parser, path, &error))
-    bench_fail (bench, "cannot read %s: %s", path, error->message);
-  status = json_node_get_object (json_parser_get_root (parser));
-  vmm = json_object_get_object_member (status, "vmm");
-  if (!vmm || !json_object_has_member (vmm, "pid"))
-    bench_fail (bench, "%s names no VMM PID", path);
-  return (GPid) json_object_get_int_member (vmm, "pid");
-}
-
 static void
 populate (Observed *o)
 {
@@ -92,7 +73,7 @@ populate (Observed *o)
       path = g_strdup (p);
       started = bench_call (bench, bench->bus, MV_BUS_NAME, path, MV_MACHINE_IFACE, "Start", NULL);
       id = bench_get_string (bench, bench->bus, MV_BUS_NAME, path, MV_MACHINE_IFACE, "Id");
-      pid = vmm_pid (bench, id);
+      pid = bench_vmm_pid (bench, id);
       g_array_append_val (o->pids, pid);
       g_ptr_array_add (o->running, g_steal_pointer (&path));
     }

@@ -720,7 +720,7 @@ is_daemons (const char *name)
    * workload's log is written by the daemon from what the agent sends. */
   return strcmp (name, MV_VMM_LOG_NAME) == 0 || strcmp (name, MV_VMM_EXIT_NAME) == 0 ||
          strcmp (name, MV_CONSOLE_LOG_NAME) == 0 || strcmp (name, MV_CONSOLE_SOCKET_NAME) == 0 ||
-         strcmp (name, MV_VMM_EXIT_NAME ".tmp") == 0 ||
+         strcmp (name, MV_VMM_EXIT_TEMP_NAME) == 0 ||
          strcmp (name, MV_VMM_LOG_NAME MV_LOG_ROTATED_SUFFIX) == 0 ||
          strcmp (name, MV_CONSOLE_LOG_NAME MV_LOG_ROTATED_SUFFIX) == 0 ||
          strcmp (name, MV_WORKLOAD_LOG_NAME) == 0 ||

@@ -27,9 +27,10 @@
 #endif
 
 #define LOG_TAIL_LINES   10
-/* The descriptors the VMM's parent keeps: the jail's lease, runtime
- * directory and granted files, and the console's three. */
-#define KEEP_MAX         (MV_VMM_PARENT_MAX_GRANTS + 5)
+/* The descriptors the VMM's parent keeps: the socket's directory, the
+ * jail's lease, runtime directory and granted files, and the console's
+ * three. */
+#define KEEP_MAX         (MV_VMM_PARENT_MAX_GRANTS + 6)
 #define SOCKET_POLL_MS   20
 
 void
@@ -641,7 +642,8 @@ become_vmm_parent (pid_t vmm, MvVmmParent *parent, char **argv, char *const *env
   int fd;
 
   /* The exit file is opened now, as descriptor 0 (vmm-parent.h). */
-  fd = open (parent->exit_temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+  fd = openat (parent->dir_fd, MV_VMM_EXIT_TEMP_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW,
+               0600);
   if (fd < 0 || dup2 (fd, 0) < 0)
     _exit (1);
   close_all_but (keep, n_keep);
@@ -797,19 +799,18 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   g_autofree char *dir = g_path_get_dirname (socket_path);
   g_autofree char *log_path = mv_vmm_log_path (socket_path);
   g_autofree char *exit_path = mv_vmm_exit_path (socket_path);
-  g_autofree char *exit_temp = g_strconcat (exit_path, ".tmp", NULL);
+  g_autofree char *exit_temp = g_build_filename (dir, MV_VMM_EXIT_TEMP_NAME, NULL);
   g_autofree char *command = g_strjoinv (" ", (char **) argv);
   g_autofree char *header = NULL;
   g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
   g_autofree char *stamp = g_date_time_format_iso8601 (now);
   g_auto (GStrv) envp = g_get_environ ();
   int pid_pipe[2] = { -1, -1 }, go_pipe[2] = { -1, -1 }, err_pipe[2] = { -1, -1 };
-  int log_fd, null_fd, pidfd = -1, status;
+  int log_fd, null_fd, dir_fd = -1, pidfd = -1, status;
   ExecFailure failure = { 0, NULL, FALSE };
   MvConsoleFds console = MV_CONSOLE_FDS_INIT;
   const int *jail_keep = NULL, *passed = NULL;
-  MvVmmParent parent = { .exit_path = exit_path, .exit_temp = exit_temp,
-                         .console = MV_CONSOLE_FDS_INIT, .jailed = jail != NULL };
+  MvVmmParent parent = { .dir_fd = -1, .console = MV_CONSOLE_FDS_INIT, .jailed = jail != NULL };
   g_auto (GStrv) parent_argv = NULL;
   int keep[KEEP_MAX];
   guint n_keep = 0, n_jail_keep = 0, n_passed = 0;
@@ -836,7 +837,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
       passed = mv_jail_passed_fds (jail, &n_passed);
       mv_jail_grants (jail, &parent.grants);
       if (parent.grants.n_granted > MV_VMM_PARENT_MAX_GRANTS ||
-          parent.grants.n_taps > MV_VMM_PARENT_MAX_GRANTS || n_jail_keep > KEEP_MAX - 3)
+          parent.grants.n_taps > MV_VMM_PARENT_MAX_GRANTS || n_jail_keep > KEEP_MAX - 4)
         {
           g_set_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT,
                        "Could not start %s: it was given %u files and %u TAP devices; at most "
@@ -865,7 +866,34 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
       close (log_fd);
       return NULL;
     }
-  /* What the VMM's parent keeps: the jail's and the console's. */
+  log_offset = lseek (log_fd, 0, SEEK_END);
+  header = g_strdup_printf ("microvmd: %s: starting %s\n", stamp, command);
+  transfer_all (log_fd, header, strlen (header), WRITE_ALL);
+  log_offset += strlen (header);
+
+  null_fd = mv_fd_above_stdio (g_open ("/dev/null", O_RDONLY | O_CLOEXEC, 0));
+  if (null_fd >= 0)
+    dir_fd = mv_fd_above_stdio (open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (null_fd < 0 || dir_fd < 0 || pipe2 (pid_pipe, O_CLOEXEC) < 0 ||
+      pipe2 (go_pipe, O_CLOEXEC) < 0 || pipe2 (err_pipe, O_CLOEXEC) < 0)
+    {
+      int saved = errno;
+      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not prepare to start %s: %s",
+                   argv[0], g_strerror (saved));
+      close_pipe (pid_pipe);
+      close_pipe (go_pipe);
+      close_pipe (err_pipe);
+      if (null_fd >= 0)
+        close (null_fd);
+      if (dir_fd >= 0)
+        close (dir_fd);
+      close (log_fd);
+      mv_console_close (&console);
+      return NULL;
+    }
+  /* What the VMM's parent keeps: the directory, the jail's and the
+   * console's. */
+  keep[n_keep++] = parent.dir_fd = dir_fd;
   for (guint i = 0; i < n_jail_keep; i++)
     keep[n_keep++] = jail_keep[i];
   if (console.held_end >= 0)
@@ -876,27 +904,6 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
     }
   parent.console = console;
   parent_argv = mv_vmm_parent_argv (&parent);
-  log_offset = lseek (log_fd, 0, SEEK_END);
-  header = g_strdup_printf ("microvmd: %s: starting %s\n", stamp, command);
-  transfer_all (log_fd, header, strlen (header), WRITE_ALL);
-  log_offset += strlen (header);
-
-  null_fd = mv_fd_above_stdio (g_open ("/dev/null", O_RDONLY | O_CLOEXEC, 0));
-  if (null_fd < 0 || pipe2 (pid_pipe, O_CLOEXEC) < 0 || pipe2 (go_pipe, O_CLOEXEC) < 0 ||
-      pipe2 (err_pipe, O_CLOEXEC) < 0)
-    {
-      int saved = errno;
-      g_set_error (error, MV_ERROR, MV_ERROR_FAILED, "Could not prepare to start %s: %s",
-                   argv[0], g_strerror (saved));
-      close_pipe (pid_pipe);
-      close_pipe (go_pipe);
-      close_pipe (err_pipe);
-      if (null_fd >= 0)
-        close (null_fd);
-      close (log_fd);
-      mv_console_close (&console);
-      return NULL;
-    }
 
   /* Three forks: the VMM is neither the daemon's child nor in its session
    * or process group. Its parent stays, only to reap it and write down how
@@ -941,6 +948,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
       close_pipe (go_pipe);
       close_pipe (err_pipe);
       close (null_fd);
+      close (dir_fd);
       close (log_fd);
       mv_console_close (&console);
       return NULL;
@@ -953,6 +961,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   close (err_pipe[1]);
   err_pipe[1] = -1;
   close (null_fd);
+  close (dir_fd);
   close (log_fd);
   /* The VMM and its parent have theirs. */
   mv_console_close (&console);

@@ -23,7 +23,9 @@ typedef struct {
 /* Beside the API socket: what the VMM writes to its stdout and stderr
  * (MV_VMM_LOG_NAME), and the wait status its parent writes when it ends. The daemon's files:
  * a walled-in VMM cannot replace them. */
-#define MV_VMM_EXIT_NAME  "vmm.exit"
+#define MV_VMM_EXIT_NAME       "vmm.exit"
+/* The same, while it is written. */
+#define MV_VMM_EXIT_TEMP_NAME  MV_VMM_EXIT_NAME ".tmp"
 
 void        mv_process_free (MvProcess *process);
 MvProcess  *mv_process_copy (const MvProcess *process);

@@ -1,5 +1,6 @@
 /* The VMM's parent (vmm-parent.h). */
 #include "vmm-parent.h"
+#include "process.h"
 #include "config.h"
 
 #include <errno.h>
@@ -44,8 +45,7 @@ mv_vmm_parent_argv (const MvVmmParent *parent)
   memcpy (vmm, VMM_FLAG, strlen (VMM_FLAG));
   g_ptr_array_add (argv, g_strdup (mv_vmm_parent_path ()));
   g_ptr_array_add (argv, vmm);
-  g_ptr_array_add (argv, g_strconcat ("--exit=", parent->exit_path, NULL));
-  g_ptr_array_add (argv, g_strconcat ("--exit-temp=", parent->exit_temp, NULL));
+  g_ptr_array_add (argv, g_strdup_printf ("--dir-fd=%d", parent->dir_fd));
   if (c->held_end >= 0)
     g_ptr_array_add (argv, g_strdup_printf ("--console=%d,%d,%d", c->held_end, c->log,
                                             c->listener));
@@ -117,7 +117,7 @@ mv_vmm_parent_parse (char **argv, MvVmmParent *parent, int *granted, MvTapName *
   MvGrants *g = &parent->grants;
   gboolean console = FALSE, uid = FALSE, runtime = FALSE;
 
-  *parent = (MvVmmParent) { .console = MV_CONSOLE_FDS_INIT };
+  *parent = (MvVmmParent) { .dir_fd = -1, .console = MV_CONSOLE_FDS_INIT };
   g->runtime_fd = -1;
   g->granted = granted;
   g->taps = taps;
@@ -137,16 +137,8 @@ mv_vmm_parent_parse (char **argv, MvVmmParent *parent, int *granted, MvTapName *
           ok = !parent->vmm && parse_number (value, G_MAXINT, &number) && number > 0;
           parent->vmm = (pid_t) number;
         }
-      else if (g_str_equal (flag, "--exit"))
-        {
-          ok = !parent->exit_path && *value == '/';
-          parent->exit_path = value;
-        }
-      else if (g_str_equal (flag, "--exit-temp"))
-        {
-          ok = !parent->exit_temp && *value == '/';
-          parent->exit_temp = value;
-        }
+      else if (g_str_equal (flag, "--dir-fd"))
+        ok = parent->dir_fd < 0 && parse_fd (value, &parent->dir_fd);
       else if (g_str_equal (flag, "--console"))
         {
           g_auto (GStrv) fds = g_strsplit (value, ",", -1);
@@ -186,11 +178,11 @@ mv_vmm_parent_parse (char **argv, MvVmmParent *parent, int *granted, MvTapName *
         }
     }
   parent->jailed = uid;
-  if (!parent->vmm || !parent->exit_path || !parent->exit_temp || uid != runtime ||
+  if (!parent->vmm || parent->dir_fd < 0 || uid != runtime ||
       (!uid && (g->n_granted || g->n_taps)))
     {
-      *why = g_strdup ("--vmm, --exit and --exit-temp are needed, and --uid goes with "
-                       "--runtime-fd, which --grant and --tap need");
+      *why = g_strdup ("--vmm and --dir-fd are needed, and --uid goes with --runtime-fd, "
+                       "which --grant and --tap need");
       return FALSE;
     }
   return TRUE;
@@ -235,6 +227,6 @@ mv_vmm_parent_run (const MvVmmParent *parent)
    * leaves nothing behind. */
   if (write (0, text, len) != (ssize_t) len || fsync (0) < 0)
     _exit (1);
-  rename (parent->exit_temp, parent->exit_path);
+  renameat (parent->dir_fd, MV_VMM_EXIT_TEMP_NAME, parent->dir_fd, MV_VMM_EXIT_NAME);
   _exit (0);
 }

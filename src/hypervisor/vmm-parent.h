@@ -15,15 +15,18 @@
  * Its command line, built by the daemon before the fork:
  *
  *   --vmm=PID            the VMM, its child
- *   --exit=PATH          where the wait status goes, written whole through
- *   --exit-temp=PATH       this file, open as descriptor 0
+ *   --dir-fd=FD          the directory of the VMM's socket, where the wait
+ *                        status goes (MV_VMM_EXIT_NAME), written whole
+ *                        through a file beside it, open as descriptor 0
  *   --console=H,L,S      the console's held end, log and listening socket
  *   --uid=UID            a walled-in VMM's user ...
  *   --runtime-fd=FD      ... its runtime directory, given back to root
  *   --grant=FD           a file with an ACL entry of UID (repeated)
  *   --tap=NAME           a TAP device UID owns (repeated)
  *
- * Every descriptor named is inherited. */
+ * Every descriptor named is inherited. No path is: nothing but the pid
+ * ties it to its machine, so that nobody who looks for a machine's
+ * processes by their command line takes it for the VMM. */
 #pragma once
 #include "console.h"
 #include "grants.h"
@@ -36,8 +39,7 @@
 
 typedef struct {
   pid_t         vmm;
-  const char   *exit_path;
-  const char   *exit_temp;
+  int           dir_fd;
   MvConsoleFds  console;    /* held_end, log, listener; all -1 without one */
   gboolean      jailed;
   MvGrants      grants;     /* if @jailed */
