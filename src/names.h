@@ -77,6 +77,9 @@
 #define MV_CONFIG_RECORD         "config.json"
 #define MV_STATUS_RECORD         "status.json"
 #define MV_METRICS_DIR           "metrics"
+/* In the runtime directory: the versions the hypervisors' binaries gave
+ * (hypervisor/version-cache.h). */
+#define MV_VERSIONS_FILE         "hypervisor-versions"
 /* The event log (store/event-log.h), in the state directory. */
 #define MV_EVENTS_LOG_NAME       "events.jsonl"
 #define MV_EVENTS_ROTATED_NAME   "events.jsonl.1"

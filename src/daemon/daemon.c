@@ -482,6 +482,9 @@ add_builtin_runtimes (MvDaemon *daemon, GError **error)
 {
   g_autofree char *type = g_key_file_get_string (daemon->config, "daemon", "default-hypervisor",
                                                  NULL);
+  g_autofree char *versions_path = g_build_filename (mv_store_runtime_dir (daemon->store),
+                                                     MV_VERSIONS_FILE, NULL);
+  g_autoptr (MvVersionCache) versions = mv_version_cache_new (versions_path);
 
   if (type && !g_str_equal (type, "auto"))
     {
@@ -496,7 +499,7 @@ add_builtin_runtimes (MvDaemon *daemon, GError **error)
       daemon->default_type = g_steal_pointer (&type);
     }
 
-  daemon->builtin_runtimes = mv_hypervisor_builtin_runtimes (daemon->config, error);
+  daemon->builtin_runtimes = mv_hypervisor_builtin_runtimes (daemon->config, versions, error);
   if (!daemon->builtin_runtimes)
     {
       g_prefix_error (error, "%s: ", daemon->config_path);

@@ -80,6 +80,7 @@ typedef struct {
   char      *default_args;
   GMutex     lock;
   char      *version;         /* cached; under lock */
+  MvVersionCache *versions;   /* the version across restarts */
 } QemuStarter;
 
 typedef struct {
@@ -827,7 +828,7 @@ qemu_version (MvStarter *starter)
 
   g_mutex_lock (&self->lock);
   if (!self->version && self->binary)
-    self->version = read_version (self->binary);
+    self->version = mv_version_cache_get (self->versions, self->binary, read_version);
   version = self->version;
   g_mutex_unlock (&self->lock);
   return version;
@@ -1581,6 +1582,7 @@ qemu_free (MvStarter *starter)
 
   g_free (self->binary_option);
   g_free (self->binary);
+  mv_version_cache_unref (self->versions);
   g_free (self->accel);
   g_free (self->accel_why);
   g_free (self->default_args);
@@ -1617,6 +1619,7 @@ mv_qemu_starter_new (const MvQemuOptions *options, GError **error)
   g_mutex_init (&self->lock);
   self->binary_option = g_strdup (binary);
   self->binary = resolve_binary (binary);
+  self->versions = options && options->versions ? mv_version_cache_ref (options->versions) : NULL;
   if (g_str_equal (accel, "auto"))
     {
       self->accel = g_strdup (mv_qemu_pick_accel ("/sys/module", "/proc/cpuinfo", "/dev/kvm",

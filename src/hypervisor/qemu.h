@@ -1,6 +1,7 @@
 /* The qemu backend: qemu-system-x86_64 driven over QMP. */
 #pragma once
 #include "hypervisor.h"
+#include "version-cache.h"
 
 #define MV_QEMU_TYPE            "qemu"
 #define MV_QEMU_DEFAULT_BINARY  "qemu-system-x86_64"
@@ -8,6 +9,7 @@
 typedef struct {
   const char *binary;   /* a path, or a name looked up in PATH; NULL: the default */
   const char *accel;    /* "kvm", "tcg" or "auto"; NULL: auto */
+  MvVersionCache *versions;   /* where its version is remembered; NULL: nowhere */
 } MvQemuOptions;
 
 /* Fails only for a bad accel setting; a missing binary is reported when a

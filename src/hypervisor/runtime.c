@@ -1419,11 +1419,11 @@ mv_hypervisor_runtime_set_kernels (MvRuntime *runtime, GHashTable *kernels)
 /* ---- built-in runtimes ---- */
 
 static MvStarter *
-qemu_from_config (GKeyFile *config, GError **error)
+qemu_from_config (GKeyFile *config, MvVersionCache *versions, GError **error)
 {
   g_autofree char *binary = config ? g_key_file_get_string (config, "qemu", "binary", NULL) : NULL;
   g_autofree char *accel = config ? g_key_file_get_string (config, "qemu", "accel", NULL) : NULL;
-  MvQemuOptions options = { .binary = binary, .accel = accel };
+  MvQemuOptions options = { .binary = binary, .accel = accel, .versions = versions };
 
   return mv_qemu_starter_new (&options, error);
 }
@@ -1431,7 +1431,7 @@ qemu_from_config (GKeyFile *config, GError **error)
 /* The built-in hypervisors, in the order "auto" tries them. */
 static const struct {
   const char *type;
-  MvStarter *(*new_from_config) (GKeyFile *config, GError **error);
+  MvStarter *(*new_from_config) (GKeyFile *config, MvVersionCache *versions, GError **error);
 } builtin[] = {
   { MV_QEMU_TYPE, qemu_from_config },
 };
@@ -1526,7 +1526,7 @@ read_guest_file (GKeyFile *config, const char *key, const char *installed, GHash
 }
 
 GPtrArray *
-mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
+mv_hypervisor_builtin_runtimes (GKeyFile *config, MvVersionCache *versions, GError **error)
 {
   g_autofree char *guest_kernel = NULL, *guest_initramfs = NULL;
   g_autoptr (GPtrArray) runtimes =
@@ -1575,7 +1575,7 @@ mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error)
 
   for (guint i = 0; i < G_N_ELEMENTS (builtin); i++)
     {
-      MvStarter *starter = builtin[i].new_from_config (config, error);
+      MvStarter *starter = builtin[i].new_from_config (config, versions, error);
 
       if (!starter)
         return NULL;

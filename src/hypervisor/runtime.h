@@ -2,6 +2,7 @@
  * boot, stop, pause, save and watch a machine's guest. */
 #pragma once
 #include "hypervisor.h"
+#include "version-cache.h"
 #include "core/host/runtime.h"
 #include "names.h"
 
@@ -50,5 +51,6 @@ void       mv_hypervisor_runtime_set_cgroups (MvRuntime *runtime, MvCgroups *cgr
  * boot-timeout-seconds and stop-timeout-seconds; [guest] kernel and
  * initramfs (default: the installed ones, if any); [paths] and [sandbox]
  * (sandbox.h). A bad value is MV_ERROR_INVALID_ARGUMENT naming the group
- * and key. */
-GPtrArray *mv_hypervisor_builtin_runtimes (GKeyFile *config, GError **error);
+ * and key. QEMU's version is remembered in @versions (may be NULL). */
+GPtrArray *mv_hypervisor_builtin_runtimes (GKeyFile *config, MvVersionCache *versions,
+                                           GError **error);

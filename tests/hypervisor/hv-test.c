@@ -59,7 +59,7 @@ hv_test_runtimes (const char *config_extra, GError **error)
                                        "\n", paths, NULL);
 
   g_assert_true (g_key_file_load_from_data (config, text, -1, G_KEY_FILE_NONE, NULL));
-  return mv_hypervisor_builtin_runtimes (config, error);
+  return mv_hypervisor_builtin_runtimes (config, NULL, error);
 }
 
 MvRuntime *

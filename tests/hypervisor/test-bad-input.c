@@ -191,7 +191,7 @@ test_bad_config (void)
   g_clear_error (&error);
 
   /* No configuration at all: the defaults. */
-  runtimes = mv_hypervisor_builtin_runtimes (NULL, &error);
+  runtimes = mv_hypervisor_builtin_runtimes (NULL, NULL, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (runtimes->len, ==, 1);
   g_assert_cmpstr (((MvRuntime *) runtimes->pdata[0])->type, ==, "qemu");

@@ -828,6 +828,91 @@ test_invalid_record_reported (Fixture *f, gconstpointer data)
   g_assert_cmpstr (err2, ==, MV_BUS_ERROR_NOT_FOUND);
 }
 
+/* The version the manager's Hypervisors lists for qemu; NULL: none. */
+static char *
+listed_qemu_version (Fixture *f)
+{
+  g_autoptr (sd_bus_message) r = NULL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  const char *type, *version;
+
+  g_assert_cmpint (sd_bus_get_property (f->client->bus, MV_BUS_NAME, MV_MANAGER_PATH,
+                                        MV_MANAGER_IFACE, "Hypervisors", &error, &r, "a(ss)"),
+                   >=, 0);
+  g_assert_cmpint (sd_bus_message_enter_container (r, 'a', "(ss)"), >, 0);
+  while (sd_bus_message_read (r, "(ss)", &type, &version) > 0)
+    if (g_str_equal (type, "qemu"))
+      return g_strdup (version);
+  return NULL;
+}
+
+/* A stand-in for qemu-system-x86_64 at @path that says it is @version and
+ * adds a line to @asked each time it is run; put in place whole, as a
+ * package upgrade does. */
+static void
+write_qemu_stand_in (const char *path, const char *asked, const char *version)
+{
+  g_autofree char *script = g_strdup_printf ("#!/bin/sh\necho run >> '%s'\n"
+                                             "echo 'QEMU emulator version %s (stand-in)'\n",
+                                             asked, version);
+  g_autofree char *next = g_strconcat (path, ".new", NULL);
+
+  g_assert_true (g_file_set_contents (next, script, -1, NULL));
+  g_assert_cmpint (g_chmod (next, 0755), ==, 0);
+  g_assert_cmpint (g_rename (next, path), ==, 0);
+}
+
+static guint
+times_asked (const char *asked)
+{
+  g_autofree char *text = NULL;
+  guint lines = 0;
+
+  if (!g_file_get_contents (asked, &text, NULL, NULL))
+    return 0;
+  for (const char *p = text; *p; p++)
+    lines += *p == '\n';
+  return lines;
+}
+
+/* QEMU is asked its version once per binary: a restarted daemon takes it
+ * from the runtime directory, and asks again once the binary is another. */
+static void
+test_qemu_version_remembered (Fixture *f, gconstpointer data)
+{
+  const char *dir = mv_test_env_dir (f->env);
+  g_autofree char *qemu = g_build_filename (dir, "qemu-stand-in", NULL);
+  g_autofree char *asked = g_build_filename (dir, "qemu-asked", NULL);
+  g_autoptr (GKeyFile) config = g_key_file_new ();
+  g_autofree char *text = NULL, *first = NULL, *again = NULL, *upgraded = NULL;
+
+  write_qemu_stand_in (qemu, asked, "9.9.1");
+  g_assert_true (g_key_file_load_from_file (config, mv_test_env_config_path (f->env),
+                                            G_KEY_FILE_NONE, NULL));
+  g_key_file_set_string (config, "qemu", "binary", qemu);
+  text = g_key_file_to_data (config, NULL, NULL);
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_write_config (f->env, text);
+
+  mv_test_env_start_daemon (f->env, NULL);
+  first = listed_qemu_version (f);
+  g_assert_cmpstr (first, ==, "9.9.1");
+  g_assert_cmpuint (times_asked (asked), ==, 1);
+
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  mv_test_env_start_daemon (f->env, NULL);
+  again = listed_qemu_version (f);
+  g_assert_cmpstr (again, ==, "9.9.1");
+  g_assert_cmpuint (times_asked (asked), ==, 1);
+
+  mv_test_env_stop_daemon (f->env, SIGTERM);
+  write_qemu_stand_in (qemu, asked, "9.9.2");
+  mv_test_env_start_daemon (f->env, NULL);
+  upgraded = listed_qemu_version (f);
+  g_assert_cmpstr (upgraded, ==, "9.9.2");
+  g_assert_cmpuint (times_asked (asked), ==, 2);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -851,5 +936,6 @@ main (int argc, char **argv)
   ADD ("update-and-rename", test_update_and_rename);
   ADD ("restart-finds-machines", test_restart_finds_machines);
   ADD ("invalid-record-reported", test_invalid_record_reported);
+  ADD ("qemu-version-remembered", test_qemu_version_remembered);
   return g_test_run ();
 }

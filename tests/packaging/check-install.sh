@@ -3,13 +3,14 @@
 # where the program that reads it looks: dbus-daemon, polkitd, systemd and
 # systemd-tmpfiles read their own directories (named by their .pc files and
 # by systemd-analyze), not microvmd's prefix, and the daemon reads its
-# configuration from MV_DEFAULT_CONFIG_FILE of src/names.h.
+# configuration from MV_DEFAULT_CONFIG_FILE of src/names.h and runs its
+# helpers from MV_LIBEXECDIR of config.h.
 #
-# check-install.sh BUILD_DIR SOURCE_DIR PREFIX BINDIR SBINDIR MANDIR LOCALEDIR
+# check-install.sh BUILD_DIR SOURCE_DIR PREFIX BINDIR SBINDIR MANDIR LOCALEDIR LIBEXECDIR
 # (the directories absolute, as configured).
 set -eu
 
-build=$1 source=$2 prefix=$3 bindir=$4 sbindir=$5 mandir=$6 localedir=$7
+build=$1 source=$2 prefix=$3 bindir=$4 sbindir=$5 mandir=$6 localedir=$7 libexecdir=$8
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -65,6 +66,10 @@ pc_variable() {
 expect_executable "$bindir/microvmctl"
 expect_executable "$sbindir/microvmd"
 expect_executable "$prefix/lib/microvmd/microvmd-agent"
+expect_executable "$libexecdir/microvmd-vmm-parent"
+if ! grep -q "MV_LIBEXECDIR \"$libexecdir\"" "$build/config.h"; then
+  fail "the daemon looks for its helpers elsewhere than $libexecdir: $(grep MV_LIBEXECDIR "$build/config.h")"
+fi
 
 dbus_datadir=$(pc_variable dbus-1 datadir)
 expect_in_one_of org.microvmd1.conf dbus-daemon "${dbus_datadir:-/usr/share}/dbus-1/system.d" \
