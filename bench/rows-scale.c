@@ -14,6 +14,7 @@
 #include "bench.h"
 
 #include "names.h"
+#include "core/event.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -31,6 +32,8 @@
 #define LIBVIRT_CONNECT "org.libvirt.Connect"
 #define LIBVIRT_DOMAIN  "org.libvirt.Domain"
 #define PIPELINE_WINDOW 32     /* below the system bus's limit on pending replies */
+/* The event log's cap per file: [events] max-file-bytes by default. */
+#define EVENT_LOG_FILE_BYTES (4 << 20)
 
 typedef struct {
   Bench *bench;
@@ -554,6 +557,98 @@ load_records (Scale *s, guint n)
   bench_daemon_start (s->bench);
 }
 
+/* ---- #3: a start beside a full event log ---- */
+
+/* The event log's two files (MV_EVENTS_LOG_NAME, MV_EVENTS_ROTATED_NAME)
+ * filled to their cap as a long-lived daemon leaves them: 4 MiB each of
+ * machines' events. Returns how many. */
+static guint64
+fill_event_log (Bench *bench)
+{
+  const char *names[] = { MV_EVENTS_ROTATED_NAME, MV_EVENTS_LOG_NAME };
+  guint64 sequence = 0;
+
+  for (guint f = 0; f < G_N_ELEMENTS (names); f++)
+    {
+      g_autofree char *path = g_build_filename (mv_test_env_state_dir (bench->env), names[f], NULL);
+      g_autoptr (GString) text = g_string_new (NULL);
+
+      while (text->len < EVENT_LOG_FILE_BYTES - 512)
+        {
+          g_autofree char *id = g_strdup_printf ("beec%028" G_GINT64_MODIFIER "x", sequence % 1000);
+          g_autofree char *name = g_strdup_printf ("bench-%06" G_GUINT64_FORMAT, sequence % 1000);
+          g_autofree char *message = g_strdup_printf ("Machine %s started", name);
+          MvEvent event = { .sequence = ++sequence, .time = g_get_real_time (),
+                            .kind = MV_EVENT_STARTED, .machine_id = id, .machine_name = name,
+                            .operation_id = (char *) "0f3c2a1b9d8e7f6a5b4c3d2e1f0a9b8c",
+                            .message = message };
+          g_autofree char *json = mv_event_to_json (&event);
+
+          g_string_append_printf (text, "%s\n", json);
+        }
+      if (!g_file_set_contents (path, text->str, text->len, NULL))
+        bench_fail (bench, "cannot write %s", path);
+    }
+  return sequence;
+}
+
+static void
+remove_event_log (Bench *bench)
+{
+  const char *names[] = { MV_EVENTS_ROTATED_NAME, MV_EVENTS_LOG_NAME };
+
+  for (guint f = 0; f < G_N_ELEMENTS (names); f++)
+    {
+      g_autofree char *path = g_build_filename (mv_test_env_state_dir (bench->env), names[f], NULL);
+      g_unlink (path);
+    }
+}
+
+/* Daemon start → name owned with the event log full (as a daemon that has
+ * run a while leaves it), against the same start with none; no machines,
+ * interleaved. */
+static void
+row_start_with_event_log (Bench *bench)
+{
+  guint pairs = bench->smoke ? 1 : 7;
+  BenchSamples *figure = bench_samples_new (), *baseline = bench_samples_new ();
+  g_autofree char *what = NULL, *spread = NULL, *note = NULL;
+  guint64 events = 0;
+  BenchResult *r;
+
+  for (guint i = 0; i < pairs; i++)
+    for (guint side = 0; side < 2; side++)
+      {
+        gboolean full = (side == 0) == (i % 2 == 0);
+        double owned = 0;
+
+        if (full)
+          events = fill_event_log (bench);
+        else
+          remove_event_log (bench);
+        sync ();
+        if (!bench_daemon_try_start (bench, &owned))
+          bench_fail (bench, "the daemon did not start beside %s event log",
+                      full ? "a full" : "no");
+        bench_daemon_stop (bench);
+        bench_samples_add (full ? figure : baseline, owned);
+      }
+  remove_event_log (bench);
+
+  what = g_strdup_printf ("daemon start → bus name owned, no machines, the event log full "
+                          "(%s and %s, %d MiB each, %" G_GUINT64_FORMAT " events)",
+                          MV_EVENTS_LOG_NAME, MV_EVENTS_ROTATED_NAME,
+                          EVENT_LOG_FILE_BYTES >> 20, events);
+  spread = bench_spread_note ("with the log", figure, "without", baseline);
+  note = g_strdup_printf ("%u pairs, alternating which goes first; the daemon keeps its newest "
+                          "10,000 events in memory ([events] kept-in-memory); %s", pairs, spread);
+  r = bench_report_add (bench->report, "3", "3-start-event-log", what, "µs", (gint64) events,
+                        figure, "the same start with no event log", baseline);
+  bench_result_judge_on_interval (r);
+  bench_result_set_note (r, note);
+  bench_result_print (r);
+}
+
 void
 bench_rows_scale (Bench *bench, gboolean scale, gboolean listing_under_churn)
 {
@@ -564,6 +659,8 @@ bench_rows_scale (Bench *bench, gboolean scale, gboolean listing_under_churn)
   Scale s = { .bench = bench };
   Reference ref = { 0 };
 
+  if (scale)
+    row_start_with_event_log (bench);
   /* References with nothing defined: the daemon, then the peer (whose
    * first start also fills libvirt's cache of QEMU's capabilities). */
   if (scale)

@@ -16,41 +16,98 @@ struct _MvEventLog {
   int      fd;               /* -1: could not be opened; tried again at each append */
   guint64  size;             /* of events.jsonl */
   guint64  last_sequence;
-  GQueue   kept;             /* MvEvent*, oldest first, at most options.max_kept */
+  GQueue   kept;             /* Kept*, oldest first, at most options.max_kept */
   gboolean unsynced;
   guint    sync_timer;
 };
 
+/* An event held in memory. One read back at start stays the line it was
+ * until someone asks for it (mv_event_log_since()): a start reads the
+ * newest events' sequence numbers and parses no more than the newest. */
+typedef struct {
+  guint64  sequence;
+  MvEvent *event;            /* NULL: not parsed yet */
+  char    *line;             /* until it is */
+} Kept;
+
+static void
+kept_free (Kept *kept)
+{
+  mv_event_free (kept->event);
+  g_free (kept->line);
+  g_free (kept);
+}
+
 static void
 keep (MvEventLog *log, MvEvent *event)
 {
-  g_queue_push_tail (&log->kept, event);
+  Kept *kept = g_new0 (Kept, 1);
+
+  kept->sequence = event->sequence;
+  kept->event = event;
+  g_queue_push_tail (&log->kept, kept);
   while (log->kept.length > log->options.max_kept)
-    mv_event_free (g_queue_pop_head (&log->kept));
+    kept_free (g_queue_pop_head (&log->kept));
 }
 
-/* Every event of @path; the last sequence seen is raised to theirs. */
+/* The sequence number a line as mv_event_to_json() writes it begins with,
+ * {"sequence":N,...}, without parsing the rest; FALSE if it does not look
+ * so. */
+static gboolean
+sequence_of (const char *line, gsize length, guint64 *sequence)
+{
+  static const char prefix[] = "{\"sequence\":";
+  char digits[24];
+  gsize n = 0;
+
+  if (length < sizeof prefix + 1 || memcmp (line, prefix, sizeof prefix - 1) != 0 ||
+      line[length - 1] != '}')
+    return FALSE;
+  for (line += sizeof prefix - 1; n < sizeof digits - 1 && g_ascii_isdigit (line[n]); n++)
+    digits[n] = line[n];
+  digits[n] = '\0';
+  return line[n] == ',' &&
+         g_ascii_string_to_unsigned (digits, 10, 1, G_MAXINT64, sequence, NULL);
+}
+
+/* The newest events of @path, read from its end back until the log keeps
+ * as many as it may: a start reads what it keeps and no more, however
+ * long the files are. They go before those kept already, which are newer.
+ * Until the newest whole event is found, each line is parsed: it gives
+ * the last sequence (a line a crash cut short is passed over); the older
+ * ones are kept as lines. */
 static void
-read_file (MvEventLog *log, const char *path)
+read_newest (MvEventLog *log, const char *path)
 {
   g_autofree char *text = NULL;
   gsize length = 0;
-  const char *line, *end;
+  const char *end;
 
-  if (!g_file_get_contents (path, &text, &length, NULL))
+  if (log->kept.length >= log->options.max_kept ||
+      !g_file_get_contents (path, &text, &length, NULL))
     return;
-  for (line = text; line < text + length; line = end + 1)
+  /* Each line is what lies between its end and the newline before it. */
+  end = text + length;
+  while (end > text && log->kept.length < log->options.max_kept)
     {
-      g_autoptr (MvEvent) event = NULL;
+      Kept *kept = g_new0 (Kept, 1);
+      const char *newline = memrchr (text, '\n', end - text);
+      const char *line = newline ? newline + 1 : text;
 
-      end = memchr (line, '\n', text + length - line);
-      if (!end)
-        end = text + length;
-      event = mv_event_from_json (line, end - line, NULL);
-      if (!event)
-        continue;
-      log->last_sequence = MAX (log->last_sequence, event->sequence);
-      keep (log, g_steal_pointer (&event));
+      if (line == end)
+        ;
+      else if (log->last_sequence > 0 && sequence_of (line, end - line, &kept->sequence))
+        kept->line = g_strndup (line, end - line);
+      else if ((kept->event = mv_event_from_json (line, end - line, NULL)))
+        {
+          kept->sequence = kept->event->sequence;
+          log->last_sequence = MAX (log->last_sequence, kept->sequence);
+        }
+      if (kept->line || kept->event)
+        g_queue_push_head (&log->kept, kept);
+      else
+        g_free (kept);
+      end = line > text ? line - 1 : text;
     }
 }
 
@@ -95,8 +152,8 @@ mv_event_log_open (const char *dir, const MvEventLogOptions *options, GError **e
   log->path = g_build_filename (dir, MV_EVENTS_LOG_NAME, NULL);
   log->rotated_path = g_build_filename (dir, MV_EVENTS_ROTATED_NAME, NULL);
   g_queue_init (&log->kept);
-  read_file (log, log->rotated_path);
-  read_file (log, log->path);
+  read_newest (log, log->path);
+  read_newest (log, log->rotated_path);
   if (!open_current (log, error))
     return NULL;
   return g_steal_pointer (&log);
@@ -152,7 +209,7 @@ mv_event_log_free (MvEventLog *log)
         fdatasync (log->fd);
       close (log->fd);
     }
-  g_queue_clear_full (&log->kept, (GDestroyNotify) mv_event_free);
+  g_queue_clear_full (&log->kept, (GDestroyNotify) kept_free);
   g_free (log->path);
   g_free (log->rotated_path);
   g_free (log);
@@ -235,13 +292,28 @@ GPtrArray *
 mv_event_log_since (MvEventLog *log, guint64 since, guint max)
 {
   GPtrArray *events = g_ptr_array_new ();
-  GList *l;
+  GList *l, *next;
 
   /* From the newest back to the first one after @since. */
-  for (l = log->kept.tail; l && ((MvEvent *) l->data)->sequence > since; l = l->prev)
+  for (l = log->kept.tail; l && ((Kept *) l->data)->sequence > since; l = l->prev)
     ;
-  for (l = l ? l->next : log->kept.head; l && events->len < max; l = l->next)
-    g_ptr_array_add (events, l->data);
+  for (l = l ? l->next : log->kept.head; l && events->len < max; l = next)
+    {
+      Kept *kept = l->data;
+
+      next = l->next;
+      /* Read back as a line: parsed now, or let go if it was not an event
+       * after all. */
+      if (!kept->event && !(kept->event = mv_event_from_json (kept->line, strlen (kept->line),
+                                                              NULL)))
+        {
+          g_queue_delete_link (&log->kept, l);
+          kept_free (kept);
+          continue;
+        }
+      g_clear_pointer (&kept->line, g_free);
+      g_ptr_array_add (events, kept->event);
+    }
   return events;
 }
 
