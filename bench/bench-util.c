@@ -289,49 +289,51 @@ bench_vmm_pid (Bench *bench, const char *id)
   return (GPid) json_object_get_int_member (vmm, "pid");
 }
 
-double
-bench_proc_private_kib (GPid pid)
+/* The sum of the numbers after each of @keys (NULL-terminated, each a
+ * line's start) in /proc/@pid/@file; -1 if one is missing. */
+static double
+proc_numbers (GPid pid, const char *file, const char *const *keys)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/%d/smaps_rollup", pid);
+  g_autofree char *path = g_strdup_printf ("/proc/%d/%s", pid, file);
   g_autofree char *text = NULL;
-  const char *keys[] = { "\nPrivate_Clean:", "\nPrivate_Dirty:" };
-  double kib = 0;
+  double sum = 0;
 
   if (!g_file_get_contents (path, &text, NULL, NULL))
     return -1;
-  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+  for (; *keys; keys++)
     {
-      const char *p = strstr (text, keys[i]);
+      g_autofree char *line = g_strconcat ("\n", *keys, NULL);
+      const char *p = strstr (text, line);
 
       if (!p)
         return -1;
-      kib += g_ascii_strtod (p + strlen (keys[i]), NULL);
+      sum += g_ascii_strtod (p + strlen (line), NULL);
     }
-  return kib;
+  return sum;
+}
+
+double
+bench_proc_private_kib (GPid pid)
+{
+  const char *const keys[] = { "Private_Clean:", "Private_Dirty:", NULL };
+
+  return proc_numbers (pid, "smaps_rollup", keys);
 }
 
 GPid
 bench_proc_parent (GPid pid)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/%d/status", pid);
-  g_autofree char *text = NULL;
-  const char *p;
+  const char *const keys[] = { "PPid:", NULL };
 
-  if (!g_file_get_contents (path, &text, NULL, NULL) || !(p = strstr (text, "\nPPid:")))
-    return -1;
-  return (GPid) g_ascii_strtoll (p + strlen ("\nPPid:"), NULL, 10);
+  return (GPid) proc_numbers (pid, "status", keys);
 }
 
 double
 bench_proc_rss_kib (GPid pid)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/%d/status", pid);
-  g_autofree char *text = NULL;
-  const char *p;
+  const char *const keys[] = { "VmRSS:", NULL };
 
-  if (!g_file_get_contents (path, &text, NULL, NULL) || !(p = strstr (text, "VmRSS:")))
-    return -1;
-  return g_ascii_strtod (p + strlen ("VmRSS:"), NULL);
+  return proc_numbers (pid, "status", keys);
 }
 
 double
