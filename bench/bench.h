@@ -4,7 +4,9 @@
 #include <glib.h>
 #include <systemd/sd-bus.h>
 
+#include "core/machine.h"
 #include "stats.h"
+#include "store/store.h"
 #include "test-env.h"
 
 #define BENCH_ECHO_NAME   "org.microvmd1.BenchEcho"
@@ -94,6 +96,13 @@ void     bench_pin_process (GPid pid, int cpu);
  * with the same property set as a machine. */
 GPid     bench_echo_start (Bench *bench);
 void     bench_echo_stop (Bench *bench);
+
+/* One create → Running's records (rows-create.c): a new machine's
+ * config made from @json, and every record the daemon writes for it,
+ * written with the store's own code. Row 4's writes alone, and the
+ * writes of the echo service's CreateDurable. */
+MvConfig *bench_create_config (const char *json, GError **error);
+gboolean  bench_write_create_records (MvStore *store, MvConfig *config, GError **error);
 
 /* The rows. Each adds its entries to bench->report. */
 void     bench_row_reads (Bench *bench);          /* #1 */

@@ -8,15 +8,25 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static uint64_t started_at;
 static char    *status_path;   /* where EmitDurable records the state first */
+
+/* CreateDurable's writers: a pool of threads, and the way back. */
+static MvStore     *create_store;
+static GThreadPool *create_writers;
+static GAsyncQueue *create_written;
+static int          create_written_fd = -1;
+static gint         create_woken;
+static guint64      event_sequence;
 
 static int
 get_string (sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -92,6 +102,125 @@ method_emit_durable (sd_bus_message *m, void *userdata, sd_bus_error *error)
   return r;
 }
 
+/* CreateDurable: a create → Running as a bare sd-bus service with the
+ * daemon's API must do it, and nothing more. The records the daemon
+ * writes are written with the store's own code on a pool's thread, as
+ * many at once as calls are in flight; back on the bus's thread, the
+ * signals the daemon sends for a create → Running go out (InterfacesAdded
+ * with every property, MachineNew, the created and started events,
+ * PropertiesChanged, StateChanged) and the call is answered, in the
+ * daemon's order. */
+typedef struct {
+  sd_bus_message *call;
+  MvConfig       *config;
+  GError         *error;
+} Create;
+
+static void
+create_free (Create *c)
+{
+  sd_bus_message_unref (c->call);
+  mv_config_free (c->config);
+  g_clear_error (&c->error);
+  g_free (c);
+}
+
+static void
+create_write (gpointer data, gpointer user_data)
+{
+  Create *c = data;
+
+  bench_write_create_records (create_store, c->config, &c->error);
+  g_async_queue_push (create_written, c);
+  /* One wake-up for as many results as come before the loop reads them. */
+  if (g_atomic_int_compare_and_exchange (&create_woken, 0, 1))
+    {
+      guint64 one = 1;
+
+      while (write (create_written_fd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
+    }
+}
+
+static int
+emit_event (sd_bus *bus, const char *kind, const Create *c)
+{
+  return sd_bus_emit_signal (bus, MV_MANAGER_PATH, BENCH_ECHO_NAME, "Event", "ttsssssa{sv}",
+                             ++event_sequence, (uint64_t) g_get_real_time (), kind, c->config->id,
+                             c->config->spec->name, "", "", 0);
+}
+
+static void
+create_answer (sd_bus *bus, Create *c)
+{
+  int r;
+
+  if (c->error)
+    {
+      sd_bus_reply_method_errorf (c->call, SD_BUS_ERROR_FAILED, "%s", c->error->message);
+      return;
+    }
+  r = sd_bus_emit_object_added (bus, BENCH_ECHO_PATH);
+  if (r >= 0)
+    r = sd_bus_emit_signal (bus, MV_MANAGER_PATH, BENCH_ECHO_NAME, "MachineNew", "so", c->config->id,
+                            BENCH_ECHO_PATH);
+  if (r >= 0)
+    r = emit_event (bus, "created", c);
+  if (r >= 0)
+    r = emit_event (bus, "started", c);
+  if (r >= 0)
+    r = sd_bus_reply_method_return (c->call, "o", BENCH_ECHO_PATH);
+  started_at = (uint64_t) g_get_real_time ();
+  if (r >= 0)
+    r = sd_bus_emit_properties_changed (bus, BENCH_ECHO_PATH, MV_MACHINE_IFACE, "State",
+                                        "ObservedGeneration", "StartedAt", "Phase", NULL);
+  if (r >= 0)
+    r = sd_bus_emit_signal (bus, BENCH_ECHO_PATH, MV_MACHINE_IFACE, "StateChanged", "sss", "Running",
+                            "Stopped", "");
+  if (r < 0)
+    g_printerr ("echo service: CreateDurable: %s\n", g_strerror (-r));
+}
+
+static void
+create_answer_written (sd_bus *bus)
+{
+  guint64 count;
+  Create *c;
+
+  while (read (create_written_fd, &count, sizeof count) < 0 && errno == EINTR)
+    ;
+  g_atomic_int_set (&create_woken, 0);
+  while ((c = g_async_queue_try_pop (create_written)))
+    {
+      create_answer (bus, c);
+      create_free (c);
+    }
+}
+
+static int
+method_create_durable (sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+  g_autoptr (GError) local = NULL;
+  const char *json = NULL;
+  uint64_t flags = 0;
+  Create *c;
+  int r = sd_bus_message_read (m, "st", &json, &flags);
+
+  if (r < 0)
+    return r;
+  c = g_new0 (Create, 1);
+  c->config = bench_create_config (json, &local);
+  if (!c->config)
+    {
+      g_free (c);
+      return sd_bus_error_set (error, SD_BUS_ERROR_INVALID_ARGS, local->message);
+    }
+  c->call = sd_bus_message_ref (m);
+  g_thread_pool_push (create_writers, c, NULL);
+  /* Answered once its records are written. */
+  return 1;
+}
+
 /* A listing of @n machines in ListMachines' shape and sizes (id, name,
  * state, path), from constants: the floor for a listing on this bus. */
 static int
@@ -148,6 +277,7 @@ static const sd_bus_vtable echo_vtable[] = {
   SD_BUS_METHOD ("Emit", "", "", method_emit, 0),
   SD_BUS_METHOD ("EmitDurable", "", "", method_emit_durable, 0),
   SD_BUS_METHOD ("List", "u", "a(ssso)", method_list, 0),
+  SD_BUS_METHOD ("CreateDurable", "st", "o", method_create_durable, 0),
   SD_BUS_VTABLE_END
 };
 
@@ -167,7 +297,23 @@ bench_echo_main (const char *address, const char *dir)
 
   prctl (PR_SET_PDEATHSIG, SIGKILL);
   status_path = g_build_filename (dir, "echo-status.json", NULL);
-  r = sd_bus_new (&bus);
+  {
+    g_autofree char *state = g_build_filename (dir, "echo-state", NULL);
+    g_autofree char *run = g_build_filename (dir, "echo-run", NULL);
+    g_autoptr (GError) local = NULL;
+
+    create_store = mv_store_new (state, run, &local);
+    if (!create_store)
+      {
+        g_printerr ("echo service: %s\n", local->message);
+        return 1;
+      }
+  }
+  /* As many writers as the daemon's reconciler has. */
+  create_writers = g_thread_pool_new (create_write, NULL, 32, FALSE, NULL);
+  create_written = g_async_queue_new ();
+  create_written_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  r = create_written_fd < 0 ? -errno : sd_bus_new (&bus);
   if (r >= 0)
     r = sd_bus_set_address (bus, address);
   if (r >= 0)
@@ -178,6 +324,8 @@ bench_echo_main (const char *address, const char *dir)
     r = sd_bus_add_object_vtable (bus, NULL, BENCH_ECHO_PATH, MV_MACHINE_IFACE, echo_vtable,
                                   (void *) echo_string);
   if (r >= 0)
+    r = sd_bus_add_object_manager (bus, NULL, MV_MANAGER_PATH);
+  if (r >= 0)
     r = sd_bus_request_name (bus, BENCH_ECHO_NAME, 0);
   if (r < 0)
     {
@@ -186,14 +334,28 @@ bench_echo_main (const char *address, const char *dir)
     }
   for (;;)
     {
+      struct pollfd fds[2] = { { .fd = sd_bus_get_fd (bus) }, { .fd = create_written_fd, .events = POLLIN } };
+      uint64_t until = UINT64_MAX;
+      int timeout = -1;
+
       r = sd_bus_process (bus, NULL);
       if (r < 0)
         return 1;
       if (r > 0)
         continue;
-      r = sd_bus_wait (bus, UINT64_MAX);
-      if (r < 0 && r != -EINTR)
+      fds[0].events = sd_bus_get_events (bus);
+      if (sd_bus_get_timeout (bus, &until) >= 0 && until != UINT64_MAX)
+        {
+          struct timespec now;
+
+          clock_gettime (CLOCK_MONOTONIC, &now);
+          timeout = (int) MIN ((until - MIN (until, (uint64_t) now.tv_sec * 1000000 + now.tv_nsec / 1000)) / 1000 + 1,
+                               (uint64_t) G_MAXINT);
+        }
+      if (poll (fds, 2, timeout) < 0 && errno != EINTR)
         return 1;
+      if (fds[1].revents & POLLIN)
+        create_answer_written (bus);
     }
 }
 
