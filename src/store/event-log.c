@@ -7,6 +7,7 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct _MvEventLog {
@@ -70,45 +71,93 @@ sequence_of (const char *line, gsize length, guint64 *sequence)
          g_ascii_string_to_unsigned (digits, 10, 1, G_MAXINT64, sequence, NULL);
 }
 
+/* How much of a file a start reads at a time, from its end back. */
+#define READ_BACK_BYTES (64 * 1024)
+
+/* Takes the line @line (@length bytes, no newline) as the next older one
+ * read back: until the newest whole event is found, each line is parsed,
+ * since it gives the last sequence (a line a crash cut short is passed
+ * over); the older ones are kept as lines. */
+static void
+keep_read_back (MvEventLog *log, const char *line, gsize length)
+{
+  Kept *kept = g_new0 (Kept, 1);
+
+  if (length == 0)
+    ;
+  else if (log->last_sequence > 0 && sequence_of (line, length, &kept->sequence))
+    kept->line = g_strndup (line, length);
+  else if ((kept->event = mv_event_from_json (line, length, NULL)))
+    {
+      kept->sequence = kept->event->sequence;
+      log->last_sequence = MAX (log->last_sequence, kept->sequence);
+    }
+  if (kept->line || kept->event)
+    g_queue_push_head (&log->kept, kept);
+  else
+    g_free (kept);
+}
+
 /* The newest events of @path, read from its end back until the log keeps
  * as many as it may: a start reads what it keeps and no more, however
- * long the files are. They go before those kept already, which are newer.
- * Until the newest whole event is found, each line is parsed: it gives
- * the last sequence (a line a crash cut short is passed over); the older
- * ones are kept as lines. */
+ * long the files are, a piece at a time into one buffer. They go before
+ * those kept already, which are newer. */
 static void
 read_newest (MvEventLog *log, const char *path)
 {
-  g_autofree char *text = NULL;
-  gsize length = 0;
-  const char *end;
+  g_autoptr (GByteArray) buffer = NULL;
+  struct stat st;
+  off_t offset;
+  int fd;
 
-  if (log->kept.length >= log->options.max_kept ||
-      !g_file_get_contents (path, &text, &length, NULL))
+  if (log->kept.length >= log->options.max_kept)
     return;
-  /* Each line is what lies between its end and the newline before it. */
-  end = text + length;
-  while (end > text && log->kept.length < log->options.max_kept)
+  fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return;
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
     {
-      Kept *kept = g_new0 (Kept, 1);
-      const char *newline = memrchr (text, '\n', end - text);
-      const char *line = newline ? newline + 1 : text;
-
-      if (line == end)
-        ;
-      else if (log->last_sequence > 0 && sequence_of (line, end - line, &kept->sequence))
-        kept->line = g_strndup (line, end - line);
-      else if ((kept->event = mv_event_from_json (line, end - line, NULL)))
-        {
-          kept->sequence = kept->event->sequence;
-          log->last_sequence = MAX (log->last_sequence, kept->sequence);
-        }
-      if (kept->line || kept->event)
-        g_queue_push_head (&log->kept, kept);
-      else
-        g_free (kept);
-      end = line > text ? line - 1 : text;
+      close (fd);
+      return;
     }
+  /* The buffer holds the piece just read, then the start of the line
+   * that the piece after it began in the middle of. */
+  buffer = g_byte_array_sized_new (READ_BACK_BYTES + 4096);
+  offset = st.st_size;
+  while (offset > 0 && log->kept.length < log->options.max_kept)
+    {
+      gsize piece = (gsize) MIN ((off_t) READ_BACK_BYTES, offset);
+      gsize carried = buffer->len;
+      const char *text, *end;
+      ssize_t got;
+
+      offset -= (off_t) piece;
+      g_byte_array_set_size (buffer, piece + carried);
+      memmove (buffer->data + piece, buffer->data, carried);
+      do
+        got = pread (fd, buffer->data, piece, offset);
+      while (got < 0 && errno == EINTR);
+      if (got != (ssize_t) piece)
+        break;
+      /* Each line is what lies between its end and the newline before
+       * it; what precedes the first newline belongs to an older piece,
+       * unless this is the file's start. */
+      text = (const char *) buffer->data;
+      end = text + buffer->len;
+      while (log->kept.length < log->options.max_kept)
+        {
+          const char *newline = memrchr (text, '\n', end - text);
+
+          if (newline == NULL && offset > 0)
+            break;
+          keep_read_back (log, newline ? newline + 1 : text, end - (newline ? newline + 1 : text));
+          if (newline == NULL)
+            break;
+          end = newline;
+        }
+      g_byte_array_set_size (buffer, end - text);
+    }
+  close (fd);
 }
 
 static gboolean

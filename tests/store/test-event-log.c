@@ -192,6 +192,42 @@ test_reads_only_what_it_keeps (void)
   store_test_remove_all (dir);
 }
 
+/* Files many times longer than what a start reads at once: every line
+ * read back whole, whichever piece of the file it began in, in order,
+ * across both files. A line longer than a piece (longer than any event
+ * may be) is let go, and its neighbours are whole. */
+static void
+test_long_files_read_back (void)
+{
+  g_autofree char *dir = scratch ();
+  g_autoptr (GString) expected = g_string_new (NULL);
+  g_autoptr (GString) long_message = g_string_new (NULL);
+  g_autofree char *seqs = NULL, *long_line = NULL;
+  MvEvent event = { .sequence = 2501, .time = 1765000000000000, .kind = MV_EVENT_STARTED,
+                    .machine_id = (char *) "m1", .machine_name = (char *) "web1" };
+  MvEventLog *log;
+
+  write_events (dir, MV_EVENTS_ROTATED_NAME, 1, 2500, "");
+  /* A message of 200 KiB: its line spans several pieces. */
+  for (guint i = 0; i < 200 * 1024 / 8; i++)
+    g_string_append (long_message, "abcdefg ");
+  event.message = long_message->str;
+  long_line = mv_event_to_json (&event);
+  write_events (dir, MV_EVENTS_LOG_NAME, 1, 0, long_line);
+  write_events (dir, MV_EVENTS_LOG_NAME, 1, 0, "\n");
+  write_events (dir, MV_EVENTS_LOG_NAME, 2502, 5000, "");
+  log = open_log (dir, 4000);
+  /* 4000 lines kept, the long one among them until it is read. */
+  for (guint64 s = 1001; s <= 5000; s++)
+    if (s != 2501)
+      g_string_append_printf (expected, "%s%" G_GUINT64_FORMAT, s > 1001 ? " " : "", s);
+  seqs = kept_sequences (log);
+  g_assert_cmpstr (seqs, ==, expected->str);
+  g_assert_cmpuint (mv_event_log_last_sequence (log), ==, 5000);
+  mv_event_log_free (log);
+  store_test_remove_all (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -202,5 +238,6 @@ main (int argc, char **argv)
   g_test_add_func ("/event-log/just-rotated", test_just_rotated);
   g_test_add_func ("/event-log/no-files", test_no_files);
   g_test_add_func ("/event-log/reads-only-what-it-keeps", test_reads_only_what_it_keeps);
+  g_test_add_func ("/event-log/long-files-read-back", test_long_files_read_back);
   return g_test_run ();
 }
