@@ -23,7 +23,7 @@ void
 mv_log_machine_valist (GLogLevelFlags level, const char *machine_id, const char *operation_id,
                        const char *phase, const char *format, va_list args)
 {
-  g_autofree char *message = g_strdup_vprintf (format, args);
+  g_autofree char *message = NULL;
   GLogField fields[6] = {
     { "MESSAGE", message, -1 },
     { "PRIORITY", log_priority (level), -1 },
@@ -32,6 +32,12 @@ mv_log_machine_valist (GLogLevelFlags level, const char *machine_id, const char 
   };
   gsize n = 4;
 
+  /* Debug and info lines are left out unless asked for: then they are
+   * not even formatted. */
+  if (g_log_writer_default_would_drop (level, G_LOG_DOMAIN))
+    return;
+  message = g_strdup_vprintf (format, args);
+  fields[0].value = message;
   if (operation_id)
     fields[n++] = (GLogField) { MV_LOG_FIELD_OPERATION, operation_id, -1 };
   if (phase)
@@ -67,6 +73,8 @@ mv_log_catalogued (GLogLevelFlags level, const char *message_id, const char *mac
   va_list args;
 
   g_return_if_fail (n_extra <= 4);
+  if (g_log_writer_default_would_drop (level, G_LOG_DOMAIN))
+    return;
   va_start (args, format);
   message = g_strdup_vprintf (format, args);
   va_end (args);

@@ -1,6 +1,6 @@
 /* mv_log_writer writes what GLib's default writer writes, line for line
  * (but for the time of day), and leaves to it what it does not format
- * itself. */
+ * itself; a machine's line that no one asked for is not made at all. */
 #include "util/log.h"
 
 #include <fcntl.h>
@@ -70,6 +70,38 @@ test_same_lines (void)
   g_assert_cmpstr (dropped, ==, "");
 }
 
+/* What reaches the process's writer, counted, then written as the
+ * daemon writes it. */
+static guint reached;
+static char *last_message;
+
+static GLogWriterOutput
+counting_writer (GLogLevelFlags level, const GLogField *fields, gsize n_fields, gpointer data)
+{
+  reached++;
+  for (gsize i = 0; i < n_fields; i++)
+    if (g_str_equal (fields[i].key, "MESSAGE"))
+      {
+        g_free (last_message);
+        last_message = g_strdup (fields[i].value);
+      }
+  return G_LOG_WRITER_HANDLED;
+}
+
+/* A line no one asked for is not even made: the writer never sees it. */
+static void
+test_dropped_not_made (void)
+{
+  reached = 0;
+  mv_log_machine (G_LOG_LEVEL_DEBUG, "0123", NULL, NULL, "Machine %s: %s done", "0123", "start");
+  mv_log_catalogued (G_LOG_LEVEL_INFO, "0123456789abcdef0123456789abcdef", "0123", NULL, NULL, 0,
+                     "Machine %s: started", "web");
+  g_assert_cmpuint (reached, ==, 0);
+  mv_log_machine (G_LOG_LEVEL_MESSAGE, "0123", NULL, NULL, "Machine %s: %s", "web", "defined");
+  g_assert_cmpuint (reached, ==, 1);
+  g_assert_cmpstr (last_message, ==, "Machine web: defined");
+}
+
 static void
 test_debug_domains (void)
 {
@@ -81,6 +113,11 @@ test_debug_domains (void)
     assert_same (G_LOG_LEVEL_INFO, "an event");
     assert_same (G_LOG_LEVEL_DEBUG, "a detail");
   }
+  /* Asked for: made and written. */
+  reached = 0;
+  mv_log_machine (G_LOG_LEVEL_DEBUG, "0123", NULL, NULL, "Machine %s: %s done", "0123", "start");
+  g_assert_cmpuint (reached, ==, 1);
+  g_assert_cmpstr (last_message, ==, "Machine 0123: start done");
   /* Left set: glibc's copy of a variable is lost once it is unset, and
    * this is the last test. */
 }
@@ -91,7 +128,9 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_unsetenv ("G_MESSAGES_DEBUG");
   g_unsetenv ("G_MESSAGES_PREFIXED");
+  g_log_set_writer_func (counting_writer, NULL, NULL);
   g_test_add_func ("/log/writer/same-lines", test_same_lines);
+  g_test_add_func ("/log/writer/dropped-not-made", test_dropped_not_made);
   g_test_add_func ("/log/writer/debug-domains", test_debug_domains);
   return g_test_run ();
 }
