@@ -232,22 +232,24 @@ resampled_percentile (const BenchSamples *samples, const guint *picks, guint n, 
   return scratch[nearest_rank (p, n) - 1];
 }
 
-void
-bench_result_judge_on_interval (BenchResult *result)
+static void
+judge_on_interval (BenchResult *result, gboolean paired)
 {
   guint n = bench_samples_count (result->figure);
+  guint nb = bench_samples_count (result->baseline);
   double p = target_percentile (result->target_kind);
   /* The ratios left out below the interval, and as many above it. */
   guint tail = BENCH_INTERVAL_RESAMPLES * (100 - BENCH_INTERVAL_PERCENT) / 200;
   g_autoptr (GRand) rand = NULL;
-  g_autofree guint *picks = NULL;
+  g_autofree guint *picks = NULL, *base_picks = NULL;
   g_autofree double *scratch = NULL;
   g_autofree double *ratios = NULL;
 
-  g_return_if_fail (n > 0 && n == bench_samples_count (result->baseline));
+  g_return_if_fail (n > 0 && nb > 0 && (!paired || n == nb));
   rand = g_rand_new_with_seed (INTERVAL_SEED);
   picks = g_new (guint, n);
-  scratch = g_new (double, n);
+  base_picks = g_new (guint, nb);
+  scratch = g_new (double, MAX (n, nb));
   ratios = g_new (double, BENCH_INTERVAL_RESAMPLES);
   for (guint r = 0; r < BENCH_INTERVAL_RESAMPLES; r++)
     {
@@ -255,7 +257,9 @@ bench_result_judge_on_interval (BenchResult *result)
 
       for (guint i = 0; i < n; i++)
         picks[i] = (guint) g_rand_int_range (rand, 0, (gint32) n);
-      b = resampled_percentile (result->baseline, picks, n, p, scratch);
+      for (guint i = 0; i < nb; i++)
+        base_picks[i] = paired ? picks[i] : (guint) g_rand_int_range (rand, 0, (gint32) nb);
+      b = resampled_percentile (result->baseline, base_picks, nb, p, scratch);
       /* A baseline of 0 has no ratio, and so no interval. */
       if (b == 0)
         return;
@@ -263,9 +267,22 @@ bench_result_judge_on_interval (BenchResult *result)
     }
   qsort (ratios, BENCH_INTERVAL_RESAMPLES, sizeof (double), compare_doubles);
   result->has_interval = TRUE;
+  result->interval_unpaired = !paired;
   result->interval_percentile = p;
   result->interval_low = ratios[tail];
   result->interval_high = ratios[BENCH_INTERVAL_RESAMPLES - 1 - tail];
+}
+
+void
+bench_result_judge_on_interval (BenchResult *result)
+{
+  judge_on_interval (result, TRUE);
+}
+
+void
+bench_result_judge_on_unpaired_interval (BenchResult *result)
+{
+  judge_on_interval (result, FALSE);
 }
 
 /* Whether @result's interval is of the ratio its target judges. */
@@ -436,7 +453,10 @@ bench_result_print (const BenchResult *result)
         }
       g_print (" (runs %u); ratio %s", bench_samples_count (result->baseline), ratio);
     }
-  if (result->has_interval)
+  if (result->has_interval && result->interval_unpaired)
+    g_print (" (%d%% interval%s %s over %d resamples of each side's runs, apart)",
+             BENCH_INTERVAL_PERCENT, interval_of (result), interval, BENCH_INTERVAL_RESAMPLES);
+  else if (result->has_interval)
     {
       guint pairs = bench_samples_count (result->figure);
 
@@ -509,7 +529,10 @@ add_interval (JsonBuilder *b, const BenchResult *r)
   json_builder_set_member_name (b, "resamples");
   json_builder_add_int_value (b, BENCH_INTERVAL_RESAMPLES);
   json_builder_set_member_name (b, "pairs");
-  json_builder_add_int_value (b, bench_samples_count (r->figure));
+  if (r->interval_unpaired)
+    json_builder_add_null_value (b);
+  else
+    json_builder_add_int_value (b, bench_samples_count (r->figure));
   json_builder_end_object (b);
 }
 
@@ -639,7 +662,9 @@ report_markdown (BenchReport *report)
                               "%d%% of the ratio over %d bootstrap resamples of the pairs; a "
                               "target on the ratio is then met only when the whole interval "
                               "meets it, missed only when none of it does, and inconclusive "
-                              "otherwise. ", BENCH_INTERVAL_PERCENT, BENCH_INTERVAL_RESAMPLES);
+                              "otherwise. Where they could not be (two sizes of one thing), figure and "
+                              "baseline are resampled each on its own. ", BENCH_INTERVAL_PERCENT,
+                              BENCH_INTERVAL_RESAMPLES);
   g_string_append (md, "Targets are goals, not assertions.\n\n");
   g_string_append (md, "| # | what | N | figure p50 | p99 | runs | baseline | baseline p50 | ratio | interval | target | verdict |\n");
   g_string_append (md, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");

@@ -65,6 +65,7 @@ typedef struct {
   double         interval_percentile; /* the ratio is of these: 50 or 99 */
   double         interval_low;
   double         interval_high;
+  gboolean       interval_unpaired; /* figure and baseline resampled each on its own */
   gboolean       shows_p99_ratio; /* the ratio of the p99s is shown without a target on it */
 } BenchResult;
 
@@ -109,6 +110,11 @@ double       bench_result_p99_ratio (const BenchResult *result);
  * both and a resample keeps them together. Call it once the target is
  * set. */
 void         bench_result_judge_on_interval (BenchResult *result);
+/* As bench_result_judge_on_interval(), for a figure and a baseline that
+ * cannot be measured in pairs (two sizes of one thing, each measured in
+ * a phase of its own): each is resampled on its own, so the interval
+ * holds the spread within each phase, not what drifted between them. */
+void         bench_result_judge_on_unpaired_interval (BenchResult *result);
 BenchVerdict bench_result_verdict (const BenchResult *result);
 
 /* Prints one line about @result on stdout, target beside the figure. */
