@@ -1,9 +1,8 @@
 #include "image-unpack.h"
+#include "archive-lib.h"
 #include "core/errors.h"
 #include "util/files.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +17,7 @@
 #define ENTRY_OVERHEAD   4096
 
 typedef struct archive MvArchive;
-static void mv_archive_free (MvArchive *a) { archive_read_free (a); }
+static void mv_archive_free (MvArchive *a) { mv_archive.read_free (a); }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (MvArchive, mv_archive_free)
 
 static int
@@ -155,7 +154,7 @@ write_data (MvArchive *a, int fd, const char *path, GError **error)
   la_int64_t offset;
   int r;
 
-  while ((r = archive_read_data_block (a, &buf, &size, &offset)) == ARCHIVE_OK)
+  while ((r = mv_archive.read_data_block (a, &buf, &size, &offset)) == ARCHIVE_OK)
     {
       const char *p = buf;
 
@@ -175,7 +174,7 @@ write_data (MvArchive *a, int fd, const char *path, GError **error)
     }
   if (r != ARCHIVE_EOF)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "layer: reading \"%s\": %s",
-                         path, archive_error_string (a));
+                         path, mv_archive.error_string (a));
   return TRUE;
 }
 
@@ -185,15 +184,15 @@ set_meta (int dir_fd, const char *base, struct archive_entry *entry, gboolean is
           const char *path, GError **error)
 {
   struct timespec times[2] = {
-    { .tv_sec = archive_entry_mtime (entry), .tv_nsec = 0 },
-    { .tv_sec = archive_entry_mtime (entry), .tv_nsec = 0 },
+    { .tv_sec = mv_archive.entry_mtime (entry), .tv_nsec = 0 },
+    { .tv_sec = mv_archive.entry_mtime (entry), .tv_nsec = 0 },
   };
 
-  if (fchownat (dir_fd, base, archive_entry_uid (entry), archive_entry_gid (entry),
+  if (fchownat (dir_fd, base, mv_archive.entry_uid (entry), mv_archive.entry_gid (entry),
                 AT_SYMLINK_NOFOLLOW) < 0)
     return mv_set_errno_error (error, errno, "layer: cannot change the owner of \"%s\"", path);
   /* After chown, which clears set-user-ID bits. */
-  if (!is_link && fchmodat (dir_fd, base, archive_entry_perm (entry) & 07777, 0) < 0)
+  if (!is_link && fchmodat (dir_fd, base, mv_archive.entry_perm (entry) & 07777, 0) < 0)
     return mv_set_errno_error (error, errno, "layer: cannot change the mode of \"%s\"", path);
   if (utimensat (dir_fd, base, times, AT_SYMLINK_NOFOLLOW) < 0)
     return mv_set_errno_error (error, errno, "layer: cannot set the time of \"%s\"", path);
@@ -218,7 +217,7 @@ clear_target (int dir_fd, const char *base, gboolean keep_dir, const char *path,
 static gboolean
 write_entry (int root_fd, MvArchive *a, struct archive_entry *entry, const char *path, GError **error)
 {
-  mode_t type = archive_entry_filetype (entry);
+  mode_t type = mv_archive.entry_filetype (entry);
   g_autofree char *dir = NULL;
   const char *base;
   int dir_fd;
@@ -244,9 +243,9 @@ write_entry (int root_fd, MvArchive *a, struct archive_entry *entry, const char 
     dir_fd = real;
   }
 
-  if (archive_entry_hardlink (entry) != NULL)
+  if (mv_archive.entry_hardlink (entry) != NULL)
     {
-      g_autofree char *target = clean_path (archive_entry_hardlink (entry), error);
+      g_autofree char *target = clean_path (mv_archive.entry_hardlink (entry), error);
       int target_fd = -1;
       g_autofree char *proc = NULL;
 
@@ -275,7 +274,7 @@ write_entry (int root_fd, MvArchive *a, struct archive_entry *entry, const char 
     }
   else if (type == AE_IFLNK)
     {
-      const char *target = archive_entry_symlink (entry);
+      const char *target = mv_archive.entry_symlink (entry);
 
       ok = clear_target (dir_fd, base, FALSE, path, error);
       if (ok && symlinkat (target ? target : "", dir_fd, base) < 0)
@@ -294,7 +293,7 @@ write_entry (int root_fd, MvArchive *a, struct archive_entry *entry, const char 
             ok = mv_set_errno_error (error, errno, "layer: cannot create \"%s\"", path);
         }
       ok = ok && write_data (a, fd, path, error);
-      if (ok && ftruncate (fd, archive_entry_size (entry)) < 0)
+      if (ok && ftruncate (fd, mv_archive.entry_size (entry)) < 0)
         ok = mv_set_errno_error (error, errno, "layer: cannot size \"%s\"", path);
       if (fd >= 0)
         close (fd);
@@ -307,14 +306,14 @@ write_entry (int root_fd, MvArchive *a, struct archive_entry *entry, const char 
 static MvArchive *
 open_layer (const char *layer_path, GError **error)
 {
-  g_autoptr (MvArchive) a = archive_read_new ();
+  g_autoptr (MvArchive) a = mv_archive.read_new ();
 
-  archive_read_support_filter_gzip (a);
-  archive_read_support_filter_zstd (a);
-  archive_read_support_format_tar (a);
-  if (archive_read_open_filename (a, layer_path, 64 * 1024) != ARCHIVE_OK)
+  mv_archive.read_support_filter_gzip (a);
+  mv_archive.read_support_filter_zstd (a);
+  mv_archive.read_support_format_tar (a);
+  if (mv_archive.read_open_filename (a, layer_path, 64 * 1024) != ARCHIVE_OK)
     return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "layer %s: %s", layer_path,
-                         archive_error_string (a)), NULL;
+                         mv_archive.error_string (a)), NULL;
   return g_steal_pointer (&a);
 }
 
@@ -330,9 +329,9 @@ pass (int root_fd, const char *layer_path, gboolean whiteouts, MvUnpackBudget *b
 
   if (a == NULL)
     return FALSE;
-  while ((r = archive_read_next_header (a, &entry)) == ARCHIVE_OK)
+  while ((r = mv_archive.read_next_header (a, &entry)) == ARCHIVE_OK)
     {
-      g_autofree char *path = clean_path (archive_entry_pathname (entry), error);
+      g_autofree char *path = clean_path (mv_archive.entry_pathname (entry), error);
       const char *base;
       gboolean is_whiteout;
 
@@ -351,7 +350,7 @@ pass (int root_fd, const char *layer_path, gboolean whiteouts, MvUnpackBudget *b
           continue;
         }
 
-      budget->bytes += ENTRY_OVERHEAD + (archive_entry_size_is_set (entry) ? archive_entry_size (entry) : 0);
+      budget->bytes += ENTRY_OVERHEAD + (mv_archive.entry_size_is_set (entry) ? mv_archive.entry_size (entry) : 0);
       if (budget->bytes > budget->max_bytes)
         return mv_error_set (error, MV_ERROR_RESOURCE_EXHAUSTED,
                              "image: it unpacks to more than the limit of %" G_GUINT64_FORMAT " bytes",
@@ -361,13 +360,14 @@ pass (int root_fd, const char *layer_path, gboolean whiteouts, MvUnpackBudget *b
       budget->entries++;
     }
   if (r != ARCHIVE_EOF)
-    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "layer %s: %s", layer_path, archive_error_string (a));
+    return mv_error_set (error, MV_ERROR_INVALID_ARGUMENT, "layer %s: %s", layer_path, mv_archive.error_string (a));
   return TRUE;
 }
 
 gboolean
 mv_unpack_layer (int root_fd, const char *layer_path, MvUnpackBudget *budget, GError **error)
 {
-  return pass (root_fd, layer_path, TRUE, budget, error) &&
+  return mv_archive_load (error) &&
+         pass (root_fd, layer_path, TRUE, budget, error) &&
          pass (root_fd, layer_path, FALSE, budget, error);
 }

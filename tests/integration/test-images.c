@@ -136,6 +136,17 @@ assert_error (const char *got_name, const char *got_message, const char *want)
              got_message ? got_message : "");
 }
 
+/* Whether the daemon has a file whose path holds @needle mapped. */
+static gboolean
+daemon_maps (Fixture *f, const char *needle)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/maps", (int) mv_test_env_daemon_pid (f->env));
+  g_autofree char *maps = NULL;
+
+  g_assert_true (g_file_get_contents (path, &maps, NULL, NULL));
+  return strstr (maps, needle) != NULL;
+}
+
 /* ---- the tests ---- */
 
 static void
@@ -153,9 +164,12 @@ test_pull_and_delete (Fixture *f, gconstpointer data)
   g_autoptr (sd_bus_message) reply = NULL;
   Progress last;
 
+  /* libarchive is opened for the first layer, not with the daemon. */
+  g_assert_false (daemon_maps (f, "/libarchive.so"));
   watch_progress (f->client, seen);
   path = pull_ok (f->client, big_slow_ref);
   client_settle (f->client, 300);
+  g_assert_true (daemon_maps (f, "/libarchive.so"));
 
   /* The object, announced. */
   g_assert_cmpuint (client_count_signals (f->client, MV_MANAGER_PATH, "InterfacesAdded"), ==, 1);
