@@ -1,12 +1,12 @@
 /* The DNS server on the networks' gateways (dns.h). */
 #include "network/dns.h"
+#include "network/ldns-lib.h"
 
 #include "core/errors.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <glib-unix.h>
-#include <ldns/ldns.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,8 +217,8 @@ mv_dns_upstream_validate (const char *upstream, GError **error)
 static GPtrArray *
 name_labels (const ldns_rdf *name, gboolean *plain)
 {
-  const guint8 *p = ldns_rdf_data (name);
-  gsize size = ldns_rdf_size (name);
+  const guint8 *p = mv_ldns.rdf_data (name);
+  gsize size = mv_ldns.rdf_size (name);
   GPtrArray *labels = g_ptr_array_new_with_free_func (g_free);
   gsize at = 0;
 
@@ -281,6 +281,23 @@ reverse_address (GPtrArray *labels, guint32 *address)
 
 /* ---- replies ---- */
 
+/* Whether ldns could be opened; said once in the log when not. */
+static gboolean
+ldns_opened (void)
+{
+  static gsize told;
+  g_autoptr (GError) error = NULL;
+
+  if (mv_ldns_load (&error))
+    return TRUE;
+  if (g_once_init_enter (&told))
+    {
+      g_warning ("%s", error->message);
+      g_once_init_leave (&told, 1);
+    }
+  return FALSE;
+}
+
 /* A reply built by hand from the query's header and @question_len bytes
  * of its question (0: none): for errors, and for queries ldns refused. */
 static GBytes *
@@ -300,32 +317,32 @@ raw_reply (const guint8 *query, gsize question_len, guint8 rcode, guint8 extra_f
 static ldns_pkt *
 answer_new (const ldns_pkt *query, const ldns_rr *question, ldns_pkt_rcode rcode)
 {
-  ldns_pkt *reply = ldns_pkt_new ();
-  ldns_rr *q = ldns_rr_clone (question);
+  ldns_pkt *reply = mv_ldns.pkt_new ();
+  ldns_rr *q = mv_ldns.rr_clone (question);
 
-  ldns_pkt_set_id (reply, ldns_pkt_id (query));
-  ldns_pkt_set_qr (reply, true);
-  ldns_pkt_set_aa (reply, true);
-  ldns_pkt_set_rd (reply, ldns_pkt_rd (query));
-  ldns_pkt_set_ra (reply, true);
-  ldns_pkt_set_opcode (reply, LDNS_PACKET_QUERY);
-  ldns_pkt_set_rcode (reply, rcode);
-  ldns_rr_set_question (q, true);
-  ldns_pkt_push_rr (reply, LDNS_SECTION_QUESTION, q);
+  mv_ldns.pkt_set_id (reply, mv_ldns.pkt_id (query));
+  mv_ldns.pkt_set_qr (reply, true);
+  mv_ldns.pkt_set_aa (reply, true);
+  mv_ldns.pkt_set_rd (reply, mv_ldns.pkt_rd (query));
+  mv_ldns.pkt_set_ra (reply, true);
+  mv_ldns.pkt_set_opcode (reply, LDNS_PACKET_QUERY);
+  mv_ldns.pkt_set_rcode (reply, rcode);
+  mv_ldns.rr_set_question (q, true);
+  mv_ldns.pkt_push_rr (reply, LDNS_SECTION_QUESTION, q);
   return reply;
 }
 
 static void
 push_answer (ldns_pkt *reply, const ldns_rr *question, ldns_rr_type type, ldns_rdf *rdata)
 {
-  ldns_rr *rr = ldns_rr_new ();
+  ldns_rr *rr = mv_ldns.rr_new ();
 
-  ldns_rr_set_owner (rr, ldns_rdf_clone (ldns_rr_owner (question)));
-  ldns_rr_set_type (rr, type);
-  ldns_rr_set_class (rr, LDNS_RR_CLASS_IN);
-  ldns_rr_set_ttl (rr, MV_DNS_TTL);
-  ldns_rr_push_rdf (rr, rdata);
-  ldns_pkt_push_rr (reply, LDNS_SECTION_ANSWER, rr);
+  mv_ldns.rr_set_owner (rr, mv_ldns.rdf_clone (mv_ldns.rr_owner (question)));
+  mv_ldns.rr_set_type (rr, type);
+  mv_ldns.rr_set_class (rr, LDNS_RR_CLASS_IN);
+  mv_ldns.rr_set_ttl (rr, MV_DNS_TTL);
+  mv_ldns.rr_push_rdf (rr, rdata);
+  mv_ldns.pkt_push_rr (reply, LDNS_SECTION_ANSWER, rr);
 }
 
 static void
@@ -340,7 +357,7 @@ push_addresses (ldns_pkt *reply, const ldns_rr *question, GPtrArray *addresses)
       if (inet_pton (AF_INET, g_ptr_array_index (addresses, i), &in) != 1)
         continue;
       push_answer (reply, question, LDNS_RR_TYPE_A,
-                   ldns_rdf_new_frm_data (LDNS_RDF_TYPE_A, sizeof in, &in));
+                   mv_ldns.rdf_new_frm_data (LDNS_RDF_TYPE_A, sizeof in, &in));
       n++;
     }
 }
@@ -364,7 +381,7 @@ push_names (MvDns *dns, ldns_pkt *reply, const ldns_rr *question, GPtrArray *nam
       if (!plain)
         continue;
       full = g_strdup_printf ("%s.%s.", name, domain);
-      rdf = ldns_dname_new_frm_str (full);
+      rdf = mv_ldns.dname_new_frm_str (full);
       if (!rdf)
         continue;
       push_answer (reply, question, LDNS_RR_TYPE_PTR, rdf);
@@ -379,7 +396,7 @@ answer_wire (ldns_pkt *reply, const guint8 *query, gsize question_len, gboolean 
   size_t size = 0;
   GBytes *bytes;
 
-  if (ldns_pkt2wire (&wire, reply, &size) != LDNS_STATUS_OK)
+  if (mv_ldns.pkt2wire (&wire, reply, &size) != LDNS_STATUS_OK)
     {
       free (wire);
       return raw_reply (query, question_len, LDNS_RCODE_SERVFAIL, 0);
@@ -387,7 +404,7 @@ answer_wire (ldns_pkt *reply, const guint8 *query, gsize question_len, gboolean 
   if (udp && size > MV_DNS_MAX_UDP_BYTES)
     {
       free (wire);
-      return raw_reply (query, question_len, ldns_pkt_get_rcode (reply), FLAG_AA | FLAG_TC);
+      return raw_reply (query, question_len, mv_ldns.pkt_get_rcode (reply), FLAG_AA | FLAG_TC);
     }
   bytes = g_bytes_new (wire, size);
   free (wire);
@@ -399,10 +416,10 @@ static GBytes *
 answer_local (MvDns *dns, const char *network_id, const ldns_pkt *query, const ldns_rr *question,
               const guint8 *wire, gsize question_len, gboolean udp)
 {
-  ldns_rr_type type = ldns_rr_get_type (question);
-  ldns_rr_class klass = ldns_rr_get_class (question);
+  ldns_rr_type type = mv_ldns.rr_get_type (question);
+  ldns_rr_class klass = mv_ldns.rr_get_class (question);
   gboolean plain, in_class = klass == LDNS_RR_CLASS_IN || klass == LDNS_RR_CLASS_ANY;
-  g_autoptr (GPtrArray) labels = name_labels (ldns_rr_owner (question), &plain);
+  g_autoptr (GPtrArray) labels = name_labels (mv_ldns.rr_owner (question), &plain);
   g_autoptr (GPtrArray) found = NULL;
   ldns_pkt *reply;
   GBytes *bytes;
@@ -436,7 +453,7 @@ answer_local (MvDns *dns, const char *network_id, const ldns_pkt *query, const l
     return NULL;
 
   bytes = answer_wire (reply, wire, question_len, udp);
-  ldns_pkt_free (reply);
+  mv_ldns.pkt_free (reply);
   return bytes;
 }
 
@@ -689,31 +706,34 @@ handle_query (Server *server, const struct sockaddr_in *client, Connection *conn
     return raw_reply (wire, 0, LDNS_RCODE_REFUSED, 0);
   if ((wire[2] & FLAG_OPCODE) != 0)
     return raw_reply (wire, 0, LDNS_RCODE_NOTIMPL, 0);
-  if (ldns_wire2pkt (&query, wire, len) != LDNS_STATUS_OK)
+  /* ldns is opened with the first query that needs it. */
+  if (!ldns_opened ())
+    return raw_reply (wire, 0, LDNS_RCODE_SERVFAIL, 0);
+  if (mv_ldns.wire2pkt (&query, wire, len) != LDNS_STATUS_OK)
     {
       g_debug ("dns: %s: a query ldns cannot parse", server->network_id);
       return raw_reply (wire, 0, LDNS_RCODE_FORMERR, 0);
     }
-  if (ldns_pkt_qdcount (query) != 1 || ldns_rr_list_rr_count (ldns_pkt_question (query)) != 1)
+  if (mv_ldns.pkt_qdcount (query) != 1 || mv_ldns.rr_list_rr_count (mv_ldns.pkt_question (query)) != 1)
     {
-      ldns_pkt_free (query);
+      mv_ldns.pkt_free (query);
       return raw_reply (wire, 0, LDNS_RCODE_FORMERR, 0);
     }
-  question = ldns_rr_list_rr (ldns_pkt_question (query), 0);
+  question = mv_ldns.rr_list_rr (mv_ldns.pkt_question (query), 0);
   /* The first name of a message cannot be compressed: the question is
    * these bytes of the query as it came. */
-  question_len = ldns_rdf_size (ldns_rr_owner (question)) + 4;
+  question_len = mv_ldns.rdf_size (mv_ldns.rr_owner (question)) + 4;
   if (HEADER_BYTES + question_len > len ||
-      memcmp (wire + HEADER_BYTES, ldns_rdf_data (ldns_rr_owner (question)),
+      memcmp (wire + HEADER_BYTES, mv_ldns.rdf_data (mv_ldns.rr_owner (question)),
               question_len - 4) != 0)
     {
-      ldns_pkt_free (query);
+      mv_ldns.pkt_free (query);
       return raw_reply (wire, 0, LDNS_RCODE_FORMERR, 0);
     }
 
   reply = answer_local (dns, server->network_id, query, question, wire, question_len,
                         client != NULL);
-  ldns_pkt_free (query);
+  mv_ldns.pkt_free (query);
   if (reply)
     return reply;
   return forward (dns, server, client, connection, wire, len, question_len);

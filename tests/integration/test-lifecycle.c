@@ -205,6 +205,23 @@ announced_property (Client *client, const char *path, const char *prop)
 
 /* PropertiesChanged names only the properties whose value changed since
  * the last announcement, and a request that changes nothing sends none. */
+/* What only one feature needs is opened when that feature is first used,
+ * not loaded with the daemon or by a create: unpacking images
+ * (libarchive) and answering DNS queries (ldns). */
+static void
+test_start_maps_no_feature_library (Fixture *f, gconstpointer data)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/maps", (int) mv_test_env_daemon_pid (f->env));
+  g_autofree char *maps = NULL;
+  g_autofree char *created = client_create_ok (f->client, SPEC ("plain"));
+
+  g_assert_true (g_file_get_contents (path, &maps, NULL, NULL));
+  g_assert_null (strstr (maps, "/libarchive.so"));
+  g_assert_null (strstr (maps, "/libldns.so"));
+  /* What the daemon does link is there, so the maps were read right. */
+  g_assert_nonnull (strstr (maps, "/libsystemd.so"));
+}
+
 static void
 test_changes_only_what_changed (Fixture *f, gconstpointer data)
 {
@@ -923,6 +940,7 @@ main (int argc, char **argv)
   ADD ("start-stop-signals", test_start_stop_signals);
   ADD ("changes-coalesced", test_changes_coalesced);
   ADD ("changes-only-what-changed", test_changes_only_what_changed);
+  ADD ("start-maps-no-feature-library", test_start_maps_no_feature_library);
   ADD ("invalid-spec-leaves-nothing", test_invalid_spec_leaves_nothing);
   ADD ("unimplemented-fields-refused", test_unimplemented_fields_refused);
   ADD ("idempotent-create", test_idempotent_create);

@@ -287,12 +287,19 @@ test_guests_ping (NetFixture *nf, gconstpointer data)
     const char *stopped[] = { "nslookup", "sleeper", NULL };
     g_autofree char *out = NULL, *sleeper = NULL;
 
+    g_autofree char *maps_path = g_strdup_printf ("/proc/%d/maps",
+                                                  (int) mv_test_env_daemon_pid (f->env));
+    g_autofree char *maps = NULL;
+
     g_assert_cmpint (guest_run (f, b, resolv, &out), ==, 0);
     g_assert_nonnull (strstr (out, "nameserver 10.88.0.1"));
     g_clear_pointer (&out, g_free);
     g_assert_cmpint (guest_run (f, b, by_name, &out), ==, 0);
     g_assert_nonnull (strstr (out, "10.88.0.2"));
     g_clear_pointer (&out, g_free);
+    /* ldns was opened for the first query, in the daemon. */
+    g_assert_true (g_file_get_contents (maps_path, &maps, NULL, NULL));
+    g_assert_nonnull (strstr (maps, "/libldns.so"));
     g_assert_cmpint (guest_run (f, b, by_hostname, &out), ==, 0);
     g_assert_nonnull (strstr (out, "10.88.0.2"));
     g_clear_pointer (&out, g_free);
