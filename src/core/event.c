@@ -130,14 +130,10 @@ static const char *const known_members[] = {
   "exit_code", "snapshot_id", NULL,
 };
 
-/* A line is at most this long: a message of MV_EVENT_MESSAGE_MAX bytes,
- * each escaped at worst as \uXXXX, and the rest. */
-#define LINE_MAX_BYTES (6 * MV_EVENT_MESSAGE_MAX + 4096)
-
 MvEvent *
 mv_event_from_json (const char *line, gsize length, GError **error)
 {
-  static const MvJsonLimits limits = { .max_bytes = LINE_MAX_BYTES, .max_depth = 1 };
+  static const MvJsonLimits limits = { .max_bytes = MV_EVENT_LINE_MAX_BYTES, .max_depth = 1 };
   g_autoptr (MvJsonDoc) doc = mv_json_read (line, length, &limits, "event", error);
   const MvJson *root = doc ? mv_json_doc_root (doc) : NULL;
   g_autoptr (MvEvent) event = g_new0 (MvEvent, 1);

@@ -31,6 +31,9 @@ typedef enum {
 /* Longest message kept; a longer one is cut at a character boundary.
  * Only its first line is kept. */
 #define MV_EVENT_MESSAGE_MAX 1024
+/* An event's line is at most this long: a message of MV_EVENT_MESSAGE_MAX
+ * bytes, each escaped at worst as \uXXXX, and the rest. */
+#define MV_EVENT_LINE_MAX_BYTES (6 * MV_EVENT_MESSAGE_MAX + 4096)
 
 typedef struct {
   guint64     sequence;        /* from 1, one more for each event; 0: not yet recorded */

@@ -106,6 +106,7 @@ static void
 read_newest (MvEventLog *log, const char *path)
 {
   g_autoptr (GByteArray) buffer = NULL;
+  gboolean too_long = FALSE;  /* the line being read is longer than an event's */
   struct stat st;
   off_t offset;
   int fd;
@@ -121,14 +122,16 @@ read_newest (MvEventLog *log, const char *path)
       return;
     }
   /* The buffer holds the piece just read, then the start of the line
-   * that the piece after it began in the middle of. */
-  buffer = g_byte_array_sized_new (READ_BACK_BYTES + 4096);
+   * that the piece after it began in the middle of. A line longer than
+   * any event can be is not one: it is let go as it is read, so the
+   * buffer never holds more than a piece and one event's line. */
+  buffer = g_byte_array_sized_new (READ_BACK_BYTES + MV_EVENT_LINE_MAX_BYTES);
   offset = st.st_size;
   while (offset > 0 && log->kept.length < log->options.max_kept)
     {
       gsize piece = (gsize) MIN ((off_t) READ_BACK_BYTES, offset);
       gsize carried = buffer->len;
-      const char *text, *end;
+      const char *text, *end, *newline;
       ssize_t got;
 
       offset -= (off_t) piece;
@@ -144,18 +147,28 @@ read_newest (MvEventLog *log, const char *path)
        * unless this is the file's start. */
       text = (const char *) buffer->data;
       end = text + buffer->len;
-      while (log->kept.length < log->options.max_kept)
+      if (too_long)
         {
-          const char *newline = memrchr (text, '\n', end - text);
+          newline = memrchr (text, '\n', end - text);
+          end = newline ? newline : text;
+          too_long = newline == NULL;
+        }
+      while (log->kept.length < log->options.max_kept &&
+             ((newline = memrchr (text, '\n', end - text)) || offset == 0))
+        {
+          const char *line = newline ? newline + 1 : text;
 
-          if (newline == NULL && offset > 0)
-            break;
-          keep_read_back (log, newline ? newline + 1 : text, end - (newline ? newline + 1 : text));
+          keep_read_back (log, line, end - line);
           if (newline == NULL)
             break;
           end = newline;
         }
       g_byte_array_set_size (buffer, end - text);
+      if (buffer->len > MV_EVENT_LINE_MAX_BYTES)
+        {
+          g_byte_array_set_size (buffer, 0);
+          too_long = TRUE;
+        }
     }
   close (fd);
 }
