@@ -281,23 +281,6 @@ reverse_address (GPtrArray *labels, guint32 *address)
 
 /* ---- replies ---- */
 
-/* Whether ldns could be opened; said once in the log when not. */
-static gboolean
-ldns_opened (void)
-{
-  static gsize told;
-  g_autoptr (GError) error = NULL;
-
-  if (mv_ldns_load (&error))
-    return TRUE;
-  if (g_once_init_enter (&told))
-    {
-      g_warning ("%s", error->message);
-      g_once_init_leave (&told, 1);
-    }
-  return FALSE;
-}
-
 /* A reply built by hand from the query's header and @question_len bytes
  * of its question (0: none): for errors, and for queries ldns refused. */
 static GBytes *
@@ -707,7 +690,7 @@ handle_query (Server *server, const struct sockaddr_in *client, Connection *conn
   if ((wire[2] & FLAG_OPCODE) != 0)
     return raw_reply (wire, 0, LDNS_RCODE_NOTIMPL, 0);
   /* ldns is opened with the first query that needs it. */
-  if (!ldns_opened ())
+  if (!mv_ldns_load (NULL))
     return raw_reply (wire, 0, LDNS_RCODE_SERVFAIL, 0);
   if (mv_ldns.wire2pkt (&query, wire, len) != LDNS_STATUS_OK)
     {

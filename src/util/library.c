@@ -30,6 +30,9 @@ mv_library_load (MvLibrary *library)
   if (g_once_init_enter (&library->loaded))
     {
       open_library (library);
+      /* Said once in the log, whoever asked and however often. */
+      if (library->failure)
+        g_warning ("Cannot open %s: %s", library->soname, library->failure);
       g_once_init_leave (&library->loaded, 1);
     }
   return library->failure;

@@ -21,5 +21,6 @@ typedef struct {
 
 /* Opens @library and fills its symbols' slots, once for the process and
  * from any thread. NULL once every slot is filled; otherwise why not (a
- * library that is missing, or lacks a function), then and ever after. */
+ * library that is missing, or lacks a function), then and ever after,
+ * said once in the log. */
 const char *mv_library_load (MvLibrary *library);
