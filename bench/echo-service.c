@@ -8,10 +8,11 @@
 #include "store/store.h"
 
 #include <errno.h>
-#include <poll.h>
+#include <systemd/sd-event.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -181,9 +182,10 @@ create_answer (sd_bus *bus, Create *c)
     g_printerr ("echo service: CreateDurable: %s\n", g_strerror (-r));
 }
 
-static void
-create_answer_written (sd_bus *bus)
+static int
+on_written (sd_event_source *source, int fd, uint32_t revents, void *userdata)
 {
+  sd_bus *bus = userdata;
   guint64 count;
   Create *c;
 
@@ -195,6 +197,7 @@ create_answer_written (sd_bus *bus)
       create_answer (bus, c);
       create_free (c);
     }
+  return 0;
 }
 
 static int
@@ -293,6 +296,7 @@ int
 bench_echo_main (const char *address, const char *dir)
 {
   sd_bus *bus = NULL;
+  sd_event *event = NULL;
   int r;
 
   prctl (PR_SET_PDEATHSIG, SIGKILL);
@@ -327,36 +331,18 @@ bench_echo_main (const char *address, const char *dir)
     r = sd_bus_add_object_manager (bus, NULL, MV_MANAGER_PATH);
   if (r >= 0)
     r = sd_bus_request_name (bus, BENCH_ECHO_NAME, 0);
+  /* The bus and the writers' results, on one sd-event loop. */
+  if (r >= 0)
+    r = sd_event_default (&event);
+  if (r >= 0)
+    r = sd_bus_attach_event (bus, event, SD_EVENT_PRIORITY_NORMAL);
+  if (r >= 0)
+    r = sd_event_add_io (event, NULL, create_written_fd, EPOLLIN, on_written, bus);
+  if (r >= 0)
+    r = sd_event_loop (event);
   if (r < 0)
-    {
-      g_printerr ("echo service: %s\n", g_strerror (-r));
-      return 1;
-    }
-  for (;;)
-    {
-      struct pollfd fds[2] = { { .fd = sd_bus_get_fd (bus) }, { .fd = create_written_fd, .events = POLLIN } };
-      uint64_t until = UINT64_MAX;
-      int timeout = -1;
-
-      r = sd_bus_process (bus, NULL);
-      if (r < 0)
-        return 1;
-      if (r > 0)
-        continue;
-      fds[0].events = sd_bus_get_events (bus);
-      if (sd_bus_get_timeout (bus, &until) >= 0 && until != UINT64_MAX)
-        {
-          struct timespec now;
-
-          clock_gettime (CLOCK_MONOTONIC, &now);
-          timeout = (int) MIN ((until - MIN (until, (uint64_t) now.tv_sec * 1000000 + now.tv_nsec / 1000)) / 1000 + 1,
-                               (uint64_t) G_MAXINT);
-        }
-      if (poll (fds, 2, timeout) < 0 && errno != EINTR)
-        return 1;
-      if (fds[1].revents & POLLIN)
-        create_answer_written (bus);
-    }
+    g_printerr ("echo service: %s\n", g_strerror (-r));
+  return 1;
 }
 
 GPid
