@@ -15,12 +15,22 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* One read of what the guest prints, and of what the writer types. */
 #define CHUNK_BYTES        4096
 /* How long the daemon waits for the holder's answer. */
 #define ATTACH_TIMEOUT_MS  1000
+/* A guest prints its console a character at a time, each a write of the
+ * VMM's: after taking what is there, the holder lets this long pass
+ * before it looks again, so that the writes meanwhile gather in the
+ * socket rather than each wake it (and, through the log, whoever
+ * watches the log). */
+#define GATHER_MS          2
+/* Room in the socket for what gathers: the kernel counts each write of
+ * one character as a buffer of its own, of about a kilobyte. */
+#define VMM_SEND_BYTES     (4 * 1024 * 1024)
 
 char *
 mv_console_socket_path (const char *log_path)
@@ -97,6 +107,12 @@ mv_console_open (MvConsoleFds *fds, const char *log_path, GError **error)
   /* Typing never blocks the holder: what the guest does not take yet
    * waits in the holder's buffer. */
   fcntl (fds->held_end, F_SETFL, fcntl (fds->held_end, F_GETFL) | O_NONBLOCK);
+  /* Nor does printing block the VMM while the holder gathers (GATHER_MS):
+   * a daemon without CAP_NET_ADMIN gets what the host's maximum allows. */
+  if (setsockopt (fds->vmm_end, SOL_SOCKET, SO_SNDBUFFORCE, &(int) { VMM_SEND_BYTES },
+                  sizeof (int)) < 0)
+    (void) setsockopt (fds->vmm_end, SOL_SOCKET, SO_SNDBUF, &(int) { VMM_SEND_BYTES },
+                       sizeof (int));
   return TRUE;
 }
 
@@ -279,12 +295,22 @@ take_typed (Holder *h, Client *c)
 
 enum { POLL_PIDFD, POLL_OUTPUT, POLL_LISTENER, POLL_CLIENTS };
 
+static gint64
+now_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void
 mv_console_hold (MvConsoleFds *fds, int pidfd)
 {
   Holder h = { .fds = fds };
   struct pollfd pfd[POLL_CLIENTS + MV_CONSOLE_CLIENTS_MAX];
   gboolean output_open = TRUE;
+  gint64 gather_until = 0;
 
   for (guint i = 0; i < MV_CONSOLE_CLIENTS_MAX; i++)
     h.clients[i].fd = -1;
@@ -295,11 +321,13 @@ mv_console_hold (MvConsoleFds *fds, int pidfd)
   for (;;)
     {
       gboolean typing = h.typed_end > h.typed_start;
+      gint64 gather_left = gather_until - now_ms ();
+      short output_events = (gather_left > 0 ? 0 : POLLIN) | (typing ? POLLOUT : 0);
 
       pfd[POLL_PIDFD] = (struct pollfd) { .fd = pidfd, .events = POLLIN };
       /* poll() passes over negative descriptors. */
-      pfd[POLL_OUTPUT] = (struct pollfd) { .fd = output_open ? fds->held_end : -1,
-                                           .events = POLLIN | (typing ? POLLOUT : 0) };
+      pfd[POLL_OUTPUT] = (struct pollfd) { .fd = output_open && output_events ? fds->held_end : -1,
+                                           .events = output_events };
       pfd[POLL_LISTENER] = (struct pollfd) { .fd = fds->listener, .events = POLLIN };
       for (guint i = 0; i < MV_CONSOLE_CLIENTS_MAX; i++)
         {
@@ -311,7 +339,7 @@ mv_console_hold (MvConsoleFds *fds, int pidfd)
           /* A reader is watched only for its end (POLLHUP). */
           pfd[POLL_CLIENTS + i] = (struct pollfd) { .fd = c->fd, .events = events };
         }
-      if (poll (pfd, G_N_ELEMENTS (pfd), -1) < 0)
+      if (poll (pfd, G_N_ELEMENTS (pfd), gather_left > 0 ? (int) gather_left : -1) < 0)
         {
           if (errno == EINTR)
             continue;
@@ -325,12 +353,19 @@ mv_console_hold (MvConsoleFds *fds, int pidfd)
             ;
           break;
         }
-      if ((pfd[POLL_OUTPUT].revents & (POLLIN | POLLHUP | POLLERR)) && take_output (&h) == 0)
+      if (pfd[POLL_OUTPUT].revents & (POLLIN | POLLHUP | POLLERR))
         {
-          output_open = FALSE;
-          /* Without a pidfd, the VMM's end closing is its end. */
-          if (pidfd < 0)
-            break;
+          ssize_t taken = take_output (&h);
+
+          if (taken > 0)
+            gather_until = now_ms () + GATHER_MS;
+          else if (taken == 0)
+            {
+              output_open = FALSE;
+              /* Without a pidfd, the VMM's end closing is its end. */
+              if (pidfd < 0)
+                break;
+            }
         }
       if (output_open && typing && (pfd[POLL_OUTPUT].revents & POLLOUT))
         pass_typed (&h);

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -31,7 +32,11 @@
  * jail's lease, runtime directory and granted files, and the console's
  * three. */
 #define KEEP_MAX         (MV_VMM_PARENT_MAX_GRANTS + 6)
+/* How often the VMM's socket is looked for when its directory cannot be
+ * watched, and once it is there but does not serve yet (between the
+ * VMM's bind and its listen). */
 #define SOCKET_POLL_MS   20
+#define SOCKET_RETRY_MS  1
 
 void
 mv_process_free (MvProcess *process)
@@ -684,6 +689,42 @@ socket_accepts (const char *socket_path)
   return TRUE;
 }
 
+/* An inotify descriptor that becomes readable when a file appears in the
+ * directory of @path; -1 if there is none to be had. */
+static int
+watch_directory_of (const char *path)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  int fd = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK);
+
+  if (fd >= 0 && inotify_add_watch (fd, dir, IN_CREATE | IN_MOVED_TO) < 0)
+    {
+      close (fd);
+      fd = -1;
+    }
+  return fd;
+}
+
+/* Sleeps until @until (monotonic µs), until the process of @pidfd ends
+ * (TRUE), or until @watch_fd (watch_directory_of, or -1) says a file
+ * appeared. */
+static gboolean
+wait_vmm_or_change (int pidfd, int watch_fd, gint64 until)
+{
+  struct pollfd pfd[] = { { .fd = pidfd, .events = POLLIN }, { .fd = watch_fd, .events = POLLIN } };
+  gint64 left = until - g_get_monotonic_time ();
+  char events[4096];
+  int r;
+
+  do
+    r = poll (pfd, G_N_ELEMENTS (pfd), left > 0 ? (int) ((left + 999) / 1000) : 0);
+  while (r < 0 && errno == EINTR);
+  if (r > 0 && pfd[1].revents)
+    while (read (watch_fd, events, sizeof events) > 0)
+      ;
+  return r > 0 && pfd[0].revents != 0;
+}
+
 /* Whether a socket listens on @socket_path, by /proc/net/unix (the flag
  * __SO_ACCEPTCON, 0x10000), without connecting: a server that serves one
  * peer only would take a probe for it. */
@@ -820,6 +861,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   guint64 start_time = 0;
   char state;
   gint64 deadline;
+  int watch_fd;
   MvProcess *process;
 
   if (access (mv_vmm_parent_path (), X_OK) < 0)
@@ -1029,14 +1071,28 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   close_pipe (err_pipe);
 
   deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  /* The socket is looked for again as soon as something appears in its
+   * directory. */
+  watch_fd = watch_directory_of (socket_path);
   for (;;)
     {
+      gint64 until;
+
       if (options->ready_when_listening ? socket_listens (socket_path)
                                         : socket_accepts (socket_path))
         break;
-      if (mv_fd_wait (pidfd, POLLIN,
-                      MIN (deadline, g_get_monotonic_time () + SOCKET_POLL_MS * 1000)))
+      /* With a watch, nothing is worth a look before a file appears, but
+       * a socket that is there and does not serve yet. */
+      if (watch_fd < 0)
+        until = g_get_monotonic_time () + SOCKET_POLL_MS * 1000;
+      else if (g_file_test (socket_path, G_FILE_TEST_EXISTS))
+        until = g_get_monotonic_time () + SOCKET_RETRY_MS * 1000;
+      else
+        until = deadline;
+      if (wait_vmm_or_change (pidfd, watch_fd, MIN (deadline, until)))
         {
+          if (watch_fd >= 0)
+            close (watch_fd);
           close (pidfd);
           fail_with_log (error, log_path, log_offset, "%s ended before serving on %s", argv[0],
                          socket_path);
@@ -1046,12 +1102,16 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
         {
           pidfd_send_signal (pidfd, SIGKILL);
           mv_fd_wait (pidfd, POLLIN, g_get_monotonic_time () + 10 * G_USEC_PER_SEC);
+          if (watch_fd >= 0)
+            close (watch_fd);
           close (pidfd);
           fail_with_log (error, log_path, log_offset, "%s did not serve on %s within %u ms",
                          argv[0], socket_path, timeout_ms);
           return NULL;
         }
     }
+  if (watch_fd >= 0)
+    close (watch_fd);
   close (pidfd);
 
   process = g_new0 (MvProcess, 1);

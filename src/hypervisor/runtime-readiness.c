@@ -74,20 +74,15 @@ watch_console (const char *path)
   return fd;
 }
 
-/* Sleeps until @watch_fd (watch_console) says something changed, or for
- * READY_POLL_US at most. */
+/* Sleeps until @watch_fd (watch_console) says something changed or the
+ * VMM of @pidfd ends, or for READY_POLL_US at most. Either may be -1. */
 static void
-wait_for_change (int watch_fd)
+wait_for_change (int watch_fd, int pidfd)
 {
-  struct pollfd pfd = { .fd = watch_fd, .events = POLLIN };
+  struct pollfd pfd[] = { { .fd = watch_fd, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
   char events[4096];
 
-  if (watch_fd < 0)
-    {
-      g_usleep (READY_POLL_US);
-      return;
-    }
-  if (poll (&pfd, 1, READY_POLL_US / 1000) > 0)
+  if (poll (pfd, G_N_ELEMENTS (pfd), READY_POLL_US / 1000) > 0 && pfd[0].revents)
     while (read (watch_fd, events, sizeof events) > 0)
       ;
 }
@@ -118,15 +113,29 @@ is_ready (MvReadiness readiness, const char *readiness_text, MvHypervisor *hv,
 
 typedef struct {
   const MvProcess *vmm;
+  /* The VMM's pidfd, readable once it ends; -1 if none could be had, and
+   * /proc is read instead. A console is looked at on every write to it:
+   * this keeps each look from reading three files of /proc. */
+  int              pidfd;
   GCancellable    *cancellable;
   const char      *label;
 } Watch;
+
+static gboolean
+vmm_alive (const Watch *watch)
+{
+  struct pollfd pfd = { .fd = watch->pidfd, .events = POLLIN };
+
+  if (watch->pidfd < 0)
+    return mv_process_alive (watch->vmm);
+  return poll (&pfd, 1, 0) == 0;
+}
 
 /* FALSE, and why, once waiting is no longer worth it. */
 static gboolean
 still_worth_it (const Watch *watch, GError **error)
 {
-  if (!mv_process_alive (watch->vmm))
+  if (!vmm_alive (watch))
     {
       g_set_error (error, MV_ERROR, MV_ERROR_INVALID_STATE,
                    "The VMM ended before the guest was ready (readiness %s)", watch->label);
@@ -192,14 +201,19 @@ mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *v
 {
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_s * G_USEC_PER_SEC;
   g_autofree char *label = mv_readiness_to_string (readiness, readiness_text);
-  Watch watch = { vmm, cancellable, label };
+  Watch watch = { vmm, mv_process_open_pidfd (vmm), cancellable, label };
   goffset scanned = console_offset;
   int watch_fd = -1;
   gboolean ready;
 
   if (readiness == MV_READINESS_AGENT)
-    return wait_for_agent (vm, agent_config, agent_identity, &watch, deadline, timeout_s,
-                           agent_version, error);
+    {
+      ready = wait_for_agent (vm, agent_config, agent_identity, &watch, deadline, timeout_s,
+                              agent_version, error);
+      if (watch.pidfd >= 0)
+        close (watch.pidfd);
+      return ready;
+    }
   /* A console is looked at again as soon as it is written to. */
   if (readiness == MV_READINESS_CONSOLE && vm->console.path)
     watch_fd = watch_console (vm->console.path);
@@ -213,9 +227,11 @@ mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *v
                        "The guest was not ready (readiness %s) within %u s", label, timeout_s);
           break;
         }
-      wait_for_change (watch_fd);
+      wait_for_change (watch_fd, watch.pidfd);
     }
   if (watch_fd >= 0)
     close (watch_fd);
+  if (watch.pidfd >= 0)
+    close (watch.pidfd);
   return ready;
 }

@@ -3,6 +3,8 @@
  * "guest" answers what is typed on its stdin, on its stdout:
  *
  *   flood N   N lines of 63 'x' and a newline, then "flood done"
+ *   trickle N N 't's, a write each, 250 µs apart, as a serial port
+ *             prints; then a newline and "trickle done"
  *   exit      ends the VMM
  *   other     "echo: <line>"
  *
@@ -43,6 +45,18 @@ main (int argc, char **argv)
           for (long i = 0; i < n; i++)
             fputs (x, stdout);
           printf ("flood done\n");
+        }
+      else if (strncmp (line, "trickle ", 8) == 0)
+        {
+          long n = strtol (line + 8, NULL, 10);
+
+          for (long i = 0; i < n; i++)
+            {
+              putchar ('t');
+              fflush (stdout);
+              usleep (250);
+            }
+          printf ("\ntrickle done\n");
         }
       else if (strcmp (line, "exit") == 0)
         return 0;

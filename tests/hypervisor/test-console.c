@@ -1,7 +1,7 @@
 /* The serial console's holder (hypervisor/console.h) around a stand-in
  * VMM (console-vmm.c) started as the daemon starts VMMs: readers and the
- * one writer, a reader that never reads, the most clients, a writer that
- * stops typing, and the end of the VMM. */
+ * one writer, a reader that never reads, output a character at a time,
+ * the most clients, a writer that stops typing, and the end of the VMM. */
 #include "hv-test.h"
 #include "core/errors.h"
 #include "hypervisor/console.h"
@@ -212,6 +212,48 @@ test_most_clients (Fixture *f, gconstpointer data)
     close (fds[i]);
 }
 
+/* A console printed a character at a time reaches a reader whole, in
+ * gathered pieces rather than a piece per character: each piece the
+ * holder takes is a wake-up of the holder and of whoever watches the
+ * log. */
+static void
+test_trickle_gathered (Fixture *f, gconstpointer data)
+{
+  g_autoptr (GString) seen = g_string_new (NULL);
+  g_autofree char *expected = g_strnfill (400, 't');
+  int reader = attach (f, FALSE, NULL);
+  int w = attach_writer (f);
+  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  guint pieces = 0;
+  const char *start;
+
+  type_line (w, "trickle 400");
+  /* Each piece read as soon as it comes. */
+  while (!strstr (seen->str, "trickle done\n"))
+    {
+      struct pollfd pfd = { .fd = reader, .events = POLLIN };
+      char buf[65536];
+      ssize_t n;
+
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      if (poll (&pfd, 1, 1000) <= 0)
+        continue;
+      n = read (reader, buf, sizeof buf);
+      g_assert_cmpint (n, >, 0);
+      if (memchr (buf, 't', n))
+        pieces++;
+      g_string_append_len (seen, buf, n);
+    }
+  start = strchr (seen->str, 't');
+  g_assert_nonnull (start);
+  g_assert_true (g_str_has_prefix (start, expected));
+  g_assert_cmpstr (start + 400, ==, "\ntrickle done\n");
+  g_test_message ("400 characters, 250 µs apart, came in %u pieces", pieces);
+  g_assert_cmpuint (pieces, <, 100);
+  close (reader);
+  close (w);
+}
+
 static void
 test_end_of_the_vmm (Fixture *f, gconstpointer data)
 {
@@ -266,6 +308,8 @@ main (int argc, char **argv)
               test_readers_and_writer, fixture_teardown);
   g_test_add ("/console/reader-that-never-reads", Fixture, NULL, fixture_setup,
               test_reader_that_never_reads, fixture_teardown);
+  g_test_add ("/console/trickle-gathered", Fixture, NULL, fixture_setup,
+              test_trickle_gathered, fixture_teardown);
   g_test_add ("/console/most-clients", Fixture, NULL, fixture_setup, test_most_clients,
               fixture_teardown);
   g_test_add ("/console/end-of-the-vmm", Fixture, NULL, fixture_setup, test_end_of_the_vmm,
