@@ -32,8 +32,7 @@ struct _MvCgroups {
    * On v2 all are one directory; on v1 two may share one (cpu,cpuacct). */
   char      *parent[CG_N];
   GPtrArray *parents;            /* char*: the distinct ones */
-  guint64    memory_overhead_bytes;
-  guint64    tasks_max;
+  MvVmmAllowance allowance;
   char      *description;
 };
 
@@ -300,7 +299,7 @@ describe (MvCgroups *self)
 
 static MvCgroups *
 cgroups_new (const char *fs_root, const char *self_cgroup, const char *root, gboolean systemd,
-             guint64 memory_overhead_bytes, guint64 tasks_max)
+             const MvVmmAllowance *allowance)
 {
   MvCgroups *self = g_new0 (MvCgroups, 1);
   g_autofree char *unified = g_build_filename (fs_root, "cgroup.controllers", NULL);
@@ -308,8 +307,7 @@ cgroups_new (const char *fs_root, const char *self_cgroup, const char *root, gbo
   gboolean found;
 
   self->ref_count = 1;
-  self->memory_overhead_bytes = memory_overhead_bytes;
-  self->tasks_max = tasks_max;
+  self->allowance = *allowance;
   self->parents = g_ptr_array_new_with_free_func (g_free);
   self->v2 = g_file_test (unified, G_FILE_TEST_EXISTS);
   self->systemd = systemd;
@@ -343,18 +341,17 @@ cgroups_new (const char *fs_root, const char *self_cgroup, const char *root, gbo
 
 MvCgroups *
 mv_cgroups_new (const char *fs_root, const char *self_cgroup, const char *root,
-                guint64 memory_overhead_bytes, guint64 tasks_max)
+                const MvVmmAllowance *allowance)
 {
-  return cgroups_new (fs_root, self_cgroup, root, FALSE, memory_overhead_bytes, tasks_max);
+  return cgroups_new (fs_root, self_cgroup, root, FALSE, allowance);
 }
 
 MvCgroups *
 mv_cgroups_new_systemd (const char *fs_root, const char *self_cgroup,
-                        guint64 memory_overhead_bytes, guint64 tasks_max)
+                        const MvVmmAllowance *allowance)
 {
   /* Each hierarchy's own slice, from its root: where systemd puts it. */
-  return cgroups_new (fs_root, self_cgroup, "/" MV_SCOPE_SLICE, TRUE, memory_overhead_bytes,
-                      tasks_max);
+  return cgroups_new (fs_root, self_cgroup, "/" MV_SCOPE_SLICE, TRUE, allowance);
 }
 
 static gboolean
@@ -388,7 +385,7 @@ mv_cgroups_new_from_config (GKeyFile *config, GError **error)
                                     : NULL;
   gboolean systemd = mv_scope_host_has_systemd ();
   g_autofree char *self_cgroup = NULL;
-  guint64 overhead = MV_VMM_MEMORY_OVERHEAD_DEFAULT, tasks = MV_VMM_TASKS_MAX_DEFAULT;
+  MvVmmAllowance allowance = MV_VMM_ALLOWANCE_DEFAULT;
 
   if (root)
     g_strstrip (root);
@@ -420,16 +417,18 @@ mv_cgroups_new_from_config (GKeyFile *config, GError **error)
                     manager);
       return NULL;
     }
-  if (!read_size (config, "vmm-memory-overhead-bytes", MV_VMM_MEMORY_OVERHEAD_MIN,
-                  MV_VMM_MEMORY_OVERHEAD_MAX, &overhead, error) ||
-      !read_size (config, "vmm-tasks-max", MV_VMM_TASKS_MAX_MIN, MV_VMM_TASKS_MAX_MAX, &tasks,
-                  error))
+  if (!read_size (config, "vmm-cpu-overhead-percent", 0, MV_VMM_CPU_OVERHEAD_PERCENT_MAX,
+                  &allowance.cpu_overhead_percent, error) ||
+      !read_size (config, "vmm-memory-overhead-bytes", MV_VMM_MEMORY_OVERHEAD_MIN,
+                  MV_VMM_MEMORY_OVERHEAD_MAX, &allowance.memory_overhead_bytes, error) ||
+      !read_size (config, "vmm-tasks-max", MV_VMM_TASKS_MAX_MIN, MV_VMM_TASKS_MAX_MAX,
+                  &allowance.tasks_max, error))
     return NULL;
   g_file_get_contents ("/proc/self/cgroup", &self_cgroup, NULL, NULL);
   if (systemd)
-    return mv_cgroups_new_systemd (fs ? fs : MV_CGROUP_FS_ROOT, self_cgroup, overhead, tasks);
+    return mv_cgroups_new_systemd (fs ? fs : MV_CGROUP_FS_ROOT, self_cgroup, &allowance);
   return mv_cgroups_new (fs ? fs : MV_CGROUP_FS_ROOT, self_cgroup, root ? root : MV_CGROUP_ROOT_DEFAULT,
-                         overhead, tasks);
+                         &allowance);
 }
 
 MvCgroups *
@@ -542,7 +541,7 @@ mv_cgroups_prepare (MvCgroups *cgroups, const char *machine_id, const MvSpec *sp
   mv_cgroup_join_clear (join);
   if (!mv_cgroups_usable (cgroups))
     return TRUE;
-  limits = mv_vmm_limits (spec, cgroups->memory_overhead_bytes, cgroups->tasks_max);
+  limits = mv_vmm_limits (spec, &cgroups->allowance);
   if (cgroups->systemd)
     {
       /* systemd makes the scope as the first process is put in it. */
@@ -591,7 +590,7 @@ mv_cgroups_update (MvCgroups *cgroups, const char *machine_id, const MvSpec *spe
 
   if (!mv_cgroups_usable (cgroups) || cgroups->parents->len == 0)
     return TRUE;
-  limits = mv_vmm_limits (spec, cgroups->memory_overhead_bytes, cgroups->tasks_max);
+  limits = mv_vmm_limits (spec, &cgroups->allowance);
   if (cgroups->systemd)
     {
       g_autofree char *unit = mv_scope_unit_name (machine_id);

@@ -58,13 +58,14 @@ typedef struct {
  * Never NULL: a host without usable cgroups gives an object that says why
  * (mv_cgroups_describe()). */
 MvCgroups  *mv_cgroups_new (const char *fs_root, const char *self_cgroup, const char *root,
-                            guint64 memory_overhead_bytes, guint64 tasks_max);
+                            const MvVmmAllowance *allowance);
 /* The same, for a host whose groups systemd makes: the scopes in
  * machine.slice of each hierarchy under @fs_root. */
 MvCgroups  *mv_cgroups_new_systemd (const char *fs_root, const char *self_cgroup,
-                                    guint64 memory_overhead_bytes, guint64 tasks_max);
+                                    const MvVmmAllowance *allowance);
 /* [resources] cgroup-manager, cgroup-fs, cgroup-root,
- * vmm-memory-overhead-bytes and vmm-tasks-max of @config (may be NULL),
+ * vmm-cpu-overhead-percent, vmm-memory-overhead-bytes and vmm-tasks-max
+ * of @config (may be NULL),
  * on this host. MV_ERROR_INVALID_ARGUMENT naming the key for a value out
  * of its range, or cgroup-manager=systemd where PID 1 is not systemd; a
  * host without usable cgroups is no error. */

@@ -35,11 +35,12 @@ static void
 test_limits (void)
 {
   g_autoptr (MvSpec) spec = mv_spec_new ();
+  MvVmmAllowance allowance = { 0, 128 * MiB, 300 };
   MvVmmLimits limits;
 
   spec->cpu_millicores = 1500;
   spec->memory_bytes = 256 * MiB;
-  limits = mv_vmm_limits (spec, 128 * MiB, 300);
+  limits = mv_vmm_limits (spec, &allowance);
   g_assert_cmpuint (limits.cpu_period_us, ==, MV_CPU_PERIOD_US);
   g_assert_cmpuint (limits.cpu_period_us, ==, 100000);
   g_assert_cmpuint (limits.cpu_quota_us, ==, 150000);
@@ -48,13 +49,25 @@ test_limits (void)
 
   /* Room for hot-add: the VMM may come to hold the larger size. */
   spec->max_memory_bytes = 1024 * MiB;
-  limits = mv_vmm_limits (spec, 128 * MiB, 300);
+  limits = mv_vmm_limits (spec, &allowance);
   g_assert_cmpuint (limits.memory_max_bytes, ==, 1152 * MiB);
 
   /* No wrap-around. */
   spec->max_memory_bytes = G_MAXUINT64 - MiB;
-  limits = mv_vmm_limits (spec, 128 * MiB, 300);
+  limits = mv_vmm_limits (spec, &allowance);
   g_assert_cmpuint (limits.memory_max_bytes, ==, G_MAXUINT64);
+
+  /* The VMM's own threads' share, on top of the guest's. */
+  allowance.cpu_overhead_percent = 10;
+  limits = mv_vmm_limits (spec, &allowance);
+  g_assert_cmpuint (limits.cpu_quota_us, ==, 165000);
+  spec->cpu_millicores = 100;
+  allowance.cpu_overhead_percent = MV_VMM_CPU_OVERHEAD_PERCENT_MAX;
+  limits = mv_vmm_limits (spec, &allowance);
+  g_assert_cmpuint (limits.cpu_quota_us, ==, 20000);
+  spec->cpu_millicores = MV_CPU_MILLICORES_MAX;
+  limits = mv_vmm_limits (spec, &allowance);
+  g_assert_cmpuint (limits.cpu_quota_us, ==, 6400000);
 }
 
 int

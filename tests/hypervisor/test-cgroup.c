@@ -69,7 +69,7 @@ test_v2 (void)
                                                   "cgroup.procs", NULL }; *f; f++)
     touch (group, *f, "");
 
-  cgroups = mv_cgroups_new (fs, "0::/\n", "microvmd", 64 * MiB, 100);
+  cgroups = mv_cgroups_new (fs, "0::/\n", "microvmd", &(MvVmmAllowance) { 20, 64 * MiB, 100 });
   g_test_message ("%s", mv_cgroups_describe (cgroups));
   g_assert_true (mv_cgroups_usable (cgroups));
   g_assert_true (g_str_has_prefix (mv_cgroups_describe (cgroups), "cgroup v2:"));
@@ -82,8 +82,9 @@ test_v2 (void)
   g_assert_true (mv_cgroups_prepare (cgroups, ID, spec, &join, NULL));
   g_assert_cmpuint (join.n_fds, ==, 1);
   g_clear_pointer (&text, g_free);
+  /* 1500 millicores and a fifth more for the VMM's own threads. */
   text = contents (group, "cpu.max");
-  g_assert_cmpstr (text, ==, "150000 100000");
+  g_assert_cmpstr (text, ==, "180000 100000");
   g_clear_pointer (&text, g_free);
   text = contents (group, "memory.max");
   g_assert_cmpstr (text, ==, "335544320");
@@ -135,7 +136,7 @@ test_v1 (void)
   touch (pids, "pids.max", "");
   touch (pids, "cgroup.procs", "");
 
-  cgroups = mv_cgroups_new (fs, self, "microvmd", 32 * MiB, 64);
+  cgroups = mv_cgroups_new (fs, self, "microvmd", &(MvVmmAllowance) { 0, 32 * MiB, 64 });
   g_test_message ("%s", mv_cgroups_describe (cgroups));
   g_assert_true (mv_cgroups_usable (cgroups));
   /* Inside the daemon's own group of each hierarchy. */
@@ -168,7 +169,7 @@ test_v1 (void)
   g_assert_null (mv_cgroups_cpuset (cgroups));
 
   /* An absolute root starts at each hierarchy's own. */
-  absolute = mv_cgroups_new (fs, self, "/vmms/microvmd", 32 * MiB, 64);
+  absolute = mv_cgroups_new (fs, self, "/vmms/microvmd", &(MvVmmAllowance) { 0, 32 * MiB, 64 });
   g_clear_pointer (&dir, g_free);
   dir = mv_cgroups_dir (absolute, "memory", ID);
   g_clear_pointer (&text, g_free);
@@ -210,7 +211,7 @@ test_systemd (void)
   g_assert_cmpint (g_mkdir_with_parents (memory, 0755), ==, 0);
   touch (cpu, "cpu.cfs_quota_us", "");
   touch (unified, "cgroup.controllers", "");
-  hybrid = mv_cgroups_new_systemd (fs, self, 64 * MiB, 100);
+  hybrid = mv_cgroups_new_systemd (fs, self, &(MvVmmAllowance) { 0, 64 * MiB, 100 });
   g_test_message ("%s", mv_cgroups_describe (hybrid));
   g_assert_true (mv_cgroups_usable (hybrid));
   g_assert_true (mv_cgroups_by_systemd (hybrid));
@@ -236,7 +237,8 @@ test_systemd (void)
   g_assert_cmpuint (ns, ==, 42000);
 
   touch (v2, "cgroup.controllers", "cpu memory pids\n");
-  only_v2 = mv_cgroups_new_systemd (v2, "0::/system.slice/microvmd.service\n", 64 * MiB, 100);
+  only_v2 = mv_cgroups_new_systemd (v2, "0::/system.slice/microvmd.service\n",
+                                    &(MvVmmAllowance) { 0, 64 * MiB, 100 });
   g_assert_true (mv_cgroups_by_systemd (only_v2));
   touch (v2_scope, "cpu.stat", "usage_usec 7\n");
   g_assert_true (mv_cgroups_cpu_usage (only_v2, ID, &ns));
@@ -252,7 +254,7 @@ test_none (void)
   g_autofree char *fs = g_dir_make_tmp ("cgroup-none-XXXXXX", NULL);
   g_autofree char *missing = g_build_filename (fs, "missing", NULL);
   g_autofree char *memory_dir = NULL;
-  g_autoptr (MvCgroups) unmounted = mv_cgroups_new (missing, "0::/\n", "microvmd", MiB, 16);
+  g_autoptr (MvCgroups) unmounted = mv_cgroups_new (missing, "0::/\n", "microvmd", &(MvVmmAllowance) { 0, MiB, 16 });
   /* v1 without a cpu controller: no quota can be set. */
   g_autoptr (MvCgroups) no_cpu = NULL;
   g_autoptr (MvSpec) half = spec_of (1500, 256 * MiB);
@@ -273,10 +275,28 @@ test_none (void)
 
   memory_dir = g_build_filename (fs, "memory", NULL);
   g_assert_cmpint (g_mkdir (memory_dir, 0755), ==, 0);
-  no_cpu = mv_cgroups_new (fs, "4:memory:/\n", "microvmd", MiB, 16);
+  no_cpu = mv_cgroups_new (fs, "4:memory:/\n", "microvmd", &(MvVmmAllowance) { 0, MiB, 16 });
   g_assert_false (mv_cgroups_usable (no_cpu));
   g_assert_true (mv_cgroups_check (no_cpu, whole, NULL));
   remove_tree (fs);
+}
+
+/* A share out of its range is refused, naming its key, before any group
+ * is looked for. */
+static void
+test_config_range (void)
+{
+  g_autoptr (GKeyFile) config = g_key_file_new ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (MvCgroups) cgroups = NULL;
+
+  g_assert_true (g_key_file_load_from_data (config, "[resources]\ncgroup-manager=cgroupfs\n"
+                                                    "vmm-cpu-overhead-percent=101\n",
+                                            -1, G_KEY_FILE_NONE, NULL));
+  cgroups = mv_cgroups_new_from_config (config, &error);
+  g_assert_null (cgroups);
+  g_assert_error (error, MV_ERROR, MV_ERROR_INVALID_ARGUMENT);
+  g_assert_cmpstr (error->message, ==, "[resources] vmm-cpu-overhead-percent must be 0 to 100");
 }
 
 int
@@ -287,5 +307,6 @@ main (int argc, char **argv)
   g_test_add_func ("/cgroup/v1", test_v1);
   g_test_add_func ("/cgroup/none", test_none);
   g_test_add_func ("/cgroup/systemd", test_systemd);
+  g_test_add_func ("/cgroup/config-range", test_config_range);
   return g_test_run ();
 }

@@ -136,9 +136,10 @@ test_limits (Fixture *f, gconstpointer data)
   client_call_ok (f->client, path, "Start");
   pid = vmm_pid (f, id);
   g_assert_cmpint (pid, >, 1);
-  /* 1500 millicores: one and a half CPUs of time, not two. */
+  /* 1500 millicores: one and a half CPUs of time, not two, and the
+   * configured fifth more for the VMM's own threads. */
   g_assert_cmpuint (read_number (cpu, "cpu.cfs_period_us"), ==, 100000);
-  g_assert_cmpuint (read_number (cpu, "cpu.cfs_quota_us"), ==, 150000);
+  g_assert_cmpuint (read_number (cpu, "cpu.cfs_quota_us"), ==, 180000);
   /* The guest's 256 MiB and the configured 64 MiB for the VMM. */
   g_assert_cmpuint (read_number (memory, "memory.limit_in_bytes"), ==, 320 * MiB);
   g_assert_cmpuint (read_number (pids, "pids.max"), ==, 100);
@@ -162,7 +163,7 @@ test_limits (Fixture *f, gconstpointer data)
   g_assert_false (g_file_test (stray, G_FILE_TEST_EXISTS));
   g_assert_cmpuint (stats_cpu_ns (f, path), >, 0);
 
-  /* Resized to one vCPU: one CPU of time. */
+  /* Resized to one vCPU: one CPU of time, and a fifth more. */
   {
     g_autofree char *err = NULL, *msg = NULL;
     g_autoptr (sd_bus_message) reply = client_call (f->client, path, MV_MACHINE_IFACE, "Resize",
@@ -170,7 +171,7 @@ test_limits (Fixture *f, gconstpointer data)
     if (!reply)
       g_error ("Resize: %s: %s", err, msg);
   }
-  g_assert_cmpuint (read_number (cpu, "cpu.cfs_quota_us"), ==, 100000);
+  g_assert_cmpuint (read_number (cpu, "cpu.cfs_quota_us"), ==, 120000);
 
   client_call_ok (f->client, path, "Stop");
   g_assert_false (g_file_test (cpu, G_FILE_TEST_EXISTS));
@@ -273,6 +274,7 @@ main (int argc, char **argv)
   root_name = g_strdup_printf ("microvmd-test-%d", (int) getpid ());
   resources = g_strdup_printf ("[resources]\ncgroup-root=%s\nvmm-memory-overhead-bytes=%"
                                G_GUINT64_FORMAT "\nvmm-tasks-max=100\n"
+                               "vmm-cpu-overhead-percent=20\n"
                                "[lifecycle]\nboot-timeout-seconds=20\nstop-timeout-seconds=5\n",
                                root_name, 64 * MiB);
   chv_config = guest_config ("cloud-hypervisor", resources);

@@ -418,6 +418,7 @@ write_config (void)
   g_autofree char *more = g_strdup_printf ("[resources]\ncgroup-manager=systemd\n"
                                            "vmm-memory-overhead-bytes=%" G_GUINT64_FORMAT "\n"
                                            "vmm-tasks-max=100\n"
+                                           "vmm-cpu-overhead-percent=20\n"
                                            "[paths]\nallowed-directories=%s\n"
                                            "[storage]\nallowed-directories=%s\n",
                                            64 * MiB, guests, share);
@@ -639,8 +640,8 @@ test_scope (void)
   machine_call (path, "Start", NULL);
 
   /* The VMM runs in its scope, in machine.slice, which systemd holds to
-   * the quota of 1500 millicores, the guest's 256 MiB and 64 MiB more,
-   * and 100 tasks. */
+   * the quota of 1500 millicores and a fifth more for the VMM's own
+   * threads, the guest's 256 MiB and 64 MiB more, and 100 tasks. */
   pid = vmm_pid (id);
   pid_text = g_strdup_printf ("%d", pid);
   {
@@ -660,7 +661,7 @@ test_scope (void)
 
     g_assert_cmpstr (state, ==, "active");
     g_assert_cmpstr (slice, ==, "machine.slice");
-    g_assert_cmpstr (quota, ==, "1.500000s");
+    g_assert_cmpstr (quota, ==, "1.800000s");
     g_assert_cmpuint (g_ascii_strtoull (memory, NULL, 10), ==, 320 * MiB);
     g_assert_cmpstr (tasks, ==, "100");
     /* Seen from the host, below the container's own group. */
@@ -671,7 +672,7 @@ test_scope (void)
     /* Its parent only reaps it: not the guest's load. */
     g_assert_false (g_str_has_suffix (parent_group, expected_group));
     g_assert_cmpuint (read_number (period), ==, 100000);
-    g_assert_cmpuint (read_number (cfs_quota), ==, 150000);
+    g_assert_cmpuint (read_number (cfs_quota), ==, 180000);
     g_assert_cmpuint (read_number (limit), ==, 320 * MiB);
     g_assert_cmpuint (read_number (pids_max), ==, 100);
   }
@@ -704,14 +705,15 @@ test_scope (void)
     g_assert_cmpuint (stats_ns, <=, usage_ns);
   }
 
-  /* Resized to one vCPU: systemd is told, and holds it to one CPU. */
+  /* Resized to one vCPU: systemd is told, and holds it to one CPU and a
+   * fifth. */
   machine_call (path, "Resize", "ut", 1, 256 * MiB);
   {
     g_autofree char *quota = unit_property (unit, "CPUQuotaPerSecUSec");
     g_autofree char *cfs_quota = scope_file ("cpu", unit, "cpu.cfs_quota_us");
 
-    g_assert_cmpstr (quota, ==, "1s");
-    g_assert_cmpuint (read_number (cfs_quota), ==, 100000);
+    g_assert_cmpstr (quota, ==, "1.200000s");
+    g_assert_cmpuint (read_number (cfs_quota), ==, 120000);
   }
 
   /* A daemon that was killed adopts the VMM, still in its scope. */
