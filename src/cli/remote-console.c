@@ -1,4 +1,5 @@
-/* The remote console: a thread of its own speaks WebSocket (libsoup) to
+/* The remote console: a thread of its own speaks WebSocket (libsoup,
+ * opened only here: soup-lib.h) to
  * the bridge, and hands the bytes to the relay of exec-relay.c through two
  * socket pairs, one for the terminal and one for the status line, as a
  * command started with Machine.Exec gives them. */
@@ -7,7 +8,6 @@
 
 #include <errno.h>
 #include <glib-unix.h>
-#include <libsoup/soup.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -17,6 +17,7 @@
 
 #include "exec-relay.h"
 #include "microvmctl.h"
+#include "util/soup-lib.h"
 
 typedef struct {
   char                    *url;
@@ -49,15 +50,15 @@ on_data (int fd, GIOCondition cond, gpointer data)
 
   if (n < 0 && (errno == EINTR || errno == EAGAIN))
     return G_SOURCE_CONTINUE;
-  if (soup_websocket_connection_get_state (r->ws) != SOUP_WEBSOCKET_STATE_OPEN)
+  if (mv_soup.websocket_connection_get_state (r->ws) != SOUP_WEBSOCKET_STATE_OPEN)
     return n > 0 ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
   if (n > 0)
     {
-      soup_websocket_connection_send_binary (r->ws, buf, (gsize) n);
+      mv_soup.websocket_connection_send_binary (r->ws, buf, (gsize) n);
       return G_SOURCE_CONTINUE;
     }
   /* The relay is done (the escape key): the session ends. */
-  soup_websocket_connection_close (r->ws, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
+  mv_soup.websocket_connection_close (r->ws, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
   return G_SOURCE_REMOVE;
 }
 
@@ -84,8 +85,8 @@ on_status (int fd, GIOCondition cond, gpointer data)
         {
           g_autofree char *message = g_strdup_printf ("{\"resize\":{\"rows\":%u,\"cols\":%u}}",
                                                       rows, cols);
-          if (soup_websocket_connection_get_state (r->ws) == SOUP_WEBSOCKET_STATE_OPEN)
-            soup_websocket_connection_send_text (r->ws, message);
+          if (mv_soup.websocket_connection_get_state (r->ws) == SOUP_WEBSOCKET_STATE_OPEN)
+            mv_soup.websocket_connection_send_text (r->ws, message);
         }
       g_string_erase (r->commands, 0, newline - r->commands->str + 1);
     }
@@ -120,8 +121,8 @@ static void
 on_closed (SoupWebsocketConnection *ws, gpointer data)
 {
   Remote *r = data;
-  gushort code = soup_websocket_connection_get_close_code (ws);
-  const char *reason = soup_websocket_connection_get_close_data (ws);
+  gushort code = mv_soup.websocket_connection_get_close_code (ws);
+  const char *reason = mv_soup.websocket_connection_get_close_data (ws);
   g_autofree char *line = NULL;
 
   /* A login shell's end is its status; a console's end is a clean one. */
@@ -153,7 +154,7 @@ on_connected (GObject *source, GAsyncResult *result, gpointer data)
   Remote *r = data;
   g_autoptr (GError) error = NULL;
 
-  r->ws = soup_session_websocket_connect_finish (SOUP_SESSION (source), result, &error);
+  r->ws = mv_soup.session_websocket_connect_finish ((SoupSession *) source, result, &error);
   if (!r->ws)
     {
       g_autofree char *line = g_strdup_printf ("error %s: %s", r->url, error->message);
@@ -176,14 +177,14 @@ run (gpointer data)
   g_autoptr (SoupMessage) message = NULL;
 
   g_main_context_push_thread_default (r->context);
-  session = soup_session_new_with_options ("user-agent", "microvmctl/" PACKAGE_VERSION, NULL);
-  message = soup_message_new (SOUP_METHOD_GET, r->url);
+  session = mv_soup.session_new_with_options ("user-agent", "microvmctl/" PACKAGE_VERSION, NULL);
+  message = mv_soup.message_new ("GET", r->url);
   if (!message)
     tell (r, "error the console bridge's URL is not one");
   else
     {
-      soup_session_websocket_connect_async (session, message, NULL, NULL, G_PRIORITY_DEFAULT, NULL,
-                                            on_connected, r);
+      mv_soup.session_websocket_connect_async (session, message, NULL, NULL, G_PRIORITY_DEFAULT,
+                                                  NULL, on_connected, r);
       g_main_loop_run (r->loop);
     }
   g_clear_object (&r->ws);
@@ -201,10 +202,13 @@ mv_remote_console (const char *url, const char *token, gboolean raw_terminal, ch
   int data[2], status[2], exit_code;
   g_autofree char *escaped = g_uri_escape_string (token, NULL, FALSE);
   struct winsize ws;
+  const char *failure;
   GThread *thread;
 
   if (!g_str_has_prefix (url, "ws://") && !g_str_has_prefix (url, "wss://"))
     return mv_usage_error (_("--remote: %s is not a ws:// or wss:// URL"), url);
+  if ((failure = mv_soup_load ()))
+    return mv_fail (_("Failed to open the console: %s"), failure);
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, data) < 0 ||
       socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, status) < 0)
     return mv_fail (_("Failed to open the console: %s"), g_strerror (errno));

@@ -3,11 +3,11 @@
  * terminal (login). */
 #include "console-bridge.h"
 #include "core/errors.h"
+#include "util/soup-lib.h"
 
 #include <errno.h>
 #include <glib-unix.h>
 #include <json-glib/json-glib.h>
-#include <libsoup/soup.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -76,8 +76,8 @@ close_session (Session *s, gushort code, const char *reason)
   g_clear_handle_id (&s->status_source, g_source_remove);
   g_clear_handle_id (&s->check_timer, g_source_remove);
   g_clear_handle_id (&s->out_source, g_source_remove);
-  if (soup_websocket_connection_get_state (s->ws) == SOUP_WEBSOCKET_STATE_OPEN)
-    soup_websocket_connection_close (s->ws, code, reason);
+  if (mv_soup.websocket_connection_get_state (s->ws) == SOUP_WEBSOCKET_STATE_OPEN)
+    mv_soup.websocket_connection_close (s->ws, code, reason);
 }
 
 static void
@@ -120,8 +120,8 @@ on_fd_readable (int fd, GIOCondition cond, gpointer data)
   if (n > 0)
     {
       /* What comes while the socket closes is dropped. */
-      if (soup_websocket_connection_get_state (s->ws) == SOUP_WEBSOCKET_STATE_OPEN)
-        soup_websocket_connection_send_binary (s->ws, buf, (gsize) n);
+      if (mv_soup.websocket_connection_get_state (s->ws) == SOUP_WEBSOCKET_STATE_OPEN)
+        mv_soup.websocket_connection_send_binary (s->ws, buf, (gsize) n);
       return G_SOURCE_CONTINUE;
     }
   s->fd_source = 0;
@@ -334,7 +334,7 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path,
               SoupWebsocketConnection *ws, gpointer data)
 {
   MvConsoleBridge *bridge = data;
-  GUri *uri = soup_server_message_get_uri (msg);
+  GUri *uri = mv_soup.server_message_get_uri (msg);
   const char *query = g_uri_get_query (uri);
   g_autoptr (GHashTable) params = query ? g_uri_parse_params (query, -1, "&", G_URI_PARAMS_NONE,
                                                               NULL)
@@ -355,7 +355,7 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path,
   g_hash_table_insert (bridge->sessions, GUINT_TO_POINTER (s->id), s);
   g_signal_connect (ws, "closed", G_CALLBACK (on_closed), s);
   g_signal_connect (ws, "message", G_CALLBACK (on_message), s);
-  soup_websocket_connection_set_max_incoming_payload_size (ws, MV_CONSOLE_MESSAGE_MAX_BYTES);
+  mv_soup.websocket_connection_set_max_incoming_payload_size (ws, MV_CONSOLE_MESSAGE_MAX_BYTES);
 
   if (!bridge->reconciler)
     {
@@ -405,16 +405,23 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path,
 MvConsoleBridge *
 mv_console_bridge_new (GSocketAddress *address, GTlsCertificate *certificate, GError **error)
 {
-  MvConsoleBridge *bridge = g_new0 (MvConsoleBridge, 1);
+  const char *failure = mv_soup_load ();
+  MvConsoleBridge *bridge;
 
-  bridge->server = soup_server_new ("server-header", "microvmd/" PACKAGE_VERSION,
-                                    "tls-certificate", certificate, NULL);
+  if (failure)
+    {
+      mv_error_set (error, MV_ERROR_FAILED, "%s", failure);
+      return NULL;
+    }
+  bridge = g_new0 (MvConsoleBridge, 1);
+  bridge->server = mv_soup.server_new ("server-header", "microvmd/" PACKAGE_VERSION,
+                                       "tls-certificate", certificate, NULL);
   bridge->tls = certificate != NULL;
   bridge->sessions = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) free_session);
-  soup_server_add_websocket_handler (bridge->server, MV_CONSOLE_PATH, NULL, NULL, on_websocket,
-                                     bridge, NULL);
-  if (!soup_server_listen (bridge->server, address,
-                           certificate ? SOUP_SERVER_LISTEN_HTTPS : 0, error))
+  mv_soup.server_add_websocket_handler (bridge->server, MV_CONSOLE_PATH, NULL, NULL, on_websocket,
+                                        bridge, NULL);
+  if (!mv_soup.server_listen (bridge->server, address,
+                              certificate ? SOUP_SERVER_LISTEN_HTTPS : 0, error))
     {
       mv_console_bridge_free (bridge);
       return NULL;
@@ -431,7 +438,7 @@ mv_console_bridge_set_reconciler (MvConsoleBridge *bridge, MvReconciler *reconci
 char *
 mv_console_bridge_url (MvConsoleBridge *bridge)
 {
-  GSList *uris = soup_server_get_uris (bridge->server);
+  GSList *uris = mv_soup.server_get_uris (bridge->server);
   GUri *uri = uris ? uris->data : NULL;
   const char *host;
   char *url;
@@ -454,7 +461,7 @@ mv_console_bridge_free (MvConsoleBridge *bridge)
   /* Sessions end first: each gives its key back while the reconciler is
    * there. */
   g_hash_table_remove_all (bridge->sessions);
-  soup_server_disconnect (bridge->server);
+  mv_soup.server_disconnect (bridge->server);
   g_object_unref (bridge->server);
   g_hash_table_unref (bridge->sessions);
   g_free (bridge);

@@ -6,10 +6,10 @@
 #include "prometheus.h"
 #include "core/errors.h"
 #include "core/prom-text.h"
+#include "util/soup-lib.h"
 
 #include "config.h"
 
-#include <libsoup/soup.h>
 #include <math.h>
 #include <string.h>
 
@@ -275,13 +275,13 @@ mv_prometheus_render (MvReconciler *reconciler)
 static gboolean
 refuse_method (SoupServerMessage *msg)
 {
-  const char *method = soup_server_message_get_method (msg);
+  const char *method = mv_soup.server_message_get_method (msg);
 
-  if (method == SOUP_METHOD_GET || method == SOUP_METHOD_HEAD)
+  if (g_str_equal (method, "GET") || g_str_equal (method, "HEAD"))
     return FALSE;
-  soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Allow",
-                                "GET, HEAD");
-  soup_server_message_set_status (msg, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
+  mv_soup.message_headers_replace (mv_soup.server_message_get_response_headers (msg), "Allow",
+                                   "GET, HEAD");
+  mv_soup.server_message_set_status (msg, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
   return TRUE;
 }
 
@@ -297,7 +297,7 @@ static void
 on_not_found (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query,
               gpointer user_data)
 {
-  soup_server_message_set_status (msg, SOUP_STATUS_NOT_FOUND, NULL);
+  mv_soup.server_message_set_status (msg, SOUP_STATUS_NOT_FOUND, NULL);
 }
 
 static void
@@ -314,7 +314,7 @@ on_metrics (SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
   /* The handler is also asked for paths below /metrics/. */
   if (strcmp (path, MV_PROMETHEUS_PATH) != 0)
     {
-      soup_server_message_set_status (msg, SOUP_STATUS_NOT_FOUND, NULL);
+      mv_soup.server_message_set_status (msg, SOUP_STATUS_NOT_FOUND, NULL);
       return;
     }
   now = g_get_monotonic_time ();
@@ -326,11 +326,11 @@ on_metrics (SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
       prometheus->cached = g_bytes_new_take (g_string_free (text, FALSE), length);
       prometheus->cached_at = now;
     }
-  soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
-  soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Content-Type",
-                                MV_PROM_CONTENT_TYPE);
-  soup_message_body_append_bytes (soup_server_message_get_response_body (msg),
-                                  prometheus->cached);
+  mv_soup.server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+  mv_soup.message_headers_replace (mv_soup.server_message_get_response_headers (msg), "Content-Type",
+                                   MV_PROM_CONTENT_TYPE);
+  mv_soup.message_body_append_bytes (mv_soup.server_message_get_response_body (msg),
+                                     prometheus->cached);
 }
 
 /* ---- Connections ---- */
@@ -376,8 +376,8 @@ on_incoming (GSocketService *service, GSocketConnection *connection, GObject *so
     }
   local = g_socket_connection_get_local_address (connection, NULL);
   remote = g_socket_connection_get_remote_address (connection, NULL);
-  if (!soup_server_accept_iostream (prometheus->server, G_IO_STREAM (connection), local, remote,
-                                    &error))
+  if (!mv_soup.server_accept_iostream (prometheus->server, G_IO_STREAM (connection), local, remote,
+                                       &error))
     {
       g_debug ("Metrics: cannot serve a connection: %s", error->message);
       return TRUE;
@@ -392,9 +392,15 @@ mv_prometheus_new (MvReconciler *reconciler, GSocketAddress *address, guint max_
                    GError **error)
 {
   g_autoptr (GSocketService) service = g_socket_service_new ();
+  const char *failure = mv_soup_load ();
   MvPrometheus *prometheus;
 
   g_return_val_if_fail (max_connections > 0, NULL);
+  if (failure)
+    {
+      mv_error_set (error, MV_ERROR_FAILED, "%s", failure);
+      return NULL;
+    }
   /* The connections are accepted here, not by libsoup, to count them. */
   if (!g_socket_listener_add_address (G_SOCKET_LISTENER (service), address,
                                       G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL, NULL,
@@ -404,10 +410,10 @@ mv_prometheus_new (MvReconciler *reconciler, GSocketAddress *address, guint max_
   prometheus->reconciler = reconciler;
   prometheus->max_connections = max_connections;
   prometheus->connections = g_hash_table_new (NULL, NULL);
-  prometheus->server = soup_server_new ("server-header", "microvmd/" PACKAGE_VERSION, NULL);
-  soup_server_add_early_handler (prometheus->server, NULL, on_request_headers, NULL, NULL);
-  soup_server_add_handler (prometheus->server, NULL, on_not_found, NULL, NULL);
-  soup_server_add_handler (prometheus->server, MV_PROMETHEUS_PATH, on_metrics, prometheus, NULL);
+  prometheus->server = mv_soup.server_new ("server-header", "microvmd/" PACKAGE_VERSION, NULL);
+  mv_soup.server_add_early_handler (prometheus->server, NULL, on_request_headers, NULL, NULL);
+  mv_soup.server_add_handler (prometheus->server, NULL, on_not_found, NULL, NULL);
+  mv_soup.server_add_handler (prometheus->server, MV_PROMETHEUS_PATH, on_metrics, prometheus, NULL);
   prometheus->service = g_steal_pointer (&service);
   g_signal_connect (prometheus->service, "incoming", G_CALLBACK (on_incoming), prometheus);
   g_socket_service_start (prometheus->service);
@@ -430,7 +436,7 @@ mv_prometheus_free (MvPrometheus *prometheus)
   while (g_hash_table_iter_next (&iter, &connection, NULL))
     g_object_weak_unref (connection, on_connection_gone, prometheus);
   g_hash_table_unref (prometheus->connections);
-  soup_server_disconnect (prometheus->server);
+  mv_soup.server_disconnect (prometheus->server);
   g_object_unref (prometheus->server);
   g_clear_pointer (&prometheus->cached, g_bytes_unref);
   g_free (prometheus);

@@ -31,7 +31,7 @@ mv_library_load (MvLibrary *library)
     {
       open_library (library);
       /* Said once in the log, whoever asked and however often. */
-      if (library->failure)
+      if (library->failure && !library->quiet)
         g_warning ("Cannot open %s: %s", library->soname, library->failure);
       g_once_init_leave (&library->loaded, 1);
     }

@@ -1,5 +1,6 @@
 /* microvmctl against the daemon: human and JSON output, lifecycle
- * commands, and errors with the D-Bus error's message and name. */
+ * commands, errors with the D-Bus error's message and name, and the
+ * libraries a command loads. */
 #include "bus-client.h"
 #include "names.h"
 #include "core/spec.h"
@@ -292,6 +293,18 @@ test_console (CliFixture *f, gconstpointer data)
   g_assert_cmpint (ctl (f, &out, &err, "console", "web", NULL), ==, 1);
   g_assert_nonnull (strstr (err, "have no console to attach to"));
   g_assert_cmpint (ctl (f, &out, &err, "delete", "--force", "web", NULL), ==, 0);
+
+  /* libsoup is loaded only for a console over the network (the dynamic
+   * loader lists what it opens): here one on a loopback port nothing
+   * serves. */
+  g_setenv ("LD_DEBUG", "files", TRUE);
+  g_assert_cmpint (ctl (f, &out, &err, "list", NULL), ==, 0);
+  g_assert_nonnull (strstr (err, "file=libsystemd.so.0"));
+  g_assert_null (strstr (err, "libsoup"));
+  g_assert_cmpint (ctl (f, &out, &err, "console", "--remote", "ws://127.0.0.1:9/console", "token",
+                        NULL), !=, 0);
+  g_assert_nonnull (strstr (err, "file=libsoup-3.0.so.0"));
+  g_unsetenv ("LD_DEBUG");
 }
 
 static void

@@ -203,11 +203,9 @@ announced_property (Client *client, const char *path, const char *prop)
   return FALSE;
 }
 
-/* PropertiesChanged names only the properties whose value changed since
- * the last announcement, and a request that changes nothing sends none. */
 /* What only one feature needs is opened when that feature is first used,
  * not loaded with the daemon or by a create: unpacking images
- * (libarchive) and answering DNS queries (ldns). */
+ * (libarchive), answering DNS queries (ldns) and serving HTTP (libsoup). */
 static void
 test_start_maps_no_feature_library (Fixture *f, gconstpointer data)
 {
@@ -218,10 +216,15 @@ test_start_maps_no_feature_library (Fixture *f, gconstpointer data)
   g_assert_true (g_file_get_contents (path, &maps, NULL, NULL));
   g_assert_null (strstr (maps, "/libarchive.so"));
   g_assert_null (strstr (maps, "/libldns.so"));
+  /* Nor libsoup, with neither the metrics endpoint nor the console
+   * bridge to serve (both are on by default). */
+  g_assert_null (strstr (maps, "/libsoup-3.0.so"));
   /* What the daemon does link is there, so the maps were read right. */
   g_assert_nonnull (strstr (maps, "/libsystemd.so"));
 }
 
+/* PropertiesChanged names only the properties whose value changed since
+ * the last announcement, and a request that changes nothing sends none. */
 static void
 test_changes_only_what_changed (Fixture *f, gconstpointer data)
 {
@@ -940,7 +943,9 @@ main (int argc, char **argv)
   ADD ("start-stop-signals", test_start_stop_signals);
   ADD ("changes-coalesced", test_changes_coalesced);
   ADD ("changes-only-what-changed", test_changes_only_what_changed);
-  ADD ("start-maps-no-feature-library", test_start_maps_no_feature_library);
+  g_test_add ("/lifecycle/start-maps-no-feature-library", Fixture,
+              "[prometheus]\nlisten=\n[console]\nlisten=\n", fixture_setup,
+              test_start_maps_no_feature_library, fixture_teardown);
   ADD ("invalid-spec-leaves-nothing", test_invalid_spec_leaves_nothing);
   ADD ("unimplemented-fields-refused", test_unimplemented_fields_refused);
   ADD ("idempotent-create", test_idempotent_create);
