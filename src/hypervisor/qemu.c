@@ -48,6 +48,10 @@
 #define COMMAND_TIMEOUT_MS   10000
 #define MIGRATE_TIMEOUT_MS   (10 * 60 * 1000)
 #define POLL_INTERVAL_US     (50 * 1000)
+/* How often a guest's state being written or read is looked at: it is
+ * waited for by whoever asked (a snapshot, a wake from standby), and a
+ * query costs QEMU a fraction of a millisecond. */
+#define STATE_POLL_US        (5 * 1000)
 
 /* Under TCG, microvm's guests hang at TSC calibration in about half the
  * boots unless the kernel is told the TSC's rate (DESIGN §5). */
@@ -350,7 +354,7 @@ wait_migration (MvQmp *qmp, GError **error)
                        MIGRATE_TIMEOUT_MS / 1000);
           return FALSE;
         }
-      g_usleep (POLL_INTERVAL_US);
+      g_usleep (STATE_POLL_US);
     }
 }
 
@@ -1339,7 +1343,7 @@ wait_incoming (const char *socket_path, GError **error)
                        MIGRATE_TIMEOUT_MS / 1000);
           return FALSE;
         }
-      g_usleep (POLL_INTERVAL_US);
+      g_usleep (STATE_POLL_US);
     }
 }
 
