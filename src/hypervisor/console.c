@@ -23,10 +23,11 @@
 /* How long the daemon waits for the holder's answer. */
 #define ATTACH_TIMEOUT_MS  1000
 /* A guest prints its console a character at a time, each a write of the
- * VMM's: after taking what is there, the holder lets this long pass
+ * VMM's: after taking all there was, the holder lets this long pass
  * before it looks again, so that the writes meanwhile gather in the
  * socket rather than each wake it (and, through the log, whoever
- * watches the log). */
+ * watches the log). Output that comes faster than a chunk at a time is
+ * taken as fast as it comes. */
 #define GATHER_MS          2
 /* Room in the socket for what gathers: the kernel counts each write of
  * one character as a buffer of its own, of about a kilobyte. */
@@ -357,7 +358,8 @@ mv_console_hold (MvConsoleFds *fds, int pidfd)
         {
           ssize_t taken = take_output (&h);
 
-          if (taken > 0)
+          /* A full chunk: more is likely waiting, and is taken at once. */
+          if (taken > 0 && taken < CHUNK_BYTES)
             gather_until = now_ms () + GATHER_MS;
           else if (taken == 0)
             {
