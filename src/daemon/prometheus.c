@@ -327,8 +327,8 @@ on_metrics (SoupServer *server, SoupServerMessage *msg, const char *path, GHashT
       prometheus->cached_at = now;
     }
   mv_soup.server_message_set_status (msg, SOUP_STATUS_OK, NULL);
-  mv_soup.message_headers_replace (mv_soup.server_message_get_response_headers (msg), "Content-Type",
-                                   MV_PROM_CONTENT_TYPE);
+  mv_soup.message_headers_replace (mv_soup.server_message_get_response_headers (msg),
+                                   "Content-Type", MV_PROM_CONTENT_TYPE);
   mv_soup.message_body_append_bytes (mv_soup.server_message_get_response_body (msg),
                                      prometheus->cached);
 }

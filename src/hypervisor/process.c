@@ -689,42 +689,6 @@ socket_accepts (const char *socket_path)
   return TRUE;
 }
 
-/* An inotify descriptor that becomes readable when a file appears in the
- * directory of @path; -1 if there is none to be had. */
-static int
-watch_directory_of (const char *path)
-{
-  g_autofree char *dir = g_path_get_dirname (path);
-  int fd = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK);
-
-  if (fd >= 0 && inotify_add_watch (fd, dir, IN_CREATE | IN_MOVED_TO) < 0)
-    {
-      close (fd);
-      fd = -1;
-    }
-  return fd;
-}
-
-/* Sleeps until @until (monotonic µs), until the process of @pidfd ends
- * (TRUE), or until @watch_fd (watch_directory_of, or -1) says a file
- * appeared. */
-static gboolean
-wait_vmm_or_change (int pidfd, int watch_fd, gint64 until)
-{
-  struct pollfd pfd[] = { { .fd = pidfd, .events = POLLIN }, { .fd = watch_fd, .events = POLLIN } };
-  gint64 left = until - g_get_monotonic_time ();
-  char events[4096];
-  int r;
-
-  do
-    r = poll (pfd, G_N_ELEMENTS (pfd), left > 0 ? (int) ((left + 999) / 1000) : 0);
-  while (r < 0 && errno == EINTR);
-  if (r > 0 && pfd[1].revents)
-    while (read (watch_fd, events, sizeof events) > 0)
-      ;
-  return r > 0 && pfd[0].revents != 0;
-}
-
 /* Whether a socket listens on @socket_path, by /proc/net/unix (the flag
  * __SO_ACCEPTCON, 0x10000), without connecting: a server that serves one
  * peer only would take a probe for it. */
@@ -1073,7 +1037,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
   deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
   /* The socket is looked for again as soon as something appears in its
    * directory. */
-  watch_fd = watch_directory_of (socket_path);
+  watch_fd = mv_fd_watch_directory_of (socket_path, IN_CREATE | IN_MOVED_TO);
   for (;;)
     {
       gint64 until;
@@ -1089,7 +1053,7 @@ mv_process_start_with (const char *socket_path, const char *const *argv,
         until = g_get_monotonic_time () + SOCKET_RETRY_MS * 1000;
       else
         until = deadline;
-      if (wait_vmm_or_change (pidfd, watch_fd, MIN (deadline, until)))
+      if (mv_fd_wait_end_or_change (pidfd, watch_fd, MIN (deadline, until)))
         {
           if (watch_fd >= 0)
             close (watch_fd);

@@ -57,36 +57,6 @@ console_has (const char *path, goffset offset, const char *text, goffset *scanne
   return memmem (buf, n, text, length) != NULL;
 }
 
-/* Watches the directory of the console @path, where the VMM (or the
- * holder of its console) writes: -1 if it cannot, and the waits are
- * then READY_POLL_US long. */
-static int
-watch_console (const char *path)
-{
-  g_autofree char *dir = g_path_get_dirname (path);
-  int fd = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK);
-
-  if (fd >= 0 && inotify_add_watch (fd, dir, IN_MODIFY | IN_CREATE | IN_MOVED_TO) < 0)
-    {
-      close (fd);
-      fd = -1;
-    }
-  return fd;
-}
-
-/* Sleeps until @watch_fd (watch_console) says something changed or the
- * VMM of @pidfd ends, or for READY_POLL_US at most. Either may be -1. */
-static void
-wait_for_change (int watch_fd, int pidfd)
-{
-  struct pollfd pfd[] = { { .fd = watch_fd, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
-  char events[4096];
-
-  if (poll (pfd, G_N_ELEMENTS (pfd), READY_POLL_US / 1000) > 0 && pfd[0].revents)
-    while (read (watch_fd, events, sizeof events) > 0)
-      ;
-}
-
 static gboolean
 vcpus_run (MvHypervisor *hv)
 {
@@ -124,11 +94,9 @@ typedef struct {
 static gboolean
 vmm_alive (const Watch *watch)
 {
-  struct pollfd pfd = { .fd = watch->pidfd, .events = POLLIN };
-
   if (watch->pidfd < 0)
     return mv_process_alive (watch->vmm);
-  return poll (&pfd, 1, 0) == 0;
+  return !mv_fd_wait (watch->pidfd, POLLIN, 0);
 }
 
 /* FALSE, and why, once waiting is no longer worth it. */
@@ -214,9 +182,11 @@ mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *v
         close (watch.pidfd);
       return ready;
     }
-  /* A console is looked at again as soon as it is written to. */
+  /* A console is looked at again as soon as it is written to, in the
+   * directory where the VMM (or the holder of its console) writes it; and
+   * everything as soon as the VMM ends. */
   if (readiness == MV_READINESS_CONSOLE && vm->console.path)
-    watch_fd = watch_console (vm->console.path);
+    watch_fd = mv_fd_watch_directory_of (vm->console.path, IN_MODIFY | IN_CREATE | IN_MOVED_TO);
   while (!(ready = is_ready (readiness, readiness_text, hv, vm, console_offset, &scanned)))
     {
       if (!still_worth_it (&watch, error))
@@ -227,7 +197,7 @@ mv_runtime_wait_ready (MvHypervisor *hv, const MvProcess *vmm, const MvVmSpec *v
                        "The guest was not ready (readiness %s) within %u s", label, timeout_s);
           break;
         }
-      wait_for_change (watch_fd, watch.pidfd);
+      mv_fd_wait_end_or_change (watch.pidfd, watch_fd, g_get_monotonic_time () + READY_POLL_US);
     }
   if (watch_fd >= 0)
     close (watch_fd);

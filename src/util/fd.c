@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 gboolean
@@ -22,6 +23,37 @@ mv_fd_wait (int fd, short events, gint64 deadline)
       if (r == 0 || errno != EINTR)
         return FALSE;
     }
+}
+
+int
+mv_fd_watch_directory_of (const char *path, guint32 mask)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  int fd = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK);
+
+  if (fd >= 0 && inotify_add_watch (fd, dir, mask) < 0)
+    {
+      close (fd);
+      fd = -1;
+    }
+  return fd;
+}
+
+gboolean
+mv_fd_wait_end_or_change (int pidfd, int watch_fd, gint64 deadline)
+{
+  struct pollfd pfd[] = { { .fd = pidfd, .events = POLLIN }, { .fd = watch_fd, .events = POLLIN } };
+  gint64 left = MAX (deadline - g_get_monotonic_time (), 0);
+  char events[4096];
+  int r;
+
+  do
+    r = poll (pfd, G_N_ELEMENTS (pfd), (int) MIN ((left + 999) / 1000, G_MAXINT));
+  while (r < 0 && errno == EINTR);
+  if (r > 0 && pfd[1].revents)
+    while (read (watch_fd, events, sizeof events) > 0)
+      ;
+  return r > 0 && pfd[0].revents != 0;
 }
 
 gboolean

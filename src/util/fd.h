@@ -8,6 +8,16 @@
  * deadline already past still looks once. */
 gboolean mv_fd_wait (int fd, short events, gint64 deadline);
 
+/* An inotify descriptor, non-blocking, that becomes readable on @mask's
+ * events (IN_CREATE, ...) in the directory that holds @path; -1 if none
+ * can be had, and whoever waits on it then looks from time to time. */
+int      mv_fd_watch_directory_of (const char *path, guint32 mask);
+
+/* Waits until the process of @pidfd ends (TRUE), @watch_fd
+ * (mv_fd_watch_directory_of()) has events, which are read and dropped,
+ * or @deadline has passed. Either descriptor may be -1. */
+gboolean mv_fd_wait_end_or_change (int pidfd, int watch_fd, gint64 deadline);
+
 /* Writes all @length bytes, through EINTR; FALSE at an error or if
  * nothing more can be written. Async-signal-safe. */
 gboolean mv_fd_write_all (int fd, const void *data, gsize length);

@@ -11,33 +11,33 @@
 /* Every function of libsoup the daemon and microvmctl call, by its name
  * there. */
 typedef struct {
-  typeof (soup_server_new)                                       *server_new;
-  typeof (soup_server_add_early_handler)                         *server_add_early_handler;
-  typeof (soup_server_add_handler)                               *server_add_handler;
-  typeof (soup_server_add_websocket_handler)                     *server_add_websocket_handler;
-  typeof (soup_server_listen)                                    *server_listen;
-  typeof (soup_server_get_uris)                                  *server_get_uris;
-  typeof (soup_server_accept_iostream)                           *server_accept_iostream;
-  typeof (soup_server_disconnect)                                *server_disconnect;
-  typeof (soup_server_message_get_method)                        *server_message_get_method;
-  typeof (soup_server_message_get_uri)                           *server_message_get_uri;
-  typeof (soup_server_message_get_response_headers)              *server_message_get_response_headers;
-  typeof (soup_server_message_get_response_body)                 *server_message_get_response_body;
-  typeof (soup_server_message_set_status)                        *server_message_set_status;
-  typeof (soup_message_headers_replace)                          *message_headers_replace;
-  typeof (soup_message_body_append_bytes)                        *message_body_append_bytes;
-  typeof (soup_session_new_with_options)                         *session_new_with_options;
-  typeof (soup_session_websocket_connect_async)                  *session_websocket_connect_async;
-  typeof (soup_session_websocket_connect_finish)                 *session_websocket_connect_finish;
-  typeof (soup_message_new)                                      *message_new;
-  typeof (soup_websocket_connection_get_state)                   *websocket_connection_get_state;
+  typeof (soup_server_new) *server_new;
+  typeof (soup_server_add_early_handler) *server_add_early_handler;
+  typeof (soup_server_add_handler) *server_add_handler;
+  typeof (soup_server_add_websocket_handler) *server_add_websocket_handler;
+  typeof (soup_server_listen) *server_listen;
+  typeof (soup_server_get_uris) *server_get_uris;
+  typeof (soup_server_accept_iostream) *server_accept_iostream;
+  typeof (soup_server_disconnect) *server_disconnect;
+  typeof (soup_server_message_get_method) *server_message_get_method;
+  typeof (soup_server_message_get_uri) *server_message_get_uri;
+  typeof (soup_server_message_get_response_headers) *server_message_get_response_headers;
+  typeof (soup_server_message_get_response_body) *server_message_get_response_body;
+  typeof (soup_server_message_set_status) *server_message_set_status;
+  typeof (soup_message_headers_replace) *message_headers_replace;
+  typeof (soup_message_body_append_bytes) *message_body_append_bytes;
+  typeof (soup_session_new_with_options) *session_new_with_options;
+  typeof (soup_session_websocket_connect_async) *session_websocket_connect_async;
+  typeof (soup_session_websocket_connect_finish) *session_websocket_connect_finish;
+  typeof (soup_message_new) *message_new;
+  typeof (soup_websocket_connection_get_state) *websocket_connection_get_state;
   typeof (soup_websocket_connection_set_max_incoming_payload_size)
-                                                                 *websocket_connection_set_max_incoming_payload_size;
-  typeof (soup_websocket_connection_send_binary)                 *websocket_connection_send_binary;
-  typeof (soup_websocket_connection_send_text)                   *websocket_connection_send_text;
-  typeof (soup_websocket_connection_close)                       *websocket_connection_close;
-  typeof (soup_websocket_connection_get_close_code)              *websocket_connection_get_close_code;
-  typeof (soup_websocket_connection_get_close_data)              *websocket_connection_get_close_data;
+    *websocket_connection_set_max_incoming_payload_size;
+  typeof (soup_websocket_connection_send_binary) *websocket_connection_send_binary;
+  typeof (soup_websocket_connection_send_text) *websocket_connection_send_text;
+  typeof (soup_websocket_connection_close) *websocket_connection_close;
+  typeof (soup_websocket_connection_get_close_code) *websocket_connection_get_close_code;
+  typeof (soup_websocket_connection_get_close_data) *websocket_connection_get_close_data;
 } MvSoupLib;
 
 /* The table, filled by mv_soup_load(): call it, and see it succeed,

@@ -254,7 +254,8 @@ test_none (void)
   g_autofree char *fs = g_dir_make_tmp ("cgroup-none-XXXXXX", NULL);
   g_autofree char *missing = g_build_filename (fs, "missing", NULL);
   g_autofree char *memory_dir = NULL;
-  g_autoptr (MvCgroups) unmounted = mv_cgroups_new (missing, "0::/\n", "microvmd", &(MvVmmAllowance) { 0, MiB, 16 });
+  g_autoptr (MvCgroups) unmounted = mv_cgroups_new (missing, "0::/\n", "microvmd",
+                                                    &(MvVmmAllowance) { 0, MiB, 16 });
   /* v1 without a cpu controller: no quota can be set. */
   g_autoptr (MvCgroups) no_cpu = NULL;
   g_autoptr (MvSpec) half = spec_of (1500, 256 * MiB);

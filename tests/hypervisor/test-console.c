@@ -76,6 +76,25 @@ type_line (int fd, const char *line)
   g_assert_cmpint (send (fd, text, strlen (text), MSG_NOSIGNAL), ==, (gssize) strlen (text));
 }
 
+/* Reads what @fd has, as soon as it has it, onto @got: the bytes read; 0
+ * at its end, or once @deadline has passed. */
+static gssize
+read_piece (int fd, GString *got, gint64 deadline)
+{
+  struct pollfd pfd = { .fd = fd, .events = POLLIN };
+  gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
+  char buf[65536];
+  ssize_t n;
+
+  if (left <= 0 || poll (&pfd, 1, (int) left) <= 0)
+    return 0;
+  n = read (fd, buf, sizeof buf);
+  if (n <= 0)
+    return 0;
+  g_string_append_len (got, buf, n);
+  return n;
+}
+
 /* Reads @fd into @got until it holds @text; FALSE at its end, or after
  * @timeout_ms. */
 static gboolean
@@ -84,19 +103,8 @@ read_until (int fd, GString *got, const char *text, guint timeout_ms)
   gint64 deadline = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
 
   while (!strstr (got->str, text))
-    {
-      struct pollfd pfd = { .fd = fd, .events = POLLIN };
-      gint64 left = (deadline - g_get_monotonic_time ()) / 1000;
-      char buf[65536];
-      ssize_t n;
-
-      if (left <= 0 || poll (&pfd, 1, (int) left) <= 0)
-        return FALSE;
-      n = read (fd, buf, sizeof buf);
-      if (n <= 0)
-        return FALSE;
-      g_string_append_len (got, buf, n);
-    }
+    if (read_piece (fd, got, deadline) == 0)
+      return FALSE;
   return TRUE;
 }
 
@@ -231,18 +239,11 @@ test_trickle_gathered (Fixture *f, gconstpointer data)
   /* Each piece read as soon as it comes. */
   while (!strstr (seen->str, "trickle done\n"))
     {
-      struct pollfd pfd = { .fd = reader, .events = POLLIN };
-      char buf[65536];
-      ssize_t n;
+      gsize before = seen->len;
 
-      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
-      if (poll (&pfd, 1, 1000) <= 0)
-        continue;
-      n = read (reader, buf, sizeof buf);
-      g_assert_cmpint (n, >, 0);
-      if (memchr (buf, 't', n))
+      g_assert_cmpint (read_piece (reader, seen, deadline), >, 0);
+      if (memchr (seen->str + before, 't', seen->len - before))
         pieces++;
-      g_string_append_len (seen, buf, n);
     }
   start = strchr (seen->str, 't');
   g_assert_nonnull (start);
