@@ -27,15 +27,41 @@ typedef struct {
 static const Target daemon_target = { MV_BUS_NAME, MV_MANAGER_PATH, MV_MANAGER_IFACE, "CreateMachine" };
 static const Target echo_target = { BENCH_ECHO_NAME, BENCH_ECHO_PATH, MV_MACHINE_IFACE, "CreateDurable" };
 
+/* The clients of one window start together, once each is connected:
+ * the window times creates, not connections being made. */
+typedef struct {
+  GMutex  lock;
+  GCond   cond;
+  guint   waiting;   /* clients connected and waiting */
+  gboolean go;
+  gint64  t0;        /* monotonic, when they were let go */
+  double  seconds;   /* the window's length, 0 = a count of creates each */
+} Start;
+
 typedef struct {
   Bench        *bench;
   const Target *target;
-  guint         index;
+  Start        *start;
   guint         count;
   gint64        until;        /* monotonic deadline, 0 = count only */
   BenchSamples *latency;
   guint         done;
 } Worker;
+
+/* Tells the window that @w is ready, and returns once all are. */
+static void
+wait_for_start (Worker *w)
+{
+  Start *start = w->start;
+
+  g_mutex_lock (&start->lock);
+  start->waiting++;
+  g_cond_broadcast (&start->cond);
+  while (!start->go)
+    g_cond_wait (&start->cond, &start->lock);
+  w->until = start->seconds > 0 ? start->t0 + (gint64) (start->seconds * G_USEC_PER_SEC) : 0;
+  g_mutex_unlock (&start->lock);
+}
 
 static GMutex name_lock;
 
@@ -56,7 +82,12 @@ create_worker (gpointer data)
 {
   Worker *w = data;
   sd_bus *bus = bench_open_bus (w->bench);
+  const char *unique = NULL;
 
+  /* Waits for the bus's Hello to be answered. */
+  if (sd_bus_get_unique_name (bus, &unique) < 0)
+    bench_fail (w->bench, "cannot connect to the private bus");
+  wait_for_start (w);
   while (w->until ? bench_now () < w->until : w->done < w->count)
     {
       g_autofree char *spec = next_spec (w->bench);
@@ -115,6 +146,7 @@ store_worker (gpointer data)
 
   if (!store)
     bench_fail (w->bench, "baseline store: %s", error->message);
+  wait_for_start (w);
   while (w->until ? bench_now () < w->until : w->done < w->count)
     {
       g_autofree char *json = next_spec (w->bench);
@@ -140,16 +172,24 @@ run_clients (Bench *bench, GThreadFunc fn, const Target *target, guint clients, 
 {
   g_autofree Worker *workers = g_new0 (Worker, clients);
   g_autofree GThread **threads = g_new0 (GThread *, clients);
-  gint64 t0 = bench_now ();
+  Start start = { .seconds = seconds };
   guint total = 0;
 
+  g_mutex_init (&start.lock);
+  g_cond_init (&start.cond);
   for (guint i = 0; i < clients; i++)
     {
-      workers[i] = (Worker) { .bench = bench, .target = target, .index = i, .count = count,
-                              .until = seconds > 0 ? t0 + (gint64) (seconds * G_USEC_PER_SEC) : 0,
+      workers[i] = (Worker) { .bench = bench, .target = target, .start = &start, .count = count,
                               .latency = bench_samples_new () };
       threads[i] = g_thread_new ("bench-client", fn, &workers[i]);
     }
+  g_mutex_lock (&start.lock);
+  while (start.waiting < clients)
+    g_cond_wait (&start.cond, &start.lock);
+  start.go = TRUE;
+  start.t0 = bench_now ();
+  g_cond_broadcast (&start.cond);
+  g_mutex_unlock (&start.lock);
   for (guint i = 0; i < clients; i++)
     {
       g_thread_join (threads[i]);
@@ -158,7 +198,9 @@ run_clients (Bench *bench, GThreadFunc fn, const Target *target, guint clients, 
         bench_samples_add (latency, g_array_index (workers[i].latency->values, double, j));
       bench_samples_free (workers[i].latency);
     }
-  return total / ((double) (bench_now () - t0) / G_USEC_PER_SEC);
+  g_mutex_clear (&start.lock);
+  g_cond_clear (&start.cond);
+  return total / ((double) (bench_now () - start.t0) / G_USEC_PER_SEC);
 }
 
 void
