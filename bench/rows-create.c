@@ -30,12 +30,12 @@ static const Target echo_target = { BENCH_ECHO_NAME, BENCH_ECHO_PATH, MV_MACHINE
 /* The clients of one window start together, once each is connected:
  * the window times creates, not connections being made. */
 typedef struct {
-  GMutex  lock;
-  GCond   cond;
-  guint   waiting;   /* clients connected and waiting */
+  GMutex   lock;
+  GCond    cond;
+  guint    waiting;   /* clients connected and waiting */
   gboolean go;
-  gint64  t0;        /* monotonic, when they were let go */
-  double  seconds;   /* the window's length, 0 = a count of creates each */
+  gint64   t0;        /* monotonic, when they were let go */
+  double   seconds;   /* the window's length, 0 = a count of creates each */
 } Start;
 
 typedef struct {
