@@ -43,12 +43,17 @@ gboolean
 mv_fd_wait_end_or_change (int pidfd, int watch_fd, gint64 deadline)
 {
   struct pollfd pfd[] = { { .fd = pidfd, .events = POLLIN }, { .fd = watch_fd, .events = POLLIN } };
-  gint64 left = MAX (deadline - g_get_monotonic_time (), 0);
   char events[4096];
   int r;
 
+  /* As mv_fd_wait(): what is left of the wait is taken again after a
+   * signal, not the whole of it. */
   do
-    r = poll (pfd, G_N_ELEMENTS (pfd), (int) MIN ((left + 999) / 1000, G_MAXINT));
+    {
+      gint64 left = MAX (deadline - g_get_monotonic_time (), 0);
+
+      r = poll (pfd, G_N_ELEMENTS (pfd), (int) MIN ((left + 999) / 1000, G_MAXINT));
+    }
   while (r < 0 && errno == EINTR);
   if (r > 0 && pfd[1].revents)
     while (read (watch_fd, events, sizeof events) > 0)
