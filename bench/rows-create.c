@@ -11,10 +11,10 @@
 #include <glib/gstdio.h>
 
 /* What one create → Running writes, read from the daemon: the new
- * machine's two records (staged, then renamed into place), then status.json
- * before the start step and after it (the step that reaches Running is
- * observed in that same write). */
-#define STATUS_WRITES_PER_CREATE 2
+ * machine's two records (staged, then renamed into place), the status
+ * already holding the start's phase, then status.json once the start is
+ * done (the step that reaches Running is observed in that same write). */
+#define STATUS_WRITES_PER_CREATE 1
 
 /* Where a client sends its creates. */
 typedef struct {

@@ -198,15 +198,6 @@ on_flush (gpointer user_data)
 
 /* The observer ------------------------------------------------------------ */
 
-static gboolean
-mounts_volume (const MvSpec *spec)
-{
-  for (guint i = 0; i < spec->mounts->len; i++)
-    if (((const MvMount *) spec->mounts->pdata[i])->type == MV_MOUNT_VOLUME)
-      return TRUE;
-  return FALSE;
-}
-
 static void
 on_changed (MvMachine *machine, guint props, gpointer data)
 {
@@ -226,7 +217,7 @@ on_changed (MvMachine *machine, guint props, gpointer data)
       mv_network_objects_machines_changed (view->service->networks);
       mv_volume_objects_machines_changed (view->service->volumes);
     }
-  else if ((props & MV_PROP_STATE) && mounts_volume (machine->config->spec))
+  else if ((props & MV_PROP_STATE) && mv_spec_mounts_volumes (machine->config->spec))
     mv_volume_objects_machines_changed (view->service->volumes);
   /* Started from a template: the template is used by one more. */
   if (machine->status->warm_template && !view->warm_told)

@@ -1209,6 +1209,15 @@ mv_spec_has_host_devices (const MvSpec *spec)
 }
 
 gboolean
+mv_spec_mounts_volumes (const MvSpec *spec)
+{
+  for (guint i = 0; i < spec->mounts->len; i++)
+    if (((const MvMount *) spec->mounts->pdata[i])->type == MV_MOUNT_VOLUME)
+      return TRUE;
+  return FALSE;
+}
+
+gboolean
 mv_spec_adds_host_devices (const MvSpec *current, const MvSpec *wanted)
 {
   if (wanted->pci_devices->len < current->pci_devices->len ||

@@ -339,6 +339,8 @@ gboolean mv_spec_has_directory_mount (const MvSpec *spec);
 const char *mv_spec_unfreezable (const MvSpec *spec);
 /* Whether @spec is given host devices (pci_devices or gpu). */
 gboolean mv_spec_has_host_devices (const MvSpec *spec);
+/* Whether @spec mounts a volume. */
+gboolean mv_spec_mounts_volumes (const MvSpec *spec);
 /* Whether @wanted has every host device @current has, each in the same
  * place (its PCI devices first, in order, and its GPU), and more. */
 gboolean mv_spec_adds_host_devices (const MvSpec *current, const MvSpec *wanted);

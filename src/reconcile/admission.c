@@ -55,11 +55,13 @@ mv_machine_held (const MvMachine *machine)
 MvResources
 mv_reconciler_held (MvReconciler *rec)
 {
-  /* A template being built runs a guest as a machine does (warm.c). */
+  /* A template being built runs a guest as a machine does (warm.c); a
+   * machine whose create starts it holds its size before it joins. */
   MvResources held = rec->warm_held;
   GHashTableIter iter;
   MvMachine *machine;
 
+  mv_resources_add (&held, &rec->creates_held);
   g_hash_table_iter_init (&iter, rec->machines);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &machine))
     {
@@ -129,6 +131,29 @@ mv_reconciler_admit (MvMachine *machine, MvResources *admitted, GError **error)
   if (admitted_now == MV_ADMIT_YES)
     *admitted = want;
   return admitted_now;
+}
+
+gboolean
+mv_reconciler_admit_first_start (MvReconciler *rec, const MvSpec *spec, MvResources *admitted)
+{
+  MvResources want = spec_size (spec);
+  MvResources held;
+
+  if (mv_capacity_is_limited (&rec->options.capacity))
+    {
+      held = mv_reconciler_held (rec);
+      if (!mv_capacity_fits (&rec->options.capacity, &want, &held))
+        return FALSE;
+    }
+  mv_resources_add (&rec->creates_held, &want);
+  *admitted = want;
+  return TRUE;
+}
+
+void
+mv_reconciler_release_first_start (MvReconciler *rec, const MvResources *admitted)
+{
+  mv_resources_take (&rec->creates_held, admitted);
 }
 
 gboolean

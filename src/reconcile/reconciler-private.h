@@ -28,6 +28,9 @@ struct _MvReconciler {
    * nobody asked for, and give way to a start that needs it (admission.c). */
   MvResources          warm_behind_held;
   GCancellable        *warm_behind_cancel; /* theirs: cancelled when they give way */
+  /* What the machines whose create starts them hold until they join the
+   * table (steps.c, a first start). */
+  MvResources          creates_held;
   MvOpStats            op_stats;     /* what the steps came to (steps.c) */
   GHashTable          *console_tokens; /* digest -> token (console.c); NULL: none yet */
   void               (*recovered) (gpointer data);
@@ -89,6 +92,13 @@ MvAdmit    mv_reconciler_admit (MvMachine *machine, MvResources *admitted, GErro
 gboolean   mv_reconciler_admit_warm_build (MvReconciler *rec, const MvSpec *spec, gboolean behind,
                                            GError **error);
 void       mv_reconciler_release_warm_build (MvReconciler *rec, const MvSpec *spec, gboolean behind);
+/* A first start planned with its machine's create: admitted only if it
+ * fits now, with nothing to wait for (*@admitted its size); held by the
+ * reconciler until released, as the machine joins the table holding it
+ * itself, or is not made. */
+gboolean   mv_reconciler_admit_first_start (MvReconciler *rec, const MvSpec *spec,
+                                            MvResources *admitted);
+void       mv_reconciler_release_first_start (MvReconciler *rec, const MvResources *admitted);
 /* Whether @want fits beside @held, which counts the templates being
  * built (mv_reconciler_held); else MV_ERROR_RESOURCE_EXHAUSTED naming
  * @name and telling what the machines hold from what the templates do. */
@@ -161,6 +171,14 @@ gboolean   mv_record_ahead_taken (MvMachine *machine, const MvRecordAhead *ahead
 void       mv_machine_status_written_ahead (MvMachine *machine, const MvRecordAhead *ahead,
                                             MvRecordSaved done, gpointer data);
 void       mv_record_ahead_free (MvRecordAhead *ahead);
+/* The same for a machine whose records are still to be made (with
+ * @status's phase in them: steps.c, a first start): made on the main
+ * thread; mv_record_ahead_set_base() on the worker once the records are
+ * on disk; mv_machine_take_record_ahead() as the machine joins, before
+ * any status write of its own is begun. */
+MvRecordAhead *mv_record_ahead_new (MvRecords *records, const char *machine_id);
+void       mv_record_ahead_set_base (MvRecordAhead *ahead, const MvStatus *written);
+void       mv_machine_take_record_ahead (MvMachine *machine, const MvRecordAhead *ahead);
 /* @props: the MvMachineProp bits of what the change touched. */
 void       mv_machine_save_config_async (MvMachine *machine, guint props, MvRecordSaved done,
                                          gpointer data, GDestroyNotify free);
@@ -189,6 +207,32 @@ JsonObject *mv_reconciler_copy_vmm (JsonObject *vmm);
 
 /* Steps and what follows them. */
 void       mv_reconciler_reconcile (MvMachine *machine);
+/* A machine's first start, planned with its create (steps.c): its phase
+ * is put in @status, the status its records are made with, so that one
+ * worker writes the records, takes the step and records its outcome,
+ * and the main thread hears of each without being waited for. NULL,
+ * @status untouched, where the start is planned once the machine has
+ * joined the table instead: it mounts volumes or holds host devices,
+ * which are checked against every machine in the table, or it does not
+ * fit beside what is held now.
+ *
+ * Once the records are on disk as @written says, the worker calls
+ * mv_reconciler_first_start_in_thread(), which sends @joined to the main
+ * thread and takes the step in @gtask. @joined adds the machine to the
+ * table and calls mv_reconciler_first_start_joined(); the task's
+ * callback then hands its result and @task to
+ * mv_reconciler_first_start_done(), which goes on as after any step. If
+ * the records were not written, mv_step_task_free() gives back what the
+ * start held. */
+typedef struct _MvStepTask MvStepTask;
+MvStepTask *mv_reconciler_plan_first_start (MvReconciler *rec, MvRuntime *runtime,
+                                            const MvConfig *config, MvStatus *status);
+void       mv_reconciler_first_start_in_thread (MvStepTask *task, const MvStatus *written,
+                                                GTask *gtask, GSourceFunc joined,
+                                                gpointer joined_data);
+void       mv_reconciler_first_start_joined (MvMachine *machine, MvStepTask *task);
+void       mv_reconciler_first_start_done (GAsyncResult *result, MvStepTask *task);
+void       mv_step_task_free (MvStepTask *task);
 void       mv_reconciler_handle_end (MvMachine *machine, gboolean has_exit_code, int exit_code,
                                      const char *reason);
 void       mv_reconciler_watch_vmm (MvMachine *machine, MvRuntime *runtime);

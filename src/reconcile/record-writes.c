@@ -310,6 +310,19 @@ typedef struct {
   MvRecordAhead  *ahead;       /* given the status written, for @then */
 } WriteThen;
 
+static MvRecordAhead *
+record_ahead_new (MvRecords *records, MvRecordWriter *writer, const char *machine_id,
+                  guint64 seq)
+{
+  MvRecordAhead *ahead = g_new0 (MvRecordAhead, 1);
+
+  ahead->records = records;
+  ahead->writer = record_writer_ref (writer);
+  ahead->machine_id = g_strdup (machine_id);
+  ahead->seq = seq;
+  return ahead;
+}
+
 static void
 write_then_free (WriteThen *wt)
 {
@@ -366,20 +379,43 @@ mv_machine_save_status_then (MvMachine *machine, MvRecordSaved done, gpointer da
   wt->regardless = regardless;
   wt->then = then;
   wt->then_data = then_data;
+  /* Its number follows the phase's: any status write begun after this
+   * one is newer. */
   if (ahead)
-    {
-      /* Its number follows the phase's: any status write begun after
-       * this one is newer. */
-      wt->ahead = *ahead = g_new0 (MvRecordAhead, 1);
-      wt->ahead->records = machine->reconciler->host->records;
-      wt->ahead->writer = record_writer_ref (machine->record_writer);
-      wt->ahead->machine_id = g_strdup (machine->id);
-      wt->ahead->seq = ++machine->status_seq;
-    }
+    wt->ahead = *ahead = record_ahead_new (machine->reconciler->host->records,
+                                           machine->record_writer, machine->id,
+                                           ++machine->status_seq);
   mv_reconciler_run_task (write_then_in_thread, wt, NULL, then_done, then_data);
 }
 
 /* Written ahead of the main thread ---------------------------------------------- */
+
+MvRecordAhead *
+mv_record_ahead_new (MvRecords *records, const char *machine_id)
+{
+  MvRecordWriter *writer = mv_record_writer_new ();
+  /* The machine's first status write: the one its records were made
+   * with is not numbered. */
+  MvRecordAhead *ahead = record_ahead_new (records, writer, machine_id, 1);
+
+  mv_record_writer_unref (writer);
+  return ahead;
+}
+
+void
+mv_record_ahead_set_base (MvRecordAhead *ahead, const MvStatus *written)
+{
+  ahead->base = mv_status_copy (written);
+}
+
+void
+mv_machine_take_record_ahead (MvMachine *machine, const MvRecordAhead *ahead)
+{
+  g_return_if_fail (machine->status_seq == 0);
+  mv_record_writer_unref (machine->record_writer);
+  machine->record_writer = record_writer_ref (ahead->writer);
+  machine->status_seq = ahead->seq;
+}
 
 void
 mv_record_ahead_free (MvRecordAhead *ahead)

@@ -182,20 +182,14 @@ new_records (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in, char *finge
 }
 
 /* A machine whose records were just written joins the daemon; it is told
- * of with announce_added(). */
+ * of with announce_added(). One wanted running is started once whoever
+ * asked for it has been told of it: a start refused at once (no room,
+ * a volume held) is refused to them, with its reason. */
 static MvMachine *
 join_recorded (MvReconciler *rec, MvConfig *config, MvStatus *status)
 {
-  MvMachine *machine;
-
   mv_fault_point ("create", "published");
-  machine = mv_reconciler_add_loaded (rec, config, status);
-  /* A machine wanted running is on its way before it is announced: the
-   * first write of its start goes to the disk while the bus hears of the
-   * machine as it was recorded (mv_machine_shown_status). */
-  if (machine->config->desired == MV_DESIRED_RUNNING)
-    mv_reconciler_reconcile (machine);
-  return machine;
+  return mv_reconciler_add_loaded (rec, config, status);
 }
 
 static void
@@ -210,29 +204,36 @@ announce_added (MvMachine *machine)
   mv_machine_event (machine, MV_EVENT_CREATED, NULL, NULL);
 }
 
+/* Records a new machine, @spec validated and its name free, and tells of
+ * it; the caller starts it, if it is wanted running. */
 static MvMachine *
-add_recorded (MvReconciler *rec, MvConfig *config, MvStatus *status)
-{
-  MvMachine *machine = join_recorded (rec, config, status);
-
-  announce_added (machine);
-  return machine;
-}
-
-/* Records a new machine: @spec validated, its name free. */
-MvMachine *
-mv_reconciler_record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in,
-                              char *fingerprint_in, MvImageConfig *image_config_in,
-                              gboolean start, gboolean forking, GError **error)
+record_new (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in, char *fingerprint_in,
+            MvImageConfig *image_config_in, gboolean start, gboolean forking, GError **error)
 {
   g_autoptr (MvConfig) config = NULL;
   g_autoptr (MvStatus) status = NULL;
+  MvMachine *machine;
 
   new_records (rec, runtime, spec_in, fingerprint_in, image_config_in, start, forking, &config,
                &status);
   if (!rec->host->records->create (rec->host->records, config, status, error))
     return NULL;
-  return add_recorded (rec, g_steal_pointer (&config), g_steal_pointer (&status));
+  machine = join_recorded (rec, g_steal_pointer (&config), g_steal_pointer (&status));
+  announce_added (machine);
+  return machine;
+}
+
+MvMachine *
+mv_reconciler_record_machine (MvReconciler *rec, MvRuntime *runtime, MvSpec *spec_in,
+                              char *fingerprint_in, MvImageConfig *image_config_in,
+                              gboolean start, gboolean forking, GError **error)
+{
+  MvMachine *machine = record_new (rec, runtime, spec_in, fingerprint_in, image_config_in, start,
+                                   forking, error);
+
+  if (machine && start)
+    mv_reconciler_reconcile (machine);
+  return machine;
 }
 
 /* Everything a create checks before it records: NULL with @error set if
@@ -290,9 +291,12 @@ typedef struct {
   /* Results, read on the main thread. */
   char               *digest;
   MvImageConfig      *image_config;
-  /* A create without an image: its records, written on a worker thread. */
+  /* A create without an image: its records, written on a worker thread,
+   * and the start it begins with them, if it was planned with them. */
   MvConfig           *config;
   MvStatus           *status;
+  MvStepTask         *first_start;
+  gboolean            joined;        /* the records are on disk, the machine in the table */
 } MvCreate;
 
 static void
@@ -306,6 +310,7 @@ create_free (MvCreate *create)
   mv_image_config_free (create->image_config);
   mv_config_free (create->config);
   mv_status_free (create->status);
+  g_clear_pointer (&create->first_start, mv_step_task_free);
   g_free (create);
 }
 
@@ -366,6 +371,9 @@ tell_joined (gpointer data)
   else
     mv_error_set (&error, MV_ERROR_NOT_FOUND, "Machine %s was deleted", joined->machine_id);
   joined->func (machine, FALSE, error, joined->func_data);
+  /* A machine wanted running, and not started with its records (join_recorded). */
+  if ((machine = mv_reconciler_lookup (joined->rec, joined->machine_id)))
+    mv_reconciler_reconcile (machine);
   return G_SOURCE_REMOVE;
 }
 
@@ -384,9 +392,8 @@ on_written (GObject *source, GAsyncResult *result, gpointer user_data)
       create->func (NULL, FALSE, error, create->func_data);
       return;
     }
-  /* Its start's first write is begun now; the machine is told of, and
-   * the caller answered, once the creates written with it have begun
-   * theirs. */
+  /* The machine is told of, and the caller answered, once the creates
+   * written with it have begun what follows their records. */
   machine = join_recorded (rec, g_steal_pointer (&create->config),
                            g_steal_pointer (&create->status));
   joined = g_new (Joined, 1);
@@ -397,6 +404,70 @@ on_written (GObject *source, GAsyncResult *result, gpointer user_data)
     .func_data = create->func_data,
   };
   mv_reconciler_later (tell_joined, joined, (GDestroyNotify) joined_free);
+}
+
+/* A create that starts its machine: the machine joins the table once its
+ * records are on disk, while the worker that wrote them takes the start
+ * (mv_reconciler_plan_first_start). */
+
+static gboolean
+join_starting (gpointer data)
+{
+  MvCreate *create = data;
+  MvReconciler *rec = create->rec;
+  MvMachine *machine;
+  Joined *joined;
+
+  release_create (create, create->config->spec->name);
+  create->joined = TRUE;
+  machine = mv_reconciler_add_loaded (rec, g_steal_pointer (&create->config),
+                                      g_steal_pointer (&create->status));
+  mv_reconciler_first_start_joined (machine, create->first_start);
+  joined = g_new (Joined, 1);
+  *joined = (Joined) {
+    .rec = rec,
+    .machine_id = g_strdup (machine->id),
+    .func = create->func,
+    .func_data = create->func_data,
+  };
+  mv_reconciler_later (tell_joined, joined, (GDestroyNotify) joined_free);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+write_and_start_in_thread (GTask *gtask, gpointer source, gpointer task_data,
+                           GCancellable *cancellable)
+{
+  MvCreate *create = task_data;
+  MvRecords *records = create->rec->host->records;
+  GError *error = NULL;
+
+  if (!records->create (records, create->config, create->status, &error))
+    {
+      g_task_return_error (gtask, error);
+      return;
+    }
+  mv_fault_point ("create", "published");
+  /* @create's records are the main thread's from here on. */
+  mv_reconciler_first_start_in_thread (create->first_start, create->status, gtask,
+                                       join_starting, create);
+}
+
+static void
+on_started (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  MvCreate *create = g_task_get_task_data (G_TASK (result));
+  g_autoptr (GError) error = NULL;
+
+  if (create->joined)
+    {
+      mv_reconciler_first_start_done (result, g_steal_pointer (&create->first_start));
+      return;
+    }
+  release_create (create, create->config->spec->name);
+  g_clear_pointer (&create->first_start, mv_step_task_free);
+  g_task_propagate_boolean (G_TASK (result), &error);
+  create->func (NULL, FALSE, error, create->func_data);
 }
 
 /* A create without an image, checked: its records are written on a
@@ -426,7 +497,13 @@ define_in_thread (MvReconciler *rec, MvSpec *spec_in, gboolean start, MvDefineFu
   create->func_data = user_data;
   new_records (rec, runtime, g_steal_pointer (&spec), g_steal_pointer (&fingerprint), NULL,
                start, FALSE, &create->config, &create->status);
-  run_create (create, create->config->spec->name, write_in_thread, on_written);
+  if (start)
+    create->first_start = mv_reconciler_plan_first_start (rec, runtime, create->config,
+                                                          create->status);
+  if (create->first_start)
+    run_create (create, create->config->spec->name, write_and_start_in_thread, on_started);
+  else
+    run_create (create, create->config->spec->name, write_in_thread, on_written);
 }
 
 static void
@@ -471,13 +548,14 @@ on_pulled (GObject *source, GAsyncResult *result, gpointer user_data)
         }
     }
   if (runtime)
-    machine = mv_reconciler_record_machine (rec, runtime, g_steal_pointer (&create->spec),
-                                            g_steal_pointer (&create->fingerprint),
-                                            g_steal_pointer (&create->image_config),
-                                            create->start, FALSE, &error);
+    machine = record_new (rec, runtime, g_steal_pointer (&create->spec),
+                          g_steal_pointer (&create->fingerprint),
+                          g_steal_pointer (&create->image_config), create->start, FALSE, &error);
   if (!machine && create->spec)
     g_message ("Machine %s not created: %s", create->spec->name, error->message);
   create->func (machine, FALSE, error, create->func_data);
+  if (machine && create->start && !machine->gone)
+    mv_reconciler_reconcile (machine);
 }
 
 void

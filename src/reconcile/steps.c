@@ -9,7 +9,9 @@
 #include "core/plan.h"
 #include "util/fault.h"
 
-typedef struct {
+typedef MvStepTask StepTask;
+
+struct _MvStepTask {
   MvReconciler *rec;
   char         *machine_id;
   MvRuntime    *runtime;         /* NULL only for a destroy of a type gone from the host */
@@ -42,7 +44,11 @@ typedef struct {
   MvRecordAhead *ahead;
   guint64       restart_generation;
   gboolean      reaches_desired; /* running is what is desired */
-} StepTask;
+  /* START planned with the machine's create: what it was admitted with,
+   * held by the reconciler until the machine joins (mv_reconciler_plan_first_start). */
+  MvResources   admitted;
+  gboolean      joining;
+};
 
 /* Steps, in a worker thread ---------------------------------------------------- */
 
@@ -62,6 +68,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (StepTask, step_task_free)
 static void
 step_task_free (StepTask *task)
 {
+  if (task->joining)
+    mv_reconciler_release_first_start (task->rec, &task->admitted);
   g_free (task->machine_id);
   g_free (task->phase);
   g_free (task->operation_id);
@@ -737,11 +745,64 @@ next_destroy_resource (const MvStatus *status)
   return &order[n - 1];
 }
 
+/* The task of @step for machine @id, whose records are @config and
+ * @status as they are before the step's phase. */
+static StepTask *
+step_task_new (MvReconciler *rec, MvRuntime *runtime, MvStep step, const char *id,
+               const MvConfig *config, const MvStatus *status)
+{
+  MvRecords *records = rec->host->records;
+  StepTask *task = g_new0 (StepTask, 1);
+
+  task->rec = rec;
+  task->runtime = runtime;
+  task->step = step;
+  task->machine_id = g_strdup (id);
+  task->runtime_dir = records->runtime_dir (records, id);
+  task->spec = mv_spec_copy (config->spec);
+  task->image_config = mv_image_config_copy (config->image_config);
+  task->vmm = status->vmm ? mv_reconciler_copy_vmm (status->vmm) : NULL;
+  task->restore = step == MV_STEP_START && status->saved_state != NULL;
+  task->first_start = status->started_from == NULL && status->finished_at == 0;
+  task->restarting = step == MV_STEP_START && status->state == MV_STATE_RESTARTING;
+  task->generation = config->desired_generation;
+  task->cancellable = g_cancellable_new ();
+  if (step == MV_STEP_DESTROY)
+    {
+      task->resource = next_destroy_resource (status);
+      task->phase = g_strconcat ("destroy-", task->resource->name, NULL);
+    }
+  else
+    task->phase = g_strdup (task->restore ? "restore" : mv_step_to_string (step));
+  if (step == MV_STEP_START)
+    {
+      task->restart_generation = config->restart_generation;
+      task->reaches_desired = config->desired == MV_DESIRED_RUNNING;
+    }
+  return task;
+}
+
+/* @status gets @task's phase and a fresh operation ID; a start holds
+ * @admitted from now on, in this turn: the next start counts it. */
+static void
+put_phase (MvStatus *status, StepTask *task, const MvResources *admitted)
+{
+  g_free (status->phase);
+  status->phase = g_strdup (task->phase);
+  g_free (status->operation_id);
+  status->operation_id = mv_id_new ();
+  task->operation_id = g_strdup (status->operation_id);
+  if (task->step == MV_STEP_START)
+    {
+      status->vcpus = admitted->vcpus;
+      status->memory_bytes = admitted->memory_bytes;
+    }
+}
+
 static void
 run_step (MvMachine *machine, MvStep step)
 {
   MvReconciler *rec = machine->reconciler;
-  MvRecords *records = rec->host->records;
   MvStatus *status = machine->status;
   g_autoptr (GError) error = NULL;
   MvRuntime *runtime = mv_reconciler_runtime_for (machine, &error);
@@ -792,27 +853,7 @@ run_step (MvMachine *machine, MvStep step)
       return;
     }
 
-  task = g_new0 (StepTask, 1);
-  task->rec = rec;
-  task->runtime = runtime;
-  task->step = step;
-  task->machine_id = g_strdup (machine->id);
-  task->runtime_dir = records->runtime_dir (records, machine->id);
-  task->spec = mv_spec_copy (machine->config->spec);
-  task->image_config = mv_image_config_copy (machine->config->image_config);
-  task->vmm = status->vmm ? mv_reconciler_copy_vmm (status->vmm) : NULL;
-  task->restore = step == MV_STEP_START && status->saved_state != NULL;
-  task->first_start = status->started_from == NULL && status->finished_at == 0;
-  task->restarting = step == MV_STEP_START && status->state == MV_STATE_RESTARTING;
-  task->generation = machine->config->desired_generation;
-  task->cancellable = g_cancellable_new ();
-  if (step == MV_STEP_DESTROY)
-    {
-      task->resource = next_destroy_resource (status);
-      task->phase = g_strconcat ("destroy-", task->resource->name, NULL);
-    }
-  else
-    task->phase = g_strdup (task->restore ? "restore" : mv_step_to_string (step));
+  task = step_task_new (rec, runtime, step, machine->id, machine->config, status);
 
   /* Record what is about to happen before the host is touched (on_recorded):
    * the machine is busy from now on, and what changes is announced once it
@@ -823,17 +864,7 @@ run_step (MvMachine *machine, MvStep step)
     next = MV_STATE_STOPPING;
   mv_machine_begin_record_write (machine, FALSE);
   task->before = mv_status_copy (status);
-  g_free (status->phase);
-  status->phase = g_strdup (task->phase);
-  g_free (status->operation_id);
-  status->operation_id = mv_id_new ();
-  task->operation_id = g_strdup (status->operation_id);
-  /* Held from now on, in this turn: the next start counts it. */
-  if (step == MV_STEP_START)
-    {
-      status->vcpus = admitted.vcpus;
-      status->memory_bytes = admitted.memory_bytes;
-    }
+  put_phase (status, task, &admitted);
   mv_machine_set_state (machine, next, NULL);
   mv_machine_changed (machine, MV_PROP_PHASE);
   machine->busy = TRUE;
@@ -842,14 +873,73 @@ run_step (MvMachine *machine, MvStep step)
   /* Timed from here: the phase's write is part of the step. */
   task->started_at = mv_reconciler_monotonic (rec);
   machine->active_at = task->started_at;
-  if (step == MV_STEP_START)
-    {
-      task->restart_generation = machine->config->restart_generation;
-      task->reaches_desired = machine->config->desired == MV_DESIRED_RUNNING;
-    }
   mv_machine_save_status_then (machine, on_recorded, task, step == MV_STEP_DESTROY,
                                run_step_in_thread, on_step_done, task,
                                step == MV_STEP_START ? &task->ahead : NULL);
+}
+
+/* A first start, planned with its machine's create ---------------------------- */
+
+MvStepTask *
+mv_reconciler_plan_first_start (MvReconciler *rec, MvRuntime *runtime, const MvConfig *config,
+                                MvStatus *status)
+{
+  const MvSpec *spec = config->spec;
+  MvResources admitted;
+  StepTask *task;
+
+  /* Volumes and host devices are checked against every machine in the
+   * table (volume-holds.c, device-holds.c), which a create in flight is
+   * not in; a start that does not fit now may wait for room. */
+  if (mv_spec_mounts_volumes (spec) || mv_spec_has_host_devices (spec) ||
+      mv_plan_next_step (config, status, mv_reconciler_now (rec)) != MV_STEP_START ||
+      !mv_reconciler_admit_first_start (rec, spec, &admitted))
+    return NULL;
+  task = step_task_new (rec, runtime, MV_STEP_START, config->id, config, status);
+  task->admitted = admitted;
+  task->joining = TRUE;
+  put_phase (status, task, &admitted);
+  status->state = MV_STATE_STARTING;
+  task->ahead = mv_record_ahead_new (rec->host->records, config->id);
+  /* Timed from here: the records' write is part of the step. */
+  task->started_at = mv_reconciler_monotonic (rec);
+  return task;
+}
+
+void
+mv_reconciler_first_start_in_thread (MvStepTask *task, const MvStatus *written, GTask *gtask,
+                                     GSourceFunc joined, gpointer joined_data)
+{
+  mv_record_ahead_set_base (task->ahead, written);
+  mv_reconciler_send (joined, joined_data, NULL);
+  run_step_in_thread (gtask, NULL, task, NULL);
+}
+
+void
+mv_reconciler_first_start_joined (MvMachine *machine, MvStepTask *task)
+{
+  task->joining = FALSE;
+  mv_reconciler_release_first_start (machine->reconciler, &task->admitted);
+  mv_machine_take_record_ahead (machine, task->ahead);
+  machine->busy = TRUE;
+  machine->step_cancellable = g_object_ref (task->cancellable);
+  machine->active_at = task->started_at;
+  mv_machine_log (machine, G_LOG_LEVEL_MESSAGE, "Machine %s (%s): %s -> %s",
+                  machine->config->spec->name, machine->id,
+                  mv_state_to_string (MV_STATE_STOPPED), mv_state_to_string (MV_STATE_STARTING));
+  mv_machine_log (machine, G_LOG_LEVEL_DEBUG, "Machine %s: %s", machine->id, task->phase);
+}
+
+void
+mv_reconciler_first_start_done (GAsyncResult *result, MvStepTask *task)
+{
+  on_step_done (NULL, result, task);
+}
+
+void
+mv_step_task_free (MvStepTask *task)
+{
+  step_task_free (task);
 }
 
 /* Whoever waited for the wish hears that it is reached once that is on

@@ -352,6 +352,60 @@ test_last_slot (Fixture *f, gconstpointer data)
   g_free (py.error_name);
 }
 
+static char *
+machine_path (Fixture *f, const char *name)
+{
+  g_autoptr (sd_bus_message) r = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
+                                              "GetMachine", NULL, NULL, "s", name);
+  const char *path = NULL;
+
+  g_assert_nonnull (r);
+  g_assert_cmpint (sd_bus_message_read (r, "o", &path), >, 0);
+  return g_strdup (path);
+}
+
+/* Two creates that start, both asked for before either is answered:
+ * the first is admitted before its records are on disk, and the second,
+ * asked meanwhile, counts it. */
+static void
+test_last_slot_create (Fixture *f, gconstpointer data)
+{
+  g_autofree char *a = create (f, "a", 2000, 256 * MiB);
+  g_autofree char *jx = spec ("x", 1000, 256 * MiB), *jy = spec ("y", 1000, 256 * MiB);
+  g_autofree char *sx = NULL, *sy = NULL, *x = NULL, *y = NULL;
+  g_autoptr (GHashTable) usage = NULL;
+  Pending px = { 0 }, py = { 0 };
+  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+
+  client_call_ok (f->client, a, "Start");
+  g_assert_cmpint (sd_bus_call_method_async (f->client->bus, NULL, MV_BUS_NAME, MV_MANAGER_PATH,
+                                             MV_MANAGER_IFACE, "CreateMachine", on_reply, &px,
+                                             "st", jx, (uint64_t) MV_CREATE_START),
+                   >=, 0);
+  g_assert_cmpint (sd_bus_call_method_async (f->client->bus, NULL, MV_BUS_NAME, MV_MANAGER_PATH,
+                                             MV_MANAGER_IFACE, "CreateMachine", on_reply, &py,
+                                             "st", jy, (uint64_t) MV_CREATE_START),
+                   >=, 0);
+  while ((!px.done || !py.done) && g_get_monotonic_time () < deadline)
+    if (sd_bus_process (f->client->bus, NULL) == 0)
+      sd_bus_wait (f->client->bus, 100000);
+  g_assert_true (px.done && py.done);
+  g_assert_true ((px.error_name == NULL) != (py.error_name == NULL));
+  g_assert_cmpstr (px.error_name ? px.error_name : py.error_name, ==,
+                   MV_BUS_ERROR_RESOURCE_EXHAUSTED);
+  /* The one refused is made, and left stopped, as a start refused later is. */
+  x = machine_path (f, "x");
+  y = machine_path (f, "y");
+  sx = client_get_string (f->client, x, "State");
+  sy = client_get_string (f->client, y, "State");
+  g_assert_cmpstr (px.error_name ? sx : sy, ==, "Stopped");
+  g_assert_cmpstr (px.error_name ? sy : sx, ==, "Running");
+  usage = get_usage (f);
+  assert_member (usage, "held_vcpus", "u 3");
+  g_free (px.error_name);
+  g_free (py.error_name);
+}
+
 /* A template the daemon builds behind a start uses room nobody asked
  * for: a start that needs that room makes it give way, and starts once
  * it has; one that would not fit even then is refused, saying what the
@@ -423,6 +477,8 @@ main (int argc, char **argv)
   g_test_add ("/capacity/admission", Fixture, config, fixture_setup, test_admission,
               fixture_teardown);
   g_test_add ("/capacity/last-slot", Fixture, config, fixture_setup, test_last_slot,
+              fixture_teardown);
+  g_test_add ("/capacity/last-slot-create", Fixture, config, fixture_setup, test_last_slot_create,
               fixture_teardown);
   g_test_add ("/capacity/give-way", Fixture, config, fixture_setup, test_give_way,
               fixture_teardown);

@@ -399,8 +399,8 @@ test_migration_guard (Fixture *f, gconstpointer data)
 /* ----- crash safety: a daemon killed at every phase ----- */
 
 typedef enum {
-  OP_CREATE, OP_START, OP_STOP, OP_STANDBY, OP_RESTORE, OP_RESTART, OP_DESTROY, OP_VOLUME,
-  OP_NETWORK,
+  OP_CREATE, OP_CREATE_START, OP_START, OP_STOP, OP_STANDBY, OP_RESTORE, OP_RESTART, OP_DESTROY,
+  OP_VOLUME, OP_NETWORK,
 } Operation;
 
 typedef struct {
@@ -412,6 +412,12 @@ typedef struct {
 static const FaultCase fault_cases[] = {
   { "create:staged", OP_CREATE },
   { "create:published", OP_CREATE },
+  /* A create that starts: its records carry the start's phase, and the
+   * worker that wrote them takes the start. */
+  { "create:staged", OP_CREATE_START },
+  { "create:published", OP_CREATE_START },
+  { "start:recorded", OP_CREATE_START },
+  { "start:done", OP_CREATE_START },
   { "start:recorded", OP_START },
   { "start:done", OP_START },
   { "stop:recorded", OP_STOP },
@@ -644,7 +650,7 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
       run_record_fault_case (f, c, n);
       return;
     }
-  if (c->op != OP_CREATE)
+  if (c->op != OP_CREATE && c->op != OP_CREATE_START)
     {
       path = client_create_ok (f->client, spec);
       if (c->op != OP_START)
@@ -662,9 +668,12 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
   switch (c->op)
     {
     case OP_CREATE:
+    case OP_CREATE_START:
       {
         g_autofree char *err = NULL;
-        g_autofree char *p = client_create (f->client, spec, 0, &err, NULL);
+        g_autofree char *p = client_create (f->client, spec,
+                                            c->op == OP_CREATE_START ? MV_CREATE_START : 0,
+                                            &err, NULL);
         g_assert_null (p);
       }
       break;
@@ -700,7 +709,9 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
   switch (c->op)
     {
     case OP_CREATE:
-      /* All or nothing; if it is there it is whole and can be started. */
+    case OP_CREATE_START:
+      /* All or nothing; if it is there it is whole and can be started. A
+       * start under way is finished or undone, as any start is. */
       if (machine_exists (f->client, name))
         {
           g_autoptr (sd_bus_message) r = client_call (f->client, MV_MANAGER_PATH, MV_MANAGER_IFACE,
@@ -709,6 +720,17 @@ run_fault_case (Fixture *f, const FaultCase *c, guint n)
           g_assert_cmpint (sd_bus_message_read (r, "o", &p), >, 0);
           path = g_strdup (p);
         }
+      if (path && c->op == OP_CREATE_START)
+        {
+          g_autofree char *state = NULL;
+          if (!client_wait (f->client, settled, path, 10000))
+            g_error ("%s: the machine did not settle", c->fault);
+          state = client_get_string (f->client, path, "State");
+          g_assert_true (g_str_equal (state, "Running") || g_str_equal (state, "Failed"));
+        }
+      /* Past its records, the machine is there. */
+      if (c->op == OP_CREATE_START && !g_str_equal (c->fault, "create:staged"))
+        g_assert_nonnull (path);
       break;
     case OP_DESTROY:
       for (guint i = 0; i < 100 && machine_exists (f->client, name); i++)
