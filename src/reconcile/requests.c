@@ -377,6 +377,22 @@ tell_joined (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* @create's caller is told of @machine, which has just joined, once the
+ * other results handed back with it have been handled. */
+static void
+tell_joined_later (MvCreate *create, MvMachine *machine)
+{
+  Joined *joined = g_new (Joined, 1);
+
+  *joined = (Joined) {
+    .rec = create->rec,
+    .machine_id = g_strdup (machine->id),
+    .func = create->func,
+    .func_data = create->func_data,
+  };
+  mv_reconciler_later (tell_joined, joined, (GDestroyNotify) joined_free);
+}
+
 static void
 on_written (GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -384,7 +400,6 @@ on_written (GObject *source, GAsyncResult *result, gpointer user_data)
   MvReconciler *rec = create->rec;
   g_autoptr (GError) error = NULL;
   MvMachine *machine;
-  Joined *joined;
 
   release_create (create, create->config->spec->name);
   if (!g_task_propagate_boolean (G_TASK (result), &error))
@@ -396,14 +411,7 @@ on_written (GObject *source, GAsyncResult *result, gpointer user_data)
    * written with it have begun what follows their records. */
   machine = join_recorded (rec, g_steal_pointer (&create->config),
                            g_steal_pointer (&create->status));
-  joined = g_new (Joined, 1);
-  *joined = (Joined) {
-    .rec = rec,
-    .machine_id = g_strdup (machine->id),
-    .func = create->func,
-    .func_data = create->func_data,
-  };
-  mv_reconciler_later (tell_joined, joined, (GDestroyNotify) joined_free);
+  tell_joined_later (create, machine);
 }
 
 /* A create that starts its machine: the machine joins the table once its
@@ -416,21 +424,13 @@ join_starting (gpointer data)
   MvCreate *create = data;
   MvReconciler *rec = create->rec;
   MvMachine *machine;
-  Joined *joined;
 
   release_create (create, create->config->spec->name);
   create->joined = TRUE;
   machine = mv_reconciler_add_loaded (rec, g_steal_pointer (&create->config),
                                       g_steal_pointer (&create->status));
   mv_reconciler_first_start_joined (machine, create->first_start);
-  joined = g_new (Joined, 1);
-  *joined = (Joined) {
-    .rec = rec,
-    .machine_id = g_strdup (machine->id),
-    .func = create->func,
-    .func_data = create->func_data,
-  };
-  mv_reconciler_later (tell_joined, joined, (GDestroyNotify) joined_free);
+  tell_joined_later (create, machine);
   return G_SOURCE_REMOVE;
 }
 

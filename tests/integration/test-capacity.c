@@ -319,6 +319,22 @@ on_reply (sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
   return 0;
 }
 
+/* Waits for the answers to two calls for the last slot: one of them is
+ * refused for want of room. */
+static void
+one_refused (Fixture *f, Pending *px, Pending *py)
+{
+  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+
+  while ((!px->done || !py->done) && g_get_monotonic_time () < deadline)
+    if (sd_bus_process (f->client->bus, NULL) == 0)
+      sd_bus_wait (f->client->bus, 100000);
+  g_assert_true (px->done && py->done);
+  g_assert_true ((px->error_name == NULL) != (py->error_name == NULL));
+  g_assert_cmpstr (px->error_name ? px->error_name : py->error_name, ==,
+                   MV_BUS_ERROR_RESOURCE_EXHAUSTED);
+}
+
 static void
 test_last_slot (Fixture *f, gconstpointer data)
 {
@@ -327,7 +343,6 @@ test_last_slot (Fixture *f, gconstpointer data)
   g_autofree char *y = create (f, "y", 1000, 256 * MiB);
   g_autofree char *sx = NULL, *sy = NULL;
   Pending px = { 0 }, py = { 0 };
-  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
 
   client_call_ok (f->client, a, "Start");
   /* One vCPU is left; both ask for it before either is answered. */
@@ -337,13 +352,7 @@ test_last_slot (Fixture *f, gconstpointer data)
   g_assert_cmpint (sd_bus_call_method_async (f->client->bus, NULL, MV_BUS_NAME, y,
                                              MV_MACHINE_IFACE, "Start", on_reply, &py, NULL),
                    >=, 0);
-  while ((!px.done || !py.done) && g_get_monotonic_time () < deadline)
-    if (sd_bus_process (f->client->bus, NULL) == 0)
-      sd_bus_wait (f->client->bus, 100000);
-  g_assert_true (px.done && py.done);
-  g_assert_true ((px.error_name == NULL) != (py.error_name == NULL));
-  g_assert_cmpstr (px.error_name ? px.error_name : py.error_name, ==,
-                   MV_BUS_ERROR_RESOURCE_EXHAUSTED);
+  one_refused (f, &px, &py);
   sx = client_get_string (f->client, x, "State");
   sy = client_get_string (f->client, y, "State");
   g_assert_cmpstr (px.error_name ? sx : sy, ==, "Stopped");
@@ -375,7 +384,6 @@ test_last_slot_create (Fixture *f, gconstpointer data)
   g_autofree char *sx = NULL, *sy = NULL, *x = NULL, *y = NULL;
   g_autoptr (GHashTable) usage = NULL;
   Pending px = { 0 }, py = { 0 };
-  gint64 deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
 
   client_call_ok (f->client, a, "Start");
   g_assert_cmpint (sd_bus_call_method_async (f->client->bus, NULL, MV_BUS_NAME, MV_MANAGER_PATH,
@@ -386,13 +394,7 @@ test_last_slot_create (Fixture *f, gconstpointer data)
                                              MV_MANAGER_IFACE, "CreateMachine", on_reply, &py,
                                              "st", jy, (uint64_t) MV_CREATE_START),
                    >=, 0);
-  while ((!px.done || !py.done) && g_get_monotonic_time () < deadline)
-    if (sd_bus_process (f->client->bus, NULL) == 0)
-      sd_bus_wait (f->client->bus, 100000);
-  g_assert_true (px.done && py.done);
-  g_assert_true ((px.error_name == NULL) != (py.error_name == NULL));
-  g_assert_cmpstr (px.error_name ? px.error_name : py.error_name, ==,
-                   MV_BUS_ERROR_RESOURCE_EXHAUSTED);
+  one_refused (f, &px, &py);
   /* The one refused is made, and left stopped, as a start refused later is. */
   x = machine_path (f, "x");
   y = machine_path (f, "y");

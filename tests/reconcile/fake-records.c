@@ -80,7 +80,9 @@ fake_create (MvRecords *records, const MvConfig *config, const MvStatus *status,
   FakeRecords *fake = fake_of (records);
   gboolean exists;
 
-  if (!enter (fake, FAKE_RECORDS_CREATE, config->id, TRUE, error))
+  /* On the main thread, or in the worker that writes a new machine's
+   * records before it joins the table. */
+  if (!enter (fake, FAKE_RECORDS_CREATE, config->id, fake_on_main_thread (), error))
     return FALSE;
   g_mutex_lock (&fake->lock);
   exists = g_hash_table_contains (fake->records, config->id);
@@ -91,7 +93,9 @@ fake_create (MvRecords *records, const MvConfig *config, const MvStatus *status,
       return FALSE;
     }
   fake_records_put (fake, config, status);
-  fake_log_add (fake->log, "records.create %s", config->id);
+  fake_log_add (fake->log, "records.create %s state=%s phase=%s op=%s", config->id,
+                mv_state_to_string (status->state), status->phase ? status->phase : "-",
+                status->operation_id ? status->operation_id : "-");
   return TRUE;
 }
 

@@ -446,10 +446,82 @@ test_start_outcome_written_again_if_it_changed (Fixture *f, gconstpointer data)
   fixture_assert_status_recorded (f, m);
 }
 
+typedef struct {
+  gboolean   done;
+  MvMachine *machine;
+  GError    *error;
+} Defined;
+
+static void
+on_defined (MvMachine *machine, gboolean existed, const GError *error, gpointer data)
+{
+  Defined *defined = data;
+
+  defined->done = TRUE;
+  defined->machine = machine;
+  defined->error = error ? g_error_copy (error) : NULL;
+}
+
+/* A create that starts its machine makes its records with the start's
+ * phase and operation ID in them, and the worker that wrote them takes
+ * the start and records its outcome: one status write after the
+ * records, not two. */
+static void
+test_create_records_its_start (Fixture *f, gconstpointer data)
+{
+  guint mark = fake_log_len (f->log);
+  Defined defined = { 0 };
+  g_autofree char *writes = NULL, *line = NULL;
+  int created, started;
+
+  mv_reconciler_define_async (f->rec, fixture_spec ("m1"), TRUE, MV_PULL_MISSING, NULL, NULL,
+                              on_defined, &defined);
+  WAIT_UNTIL (f, defined.done);
+  g_assert_no_error (defined.error);
+  fixture_settle (f);
+  g_assert_cmpint (defined.machine->status->state, ==, MV_STATE_RUNNING);
+  g_assert_cmpuint (defined.machine->status->observed_generation, ==,
+                    defined.machine->config->desired_generation);
+
+  created = fake_log_find (f->log, mark, "records.create m1");
+  started = fake_log_find (f->log, mark, "runtime.start m1");
+  g_assert_cmpint (created, >=, 0);
+  g_assert_cmpint (created, <, started);
+  line = fake_log_get (f->log, created);
+  g_assert_nonnull (strstr (line, " state=Starting phase=start op="));
+  g_assert_null (strstr (line, " op=-"));
+  writes = status_writes (f, mark);
+  g_assert_cmpstr (writes, ==, "Running -");
+  fixture_assert_status_recorded (f, defined.machine);
+}
+
+/* A create that starts, whose records cannot be written: no machine,
+ * and nothing started. */
+static void
+test_create_start_unrecorded (Fixture *f, gconstpointer data)
+{
+  Defined defined = { 0 };
+
+  fake_records_fail_next (f->records, FAKE_RECORDS_CREATE, "Quota exceeded");
+  mv_reconciler_define_async (f->rec, fixture_spec ("m1"), TRUE, MV_PULL_MISSING, NULL, NULL,
+                              on_defined, &defined);
+  WAIT_UNTIL (f, defined.done);
+  g_assert_error (defined.error, MV_ERROR, MV_ERROR_FAILED);
+  g_clear_error (&defined.error);
+  g_assert_null (defined.machine);
+  fixture_settle (f);
+  g_assert_cmpuint (mv_reconciler_count (f->rec), ==, 0);
+  g_assert_cmpuint (f->recorder->added->len, ==, 0);
+  g_assert_cmpuint (fake_log_count (f->log, "runtime.start"), ==, 0);
+  g_assert_cmpuint (fake_log_count (f->log, "records.make_runtime_dir"), ==, 0);
+}
+
 int
 main (int argc, char **argv)
 {
   fixture_init (&argc, &argv);
+  FIXTURE_TEST ("/reconcile/phases/create-records-its-start", test_create_records_its_start);
+  FIXTURE_TEST ("/reconcile/phases/create-start-unrecorded", test_create_start_unrecorded);
   FIXTURE_TEST ("/reconcile/phases/recorded-before-each-host-call",
                 test_recorded_before_each_host_call);
   FIXTURE_TEST ("/reconcile/phases/start-outcome-recorded-by-its-worker",

@@ -3,9 +3,12 @@
  * Contract:
  * - every write is atomic and durable when it returns TRUE: a crash at any
  *   point leaves the previous record or the new one, never a mix;
- * - writes of one machine's records never overlap: the reconciler writes
- *   them on the main thread, except remove(), which runs in the worker of
- *   that machine's last destroy step, when nothing else touches it;
+ * - writes of one machine's records never overlap: create() runs in the
+ *   worker that makes a new machine's records, before anything else knows
+ *   of it; later writes run on the main thread or in a worker, one at a
+ *   time for each machine, in the order they were begun; remove() runs in
+ *   the worker of that machine's last destroy step, when nothing else
+ *   touches it;
  * - functions touch only the files of the machine they name and keep no
  *   shared state, so they are safe from any thread under that rule. */
 #pragma once
