@@ -16,8 +16,8 @@
 # private system bus. Runs as root;
 # installs what it needs from Debian's archive, builds, builds the test
 # guest, microvmd's guest kernel and initramfs and the busybox root disk
-# (with its OCI layout, which row 11 boots as an image), and takes under
-# 10 minutes on a 2-core machine.
+# (with its OCI layout, which row 11 boots as an image), and takes
+# about 21 minutes on a 2-core machine.
 #
 #   bench/run.sh OUTDIR
 #
