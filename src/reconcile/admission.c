@@ -137,14 +137,11 @@ gboolean
 mv_reconciler_admit_first_start (MvReconciler *rec, const MvSpec *spec, MvResources *admitted)
 {
   MvResources want = spec_size (spec);
-  MvResources held;
 
-  if (mv_capacity_is_limited (&rec->options.capacity))
-    {
-      held = mv_reconciler_held (rec);
-      if (!mv_capacity_fits (&rec->options.capacity, &want, &held))
-        return FALSE;
-    }
+  /* Nothing to wait for: a start that would wait is planned once its
+   * machine has joined (mv_reconciler_admit), which says why. */
+  if (admit (rec, spec->name, &want, FALSE, NULL) != MV_ADMIT_YES)
+    return FALSE;
   mv_resources_add (&rec->creates_held, &want);
   *admitted = want;
   return TRUE;
