@@ -372,7 +372,8 @@ tell_joined (gpointer data)
     mv_error_set (&error, MV_ERROR_NOT_FOUND, "Machine %s was deleted", joined->machine_id);
   joined->func (machine, FALSE, error, joined->func_data);
   /* A machine wanted running, and not started with its records (join_recorded). */
-  if ((machine = mv_reconciler_lookup (joined->rec, joined->machine_id)))
+  if ((machine = mv_reconciler_lookup (joined->rec, joined->machine_id)) &&
+      machine->config->desired == MV_DESIRED_RUNNING)
     mv_reconciler_reconcile (machine);
   return G_SOURCE_REMOVE;
 }
