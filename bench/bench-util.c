@@ -355,6 +355,51 @@ bench_proc_cpu_seconds (GPid pid)
 }
 
 void
+bench_machine_cpu_seconds (double *busy, double *idle)
+{
+  g_autofree char *text = NULL;
+  g_auto (GStrv) fields = NULL;
+  double ticks[8] = { 0 };
+
+  /* "cpu  user nice system idle iowait irq softirq steal ..." */
+  if (g_file_get_contents ("/proc/stat", &text, NULL, NULL) && g_str_has_prefix (text, "cpu "))
+    {
+      char *end = strchr (text, '\n');
+
+      if (end)
+        *end = '\0';
+      fields = g_strsplit_set (text + 4, " ", -1);
+      for (guint i = 0, n = 0; fields[i] && n < G_N_ELEMENTS (ticks); i++)
+        if (*fields[i])
+          ticks[n++] = g_ascii_strtod (fields[i], NULL);
+    }
+  *busy = (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]) / (double) sysconf (_SC_CLK_TCK);
+  *idle = (ticks[3] + ticks[4]) / (double) sysconf (_SC_CLK_TCK);
+}
+
+double
+bench_proc_cpu_us (GPid pid)
+{
+  g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", pid);
+  g_autoptr (GDir) dir = g_dir_open (tasks, 0, NULL);
+  const char *name;
+  double ns = 0;
+
+  if (!dir)
+    return -1;
+  while ((name = g_dir_read_name (dir)))
+    {
+      g_autofree char *path = g_build_filename (tasks, name, "schedstat", NULL);
+      g_autofree char *text = NULL;
+
+      /* "time on CPU (ns) time waiting to run (ns) time slices" */
+      if (g_file_get_contents (path, &text, NULL, NULL))
+        ns += g_ascii_strtod (text, NULL);
+    }
+  return ns / 1000;
+}
+
+void
 bench_pin_process (GPid pid, int cpu)
 {
   g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", pid);

@@ -89,6 +89,13 @@ GPid     bench_proc_parent (GPid pid);
 /* The PID of machine @id's VMM, from the status record the daemon wrote. */
 GPid     bench_vmm_pid (Bench *bench, const char *id);
 double   bench_proc_cpu_seconds (GPid pid);
+/* The whole machine's CPU seconds since boot from /proc/stat, all CPUs
+ * summed: @busy at work (user, system, interrupts, stolen), @idle not
+ * (idle, waiting for the disk). */
+void     bench_machine_cpu_seconds (double *busy, double *idle);
+/* The CPU time every thread of @pid has had, in µs, from the scheduler's
+ * nanosecond counts (/proc/@pid/task/N/schedstat); -1 if @pid is gone. */
+double   bench_proc_cpu_us (GPid pid);
 /* Keeps every thread @pid has now on CPU @cpu; -1: on any CPU again. */
 void     bench_pin_process (GPid pid, int cpu);
 

@@ -23,11 +23,13 @@
 
 /* Full mode's pairs of runs, an odd number, so that the p50 is the
  * middle run. On this kind of host a TCG boot takes anywhere from 2.0 to
- * 3.2 s, the same for either side: 21 pairs put the ratio's 95% interval
+ * 3.7 s, the same for either side: 21 pairs put the ratio's 95% interval
  * about ±6% wide, more than the 5% the target allows. The width falls
- * with the square root of the pairs: 101 pairs (about 12 minutes) bring
- * it to about ±3%. */
-#define FULL_PAIRS 101
+ * with the square root of the pairs: 101 pairs (about 12 minutes) gave
+ * ±2%, as wide as the margin between the create's ratio (1.02-1.03 in
+ * the full runs) and its target; 201 pairs (about 24 minutes) bring it
+ * to about ±1.4%. */
+#define FULL_PAIRS 201
 
 void
 bench_bare_qemu_run (Bench *bench, BenchSamples *boot, BenchSamples *restore)

@@ -283,6 +283,78 @@ timed_list_domains (Bench *bench)
   return (double) (bench_now () - t0);
 }
 
+/* Where a ListMachines of @n machines spends its time: batches of
+ * listings, with the CPU each party had over the batch (the daemon's
+ * threads and the bus daemon from the scheduler's counts, this thread,
+ * which reads the answer, from its own clock), per listing; and what is
+ * left of the wall time once the daemon's CPU is taken away, which any
+ * service sending this listing over this bus would pay too. */
+static void
+report_listing_cost (Bench *bench, guint n, const BenchSamples *libvirt)
+{
+  guint batches = bench->smoke ? 1 : 7, per_batch = bench->smoke ? 2 : 10;
+  GPid bus_pid = mv_test_env_bus_pid (bench->env);
+  BenchSamples *wall = bench_samples_new (), *daemon = bench_samples_new ();
+  BenchSamples *bus = bench_samples_new (), *client = bench_samples_new ();
+  BenchSamples *rest = bench_samples_new ();
+  g_autofree char *id = NULL, *note = NULL;
+  BenchResult *r;
+
+  for (guint b = 0; b < batches; b++)
+    {
+      double d0 = bench_proc_cpu_us (bench->daemon_pid), b0 = bench_proc_cpu_us (bus_pid);
+      double c1, d1, b1;
+      struct timespec ts0, ts1;
+      double elapsed = 0;
+
+      clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts0);
+      for (guint k = 0; k < per_batch; k++)
+        elapsed += timed_list_machines (bench);
+      clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts1);
+      d1 = bench_proc_cpu_us (bench->daemon_pid);
+      b1 = bench_proc_cpu_us (bus_pid);
+      c1 = ((ts1.tv_sec - ts0.tv_sec) * 1e9 + (ts1.tv_nsec - ts0.tv_nsec)) / 1000;
+      bench_samples_add (wall, elapsed / per_batch);
+      bench_samples_add (daemon, (d1 - d0) / per_batch);
+      bench_samples_add (bus, (b1 - b0) / per_batch);
+      bench_samples_add (client, c1 / per_batch);
+      bench_samples_add (rest, (elapsed - (d1 - d0)) / per_batch);
+    }
+
+  id = g_strdup_printf ("2-list-machines-cpu-n%u", n);
+  r = bench_report_add (bench->report, "2", id, "ListMachines: the daemon's CPU per listing (all its threads)",
+                        "µs", n, daemon, "the listing's time, the same listings", bench_samples_copy (wall));
+  note = g_strdup_printf ("%u batches of %u listings; CPU from the scheduler's counts "
+                          "(/proc/PID/task/*/schedstat) over each batch", batches, per_batch);
+  bench_result_set_note (r, note);
+  bench_result_judge_on_interval (r);
+  bench_result_print (r);
+  g_free (id);
+  id = g_strdup_printf ("2-list-machines-cpu-bus-n%u", n);
+  r = bench_report_add (bench->report, "2", id, "ListMachines: the bus daemon's CPU per listing (as above)",
+                        "µs", n, bus, "the listing's time (as above)", bench_samples_copy (wall));
+  bench_result_judge_on_interval (r);
+  bench_result_print (r);
+  g_free (id);
+  id = g_strdup_printf ("2-list-machines-cpu-client-n%u", n);
+  r = bench_report_add (bench->report, "2", id,
+                        "ListMachines: the client's CPU per listing, reading the answer (as above)", "µs", n,
+                        client, "the listing's time (as above)", wall);
+  bench_result_judge_on_interval (r);
+  bench_result_print (r);
+  g_free (id);
+  id = g_strdup_printf ("2-list-machines-floor-n%u", n);
+  r = bench_report_add (bench->report, "2", id,
+                        "ListMachines: the listing's time less the daemon's CPU, what the bus and the "
+                        "client take to carry it (as above)", "µs", n, rest,
+                        libvirt ? "libvirt-dbus ListDomains (as above)" : NULL,
+                        libvirt ? bench_samples_copy (libvirt) : NULL);
+  bench_result_set_note (r, "a service that took no CPU at all to answer would still take this long; "
+                            "a ratio above 0.10 here means that no service sending this listing on this "
+                            "bus is 10× faster than libvirt-dbus");
+  bench_result_print (r);
+}
+
 typedef struct {
   Bench *bench;
   guint  pending;
@@ -540,6 +612,9 @@ scale_step (Scale *s, guint n, Reference *ref)
                             "% of one CPU", n, idle, peer_idle ? "libvirtd + libvirt-dbus" : NULL, peer_idle);
       bench_result_print (r);
     }
+
+  if (usage_row)
+    report_listing_cost (bench, n, ld);
 
   id = g_strdup_printf ("2-managed-objects-n%u", n);
   r = bench_report_add (bench->report, "2", id, "GetManagedObjects (every machine with its properties)",

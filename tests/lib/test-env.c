@@ -979,6 +979,12 @@ mv_test_env_daemon_pid (MvTestEnv *env)
   return env->daemon_pid;
 }
 
+GPid
+mv_test_env_bus_pid (MvTestEnv *env)
+{
+  return env->bus_pid;
+}
+
 void
 mv_test_env_stop_daemon (MvTestEnv *env,
                          int        signo)

@@ -97,6 +97,8 @@ void        mv_test_env_set_daemon_netns     (MvTestEnv  *env,
                                               const char *netns);
 /* 0 when the daemon is not running. */
 GPid        mv_test_env_daemon_pid           (MvTestEnv *env);
+/* The private bus's dbus-daemon. */
+GPid        mv_test_env_bus_pid              (MvTestEnv *env);
 /* Sends @signo and waits up to 20 s for the daemon to exit and for
  * org.microvmd1 to leave the bus. After SIGTERM the daemon must exit with
  * status 0. */
