@@ -17,7 +17,7 @@
 # installs what it needs from Debian's archive, builds, builds the test
 # guest, microvmd's guest kernel and initramfs and the busybox root disk
 # (with its OCI layout, which row 11 boots as an image), and takes
-# about 35 minutes on a 2-core machine (row 7 takes 24 of them).
+# about 31 minutes on a 2-core machine (row 7 takes 24 of them).
 #
 #   bench/run.sh OUTDIR
 #
