@@ -354,8 +354,8 @@ bench_proc_cpu_seconds (GPid pid)
          (double) sysconf (_SC_CLK_TCK);
 }
 
-void
-bench_machine_cpu_seconds (double *busy, double *idle)
+double
+bench_machine_busy_seconds (void)
 {
   g_autofree char *text = NULL;
   g_auto (GStrv) fields = NULL;
@@ -373,30 +373,46 @@ bench_machine_cpu_seconds (double *busy, double *idle)
         if (*fields[i])
           ticks[n++] = g_ascii_strtod (fields[i], NULL);
     }
-  *busy = (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]) / (double) sysconf (_SC_CLK_TCK);
-  *idle = (ticks[3] + ticks[4]) / (double) sysconf (_SC_CLK_TCK);
+  return (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]) / (double) sysconf (_SC_CLK_TCK);
 }
 
-double
-bench_proc_cpu_us (GPid pid)
+GHashTable *
+bench_threads_cpu_us (GPid pid)
 {
   g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", pid);
   g_autoptr (GDir) dir = g_dir_open (tasks, 0, NULL);
+  GHashTable *cpu = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   const char *name;
-  double ns = 0;
 
-  if (!dir)
-    return -1;
-  while ((name = g_dir_read_name (dir)))
+  while (dir && (name = g_dir_read_name (dir)))
     {
       g_autofree char *path = g_build_filename (tasks, name, "schedstat", NULL);
       g_autofree char *text = NULL;
 
       /* "time on CPU (ns) time waiting to run (ns) time slices" */
       if (g_file_get_contents (path, &text, NULL, NULL))
-        ns += g_ascii_strtod (text, NULL);
+        g_hash_table_insert (cpu, g_strdup (name), g_memdup2 (&(double) { g_ascii_strtod (text, NULL) / 1000 },
+                                                              sizeof (double)));
     }
-  return ns / 1000;
+  return cpu;
+}
+
+double
+bench_threads_cpu_us_since (GPid pid, GHashTable *before)
+{
+  g_autoptr (GHashTable) now = bench_threads_cpu_us (pid);
+  GHashTableIter iter;
+  gpointer tid, us;
+  double sum = 0;
+
+  g_hash_table_iter_init (&iter, now);
+  while (g_hash_table_iter_next (&iter, &tid, &us))
+    {
+      const double *then = g_hash_table_lookup (before, tid);
+
+      sum += *(const double *) us - (then ? *then : 0);
+    }
+  return sum;
 }
 
 void

@@ -89,13 +89,17 @@ GPid     bench_proc_parent (GPid pid);
 /* The PID of machine @id's VMM, from the status record the daemon wrote. */
 GPid     bench_vmm_pid (Bench *bench, const char *id);
 double   bench_proc_cpu_seconds (GPid pid);
-/* The whole machine's CPU seconds since boot from /proc/stat, all CPUs
- * summed: @busy at work (user, system, interrupts, stolen), @idle not
- * (idle, waiting for the disk). */
-void     bench_machine_cpu_seconds (double *busy, double *idle);
-/* The CPU time every thread of @pid has had, in µs, from the scheduler's
- * nanosecond counts (/proc/@pid/task/N/schedstat); -1 if @pid is gone. */
-double   bench_proc_cpu_us (GPid pid);
+/* The whole machine's busy CPU seconds since boot from /proc/stat, all
+ * CPUs summed: user, system, interrupts, stolen; not idle, not waiting
+ * for the disk. */
+double   bench_machine_busy_seconds (void);
+/* The scheduler's nanosecond CPU counts of each thread of @pid
+ * (/proc/@pid/task/N/schedstat), by thread ID, in µs. */
+GHashTable *bench_threads_cpu_us (GPid pid);
+/* The CPU @pid's threads have had since @before (bench_threads_cpu_us),
+ * in µs: a thread begun since counts whole, one that has ended is lost
+ * for the time it ran since @before, not for its whole life. */
+double   bench_threads_cpu_us_since (GPid pid, GHashTable *before);
 /* Keeps every thread @pid has now on CPU @cpu; -1: on any CPU again. */
 void     bench_pin_process (GPid pid, int cpu);
 

@@ -173,15 +173,16 @@ store_worker (gpointer data)
  * (the daemon or the bare one, if any), the bus daemon's and the bench's
  * own (its clients or writers). */
 typedef struct {
-  GPid          service;
+  const GPid   *service;   /* the service's PID, followed across restarts; NULL: none */
   BenchSamples *machine;
   BenchSamples *parts[3];   /* service, bus, bench */
 } Usage;
 
-static const char *const usage_parts[] = { "the service", "dbus-daemon", "the bench's clients" };
+/* What usage_text() calls each part; the service is named by its caller. */
+static const char *const usage_parts[] = { NULL, "dbus-daemon", "the bench's clients" };
 
 static Usage *
-usage_new (GPid service)
+usage_new (const GPid *service)
 {
   Usage *u = g_new0 (Usage, 1);
 
@@ -207,11 +208,9 @@ usage_free (Usage *u)
 static void
 usage_read (Bench *bench, const Usage *u, double *machine, double parts[3])
 {
-  double idle;
-  GPid pids[3] = { u->service, mv_test_env_bus_pid (bench->env), getpid () };
+  GPid pids[3] = { u->service ? *u->service : 0, mv_test_env_bus_pid (bench->env), getpid () };
 
-  bench_machine_cpu_seconds (machine, &idle);
-  *machine *= G_USEC_PER_SEC;
+  *machine = bench_machine_busy_seconds () * G_USEC_PER_SEC;
   /* From each process's own count, which keeps what its threads that
    * have ended took (the clients', a pool's), in clock ticks: a window
    * of seconds makes thousands of creates. */
@@ -344,8 +343,8 @@ bench_row_create (Bench *bench)
   BenchSamples *rate20 = bench_samples_new (), *rate20b = bench_samples_new ();
   BenchSamples *lat20e = bench_samples_new (), *rate20e = bench_samples_new ();
   BenchSamples *rate20s = bench_samples_new (), *bound20 = bench_samples_new ();
-  Usage *cpu20 = usage_new (bench->daemon_pid), *cpu20b = usage_new (0);
-  Usage *cpu20e = usage_new (bench->echo_pid), *cpu20s = usage_new (bench->echo_pid);
+  Usage *cpu20 = usage_new (&bench->daemon_pid), *cpu20b = usage_new (NULL);
+  Usage *cpu20e = usage_new (&bench->echo_pid), *cpu20s = usage_new (&bench->echo_pid);
   g_autofree char *used = NULL, *used_bare = NULL, *used_writes = NULL, *used_signals = NULL;
   guint n;
   BenchResult *r;
@@ -363,7 +362,6 @@ bench_row_create (Bench *bench)
       g_autoptr (BenchSamples) scratch = bench_samples_new ();
 
       start_round (bench, i);
-      cpu20->service = bench->daemon_pid;
       bench_samples_add (rate1, run_clients (bench, create_worker, &daemon_target, 1, 0, window, scratch, NULL));
       bench_samples_add (rate1b, run_clients (bench, store_worker, NULL, 1, 0, window, scratch, NULL));
       bench_samples_add (rate20, run_clients (bench, create_worker, &daemon_target, 20, 0, window, lat20, cpu20));

@@ -302,7 +302,8 @@ report_listing_cost (Bench *bench, guint n, const BenchSamples *libvirt)
 
   for (guint b = 0; b < batches; b++)
     {
-      double d0 = bench_proc_cpu_us (bench->daemon_pid), b0 = bench_proc_cpu_us (bus_pid);
+      g_autoptr (GHashTable) d0 = bench_threads_cpu_us (bench->daemon_pid);
+      g_autoptr (GHashTable) b0 = bench_threads_cpu_us (bus_pid);
       double c1, d1, b1;
       struct timespec ts0, ts1;
       double elapsed = 0;
@@ -311,14 +312,14 @@ report_listing_cost (Bench *bench, guint n, const BenchSamples *libvirt)
       for (guint k = 0; k < per_batch; k++)
         elapsed += timed_list_machines (bench);
       clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts1);
-      d1 = bench_proc_cpu_us (bench->daemon_pid);
-      b1 = bench_proc_cpu_us (bus_pid);
+      d1 = bench_threads_cpu_us_since (bench->daemon_pid, d0);
+      b1 = bench_threads_cpu_us_since (bus_pid, b0);
       c1 = ((ts1.tv_sec - ts0.tv_sec) * 1e9 + (ts1.tv_nsec - ts0.tv_nsec)) / 1000;
       bench_samples_add (wall, elapsed / per_batch);
-      bench_samples_add (daemon, (d1 - d0) / per_batch);
-      bench_samples_add (bus, (b1 - b0) / per_batch);
+      bench_samples_add (daemon, d1 / per_batch);
+      bench_samples_add (bus, b1 / per_batch);
       bench_samples_add (client, c1 / per_batch);
-      bench_samples_add (rest, (elapsed - (d1 - d0)) / per_batch);
+      bench_samples_add (rest, (elapsed - d1) / per_batch);
     }
 
   id = g_strdup_printf ("2-list-machines-cpu-n%u", n);
